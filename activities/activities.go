@@ -1,0 +1,62 @@
+// Package activities holds every piece of I/O Lucy's workflows do: LLM calls, Slack Web API calls,
+// tool execution and prompt assembly. Workflows refer to them through a nil *Activities
+// (`var a *activities.Activities; workflow.ExecuteActivity(ctx, a.CallModel, in)`), and the worker
+// registers them under explicit, stable names (worker/).
+//
+// # Rules
+//
+//   - Inputs and results are plain structs defined here: no slack.* or openai.* types and no secrets
+//     cross into workflow history.
+//   - Temporal owns retries. Errors that retrying cannot fix are returned as non-retryable
+//     application errors (see errors.go); everything else is retried by the caller's bounded policy.
+//   - Long calls heartbeat, so that a cancelled run reaches them within seconds.
+//   - Message bodies that are already in history are referred to, not re-sent (see transcript.go).
+package activities
+
+import (
+	"context"
+	"io/fs"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// ChatModel is the part of openai-go's *openai.ChatCompletionService the activities use.
+type ChatModel interface {
+	New(ctx context.Context, body openai.ChatCompletionNewParams, opts ...option.RequestOption) (*openai.ChatCompletion, error)
+}
+
+// SlackAPI is the part of *slack.Client the activities and tools use.
+type SlackAPI interface {
+	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
+	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
+	PostEphemeralContext(ctx context.Context, channelID, userID string, options ...slack.MsgOption) (string, error)
+	AddReactionContext(ctx context.Context, name string, item slack.ItemRef) error
+	RemoveReactionContext(ctx context.Context, name string, item slack.ItemRef) error
+	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
+	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
+	GetConversationInfoContext(ctx context.Context, input *slack.GetConversationInfoInput) (*slack.Channel, error)
+	GetConversationsContext(ctx context.Context, params *slack.GetConversationsParameters) ([]slack.Channel, string, error)
+	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
+	UploadFileV2Context(ctx context.Context, params slack.UploadFileV2Parameters) (*slack.FileSummary, error)
+}
+
+// SlackClients returns the Slack client for a workspace (team ID). In `lucy dev` the local terminal
+// workspace has its own in-process Slack API; every other team uses SLACK_BOT_TOKEN.
+type SlackClients func(team string) SlackAPI
+
+// Activities is the receiver of every activity. Its fields are injected by the worker; tests inject fakes.
+type Activities struct {
+	Model   ChatModel         // Chat Completions, built with zero retries
+	Models  map[string]string // tier -> model name
+	Slack   SlackClients
+	History HistoryReader   // resolves transcript references against workflow history
+	Prompts fs.FS           // prompts/ (embedded markdown)
+	Tools   *tools.Registry // tool schemas and implementations
+	Log     zerolog.Logger
+}

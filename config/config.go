@@ -1,0 +1,291 @@
+// Package config loads and validates Lucy's configuration from the environment.
+//
+// There is one Config for every process. Load reads every variable in one place, applies defaults and
+// returns an actionable, one-line error for each mistake a person can make (a wrong token prefix, a
+// malformed address, no LLM configured), so that `lucy` fails at start instead of at the first message.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Mode says which process is being configured; some settings are required only by some processes.
+type Mode string
+
+const (
+	ModeDev     Mode = "dev"     // embedded Temporal + UI + worker + gateway
+	ModeWorker  Mode = "worker"  // workflows and activities against TEMPORAL_ADDRESS
+	ModeGateway Mode = "gateway" // Slack events in, signals out
+	ModeChat    Mode = "chat"    // terminal conversation against a running stack
+)
+
+// GatewayMode is how the gateway receives Slack events.
+type GatewayMode string
+
+const (
+	GatewaySocket   GatewayMode = "socket"   // Socket Mode: SLACK_APP_TOKEN + SLACK_BOT_TOKEN
+	GatewayHTTP     GatewayMode = "http"     // Events API: SLACK_SIGNING_SECRET + SLACK_BOT_TOKEN
+	GatewayTerminal GatewayMode = "terminal" // stdin/stdout against the local workspace
+)
+
+// Tiers in escalation order. The names are part of the wire format (they appear in workflow history).
+var Tiers = []string{"fast", "default", "code", "research", "document", "frontier"}
+
+// Config is everything a Lucy process reads from its environment.
+type Config struct {
+	Mode Mode
+
+	// Temporal
+	TemporalAddress   string // TEMPORAL_ADDRESS; empty in dev means "embedded"
+	TemporalNamespace string // TEMPORAL_NAMESPACE
+	TemporalAPIKey    string // TEMPORAL_API_KEY (Temporal Cloud)
+	TemporalTLSCert   string // TEMPORAL_TLS_CERT (path to PEM, mTLS)
+	TemporalTLSKey    string // TEMPORAL_TLS_KEY (path to PEM, mTLS)
+
+	// Embedded development stack
+	DataDir      string // LUCY_DATA_DIR
+	TemporalPort int    // LUCY_TEMPORAL_PORT
+	UIPort       int    // LUCY_UI_PORT
+
+	HTTPAddr string // LUCY_HTTP_ADDR
+
+	// Slack
+	SlackBotToken      string // SLACK_BOT_TOKEN (xoxb-)
+	SlackAppToken      string // SLACK_APP_TOKEN (xapp-)
+	SlackSigningSecret string // SLACK_SIGNING_SECRET
+	SlackAPIURL        string // SLACK_API_URL, always ends in "/"
+	Gateway            GatewayMode
+
+	// Approvals: Slack user IDs that may approve any destructive action, besides the requester.
+	AdminUsers []string // LUCY_ADMIN_USERS (comma separated)
+
+	// LLM
+	LLMBaseURL string            // OPENAI_BASE_URL, or OpenRouter's when OPENROUTER_API_KEY is set
+	LLMAPIKey  string            // OPENAI_API_KEY or OPENROUTER_API_KEY
+	Provider   string            // "openai", "openrouter" or "custom"
+	Models     map[string]string // tier -> model, LUCY_MODEL_<TIER>
+
+	LogLevel  string // LUCY_LOG_LEVEL
+	LogFormat string // LUCY_LOG_FORMAT
+}
+
+// Defaults.
+const (
+	DefaultNamespace    = "default"
+	DefaultDataDir      = ".lucy"
+	DefaultTemporalPort = 7233
+	DefaultUIPort       = 8233
+	DefaultHTTPAddr     = ":3000"
+	DefaultSlackAPIURL  = "https://slack.com/api/"
+	OpenRouterBaseURL   = "https://openrouter.ai/api/v1"
+	OpenAIBaseURL       = "https://api.openai.com/v1"
+)
+
+// defaultModels are per provider; a custom endpoint (vLLM, Ollama, LiteLLM) has no sensible default
+// names, so every tier falls back to LUCY_MODEL_DEFAULT there.
+var defaultModels = map[string]map[string]string{
+	"openai": {
+		"fast": "gpt-4.1-mini", "default": "gpt-4.1", "code": "gpt-4.1", "research": "gpt-4.1",
+		"document": "gpt-4.1", "frontier": "o3",
+	},
+	"openrouter": {
+		"fast": "google/gemini-2.5-flash", "default": "minimax/minimax-m2.5", "code": "minimax/minimax-m2.5",
+		"research": "google/gemini-3-flash-preview", "document": "minimax/minimax-m2.5",
+		"frontier": "google/gemini-3.1-pro-preview",
+	},
+}
+
+// Load reads the configuration for mode from getenv and validates it.
+func Load(mode Mode, getenv func(string) string) (*Config, error) {
+	env := func(k, def string) string {
+		if v := strings.TrimSpace(getenv(k)); v != "" {
+			return v
+		}
+		return def
+	}
+	c := &Config{
+		Mode:               mode,
+		TemporalAddress:    env("TEMPORAL_ADDRESS", ""),
+		TemporalNamespace:  env("TEMPORAL_NAMESPACE", DefaultNamespace),
+		TemporalAPIKey:     env("TEMPORAL_API_KEY", ""),
+		TemporalTLSCert:    env("TEMPORAL_TLS_CERT", ""),
+		TemporalTLSKey:     env("TEMPORAL_TLS_KEY", ""),
+		DataDir:            env("LUCY_DATA_DIR", DefaultDataDir),
+		HTTPAddr:           env("LUCY_HTTP_ADDR", DefaultHTTPAddr),
+		SlackBotToken:      env("SLACK_BOT_TOKEN", ""),
+		SlackAppToken:      env("SLACK_APP_TOKEN", ""),
+		SlackSigningSecret: env("SLACK_SIGNING_SECRET", ""),
+		SlackAPIURL:        env("SLACK_API_URL", DefaultSlackAPIURL),
+		LogLevel:           strings.ToLower(env("LUCY_LOG_LEVEL", "info")),
+		Models:             map[string]string{},
+	}
+	var err error
+	if c.TemporalPort, err = port(env("LUCY_TEMPORAL_PORT", strconv.Itoa(DefaultTemporalPort)), "LUCY_TEMPORAL_PORT"); err != nil {
+		return nil, err
+	}
+	if c.UIPort, err = port(env("LUCY_UI_PORT", strconv.Itoa(DefaultUIPort)), "LUCY_UI_PORT"); err != nil {
+		return nil, err
+	}
+	if mode == ModeDev && c.TemporalPort == c.UIPort {
+		return nil, fmt.Errorf("LUCY_TEMPORAL_PORT and LUCY_UI_PORT are both %d: pick two different ports", c.UIPort)
+	}
+	if c.TemporalAddress == "" && mode != ModeDev {
+		c.TemporalAddress = fmt.Sprintf("127.0.0.1:%d", DefaultTemporalPort)
+	}
+	if c.TemporalAddress != "" {
+		if _, _, err := net.SplitHostPort(c.TemporalAddress); err != nil {
+			return nil, fmt.Errorf("TEMPORAL_ADDRESS %q is not host:port (for example 127.0.0.1:7233)", c.TemporalAddress)
+		}
+	}
+	if (c.TemporalTLSCert == "") != (c.TemporalTLSKey == "") {
+		return nil, errors.New("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY must be set together (paths to the client certificate and key)")
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		return nil, fmt.Errorf("LUCY_HTTP_ADDR %q is not [host]:port (for example :3000)", c.HTTPAddr)
+	}
+	if !strings.HasSuffix(c.SlackAPIURL, "/") {
+		c.SlackAPIURL += "/"
+	}
+	if u, err := url.Parse(c.SlackAPIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("SLACK_API_URL %q is not an http(s) URL (default %s)", c.SlackAPIURL, DefaultSlackAPIURL)
+	}
+	for _, a := range strings.Split(getenv("LUCY_ADMIN_USERS"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			c.AdminUsers = append(c.AdminUsers, a)
+		}
+	}
+	if err := c.loadLogging(getenv); err != nil {
+		return nil, err
+	}
+	if err := c.loadSlack(); err != nil {
+		return nil, err
+	}
+	if err := c.loadLLM(getenv); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func port(v, name string) (int, error) {
+	p, err := strconv.Atoi(v)
+	if err != nil || p < 1 || p > 65535 {
+		return 0, fmt.Errorf("%s %q is not a port number (1-65535)", name, v)
+	}
+	return p, nil
+}
+
+func (c *Config) loadLogging(getenv func(string) string) error {
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("LUCY_LOG_LEVEL %q is not one of debug, info, warn, error", c.LogLevel)
+	}
+	def := "json"
+	if c.Mode == ModeDev || c.Mode == ModeChat {
+		def = "console"
+	}
+	c.LogFormat = strings.ToLower(strings.TrimSpace(getenv("LUCY_LOG_FORMAT")))
+	if c.LogFormat == "" {
+		c.LogFormat = def
+	}
+	if c.LogFormat != "json" && c.LogFormat != "console" {
+		return fmt.Errorf("LUCY_LOG_FORMAT %q is not json or console", c.LogFormat)
+	}
+	return nil
+}
+
+func (c *Config) loadSlack() error {
+	if c.SlackBotToken != "" && !strings.HasPrefix(c.SlackBotToken, "xoxb-") {
+		return errors.New("SLACK_BOT_TOKEN must be a bot token starting with xoxb- (Slack app > OAuth & Permissions > Bot User OAuth Token)")
+	}
+	if c.SlackAppToken != "" && !strings.HasPrefix(c.SlackAppToken, "xapp-") {
+		return errors.New("SLACK_APP_TOKEN must be an app-level token starting with xapp- (Slack app > Basic Information > App-Level Tokens, scope connections:write)")
+	}
+	switch {
+	case c.SlackAppToken != "" && c.SlackBotToken != "":
+		c.Gateway = GatewaySocket
+	case c.SlackSigningSecret != "" && c.SlackBotToken != "":
+		c.Gateway = GatewayHTTP
+	case c.SlackAppToken != "" || c.SlackSigningSecret != "":
+		return errors.New("SLACK_BOT_TOKEN is missing: Socket Mode needs SLACK_APP_TOKEN and SLACK_BOT_TOKEN, the Events API needs SLACK_SIGNING_SECRET and SLACK_BOT_TOKEN")
+	default:
+		c.Gateway = GatewayTerminal
+	}
+	switch c.Mode {
+	case ModeWorker:
+		if c.SlackBotToken == "" {
+			return errors.New("SLACK_BOT_TOKEN is required by `lucy worker` (it posts replies); for a local try-out without Slack use `lucy dev`")
+		}
+	case ModeGateway:
+		if c.Gateway == GatewayTerminal {
+			return errors.New("`lucy gateway` needs Slack credentials: SLACK_APP_TOKEN + SLACK_BOT_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET + SLACK_BOT_TOKEN (Events API); without Slack use `lucy chat`")
+		}
+	}
+	return nil
+}
+
+func (c *Config) loadLLM(getenv func(string) string) error {
+	orKey := strings.TrimSpace(getenv("OPENROUTER_API_KEY"))
+	oaKey := strings.TrimSpace(getenv("OPENAI_API_KEY"))
+	base := strings.TrimSpace(getenv("OPENAI_BASE_URL"))
+	switch {
+	case orKey != "":
+		c.Provider, c.LLMAPIKey, c.LLMBaseURL = "openrouter", orKey, OpenRouterBaseURL
+	case base != "":
+		c.Provider, c.LLMAPIKey, c.LLMBaseURL = "custom", oaKey, base
+		if strings.TrimSuffix(base, "/") == OpenAIBaseURL {
+			c.Provider = "openai"
+		}
+	case oaKey != "":
+		c.Provider, c.LLMAPIKey, c.LLMBaseURL = "openai", oaKey, OpenAIBaseURL
+	}
+	// The gateway and the chat client never call the model.
+	if c.Mode == ModeGateway || c.Mode == ModeChat {
+		return nil
+	}
+	if c.Provider == "" {
+		return errors.New("no LLM configured: set OPENAI_API_KEY (OpenAI), OPENROUTER_API_KEY (OpenRouter), or OPENAI_BASE_URL for any OpenAI-compatible endpoint such as Ollama (http://127.0.0.1:11434/v1)")
+	}
+	if u, err := url.Parse(c.LLMBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("OPENAI_BASE_URL %q is not an http(s) URL (for example http://127.0.0.1:11434/v1)", c.LLMBaseURL)
+	}
+	if c.Provider == "openai" && c.LLMAPIKey == "" {
+		return errors.New("OPENAI_API_KEY is required for api.openai.com")
+	}
+	defaults := defaultModels[c.Provider]
+	for _, tier := range Tiers {
+		m := strings.TrimSpace(getenv("LUCY_MODEL_" + strings.ToUpper(tier)))
+		if m == "" {
+			m = defaults[tier]
+		}
+		c.Models[tier] = m
+	}
+	if c.Provider == "custom" {
+		if c.Models["default"] == "" {
+			return errors.New("LUCY_MODEL_DEFAULT is required with a custom OPENAI_BASE_URL (the model name your endpoint serves, for example llama3.1)")
+		}
+		for _, tier := range Tiers {
+			if c.Models[tier] == "" {
+				c.Models[tier] = c.Models["default"]
+			}
+		}
+	}
+	return nil
+}
+
+// Embedded reports whether this process runs its own Temporal server.
+func (c *Config) Embedded() bool { return c.Mode == ModeDev && c.TemporalAddress == "" }
+
+// Redacted returns a short description of the configuration that is safe to log.
+func (c *Config) Redacted() map[string]any {
+	return map[string]any{
+		"temporalAddress": c.TemporalAddress, "namespace": c.TemporalNamespace, "dataDir": c.DataDir,
+		"gateway": string(c.Gateway), "slackAPI": c.SlackAPIURL, "llmProvider": c.Provider,
+		"llmBaseURL": c.LLMBaseURL, "models": c.Models, "httpAddr": c.HTTPAddr,
+	}
+}

@@ -1,0 +1,157 @@
+package workflows
+
+// The payloads that cross the Temporal boundary between the gateway and the workflows. Only plain
+// structs: no slack.* or openai.* types, no secrets (DESIGN.md rule 2).
+
+// Message is one human message normalized by the gateway (Slack, Socket Mode or the terminal). It is
+// the payload of the `message` signal.
+type Message struct {
+	EventID  string `json:"eventId,omitempty"` // Slack event_id; empty for the terminal
+	Team     string `json:"team"`
+	Channel  string `json:"channel"`
+	TS       string `json:"ts"`       // the message's own ts
+	ThreadTS string `json:"threadTs"` // root of the thread (== TS for a top-level message)
+	User     string `json:"user"`
+	Text     string `json:"text"`
+	// Kind is the Slack event type it came from: app_mention, message, assistant_thread_started, terminal.
+	Kind string `json:"kind"`
+	// IsDM is true in a direct message channel (channel type "im").
+	IsDM bool `json:"isDm,omitempty"`
+	// Control is set by the gateway when the text is a control intent rather than a request:
+	// "status" (what are you working on?). Cancel intents arrive as the `cancel` signal instead.
+	Control string `json:"control,omitempty"`
+	// ReceivedAt is when the gateway received it (RFC 3339), for latency logs only.
+	ReceivedAt string `json:"receivedAt,omitempty"`
+}
+
+// Key is the lane this message belongs to.
+func (m Message) Key() LaneKey {
+	root := m.ThreadTS
+	if root == "" {
+		root = m.TS
+	}
+	return LaneKey{Team: m.Team, Channel: m.Channel, ThreadTS: root}
+}
+
+// DedupeKeys are the keys under which a lane remembers that it has seen this message: Slack's retries
+// repeat the event_id, and an @mention arrives twice (app_mention and message, different event_ids)
+// with the same channel+ts.
+func (m Message) DedupeKeys() []string {
+	keys := []string{"ts:" + m.Channel + ":" + m.TS}
+	if m.EventID != "" {
+		keys = append(keys, "ev:"+m.EventID)
+	}
+	return keys
+}
+
+// CancelRequest is the payload of the `cancel` signal: "cancel that", "stop", "nevermind".
+type CancelRequest struct {
+	EventID string `json:"eventId,omitempty"`
+	Channel string `json:"channel"`
+	TS      string `json:"ts"` // the ts of the cancel message, which gets the reaction
+	User    string `json:"user"`
+	Text    string `json:"text"`
+	// DropQueued is true when the person also asked to drop queued messages ("cancel everything").
+	DropQueued bool `json:"dropQueued,omitempty"`
+}
+
+// Approval is the payload of the `approval` signal: a button click on an approval prompt, or a
+// natural-language answer routed by the lane.
+type Approval struct {
+	Fingerprint string `json:"fingerprint"` // the proposal it answers
+	Approved    bool   `json:"approved"`
+	User        string `json:"user"`
+	Channel     string `json:"channel,omitempty"`
+	// Source is "button" or "message".
+	Source string `json:"source"`
+	// ResponseURL lets a refusal reach only the clicker (block_actions response_url); not a secret.
+	ResponseURL string `json:"responseUrl,omitempty"`
+	EventID     string `json:"eventId,omitempty"`
+}
+
+// Resume is the payload of the `resume` signal, which the Web UI can send to a run that waits for a
+// human after a failure: {"action":"retry"}, {"action":"skip"} or {"action":"abort"}.
+type Resume struct {
+	Action string `json:"action"`
+	User   string `json:"user,omitempty"`
+}
+
+// Resume actions.
+const (
+	ResumeRetry = "retry"
+	ResumeSkip  = "skip"
+	ResumeAbort = "abort"
+)
+
+// RunEvent is the internal payload a run sends to its lane (SignalRunEvent).
+type RunEvent struct {
+	Run string `json:"run"` // run workflow ID
+	// AwaitingApproval is the fingerprint of the proposal the run waits on; empty when it stopped waiting.
+	AwaitingApproval string `json:"awaitingApproval,omitempty"`
+	Requester        string `json:"requester,omitempty"`
+	// WaitingForHuman is true while the run waits on `resume` after a failure.
+	WaitingForHuman bool `json:"waitingForHuman,omitempty"`
+}
+
+// LaneInput starts (or continues) a lane workflow. State is nil on first start and carries everything
+// across continue-as-new.
+type LaneInput struct {
+	Key   LaneKey    `json:"key"`
+	State *LaneState `json:"state,omitempty"`
+}
+
+// LaneState is the lane's durable state, carried across continue-as-new.
+type LaneState struct {
+	// Seen is the ordered set of dedupe keys (oldest first), bounded to MaxSeenKeys.
+	Seen []string `json:"seen,omitempty"`
+	// Queue holds messages waiting for the current run to finish.
+	Queue []Message `json:"queue,omitempty"`
+	// Runs counts agent runs started in this lane; it numbers the run workflow IDs.
+	Runs int `json:"runs"`
+	// People caches resolved user names and time zones by Slack user ID.
+	People map[string]Person `json:"people,omitempty"`
+	// ChannelName caches the channel's name.
+	ChannelName string `json:"channelName,omitempty"`
+	// ResolvedAt is when People/ChannelName were last refreshed (RFC 3339, workflow time).
+	ResolvedAt string `json:"resolvedAt,omitempty"`
+}
+
+// Person is a resolved Slack user.
+type Person struct {
+	Name     string `json:"name"`
+	RealName string `json:"realName,omitempty"`
+	TZ       string `json:"tz,omitempty"`
+}
+
+// LaneStatus is the lane's answer to the `status` query.
+type LaneStatus struct {
+	Lane       string    `json:"lane"`
+	Busy       bool      `json:"busy"`
+	CurrentRun string    `json:"currentRun,omitempty"` // agent run workflow ID
+	Runs       int       `json:"runs"`
+	Queued     []Message `json:"queued,omitempty"`
+	// AwaitingApproval is the fingerprint the current run waits on, if any.
+	AwaitingApproval string `json:"awaitingApproval,omitempty"`
+}
+
+// RunStatus is an agent run's answer to the `status` query.
+type RunStatus struct {
+	Run       string `json:"run"`
+	Objective string `json:"objective"`
+	Phase     string `json:"phase"` // preparing, thinking, running_tools, awaiting_approval, waiting_for_human, finishing, done
+	Turn      int    `json:"turn"`
+	Tier      string `json:"tier"`
+	LastTool  string `json:"lastTool,omitempty"`
+	StartedAt string `json:"startedAt"` // RFC 3339
+	// Journal is the run journal's rendered Markdown.
+	Journal string `json:"journal,omitempty"`
+	// Usage is tokens per model.
+	Usage map[string]Usage `json:"usage,omitempty"`
+}
+
+// Usage is token usage of one model.
+type Usage struct {
+	PromptTokens     int64 `json:"promptTokens"`
+	CompletionTokens int64 `json:"completionTokens"`
+	Calls            int   `json:"calls"`
+}

@@ -1,0 +1,56 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Fixed names. They are the wire API between the gateway, the worker, operators and the Web UI
+// (DESIGN.md "Fixed names"); change them only with a migration.
+const (
+	TaskQueue = "lucy"
+
+	// Workflow types, registered with these explicit names so a Go rename cannot break running workflows.
+	LaneWorkflowName     = "lane"
+	AgentRunWorkflowName = "agent_run"
+
+	// Signals to the lane workflow.
+	SignalMessage  = "message"
+	SignalCancel   = "cancel"
+	SignalApproval = "approval"
+	SignalResume   = "resume"
+
+	// SignalRunEvent is internal: an agent run tells its lane that it waits for (or no longer waits
+	// for) an approval, so the lane can route a natural-language "yes, do it" to it.
+	SignalRunEvent = "run_event"
+
+	// QueryStatus is answered by both the lane and the agent run workflows.
+	QueryStatus = "status"
+)
+
+// LaneKey identifies one Slack thread: the lane workflow serializes every run in it.
+type LaneKey struct {
+	Team     string `json:"team"`
+	Channel  string `json:"channel"`
+	ThreadTS string `json:"threadTs"` // root ts of the thread; a top-level message is its own root
+}
+
+// LaneID is the lane workflow ID: lane:{team}:{channel}:{thread_ts}.
+func LaneID(k LaneKey) string {
+	return fmt.Sprintf("lane:%s:%s:%s", k.Team, k.Channel, k.ThreadTS)
+}
+
+// ParseLaneID is the inverse of LaneID.
+func ParseLaneID(id string) (LaneKey, error) {
+	parts := strings.Split(id, ":")
+	if len(parts) != 4 || parts[0] != "lane" || parts[1] == "" || parts[2] == "" || parts[3] == "" {
+		return LaneKey{}, fmt.Errorf("%q is not a lane workflow ID (lane:{team}:{channel}:{thread_ts})", id)
+	}
+	return LaneKey{Team: parts[1], Channel: parts[2], ThreadTS: parts[3]}, nil
+}
+
+// RunID is the workflow ID of the n-th agent run of a lane. Each run is its own child workflow so that
+// it has its own history and can be reset or resumed alone from the Web UI.
+func RunID(k LaneKey, n int) string {
+	return fmt.Sprintf("%s:run:%d", LaneID(k), n)
+}
