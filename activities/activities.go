@@ -58,5 +58,7 @@ type Activities struct {
 	History HistoryReader   // resolves transcript references against workflow history
 	Prompts fs.FS           // prompts/ (embedded markdown)
 	Tools   *tools.Registry // tool schemas and implementations
+	Admins  []string // LUCY_ADMIN_USERS
+	DataDir string          // workspace files and knowledge live under DataDir/workspaces/<team>/
 	Log     zerolog.Logger
 }

@@ -20,6 +20,9 @@ type Message struct {
 	// Control is set by the gateway when the text is a control intent rather than a request:
 	// "status" (what are you working on?). Cancel intents arrive as the `cancel` signal instead.
 	Control string `json:"control,omitempty"`
+	// StatusText is the gateway's answer to a status question, written from the lane's and the
+	// run's `status` queries; the lane posts it.
+	StatusText string `json:"statusText,omitempty"`
 	// ReceivedAt is when the gateway received it (RFC 3339), for latency logs only.
 	ReceivedAt string `json:"receivedAt,omitempty"`
 }

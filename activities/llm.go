@@ -1,0 +1,305 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Error types the workflows act on.
+const (
+	ErrModelBadRequest = "ModelBadRequest" // HTTP 400: the workflow escalates to the frontier tier
+	ErrModelPermanent  = "ModelPermanent"  // 401, 403, 404, 422: configuration, retrying cannot help
+	ErrModelEmpty      = "ModelEmpty"      // the provider answered without any choice
+)
+
+// HeartbeatEvery is how often long activities heartbeat while they wait; the workflows set a
+// HeartbeatTimeout a few times larger, so a cancelled run reaches the call within seconds.
+const HeartbeatEvery = 1 * time.Second
+
+// ToolCall is a tool call requested by the model.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// TokenUsage of one call.
+type TokenUsage struct {
+	Prompt     int64 `json:"prompt"`
+	Completion int64 `json:"completion"`
+}
+
+// CallModelInput is one turn of the agent loop.
+type CallModelInput struct {
+	Tier       string     `json:"tier"`
+	System     []Entry    `json:"system"` // the system prompt (by reference) and small per-call additions
+	Transcript Transcript `json:"transcript"`
+	Tools      []string   `json:"tools,omitempty"`
+	// ToolChoice: "" (auto), "none", "required", or a tool name the model must call.
+	ToolChoice string `json:"toolChoice,omitempty"`
+	MaxTokens  int64  `json:"maxTokens,omitempty"`
+}
+
+// ModelReply is the model's answer.
+type ModelReply struct {
+	Content      string     `json:"content,omitempty"`
+	ToolCalls    []ToolCall `json:"toolCalls,omitempty"`
+	FinishReason string     `json:"finishReason,omitempty"`
+	Model        string     `json:"model"`
+	Usage        TokenUsage `json:"usage"`
+}
+
+// CallModel calls the model of the given tier with the resolved transcript and tools.
+func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelReply, error) {
+	res, err := a.newResolver(ctx, needsHistory(in.Transcript, in.System))
+	if err != nil {
+		return ModelReply{}, err
+	}
+	sys, err := res.entries(in.System)
+	if err != nil {
+		return ModelReply{}, err
+	}
+	msgs, err := res.transcript(in.Transcript, 0)
+	if err != nil {
+		return ModelReply{}, err
+	}
+	model, err := a.model(in.Tier)
+	if err != nil {
+		return ModelReply{}, err
+	}
+	params := openai.ChatCompletionNewParams{Model: model, Messages: toOpenAI(append(sys, msgs...))}
+	if len(in.Tools) > 0 && a.Tools != nil {
+		for _, s := range a.Tools.Schemas(in.Tools) {
+			params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+				Name: s.Name, Description: openai.String(s.Description), Parameters: shared.FunctionParameters(s.Parameters),
+			}))
+		}
+		switch in.ToolChoice {
+		case "":
+		case "none", "required", "auto":
+			params.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(in.ToolChoice)}
+		default:
+			params.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: in.ToolChoice})
+		}
+	}
+	if in.MaxTokens > 0 {
+		params.MaxTokens = openai.Int(in.MaxTokens)
+	}
+	comp, err := a.complete(ctx, params)
+	if err != nil {
+		return ModelReply{}, err
+	}
+	if len(comp.Choices) == 0 {
+		return ModelReply{}, temporal.NewApplicationError("the model returned no choices", ErrModelEmpty)
+	}
+	ch := comp.Choices[0]
+	out := ModelReply{
+		Content: ch.Message.Content, FinishReason: string(ch.FinishReason), Model: model,
+		Usage: TokenUsage{Prompt: comp.Usage.PromptTokens, Completion: comp.Usage.CompletionTokens},
+	}
+	for _, tc := range ch.Message.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			continue
+		}
+		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(params.Messages)).
+		Int("toolCalls", len(out.ToolCalls)).Int64("promptTokens", out.Usage.Prompt).Msg("model call")
+	return out, nil
+}
+
+// CompleteInput asks a model for one plain-text completion: an internal judgement (supervisor,
+// planner) or a summary (tool result, compaction).
+type CompleteInput struct {
+	Tier string `json:"tier"`
+	// Prompt is a file of prompts/ used as the system message, e.g. "SUMMARIZER.md".
+	Prompt string `json:"prompt"`
+	// Inline is the user content written by the workflow.
+	Inline string `json:"inline,omitempty"`
+	// Document is rendered as text after Inline (by reference: bodies stay out of history).
+	Document  Transcript `json:"document,omitempty"`
+	MaxTokens int64      `json:"maxTokens,omitempty"`
+}
+
+// Completion is a plain-text answer.
+type Completion struct {
+	Text  string     `json:"text"`
+	Model string     `json:"model"`
+	Usage TokenUsage `json:"usage"`
+}
+
+// Complete runs a one-shot completion.
+func (a *Activities) Complete(ctx context.Context, in CompleteInput) (Completion, error) {
+	sys, err := a.prompt(in.Prompt)
+	if err != nil {
+		return Completion{}, err
+	}
+	res, err := a.newResolver(ctx, needsHistory(in.Document))
+	if err != nil {
+		return Completion{}, err
+	}
+	doc, err := res.transcript(in.Document, 0)
+	if err != nil {
+		return Completion{}, err
+	}
+	user := in.Inline
+	if len(doc) > 0 {
+		user = strings.TrimSpace(user + "\n\n" + renderDocument(doc))
+	}
+	if strings.TrimSpace(user) == "" {
+		return Completion{}, temporal.NewNonRetryableApplicationError("nothing to complete", "BadInput", nil)
+	}
+	model, err := a.model(in.Tier)
+	if err != nil {
+		return Completion{}, err
+	}
+	params := openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{
+		openai.SystemMessage(sys), openai.UserMessage(user),
+	}}
+	if in.MaxTokens > 0 {
+		params.MaxTokens = openai.Int(in.MaxTokens)
+	}
+	comp, err := a.complete(ctx, params)
+	if err != nil {
+		return Completion{}, err
+	}
+	if len(comp.Choices) == 0 {
+		return Completion{}, temporal.NewApplicationError("the model returned no choices", ErrModelEmpty)
+	}
+	return Completion{
+		Text: strings.TrimSpace(comp.Choices[0].Message.Content), Model: model,
+		Usage: TokenUsage{Prompt: comp.Usage.PromptTokens, Completion: comp.Usage.CompletionTokens},
+	}, nil
+}
+
+func (a *Activities) model(tier string) (string, error) {
+	if m := a.Models[tier]; m != "" {
+		return m, nil
+	}
+	if m := a.Models["default"]; m != "" {
+		return m, nil
+	}
+	return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("no model configured for tier %q (set LUCY_MODEL_%s)", tier, strings.ToUpper(tier)), ErrModelPermanent, nil)
+}
+
+// complete sends the request while heartbeating, so that cancelling the run cancels the HTTP call.
+func (a *Activities) complete(ctx context.Context, params openai.ChatCompletionNewParams) (*openai.ChatCompletion, error) {
+	if a.Model == nil {
+		return nil, temporal.NewNonRetryableApplicationError("no LLM client configured", ErrModelPermanent, nil)
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	comp, err := a.Model.New(ctx, params)
+	if err != nil {
+		return nil, modelError(ctx, err)
+	}
+	return comp, nil
+}
+
+// heartbeat records a heartbeat every HeartbeatEvery until stopped. Outside an activity (unit tests of
+// helpers) it does nothing.
+func heartbeat(ctx context.Context) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(HeartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// modelError classifies an openai-go error. Its text never goes into history verbatim: provider error
+// bodies can echo request content; we keep the status and a short message.
+func modelError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) {
+		// Network errors, timeouts, broken streams: retryable.
+		return temporal.NewApplicationError("model call failed: "+truncate(err.Error(), 200), "ModelUnavailable")
+	}
+	msg := fmt.Sprintf("model call failed: HTTP %d: %s", apiErr.StatusCode, truncate(apiErr.Message, 200))
+	switch code := apiErr.StatusCode; {
+	case code == http.StatusBadRequest:
+		return temporal.NewNonRetryableApplicationError(msg, ErrModelBadRequest, nil)
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return temporal.NewNonRetryableApplicationError(msg+" (check OPENAI_API_KEY / OPENROUTER_API_KEY)", ErrModelPermanent, nil)
+	case code == http.StatusNotFound:
+		return temporal.NewNonRetryableApplicationError(msg+" (check the model names LUCY_MODEL_* and OPENAI_BASE_URL)", ErrModelPermanent, nil)
+	case code == http.StatusUnprocessableEntity:
+		return temporal.NewNonRetryableApplicationError(msg, ErrModelPermanent, nil)
+	case code == http.StatusTooManyRequests:
+		opts := temporal.ApplicationErrorOptions{}
+		if apiErr.Response != nil {
+			if s, err := strconv.Atoi(apiErr.Response.Header.Get("Retry-After")); err == nil && s > 0 {
+				opts.NextRetryDelay = time.Duration(s) * time.Second
+			}
+		}
+		return temporal.NewApplicationErrorWithOptions(msg, "ModelRateLimited", opts)
+	default:
+		return temporal.NewApplicationError(msg, "ModelUnavailable")
+	}
+}
+
+// toOpenAI converts resolved messages to Chat Completions messages.
+func toOpenAI(msgs []Message) []openai.ChatCompletionMessageParamUnion {
+	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs))
+	for _, m := range msgs {
+		switch m.Role {
+		case "system":
+			out = append(out, openai.SystemMessage(m.Content))
+		case "assistant":
+			am := openai.ChatCompletionAssistantMessageParam{}
+			if m.Content != "" {
+				am.Content.OfString = openai.String(m.Content)
+			}
+			for _, c := range m.ToolCalls {
+				am.ToolCalls = append(am.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+						ID: c.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
+					},
+				})
+			}
+			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &am})
+		case "tool":
+			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
+		default:
+			out = append(out, openai.UserMessage(m.Content))
+		}
+	}
+	return out
+}
+
+func (a *Activities) prompt(name string) (string, error) {
+	if a.Prompts == nil {
+		return "", temporal.NewNonRetryableApplicationError("no prompts configured", "Config", nil)
+	}
+	b, err := fsReadFile(a.Prompts, name)
+	if err != nil {
+		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("prompt %s: %v", name, err), "Config", nil)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,124 @@
+package activities
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+var fsReadFile = fs.ReadFile
+
+// PromptInput says what goes into the system prompt of a run.
+type PromptInput struct {
+	Team    string   `json:"team"`
+	Modules []string `json:"modules,omitempty"` // prompts/modules/<name>.md
+	// Context the model should know; all of it is plain, non-secret data resolved earlier.
+	TeamName    string `json:"teamName,omitempty"`
+	ChannelName string `json:"channelName,omitempty"`
+	IsDM        bool   `json:"isDm,omitempty"`
+	UserName    string `json:"userName,omitempty"`
+	UserTZ      string `json:"userTz,omitempty"`
+	Now         string `json:"now"` // workflow time, RFC 3339
+	Surface     string `json:"surface,omitempty"`
+}
+
+// SystemPrompt is the assembled system prompt.
+type SystemPrompt struct {
+	Text string `json:"text"`
+	// Hash identifies the prompt version (file contents), for logs and for resume checks.
+	Hash string `json:"hash"`
+}
+
+// MaxKnowledgeChars caps workspace knowledge in the prompt.
+const MaxKnowledgeChars = 12000
+
+// BuildSystemPrompt assembles SOUL + SYSTEM_CORE + modules + workspace knowledge + context, as the
+// seeds' build_system_prompt does. It runs as an activity so that a prompt edit never changes what a
+// running workflow replays.
+func (a *Activities) BuildSystemPrompt(ctx context.Context, in PromptInput) (SystemPrompt, error) {
+	var parts []string
+	for _, name := range []string{"SOUL.md", "SYSTEM_CORE.md"} {
+		s, err := a.prompt(name)
+		if err != nil {
+			return SystemPrompt{}, err
+		}
+		parts = append(parts, strings.TrimSpace(s))
+	}
+	mods := append([]string(nil), in.Modules...)
+	sort.Strings(mods)
+	for _, m := range mods {
+		if strings.ContainsAny(m, "/\\.") {
+			continue
+		}
+		s, err := fsReadFile(a.Prompts, "modules/"+m+".md")
+		if err != nil {
+			a.Log.Warn().Str("module", m).Msg("prompt module not found; skipped")
+			continue
+		}
+		parts = append(parts, strings.TrimSpace(string(s)))
+	}
+	if k := a.knowledge(in.Team); k != "" {
+		parts = append(parts, "# Workspace knowledge\n\n"+k)
+	}
+	parts = append(parts, contextSection(in))
+	text := strings.Join(parts, "\n\n")
+	return SystemPrompt{Text: text, Hash: shortHash(text)}, nil
+}
+
+func contextSection(in PromptInput) string {
+	var b strings.Builder
+	b.WriteString("# Context\n")
+	if in.Now != "" {
+		fmt.Fprintf(&b, "- Current time: %s\n", in.Now)
+	}
+	switch {
+	case in.Surface == "terminal":
+		b.WriteString("- You are talking in Lucy's local terminal workspace (no real Slack channel).\n")
+	case in.IsDM:
+		b.WriteString("- This is a direct message.\n")
+	case in.ChannelName != "":
+		fmt.Fprintf(&b, "- Channel: #%s\n", in.ChannelName)
+	}
+	if in.TeamName != "" {
+		fmt.Fprintf(&b, "- Workspace: %s\n", in.TeamName)
+	}
+	if in.UserName != "" {
+		fmt.Fprintf(&b, "- You are talking with %s", in.UserName)
+		if in.UserTZ != "" {
+			fmt.Fprintf(&b, " (time zone %s)", in.UserTZ)
+		}
+		b.WriteString(".\n")
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// knowledge reads the team's knowledge notes: Markdown files in <DataDir>/workspaces/<team>/knowledge.
+func (a *Activities) knowledge(team string) string {
+	if a.DataDir == "" || team == "" || strings.ContainsAny(team, "/\\.") {
+		return ""
+	}
+	dir := filepath.Join(a.DataDir, "workspaces", team, "knowledge")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, e := range entries { // os.ReadDir sorts by name
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".md") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "## %s\n%s\n\n", strings.TrimSuffix(e.Name(), ".md"), strings.TrimSpace(string(data)))
+		if b.Len() > MaxKnowledgeChars {
+			break
+		}
+	}
+	return truncate(strings.TrimSpace(b.String()), MaxKnowledgeChars)
+}

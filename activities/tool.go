@@ -1,0 +1,88 @@
+package activities
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"unicode/utf8"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// ErrToolArgs is the error type of a tool call the model got wrong; the workflow hands the message
+// back to the model instead of retrying.
+const ErrToolArgs = "ToolArgs"
+
+// ToolResultMaxChars caps a tool result before it enters history (seed: TOOL_RESULT_MAX_CHARS).
+const ToolResultMaxChars = 16000
+
+// ExecuteToolInput is one tool call.
+type ExecuteToolInput struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+	CallID    string `json:"callId"`
+	Team      string `json:"team"`
+	Channel   string `json:"channel"`
+	ThreadTS  string `json:"threadTs"`
+	User      string `json:"user"`
+	RunID     string `json:"runId"`
+}
+
+// ToolResult is what the model sees of a tool call.
+type ToolResult struct {
+	Content   string   `json:"content"`
+	IsError   bool     `json:"isError,omitempty"`
+	Artifacts []string `json:"artifacts,omitempty"`
+	// Chars is the length of the full result before capping.
+	Chars int `json:"chars"`
+}
+
+// ExecuteTool runs one tool. Transient failures are returned as retryable errors (the workflow's
+// policy decides how often an idempotent tool is retried; side-effecting tools get one attempt);
+// argument mistakes are non-retryable; everything else is a result the model reads.
+func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (ToolResult, error) {
+	if a.Tools == nil {
+		return ToolResult{}, temporal.NewNonRetryableApplicationError("no tools configured", "Config", nil)
+	}
+	stop := heartbeat(ctx)
+	defer stop()
+	out, err := a.Tools.Run(ctx, tools.Invocation{
+		Name: in.Name, Arguments: in.Arguments, Team: in.Team, Channel: in.Channel, ThreadTS: in.ThreadTS,
+		User: in.User, RunID: in.RunID, CallID: in.CallID,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ToolResult{}, ctx.Err()
+		}
+		var argErr *tools.ArgError
+		if errors.As(err, &argErr) {
+			return ToolResult{}, temporal.NewNonRetryableApplicationError(argErr.Error(), ErrToolArgs, nil)
+		}
+		var tr *tools.TransientError
+		if errors.As(err, &tr) {
+			return ToolResult{}, temporal.NewApplicationError(err.Error(), "ToolTransient")
+		}
+		return ToolResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "ToolFailed", nil)
+	}
+	res := ToolResult{Content: out.Content, IsError: out.IsError, Artifacts: out.Artifacts, Chars: utf8.RuneCountInString(out.Content)}
+	res.Content = capChars(res.Content, ToolResultMaxChars)
+	return res, nil
+}
+
+func capChars(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	note := "\n[truncated: " + strconv.Itoa(len(r)-n) + " more characters]"
+	return string(r[:n]) + note
+}
+
+func shortHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:6])
+}

@@ -1,0 +1,264 @@
+package activities
+
+// Transcript references keep workflow history bounded.
+//
+// An agent run makes up to 50 model calls. Sending the whole transcript as the input of every call
+// would write it into history again and again (quadratic growth, DESIGN.md rule 5). Instead every body
+// enters history exactly once — as the result of the activity that produced it (a tool result, a
+// model reply, the system prompt, the thread) or inline once (the user's message, the loop's own
+// short injections) — and later calls refer to it:
+//
+//   - an Entry names the activity (by its explicit activity ID) whose completed result holds the body;
+//   - a Transcript may start from Base, the ID of an earlier CallModel whose input transcript is the
+//     prefix of this one, so each call adds only the entries that are new since the last call.
+//
+// The activity resolves the references by reading its own workflow's history from Temporal. This
+// needs no store beside Temporal, works across any number of workers, survives Reset (the copied
+// history carries the referenced events) and keeps everything visible in the Web UI.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Entry is one message of a transcript, by reference or inline.
+type Entry struct {
+	Role       string `json:"role"`           // system, user, assistant, tool
+	Text       string `json:"text,omitempty"` // inline body
+	Ref        string `json:"ref,omitempty"`  // activity ID whose result holds the body
+	Index      int    `json:"index,omitempty"`
+	ToolCallID string `json:"toolCallId,omitempty"`
+}
+
+// Transcript is the conversation sent to the model: Base's transcript followed by Entries.
+type Transcript struct {
+	Base    string  `json:"base,omitempty"`
+	Entries []Entry `json:"entries,omitempty"`
+}
+
+// Message is a resolved transcript message.
+type Message struct {
+	Role       string
+	Content    string
+	ToolCallID string
+	ToolCalls  []ToolCall
+}
+
+// RecordedActivity is a completed activity as recorded in workflow history.
+type RecordedActivity struct {
+	Type   string
+	Input  *commonpb.Payloads
+	Result *commonpb.Payloads
+}
+
+// HistoryReader returns the completed activities of a workflow run by activity ID.
+type HistoryReader interface {
+	Activities(ctx context.Context, workflowID, runID string) (map[string]RecordedActivity, error)
+}
+
+// TemporalHistory reads activities from the Temporal frontend.
+type TemporalHistory struct {
+	Client client.Client
+}
+
+// Activities implements HistoryReader.
+func (h TemporalHistory) Activities(ctx context.Context, workflowID, runID string) (map[string]RecordedActivity, error) {
+	it := h.Client.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	scheduled := map[int64]RecordedActivity{}
+	ids := map[int64]string{}
+	out := map[string]RecordedActivity{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read history of %s: %w", workflowID, err)
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			scheduled[ev.GetEventId()] = RecordedActivity{Type: a.GetActivityType().GetName(), Input: a.GetInput()}
+			ids[ev.GetEventId()] = a.GetActivityId()
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
+			rec, ok := scheduled[a.GetScheduledEventId()]
+			if ok {
+				rec.Result = a.GetResult()
+				out[ids[a.GetScheduledEventId()]] = rec
+			}
+		}
+	}
+	return out, nil
+}
+
+// resolver turns transcript references into messages for one activity execution.
+type resolver struct {
+	recs map[string]RecordedActivity
+	dc   converter.DataConverter
+}
+
+func (a *Activities) newResolver(ctx context.Context, needed bool) (*resolver, error) {
+	r := &resolver{dc: converter.GetDefaultDataConverter()}
+	if !needed {
+		return r, nil
+	}
+	if a.History == nil {
+		return nil, temporal.NewNonRetryableApplicationError("transcript references need a history reader", "Config", nil)
+	}
+	info := activity.GetInfo(ctx)
+	recs, err := a.History.Activities(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+	if err != nil {
+		return nil, err // transient: the frontend may be briefly unavailable
+	}
+	r.recs = recs
+	return r, nil
+}
+
+func needsHistory(t Transcript, extra ...[]Entry) bool {
+	if t.Base != "" {
+		return true
+	}
+	for _, es := range append(extra, t.Entries) {
+		for _, e := range es {
+			if e.Ref != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// transcript resolves Base (recursively) then Entries.
+func (r *resolver) transcript(t Transcript, depth int) ([]Message, error) {
+	var out []Message
+	if t.Base != "" {
+		if depth > 1000 {
+			return nil, fmt.Errorf("transcript base chain too deep at %s", t.Base)
+		}
+		rec, err := r.record(t.Base)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Type != "CallModel" {
+			return nil, fmt.Errorf("transcript base %s is a %s, not a CallModel", t.Base, rec.Type)
+		}
+		var in CallModelInput
+		if err := r.dc.FromPayloads(rec.Input, &in); err != nil {
+			return nil, fmt.Errorf("decode input of %s: %w", t.Base, err)
+		}
+		if out, err = r.transcript(in.Transcript, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	msgs, err := r.entries(t.Entries)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, msgs...), nil
+}
+
+func (r *resolver) entries(es []Entry) ([]Message, error) {
+	out := make([]Message, 0, len(es))
+	for _, e := range es {
+		m, err := r.entry(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+func (r *resolver) record(id string) (RecordedActivity, error) {
+	rec, ok := r.recs[id]
+	if !ok || rec.Result == nil {
+		// Not retryable: history is immutable, a missing reference is a workflow bug.
+		return rec, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("transcript reference %q is not a completed activity of this run", id), "TranscriptRef", nil)
+	}
+	return rec, nil
+}
+
+func (r *resolver) entry(e Entry) (Message, error) {
+	m := Message{Role: e.Role, ToolCallID: e.ToolCallID, Content: e.Text}
+	if e.Ref == "" {
+		return m, nil
+	}
+	rec, err := r.record(e.Ref)
+	if err != nil {
+		return m, err
+	}
+	switch rec.Type {
+	case "CallModel":
+		var reply ModelReply
+		if err := r.dc.FromPayloads(rec.Result, &reply); err != nil {
+			return m, fmt.Errorf("decode %s: %w", e.Ref, err)
+		}
+		m.Content, m.ToolCalls = reply.Content, reply.ToolCalls
+	case "ExecuteTool":
+		var res ToolResult
+		if err := r.dc.FromPayloads(rec.Result, &res); err != nil {
+			return m, fmt.Errorf("decode %s: %w", e.Ref, err)
+		}
+		m.Content = res.Content
+	case "Complete":
+		var res Completion
+		if err := r.dc.FromPayloads(rec.Result, &res); err != nil {
+			return m, fmt.Errorf("decode %s: %w", e.Ref, err)
+		}
+		m.Content = res.Text
+	case "BuildSystemPrompt":
+		var res SystemPrompt
+		if err := r.dc.FromPayloads(rec.Result, &res); err != nil {
+			return m, fmt.Errorf("decode %s: %w", e.Ref, err)
+		}
+		m.Content = res.Text
+	case "LoadThread":
+		var th ThreadHistory
+		if err := r.dc.FromPayloads(rec.Result, &th); err != nil {
+			return m, fmt.Errorf("decode %s: %w", e.Ref, err)
+		}
+		if e.Index < 0 || e.Index >= len(th.Messages) {
+			return m, temporal.NewNonRetryableApplicationError(fmt.Sprintf("thread message %d out of range in %s", e.Index, e.Ref), "TranscriptRef", nil)
+		}
+		m.Content = th.Messages[e.Index].Text
+		if m.Role == "" {
+			m.Role = th.Messages[e.Index].Role
+		}
+	default:
+		return m, temporal.NewNonRetryableApplicationError(fmt.Sprintf("transcript reference %q points at a %s activity", e.Ref, rec.Type), "TranscriptRef", nil)
+	}
+	if e.Text != "" { // an inline prefix, e.g. "[Summary of earlier work]"
+		m.Content = e.Text + "\n" + m.Content
+	}
+	return m, nil
+}
+
+// renderDocument renders messages as plain text for a summarizer model.
+func renderDocument(msgs []Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		role := m.Role
+		if role == "tool" {
+			role = "tool result"
+		}
+		fmt.Fprintf(&b, "[%s]\n%s\n", role, strings.TrimSpace(m.Content))
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, "(called %s with %s)\n", c.Name, truncate(c.Arguments, 300))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -1,0 +1,5 @@
+package main
+
+import "syscall"
+
+var syscallEADDRINUSE = syscall.EADDRINUSE

@@ -1,0 +1,65 @@
+// Command lucy is the one binary: `lucy dev | worker | gateway | chat | version`.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+}
+
+const usage = `Lucy, a durable AI agent for Slack.
+
+Usage:
+  lucy dev       embedded Temporal server (SQLite) + Web UI + worker + gateway in one process
+  lucy worker    run workflows and activities against TEMPORAL_ADDRESS
+  lucy gateway   receive Slack events (Socket Mode or HTTP) and hand them to Temporal
+  lucy chat      talk to a running stack from the terminal
+  lucy version   print the version
+
+Configuration is read from the environment; see README.md.
+`
+
+// run maps a command line to an exit code; errors are one actionable line, never a stack trace.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "dev":
+		err = runDev(ctx, getenv, stdin, stdout, stderr)
+	case "worker":
+		err = runWorker(ctx, getenv, stderr)
+	case "gateway":
+		err = runGateway(ctx, getenv, stderr)
+	case "chat":
+		err = runChat(ctx, getenv, stdin, stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintf(stdout, "lucy %s\n", version)
+		return 0
+	case "help", "--help", "-h":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "lucy: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "lucy %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}

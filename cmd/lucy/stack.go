@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/client"
+
+	"github.com/lucy-agent/lucy/config"
+	"github.com/lucy-agent/lucy/devserver"
+	"github.com/lucy-agent/lucy/gateway"
+	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/logging"
+	"github.com/lucy-agent/lucy/worker"
+)
+
+// dial connects to Temporal and fails fast with an actionable message when it is unreachable.
+func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger) (client.Client, error) {
+	opts := client.Options{
+		HostPort:  cfg.TemporalAddress,
+		Namespace: cfg.TemporalNamespace,
+		Logger:    logging.NewTemporal(log.Level(maxLevel(log.GetLevel(), zerolog.WarnLevel))),
+	}
+	if cfg.TemporalAPIKey != "" {
+		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
+		opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if cfg.TemporalTLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TemporalTLSCert, cfg.TemporalTLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("load TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY: %w", err)
+		}
+		opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	}
+	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c, err := client.DialContext(dctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %q): is the server running? set TEMPORAL_ADDRESS, or use `lucy dev` for an embedded one (%s)",
+			cfg.TemporalAddress, cfg.TemporalNamespace, firstLine(err))
+	}
+	return c, nil
+}
+
+func maxLevel(a, b zerolog.Level) zerolog.Level {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func firstLine(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// listen opens the HTTP listener with a clear error when the port is taken.
+func listen(addr, name string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscallEADDRINUSE) || strings.Contains(err.Error(), "address already in use") {
+			return nil, fmt.Errorf("%s %s is already in use: stop the other process or set %s to another address", name, addr, name)
+		}
+		return nil, fmt.Errorf("listen on %s (%s): %w", addr, name, err)
+	}
+	return ln, nil
+}
+
+// localURL is the loopback URL of the local workspace's Slack API served on LUCY_HTTP_ADDR.
+func localURL(httpAddr string) string {
+	host, port, _ := net.SplitHostPort(httpAddr)
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port) + localPrefix + "api/"
+}
+
+// localPrefix is where `lucy dev` mounts the local workspace.
+const localPrefix = "/local/slack/"
+
+func newLocalWorkspace() *localslack.Server {
+	return localslack.New(localslack.Options{Token: worker.LocalToken, Team: worker.LocalTeam, TeamName: "Local"})
+}
+
+// runDev starts the whole stack in one process.
+func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg, err := config.Load(config.ModeDev, getenv)
+	if err != nil {
+		return err
+	}
+	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	ln, err := listen(cfg.HTTPAddr, "LUCY_HTTP_ADDR")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
+	var srv *devserver.Server
+	if cfg.Embedded() {
+		srv, err = devserver.Start(ctx, devserver.Options{
+			DataDir: cfg.DataDir, Namespace: cfg.TemporalNamespace, FrontendPort: cfg.TemporalPort, UIPort: cfg.UIPort, Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		cfg.TemporalAddress = srv.FrontendAddress()
+	}
+	c, err := dial(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+
+	local := newLocalWorkspace()
+	lurl := localURL(ln.Addr().String())
+	acts := worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, LocalSlackURL: lurl})
+	w := worker.New(c, acts)
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer w.Stop()
+
+	gw, err := newGateway(ctx, cfg, c, log)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(localPrefix, http.StripPrefix(strings.TrimSuffix(localPrefix, "/"), local.Handler()))
+	if cfg.Gateway == config.GatewayHTTP {
+		mux.Handle("/", gw.HTTPHandler(cfg.SlackSigningSecret))
+	} else {
+		mux.Handle("/", gw.OpsHandler())
+	}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer shutdown(hs)
+
+	if srv != nil {
+		fmt.Fprintf(stdout, "Temporal Web UI: %s   (frontend %s, data in %s)\n", srv.UIURL(), srv.FrontendAddress(), cfg.DataDir)
+	} else {
+		fmt.Fprintf(stdout, "Temporal: %s (namespace %s)\n", cfg.TemporalAddress, cfg.TemporalNamespace)
+	}
+	switch cfg.Gateway {
+	case config.GatewaySocket:
+		fmt.Fprintln(stdout, "Gateway: Slack Socket Mode. Mention Lucy in Slack. Ctrl-C stops everything.")
+		return socketMode(ctx, cfg, gw)
+	case config.GatewayHTTP:
+		fmt.Fprintf(stdout, "Gateway: Slack Events API on %s/slack/events. Ctrl-C stops everything.\n", ln.Addr())
+		<-ctx.Done()
+		return nil
+	default:
+		fmt.Fprintln(stdout, "Gateway: terminal (no Slack credentials set). Type a message; /new starts a new thread; Ctrl-C or Ctrl-D quits.")
+		t := &gateway.Terminal{
+			In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c), Log: log,
+			Slack: slack.New(worker.LocalToken, slack.OptionAPIURL(lurl)), Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
+		}
+		return t.Run(ctx)
+	}
+}
+
+func shutdown(hs *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(ctx)
+}
+
+// newGateway builds the gateway core; with Slack credentials it asks Slack who the bot is, so that
+// its own messages are ignored.
+func newGateway(ctx context.Context, cfg *config.Config, c client.Client, log zerolog.Logger) (*gateway.Gateway, error) {
+	o := gateway.Options{Handoff: gateway.NewTemporalHandoff(c), Log: log}
+	if cfg.SlackBotToken != "" {
+		api := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
+		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		who, err := api.AuthTestContext(actx)
+		if err != nil {
+			return nil, fmt.Errorf("SLACK_BOT_TOKEN was rejected by Slack (auth.test: %v): check the token and SLACK_API_URL", err)
+		}
+		o.BotUserID, o.BotID, o.Team = who.UserID, who.BotID, who.TeamID
+	}
+	return gateway.New(o), nil
+}
+
+func socketMode(ctx context.Context, cfg *config.Config, gw *gateway.Gateway) error {
+	api := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL), slack.OptionAppLevelToken(cfg.SlackAppToken))
+	return gw.RunSocketMode(ctx, api)
+}
+
+// runWorker runs workflows and activities against TEMPORAL_ADDRESS.
+func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := config.Load(config.ModeWorker, getenv)
+	if err != nil {
+		return err
+	}
+	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	c, err := dial(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := worker.New(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log}))
+	log.Info().Interface("config", cfg.Redacted()).Msg("worker starting")
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("start worker: %w", err)
+	}
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// runGateway receives Slack events and hands them to Temporal.
+func runGateway(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := config.Load(config.ModeGateway, getenv)
+	if err != nil {
+		return err
+	}
+	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	ln, err := listen(cfg.HTTPAddr, "LUCY_HTTP_ADDR")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	c, err := dial(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	gw, err := newGateway(ctx, cfg, c, log)
+	if err != nil {
+		return err
+	}
+	h := gw.OpsHandler()
+	if cfg.Gateway == config.GatewayHTTP {
+		h = gw.HTTPHandler(cfg.SlackSigningSecret)
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	defer shutdown(hs)
+	log.Info().Str("mode", string(cfg.Gateway)).Str("addr", ln.Addr().String()).Msg("gateway starting")
+	if cfg.Gateway == config.GatewaySocket {
+		return socketMode(ctx, cfg, gw)
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// runChat is the terminal conversation against a running `lucy dev`.
+func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg, err := config.Load(config.ModeChat, getenv)
+	if err != nil {
+		return err
+	}
+	log := logging.New(stderr, maxLevel(mustLevel(cfg.LogLevel), zerolog.WarnLevel).String(), cfg.LogFormat)
+	c, err := dial(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	lurl := localURL(cfg.HTTPAddr)
+	api := slack.New(worker.LocalToken, slack.OptionAPIURL(lurl))
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := api.AuthTestContext(actx); err != nil {
+		return fmt.Errorf("no local workspace at %s: start `lucy dev` first (with the same LUCY_HTTP_ADDR)", lurl)
+	}
+	fmt.Fprintln(stdout, "Connected to Lucy. Type a message; /new starts a new thread; Ctrl-C or Ctrl-D quits.")
+	t := &gateway.Terminal{
+		In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c), Log: log,
+		Slack: api, Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
+	}
+	return t.Run(ctx)
+}
+
+func mustLevel(s string) zerolog.Level {
+	l, err := zerolog.ParseLevel(s)
+	if err != nil {
+		return zerolog.InfoLevel
+	}
+	return l
+}

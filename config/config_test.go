@@ -1,0 +1,183 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "sk-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct{ name, got, want string }{
+		{"namespace", c.TemporalNamespace, "default"},
+		{"data dir", c.DataDir, ".lucy"},
+		{"http addr", c.HTTPAddr, ":3000"},
+		{"slack api", c.SlackAPIURL, "https://slack.com/api/"},
+		{"gateway", string(c.Gateway), "terminal"},
+		{"provider", c.Provider, "openai"},
+		{"base url", c.LLMBaseURL, OpenAIBaseURL},
+		{"log format", c.LogFormat, "console"},
+		{"log level", c.LogLevel, "info"},
+		{"temporal address (embedded)", c.TemporalAddress, ""},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %q, want %q", ch.name, ch.got, ch.want)
+		}
+	}
+	if c.TemporalPort != 7233 || c.UIPort != 8233 {
+		t.Errorf("ports = %d/%d, want 7233/8233", c.TemporalPort, c.UIPort)
+	}
+	if !c.Embedded() {
+		t.Error("dev without TEMPORAL_ADDRESS should be embedded")
+	}
+	for _, tier := range Tiers {
+		if c.Models[tier] == "" {
+			t.Errorf("no default model for tier %s", tier)
+		}
+	}
+	w, err := Load(ModeWorker, env("OPENAI_API_KEY", "sk", "SLACK_BOT_TOKEN", "xoxb-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.TemporalAddress != "127.0.0.1:7233" || w.LogFormat != "json" {
+		t.Errorf("worker defaults: address %q format %q", w.TemporalAddress, w.LogFormat)
+	}
+}
+
+func TestModes(t *testing.T) {
+	tests := []struct {
+		name string
+		env  func(string) string
+		want GatewayMode
+	}{
+		{"socket", env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "SLACK_APP_TOKEN", "xapp-1"), GatewaySocket},
+		{"http", env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "SLACK_SIGNING_SECRET", "s"), GatewayHTTP},
+		{"socket wins over http", env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "SLACK_APP_TOKEN", "xapp-1", "SLACK_SIGNING_SECRET", "s"), GatewaySocket},
+		{"terminal", env("OPENAI_API_KEY", "k"), GatewayTerminal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(ModeDev, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Gateway != tt.want {
+				t.Errorf("gateway = %s, want %s", c.Gateway, tt.want)
+			}
+		})
+	}
+}
+
+func TestProviders(t *testing.T) {
+	tests := []struct {
+		name                   string
+		env                    func(string) string
+		provider, base, model0 string
+	}{
+		{"openrouter", env("OPENROUTER_API_KEY", "or"), "openrouter", OpenRouterBaseURL, "minimax/minimax-m2.5"},
+		{"openrouter beats openai", env("OPENROUTER_API_KEY", "or", "OPENAI_API_KEY", "sk"), "openrouter", OpenRouterBaseURL, "minimax/minimax-m2.5"},
+		{"ollama", env("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1", "LUCY_MODEL_DEFAULT", "llama3.1"), "custom", "http://127.0.0.1:11434/v1", "llama3.1"},
+		{"model override", env("OPENAI_API_KEY", "sk", "LUCY_MODEL_DEFAULT", "gpt-x"), "openai", OpenAIBaseURL, "gpt-x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(ModeDev, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Provider != tt.provider || c.LLMBaseURL != tt.base || c.Models["default"] != tt.model0 {
+				t.Errorf("got %s %s %s, want %s %s %s", c.Provider, c.LLMBaseURL, c.Models["default"], tt.provider, tt.base, tt.model0)
+			}
+			if tt.provider == "custom" && c.Models["frontier"] != tt.model0 {
+				t.Errorf("custom endpoint: frontier tier = %q, want the default model", c.Models["frontier"])
+			}
+		})
+	}
+}
+
+func TestErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		mode Mode
+		env  func(string) string
+		want string
+	}{
+		{"no llm", ModeDev, env(), "no LLM configured"},
+		{"bad bot token", ModeDev, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxp-user"), "must be a bot token starting with xoxb-"},
+		{"bad app token", ModeDev, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "SLACK_APP_TOKEN", "xoxb-2"), "starting with xapp-"},
+		{"app token without bot token", ModeDev, env("OPENAI_API_KEY", "k", "SLACK_APP_TOKEN", "xapp-1"), "SLACK_BOT_TOKEN is missing"},
+		{"bad port", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_UI_PORT", "99999"), "LUCY_UI_PORT \"99999\" is not a port number"},
+		{"same ports", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_UI_PORT", "7233"), "pick two different ports"},
+		{"bad temporal address", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "TEMPORAL_ADDRESS", "localhost"), "TEMPORAL_ADDRESS \"localhost\" is not host:port"},
+		{"bad http addr", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_HTTP_ADDR", "3000"), "LUCY_HTTP_ADDR \"3000\" is not [host]:port"},
+		{"bad slack url", ModeDev, env("OPENAI_API_KEY", "k", "SLACK_API_URL", "slack.com/api"), "SLACK_API_URL"},
+		{"bad base url", ModeDev, env("OPENAI_BASE_URL", "localhost:11434", "LUCY_MODEL_DEFAULT", "x"), "OPENAI_BASE_URL \"localhost:11434\" is not an http(s) URL"},
+		{"custom without model", ModeDev, env("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"), "LUCY_MODEL_DEFAULT is required"},
+		{"tls half", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "TEMPORAL_TLS_CERT", "c.pem"), "must be set together"},
+		{"log level", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_LOG_LEVEL", "verbose"), "LUCY_LOG_LEVEL"},
+		{"log format", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_LOG_FORMAT", "xml"), "LUCY_LOG_FORMAT"},
+		{"worker needs slack", ModeWorker, env("OPENAI_API_KEY", "k"), "SLACK_BOT_TOKEN is required by `lucy worker`"},
+		{"gateway needs slack", ModeGateway, env(), "`lucy gateway` needs Slack credentials"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(tt.mode, tt.env)
+			if err == nil {
+				t.Fatalf("no error, want %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error %q does not contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+func TestGatewayAndChatNeedNoLLM(t *testing.T) {
+	if _, err := Load(ModeGateway, env("SLACK_BOT_TOKEN", "xoxb-1", "SLACK_APP_TOKEN", "xapp-1")); err != nil {
+		t.Errorf("gateway: %v", err)
+	}
+	if _, err := Load(ModeChat, env()); err != nil {
+		t.Errorf("chat: %v", err)
+	}
+}
+
+func TestRedactedHasNoSecrets(t *testing.T) {
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "sk-secret", "SLACK_BOT_TOKEN", "xoxb-secret", "SLACK_APP_TOKEN", "xapp-secret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range c.Redacted() {
+		s := strings.ToLower(strings.TrimSpace(stringOf(v)))
+		if strings.Contains(s, "secret") {
+			t.Errorf("Redacted()[%s] leaks a secret: %v", k, v)
+		}
+	}
+}
+
+func stringOf(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]string:
+		var b strings.Builder
+		for k, v := range x {
+			b.WriteString(k + v)
+		}
+		return b.String()
+	}
+	return ""
+}

@@ -1,0 +1,222 @@
+// Package fakellm is an OpenAI-compatible Chat Completions server for tests. It speaks the real wire
+// format (JSON, and SSE when the request asks for a stream) so the real openai-go client, with its
+// real error handling, talks to it exactly as it would to a provider.
+package fakellm
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// Request is the part of a Chat Completions request tests look at.
+type Request struct {
+	Model      string          `json:"model"`
+	Messages   []Message       `json:"messages"`
+	Tools      []Tool          `json:"tools"`
+	ToolChoice json.RawMessage `json:"tool_choice"`
+	Stream     bool            `json:"stream"`
+}
+
+// Message is a chat message as sent by the client.
+type Message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolCalls  []ToolCall      `json:"tool_calls,omitempty"`
+}
+
+// Text returns the message content as plain text (string or array of text parts).
+func (m Message) Text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(m.Content, &parts) == nil {
+		out := ""
+		for _, p := range parts {
+			out += p.Text
+		}
+		return out
+	}
+	return ""
+}
+
+// Tool is a tool definition sent by the client.
+type Tool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// ToolCall is a tool call, in requests (assistant history) and replies.
+type ToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// Reply is what the fake answers to one request.
+type Reply struct {
+	Content   string
+	ToolCalls []ToolCall
+	// Status, when non-zero, makes the server answer with an OpenAI error of that HTTP status.
+	Status     int
+	RetryAfter int
+	// Hold, when set, is waited on before answering (to test cancellation of in-flight calls).
+	Hold <-chan struct{}
+	// PromptTokens/CompletionTokens are reported as usage.
+	PromptTokens, CompletionTokens int
+}
+
+// Call builds a tool call reply entry.
+func Call(id, name, args string) ToolCall {
+	var c ToolCall
+	c.ID, c.Type, c.Function.Name, c.Function.Arguments = id, "function", name, args
+	return c
+}
+
+// Handler decides the reply to a request; n counts requests from 1.
+type Handler func(n int, req Request) Reply
+
+// Server is a running fake.
+type Server struct {
+	*httptest.Server
+	mu       sync.Mutex
+	handler  Handler
+	requests []Request
+}
+
+// New starts a fake; URL() + "/v1" is the base URL for openai-go.
+func New(tb testing.TB, h Handler) *Server {
+	tb.Helper()
+	s := &Server{handler: h}
+	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// BaseURL is the OPENAI_BASE_URL for this fake.
+func (s *Server) BaseURL() string { return s.URL + "/v1" }
+
+// Requests returns every request received so far.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// SetHandler replaces the handler.
+func (s *Server) SetHandler(h Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.handler = h
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		writeError(w, http.StatusNotFound, "unknown endpoint "+r.URL.Path, 0)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON: "+err.Error(), 0)
+		return
+	}
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	n := len(s.requests)
+	h := s.handler
+	s.mu.Unlock()
+	reply := h(n, req)
+	if reply.Hold != nil {
+		select {
+		case <-reply.Hold:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if reply.Status != 0 {
+		writeError(w, reply.Status, "scripted error", reply.RetryAfter)
+		return
+	}
+	if reply.PromptTokens == 0 {
+		reply.PromptTokens = 100
+	}
+	if reply.CompletionTokens == 0 {
+		reply.CompletionTokens = 20
+	}
+	finish := "stop"
+	if len(reply.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	id := "chatcmpl-" + strconv.Itoa(n)
+	if req.Stream {
+		writeSSE(w, id, req.Model, reply, finish)
+		return
+	}
+	msg := map[string]any{"role": "assistant", "content": reply.Content}
+	if len(reply.ToolCalls) > 0 {
+		msg["tool_calls"] = reply.ToolCalls
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": id, "object": "chat.completion", "created": 1700000000, "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage": map[string]any{
+			"prompt_tokens": reply.PromptTokens, "completion_tokens": reply.CompletionTokens,
+			"total_tokens": reply.PromptTokens + reply.CompletionTokens,
+		},
+	})
+}
+
+func writeSSE(w http.ResponseWriter, id, model string, reply Reply, finish string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher, _ := w.(http.Flusher)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	chunk := func(delta map[string]any, fin any) map[string]any {
+		return map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1700000000, "model": model,
+			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": fin}}}
+	}
+	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
+	if reply.Content != "" {
+		send(chunk(map[string]any{"content": reply.Content}, nil))
+	}
+	for i, c := range reply.ToolCalls {
+		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
+			"function": map[string]any{"name": c.Function.Name, "arguments": c.Function.Arguments}}}}, nil))
+	}
+	send(chunk(map[string]any{}, finish))
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+func writeError(w http.ResponseWriter, status int, msg string, retryAfter int) {
+	if retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	writeJSON(w, status, map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error", "code": nil}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

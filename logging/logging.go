@@ -1,0 +1,101 @@
+// Package logging builds Lucy's one zerolog logger and bridges the Temporal SDK's logger to it.
+//
+// Outside workflow code everything logs through zerolog (JSON in production, console in dev). Inside
+// workflows only workflow.GetLogger(ctx) is replay-safe; the SDK hands it our adapter, so workflow
+// logs end up in the same stream with the same key style.
+package logging
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+	sdklog "go.temporal.io/sdk/log"
+)
+
+// New returns the process logger. level is debug|info|warn|error, format json|console.
+func New(w io.Writer, level, format string) zerolog.Logger {
+	if w == nil {
+		w = os.Stderr
+	}
+	if format == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	lvl, err := zerolog.ParseLevel(level)
+	if err != nil || level == "" {
+		lvl = zerolog.InfoLevel
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Logger()
+}
+
+// Temporal adapts a zerolog.Logger to the Temporal SDK's log.Logger (and log.WithLogger), which has no
+// zerolog adapter of its own.
+type Temporal struct{ L zerolog.Logger }
+
+var (
+	_ sdklog.Logger     = Temporal{}
+	_ sdklog.WithLogger = Temporal{}
+)
+
+// NewTemporal returns the adapter.
+func NewTemporal(l zerolog.Logger) Temporal { return Temporal{L: l} }
+
+func (t Temporal) Debug(msg string, keyvals ...any) { fields(t.L.Debug(), keyvals).Msg(msg) }
+func (t Temporal) Info(msg string, keyvals ...any)  { fields(t.L.Info(), keyvals).Msg(msg) }
+func (t Temporal) Warn(msg string, keyvals ...any)  { fields(t.L.Warn(), keyvals).Msg(msg) }
+func (t Temporal) Error(msg string, keyvals ...any) { fields(t.L.Error(), keyvals).Msg(msg) }
+
+// With returns a logger that adds keyvals to every line.
+func (t Temporal) With(keyvals ...any) sdklog.Logger {
+	ctx := t.L.With()
+	for i := 0; i < len(keyvals); i += 2 {
+		ctx = ctx.Interface(key(keyvals, i), val(keyvals, i))
+	}
+	return Temporal{L: ctx.Logger()}
+}
+
+func fields(e *zerolog.Event, keyvals []any) *zerolog.Event {
+	for i := 0; i < len(keyvals); i += 2 {
+		v := val(keyvals, i)
+		if err, ok := v.(error); ok {
+			e = e.AnErr(key(keyvals, i), err)
+			continue
+		}
+		e = e.Interface(key(keyvals, i), v)
+	}
+	return e
+}
+
+// key lowers the SDK's PascalCase keys (WorkflowID, RunID, ActivityType) to our lowerCamel style.
+func key(keyvals []any, i int) string {
+	k, ok := keyvals[i].(string)
+	if !ok {
+		k = fmt.Sprint(keyvals[i])
+	}
+	if k == "" {
+		return "key"
+	}
+	b := []byte(k)
+	// Lower the leading run of capitals except the last one of an acronym followed by lowercase:
+	// "WorkflowID" -> "workflowID", "RunID" -> "runID", "ID" -> "id".
+	n := 0
+	for n < len(b) && b[n] >= 'A' && b[n] <= 'Z' {
+		n++
+	}
+	if n > 1 && n < len(b) {
+		n--
+	}
+	for j := 0; j < n; j++ {
+		b[j] += 'a' - 'A'
+	}
+	return string(b)
+}
+
+func val(keyvals []any, i int) any {
+	if i+1 < len(keyvals) {
+		return keyvals[i+1]
+	}
+	return "(missing)"
+}

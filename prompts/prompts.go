@@ -1,0 +1,13 @@
+// Package prompts embeds Lucy's prompt files: her personality (SOUL.md), her operating rules
+// (SYSTEM_CORE.md), intent modules (modules/*.md) and the prompts of her internal judges.
+//
+// They are read by activities only, never by workflow code, so editing a prompt cannot break the
+// replay of a running workflow.
+package prompts
+
+import "embed"
+
+// FS holds every prompt file.
+//
+//go:embed *.md modules/*.md
+var FS embed.FS

@@ -1,0 +1,154 @@
+// Package worker wires the real clients into the activities and registers every workflow and
+// activity with explicit, stable names, so that a Go rename can never break a running workflow.
+package worker
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/config"
+	"github.com/lucy-agent/lucy/prompts"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// LocalTeam is the team ID of the terminal conversation's local workspace (`lucy dev`, `lucy chat`).
+const LocalTeam = "TLOCAL"
+
+// LocalToken is the bot token of the local workspace. It guards nothing (the local workspace only
+// listens on loopback) and is no secret.
+const LocalToken = "xoxb-local"
+
+// Deps are the outside connections of a worker.
+type Deps struct {
+	Config *config.Config
+	Client client.Client
+	Log    zerolog.Logger
+	// LocalSlackURL is the API base URL of the local workspace ("http://127.0.0.1:3000/local/slack/api/"),
+	// empty when this process serves none.
+	LocalSlackURL string
+	// Model overrides the Chat Completions client (tests); nil builds one from Config.
+	Model activities.ChatModel
+	// HTTP is used by tools (web fetch); nil means a default client.
+	HTTP *http.Client
+	// AllowPrivateNetworks lets web tools reach loopback/private addresses (tests only).
+	AllowPrivateNetworks bool
+}
+
+// NewActivities builds the activities with real clients.
+func NewActivities(d Deps) *activities.Activities {
+	cfg := d.Config
+	slackFor := SlackClients(cfg, d.LocalSlackURL)
+	model := d.Model
+	if model == nil {
+		model = NewChatModel(cfg)
+	}
+	httpClient := d.HTTP
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	reg := tools.NewRegistry(tools.Deps{
+		Slack:                func(team string) tools.SlackAPI { return slackFor(team) },
+		HTTP:                 httpClient,
+		DataDir:              cfg.DataDir,
+		Log:                  d.Log,
+		AllowPrivateNetworks: d.AllowPrivateNetworks,
+	})
+	return &activities.Activities{
+		Model:   model,
+		Models:  cfg.Models,
+		Slack:   func(team string) activities.SlackAPI { return slackFor(team) },
+		History: activities.TemporalHistory{Client: d.Client},
+		Prompts: prompts.FS,
+		Tools:   reg,
+		Admins:  cfg.AdminUsers,
+		DataDir: cfg.DataDir,
+		Log:     d.Log,
+	}
+}
+
+// NewChatModel builds the Chat Completions client. Temporal owns retries, so the client makes none
+// (openai-go retries twice by default, which would multiply with the activity's policy).
+func NewChatModel(cfg *config.Config) activities.ChatModel {
+	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithBaseURL(cfg.LLMBaseURL)}
+	// Always set the key explicitly: NewClient would otherwise read OPENAI_API_KEY on its own, which
+	// is wrong for OpenRouter.
+	opts = append(opts, option.WithAPIKey(cfg.LLMAPIKey))
+	if cfg.Provider == "openrouter" {
+		opts = append(opts, option.WithHeader("X-Title", "Lucy"))
+	}
+	c := openai.NewClient(opts...)
+	return &c.Chat.Completions
+}
+
+// SlackClients returns a Slack client per team: the local workspace for LocalTeam, the bot token
+// against SLACK_API_URL for every other team.
+func SlackClients(cfg *config.Config, localURL string) func(team string) *slack.Client {
+	var remote, local *slack.Client
+	if cfg.SlackBotToken != "" {
+		remote = slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
+	}
+	if localURL != "" {
+		if !strings.HasSuffix(localURL, "/") {
+			localURL += "/"
+		}
+		local = slack.New(LocalToken, slack.OptionAPIURL(localURL))
+	}
+	return func(team string) *slack.Client {
+		if team == LocalTeam && local != nil {
+			return local
+		}
+		if remote != nil {
+			return remote
+		}
+		if local != nil {
+			return local
+		}
+		// No Slack at all: calls fail with invalid_auth, classified as permanent.
+		return slack.New("xoxb-missing", slack.OptionAPIURL(cfg.SlackAPIURL))
+	}
+}
+
+// Register registers every workflow and activity under its fixed name.
+func Register(r sdkworker.Registry, acts *activities.Activities) {
+	r.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.AgentRun, workflow.RegisterOptions{Name: workflows.AgentRunWorkflowName})
+	for name, fn := range map[string]any{
+		"CallModel":             acts.CallModel,
+		"Complete":              acts.Complete,
+		"BuildSystemPrompt":     acts.BuildSystemPrompt,
+		"Route":                 acts.Route,
+		"IsAdmin":               acts.IsAdmin,
+		"ExecuteTool":           acts.ExecuteTool,
+		"LoadThread":            acts.LoadThread,
+		"ResolveContext":        acts.ResolveContext,
+		"PostPlaceholder":       acts.PostPlaceholder,
+		"PostMessage":           acts.PostMessage,
+		"DeliverAnswer":         acts.DeliverAnswer,
+		"UpdateMessage":         acts.UpdateMessage,
+		"React":                 acts.React,
+		"PostEphemeral":         acts.PostEphemeral,
+		"PostApprovalPrompt":    acts.PostApprovalPrompt,
+		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
+	} {
+		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
+}
+
+// New creates a worker on the `lucy` task queue with everything registered.
+func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
+	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+	Register(w, acts)
+	return w
+}

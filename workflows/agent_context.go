@@ -1,0 +1,171 @@
+package workflows
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/workflows/agent"
+)
+
+// tmsg is one transcript message: its wire form (a reference or inline text, activities.Entry) and
+// what the workflow needs to reason about it (the text in memory only, never re-sent into history).
+type tmsg struct {
+	wire      activities.Entry
+	role      string
+	text      string
+	toolName  string
+	callIDs   []string
+	isError   bool
+	toolCalls []activities.ToolCall
+}
+
+func (m tmsg) agentMsg() agent.Msg {
+	return agent.Msg{Role: m.role, Text: m.text, ToolName: m.toolName, ToolCallID: m.wire.ToolCallID, ToolCallIDs: m.callIDs, IsError: m.isError}
+}
+
+// nextID returns a unique, deterministic activity ID with the given prefix.
+func (r *run) nextID(prefix string) string {
+	r.calls++
+	return prefix + "-" + strconv.Itoa(r.calls)
+}
+
+func (r *run) appendInline(role, text string) {
+	r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: role, Text: text}, role: role, text: text})
+}
+
+// transcript returns what the next model call sends: a reference to the previous call's transcript
+// plus the entries added since, or the whole list after compaction rewrote it.
+func (r *run) transcript() activities.Transcript {
+	if r.lastCall != "" && !r.rewritten && r.lastCallLen <= len(r.msgs) {
+		return activities.Transcript{Base: r.lastCall, Entries: wireEntries(r.msgs[r.lastCallLen:])}
+	}
+	return activities.Transcript{Entries: wireEntries(r.msgs)}
+}
+
+func (r *run) sent(callID string) {
+	r.lastCall, r.lastCallLen, r.rewritten = callID, len(r.msgs), false
+}
+
+func wireEntries(ms []tmsg) []activities.Entry {
+	out := make([]activities.Entry, len(ms))
+	for i, m := range ms {
+		out[i] = m.wire
+	}
+	return out
+}
+
+func (r *run) tokens() int {
+	n := 0
+	for _, m := range r.msgs {
+		n += agent.EstimateTokens(m.text)
+		for _, c := range m.toolCalls {
+			n += agent.EstimateTokens(c.Arguments) + 8
+		}
+	}
+	return n
+}
+
+// manageContext runs the recovery ladder when the estimate crosses 70% of the window (seed 001):
+// R1 compaction, R2 deep prune, R3 ask the human. It returns true when the loop must ask the human.
+func (r *run) manageContext(ctx workflow.Context, model string) (askHuman bool) {
+	tokens := r.tokens()
+	window := agent.ContextWindow(model)
+	stage := r.recovery.Next(r.turn, tokens, window)
+	switch stage {
+	case agent.StageR1:
+		after := r.compact(ctx, agent.CompactionKeepTail, "")
+		r.log.Info("agent.compaction.run", "run", r.id, "stage", "R1", "tokensBefore", tokens, "tokensAfter", after, "messages", len(r.msgs))
+	case agent.StageR2:
+		after := r.compact(ctx, agent.DeepPruneKeepTail, "[deep pruned] ")
+		r.log.Info("agent.recovery.fired", "run", r.id, "stage", "R2", "tokensBefore", tokens, "tokensAfter", after, "messages", len(r.msgs))
+	case agent.StageR3:
+		r.log.Info("agent.recovery.fired", "run", r.id, "stage", "R3", "tokens", tokens)
+		return true
+	}
+	// Independent of the window: the seeds' payload cap drops the oldest tool results.
+	r.trimPayload()
+	return false
+}
+
+// compact replaces everything but the system prompt and the tail with one summary message (a cheap
+// LLM call; a deterministic truncation if it fails) with the latest good result per tool pinned.
+func (r *run) compact(ctx workflow.Context, keepTail int, marker string) int {
+	ams := make([]agent.Msg, len(r.msgs))
+	for i, m := range r.msgs {
+		ams[i] = m.agentMsg()
+	}
+	plan := agent.PlanCompaction(ams, keepTail)
+	if len(plan.Summarize) == 0 {
+		return r.tokens()
+	}
+	doc := make([]activities.Entry, 0, len(plan.Summarize))
+	for _, i := range plan.Summarize {
+		doc = append(doc, r.msgs[i].wire)
+	}
+	pinned := agent.PinnedText(ams, plan)
+	id := r.nextID("compact")
+	var c activities.Completion
+	err := workflow.ExecuteActivity(llmOptions(ctx, id, 2*time.Minute), a.Complete, activities.CompleteInput{
+		Tier: "fast", Prompt: "COMPACTOR.md", Inline: agent.SummaryRequest(ams, plan), Document: activities.Transcript{Entries: doc},
+	}).Get(ctx, &c)
+	var summary tmsg
+	prefix := marker + "[Summary of earlier work in this run]"
+	if pinned != "" {
+		prefix = prefix + "\n" + pinned
+	}
+	if err != nil {
+		r.log.Warn("agent.compaction.fallback", "run", r.id, "error", err)
+		text := prefix + "\n" + agent.TruncationFallback(ams, plan)
+		summary = tmsg{wire: activities.Entry{Role: "user", Text: text}, role: "user", text: text}
+	} else {
+		r.addUsage(c.Model, c.Usage)
+		summary = tmsg{wire: activities.Entry{Role: "user", Ref: id, Text: prefix}, role: "user", text: prefix + "\n" + c.Text}
+	}
+	keep := map[int]bool{}
+	for _, i := range plan.Keep {
+		keep[i] = true
+	}
+	var out []tmsg
+	inserted := false
+	for i, m := range r.msgs {
+		if keep[i] {
+			if !inserted && m.role != "system" {
+				out = append(out, summary)
+				inserted = true
+			}
+			out = append(out, m)
+		}
+	}
+	if !inserted {
+		out = append(out, summary)
+	}
+	r.msgs, r.rewritten = out, true
+	return r.tokens()
+}
+
+// trimPayload drops the oldest tool results once the transcript exceeds MAX_PAYLOAD_CHARS,
+// replacing their bodies with a short note (the call/result pairing must stay valid).
+func (r *run) trimPayload() {
+	total := 0
+	for _, m := range r.msgs {
+		total += len(m.text)
+	}
+	if total <= agent.MaxPayloadChars {
+		return
+	}
+	tail := len(r.msgs) - agent.CompactionKeepTail
+	for i := 0; i < tail && total > agent.MaxPayloadChars; i++ {
+		m := r.msgs[i]
+		if m.role != "tool" || m.wire.Ref == "" {
+			continue
+		}
+		note := fmt.Sprintf("[older result of %s dropped to save space]", agent.HumanToolName(m.toolName))
+		total -= len(m.text) - len(note)
+		r.msgs[i] = tmsg{wire: activities.Entry{Role: "tool", Text: note, ToolCallID: m.wire.ToolCallID}, role: "tool", text: note, toolName: m.toolName}
+		r.rewritten = true
+	}
+}

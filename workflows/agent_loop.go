@@ -1,0 +1,335 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/workflows/agent"
+)
+
+// modelCallTimeout bounds one model call; long reasoning models can take minutes.
+const modelCallTimeout = 10 * time.Minute
+
+// loopUntilAnswer is seed 000's _agent_loop: call the model; a text-only answer ends the loop; tool
+// calls run in parallel; detectors, the supervisor and the recovery ladder steer it.
+func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason string) {
+	final := false // the soft limit's "summarize what you have done" turn
+	for r.turn < agent.MaxToolTurns {
+		if ctx.Err() != nil { // safe boundary: before an LLM call
+			return "", RunCancelled, ""
+		}
+		r.absorbFolded(ctx)
+		r.turn++
+		r.status.Phase = "thinking"
+
+		if r.softFired && !final {
+			final = true
+			r.appendInline("user", runtimeNote("Time is nearly up. Don't call more tools: summarize what you have done, what you found, and what is left, for the person."))
+			r.forceTool = "none"
+		}
+		if r.manageContext(ctx, r.modelName()) {
+			r.appendInline("user", runtimeNote(agent.AskHumanContext))
+			r.forceTool = "ask_human"
+		}
+
+		reply, err := r.callModel(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return "", RunCancelled, ""
+			}
+			var appErr *temporal.ApplicationError
+			if errors.As(err, &appErr) && appErr.Type() == activities.ErrModelBadRequest && r.tier != "frontier" {
+				r.escalate(agent.TriggerHTTP400)
+				r.turn--
+				continue
+			}
+			switch r.waitForHuman(ctx, "I couldn't reach the language model, so I paused this request.") {
+			case ResumeRetry:
+				r.turn--
+				continue
+			case ResumeSkip:
+				return agent.PartialResults(r.records, "", "a problem with the language model"), RunPartial, "model unavailable"
+			default:
+				return agent.PartialResults(r.records, "", "a problem with the language model"), RunFailed, "model unavailable"
+			}
+		}
+		if final {
+			return reply.Content, RunPartial, "soft time limit"
+		}
+
+		if agent.IsEmpty(reply.Content, len(reply.ToolCalls)) {
+			r.empties++
+			switch r.empties {
+			case 1:
+				r.appendInline("user", runtimeNote(agent.NudgeEmpty))
+			case 2:
+				r.escalate(agent.TriggerEmpty)
+				r.appendInline("user", runtimeNote(agent.NudgeEmpty))
+			default:
+				return agent.PartialResults(r.records, "", "empty answers from the model"), RunPartial, "empty responses"
+			}
+			continue
+		}
+		if len(reply.ToolCalls) == 0 {
+			if agent.IsNarration(reply.Content) && r.narrations < 2 {
+				r.narrations++
+				r.appendAssistant(reply)
+				r.appendInline("user", runtimeNote(agent.NudgeNarration))
+				continue
+			}
+			return reply.Content, RunCompleted, ""
+		}
+
+		r.appendAssistant(reply)
+		if q, ok := askHuman(reply.ToolCalls); ok {
+			return q, RunNeedsInput, "asked the person"
+		}
+		r.status.Phase = "running_tools"
+		results := r.runTools(ctx, reply.ToolCalls)
+		if ctx.Err() != nil { // safe boundary: after a tool batch; completed results stay in history
+			return "", RunCancelled, ""
+		}
+		if stop := r.afterBatch(ctx, reply.ToolCalls, results); stop != "" {
+			return agent.PartialResults(r.records, "", stop), RunPartial, stop
+		}
+		r.progress(ctx)
+		if ans, st, why, done := r.supervise(ctx); done {
+			return ans, st, why
+		}
+	}
+	r.log.Warn("agent.turns.exhausted", "run", r.id, "turns", r.turn)
+	return agent.PartialResults(r.records, "", "the turn limit"), RunPartial, "turn limit"
+}
+
+func (r *run) modelName() string { return r.tier }
+
+// callModel sends the transcript by reference (activities/transcript.go).
+func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
+	id := r.nextID("model")
+	choice := r.forceTool
+	r.forceTool = ""
+	sys := []activities.Entry{}
+	if d := r.journal.Digest(); d != "" {
+		sys = append(sys, activities.Entry{Role: "system", Text: "<run_journal>\n" + d + "\n</run_journal>"})
+	}
+	in := activities.CallModelInput{Tier: r.tier, System: sys, Transcript: r.transcript(), Tools: r.tools, ToolChoice: choice}
+	var reply activities.ModelReply
+	err := workflow.ExecuteActivity(llmOptions(ctx, id, modelCallTimeout), a.CallModel, in).Get(ctx, &reply)
+	if err != nil {
+		return reply, err
+	}
+	r.sent(id)
+	r.addUsage(reply.Model, reply.Usage)
+	r.status.Tier = r.tier
+	// Remember the ID so appendAssistant can reference the reply instead of copying it.
+	r.lastReply = id
+	return reply, nil
+}
+
+func (r *run) appendAssistant(reply activities.ModelReply) {
+	ids := make([]string, len(reply.ToolCalls))
+	for i, c := range reply.ToolCalls {
+		ids[i] = c.ID
+	}
+	r.msgs = append(r.msgs, tmsg{
+		wire: activities.Entry{Role: "assistant", Ref: r.lastReply}, role: "assistant", text: reply.Content,
+		callIDs: ids, toolCalls: reply.ToolCalls,
+	})
+}
+
+func askHuman(calls []activities.ToolCall) (string, bool) {
+	for _, c := range calls {
+		if c.Name == "ask_human" {
+			var args struct {
+				Question string `json:"question"`
+			}
+			if json.Unmarshal([]byte(c.Arguments), &args) == nil && strings.TrimSpace(args.Question) != "" {
+				return args.Question, true
+			}
+			return agent.AskHumanContext, true
+		}
+	}
+	return "", false
+}
+
+func (r *run) escalate(t agent.Trigger) {
+	prev := r.tier
+	r.tier = agent.Escalate(r.tier, agent.EscalationTarget(r.tier, t))
+	if r.tier != prev {
+		r.log.Info("agent.model.escalated", "run", r.id, "trigger", string(t), "from", prev, "to", r.tier)
+	}
+	r.status.Tier = r.tier
+}
+
+// afterBatch runs the detectors of seed 001 over a finished tool batch. A non-empty return stops the
+// loop with partial results.
+func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, results []tmsg) string {
+	batch := make([]agent.Call, len(calls))
+	names := make([]string, len(calls))
+	errs := make([]bool, len(results))
+	for i, c := range calls {
+		batch[i] = agent.Call{Name: c.Name, Args: c.Arguments}
+		names[i] = c.Name
+	}
+	for i, res := range results {
+		errs[i] = res.isError
+		if res.isError {
+			r.totalErrors++
+		}
+		if res.toolName == "lucy_edit_file" && res.isError {
+			r.failedEdits++
+		}
+		if isCodeCall(calls[i]) {
+			r.escalate(agent.TriggerCodeTools)
+		}
+	}
+	if r.failedEdits >= 2 {
+		r.escalate(agent.TriggerRepeatedEdits)
+	}
+	if d := r.loop.Observe(batch); d.Fired {
+		r.log.Warn("agent.loop.detected", "run", r.id, "tier", d.Kind, "tool", d.Tool, "level", d.Level)
+		r.appendInline("user", runtimeNote(d.Message))
+		if d.ForceTool != "" {
+			r.forceTool = d.ForceTool
+		}
+		if d.Level >= 2 {
+			r.escalate(agent.TriggerLoop)
+		}
+	}
+	if v := r.caps.Observe(names); len(v.Stop) > 0 {
+		r.capStops++
+		r.log.Warn("agent.guardrail.escalated", "run", r.id, "tools", strings.Join(v.Stop, ","), "stops", r.capStops)
+		if r.capStops > 1 {
+			return "repeating the same step too often"
+		}
+		r.escalate(agent.TriggerLoop)
+		r.appendInline("user", runtimeNote(v.Message))
+	} else if len(v.Warn) > 0 {
+		r.appendInline("user", runtimeNote(v.Message))
+	}
+	if v := r.stuck.Observe(errs); v.Fired {
+		r.log.Warn("agent.stuck.detected", "run", r.id, "errors", r.stuck.Consecutive)
+		r.appendInline("user", runtimeNote(v.Message))
+		if v.Escalate {
+			r.escalate(agent.TriggerToolErrors)
+		}
+	}
+	return ""
+}
+
+// isCodeCall: writing or editing source code is the seeds' "code tools called mid-loop".
+func isCodeCall(c activities.ToolCall) bool {
+	if c.Name != "lucy_write_file" && c.Name != "lucy_edit_file" {
+		return false
+	}
+	var args struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal([]byte(c.Arguments), &args) != nil {
+		return false
+	}
+	for _, ext := range []string{".go", ".py", ".js", ".ts", ".tsx", ".java", ".rb", ".rs", ".sql", ".sh", ".c", ".cpp", ".cs", ".php", ".kt", ".swift"} {
+		if strings.HasSuffix(strings.ToLower(args.Path), ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// progress updates the placeholder at turn 3 and every 5 turns after, with varied wording.
+func (r *run) progress(ctx workflow.Context) {
+	if !agent.ShouldPostProgress(r.turn) || r.placeholder == "" {
+		return
+	}
+	m := r.in.Message
+	text := agent.ProgressMessage(r.turn, hint(m.Text), uint64(r.in.Number)*1000003+uint64(r.turn))
+	err := workflow.ExecuteActivity(slackOptions(ctx, r.nextID("progress")), a.UpdateMessage, activities.UpdateInput{
+		Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: text,
+	}).Get(ctx, nil)
+	if err != nil && ctx.Err() == nil {
+		r.log.Warn("agent.progress.failed", "run", r.id, "error", err)
+	}
+}
+
+func hint(text string) string {
+	t := strings.Join(strings.Fields(text), " ")
+	if r := []rune(t); len(r) > 60 {
+		t = string(r[:60])
+	}
+	return t
+}
+
+// supervise runs the checkpoint every 3 turns or 60 seconds (never before turn 2).
+func (r *run) supervise(ctx workflow.Context) (answer, status, reason string, done bool) {
+	now := workflow.Now(ctx)
+	if !agent.ShouldCheck(r.turn, now.Sub(r.lastCheck)) {
+		return "", "", "", false
+	}
+	r.lastCheck = now
+	plan := ""
+	if r.plan != nil {
+		plan = r.plan.Render()
+	}
+	recent := r.reports
+	if len(recent) > 3 {
+		recent = recent[len(recent)-3:]
+	}
+	in := agent.SupervisorInput{
+		Request: r.in.Message.Text, Intent: r.route.Intent, Plan: plan, Turn: r.turn, Elapsed: now.Sub(r.start),
+		Recent: recent, TotalErrors: r.totalErrors, ConsecutiveErrors: r.stuck.Consecutive, Model: r.tier,
+	}
+	var c activities.Completion
+	err := workflow.ExecuteActivity(llmOptions(ctx, r.nextID("supervisor"), time.Minute), a.Complete, activities.CompleteInput{
+		Tier: "fast", Prompt: "SUPERVISOR.md", Inline: agent.SupervisorPrompt(in), MaxTokens: 200,
+	}).Get(ctx, &c)
+	if err != nil {
+		// The supervisor is advisory: a failed check must not stop the work.
+		r.log.Warn("agent.supervisor.failed", "run", r.id, "error", err)
+		return "", "", "", false
+	}
+	r.addUsage(c.Model, c.Usage)
+	v := agent.ParseVerdict(c.Text)
+	r.log.Info("agent.supervisor.decision", "run", r.id, "turn", r.turn, "decision", string(v.Decision))
+	switch v.Decision {
+	case agent.Intervene:
+		r.appendInline("user", runtimeNote("Supervisor guidance: "+v.Guidance))
+	case agent.Replan:
+		r.makePlan(ctx, "replan")
+		if v.Guidance != "" {
+			r.appendInline("user", runtimeNote("The previous approach isn't working: "+v.Guidance))
+		}
+	case agent.Escalate:
+		r.escalate(agent.TriggerSupervisor)
+	case agent.AskUser:
+		q := v.Guidance
+		if q == "" {
+			q = "Before I go on, could you tell me a bit more about what you need?"
+		}
+		return q, RunNeedsInput, "supervisor asked for clarification", true
+	case agent.Abort:
+		why := v.Guidance
+		if why == "" {
+			why = "it doesn't look possible with what I have"
+		}
+		return agent.PartialResults(r.records, "", why), RunPartial, "supervisor aborted", true
+	}
+	return "", "", "", false
+}
+
+// absorbFolded folds messages the lane routed into this run ("also include X") into the transcript.
+func (r *run) absorbFolded(ctx workflow.Context) {
+	for {
+		var m Message
+		if !r.foldCh.ReceiveAsync(&m) {
+			return
+		}
+		r.appendInline("user", m.Text)
+		r.log.Info("agent.message.folded", "run", r.id, "ts", m.TS)
+	}
+}

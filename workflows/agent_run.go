@@ -1,0 +1,444 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/workflows/agent"
+)
+
+// a is the nil receiver workflows use to name activities.
+var a *activities.Activities
+
+// RunInput starts an agent run. Everything in it is plain, non-secret data.
+type RunInput struct {
+	Lane    LaneKey `json:"lane"`
+	Number  int     `json:"number"`
+	Message Message `json:"message"`
+	// Folded are messages from the same person that arrived before the run started.
+	Requester   string   `json:"requester"`
+	UserName    string   `json:"userName,omitempty"`
+	UserTZ      string   `json:"userTz,omitempty"`
+	TeamName    string   `json:"teamName,omitempty"`
+	ChannelName string   `json:"channelName,omitempty"`
+	// Limits, zero means the seeds' defaults; tests shorten them.
+	SoftLimit   time.Duration `json:"softLimit,omitempty"`
+	AbsoluteMax time.Duration `json:"absoluteMax,omitempty"`
+	ApprovalTTL time.Duration `json:"approvalTtl,omitempty"`
+}
+
+// Run outcomes.
+const (
+	RunCompleted  = "completed"
+	RunNeedsInput = "needs_input"
+	RunPartial    = "partial"
+	RunCancelled  = "cancelled"
+	RunFailed     = "failed"
+)
+
+// RunResult is what a finished run reports to its lane.
+type RunResult struct {
+	Status string           `json:"status"`
+	Turns  int              `json:"turns"`
+	Tier   string           `json:"tier"`
+	Reason string           `json:"reason,omitempty"`
+	Usage  map[string]Usage `json:"usage,omitempty"`
+}
+
+// DefaultApprovalTTL is how long an approval prompt stays valid before it re-prompts.
+const DefaultApprovalTTL = 15 * time.Minute
+
+// HumanWaitLimit bounds how long a run waits on `resume` after a failure before giving up.
+const HumanWaitLimit = 24 * time.Hour
+
+// AgentRun is the agent loop as a workflow: route, build the prompt, load the thread, maybe plan,
+// then alternate model calls and tool calls under the supervisor until there is an answer.
+func AgentRun(ctx workflow.Context, in RunInput) (RunResult, error) {
+	r := newRun(ctx, in)
+	if err := r.setup(ctx); err != nil {
+		return RunResult{}, err
+	}
+	return r.run(ctx)
+}
+
+// run is the state of one agent run. It lives in workflow memory and is rebuilt by replay.
+type run struct {
+	in     RunInput
+	id     string
+	log    logger
+	start  time.Time
+	status RunStatus
+
+	route activities.Route
+	tier  string
+	tools []string
+
+	// transcript state (agent_context.go)
+	msgs        []tmsg
+	lastCall    string
+	lastCallLen int
+	rewritten   bool
+	calls       int // activity counter for stable, unique activity IDs
+
+	// loop state (agent_loop.go)
+	turn        int
+	loop        agent.LoopDetector
+	caps        agent.ToolCaps
+	stuck       agent.StuckDetector
+	recovery    agent.Recovery
+	journal     agent.Journal
+	plan        *agent.Plan
+	reports     []agent.TurnReport
+	records     []agent.ToolRecord
+	totalErrors int
+	lastCheck   time.Time
+	forceTool   string
+	empties     int
+	narrations  int
+	capStops    int
+	failedEdits int
+	retryDepth  int
+	timedOut    bool
+	softFired   bool
+
+	placeholder string
+	approvalCh  workflow.ReceiveChannel
+	resumeCh    workflow.ReceiveChannel
+	foldCh      workflow.ReceiveChannel
+	awaiting    string
+	lastReply   string
+}
+
+// logger is the subset of the SDK's replay-safe logger we use.
+type logger interface {
+	Debug(string, ...any)
+	Info(string, ...any)
+	Warn(string, ...any)
+	Error(string, ...any)
+}
+
+func newRun(ctx workflow.Context, in RunInput) *run {
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	r := &run{
+		in: in, id: id, start: workflow.Now(ctx), tier: "default",
+		caps: agent.ToolCaps{Counts: map[string]int{}},
+	}
+	r.log = workflow.GetLogger(ctx)
+	r.status = RunStatus{Run: id, Objective: objective(in.Message.Text), Phase: "preparing", StartedAt: r.start.UTC().Format(time.RFC3339), Usage: map[string]Usage{}}
+	r.lastCheck = r.start
+	return r
+}
+
+func (r *run) setup(ctx workflow.Context) error {
+	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
+	r.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
+	r.foldCh = workflow.GetSignalChannel(ctx, SignalMessage)
+	return workflow.SetQueryHandler(ctx, QueryStatus, func() (RunStatus, error) {
+		s := r.status
+		s.Turn, s.Tier = r.turn, r.tier
+		s.Journal = r.journal.Render()
+		if r.journal.Objective != "" {
+			s.Objective = r.journal.Objective
+		}
+		return s, nil
+	})
+}
+
+func (r *run) run(ctx workflow.Context) (RunResult, error) {
+	r.log.Info("agent_run.started", "run", r.id, "lane", LaneID(r.in.Lane))
+	// The loop runs under its own cancellable context so the absolute safety net can stop it
+	// exactly like a person's "cancel that".
+	loopCtx, stopLoop := workflow.WithCancel(ctx)
+	defer stopLoop()
+	r.startLimits(ctx, stopLoop)
+
+	answer, status, reason, err := r.execute(loopCtx)
+	if err != nil {
+		return RunResult{}, err
+	}
+	if ctx.Err() != nil { // cancelled by the lane: "cancel that"
+		return r.cancelled(ctx)
+	}
+	if r.timedOut {
+		status, reason = RunPartial, "the 4-hour safety limit"
+		answer = agent.PartialResults(r.records, answer, reason)
+	}
+	r.status.Phase = "finishing"
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if err := r.deliver(dctx, answer); err != nil {
+		r.status.Phase = "done"
+		r.log.Error("agent_run.failed", "run", r.id, "error", err)
+		return RunResult{Status: RunFailed, Turns: r.turn, Tier: r.tier, Reason: err.Error(), Usage: r.status.Usage}, err
+	}
+	r.status.Phase = "done"
+	r.log.Info("agent_run.completed", "run", r.id, "status", status, "turns", r.turn, "tier", r.tier,
+		"elapsed", workflow.Now(ctx).Sub(r.start).String())
+	return RunResult{Status: status, Turns: r.turn, Tier: r.tier, Reason: reason, Usage: r.status.Usage}, nil
+}
+
+// startLimits arms the soft limit (one final summary turn) and the absolute safety net as timers.
+func (r *run) startLimits(ctx workflow.Context, stopLoop workflow.CancelFunc) {
+	soft, hard := r.in.SoftLimit, r.in.AbsoluteMax
+	if soft <= 0 {
+		soft = agent.SoftLimit
+	}
+	if hard <= 0 {
+		hard = agent.AbsoluteMax
+	}
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		if workflow.Sleep(gctx, soft) == nil {
+			r.softFired = true
+			r.log.Info("agent.exhaustion.soft_limit", "run", r.id, "turn", r.turn)
+		}
+	})
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		if workflow.Sleep(gctx, hard) == nil {
+			r.timedOut = true
+			r.log.Warn("agent.exhaustion.absolute", "run", r.id, "turn", r.turn)
+			stopLoop()
+		}
+	})
+}
+
+// execute prepares and runs the loop, then the gates; it returns the answer to deliver.
+func (r *run) execute(ctx workflow.Context) (answer, status, reason string, err error) {
+	if err := r.prepare(ctx); err != nil {
+		if ctx.Err() != nil {
+			return "", RunCancelled, "", nil
+		}
+		return "", "", "", err
+	}
+	for {
+		answer, status, reason = r.loopUntilAnswer(ctx)
+		if ctx.Err() != nil || status != RunCompleted || r.retryDepth >= 1 {
+			return answer, status, reason, nil
+		}
+		// Quality and verification gates: zero-cost heuristics; one retry with a stronger model.
+		issues := r.gateIssues(answer)
+		if len(issues) == 0 {
+			return answer, status, reason, nil
+		}
+		r.retryDepth++
+		prev := r.tier
+		r.tier = agent.Escalate(r.tier, agent.EscalationTarget(r.tier, agent.TriggerQualityGate))
+		r.log.Info("agent.gate.retry", "run", r.id, "issues", strings.Join(issues, "; "), "from", prev, "to", r.tier)
+		r.appendInline("user", runtimeNote("Your previous answer may be incomplete: "+strings.Join(issues, "; ")+
+			". Improve it: finish the missing parts (use tools if needed) and answer again in full."))
+		r.turn = 0
+	}
+}
+
+func (r *run) gateIssues(answer string) []string {
+	var issues []string
+	if r.tier != "frontier" {
+		if q := agent.QualityGate(r.in.Message.Text, answer, r.route.Intent); q.Failed {
+			issues = append(issues, q.Issues...)
+		}
+	}
+	if v := agent.VerificationGate(r.in.Message.Text, answer, r.route.Intent); v.Failed {
+		issues = append(issues, v.Issues...)
+	}
+	return issues
+}
+
+// prepare runs the steps before the loop, each an activity: placeholder, route, system prompt,
+// thread history, and the supervisor's plan for complex tasks.
+func (r *run) prepare(ctx workflow.Context) error {
+	m := r.in.Message
+	ph, err := r.post(ctx, a.PostPlaceholder, activities.PostInput{
+		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder", Text: "_Thinking…_",
+	})
+	if err != nil {
+		return fmt.Errorf("post placeholder: %w", err)
+	}
+	r.placeholder = ph.TS
+
+	if err := workflow.ExecuteActivity(quick(ctx, "route"), a.Route, activities.RouteInput{Text: m.Text}).Get(ctx, &r.route); err != nil {
+		return fmt.Errorf("route: %w", err)
+	}
+	r.tier = r.route.Tier
+	if r.tier == "" {
+		r.tier = "default"
+	}
+	r.status.Tier = r.tier
+	r.log.Info("agent.routed", "run", r.id, "intent", r.route.Intent, "tier", r.tier)
+
+	var sp activities.SystemPrompt
+	surface := "slack"
+	if m.Kind == "terminal" {
+		surface = "terminal"
+	}
+	if err := workflow.ExecuteActivity(quick(ctx, "prompt"), a.BuildSystemPrompt, activities.PromptInput{
+		Team: m.Team, Modules: r.route.Modules, TeamName: r.in.TeamName, ChannelName: r.in.ChannelName, IsDM: m.IsDM,
+		UserName: r.in.UserName, UserTZ: r.in.UserTZ, Now: workflow.Now(ctx).UTC().Format(time.RFC3339), Surface: surface,
+	}).Get(ctx, &sp); err != nil {
+		return fmt.Errorf("build system prompt: %w", err)
+	}
+	r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "system", Ref: "prompt"}, text: sp.Text, role: "system"})
+
+	var th activities.ThreadHistory
+	if err := workflow.ExecuteActivity(quick(ctx, "thread"), a.LoadThread, activities.LoadThreadInput{
+		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, UpTo: m.TS, Limit: agent.MaxContextMessages,
+	}).Get(ctx, &th); err != nil {
+		return fmt.Errorf("load thread: %w", err)
+	}
+	sawCurrent := false
+	for i, tm := range th.Messages {
+		if tm.TS == m.TS {
+			sawCurrent = true
+		}
+		r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: tm.Role, Ref: "thread", Index: i}, text: tm.Text, role: tm.Role})
+	}
+	if !sawCurrent && strings.TrimSpace(m.Text) != "" {
+		r.appendInline("user", m.Text)
+	}
+	r.tools = r.route.Tools
+
+	if agent.NeedsPlan(r.route.Intent, m.Text) {
+		r.makePlan(ctx, "plan")
+	}
+	return nil
+}
+
+// makePlan asks the fast tier for a plan and injects it; a failed plan is not fatal (the seeds plan
+// only as an aid).
+func (r *run) makePlan(ctx workflow.Context, id string) {
+	var c activities.Completion
+	err := workflow.ExecuteActivity(llmOptions(ctx, r.nextID(id), time.Minute), a.Complete, activities.CompleteInput{
+		Tier: "fast", Prompt: "PLANNER.md", Inline: agent.PlanPrompt(r.in.Message.Text, r.tools, r.route.Intent),
+	}).Get(ctx, &c)
+	if err != nil {
+		r.log.Warn("agent.plan.failed", "run", r.id, "error", err)
+		return
+	}
+	r.addUsage(c.Model, c.Usage)
+	p, ok := agent.ParsePlan(c.Text)
+	if !ok {
+		r.log.Warn("agent.plan.unparsable", "run", r.id)
+		return
+	}
+	r.plan = &p
+	r.appendInline("system", p.Render())
+}
+
+// deliver turns the placeholder into the answer (idempotent: the placeholder is updated, further
+// parts carry metadata so a retried activity finds them).
+func (r *run) deliver(ctx workflow.Context, answer string) error {
+	if strings.TrimSpace(answer) == "" {
+		answer = agent.PartialResults(r.records, "", "")
+	}
+	m := r.in.Message
+	var res activities.PostResult
+	return workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, activities.DeliverInput{
+		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,
+	}).Get(ctx, &res)
+}
+
+// cancelled cleans up on a disconnected context: the placeholder says it stopped (no apology, seed
+// 001), the lane's reaction marks the cancel message. Completed tool results stay in history.
+func (r *run) cancelled(ctx workflow.Context) (RunResult, error) {
+	r.status.Phase = "done"
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if r.placeholder != "" {
+		m := r.in.Message
+		err := workflow.ExecuteActivity(slackOptions(dctx, "cancelled"), a.UpdateMessage, activities.UpdateInput{
+			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: "_Stopped._",
+		}).Get(dctx, nil)
+		if err != nil {
+			r.log.Warn("agent_run.cancel_cleanup_failed", "run", r.id, "error", err)
+		}
+	}
+	if r.awaiting != "" {
+		r.notifyLane(dctx, "")
+	}
+	r.log.Info("agent_run.cancelled", "run", r.id, "turn", r.turn)
+	return RunResult{}, temporal.NewCanceledError(RunResult{Status: RunCancelled, Turns: r.turn, Tier: r.tier, Usage: r.status.Usage})
+}
+
+// waitForHuman parks the run until someone sends `resume` (from the Web UI or the thread) with
+// retry, skip or abort. It posts why it waits.
+func (r *run) waitForHuman(ctx workflow.Context, why string) string {
+	r.status.Phase = "waiting_for_human"
+	m := r.in.Message
+	_, err := r.post(ctx, a.PostMessage, activities.PostInput{
+		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: r.nextID("waiting"),
+		Text: why + "\n\nAn operator can resume me from the Temporal Web UI (signal `resume` with `{\"action\":\"retry\"}`, `\"skip\"` or `\"abort\"`).",
+	})
+	if err != nil {
+		r.log.Warn("agent_run.wait_notice_failed", "run", r.id, "error", err)
+	}
+	r.log.Warn("agent_run.waiting_for_human", "run", r.id, "why", why)
+	action := ResumeAbort
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(r.resumeCh, func(c workflow.ReceiveChannel, _ bool) {
+		var rs Resume
+		c.Receive(ctx, &rs)
+		switch rs.Action {
+		case ResumeRetry, ResumeSkip, ResumeAbort:
+			action = rs.Action
+		default:
+			r.log.Warn("agent_run.bad_resume", "action", rs.Action)
+			action = ResumeAbort
+		}
+	})
+	timer := workflow.NewTimer(ctx, HumanWaitLimit)
+	sel.AddFuture(timer, func(workflow.Future) {})
+	sel.Select(ctx)
+	r.status.Phase = "thinking"
+	return action
+}
+
+func (r *run) post(ctx workflow.Context, act any, in activities.PostInput) (activities.PostResult, error) {
+	var res activities.PostResult
+	err := workflow.ExecuteActivity(slackOptions(ctx, in.Key), act, in).Get(ctx, &res)
+	return res, err
+}
+
+func (r *run) addUsage(model string, u activities.TokenUsage) {
+	if model == "" {
+		return
+	}
+	cur := r.status.Usage[model]
+	cur.PromptTokens += u.Prompt
+	cur.CompletionTokens += u.Completion
+	cur.Calls++
+	r.status.Usage[model] = cur
+}
+
+// notifyLane tells the lane whether this run waits on an approval, so a "yes, do it" in the thread
+// reaches it.
+func (r *run) notifyLane(ctx workflow.Context, fingerprint string) {
+	r.awaiting = fingerprint
+	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
+	if parent == nil {
+		return
+	}
+	err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalRunEvent, RunEvent{
+		Run: r.id, AwaitingApproval: fingerprint, Requester: r.in.Requester,
+	}).Get(ctx, nil)
+	if err != nil {
+		r.log.Warn("agent_run.notify_lane_failed", "run", r.id, "error", err)
+	}
+}
+
+func objective(text string) string {
+	t := strings.Join(strings.Fields(text), " ")
+	if r := []rune(t); len(r) > 120 {
+		t = string(r[:120]) + "…"
+	}
+	return t
+}
+
+func runtimeNote(s string) string { return "[Lucy runtime] " + s }
+
+// isCanceled reports whether err is a cancellation.
+func isCanceled(err error) bool {
+	var ce *temporal.CanceledError
+	return errors.As(err, &ce)
+}

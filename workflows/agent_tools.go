@@ -1,0 +1,296 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workflows/agent"
+)
+
+// runTools executes one batch of tool calls: builtins (journal) in the workflow, destructive tools
+// after approval, everything else as parallel activities. It appends one tool message per call, in
+// call order, and returns them.
+func (r *run) runTools(ctx workflow.Context, calls []activities.ToolCall) []tmsg {
+	results := make([]tmsg, len(calls))
+	futures := make([]workflow.Future, len(calls))
+	ids := make([]string, len(calls))
+	m := r.in.Message
+	for i, c := range calls {
+		spec, known := tools.Lookup(c.Name)
+		r.status.LastTool = c.Name
+		switch {
+		case !known:
+			results[i] = r.inlineResult(c, "Error: there is no tool named "+c.Name+". Use one of the tools you were given.", true)
+		case spec.Builtin:
+			out, err := r.journal.Apply(c.Name, c.Arguments)
+			if err != nil {
+				results[i] = r.inlineResult(c, "Error: "+err.Error(), true)
+			} else {
+				results[i] = r.inlineResult(c, out, false)
+			}
+		case spec.Destructive:
+			ok, note := r.approve(ctx, c)
+			if ctx.Err() != nil {
+				return results
+			}
+			if !ok {
+				results[i] = r.inlineResult(c, note, false)
+				continue
+			}
+			fallthrough
+		default:
+			ids[i] = r.nextID("tool")
+			futures[i] = workflow.ExecuteActivity(toolOptions(ctx, ids[i], spec.Idempotent, spec.Long), a.ExecuteTool, activities.ExecuteToolInput{
+				Name: c.Name, Arguments: c.Arguments, CallID: c.ID, Team: m.Team, Channel: m.Channel,
+				ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id,
+			})
+		}
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		c := calls[i]
+		var res activities.ToolResult
+		err := f.Get(ctx, &res)
+		switch {
+		case err == nil:
+			results[i] = tmsg{
+				wire: activities.Entry{Role: "tool", Ref: ids[i], ToolCallID: c.ID}, role: "tool", text: res.Content,
+				toolName: c.Name, isError: res.IsError || strings.HasPrefix(res.Content, "Error"),
+			}
+			if res.Chars > agent.ToolResultSummaryThreshold {
+				results[i] = r.summarizeResult(ctx, c, ids[i], results[i])
+			}
+		case ctx.Err() != nil:
+			return results
+		default:
+			results[i] = r.toolFailure(ctx, c, err)
+		}
+	}
+	for i, res := range results {
+		r.msgs = append(r.msgs, res)
+		r.recordTurn(calls[i], res)
+	}
+	return results
+}
+
+func (r *run) inlineResult(c activities.ToolCall, text string, isErr bool) tmsg {
+	return tmsg{wire: activities.Entry{Role: "tool", Text: text, ToolCallID: c.ID}, role: "tool", text: text, toolName: c.Name, isError: isErr}
+}
+
+// toolFailure turns a failed tool activity into what the model reads. A side-effecting tool that
+// timed out may or may not have acted: the run does not guess, it waits for a human (DESIGN.md).
+func (r *run) toolFailure(ctx workflow.Context, c activities.ToolCall, err error) tmsg {
+	spec, _ := tools.Lookup(c.Name)
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) && !spec.Idempotent {
+		r.log.Warn("agent_run.resume_unsafe", "run", r.id, "tool", c.Name)
+		human := agent.HumanToolName(c.Name)
+		switch r.waitForHuman(ctx, "I was "+human+" when something interrupted me, and I can't tell whether it went through. I won't repeat it blindly.") {
+		case ResumeRetry:
+			var res activities.ToolResult
+			id := r.nextID("tool")
+			m := r.in.Message
+			if err2 := workflow.ExecuteActivity(toolOptions(ctx, id, false, spec.Long), a.ExecuteTool, activities.ExecuteToolInput{
+				Name: c.Name, Arguments: c.Arguments, CallID: c.ID, Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id,
+			}).Get(ctx, &res); err2 == nil {
+				return tmsg{wire: activities.Entry{Role: "tool", Ref: id, ToolCallID: c.ID}, role: "tool", text: res.Content, toolName: c.Name, isError: res.IsError}
+			}
+			return r.inlineResult(c, "Error executing "+c.Name+": it failed again after a retry.", true)
+		case ResumeSkip:
+			return r.inlineResult(c, "The operator chose to skip this step; its outcome is unknown. Don't repeat it.", true)
+		default:
+			return r.inlineResult(c, "Stopped by the operator: the outcome of this step is unknown. Don't repeat it.", true)
+		}
+	}
+	var appErr *temporal.ApplicationError
+	msg := err.Error()
+	if errors.As(err, &appErr) {
+		msg = appErr.Error()
+		if appErr.Type() == activities.ErrToolArgs {
+			return r.inlineResult(c, "Error: invalid arguments for "+c.Name+": "+msg, true)
+		}
+	}
+	return r.inlineResult(c, "Error executing "+c.Name+": "+msg, true)
+}
+
+// summarizeResult shortens a result above TOOL_RESULT_SUMMARY_THRESHOLD with a cheap model; the full
+// (capped) result stays in history, the transcript refers to the summary.
+func (r *run) summarizeResult(ctx workflow.Context, c activities.ToolCall, ref string, full tmsg) tmsg {
+	id := r.nextID("summary")
+	var comp activities.Completion
+	err := workflow.ExecuteActivity(llmOptions(ctx, id, 2*time.Minute), a.Complete, activities.CompleteInput{
+		Tier: "fast", Prompt: "SUMMARIZER.md",
+		Inline:   "The agent is working on: " + hint(r.in.Message.Text) + "\nSummarize this result of " + c.Name + ":",
+		Document: activities.Transcript{Entries: []activities.Entry{{Role: "tool", Ref: ref}}},
+	}).Get(ctx, &comp)
+	if err != nil {
+		r.log.Warn("agent.tool.summary_failed", "run", r.id, "tool", c.Name, "error", err)
+		return full
+	}
+	r.addUsage(comp.Model, comp.Usage)
+	prefix := "[Summary of a long result]"
+	return tmsg{wire: activities.Entry{Role: "tool", Ref: id, Text: prefix, ToolCallID: c.ID}, role: "tool",
+		text: prefix + "\n" + comp.Text, toolName: c.Name, isError: full.isError}
+}
+
+func (r *run) recordTurn(c activities.ToolCall, res tmsg) {
+	rep := agent.TurnReport{Turn: r.turn, ToolName: c.Name, ToolArgsSummary: cut(c.Arguments, 80), ResultPreview: cut(res.text, 100), HadError: res.isError}
+	if res.isError {
+		rep.ErrorSummary = cut(res.text, 100)
+	}
+	r.reports = append(r.reports, rep)
+	if len(r.reports) > 20 {
+		r.reports = r.reports[len(r.reports)-20:]
+	}
+	r.records = append(r.records, agent.ToolRecord{Name: c.Name, IsError: res.isError, Result: cut(res.text, 2000)})
+}
+
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
+}
+
+// fingerprint identifies one proposal (seed 002 appendix C): tool, normalized arguments, actor and time.
+func fingerprint(tool, args, actor string, at time.Time) string {
+	h := sha256.Sum256([]byte(tool + "\x00" + strings.Join(strings.Fields(args), " ") + "\x00" + actor + "\x00" + strconv.FormatInt(at.UnixNano(), 10)))
+	return hex.EncodeToString(h[:8])
+}
+
+// approve posts the approval prompt for a destructive call and waits — durably, across worker
+// restarts and deploys — for the requester (or an admin) to approve or deny it, by button or by a
+// "yes, do it" in the thread. An expired proposal re-prompts once, then counts as not approved.
+func (r *run) approve(ctx workflow.Context, c activities.ToolCall) (bool, string) {
+	summary, details := tools.ApprovalSummary(c.Name, c.Arguments)
+	ttl := r.in.ApprovalTTL
+	if ttl <= 0 {
+		ttl = DefaultApprovalTTL
+	}
+	m := r.in.Message
+	prev := r.status.Phase
+	r.status.Phase = "awaiting_approval"
+	defer func() { r.status.Phase = prev }()
+	for attempt := 1; attempt <= 2; attempt++ {
+		now := workflow.Now(ctx)
+		fp := fingerprint(c.Name, c.Arguments, r.in.Requester, now)
+		expires := now.Add(ttl)
+		var res activities.PostResult
+		err := workflow.ExecuteActivity(slackOptions(ctx, "approval-"+fp), a.PostApprovalPrompt, activities.ApprovalPromptInput{
+			Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, LaneID: LaneID(r.in.Lane),
+			Fingerprint: fp, Requester: r.in.Requester, Summary: summary, Details: details, ExpiresAt: expires,
+		}).Get(ctx, &res)
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, ""
+			}
+			r.log.Error("agent.approval.prompt_failed", "run", r.id, "error", err)
+			return false, "I couldn't ask for approval, so I did not do this. Tell the person it needs their approval."
+		}
+		r.notifyLane(ctx, fp)
+		r.log.Info("agent.approval.requested", "run", r.id, "tool", c.Name, "fingerprint", fp)
+		decision, by := r.awaitApproval(ctx, fp, expires)
+		r.notifyLane(ctx, "")
+		if ctx.Err() != nil {
+			return false, ""
+		}
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		outcome := ""
+		switch decision {
+		case "approved":
+			outcome = "Approved by <@" + by + ">"
+		case "denied":
+			outcome = "Denied by <@" + by + ">"
+		default:
+			outcome = "Expired — ask me again if you still want this"
+		}
+		if err := workflow.ExecuteActivity(slackOptions(dctx, "approval-done-"+fp), a.ResolveApprovalPrompt, activities.ResolveApprovalInput{
+			Team: m.Team, Channel: m.Channel, TS: res.TS, Summary: summary, Outcome: outcome,
+		}).Get(dctx, nil); err != nil {
+			r.log.Warn("agent.approval.resolve_failed", "run", r.id, "error", err)
+		}
+		r.log.Info("agent.approval.decided", "run", r.id, "tool", c.Name, "decision", decision, "by", by)
+		switch decision {
+		case "approved":
+			return true, ""
+		case "denied":
+			return false, "The person declined this action, so it was NOT performed. Don't retry it; continue without it or ask what they'd prefer."
+		}
+	}
+	return false, "Nobody approved this action in time, so it was NOT performed. Tell the person it still needs their approval."
+}
+
+// awaitApproval waits for a valid answer to fp until it expires. Answers from people who may not
+// approve, or for other proposals, get a private note and change nothing.
+func (r *run) awaitApproval(ctx workflow.Context, fp string, expires time.Time) (decision, by string) {
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	defer cancelTimer()
+	timer := workflow.NewTimer(timerCtx, expires.Sub(workflow.Now(ctx)))
+	for {
+		expired := false
+		var ap Approval
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(r.approvalCh, func(ch workflow.ReceiveChannel, _ bool) { ch.Receive(ctx, &ap) })
+		sel.AddFuture(timer, func(workflow.Future) { expired = true })
+		sel.Select(ctx)
+		if ctx.Err() != nil {
+			return "", ""
+		}
+		if expired {
+			return "expired", ""
+		}
+		switch {
+		case ap.Fingerprint != fp:
+			r.refuse(ctx, ap, "That approval request is no longer active (it expired or was replaced). Use the latest one in the thread.")
+		case !r.mayApprove(ctx, ap.User):
+			r.refuse(ctx, ap, fmt.Sprintf("Only <@%s> (who asked) or an admin can approve this.", r.in.Requester))
+		case ap.Approved:
+			return "approved", ap.User
+		default:
+			return "denied", ap.User
+		}
+	}
+}
+
+// mayApprove: the requester, or an admin from LUCY_ADMIN_USERS as the worker knows it now (an
+// activity, so a changed admin list applies to runs already waiting).
+func (r *run) mayApprove(ctx workflow.Context, user string) bool {
+	if user == "" {
+		return false
+	}
+	if user == r.in.Requester {
+		return true
+	}
+	var ok bool
+	if err := workflow.ExecuteActivity(quick(ctx, r.nextID("approver")), a.IsAdmin, user).Get(ctx, &ok); err != nil {
+		r.log.Warn("agent.approval.admin_check_failed", "run", r.id, "error", err)
+		return false
+	}
+	return ok
+}
+
+func (r *run) refuse(ctx workflow.Context, ap Approval, text string) {
+	r.log.Info("agent.approval.refused", "run", r.id, "user", ap.User)
+	if ap.User == "" {
+		return
+	}
+	m := r.in.Message
+	err := workflow.ExecuteActivity(slackOptions(ctx, r.nextID("refuse")), a.PostEphemeral, activities.EphemeralInput{
+		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, User: ap.User, Text: text, ResponseURL: ap.ResponseURL,
+	}).Get(ctx, nil)
+	if err != nil && ctx.Err() == nil {
+		r.log.Warn("agent.approval.refusal_failed", "run", r.id, "error", err)
+	}
+}

@@ -1,0 +1,440 @@
+package workflows
+
+import (
+	"strconv"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/intent"
+)
+
+// Lane limits.
+const (
+	// MaxSeenKeys bounds the dedupe set; Slack retries arrive within minutes, so the most recent
+	// keys are all that matter.
+	MaxSeenKeys = 1000
+	// LaneIdleTimeout: an idle lane with nothing queued completes; the next message starts it again.
+	LaneIdleTimeout = 7 * 24 * time.Hour
+	// ContextRefresh is how old cached names and time zones may get before they are re-resolved.
+	ContextRefresh = time.Hour
+	// MaxQueue bounds queued messages per lane (seed: MAX_QUEUE_DEPTH 50).
+	MaxQueue = 50
+)
+
+// Lane is the workflow of one Slack thread (lane:{team}:{channel}:{thread_ts}): it dedupes events
+// exactly, runs one agent run at a time as a child workflow, queues or folds messages that arrive
+// meanwhile, answers "what are you working on?" and "cancel that", and routes approvals.
+func Lane(ctx workflow.Context, in LaneInput) error {
+	l := newLane(ctx, in)
+	if err := l.setup(ctx); err != nil {
+		return err
+	}
+	return l.run(ctx)
+}
+
+type lane struct {
+	key   LaneKey
+	id    string
+	st    LaneState
+	seen  map[string]bool
+	log   logger
+
+	cur *current
+
+	msgCh, cancelCh, approvalCh, resumeCh, eventCh workflow.ReceiveChannel
+}
+
+// current is the running agent run.
+type current struct {
+	id        string
+	number    int
+	requester string
+	future    workflow.ChildWorkflowFuture
+	cancel    workflow.CancelFunc
+	awaiting  string
+	done      bool
+}
+
+func newLane(ctx workflow.Context, in LaneInput) *lane {
+	l := &lane{key: in.Key, id: LaneID(in.Key), seen: map[string]bool{}, log: workflow.GetLogger(ctx)}
+	if in.State != nil {
+		l.st = *in.State
+	}
+	if l.st.People == nil {
+		l.st.People = map[string]Person{}
+	}
+	for _, k := range l.st.Seen {
+		l.seen[k] = true
+	}
+	return l
+}
+
+func (l *lane) setup(ctx workflow.Context) error {
+	l.msgCh = workflow.GetSignalChannel(ctx, SignalMessage)
+	l.cancelCh = workflow.GetSignalChannel(ctx, SignalCancel)
+	l.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
+	l.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
+	l.eventCh = workflow.GetSignalChannel(ctx, SignalRunEvent)
+	return workflow.SetQueryHandler(ctx, QueryStatus, func() (LaneStatus, error) {
+		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: append([]Message(nil), l.st.Queue...)}
+		if l.cur != nil {
+			s.Busy, s.CurrentRun, s.AwaitingApproval = true, l.cur.id, l.cur.awaiting
+		}
+		return s, nil
+	})
+}
+
+func (l *lane) run(ctx workflow.Context) error {
+	for {
+		if l.cur == nil && len(l.st.Queue) > 0 {
+			next := l.st.Queue[0]
+			l.st.Queue = l.st.Queue[1:]
+			l.startRun(ctx, next)
+		}
+		if l.cur == nil && len(l.st.Queue) == 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+			return l.continueAsNew(ctx)
+		}
+		idle := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(l.msgCh, func(c workflow.ReceiveChannel, _ bool) {
+			var m Message
+			c.Receive(ctx, &m)
+			l.onMessage(ctx, m)
+		})
+		sel.AddReceive(l.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
+			var cr CancelRequest
+			c.Receive(ctx, &cr)
+			l.onCancel(ctx, cr)
+		})
+		sel.AddReceive(l.approvalCh, func(c workflow.ReceiveChannel, _ bool) {
+			var ap Approval
+			c.Receive(ctx, &ap)
+			l.onApproval(ctx, ap)
+		})
+		sel.AddReceive(l.resumeCh, func(c workflow.ReceiveChannel, _ bool) {
+			var rs Resume
+			c.Receive(ctx, &rs)
+			l.forward(ctx, SignalResume, rs)
+		})
+		sel.AddReceive(l.eventCh, func(c workflow.ReceiveChannel, _ bool) {
+			var ev RunEvent
+			c.Receive(ctx, &ev)
+			if l.cur != nil && l.cur.id == ev.Run {
+				l.cur.awaiting = ev.AwaitingApproval
+			}
+		})
+		var timerCancel workflow.CancelFunc
+		if l.cur != nil {
+			cur := l.cur
+			sel.AddFuture(cur.future, func(f workflow.Future) { l.onRunDone(ctx, cur, f) })
+		} else {
+			tctx, cancel := workflow.WithCancel(ctx)
+			timerCancel = cancel
+			sel.AddFuture(workflow.NewTimer(tctx, LaneIdleTimeout), func(workflow.Future) { idle = true })
+		}
+		sel.Select(ctx)
+		if timerCancel != nil {
+			timerCancel()
+		}
+		if idle && l.cur == nil && len(l.st.Queue) == 0 && !l.pendingSignals() {
+			l.log.Info("lane.idle_close", "lane", l.id)
+			return nil
+		}
+	}
+}
+
+func (l *lane) pendingSignals() bool {
+	for _, c := range []workflow.ReceiveChannel{l.msgCh, l.cancelCh, l.approvalCh, l.resumeCh, l.eventCh} {
+		if c.Len() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// continueAsNew hands the state to a fresh run once Temporal suggests it, after draining signals so
+// nothing in flight is lost.
+func (l *lane) continueAsNew(ctx workflow.Context) error {
+	for l.pendingSignals() {
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(l.msgCh, func(c workflow.ReceiveChannel, _ bool) {
+			var m Message
+			c.Receive(ctx, &m)
+			l.onMessage(ctx, m)
+		})
+		sel.AddReceive(l.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
+			var cr CancelRequest
+			c.Receive(ctx, &cr)
+			l.onCancel(ctx, cr)
+		})
+		sel.AddReceive(l.approvalCh, func(c workflow.ReceiveChannel, _ bool) {
+			var ap Approval
+			c.Receive(ctx, &ap)
+			l.onApproval(ctx, ap)
+		})
+		sel.AddReceive(l.resumeCh, func(c workflow.ReceiveChannel, _ bool) {
+			var rs Resume
+			c.Receive(ctx, &rs)
+		})
+		sel.AddReceive(l.eventCh, func(c workflow.ReceiveChannel, _ bool) {
+			var ev RunEvent
+			c.Receive(ctx, &ev)
+		})
+		sel.Select(ctx)
+		if l.cur != nil { // a drained message started a run: keep going in this execution
+			return l.run(ctx)
+		}
+	}
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return err
+	}
+	st := l.st
+	l.log.Info("lane.continue_as_new", "lane", l.id, "seen", len(st.Seen), "queued", len(st.Queue))
+	return workflow.NewContinueAsNewError(ctx, LaneWorkflowName, LaneInput{Key: l.key, State: &st})
+}
+
+// dedupe reports whether any key was seen, and remembers all of them.
+func (l *lane) dedupe(keys []string) bool {
+	dup := false
+	for _, k := range keys {
+		if l.seen[k] {
+			dup = true
+		}
+	}
+	for _, k := range keys {
+		if !l.seen[k] {
+			l.seen[k] = true
+			l.st.Seen = append(l.st.Seen, k)
+		}
+	}
+	for len(l.st.Seen) > MaxSeenKeys {
+		delete(l.seen, l.st.Seen[0])
+		l.st.Seen = l.st.Seen[1:]
+	}
+	return dup
+}
+
+func (l *lane) onMessage(ctx workflow.Context, m Message) {
+	if l.dedupe(m.DedupeKeys()) {
+		l.log.Info("lane.duplicate", "lane", l.id, "ts", m.TS, "eventId", m.EventID)
+		return
+	}
+	text := intent.StripMentions(m.Text)
+	if m.Control == "status" {
+		l.answerStatus(ctx, m)
+		return
+	}
+	l.react(ctx, m.Channel, m.TS, intent.Reaction(text))
+	if l.cur != nil {
+		if l.cur.awaiting != "" && m.User != "" {
+			switch intent.ApprovalAnswer(text) {
+			case intent.Yes, intent.No:
+				l.forward(ctx, SignalApproval, Approval{
+					Fingerprint: l.cur.awaiting, Approved: intent.ApprovalAnswer(text) == intent.Yes, User: m.User,
+					Channel: m.Channel, Source: "message", EventID: m.EventID,
+				})
+				return
+			}
+		}
+		if m.User == l.cur.requester && intent.ThreadInterrupt(text) == intent.Fold {
+			l.log.Info("lane.fold", "lane", l.id, "run", l.cur.id, "ts", m.TS)
+			l.forward(ctx, SignalMessage, m)
+			return
+		}
+		if len(l.st.Queue) >= MaxQueue {
+			l.post(ctx, m, "busy-"+m.TS, "I'm still working through earlier requests in this thread; please send this again in a bit.")
+			return
+		}
+		l.st.Queue = append(l.st.Queue, m)
+		l.log.Info("lane.queued", "lane", l.id, "ts", m.TS, "depth", len(l.st.Queue))
+		return
+	}
+	if fr, ok := intent.FastPath(text, fastSeed(m.TS)); ok && m.Kind != "assistant_thread_started" {
+		if fr.Reply != "" {
+			l.post(ctx, m, "fast-"+m.TS, fr.Reply)
+		}
+		return
+	}
+	if m.Kind == "assistant_thread_started" && text == "" {
+		l.post(ctx, m, "hello-"+m.TS, "Hi! I'm Lucy. Ask me anything, or give me something to get done.")
+		return
+	}
+	l.st.Queue = append(l.st.Queue, m)
+}
+
+func fastSeed(ts string) uint64 {
+	var s uint64
+	for _, c := range ts {
+		s = s*31 + uint64(c)
+	}
+	return s
+}
+
+func (l *lane) onCancel(ctx workflow.Context, cr CancelRequest) {
+	keys := []string{"ts:" + cr.Channel + ":" + cr.TS}
+	if cr.EventID != "" {
+		keys = append(keys, "ev:"+cr.EventID)
+	}
+	if l.dedupe(keys) {
+		return
+	}
+	dropped := 0
+	if cr.DropQueued {
+		dropped = len(l.st.Queue)
+		l.st.Queue = nil
+	}
+	if l.cur == nil {
+		if dropped > 0 {
+			l.react(ctx, cr.Channel, cr.TS, "octagonal_sign")
+			return
+		}
+		l.post(ctx, Message{Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, TS: cr.TS}, "cancel-"+cr.TS,
+			"There's nothing running in this thread right now.")
+		return
+	}
+	l.log.Info("lane.cancel", "lane", l.id, "run", l.cur.id, "by", cr.User, "droppedQueued", dropped)
+	l.cur.cancel()
+	l.react(ctx, cr.Channel, cr.TS, "octagonal_sign")
+}
+
+func (l *lane) onApproval(ctx workflow.Context, ap Approval) {
+	if ap.EventID != "" && l.dedupe([]string{"ap:" + ap.EventID}) {
+		return
+	}
+	if l.cur == nil {
+		l.log.Info("lane.approval_without_run", "lane", l.id, "user", ap.User)
+		if ap.User != "" {
+			err := workflow.ExecuteActivity(slackOptions(ctx, "stale-approval-"+strconv.Itoa(int(workflow.GetInfo(ctx).GetCurrentHistoryLength()))), a.PostEphemeral, activities.EphemeralInput{
+				Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, User: ap.User, ResponseURL: ap.ResponseURL,
+				Text: "That request is no longer waiting for approval.",
+			}).Get(ctx, nil)
+			if err != nil {
+				l.log.Warn("lane.ephemeral_failed", "lane", l.id, "error", err)
+			}
+		}
+		return
+	}
+	l.forward(ctx, SignalApproval, ap)
+}
+
+func (l *lane) forward(ctx workflow.Context, name string, arg any) {
+	if l.cur == nil {
+		return
+	}
+	if err := l.cur.future.SignalChildWorkflow(ctx, name, arg).Get(ctx, nil); err != nil {
+		l.log.Warn("lane.forward_failed", "lane", l.id, "signal", name, "error", err)
+	}
+}
+
+func (l *lane) startRun(ctx workflow.Context, m Message) {
+	l.st.Runs++
+	n := l.st.Runs
+	id := RunID(l.key, n)
+	person := l.resolve(ctx, m)
+	cctx, cancel := workflow.WithCancel(ctx)
+	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
+		WorkflowID:          id,
+		TaskQueue:           TaskQueue,
+		WaitForCancellation: true,
+		ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+	})
+	in := RunInput{
+		Lane: l.key, Number: n, Message: m, Requester: m.User,
+		UserName: person.Name, UserTZ: person.TZ, ChannelName: l.st.ChannelName,
+	}
+	f := workflow.ExecuteChildWorkflow(cctx, AgentRunWorkflowName, in)
+	l.cur = &current{id: id, number: n, requester: m.User, future: f, cancel: cancel}
+	l.log.Info("lane.run_started", "lane", l.id, "run", id)
+}
+
+// resolve returns the person's cached name and time zone, refreshing the cache by activity when it
+// is missing or older than ContextRefresh. A failure is not fatal: the run just knows less.
+func (l *lane) resolve(ctx workflow.Context, m Message) Person {
+	now := workflow.Now(ctx)
+	p, ok := l.st.People[m.User]
+	fresh := false
+	if t, err := time.Parse(time.RFC3339, l.st.ResolvedAt); err == nil && now.Sub(t) < ContextRefresh {
+		fresh = true
+	}
+	if ok && fresh {
+		return p
+	}
+	var ci activities.ContextInfo
+	err := workflow.ExecuteActivity(quick(ctx, "resolve-"+m.TS), a.ResolveContext, activities.ResolveContextInput{
+		Team: m.Team, Channel: m.Channel, User: m.User,
+	}).Get(ctx, &ci)
+	if err != nil {
+		l.log.Warn("lane.resolve_failed", "lane", l.id, "error", err)
+		return p
+	}
+	p = Person{Name: ci.UserName, RealName: ci.RealName, TZ: ci.TZ}
+	if ci.RealName != "" {
+		p.Name = ci.RealName
+	}
+	l.st.People[m.User] = p
+	l.st.ChannelName = ci.ChannelName
+	l.st.ResolvedAt = now.UTC().Format(time.RFC3339)
+	return p
+}
+
+func (l *lane) onRunDone(ctx workflow.Context, cur *current, f workflow.Future) {
+	var res RunResult
+	err := f.Get(ctx, &res)
+	switch {
+	case err == nil:
+		l.log.Info("lane.run_done", "lane", l.id, "run", cur.id, "status", res.Status, "turns", res.Turns)
+	case isCanceled(err):
+		l.log.Info("lane.run_cancelled", "lane", l.id, "run", cur.id)
+	default:
+		// The run failed after its own retries (e.g. Slack rejected the answer). The lane goes on
+		// with the next message; the failed run stays visible in the Web UI for a Reset.
+		l.log.Error("agent_run.failed", "lane", l.id, "run", cur.id, "error", err)
+	}
+	l.cur = nil
+}
+
+// answerStatus posts the answer to "what are you working on?". The gateway wrote the text from the
+// lane's and the run's status queries; the lane adds what it knows itself.
+func (l *lane) answerStatus(ctx workflow.Context, m Message) {
+	text := FormatStatus(l.statusNow(), nil, workflow.Now(ctx))
+	if m.StatusText != "" {
+		text = m.StatusText
+	}
+	l.post(ctx, m, "status-"+m.TS, text)
+}
+
+func (l *lane) statusNow() LaneStatus {
+	s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: l.st.Queue}
+	if l.cur != nil {
+		s.Busy, s.CurrentRun, s.AwaitingApproval = true, l.cur.id, l.cur.awaiting
+	}
+	return s
+}
+
+func (l *lane) react(ctx workflow.Context, channel, ts, emoji string) {
+	if emoji == "" || ts == "" {
+		return
+	}
+	f := workflow.ExecuteActivity(slackOptions(ctx, "react-"+ts+"-"+emoji), a.React, activities.ReactInput{
+		Team: l.key.Team, Channel: channel, TS: ts, Emoji: emoji,
+	})
+	// Reactions are decoration: don't hold the lane for them, but do log a failure.
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		if err := f.Get(gctx, nil); err != nil {
+			l.log.Warn("lane.reaction_failed", "lane", l.id, "emoji", emoji, "error", err)
+		}
+	})
+}
+
+func (l *lane) post(ctx workflow.Context, m Message, key, text string) {
+	var res activities.PostResult
+	err := workflow.ExecuteActivity(slackOptions(ctx, "post-"+key), a.PostMessage, activities.PostInput{
+		Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, RunID: l.id, Key: key, Text: text,
+	}).Get(ctx, &res)
+	if err != nil {
+		l.log.Error("lane.post_failed", "lane", l.id, "key", key, "error", err)
+	}
+}

@@ -1,0 +1,70 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Activity options live here so every policy is bounded and visible in one place (DESIGN.md rule 3:
+// no activity may retry forever).
+
+// quick is for short, idempotent activities (routing, prompt assembly, Slack reads).
+func quick(ctx workflow.Context, id string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ActivityID:          id,
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5,
+		},
+	})
+}
+
+// llmHeartbeat is the heartbeat timeout of model calls: activities heartbeat every second, the SDK
+// throttles to 80% of this, so a cancelled run reaches an in-flight call in about 4 seconds.
+const llmHeartbeat = 5 * time.Second
+
+// llmOptions is for model calls: heartbeating, bounded retries with backoff; 400s and other
+// permanent errors are non-retryable and come back at once.
+func llmOptions(ctx workflow.Context, id string, timeout time.Duration) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ActivityID:          id,
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    llmHeartbeat,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 4,
+		},
+	})
+}
+
+// slackOptions is for Slack writes. They are idempotent (placeholder + update, metadata checks), so
+// retrying is safe; 429s carry their Retry-After as the next retry delay.
+func slackOptions(ctx workflow.Context, id string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ActivityID:          id,
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 6,
+		},
+	})
+}
+
+// toolOptions: idempotent tools retry 0.5 s → 2 s → 8 s, three attempts (seed 001); side-effecting
+// tools are attempted once and their error goes to the model.
+func toolOptions(ctx workflow.Context, id string, idempotent, long bool) workflow.Context {
+	timeout := 2 * time.Minute
+	if long {
+		timeout = 30 * time.Minute
+	}
+	rp := &temporal.RetryPolicy{MaximumAttempts: 1}
+	if idempotent {
+		rp = &temporal.RetryPolicy{InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 4, MaximumInterval: 8 * time.Second, MaximumAttempts: 3}
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ActivityID:          id,
+		StartToCloseTimeout: timeout,
+		HeartbeatTimeout:    10 * time.Second,
+		RetryPolicy:         rp,
+	})
+}
