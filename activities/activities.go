@@ -43,7 +43,6 @@ type SlackAPI interface {
 	GetConversationsContext(ctx context.Context, params *slack.GetConversationsParameters) ([]slack.Channel, string, error)
 	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
 	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
-	UploadFileV2Context(ctx context.Context, params slack.UploadFileV2Parameters) (*slack.FileSummary, error)
 }
 
 // SlackClients returns the Slack client for a workspace (team ID). In `lucy dev` the local terminal
@@ -58,7 +57,9 @@ type Activities struct {
 	History HistoryReader   // resolves transcript references against workflow history
 	Prompts fs.FS           // prompts/ (embedded markdown)
 	Tools   *tools.Registry // tool schemas and implementations
-	Admins  []string // LUCY_ADMIN_USERS
-	DataDir string          // workspace files and knowledge live under DataDir/workspaces/<team>/
-	Log     zerolog.Logger
+	Admins  []string        // LUCY_ADMIN_USERS
+	// ContextWindow overrides the model's context window in tokens (LUCY_CONTEXT_WINDOW); 0 = known per model.
+	ContextWindow int
+	DataDir       string // workspace files and knowledge live under DataDir/workspaces/<team>/
+	Log           zerolog.Logger
 }

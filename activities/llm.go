@@ -57,6 +57,8 @@ type ModelReply struct {
 	FinishReason string     `json:"finishReason,omitempty"`
 	Model        string     `json:"model"`
 	Usage        TokenUsage `json:"usage"`
+	// Window is the operator's context-window override (LUCY_CONTEXT_WINDOW), 0 when unset.
+	Window int `json:"window,omitempty"`
 }
 
 // CallModel calls the model of the given tier with the resolved transcript and tools.
@@ -104,7 +106,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	}
 	ch := comp.Choices[0]
 	out := ModelReply{
-		Content: ch.Message.Content, FinishReason: string(ch.FinishReason), Model: model,
+		Content: ch.Message.Content, FinishReason: string(ch.FinishReason), Model: model, Window: a.ContextWindow,
 		Usage: TokenUsage{Prompt: comp.Usage.PromptTokens, Completion: comp.Usage.CompletionTokens},
 	}
 	for _, tc := range ch.Message.ToolCalls {

@@ -70,6 +70,10 @@ type Config struct {
 	Provider   string            // "openai", "openrouter" or "custom"
 	Models     map[string]string // tier -> model, LUCY_MODEL_<TIER>
 
+	// ContextWindow overrides the context window of every model, in tokens (LUCY_CONTEXT_WINDOW): for
+	// local models served with a small window (Ollama defaults to a few thousand tokens).
+	ContextWindow int
+
 	LogLevel  string // LUCY_LOG_LEVEL
 	LogFormat string // LUCY_LOG_FORMAT
 }
@@ -256,6 +260,13 @@ func (c *Config) loadLLM(getenv func(string) string) error {
 	}
 	if c.Provider == "openai" && c.LLMAPIKey == "" {
 		return errors.New("OPENAI_API_KEY is required for api.openai.com")
+	}
+	if v := strings.TrimSpace(getenv("LUCY_CONTEXT_WINDOW")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1024 {
+			return fmt.Errorf("LUCY_CONTEXT_WINDOW %q is not a number of tokens (at least 1024)", v)
+		}
+		c.ContextWindow = n
 	}
 	defaults := defaultModels[c.Provider]
 	for _, tier := range Tiers {

@@ -66,15 +66,16 @@ func NewActivities(d Deps) *activities.Activities {
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
 	})
 	return &activities.Activities{
-		Model:   model,
-		Models:  cfg.Models,
-		Slack:   func(team string) activities.SlackAPI { return slackFor(team) },
-		History: activities.TemporalHistory{Client: d.Client},
-		Prompts: prompts.FS,
-		Tools:   reg,
-		Admins:  cfg.AdminUsers,
-		DataDir: cfg.DataDir,
-		Log:     d.Log,
+		Model:         model,
+		Models:        cfg.Models,
+		Slack:         func(team string) activities.SlackAPI { return slackFor(team) },
+		History:       activities.TemporalHistory{Client: d.Client},
+		Prompts:       prompts.FS,
+		Tools:         reg,
+		Admins:        cfg.AdminUsers,
+		ContextWindow: cfg.ContextWindow,
+		DataDir:       cfg.DataDir,
+		Log:           d.Log,
 	}
 }
 

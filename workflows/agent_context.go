@@ -71,9 +71,11 @@ func (r *run) tokens() int {
 
 // manageContext runs the recovery ladder when the estimate crosses 70% of the window (seed 001):
 // R1 compaction, R2 deep prune, R3 ask the human. It returns true when the loop must ask the human.
-func (r *run) manageContext(ctx workflow.Context, model string) (askHuman bool) {
+func (r *run) manageContext(ctx workflow.Context, model string, window int) (askHuman bool) {
 	tokens := r.tokens()
-	window := agent.ContextWindow(model)
+	if window <= 0 {
+		window = agent.ContextWindow(model)
+	}
 	stage := r.recovery.Next(r.turn, tokens, window)
 	switch stage {
 	case agent.StageR1:

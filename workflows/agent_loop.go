@@ -33,7 +33,7 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 			r.appendInline("user", runtimeNote("Time is nearly up. Don't call more tools: summarize what you have done, what you found, and what is left, for the person."))
 			r.forceTool = "none"
 		}
-		if r.manageContext(ctx, r.modelName()) {
+		if r.manageContext(ctx, r.modelName(), r.window) {
 			r.appendInline("user", runtimeNote(agent.AskHumanContext))
 			r.forceTool = "ask_human"
 		}
@@ -107,7 +107,8 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 	return agent.PartialResults(r.records, "", "the turn limit"), RunPartial, "turn limit"
 }
 
-func (r *run) modelName() string { return r.tier }
+// modelName is the model the last call used (unknown before the first call: the default window).
+func (r *run) modelName() string { return r.model }
 
 // callModel sends the transcript by reference (activities/transcript.go).
 func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
@@ -125,6 +126,7 @@ func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
 		return reply, err
 	}
 	r.sent(id)
+	r.model, r.window = reply.Model, reply.Window
 	r.addUsage(reply.Model, reply.Usage)
 	r.status.Tier = r.tier
 	// Remember the ID so appendAssistant can reference the reply instead of copying it.
@@ -248,7 +250,7 @@ func (r *run) progress(ctx workflow.Context) {
 		return
 	}
 	m := r.in.Message
-	text := agent.ProgressMessage(r.turn, hint(m.Text), uint64(r.in.Number)*1000003+uint64(r.turn))
+	text := agent.ProgressMessage(r.turn, hint(m.Text), uint64(r.in.Number))
 	err := workflow.ExecuteActivity(slackOptions(ctx, r.nextID("progress")), a.UpdateMessage, activities.UpdateInput{
 		Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: text,
 	}).Get(ctx, nil)
@@ -297,22 +299,22 @@ func (r *run) supervise(ctx workflow.Context) (answer, status, reason string, do
 	v := agent.ParseVerdict(c.Text)
 	r.log.Info("agent.supervisor.decision", "run", r.id, "turn", r.turn, "decision", string(v.Decision))
 	switch v.Decision {
-	case agent.Intervene:
+	case agent.DecisionIntervene:
 		r.appendInline("user", runtimeNote("Supervisor guidance: "+v.Guidance))
-	case agent.Replan:
+	case agent.DecisionReplan:
 		r.makePlan(ctx, "replan")
 		if v.Guidance != "" {
 			r.appendInline("user", runtimeNote("The previous approach isn't working: "+v.Guidance))
 		}
-	case agent.Escalate:
+	case agent.DecisionEscalate:
 		r.escalate(agent.TriggerSupervisor)
-	case agent.AskUser:
+	case agent.DecisionAskUser:
 		q := v.Guidance
 		if q == "" {
 			q = "Before I go on, could you tell me a bit more about what you need?"
 		}
 		return q, RunNeedsInput, "supervisor asked for clarification", true
-	case agent.Abort:
+	case agent.DecisionAbort:
 		why := v.Guidance
 		if why == "" {
 			why = "it doesn't look possible with what I have"

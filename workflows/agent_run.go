@@ -22,11 +22,11 @@ type RunInput struct {
 	Number  int     `json:"number"`
 	Message Message `json:"message"`
 	// Folded are messages from the same person that arrived before the run started.
-	Requester   string   `json:"requester"`
-	UserName    string   `json:"userName,omitempty"`
-	UserTZ      string   `json:"userTz,omitempty"`
-	TeamName    string   `json:"teamName,omitempty"`
-	ChannelName string   `json:"channelName,omitempty"`
+	Requester   string `json:"requester"`
+	UserName    string `json:"userName,omitempty"`
+	UserTZ      string `json:"userTz,omitempty"`
+	TeamName    string `json:"teamName,omitempty"`
+	ChannelName string `json:"channelName,omitempty"`
 	// Limits, zero means the seeds' defaults; tests shorten them.
 	SoftLimit   time.Duration `json:"softLimit,omitempty"`
 	AbsoluteMax time.Duration `json:"absoluteMax,omitempty"`
@@ -113,6 +113,10 @@ type run struct {
 	foldCh      workflow.ReceiveChannel
 	awaiting    string
 	lastReply   string
+	model       string
+	window      int
+	paused      time.Duration
+	pausedAt    time.Time
 }
 
 // logger is the subset of the SDK's replay-safe logger we use.
@@ -183,6 +187,7 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 }
 
 // startLimits arms the soft limit (one final summary turn) and the absolute safety net as timers.
+// Time spent waiting for a person (approvals, resume) does not count: a paused run is not a runaway.
 func (r *run) startLimits(ctx workflow.Context, stopLoop workflow.CancelFunc) {
 	soft, hard := r.in.SoftLimit, r.in.AbsoluteMax
 	if soft <= 0 {
@@ -191,19 +196,43 @@ func (r *run) startLimits(ctx workflow.Context, stopLoop workflow.CancelFunc) {
 	if hard <= 0 {
 		hard = agent.AbsoluteMax
 	}
+	r.limitTimer(ctx, soft, func() {
+		r.softFired = true
+		r.log.Info("agent.exhaustion.soft_limit", "run", r.id, "turn", r.turn)
+	})
+	r.limitTimer(ctx, hard, func() {
+		r.timedOut = true
+		r.log.Warn("agent.exhaustion.absolute", "run", r.id, "turn", r.turn)
+		stopLoop()
+	})
+}
+
+func (r *run) limitTimer(ctx workflow.Context, limit time.Duration, fire func()) {
 	workflow.Go(ctx, func(gctx workflow.Context) {
-		if workflow.Sleep(gctx, soft) == nil {
-			r.softFired = true
-			r.log.Info("agent.exhaustion.soft_limit", "run", r.id, "turn", r.turn)
+		for {
+			d := r.start.Add(limit + r.paused).Sub(workflow.Now(gctx))
+			if d <= 0 && r.pausedAt.IsZero() {
+				fire()
+				return
+			}
+			if d <= 0 { // paused right now: look again later
+				d = time.Minute
+			}
+			if workflow.Sleep(gctx, d) != nil {
+				return
+			}
 		}
 	})
-	workflow.Go(ctx, func(gctx workflow.Context) {
-		if workflow.Sleep(gctx, hard) == nil {
-			r.timedOut = true
-			r.log.Warn("agent.exhaustion.absolute", "run", r.id, "turn", r.turn)
-			stopLoop()
-		}
-	})
+}
+
+// pause and resume bracket waits for a person.
+func (r *run) pause(ctx workflow.Context) { r.pausedAt = workflow.Now(ctx) }
+
+func (r *run) unpause(ctx workflow.Context) {
+	if !r.pausedAt.IsZero() {
+		r.paused += workflow.Now(ctx).Sub(r.pausedAt)
+		r.pausedAt = time.Time{}
+	}
 }
 
 // execute prepares and runs the loop, then the gates; it returns the answer to deliver.
@@ -365,6 +394,8 @@ func (r *run) cancelled(ctx workflow.Context) (RunResult, error) {
 // retry, skip or abort. It posts why it waits.
 func (r *run) waitForHuman(ctx workflow.Context, why string) string {
 	r.status.Phase = "waiting_for_human"
+	r.pause(ctx)
+	defer r.unpause(ctx)
 	m := r.in.Message
 	_, err := r.post(ctx, a.PostMessage, activities.PostInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: r.nextID("waiting"),

@@ -182,7 +182,8 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall) (bool, string
 	m := r.in.Message
 	prev := r.status.Phase
 	r.status.Phase = "awaiting_approval"
-	defer func() { r.status.Phase = prev }()
+	r.pause(ctx)
+	defer func() { r.status.Phase = prev; r.unpause(ctx) }()
 	for attempt := 1; attempt <= 2; attempt++ {
 		now := workflow.Now(ctx)
 		fp := fingerprint(c.Name, c.Arguments, r.in.Requester, now)

@@ -36,11 +36,11 @@ func Lane(ctx workflow.Context, in LaneInput) error {
 }
 
 type lane struct {
-	key   LaneKey
-	id    string
-	st    LaneState
-	seen  map[string]bool
-	log   logger
+	key  LaneKey
+	id   string
+	st   LaneState
+	seen map[string]bool
+	log  logger
 
 	cur *current
 

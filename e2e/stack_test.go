@@ -1,0 +1,215 @@
+// Package e2e runs Lucy end to end: a real Temporal server in-process (temporaltest), the real worker
+// and gateway, a fake OpenAI-compatible provider and the local Slack workspace as the Slack Web API.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporaltest"
+
+	"github.com/lucy-agent/lucy/config"
+	"github.com/lucy-agent/lucy/gateway"
+	"github.com/lucy-agent/lucy/internal/fakellm"
+	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/logging"
+	"github.com/lucy-agent/lucy/worker"
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+const (
+	team    = "T1"
+	channel = "CLOCAL"
+	human   = "ULOCAL"
+	secret  = "e2e-signing-secret"
+)
+
+// stack is one running Lucy.
+type stack struct {
+	t       *testing.T
+	srv     *temporaltest.TestServer
+	client  client.Client
+	worker  sdkworker.Worker
+	slack   *localslack.Server
+	slackURL string
+	llm     *fakellm.Server
+	gw      *httptest.Server
+	user    *slack.Client
+	cfg     *config.Config
+}
+
+func newStack(t *testing.T, llm fakellm.Handler) *stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	s := &stack{t: t}
+	s.slack, s.slackURL = localslack.NewTestServer(t, localslack.Options{
+		Token: "xoxb-test", Team: team, UserTokens: map[string]string{"xoxp-human": human, "xoxp-other": "UOTHER"},
+		Users: []localslack.User{{ID: human, Name: "ada", RealName: "Ada Lovelace", TZ: "Europe/London"}, {ID: "UOTHER", Name: "bob"}},
+	})
+	s.llm = fakellm.New(t, llm)
+	log := logging.New(io.Discard, "error", "json")
+	if testing.Verbose() {
+		log = logging.New(testWriter{t}, "info", "console")
+	}
+	s.srv = temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel))}))
+	s.client = s.srv.GetDefaultClient()
+	models := map[string]string{}
+	for _, tier := range config.Tiers {
+		models[tier] = "model-" + tier
+	}
+	s.cfg = &config.Config{
+		TemporalNamespace: s.srv.GetDefaultNamespace(), DataDir: t.TempDir(), SlackBotToken: "xoxb-test", SlackAPIURL: s.slackURL,
+		LLMBaseURL: s.llm.BaseURL(), LLMAPIKey: "sk-test", Provider: "custom", Models: models, AdminUsers: []string{"UADMIN"},
+	}
+	s.startWorker(log)
+	gw := gateway.New(gateway.Options{Handoff: gateway.NewTemporalHandoff(s.client), BotUserID: "ULUCY", BotID: "BLUCY", Team: team, Log: log})
+	s.gw = httptest.NewServer(gw.HTTPHandler(secret))
+	t.Cleanup(s.gw.Close)
+	s.user = slack.New("xoxp-human", slack.OptionAPIURL(s.slackURL))
+	return s
+}
+
+func (s *stack) startWorker(log zerolog.Logger) {
+	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: log, AllowPrivateNetworks: true})
+	s.worker = sdkworker.New(s.client, workflows.TaskQueue, sdkworker.Options{})
+	worker.Register(s.worker, acts)
+	if err := s.worker.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(s.stopWorker)
+}
+
+func (s *stack) stopWorker() {
+	if s.worker != nil {
+		s.worker.Stop()
+		s.worker = nil
+	}
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimRight(string(p), "\n")); return len(p), nil }
+
+// say posts a human message in the local workspace (so the thread exists for real) and returns its ts.
+func (s *stack) say(text, threadTS string) string {
+	s.t.Helper()
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	_, ts, err := s.user.PostMessage(channel, opts...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return ts
+}
+
+// event sends a signed Events API request to the gateway.
+func (s *stack) event(evType, eventID, text, ts, threadTS, user string) *http.Response {
+	s.t.Helper()
+	ev := map[string]any{"type": evType, "user": user, "text": text, "ts": ts, "channel": channel, "event_ts": ts, "channel_type": "channel"}
+	if threadTS != "" && threadTS != ts {
+		ev["thread_ts"] = threadTS
+	}
+	body, _ := json.Marshal(map[string]any{
+		"token": "x", "team_id": team, "api_app_id": "ALUCY", "type": "event_callback", "event_id": eventID,
+		"event_time": time.Now().Unix(), "event": ev,
+	})
+	return s.post("/slack/events", body, "application/json", secret)
+}
+
+func (s *stack) post(path string, body []byte, ctype, key string) *http.Response {
+	s.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.gw.URL+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", ctype)
+	sign(req, body, key, time.Now())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+func sign(req *http.Request, body []byte, key string, at time.Time) {
+	ts := strconv.FormatInt(at.Unix(), 10)
+	mac := hmac.New(sha256.New, []byte(key))
+	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
+	req.Header.Set("X-Slack-Request-Timestamp", ts)
+	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+}
+
+// botMessages returns Lucy's messages in a thread.
+func (s *stack) botMessages(threadTS string) []localslack.Message {
+	var out []localslack.Message
+	for _, m := range s.slack.Messages(channel, threadTS) {
+		if m.BotID != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func (s *stack) waitFor(what string, timeout time.Duration, cond func() bool) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		select {
+		case <-s.slack.Changed():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// answered reports whether Lucy's placeholder in the thread has become an answer containing want.
+func (s *stack) answered(threadTS, want string) bool {
+	for _, m := range s.botMessages(threadTS) {
+		if strings.Contains(m.Text, want) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *stack) laneStatus(threadTS string) (workflows.LaneStatus, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := s.client.QueryWorkflow(ctx, workflows.LaneID(workflows.LaneKey{Team: team, Channel: channel, ThreadTS: threadTS}), "", workflows.QueryStatus)
+	if err != nil {
+		return workflows.LaneStatus{}, err
+	}
+	var st workflows.LaneStatus
+	err = v.Get(&st)
+	return st, err
+}
+
+func lastUserText(req fakellm.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			return req.Messages[i].Text()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,543 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/workflows/agent"
+)
+
+func TestPlainAnswer(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		return activities.ModelReply{Content: "Paris is the capital of France.", Model: "gpt", Usage: activities.TokenUsage{Prompt: 50, Completion: 7}}, nil
+	}
+	res, err := h.runAgent(runInput("what is the capital of France?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunCompleted || h.answer() != "Paris is the capital of France." {
+		t.Fatalf("status %s answer %q", res.Status, h.answer())
+	}
+	if len(h.modelCalls) != 1 {
+		t.Fatalf("model calls = %d, want 1", len(h.modelCalls))
+	}
+	first := h.modelCalls[0].Transcript
+	if first.Base != "" || len(first.Entries) != 2 || first.Entries[0].Ref != "prompt" || first.Entries[1].Ref != "thread" {
+		t.Errorf("first call should reference the prompt and the thread, got %+v", first)
+	}
+	if u := res.Usage["gpt"]; u.PromptTokens != 50 || u.CompletionTokens != 7 || u.Calls != 1 {
+		t.Errorf("usage = %+v", res.Usage)
+	}
+}
+
+func TestCurrentMessageInlinedWhenNotInThread(t *testing.T) {
+	h := newHarness(t)
+	h.thread = activities.ThreadHistory{}
+	if _, err := h.runAgent(runInput("summarize this")); err != nil {
+		t.Fatal(err)
+	}
+	if !h.sawInline(0, "user: summarize this") {
+		t.Errorf("the message was not sent: %v", h.inlineTexts(0))
+	}
+}
+
+func TestParallelToolsAndTranscriptReferences(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(
+				toolCall("c1", "lucy_web_fetch", map[string]string{"url": "https://a.example"}),
+				toolCall("c2", "lucy_read_file", map[string]string{"path": "notes.md"}),
+			), nil
+		}
+		return text("Both read."), nil
+	}
+	res, err := h.runAgent(runInput("read both"))
+	if err != nil || res.Status != RunCompleted {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if len(h.toolCalls) != 2 {
+		t.Fatalf("tool calls = %d", len(h.toolCalls))
+	}
+	second := h.modelCalls[1].Transcript
+	if second.Base == "" {
+		t.Fatal("second call should build on the first by reference")
+	}
+	// assistant reply + two tool results, all by reference, nothing re-sent
+	if len(second.Entries) != 3 || second.Entries[0].Role != "assistant" || second.Entries[0].Ref == "" ||
+		second.Entries[1].Ref == "" || second.Entries[1].ToolCallID != "c1" || second.Entries[2].ToolCallID != "c2" {
+		t.Errorf("second call entries = %+v", second.Entries)
+	}
+	for _, e := range second.Entries {
+		if e.Text != "" {
+			t.Errorf("body copied into history: %+v", e)
+		}
+	}
+}
+
+func TestUnknownToolAndBadArgsGoToTheModel(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("c1", "no_such_tool", map[string]string{}), toolCall("c2", "lucy_read_file", map[string]string{})), nil
+		}
+		return text("fixed"), nil
+	}
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		return activities.ToolResult{}, temporal.NewNonRetryableApplicationError("path is required", activities.ErrToolArgs, nil)
+	}
+	if _, err := h.runAgent(runInput("x")); err != nil {
+		t.Fatal(err)
+	}
+	if !h.sawInline(1, "no tool named no_such_tool") || !h.sawInline(1, "invalid arguments for lucy_read_file") {
+		t.Errorf("errors not shown to the model: %v", h.inlineTexts(1))
+	}
+}
+
+func TestEmptyNudgeThenEscalateThenPartial(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		return activities.ModelReply{Model: "m"}, nil
+	}
+	res, err := h.runAgent(runInput("do the thing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunPartial {
+		t.Errorf("status = %s", res.Status)
+	}
+	if tiers := h.tiers(); len(tiers) != 3 || tiers[0] != "default" || tiers[2] != "frontier" {
+		t.Errorf("tiers = %v, want default, default, frontier", tiers)
+	}
+	if !h.sawInline(1, agent.NudgeEmpty) {
+		t.Error("no nudge after the first empty answer")
+	}
+	if a := h.answer(); a == "" || strings.Contains(a, "lucy_") || strings.Contains(a, "{") {
+		t.Errorf("partial answer %q", a)
+	}
+}
+
+func TestNarrationNudge(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return text("I will now call the web fetch tool to read the page."), nil
+		}
+		return text("The page says hello."), nil
+	}
+	if _, err := h.runAgent(runInput("read https://x.example")); err != nil {
+		t.Fatal(err)
+	}
+	if !h.sawInline(1, agent.NudgeNarration) {
+		t.Errorf("no narration nudge: %v", h.inlineTexts(1))
+	}
+	if h.answer() != "The page says hello." {
+		t.Errorf("answer %q", h.answer())
+	}
+}
+
+func TestHTTP400EscalatesToFrontier(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if in.Tier != "frontier" {
+			return activities.ModelReply{}, temporal.NewNonRetryableApplicationError("HTTP 400", activities.ErrModelBadRequest, nil)
+		}
+		return text("ok"), nil
+	}
+	res, err := h.runAgent(runInput("hi there, please compute"))
+	if err != nil || res.Status != RunCompleted || res.Tier != "frontier" {
+		t.Fatalf("%v %+v", err, res)
+	}
+}
+
+func TestLoopDetectionLadder(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if in.ToolChoice == "ask_human" {
+			return calls(toolCall("q", "ask_human", map[string]string{"question": "Which site did you mean?"})), nil
+		}
+		if n > 40 {
+			return text("gave up"), nil
+		}
+		return calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": "https://same.example"})), nil
+	}
+	res, err := h.runAgent(runInput("fetch it"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunNeedsInput || h.answer() != "Which site did you mean?" {
+		t.Fatalf("status %s answer %q", res.Status, h.answer())
+	}
+	var levels []string
+	for i := range h.modelCalls {
+		for _, s := range h.inlineTexts(i) {
+			if strings.Contains(s, "[Lucy runtime]") {
+				levels = append(levels, s)
+			}
+		}
+	}
+	if len(levels) < 3 {
+		t.Errorf("expected soft, hard and forced ask_human steps, got %d injections: %v", len(levels), levels)
+	}
+}
+
+func TestStuckDetectionEscalates(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n <= 6 {
+			name := []string{"lucy_read_file", "lucy_web_fetch", "lucy_list_files"}[n%3]
+			return calls(toolCall(fmt.Sprint("c", n), name, map[string]string{"path": fmt.Sprintf("f%d.md", n)})), nil
+		}
+		return text("done"), nil
+	}
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		return activities.ToolResult{Content: "Error: file not found", IsError: true}, nil
+	}
+	res, err := h.runAgent(runInput("read files"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for i := range h.modelCalls {
+		if h.sawInline(i, "stuck") || h.sawInline(i, "different approach") {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no stuck intervention")
+	}
+	if agent.TierRank(res.Tier) <= agent.TierRank("default") {
+		t.Errorf("tier after repeated errors = %s, want escalated", res.Tier)
+	}
+}
+
+func TestSupervisorDecisions(t *testing.T) {
+	tests := []struct {
+		verdict string
+		check   func(t *testing.T, h *harness, res RunResult)
+	}{
+		{"C", func(t *testing.T, h *harness, res RunResult) {
+			if res.Status != RunCompleted {
+				t.Errorf("status %s", res.Status)
+			}
+		}},
+		{"I: try the archive page instead", func(t *testing.T, h *harness, res RunResult) {
+			found := false
+			for i := range h.modelCalls {
+				found = found || h.sawInline(i, "try the archive page instead")
+			}
+			if !found {
+				t.Error("guidance not injected")
+			}
+		}},
+		{"R: search the docs first", func(t *testing.T, h *harness, res RunResult) {
+			plans := 0
+			for _, c := range h.completes {
+				if c.Prompt == "PLANNER.md" {
+					plans++
+				}
+			}
+			if plans == 0 {
+				t.Error("no replan")
+			}
+		}},
+		{"E", func(t *testing.T, h *harness, res RunResult) {
+			if res.Tier == "default" {
+				t.Errorf("tier %s, want escalated", res.Tier)
+			}
+		}},
+		{"A: Which quarter do you mean?", func(t *testing.T, h *harness, res RunResult) {
+			if res.Status != RunNeedsInput || h.answer() != "Which quarter do you mean?" {
+				t.Errorf("status %s answer %q", res.Status, h.answer())
+			}
+		}},
+		{"X: the data source does not exist", func(t *testing.T, h *harness, res RunResult) {
+			if res.Status != RunPartial || h.answer() == "" {
+				t.Errorf("status %s answer %q", res.Status, h.answer())
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.verdict[:1], func(t *testing.T) {
+			h := newHarness(t)
+			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+				if n <= 4 {
+					return calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://e.example/%d", n)})), nil
+				}
+				return text("Here is the full result with everything you asked for, checked and complete."), nil
+			}
+			h.complete = func(in activities.CompleteInput) (activities.Completion, error) {
+				switch in.Prompt {
+				case "SUPERVISOR.md":
+					return activities.Completion{Text: tt.verdict, Model: "m-fast"}, nil
+				case "PLANNER.md":
+					return activities.Completion{Text: "GOAL: read\n1. search [tool: lucy_web_fetch]\n2. answer\nSUCCESS: answered", Model: "m-fast"}, nil
+				}
+				return activities.Completion{Text: "s", Model: "m-fast"}, nil
+			}
+			res, err := h.runAgent(runInput("look this up"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sup := 0
+			for _, c := range h.completes {
+				if c.Prompt == "SUPERVISOR.md" {
+					sup++
+				}
+			}
+			if sup == 0 {
+				t.Fatal("supervisor never ran")
+			}
+			tt.check(t, h, res)
+		})
+	}
+}
+
+func TestPlanForComplexTask(t *testing.T) {
+	h := newHarness(t)
+	h.route.Intent = "research"
+	h.complete = func(in activities.CompleteInput) (activities.Completion, error) {
+		if in.Prompt == "PLANNER.md" {
+			return activities.Completion{Text: "GOAL: compare\n1. read A [tool: lucy_web_fetch]\n2. read B [tool: lucy_web_fetch]\nSUCCESS: comparison delivered", Model: "f"}, nil
+		}
+		return activities.Completion{Text: "C", Model: "f"}, nil
+	}
+	if _, err := h.runAgent(runInput("please research and compare the pricing pages of vendor A and vendor B for me")); err != nil {
+		t.Fatal(err)
+	}
+	if !h.sawInline(0, "<execution_plan>") {
+		t.Errorf("plan not injected: %v", h.inlineTexts(0))
+	}
+}
+
+func TestJournalTools(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		switch n {
+		case 1:
+			return calls(
+				toolCall("j1", "update_run_journal", map[string]string{"objective": "Ship the report", "current_state": "drafting"}),
+				toolCall("j2", "append_run_journal_entry", map[string]string{"section": "verified_findings", "entry": "Q3 revenue is 1.2M"}),
+			), nil
+		case 2:
+			return calls(toolCall("j3", "get_run_journal", map[string]string{})), nil
+		}
+		return text("done"), nil
+	}
+	if _, err := h.runAgent(runInput("write the report")); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.toolCalls) != 0 {
+		t.Errorf("journal tools must run in the workflow, not as activities: %v", h.toolCalls)
+	}
+	if !h.sawInline(2, "Q3 revenue is 1.2M") {
+		t.Errorf("journal not returned to the model: %v", h.inlineTexts(2))
+	}
+	if !h.sawInline(2, "<run_journal>") {
+		t.Error("journal digest not in the system part")
+	}
+}
+
+func TestQualityGateRetriesOnceWithStrongerModel(t *testing.T) {
+	h := newHarness(t)
+	h.route.Intent = "data"
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return text("I can't find it."), nil
+		}
+		return text("Here are all 42 rows you asked for, summarized by region with totals, plus the full table attached as a CSV file."), nil
+	}
+	res, err := h.runAgent(runInput("export all the customer data for every region as a spreadsheet and summarize totals per region"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.modelCalls) != 2 {
+		t.Fatalf("model calls = %d, want a single gate retry", len(h.modelCalls))
+	}
+	if agent.TierRank(h.modelCalls[1].Tier) <= agent.TierRank(h.modelCalls[0].Tier) {
+		t.Errorf("retry tier %s not above %s", h.modelCalls[1].Tier, h.modelCalls[0].Tier)
+	}
+	if res.Status != RunCompleted || !strings.Contains(h.answer(), "42 rows") {
+		t.Errorf("status %s answer %q", res.Status, h.answer())
+	}
+}
+
+func TestToolResultSummarizedAboveThreshold(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("c1", "lucy_web_fetch", map[string]string{"url": "https://big.example"})), nil
+		}
+		return text("ok"), nil
+	}
+	big := strings.Repeat("word ", 3000)
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		return activities.ToolResult{Content: big, Chars: len(big)}, nil
+	}
+	if _, err := h.runAgent(runInput("read the big page")); err != nil {
+		t.Fatal(err)
+	}
+	var sum *activities.CompleteInput
+	for i, c := range h.completes {
+		if c.Prompt == "SUMMARIZER.md" {
+			sum = &h.completes[i]
+		}
+	}
+	if sum == nil || len(sum.Document.Entries) != 1 || sum.Document.Entries[0].Ref == "" {
+		t.Fatalf("summary not requested by reference: %+v", sum)
+	}
+	last := h.modelCalls[1].Transcript.Entries
+	if e := last[len(last)-1]; !strings.HasPrefix(e.Ref, "summary-") {
+		t.Errorf("the model should see the summary, got %+v", e)
+	}
+}
+
+func TestCompactionAndRecoveryLadder(t *testing.T) {
+	h := newHarness(t)
+	// A small window model: gpt-3.5-ish unknown name falls back to the default window; make results
+	// big so the estimate crosses 70% quickly.
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if in.ToolChoice == "ask_human" {
+			return calls(toolCall("q", "ask_human", map[string]string{"question": agent.AskHumanContext})), nil
+		}
+		// Rotate tools so loop detection stays quiet; a small window makes the context fill up.
+		name := []string{"lucy_web_fetch", "lucy_read_file", "lucy_list_files"}[n%3]
+		r := calls(toolCall(fmt.Sprint("c", n), name, map[string]string{"url": fmt.Sprintf("https://e.example/%d", n)}))
+		r.Window = 10000
+		return r, nil
+	}
+	page := strings.Repeat("data ", 1580) // just under the summary threshold, ~2k tokens each
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		return activities.ToolResult{Content: page, Chars: len(page)}, nil
+	}
+	h.complete = func(in activities.CompleteInput) (activities.Completion, error) {
+		if in.Prompt == "COMPACTOR.md" {
+			return activities.Completion{Text: strings.Repeat("summary ", 200), Model: "f"}, nil
+		}
+		return activities.Completion{Text: "C", Model: "f"}, nil
+	}
+	res, err := h.runAgent(runInput("crawl everything"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	compactions := 0
+	for _, c := range h.completes {
+		if c.Prompt == "COMPACTOR.md" {
+			compactions++
+		}
+	}
+	if compactions == 0 {
+		t.Fatal("no compaction ran")
+	}
+	if res.Status != RunNeedsInput && res.Status != RunPartial {
+		t.Errorf("status %s", res.Status)
+	}
+	// After a compaction the transcript is re-sent in full (no base), and starts with the prompt.
+	rewritten := false
+	for _, c := range h.modelCalls[1:] {
+		if c.Transcript.Base == "" {
+			rewritten = true
+			if c.Transcript.Entries[0].Ref != "prompt" {
+				t.Errorf("compacted transcript lost the system prompt: %+v", c.Transcript.Entries[0])
+			}
+		}
+	}
+	if !rewritten {
+		t.Error("no compacted transcript was sent")
+	}
+}
+
+func TestSoftLimitSummaryTurn(t *testing.T) {
+	h := newHarness(t)
+	in := runInput("long task")
+	in.SoftLimit = 5 * time.Minute
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if in.ToolChoice == "none" {
+			return text("Here is what I did so far."), nil
+		}
+		return calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://e.example/%d", n)})), nil
+	}
+	// Each tool batch takes 2 minutes of workflow time.
+	h.toolMock.After(2 * time.Minute)
+	res, err := h.runAgent(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunPartial || h.answer() != "Here is what I did so far." {
+		t.Fatalf("status %s answer %q", res.Status, h.answer())
+	}
+}
+
+func TestAbsoluteLimitStopsTheRun(t *testing.T) {
+	h := newHarness(t)
+	in := runInput("endless task")
+	in.SoftLimit = 3 * time.Hour
+	in.AbsoluteMax = 10 * time.Minute
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		return calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://e.example/%d", n)})), nil
+	}
+	h.toolMock.After(3 * time.Minute)
+	res, err := h.runAgent(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunPartial || res.Reason == "" || h.answer() == "" {
+		t.Fatalf("%+v answer %q", res, h.answer())
+	}
+}
+
+func TestModelOutageWaitsForResume(t *testing.T) {
+	for _, action := range []string{ResumeRetry, ResumeSkip, ResumeAbort} {
+		t.Run(action, func(t *testing.T) {
+			h := newHarness(t)
+			failing := true
+			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+				if failing {
+					return activities.ModelReply{}, errors.New("connection refused")
+				}
+				return text("back online"), nil
+			}
+			h.env.RegisterDelayedCallback(func() {
+				failing = false
+				h.env.SignalWorkflow(SignalResume, Resume{Action: action})
+			}, time.Hour)
+			res, err := h.runAgent(runInput("hello there friend, compute"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h.posts) == 0 || !strings.Contains(h.posts[0].Text, "resume") {
+				t.Errorf("no notice about resuming: %+v", h.posts)
+			}
+			want := map[string]string{ResumeRetry: RunCompleted, ResumeSkip: RunPartial, ResumeAbort: RunFailed}[action]
+			if res.Status != want {
+				t.Errorf("status %s, want %s", res.Status, want)
+			}
+		})
+	}
+}
+
+func TestProgressMessages(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n <= 9 {
+			return calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://e.example/%d", n)})), nil
+		}
+		return text("done"), nil
+	}
+	if _, err := h.runAgent(runInput("crawl nine pages")); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.updates) != 2 { // turn 3 and turn 8
+		t.Errorf("progress updates = %d (%v), want 2", len(h.updates), h.updates)
+	}
+	if len(h.updates) == 2 && h.updates[0] == h.updates[1] {
+		t.Error("progress wording does not vary")
+	}
+}

@@ -1,0 +1,313 @@
+package workflows
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/activities"
+)
+
+// harness runs workflows in the SDK's test environment with every activity mocked: the model is a
+// script, tools answer by name, Slack calls are recorded.
+type harness struct {
+	t   *testing.T
+	env *testsuite.TestWorkflowEnvironment
+
+	mu         sync.Mutex
+	model      func(n int, in activities.CallModelInput) (activities.ModelReply, error)
+	complete   func(in activities.CompleteInput) (activities.Completion, error)
+	tool       func(in activities.ExecuteToolInput) (activities.ToolResult, error)
+	route      activities.Route
+	thread     activities.ThreadHistory
+	admins     map[string]bool
+	modelCalls []activities.CallModelInput
+	completes  []activities.CompleteInput
+	toolCalls  []activities.ExecuteToolInput
+	delivered  []string
+	updates    []string
+	posts      []activities.PostInput
+	prompts    []activities.ApprovalPromptInput
+	resolved   []activities.ResolveApprovalInput
+	ephemerals []activities.EphemeralInput
+	reactions  []activities.ReactInput
+	modelDelay time.Duration
+	toolDelay  time.Duration
+	toolMock   *testsuite.MockCallWrapper
+	modelMock  *testsuite.MockCallWrapper
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if testing.Verbose() {
+		suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	}
+	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment(), admins: map[string]bool{}}
+	h.route = activities.Route{Intent: "chat", Tier: "default", Tools: []string{
+		"lucy_web_fetch", "lucy_read_file", "lucy_write_file", "lucy_edit_file", "lucy_delete_file",
+		"lucy_post_message", "lucy_list_files", "get_run_journal", "update_run_journal", "append_run_journal_entry", "ask_human",
+	}}
+	h.thread = activities.ThreadHistory{Messages: []activities.ThreadMessage{{Role: "user", User: "U1", Text: "hello", TS: "100.1"}}}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		return activities.ModelReply{Content: "Done.", Model: "m-" + in.Tier}, nil
+	}
+	h.complete = func(in activities.CompleteInput) (activities.Completion, error) {
+		if in.Prompt == "SUPERVISOR.md" {
+			return activities.Completion{Text: "C", Model: "m-fast"}, nil
+		}
+		return activities.Completion{Text: "summary", Model: "m-fast"}, nil
+	}
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		return activities.ToolResult{Content: "ok from " + in.Name, Chars: 12}, nil
+	}
+	h.register()
+	return h
+}
+
+func (h *harness) register() {
+	env := h.env
+	env.RegisterWorkflowWithOptions(AgentRun, workflow.RegisterOptions{Name: AgentRunWorkflowName})
+	env.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
+	acts := &activities.Activities{}
+	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
+	reg("CallModel", acts.CallModel)
+	reg("Complete", acts.Complete)
+	reg("BuildSystemPrompt", acts.BuildSystemPrompt)
+	reg("Route", acts.Route)
+	reg("IsAdmin", acts.IsAdmin)
+	reg("ExecuteTool", acts.ExecuteTool)
+	reg("LoadThread", acts.LoadThread)
+	reg("ResolveContext", acts.ResolveContext)
+	reg("PostPlaceholder", acts.PostPlaceholder)
+	reg("PostMessage", acts.PostMessage)
+	reg("DeliverAnswer", acts.DeliverAnswer)
+	reg("UpdateMessage", acts.UpdateMessage)
+	reg("React", acts.React)
+	reg("PostEphemeral", acts.PostEphemeral)
+	reg("PostApprovalPrompt", acts.PostApprovalPrompt)
+	reg("ResolveApprovalPrompt", acts.ResolveApprovalPrompt)
+
+	h.modelMock = env.OnActivity("CallModel", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.CallModelInput) (activities.ModelReply, error) {
+		h.mu.Lock()
+		h.modelCalls = append(h.modelCalls, in)
+		n := len(h.modelCalls)
+		f, d := h.model, h.modelDelay
+		h.mu.Unlock()
+		if d > 0 {
+			time.Sleep(d)
+		}
+		return f(n, in)
+	})
+	env.OnActivity("Complete", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.CompleteInput) (activities.Completion, error) {
+		h.mu.Lock()
+		h.completes = append(h.completes, in)
+		f := h.complete
+		h.mu.Unlock()
+		return f(in)
+	})
+	h.toolMock = env.OnActivity("ExecuteTool", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		h.mu.Lock()
+		h.toolCalls = append(h.toolCalls, in)
+		f, d := h.tool, h.toolDelay
+		h.mu.Unlock()
+		if d > 0 {
+			select {
+			case <-time.After(d):
+			case <-ctx.Done():
+				return activities.ToolResult{}, ctx.Err()
+			}
+		}
+		return f(in)
+	})
+	env.OnActivity("Route", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.RouteInput) (activities.Route, error) {
+		return h.route, nil
+	})
+	env.OnActivity("BuildSystemPrompt", mock.Anything, mock.Anything).Return(activities.SystemPrompt{Text: "You are Lucy.", Hash: "h"}, nil)
+	env.OnActivity("LoadThread", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.LoadThreadInput) (activities.ThreadHistory, error) {
+		return h.thread, nil
+	})
+	env.OnActivity("ResolveContext", mock.Anything, mock.Anything).Return(activities.ContextInfo{UserName: "ada", TZ: "Europe/Paris", ChannelName: "general"}, nil)
+	env.OnActivity("IsAdmin", mock.Anything, mock.Anything).Return(func(ctx context.Context, user string) (bool, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.admins[user], nil
+	})
+	env.OnActivity("PostPlaceholder", mock.Anything, mock.Anything).Return(activities.PostResult{TS: "200.1"}, nil)
+	env.OnActivity("PostMessage", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.PostInput) (activities.PostResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.posts = append(h.posts, in)
+		return activities.PostResult{TS: fmt.Sprintf("300.%d", len(h.posts))}, nil
+	})
+	env.OnActivity("DeliverAnswer", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.DeliverInput) (activities.PostResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.delivered = append(h.delivered, in.Markdown)
+		return activities.PostResult{TS: in.PlaceholderTS}, nil
+	})
+	env.OnActivity("UpdateMessage", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.UpdateInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.updates = append(h.updates, in.Text)
+		return nil
+	})
+	env.OnActivity("React", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ReactInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.reactions = append(h.reactions, in)
+		return nil
+	})
+	env.OnActivity("PostEphemeral", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.EphemeralInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.ephemerals = append(h.ephemerals, in)
+		return nil
+	})
+	env.OnActivity("PostApprovalPrompt", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ApprovalPromptInput) (activities.PostResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.prompts = append(h.prompts, in)
+		return activities.PostResult{TS: fmt.Sprintf("400.%d", len(h.prompts))}, nil
+	})
+	env.OnActivity("ResolveApprovalPrompt", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ResolveApprovalInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.resolved = append(h.resolved, in)
+		return nil
+	})
+}
+
+func runInput(text string) RunInput {
+	key := LaneKey{Team: "T1", Channel: "C1", ThreadTS: "100.1"}
+	return RunInput{Lane: key, Number: 1, Requester: "U1", Message: Message{
+		Team: "T1", Channel: "C1", TS: "100.1", ThreadTS: "100.1", User: "U1", Text: text, Kind: "app_mention",
+	}}
+}
+
+// runAgent executes an agent run to completion and returns its result.
+func (h *harness) runAgent(in RunInput) (RunResult, error) {
+	h.t.Helper()
+	h.env.ExecuteWorkflow(AgentRunWorkflowName, in)
+	if !h.env.IsWorkflowCompleted() {
+		h.t.Fatal("workflow did not complete")
+	}
+	var res RunResult
+	err := h.env.GetWorkflowError()
+	if err == nil {
+		if err := h.env.GetWorkflowResult(&res); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return res, err
+}
+
+func (h *harness) answer() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.delivered) == 0 {
+		return ""
+	}
+	return h.delivered[len(h.delivered)-1]
+}
+
+// inlineTexts returns every inline text the model was sent in call i (0-based), with its role.
+func (h *harness) inlineTexts(i int) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, e := range h.modelCalls[i].Transcript.Entries {
+		if e.Text != "" {
+			out = append(out, e.Role+": "+e.Text)
+		}
+	}
+	for _, e := range h.modelCalls[i].System {
+		if e.Text != "" {
+			out = append(out, e.Role+": "+e.Text)
+		}
+	}
+	return out
+}
+
+func (h *harness) sawInline(i int, substr string) bool {
+	for _, s := range h.inlineTexts(i) {
+		if strings.Contains(s, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *harness) tiers() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]string, len(h.modelCalls))
+	for i, c := range h.modelCalls {
+		out[i] = c.Tier
+	}
+	return out
+}
+
+func toolCall(id, name string, args any) activities.ToolCall {
+	b, _ := json.Marshal(args)
+	return activities.ToolCall{ID: id, Name: name, Arguments: string(b)}
+}
+
+func calls(cs ...activities.ToolCall) activities.ModelReply {
+	return activities.ModelReply{ToolCalls: cs, Model: "m"}
+}
+
+func text(s string) activities.ModelReply { return activities.ModelReply{Content: s, Model: "m"} }
+
+var laneKey = LaneKey{Team: "T1", Channel: "C1", ThreadTS: "100.1"}
+
+func msg(ts, user, text string) Message {
+	return Message{EventID: "Ev" + ts, Team: "T1", Channel: "C1", TS: ts, ThreadTS: "100.1", User: user, Text: text, Kind: "message"}
+}
+
+// runLane starts a lane, schedules the given callbacks (at workflow-clock delays), and runs until the
+// lane is idle long enough to close.
+func (h *harness) runLane(first Message, steps ...step) {
+	h.t.Helper()
+	for _, s := range steps {
+		s := s
+		h.env.RegisterDelayedCallback(func() { s.do(h) }, s.at)
+	}
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalMessage, first) }, 0)
+	h.env.ExecuteWorkflow(LaneWorkflowName, LaneInput{Key: laneKey})
+	if !h.env.IsWorkflowCompleted() {
+		h.t.Fatal("lane did not complete")
+	}
+	if err := h.env.GetWorkflowError(); err != nil {
+		h.t.Fatalf("lane failed: %v", err)
+	}
+}
+
+type step struct {
+	at time.Duration
+	do func(h *harness)
+}
+
+func signalAt(at time.Duration, name string, arg any) step {
+	return step{at: at, do: func(h *harness) { h.env.SignalWorkflow(name, arg) }}
+}
+
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

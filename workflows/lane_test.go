@@ -1,0 +1,271 @@
+package workflows
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lucy-agent/lucy/activities"
+)
+
+func (h *harness) placeholders() int {
+	n := 0
+	for _, c := range h.modelCalls {
+		if c.Transcript.Base == "" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestLaneDedupesRetriesAndDoubleDelivery(t *testing.T) {
+	h := newHarness(t)
+	m := msg("100.1", "U1", "<@ULUCY> summarize the launch plan")
+	m.Kind = "app_mention"
+	retry := m // Slack retry: same event_id
+	double := m
+	double.EventID, double.Kind = "EvOther", "message" // same channel+ts, different event
+	h.runLane(m, signalAt(time.Second, SignalMessage, retry), signalAt(2*time.Second, SignalMessage, double))
+	if n := len(h.delivered); n != 1 {
+		t.Fatalf("answers = %d, want exactly one run", n)
+	}
+}
+
+func TestLaneQueuesWhileBusyAndRunsInOrder(t *testing.T) {
+	h := newHarness(t)
+	h.modelMock.After(time.Minute)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		return text("answer " + string(rune('0'+n))), nil
+	}
+	h.runLane(msg("100.1", "U1", "write the weekly summary please"),
+		signalAt(10*time.Second, SignalMessage, msg("100.2", "U2", "and then list the open incidents")))
+	if len(h.delivered) != 2 || h.delivered[0] != "answer 1" || h.delivered[1] != "answer 2" {
+		t.Fatalf("delivered %v, want two runs in order", h.delivered)
+	}
+}
+
+func TestLaneFoldsAdditionsIntoTheRunningRun(t *testing.T) {
+	h := newHarness(t)
+	h.modelMock.After(time.Minute)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("c1", "lucy_web_fetch", map[string]string{"url": "https://e.example"})), nil
+		}
+		return text("done"), nil
+	}
+	h.runLane(msg("100.1", "U1", "draft the release notes for 2.0"),
+		signalAt(10*time.Second, SignalMessage, msg("100.2", "U1", "also mention the new API")))
+	if len(h.delivered) != 1 {
+		t.Fatalf("delivered %d answers, want the addition folded into one run", len(h.delivered))
+	}
+	if !h.sawInline(1, "also mention the new API") {
+		t.Errorf("folded message not given to the model: %v", h.inlineTexts(1))
+	}
+}
+
+func TestLaneCancelDuringModelCall(t *testing.T) {
+	h := newHarness(t)
+	h.modelMock.After(10 * time.Minute)
+	h.runLane(msg("100.1", "U1", "research the competitors in depth"),
+		signalAt(30*time.Second, SignalCancel, CancelRequest{EventID: "EvC", Channel: "C1", TS: "100.2", User: "U1", Text: "cancel that"}))
+	if len(h.delivered) != 0 {
+		t.Fatalf("a cancelled run delivered %v", h.delivered)
+	}
+	if len(h.updates) == 0 || h.updates[len(h.updates)-1] != "_Stopped._" {
+		t.Errorf("placeholder not marked stopped: %v", h.updates)
+	}
+	if !h.reacted("100.2", "octagonal_sign") {
+		t.Errorf("cancel message not marked: %+v", h.reactions)
+	}
+	for _, p := range h.posts {
+		if strings.Contains(strings.ToLower(p.Text), "sorry") {
+			t.Errorf("apology posted: %q", p.Text)
+		}
+	}
+}
+
+func TestLaneCancelDuringToolCallKeepsCompletedResults(t *testing.T) {
+	h := newHarness(t)
+	h.toolMock.After(10 * time.Minute)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		return calls(toolCall("c1", "lucy_web_fetch", map[string]string{"url": "https://slow.example"})), nil
+	}
+	h.runLane(msg("100.1", "U1", "crawl the slow site"),
+		signalAt(time.Minute, SignalCancel, CancelRequest{Channel: "C1", TS: "100.3", User: "U1", Text: "stop"}))
+	if len(h.delivered) != 0 || len(h.modelCalls) != 1 {
+		t.Fatalf("delivered %v after %d model calls", h.delivered, len(h.modelCalls))
+	}
+}
+
+func TestLaneCancelWhenIdleSaysSo(t *testing.T) {
+	h := newHarness(t)
+	h.runLane(msg("100.1", "U1", "what's the capital of Peru"),
+		signalAt(time.Hour, SignalCancel, CancelRequest{Channel: "C1", TS: "100.5", User: "U1", Text: "cancel"}))
+	found := false
+	for _, p := range h.posts {
+		found = found || strings.Contains(p.Text, "nothing running")
+	}
+	if !found {
+		t.Errorf("no 'nothing running' answer: %+v", h.posts)
+	}
+}
+
+func TestLaneStatusNeverStartsARun(t *testing.T) {
+	h := newHarness(t)
+	st := msg("100.1", "U1", "what are you working on?")
+	st.Control, st.StatusText = "status", "I'm not working on anything in this thread right now."
+	h.runLane(st)
+	if len(h.modelCalls) != 0 {
+		t.Fatalf("status started a run")
+	}
+	if len(h.posts) != 1 || h.posts[0].Text != st.StatusText {
+		t.Errorf("posts %+v", h.posts)
+	}
+}
+
+func TestLaneFastPath(t *testing.T) {
+	h := newHarness(t)
+	h.runLane(msg("100.1", "U1", "thanks Lucy!"))
+	if len(h.modelCalls) != 0 {
+		t.Fatal("a thank-you started the agent loop")
+	}
+	if len(h.reactions) == 0 {
+		t.Error("no reaction")
+	}
+}
+
+func (h *harness) reacted(ts, emoji string) bool {
+	for _, r := range h.reactions {
+		if r.TS == ts && r.Emoji == emoji {
+			return true
+		}
+	}
+	return false
+}
+
+// approvalScript makes the model ask to delete a file once, then answer with what the tool said.
+func approvalScript(h *harness) {
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("d1", "lucy_delete_file", map[string]string{"path": "old/report.csv"})), nil
+		}
+		return text("finished"), nil
+	}
+}
+
+func (h *harness) fp(i int) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if i >= len(h.prompts) {
+		return "missing"
+	}
+	return h.prompts[i].Fingerprint
+}
+
+func TestApprovalByRequesterButton(t *testing.T) {
+	h := newHarness(t)
+	approvalScript(h)
+	h.runLane(msg("100.1", "U1", "delete the old report csv"),
+		step{at: time.Minute, do: func(h *harness) {
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button"})
+		}})
+	if len(h.toolCalls) != 1 || h.toolCalls[0].Name != "lucy_delete_file" {
+		t.Fatalf("tool calls %+v", h.toolCalls)
+	}
+	if len(h.resolved) != 1 || !strings.Contains(h.resolved[0].Outcome, "Approved by <@U1>") {
+		t.Errorf("prompt not resolved: %+v", h.resolved)
+	}
+	if !strings.Contains(h.prompts[0].Details, "old/report.csv") {
+		t.Errorf("prompt does not say exactly what will be done: %+v", h.prompts[0])
+	}
+}
+
+func TestApprovalRefusedForOtherUserThenNaturalLanguageYes(t *testing.T) {
+	h := newHarness(t)
+	approvalScript(h)
+	h.runLane(msg("100.1", "U1", "delete the old report csv"),
+		step{at: time.Minute, do: func(h *harness) {
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U2", Source: "button"})
+		}},
+		signalAt(2*time.Minute, SignalMessage, msg("100.7", "U1", "yes, do it")))
+	if len(h.ephemerals) != 1 || h.ephemerals[0].User != "U2" {
+		t.Fatalf("refusal not sent to the other user: %+v", h.ephemerals)
+	}
+	if len(h.toolCalls) != 1 {
+		t.Fatalf("the requester's 'yes, do it' did not approve: %+v", h.toolCalls)
+	}
+}
+
+func TestApprovalByAdmin(t *testing.T) {
+	h := newHarness(t)
+	h.admins["UADMIN"] = true
+	approvalScript(h)
+	h.runLane(msg("100.1", "U1", "delete the old report csv"),
+		step{at: time.Minute, do: func(h *harness) {
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "UADMIN", Source: "button"})
+		}})
+	if len(h.toolCalls) != 1 {
+		t.Fatal("admin approval did not run the tool")
+	}
+}
+
+func TestApprovalDenied(t *testing.T) {
+	h := newHarness(t)
+	approvalScript(h)
+	h.runLane(msg("100.1", "U1", "delete the old report csv"),
+		signalAt(time.Minute, SignalMessage, msg("100.8", "U1", "no")))
+	if len(h.toolCalls) != 0 {
+		t.Fatal("denied tool ran")
+	}
+	if !h.sawInline(1, "declined") {
+		t.Errorf("model not told: %v", h.inlineTexts(1))
+	}
+}
+
+func TestApprovalExpiryRepromptsThenGivesUp(t *testing.T) {
+	h := newHarness(t)
+	approvalScript(h)
+	h.runLane(msg("100.1", "U1", "delete the old report csv"),
+		// a click on the first, expired proposal after the re-prompt is refused
+		step{at: DefaultApprovalTTL + time.Minute, do: func(h *harness) {
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button"})
+		}})
+	if len(h.prompts) != 2 {
+		t.Fatalf("prompts = %d, want the original and one re-prompt", len(h.prompts))
+	}
+	if h.prompts[0].Fingerprint == h.prompts[1].Fingerprint {
+		t.Error("re-prompt reused the fingerprint")
+	}
+	if len(h.toolCalls) != 0 {
+		t.Fatal("an expired proposal ran the tool")
+	}
+	if len(h.ephemerals) != 1 || !strings.Contains(h.ephemerals[0].Text, "no longer active") {
+		t.Errorf("stale click not refused: %+v", h.ephemerals)
+	}
+	if !h.sawInline(1, "in time") {
+		t.Errorf("model not told it expired: %v", h.inlineTexts(1))
+	}
+}
+
+func TestLaneStatusQuery(t *testing.T) {
+	h := newHarness(t)
+	h.modelMock.After(time.Minute)
+	var got LaneStatus
+	h.runLane(msg("100.1", "U1", "write the weekly summary please"),
+		signalAt(5*time.Second, SignalMessage, msg("100.2", "U2", "then list the incidents")),
+		step{at: 10 * time.Second, do: func(h *harness) {
+			v, err := h.env.QueryWorkflow(QueryStatus)
+			if err != nil {
+				h.t.Error(err)
+				return
+			}
+			if err := v.Get(&got); err != nil {
+				h.t.Error(err)
+			}
+		}})
+	if !got.Busy || got.CurrentRun != RunID(laneKey, 1) || len(got.Queued) != 1 {
+		b, _ := json.Marshal(got)
+		t.Errorf("status %s", b)
+	}
+}
