@@ -42,16 +42,17 @@ const (
 
 // stack is one running Lucy.
 type stack struct {
-	t       *testing.T
-	srv     *temporaltest.TestServer
-	client  client.Client
-	worker  sdkworker.Worker
-	slack   *localslack.Server
+	t        *testing.T
+	srv      *temporaltest.TestServer
+	client   client.Client
+	worker   sdkworker.Worker
+	slack    *localslack.Server
 	slackURL string
-	llm     *fakellm.Server
-	gw      *httptest.Server
-	user    *slack.Client
-	cfg     *config.Config
+	llm      *fakellm.Server
+	gw       *httptest.Server
+	user     *slack.Client
+	cfg      *config.Config
+	log      zerolog.Logger
 }
 
 func newStack(t *testing.T, llm fakellm.Handler) *stack {
@@ -79,6 +80,7 @@ func newStack(t *testing.T, llm fakellm.Handler) *stack {
 		TemporalNamespace: s.srv.GetDefaultNamespace(), DataDir: t.TempDir(), SlackBotToken: "xoxb-test", SlackAPIURL: s.slackURL,
 		LLMBaseURL: s.llm.BaseURL(), LLMAPIKey: "sk-test", Provider: "custom", Models: models, AdminUsers: []string{"UADMIN"},
 	}
+	s.log = log
 	s.startWorker(log)
 	gw := gateway.New(gateway.Options{Handoff: gateway.NewTemporalHandoff(s.client), BotUserID: "ULUCY", BotID: "BLUCY", Team: team, Log: log})
 	s.gw = httptest.NewServer(gw.HTTPHandler(secret))
@@ -106,7 +108,10 @@ func (s *stack) stopWorker() {
 
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimRight(string(p), "\n")); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
 
 // say posts a human message in the local workspace (so the thread exists for real) and returns its ts.
 func (s *stack) say(text, threadTS string) string {

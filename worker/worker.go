@@ -5,7 +5,6 @@ package worker
 import (
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -54,10 +53,9 @@ func NewActivities(d Deps) *activities.Activities {
 	if model == nil {
 		model = NewChatModel(cfg)
 	}
+	// A nil HTTP client lets the tools build their own, which also refuses private addresses at
+	// connect time (DNS rebinding).
 	httpClient := d.HTTP
-	if httpClient == nil {
-		httpClient = &http.Client{Timeout: 30 * time.Second}
-	}
 	reg := tools.NewRegistry(tools.Deps{
 		Slack:                func(team string) tools.SlackAPI { return slackFor(team) },
 		HTTP:                 httpClient,

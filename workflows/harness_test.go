@@ -2,10 +2,10 @@ package workflows
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"

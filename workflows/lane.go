@@ -42,7 +42,8 @@ type lane struct {
 	seen map[string]bool
 	log  logger
 
-	cur *current
+	cur      *current
+	starting bool
 
 	msgCh, cancelCh, approvalCh, resumeCh, eventCh workflow.ReceiveChannel
 }
@@ -79,7 +80,7 @@ func (l *lane) setup(ctx workflow.Context) error {
 	l.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
 	l.eventCh = workflow.GetSignalChannel(ctx, SignalRunEvent)
 	return workflow.SetQueryHandler(ctx, QueryStatus, func() (LaneStatus, error) {
-		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: append([]Message(nil), l.st.Queue...)}
+		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: append([]Message(nil), l.st.Queue...), Busy: l.starting}
 		if l.cur != nil {
 			s.Busy, s.CurrentRun, s.AwaitingApproval = true, l.cur.id, l.cur.awaiting
 		}
@@ -330,10 +331,13 @@ func (l *lane) forward(ctx workflow.Context, name string, arg any) {
 }
 
 func (l *lane) startRun(ctx workflow.Context, m Message) {
+	// The lane counts as busy from here: resolving the person takes an activity.
+	l.starting = true
+	person := l.resolve(ctx, m)
+	l.starting = false
 	l.st.Runs++
 	n := l.st.Runs
 	id := RunID(l.key, n)
-	person := l.resolve(ctx, m)
 	cctx, cancel := workflow.WithCancel(ctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          id,

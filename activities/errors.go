@@ -1,0 +1,175 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Error types of the Slack activities (temporal.ApplicationError.Type). The Slack error code, when
+// there is one, is the error's detail (a string).
+const (
+	ErrSlackRateLimited = "SlackRateLimited" // retryable, after Slack's Retry-After
+	ErrSlackPermanent   = "SlackPermanent"   // non-retryable: configuration or a bug; the message says what to do
+	ErrSlackUnavailable = "SlackUnavailable" // retryable: network errors, 5xx, Slack's transient error codes
+)
+
+// slackHints are the Slack error codes that retrying cannot fix, each with what the operator should do.
+var slackHints = map[string]string{
+	"channel_not_found":       "Lucy cannot see this channel: invite her to it (/invite @Lucy), or check the channel ID",
+	"not_in_channel":          "invite Lucy to the channel (/invite @Lucy)",
+	"is_archived":             "the channel is archived: unarchive it, or talk to Lucy in another channel",
+	"invalid_auth":            "SLACK_BOT_TOKEN is not valid for this workspace: reinstall the Slack app and update SLACK_BOT_TOKEN",
+	"not_authed":              "no Slack token was sent: set SLACK_BOT_TOKEN",
+	"account_inactive":        "the Slack app was uninstalled or its bot deactivated: reinstall the app and update SLACK_BOT_TOKEN",
+	"token_revoked":           "SLACK_BOT_TOKEN was revoked: reinstall the Slack app and update SLACK_BOT_TOKEN",
+	"token_expired":           "SLACK_BOT_TOKEN expired (token rotation is on): turn rotation off or supply a fresh token",
+	"missing_scope":           "the Slack app lacks an OAuth scope: add it under OAuth & Permissions and reinstall the app",
+	"no_permission":           "the Slack app is not allowed to do this: check its scopes and the workspace's app settings",
+	"restricted_action":       "a workspace setting stops Lucy from posting here: ask a Slack admin, or use another channel",
+	"team_access_not_granted": "the app is not installed in this workspace (or org): install it there",
+	"ekm_access_denied":       "Enterprise Key Management blocked access to this content",
+	"msg_too_long":            "the message is too long for Slack: a bug in Lucy's message splitting (output.Render)",
+	"no_text":                 "Lucy tried to post an empty message: a bug in the caller",
+	"invalid_blocks":          "Slack rejected the Block Kit layout: a bug in Lucy's rendering",
+	"invalid_blocks_format":   "Slack rejected the Block Kit JSON: a bug in Lucy's rendering",
+	"invalid_metadata_format": "Slack rejected the message metadata: a bug in Lucy",
+	"cant_update_message":     "Lucy can only edit messages she posted herself",
+	"message_not_found":       "the message was deleted, or its ts is wrong",
+	"thread_not_found":        "the thread was deleted, or its ts is wrong",
+	"user_not_found":          "the user ID is wrong, or the person left the workspace",
+	"user_not_in_channel":     "the person is not a member of the channel",
+	"invalid_arguments":       "Slack rejected the call's arguments: a bug in Lucy",
+	"invalid_ts_latest":       "a bad timestamp was sent to Slack: a bug in Lucy",
+	"invalid_ts_oldest":       "a bad timestamp was sent to Slack: a bug in Lucy",
+	"invalid_cursor":          "a bad paging cursor was sent to Slack: a bug in Lucy",
+	"method_deprecated":       "Slack retired this API method: upgrade Lucy",
+	"unknown_method":          "the Slack API does not know this method: check SLACK_API_URL",
+}
+
+// slackTransient are Slack error codes that a later attempt can get past.
+var slackTransient = map[string]bool{
+	"internal_error":      true,
+	"fatal_error":         true,
+	"service_unavailable": true,
+	"request_timeout":     true,
+	"team_added_to_org":   true,
+}
+
+// slackError classifies an error of a slack-go call for Temporal. op says what Lucy was doing ("post
+// placeholder"). Rate limits are retryable and honour Retry-After; error codes retrying cannot fix are
+// non-retryable, with what the operator should do; network errors and 5xx are retryable. The message
+// never carries a token (slack-go's errors do not hold one; tokens are scrubbed anyway).
+func slackError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return temporal.NewApplicationErrorWithOptions(
+			fmt.Sprintf("%s: Slack rate limit, retry after %s", op, rl.RetryAfter),
+			ErrSlackRateLimited, temporal.ApplicationErrorOptions{NextRetryDelay: rl.RetryAfter, Details: []any{"ratelimited"}})
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return temporal.NewApplicationError(op+": "+scrubTokens(err.Error()), ErrSlackUnavailable)
+	}
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		return slackCodeError(op, se)
+	}
+	var sc slack.StatusCodeError
+	if errors.As(err, &sc) {
+		switch {
+		case sc.Code == http.StatusTooManyRequests: // without Retry-After: the policy's backoff
+			return temporal.NewApplicationErrorWithOptions(op+": Slack rate limit (HTTP 429)", ErrSlackRateLimited,
+				temporal.ApplicationErrorOptions{Details: []any{"ratelimited"}})
+		case sc.Code >= 500:
+			return temporal.NewApplicationError(fmt.Sprintf("%s: Slack is unavailable (HTTP %d)", op, sc.Code), ErrSlackUnavailable)
+		default: // Slack answers API errors with 200: another status means the URL is not Slack's API.
+			return temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("%s: HTTP %d from the Slack API: check SLACK_API_URL", op, sc.Code), ErrSlackPermanent, nil)
+		}
+	}
+	// Network errors, timeouts, undecodable answers (a proxy's error page): retryable, bounded by the
+	// caller's retry policy.
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return temporal.NewApplicationError(op+": cannot reach Slack: "+scrubTokens(err.Error()), ErrSlackUnavailable)
+	}
+	return temporal.NewApplicationError(op+": "+scrubTokens(err.Error()), ErrSlackUnavailable)
+}
+
+func slackCodeError(op string, se slack.SlackErrorResponse) error {
+	code := se.Err
+	if code == "ratelimited" || code == "rate_limited" {
+		return temporal.NewApplicationErrorWithOptions(op+": Slack rate limit ("+code+")", ErrSlackRateLimited,
+			temporal.ApplicationErrorOptions{NextRetryDelay: time.Second, Details: []any{code}})
+	}
+	if slackTransient[code] {
+		return temporal.NewApplicationErrorWithOptions(op+": Slack error "+code, ErrSlackUnavailable,
+			temporal.ApplicationErrorOptions{Details: []any{code}})
+	}
+	msg := op + ": " + code
+	if hint, ok := slackHints[code]; ok {
+		msg += ": " + hint
+	} else {
+		msg += ": Slack refused the call"
+	}
+	if code == "missing_scope" && se.Needed != "" {
+		msg += " (needed: " + se.Needed + ")"
+	}
+	if details := se.ResponseMetadata.Messages; len(details) > 0 {
+		msg += " [" + strings.Join(details, "; ") + "]"
+	}
+	// Codes we do not know are treated as permanent: Slack's error codes name a problem with the request
+	// (invalid_*, *_not_found, restricted_*); its transient ones are listed above.
+	return temporal.NewNonRetryableApplicationError(scrubTokens(msg), ErrSlackPermanent, nil, code)
+}
+
+// tokenPattern matches Slack tokens (bot, user, app, config, refresh).
+var tokenPattern = regexp.MustCompile(`xox[a-z]-[0-9A-Za-z-]+|xapp-[0-9A-Za-z-]+`)
+
+func scrubTokens(s string) string { return tokenPattern.ReplaceAllString(s, "xox…") }
+
+// slackErrorCode returns the Slack error code an error carries ("" if none): from a slack-go error or
+// from an application error made by slackError.
+func slackErrorCode(err error) string {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.HasDetails() {
+		var code string
+		if appErr.Details(&code) == nil {
+			return code
+		}
+	}
+	return ""
+}
+
+// isPermanentSlack reports whether retrying err cannot help.
+func isPermanentSlack(err error) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(slackError("", err), &appErr) && appErr.NonRetryable()
+}
+
+// slackFail classifies err (see slackError) and logs a non-retryable one, with the workspace and the
+// channel: those need an operator, and the activity will not be tried again, so it is logged once.
+func (a *Activities) slackFail(op, team, channel string, err error) error {
+	out := slackError(op, err)
+	var appErr *temporal.ApplicationError
+	if errors.As(out, &appErr) && appErr.NonRetryable() {
+		a.Log.Error().Str("op", op).Str("workspace", team).Str("channel", channel).
+			Str("slackError", slackErrorCode(err)).Msg(appErr.Message())
+	}
+	return out
+}

@@ -1,0 +1,732 @@
+package activities
+
+// Slack Web API activities. Every post Lucy makes carries message metadata naming the run and a key
+// that is unique within the run; a retried attempt looks for its own message by that metadata before
+// posting again, and an edit (chat.update) is idempotent by nature, so a retried or resumed activity
+// never double-posts (DESIGN.md rule 4).
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/lucy-agent/lucy/output"
+)
+
+// PostInput is a message Lucy posts in a thread.
+type PostInput struct {
+	Team, Channel string
+	ThreadTS      string // thread root; empty posts at the top level of the channel
+	RunID         string // the workflow that posts (run or lane ID)
+	// Key is unique within RunID: "placeholder", "status-<ts>", … It makes the post idempotent.
+	Key  string
+	Text string // Markdown
+}
+
+// PostResult is what a post produced: TS is the first (or only) message, TSs all of them in order.
+type PostResult struct {
+	TS  string
+	TSs []string
+}
+
+// DeliverInput is a run's final answer.
+type DeliverInput struct {
+	Team, Channel, ThreadTS, RunID string
+	PlaceholderTS                  string // the "thinking" message the answer replaces; empty: post anew
+	Markdown                       string
+}
+
+// UpdateInput rewrites one of Lucy's messages.
+type UpdateInput struct {
+	Team, Channel, TS string
+	Text              string // Markdown, rendered to a single message (further parts are cut)
+}
+
+// ReactInput adds (or, with Remove, removes) Lucy's emoji reaction on a message.
+type ReactInput struct {
+	Team, Channel, TS string
+	Emoji             string // name, with or without colons
+	Remove            bool
+}
+
+// EphemeralInput is a message only User sees.
+type EphemeralInput struct {
+	Team, Channel, ThreadTS, User, Text string
+	// ResponseURL, from a button click, reaches the clicker even where chat.postEphemeral cannot; it is
+	// tried first when set.
+	ResponseURL string
+}
+
+// ApprovalPromptInput is a request for approval of an action, with Approve and Deny buttons.
+type ApprovalPromptInput struct {
+	Team, Channel, ThreadTS, RunID string
+	LaneID                         string // lane workflow ID, in the buttons' value
+	Fingerprint                    string // the proposal's fingerprint, in the buttons' value
+	Requester                      string // user ID of the person who asked
+	Summary                        string // mrkdwn: "I'd like to …"
+	Details                        string // mrkdwn: exactly what will be done
+	ExpiresAt                      time.Time
+}
+
+// ResolveApprovalInput replaces an approval prompt's buttons with its outcome.
+type ResolveApprovalInput struct {
+	Team, Channel, TS string
+	Summary           string
+	Outcome           string // "Approved by <@U1>", "Denied by <@U1>", "Expired — …"
+}
+
+// LoadThreadInput asks for a thread's conversation up to the message that started the run.
+type LoadThreadInput struct {
+	Team, Channel, ThreadTS string
+	UpTo                    string // ts of the run's message (inclusive); later messages are ignored
+	Limit                   int    // most recent messages kept (default 40)
+}
+
+// ThreadMessage is one message of a thread as the model sees it.
+type ThreadMessage struct {
+	Role string // "user" or "assistant"
+	User string // Slack user (or bot) ID of the author
+	Text string
+	TS   string
+}
+
+// ThreadHistory is a thread, oldest first.
+type ThreadHistory struct {
+	Messages  []ThreadMessage
+	BotUserID string
+}
+
+// ResolveContextInput names the workspace, channel and person to describe.
+type ResolveContextInput struct {
+	Team, Channel, User string
+}
+
+// ContextInfo describes where a message was posted and by whom. Fields Slack would not give are empty.
+type ContextInfo struct {
+	TeamName, ChannelName, UserName, RealName, TZ string
+	TZOffset                                      int // seconds east of UTC
+	IsDM                                          bool
+}
+
+// Metadata of Lucy's posts: {"event_type":"lucy_post","event_payload":{"run":…,"key":…}}.
+const (
+	postEventType  = "lucy_post"
+	placeholderKey = "placeholder"
+	answerKeyFmt   = "answer#%d"
+	approvalPrefix = "approval-"
+)
+
+// Limits of Slack and of the activities.
+const (
+	defaultThreadLimit = 40
+	threadPageSize     = 100
+	maxThreadPages     = 50   // 5,000 messages: a thread longer than that is cut at the start
+	maxSectionChars    = 3000 // Slack's limit on a section block's text
+	maxUpdateChars     = 39000
+	lookupPageSize     = 200
+)
+
+func postMetadata(run, key string) slack.SlackMetadata {
+	return slack.SlackMetadata{EventType: postEventType, EventPayload: map[string]any{"run": run, "key": key}}
+}
+
+// postKey returns the run and key of one of Lucy's posts (ok false for any other message).
+func postKey(m slack.Message) (run, key string, ok bool) {
+	if m.Metadata.EventType != postEventType {
+		return "", "", false
+	}
+	run, _ = m.Metadata.EventPayload["run"].(string)
+	key, _ = m.Metadata.EventPayload["key"].(string)
+	return run, key, key != ""
+}
+
+// retried reports whether this is a later attempt of the activity, which may have posted already.
+func attemptRetried(ctx context.Context) bool {
+	return activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1
+}
+
+// slackPart is one message to post.
+type slackPart struct {
+	key    string
+	text   string
+	blocks []slack.Block
+}
+
+// renderOne renders Markdown into a single Slack message: the first part of it. ok is false when
+// nothing is left to post (output.Render drops empty text and text that is only Lucy's machinery).
+func renderOne(markdown string) (m output.Message, ok bool) {
+	if parts := output.Render(markdown); len(parts) > 0 {
+		return parts[0], true
+	}
+	return output.Message{}, false
+}
+
+// nothingToShow replaces the placeholder when an answer renders to nothing, so that it never stays
+// "thinking" for good.
+const nothingToShow = "_Done._"
+
+// findOwnPosts returns the messages run posted in the thread (or, without threadTS, among the channel's
+// recent top-level messages), by key.
+func findOwnPosts(ctx context.Context, api SlackAPI, channel, threadTS, run string) (map[string]string, error) {
+	found := map[string]string{}
+	note := func(msgs []slack.Message) {
+		for _, m := range msgs {
+			if r, k, ok := postKey(m); ok && r == run {
+				if _, dup := found[k]; !dup {
+					found[k] = m.Timestamp
+				}
+			}
+		}
+	}
+	if threadTS == "" {
+		h, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
+			ChannelID: channel, Limit: lookupPageSize, IncludeAllMetadata: true,
+		})
+		if err != nil {
+			return nil, err
+		}
+		note(h.Messages)
+		return found, nil
+	}
+	params := &slack.GetConversationRepliesParameters{
+		ChannelID: channel, Timestamp: threadTS, Limit: lookupPageSize, IncludeAllMetadata: true,
+	}
+	for range maxThreadPages {
+		msgs, more, next, err := api.GetConversationRepliesContext(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		note(msgs)
+		if !more || next == "" {
+			break
+		}
+		params.Cursor = next
+	}
+	return found, nil
+}
+
+// postParts posts parts in order, each with its metadata key. On a retried attempt it first looks for
+// the parts an earlier attempt posted, and posts only the others.
+func (a *Activities) postParts(ctx context.Context, op, team, channel, threadTS, run string, parts []slackPart) ([]string, error) {
+	api := a.Slack(team)
+	existing := map[string]string{}
+	if attemptRetried(ctx) {
+		var err error
+		if existing, err = findOwnPosts(ctx, api, channel, threadTS, run); err != nil {
+			return nil, a.slackFail(op+": look for an earlier attempt's post", team, channel, err)
+		}
+	}
+	tss := make([]string, 0, len(parts))
+	for _, p := range parts {
+		if ts, ok := existing[p.key]; ok {
+			tss = append(tss, ts)
+			continue
+		}
+		opts := []slack.MsgOption{
+			slack.MsgOptionText(p.text, false),
+			slack.MsgOptionMetadata(postMetadata(run, p.key)),
+		}
+		if len(p.blocks) > 0 {
+			opts = append(opts, slack.MsgOptionBlocks(p.blocks...))
+		}
+		if threadTS != "" {
+			opts = append(opts, slack.MsgOptionTS(threadTS))
+		}
+		_, ts, err := api.PostMessageContext(ctx, channel, opts...)
+		if err != nil {
+			return nil, a.slackFail(op, team, channel, err)
+		}
+		tss = append(tss, ts)
+	}
+	return tss, nil
+}
+
+func postResult(tss []string) PostResult {
+	if len(tss) == 0 {
+		return PostResult{}
+	}
+	return PostResult{TS: tss[0], TSs: tss}
+}
+
+// PostPlaceholder posts the "thinking" message of a run (in.Text, e.g. "_Thinking…_") in the thread.
+// The run later edits it into progress notes and finally into the answer (DeliverAnswer).
+func (a *Activities) PostPlaceholder(ctx context.Context, in PostInput) (PostResult, error) {
+	key := in.Key
+	if key == "" {
+		key = placeholderKey
+	}
+	m, ok := renderOne(in.Text)
+	if !ok {
+		m.Text = "…"
+	}
+	tss, err := a.postParts(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID,
+		[]slackPart{{key: key, text: m.Text, blocks: m.Blocks}})
+	return postResult(tss), err
+}
+
+// PostMessage posts any other message (a fast-path reply, a status answer, a question, a note),
+// rendered from Markdown; a long one becomes several messages, keyed "<Key>#<i>". Text that renders
+// to nothing posts nothing.
+func (a *Activities) PostMessage(ctx context.Context, in PostInput) (PostResult, error) {
+	var parts []slackPart
+	for i, m := range output.Render(in.Text) {
+		parts = append(parts, slackPart{key: fmt.Sprintf("%s#%d", in.Key, i), text: m.Text, blocks: m.Blocks})
+	}
+	tss, err := a.postParts(ctx, "post message", in.Team, in.Channel, in.ThreadTS, in.RunID, parts)
+	return postResult(tss), err
+}
+
+// DeliverAnswer turns the placeholder into the answer: the first part replaces it (chat.update, which
+// is idempotent), further parts follow as replies keyed "answer#<i>". It returns every ts in order.
+func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostResult, error) {
+	const op = "deliver answer"
+	rendered := output.Render(in.Markdown)
+	if len(rendered) == 0 {
+		a.Log.Warn().Str("workspace", in.Team).Str("channel", in.Channel).Str("run", in.RunID).
+			Msg("the answer renders to nothing; the placeholder says it is done")
+		rendered = []output.Message{{Text: nothingToShow}}
+	}
+	parts := make([]slackPart, len(rendered))
+	for i, m := range rendered {
+		parts[i] = slackPart{key: fmt.Sprintf(answerKeyFmt, i), text: m.Text, blocks: m.Blocks}
+	}
+	if in.PlaceholderTS == "" {
+		tss, err := a.postParts(ctx, op, in.Team, in.Channel, in.ThreadTS, in.RunID, parts)
+		return postResult(tss), err
+	}
+	api := a.Slack(in.Team)
+	first := parts[0]
+	var tss []string
+	// The new metadata marks the message as a real answer (LoadThread skips placeholders). Blocks are
+	// always sent, empty ones too: Slack keeps a message's old blocks when an edit sends none.
+	_, _, _, err := api.UpdateMessageContext(ctx, in.Channel, in.PlaceholderTS,
+		slack.MsgOptionText(first.text, false),
+		slack.MsgOptionBlocks(first.blocks...),
+		slack.MsgOptionMetadata(postMetadata(in.RunID, first.key)))
+	switch {
+	case err == nil:
+		tss = append(tss, in.PlaceholderTS)
+	case slackErrorCode(err) == "message_not_found":
+		// Someone deleted the placeholder: the answer still arrives, as a new message.
+		a.Log.Warn().Str("workspace", in.Team).Str("channel", in.Channel).Str("run", in.RunID).
+			Msg("placeholder is gone; posting the answer as a new message")
+		posted, err := a.postParts(ctx, op, in.Team, in.Channel, in.ThreadTS, in.RunID, parts[:1])
+		if err != nil {
+			return PostResult{}, err
+		}
+		tss = append(tss, posted...)
+	default:
+		return PostResult{}, a.slackFail(op+": replace placeholder", in.Team, in.Channel, err)
+	}
+	rest, err := a.postParts(ctx, op, in.Team, in.Channel, in.ThreadTS, in.RunID, parts[1:])
+	if err != nil {
+		return PostResult{}, err
+	}
+	return postResult(append(tss, rest...)), nil
+}
+
+// UpdateMessage rewrites one of Lucy's messages (progress notes on the placeholder, "Stopped."). Its
+// metadata is kept, so a placeholder stays a placeholder.
+func (a *Activities) UpdateMessage(ctx context.Context, in UpdateInput) error {
+	m, ok := renderOne(in.Text)
+	if !ok { // Slack refuses an empty message; the old text is better than a failed run
+		a.Log.Debug().Str("workspace", in.Team).Str("channel", in.Channel).Msg("update renders to nothing; skipped")
+		return nil
+	}
+	text := m.Text
+	if utf8.RuneCountInString(text) > maxUpdateChars {
+		text = string([]rune(text)[:maxUpdateChars]) + "…"
+	}
+	_, _, _, err := a.Slack(in.Team).UpdateMessageContext(ctx, in.Channel, in.TS,
+		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(m.Blocks...))
+	if err != nil {
+		return a.slackFail("update message", in.Team, in.Channel, err)
+	}
+	return nil
+}
+
+// React adds or removes Lucy's reaction. Adding one that is there, or removing one that is not, is
+// success: the activity is idempotent.
+func (a *Activities) React(ctx context.Context, in ReactInput) error {
+	api := a.Slack(in.Team)
+	ref := slack.NewRefToMessage(in.Channel, in.TS)
+	name := strings.Trim(in.Emoji, ":")
+	var err error
+	if in.Remove {
+		err = api.RemoveReactionContext(ctx, name, ref)
+	} else {
+		err = api.AddReactionContext(ctx, name, ref)
+	}
+	switch code := slackErrorCode(err); {
+	case err == nil, code == "already_reacted", code == "no_reaction":
+		return nil
+	default:
+		return a.slackFail("react :"+name+":", in.Team, in.Channel, err)
+	}
+}
+
+// PostEphemeral shows a message to one person in the thread (a refused approval click, a stale
+// button). Ephemeral messages cannot be looked up afterwards; showing one twice on a retry is harmless.
+func (a *Activities) PostEphemeral(ctx context.Context, in EphemeralInput) error {
+	api := a.Slack(in.Team)
+	m, ok := renderOne(in.Text)
+	if !ok {
+		return nil
+	}
+	text := m.Text
+	if in.ResponseURL != "" {
+		_, err := api.PostEphemeralContext(ctx, in.Channel, in.User,
+			slack.MsgOptionText(text, false), slack.MsgOptionResponseURL(in.ResponseURL, slack.ResponseTypeEphemeral))
+		if err == nil {
+			return nil
+		}
+		// Response URLs expire (30 minutes, 5 uses): fall back to chat.postEphemeral.
+		a.Log.Debug().Err(err).Str("workspace", in.Team).Str("channel", in.Channel).Msg("response_url failed; using chat.postEphemeral")
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	if in.ThreadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(in.ThreadTS))
+	}
+	if _, err := api.PostEphemeralContext(ctx, in.Channel, in.User, opts...); err != nil {
+		return a.slackFail("post ephemeral", in.Team, in.Channel, err)
+	}
+	return nil
+}
+
+// Approval prompt Block Kit identifiers the gateway relies on.
+const (
+	ApprovalBlockID = "lucy_approval"
+	ApproveActionID = "lucy_approve"
+	DenyActionID    = "lucy_deny"
+)
+
+// ApprovalValue is the value of the approval buttons, which the gateway decodes.
+type ApprovalValue struct {
+	Lane        string `json:"lane"`
+	Fingerprint string `json:"fp"`
+}
+
+// PostApprovalPrompt asks for approval with Approve and Deny buttons; idempotent by the metadata key
+// "approval-<fingerprint>".
+func (a *Activities) PostApprovalPrompt(ctx context.Context, in ApprovalPromptInput) (PostResult, error) {
+	blocks, text, err := approvalBlocks(in)
+	if err != nil {
+		return PostResult{}, err
+	}
+	tss, err := a.postParts(ctx, "post approval prompt", in.Team, in.Channel, in.ThreadTS, in.RunID,
+		[]slackPart{{key: approvalPrefix + in.Fingerprint, text: text, blocks: blocks}})
+	return postResult(tss), err
+}
+
+// approvalBlocks lays out an approval prompt; text is the notification fallback.
+func approvalBlocks(in ApprovalPromptInput) (blocks []slack.Block, text string, err error) {
+	value, err := json.Marshal(ApprovalValue{Lane: in.LaneID, Fingerprint: in.Fingerprint})
+	if err != nil {
+		return nil, "", err
+	}
+	summary := clipSlackText(strings.TrimSpace(in.Summary), maxSectionChars)
+	blocks = append(blocks, slack.NewSectionBlock(mrkdwnText(summary), nil, nil, slack.SectionBlockOptionBlockID("lucy_approval_summary")))
+	if d := strings.TrimSpace(in.Details); d != "" {
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwnText(clipSlackText(d, maxSectionChars)), nil, nil,
+			slack.SectionBlockOptionBlockID("lucy_approval_details")))
+	}
+	who := "Only an admin can approve"
+	if in.Requester != "" {
+		who = "Only <@" + in.Requester + "> or an admin can approve"
+	}
+	if !in.ExpiresAt.IsZero() {
+		exp := in.ExpiresAt.UTC()
+		who += fmt.Sprintf(" · expires <!date^%d^{time}|%s>", exp.Unix(), exp.Format("15:04 UTC"))
+	}
+	blocks = append(blocks, slack.NewContextBlock("lucy_approval_context", mrkdwnText(who)))
+	approve := slack.NewButtonBlockElement(ApproveActionID, string(value), plainText("Approve"))
+	approve.Style = slack.StylePrimary
+	deny := slack.NewButtonBlockElement(DenyActionID, string(value), plainText("Deny"))
+	deny.Style = slack.StyleDanger
+	blocks = append(blocks, slack.NewActionBlock(ApprovalBlockID, approve, deny))
+	return blocks, "Approval needed: " + summary, nil
+}
+
+// ResolveApprovalPrompt replaces the prompt's buttons with its outcome.
+func (a *Activities) ResolveApprovalPrompt(ctx context.Context, in ResolveApprovalInput) error {
+	blocks, text := resolvedApprovalBlocks(in)
+	_, _, _, err := a.Slack(in.Team).UpdateMessageContext(ctx, in.Channel, in.TS,
+		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))
+	if err != nil {
+		return a.slackFail("resolve approval prompt", in.Team, in.Channel, err)
+	}
+	return nil
+}
+
+func resolvedApprovalBlocks(in ResolveApprovalInput) ([]slack.Block, string) {
+	summary := clipSlackText(strings.TrimSpace(in.Summary), maxSectionChars)
+	outcome := strings.TrimSpace(in.Outcome)
+	blocks := []slack.Block{
+		slack.NewSectionBlock(mrkdwnText(summary), nil, nil, slack.SectionBlockOptionBlockID("lucy_approval_summary")),
+		slack.NewContextBlock("lucy_approval_outcome", mrkdwnText(clipSlackText(outcome, maxSectionChars))),
+	}
+	return blocks, summary + " — " + outcome
+}
+
+func mrkdwnText(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+}
+
+func plainText(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+}
+
+func clipSlackText(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+// botIdentity is who Lucy is in a workspace, from auth.test.
+type botIdentity struct {
+	UserID, BotID, TeamName string
+}
+
+// botIdentities caches auth.test per Activities and team: it does not change while the token lives.
+var botIdentities sync.Map // botKey -> botIdentity
+
+type botKey struct {
+	a    *Activities
+	team string
+}
+
+func (a *Activities) botIdentity(ctx context.Context, team string) (botIdentity, error) {
+	k := botKey{a, team}
+	if id, ok := botIdentities.Load(k); ok {
+		return id.(botIdentity), nil
+	}
+	r, err := a.Slack(team).AuthTestContext(ctx)
+	if err != nil {
+		return botIdentity{}, err
+	}
+	id := botIdentity{UserID: r.UserID, BotID: r.BotID, TeamName: r.Team}
+	botIdentities.Store(k, id)
+	return id, nil
+}
+
+// LoadThread reads the thread up to the run's message for the model: Lucy's messages are "assistant",
+// everyone else's "user". Lucy's transient messages (a placeholder still thinking or showing progress,
+// approval prompts) are left out; her answers stay. Mentions of Lucy are removed from the text.
+func (a *Activities) LoadThread(ctx context.Context, in LoadThreadInput) (ThreadHistory, error) {
+	const op = "load thread"
+	me, err := a.botIdentity(ctx, in.Team)
+	if err != nil {
+		return ThreadHistory{}, a.slackFail(op+": auth.test", in.Team, in.Channel, err)
+	}
+	limit := in.Limit
+	if limit <= 0 {
+		limit = defaultThreadLimit
+	}
+	params := &slack.GetConversationRepliesParameters{
+		ChannelID: in.Channel, Timestamp: in.ThreadTS, Limit: threadPageSize, IncludeAllMetadata: true,
+		Latest: in.UpTo, Inclusive: true,
+	}
+	var out []ThreadMessage
+	seen := map[string]bool{}
+	for range maxThreadPages {
+		msgs, more, next, err := a.Slack(in.Team).GetConversationRepliesContext(ctx, params)
+		if err != nil {
+			return ThreadHistory{}, a.slackFail(op, in.Team, in.Channel, err)
+		}
+		for _, m := range msgs {
+			if seen[m.Timestamp] || (in.UpTo != "" && tsAfter(m.Timestamp, in.UpTo)) {
+				continue
+			}
+			seen[m.Timestamp] = true
+			if tm, ok := threadMessage(m, me); ok {
+				out = append(out, tm)
+			}
+		}
+		if len(out) > limit { // keep only what can be returned, while paging on
+			out = append(out[:0:0], out[len(out)-limit:]...)
+		}
+		if !more || next == "" {
+			break
+		}
+		params.Cursor = next
+	}
+	return ThreadHistory{Messages: out, BotUserID: me.UserID}, nil
+}
+
+// contentSubtypes are the message subtypes that carry something someone said.
+var contentSubtypes = map[string]bool{"": true, "bot_message": true, "thread_broadcast": true, "file_share": true, "me_message": true}
+
+// threadMessage converts a Slack message for the model; ok is false for a message to leave out.
+func threadMessage(m slack.Message, me botIdentity) (ThreadMessage, bool) {
+	if !contentSubtypes[m.SubType] {
+		return ThreadMessage{}, false
+	}
+	mine := m.User != "" && m.User == me.UserID
+	if m.BotID != "" && (me.BotID == "" || m.BotID == me.BotID) {
+		mine = true
+	}
+	if mine {
+		if _, key, ok := postKey(m); ok && transientKey(key) {
+			return ThreadMessage{}, false
+		}
+	}
+	text := m.Text
+	if !mine && me.UserID != "" {
+		text = stripMention(text, me.UserID)
+	}
+	text = unescapeSlack(text)
+	for _, f := range m.Files {
+		name := f.Title
+		if name == "" {
+			name = f.Name
+		}
+		text = strings.TrimSpace(text + "\n[attached file: " + name + "]")
+	}
+	if strings.TrimSpace(text) == "" {
+		return ThreadMessage{}, false
+	}
+	tm := ThreadMessage{Role: "user", User: m.User, Text: text, TS: m.Timestamp}
+	if tm.User == "" {
+		tm.User = m.BotID
+	}
+	if mine {
+		tm.Role = "assistant"
+	}
+	return tm, true
+}
+
+// transientKey reports whether a post with this metadata key is scaffolding rather than an answer:
+// the placeholder (thinking, progress, "Stopped."; DeliverAnswer re-keys it when it becomes the
+// answer), approval prompts and progress notes.
+func transientKey(key string) bool {
+	return key == placeholderKey || strings.HasPrefix(key, approvalPrefix) || strings.HasPrefix(key, "progress")
+}
+
+var (
+	slackSpaces      = regexp.MustCompile(`[ \t]{2,}`)
+	slackSpacedPunct = regexp.MustCompile(`[ \t]+([,.!?;:])`)
+)
+
+// stripMention removes <@BOT> and <@BOT|name> from text, and the gap they leave.
+func stripMention(text, bot string) string {
+	re := regexp.MustCompile(`<@` + regexp.QuoteMeta(bot) + `(\|[^>]*)?>`)
+	if !re.MatchString(text) {
+		return text
+	}
+	text = re.ReplaceAllString(text, "")
+	text = slackSpacedPunct.ReplaceAllString(slackSpaces.ReplaceAllString(text, " "), "$1")
+	return strings.TrimLeft(strings.TrimSpace(text), ",.!?;: ")
+}
+
+// unescapeSlack undoes Slack's escaping of &, < and > in message text.
+func unescapeSlack(s string) string {
+	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
+}
+
+// tsAfter reports whether Slack timestamp a is later than b.
+func tsAfter(a, b string) bool {
+	pa, errA := parseSlackTS(a)
+	pb, errB := parseSlackTS(b)
+	if errA != nil || errB != nil {
+		return a > b
+	}
+	return pa > pb
+}
+
+func parseSlackTS(ts string) (int64, error) {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	frac = (frac + "000000")[:6]
+	f, err := strconv.ParseInt(frac, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return s*1_000_000 + f, nil
+}
+
+// teamInfoAPI is team.info, which *slack.Client has; SlackAPI does not require it, so fakes may lack it.
+type teamInfoAPI interface {
+	GetTeamInfoContext(ctx context.Context, options ...slack.GetTeamInfoOption) (*slack.TeamInfo, error)
+}
+
+// ResolveContext describes the workspace, channel and person of a message. What Slack will not tell
+// (a missing scope, a person who left) is left empty; only errors a retry can fix fail the activity.
+func (a *Activities) ResolveContext(ctx context.Context, in ResolveContextInput) (ContextInfo, error) {
+	const op = "resolve context"
+	api := a.Slack(in.Team)
+	var info ContextInfo
+	// skip decides what an error means: nil to go on without the field, or the activity's error.
+	skip := func(what string, err error) error {
+		if !isPermanentSlack(err) {
+			return a.slackFail(op+": "+what, in.Team, in.Channel, err)
+		}
+		a.Log.Debug().Str("workspace", in.Team).Str("channel", in.Channel).Str("slackError", slackErrorCode(err)).
+			Msg(op + ": " + what + " unavailable")
+		return nil
+	}
+
+	if in.User != "" {
+		u, err := api.GetUserInfoContext(ctx, in.User)
+		if err != nil {
+			if err := skip("users.info", err); err != nil {
+				return ContextInfo{}, err
+			}
+		} else {
+			info.UserName = u.Profile.DisplayName
+			if info.UserName == "" {
+				info.UserName = u.Name
+			}
+			info.RealName = u.RealName
+			if info.RealName == "" {
+				info.RealName = u.Profile.RealName
+			}
+			info.TZ, info.TZOffset = u.TZ, u.TZOffset
+		}
+	}
+
+	if in.Channel != "" {
+		ch, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: in.Channel})
+		if err != nil {
+			if err := skip("conversations.info", err); err != nil {
+				return ContextInfo{}, err
+			}
+			info.IsDM = strings.HasPrefix(in.Channel, "D") // DM channel IDs start with D
+		} else {
+			info.ChannelName, info.IsDM = ch.Name, ch.IsIM
+		}
+	}
+
+	if ti, ok := api.(teamInfoAPI); ok {
+		t, err := ti.GetTeamInfoContext(ctx)
+		if err != nil {
+			if err := skip("team.info", err); err != nil {
+				return ContextInfo{}, err
+			}
+		} else {
+			info.TeamName = t.Name
+		}
+	}
+	if info.TeamName == "" {
+		me, err := a.botIdentity(ctx, in.Team)
+		if err != nil {
+			if err := skip("auth.test", err); err != nil {
+				return ContextInfo{}, err
+			}
+		}
+		info.TeamName = me.TeamName
+	}
+	return info, nil
+}

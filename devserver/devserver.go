@@ -1,0 +1,555 @@
+package devserver
+
+import (
+	"context"
+	stdsql "database/sql"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
+	"go.temporal.io/api/workflowservice/v1"
+	sdkclient "go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/membership/static"
+	"go.temporal.io/server/common/metrics"
+	"go.temporal.io/server/common/persistence/sql"
+	"go.temporal.io/server/common/persistence/sql/sqlplugin"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	"go.temporal.io/server/common/resolver"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+const (
+	defaultHost      = "127.0.0.1"
+	defaultNamespace = "default"
+	dbFileName       = "temporal.db"
+	lockFileName     = "temporal.db.lock"
+	clusterName      = "active" // persisted in the database: never change it
+	retention        = 7 * 24 * time.Hour
+	readyTimeout     = 60 * time.Second // bound on start-up when ctx has no deadline
+	uiStopTimeout    = 5 * time.Second
+)
+
+// Options configures the embedded development stack.
+type Options struct {
+	DataDir      string         // SQLite file lives at DataDir/temporal.db (create DataDir if missing)
+	Namespace    string         // registered at start if missing (retention 7 days); default "default"
+	Host         string         // IP address to bind the frontend and UI to; default "127.0.0.1"
+	FrontendPort int            // gRPC frontend, e.g. 7233; 0 picks a free port
+	UIPort       int            // Web UI, e.g. 8233; 0 picks a free port
+	Logger       zerolog.Logger // server logs go through it, warn level and above only
+}
+
+// Server is a running embedded Temporal server and Web UI.
+type Server struct {
+	frontendAddr string
+	uiURL        string
+
+	temporal temporal.Server
+	ui       *uiserver.Server
+	uiDone   chan struct{}
+	unlock   func()
+	logger   zerolog.Logger
+	srvLog   serverLogger
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// errDataDirLocked is returned by lockDataDir when another server holds the lock.
+var errDataDirLocked = errors.New("data directory is locked")
+
+// FrontendAddress returns the host:port that Temporal clients dial, e.g. "127.0.0.1:7233".
+func (s *Server) FrontendAddress() string { return s.frontendAddr }
+
+// UIURL returns the Web UI's base URL, e.g. "http://127.0.0.1:8233".
+func (s *Server) UIURL() string { return s.uiURL }
+
+// Start starts the Temporal server (SQLite in DataDir) and the Web UI, and
+// returns once the frontend accepts connections, the namespace is served and
+// the UI answers HTTP. ctx bounds the start-up only, not the server's lifetime.
+// On error nothing is left running.
+func Start(ctx context.Context, o Options) (_ *Server, err error) {
+	if err := o.normalize(); err != nil {
+		return nil, err
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, readyTimeout)
+		defer cancel()
+	}
+
+	// Everything acquired below is released in reverse order if Start fails.
+	var undo []func()
+	defer func() {
+		if err != nil {
+			for i := len(undo) - 1; i >= 0; i-- {
+				undo[i]()
+			}
+		}
+	}()
+
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("cannot create data directory %s: %w (set LUCY_DATA_DIR to a writable directory)", o.DataDir, err)
+	}
+	unlock, err := lockDataDir(filepath.Join(o.DataDir, lockFileName))
+	if errors.Is(err, errDataDirLocked) {
+		return nil, fmt.Errorf("data directory %s is in use by another running \"lucy dev\" (stop it, or set LUCY_DATA_DIR to another directory)", o.DataDir)
+	} else if err != nil {
+		return nil, err
+	}
+	undo = append(undo, unlock)
+
+	// Reserve every port up front (holding the listeners) so that a conflict is
+	// an error here rather than a log.Fatal inside the server or the UI.
+	frontendL, ferr := reserve(o.Host, o.FrontendPort, "Temporal server", "LUCY_TEMPORAL_PORT")
+	if ferr == nil {
+		undo = append(undo, func() { _ = frontendL.Close() })
+	}
+	uiL, uerr := reserve(o.Host, o.UIPort, "Temporal Web UI", "LUCY_UI_PORT")
+	if uerr == nil {
+		undo = append(undo, func() { _ = uiL.Close() })
+	}
+	var fbusy, ubusy *portInUseError
+	switch {
+	case errors.As(ferr, &fbusy) && errors.As(uerr, &ubusy): // typically another "lucy dev"
+		return nil, &portInUseError{msg: fmt.Sprintf("ports %d and %d are already in use (is another \"lucy dev\" or Temporal server running? set LUCY_TEMPORAL_PORT and LUCY_UI_PORT to other ports)", o.FrontendPort, o.UIPort)}
+	case ferr != nil:
+		return nil, ferr
+	case uerr != nil:
+		return nil, uerr
+	}
+	// History, matching and the internal worker are reached only in-process:
+	// free ports on loopback chosen by the kernel (as the Temporal CLI does).
+	internal := map[primitives.ServiceName]net.Listener{}
+	for _, svc := range []primitives.ServiceName{primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("cannot find a free port for the Temporal %s service: %w", svc, err)
+		}
+		internal[svc] = l
+		undo = append(undo, func() { _ = l.Close() })
+	}
+
+	frontendPort := frontendL.Addr().(*net.TCPAddr).Port
+	uiPort := uiL.Addr().(*net.TCPAddr).Port
+	dialHost := o.Host
+	if ip := net.ParseIP(o.Host); ip.IsUnspecified() {
+		dialHost = "127.0.0.1"
+	}
+	s := &Server{
+		frontendAddr: net.JoinHostPort(dialHost, strconv.Itoa(frontendPort)),
+		uiURL:        "http://" + net.JoinHostPort(dialHost, strconv.Itoa(uiPort)),
+		uiDone:       make(chan struct{}),
+		unlock:       unlock,
+		logger:       o.Logger,
+		srvLog:       newServerLogger(o.Logger),
+	}
+
+	sqlConf, err := prepareDatabase(filepath.Join(o.DataDir, dbFileName), o.Namespace)
+	if err != nil {
+		return nil, err
+	}
+
+	ports := map[primitives.ServiceName]int{primitives.FrontendService: frontendPort}
+	for svc, l := range internal {
+		ports[svc] = l.Addr().(*net.TCPAddr).Port
+	}
+	opts, err := serverOptions(o.Host, dialHost, ports, sqlConf, s.srvLog)
+	if err != nil {
+		return nil, err
+	}
+
+	// The server binds its listeners while it is being built: release ours
+	// just before.
+	_ = frontendL.Close()
+	for _, l := range internal {
+		_ = l.Close()
+	}
+	err = recoverFatal(func() error {
+		srv, err := temporal.NewServer(opts...)
+		if err != nil {
+			return err
+		}
+		s.temporal = srv
+		return srv.Start()
+	})
+	if s.temporal != nil {
+		undo = append(undo, func() { s.srvLog.quiet(); _ = s.temporal.Stop() })
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot start the embedded Temporal server: %w", err)
+	}
+	if err := waitFrontend(ctx, s.frontendAddr, o.Namespace); err != nil {
+		return nil, err
+	}
+
+	// The UI server's Start blocks and calls log.Fatal on a listen error; its
+	// port is still reserved by uiL, released just before Start binds it.
+	s.ui = uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
+		Host:                bracketIPv6(o.Host),
+		Port:                uiPort,
+		TemporalGRPCAddress: s.frontendAddr,
+		EnableUI:            true, // embedded assets
+		DefaultNamespace:    o.Namespace,
+		HideLogs:            true, // no banner, no access log on stdout
+		DisableNewsFetch:    true, // local and offline
+		CORS: uiconfig.CORS{
+			AllowOrigins:   []string{s.uiURL, "http://" + net.JoinHostPort("localhost", strconv.Itoa(uiPort))},
+			CookieInsecure: true, // plain HTTP on loopback: the CSRF cookie must not require HTTPS
+		},
+		// No Auth: local use only, bound to 127.0.0.1 by default.
+	}))
+	_ = uiL.Close()
+	go func() {
+		defer close(s.uiDone)
+		_ = s.ui.Start() // returns nil once Stop closes it
+	}()
+	undo = append(undo, s.stopUI)
+	if err := waitUI(ctx, s.uiURL, s.uiDone); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Stop shuts down the Web UI, then the Temporal server, and releases the data
+// directory. It is safe to call more than once; later calls return the first
+// call's result.
+func (s *Server) Stop() error {
+	s.stopOnce.Do(func() {
+		s.stopUI()
+		s.srvLog.quiet()
+		if err := recoverFatal(s.temporal.Stop); err != nil {
+			s.stopErr = fmt.Errorf("stopping the embedded Temporal server: %w", err)
+		}
+		s.unlock()
+	})
+	return s.stopErr
+}
+
+func (s *Server) stopUI() {
+	s.ui.Stop()
+	select {
+	case <-s.uiDone:
+	case <-time.After(uiStopTimeout):
+		s.logger.Warn().Msg("Temporal Web UI did not stop in time")
+	}
+}
+
+func (o *Options) normalize() error {
+	if o.DataDir == "" {
+		return errors.New("devserver: no data directory given (set LUCY_DATA_DIR)")
+	}
+	abs, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return fmt.Errorf("devserver: bad data directory %q: %w", o.DataDir, err)
+	}
+	// The SQLite plugin builds a "file:" URI from the path without escaping it.
+	if strings.ContainsAny(abs, "?#") {
+		return fmt.Errorf("data directory %q must not contain '?' or '#' (set LUCY_DATA_DIR to another directory)", abs)
+	}
+	o.DataDir = abs
+	if o.Namespace == "" {
+		o.Namespace = defaultNamespace
+	}
+	switch o.Host {
+	case "":
+		o.Host = defaultHost
+	case "localhost":
+		o.Host = "127.0.0.1"
+	}
+	if net.ParseIP(o.Host) == nil {
+		return fmt.Errorf("devserver: host %q is not an IP address", o.Host)
+	}
+	for _, p := range []struct {
+		port int
+		env  string
+	}{{o.FrontendPort, "LUCY_TEMPORAL_PORT"}, {o.UIPort, "LUCY_UI_PORT"}} {
+		if p.port < 0 || p.port > 65535 {
+			return fmt.Errorf("port %d is not a valid TCP port (set %s to a number between 1 and 65535)", p.port, p.env)
+		}
+	}
+	if o.FrontendPort != 0 && o.FrontendPort == o.UIPort {
+		return fmt.Errorf("the Temporal server and the Web UI cannot both use port %d (set LUCY_TEMPORAL_PORT and LUCY_UI_PORT to different ports)", o.UIPort)
+	}
+	return nil
+}
+
+// bracketIPv6 returns host ready for "%s:%d" formatting, as ui-server does.
+func bracketIPv6(host string) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]"
+	}
+	return host
+}
+
+// reserve listens on host:port and keeps the listener as a reservation.
+func reserve(host string, port int, what, env string) (net.Listener, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	switch {
+	case err == nil:
+		return l, nil
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, &portInUseError{msg: fmt.Sprintf("port %d is already in use (is another \"lucy dev\" or %s running? set %s to another port)", port, what, env)}
+	default:
+		return nil, fmt.Errorf("cannot listen on %s for the %s: %w (set %s to another port)", net.JoinHostPort(host, strconv.Itoa(port)), what, err, env)
+	}
+}
+
+// portInUseError is the one-line, actionable error for a busy port. It
+// matches errors.Is(err, syscall.EADDRINUSE).
+type portInUseError struct{ msg string }
+
+func (e *portInUseError) Error() string { return e.msg }
+
+func (e *portInUseError) Unwrap() error { return syscall.EADDRINUSE }
+
+// prepareDatabase creates the SQLite schema on first start (into a temporary
+// file renamed into place, so that an interrupted set-up is never mistaken for
+// a database) and registers the namespace if it is missing.
+func prepareDatabase(path, namespace string) (*config.SQL, error) {
+	conf := &config.SQL{
+		PluginName:        sqliteplugin.PluginName,
+		DatabaseName:      path,
+		ConnectAttributes: map[string]string{"mode": "rwc"},
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		// A unique name matters: the SQLite plugin keeps one connection per
+		// file name open for the life of the process.
+		f, err := os.CreateTemp(filepath.Dir(path), dbFileName+".init-*")
+		if err != nil {
+			return nil, fmt.Errorf("cannot create the Temporal database in %s: %w", filepath.Dir(path), err)
+		}
+		tmp := f.Name()
+		_ = f.Close()
+		tmpConf := *conf
+		tmpConf.DatabaseName = tmp
+		tmpConf.ConnectAttributes = map[string]string{"mode": "rwc"}
+		if err := sqliteschema.SetupSchema(&tmpConf); err != nil {
+			_ = os.Remove(tmp)
+			return nil, fmt.Errorf("cannot set up the Temporal database schema in %s: %w", tmp, err)
+		}
+		if err := checkSchemaVersion(&tmpConf); err != nil {
+			_ = os.Remove(tmp)
+			return nil, err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			_ = os.Remove(tmp)
+			return nil, fmt.Errorf("cannot create the Temporal database %s: %w", path, err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("cannot read the Temporal database %s: %w", path, err)
+	} else if err := checkSchemaVersion(conf); err != nil {
+		return nil, err
+	}
+
+	ns, err := sqliteschema.NewNamespaceConfig(clusterName, namespace, false, nil)
+	if err != nil {
+		return nil, fmt.Errorf("namespace %q: %w", namespace, err)
+	}
+	ns.Detail.Config.Retention = durationpb.New(retention)
+	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
+		return nil, fmt.Errorf("cannot register namespace %q in %s: %w (if the file is damaged or from another Temporal version, move it away)", namespace, path, err)
+	}
+	return conf, nil
+}
+
+// checkSchemaVersion compares the schema version recorded in the database with
+// the one this build of the Temporal server creates, recording it if missing.
+// The server does not check SQLite schema versions itself, and its SQLite
+// schema has no version table: without this, a database created by an older
+// go.temporal.io/server would fail later with missing tables or columns.
+func checkSchemaVersion(conf *config.SQL) error {
+	want := map[string]string{"temporal": sqliteschema.Version, "temporal_visibility": sqliteschema.VisibilityVersion}
+	db, err := sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, conf, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
+	if err != nil {
+		return fmt.Errorf("cannot open the Temporal database %s: %w", conf.DatabaseName, err)
+	}
+	defer func() { _ = db.Close() }()
+	if _, err := db.ReadSchemaVersion("temporal"); err != nil && strings.Contains(err.Error(), "no such table") {
+		if err := db.CreateSchemaVersionTables(); err != nil {
+			return fmt.Errorf("cannot record the schema version in %s: %w", conf.DatabaseName, err)
+		}
+	}
+	for name, version := range want {
+		got, err := db.ReadSchemaVersion(name)
+		switch {
+		case errors.Is(err, stdsql.ErrNoRows):
+			if err := db.UpdateSchemaVersion(name, version, version); err != nil {
+				return fmt.Errorf("cannot record the schema version in %s: %w", conf.DatabaseName, err)
+			}
+		case err != nil:
+			return fmt.Errorf("cannot read the schema version in %s: %w (if the file is damaged, move it away)", conf.DatabaseName, err)
+		case got != version:
+			return fmt.Errorf("the Temporal database %s has %s schema version %s but this build of lucy needs %s: move the file away to start afresh (the dev server's workflow history is lost)", conf.DatabaseName, name, got, version)
+		}
+	}
+	return nil
+}
+
+// serverOptions builds the Temporal server configuration: one process running
+// frontend, history, matching and worker services with static membership (no
+// ringpop, so no membership ports), SQLite for both persistence and visibility,
+// no metrics listener, no pprof, no frontend HTTP API, no archival.
+func serverOptions(bindHost, dialHost string, ports map[primitives.ServiceName]int, sqlConf *config.SQL, logger serverLogger) ([]temporal.ServerOption, error) {
+	frontendAddr := net.JoinHostPort(dialHost, strconv.Itoa(ports[primitives.FrontendService]))
+	conf := &config.Config{}
+	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
+	conf.Global.Membership.BroadcastAddress = "127.0.0.1"
+	conf.Persistence = config.Persistence{
+		DefaultStore:     sqliteplugin.PluginName,
+		VisibilityStore:  sqliteplugin.PluginName,
+		NumHistoryShards: 1, // persisted: never change it for an existing database
+		DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlConf}},
+	}
+	conf.ClusterMetadata = &cluster.Config{
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        clusterName,
+		CurrentClusterName:       clusterName,
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			clusterName: {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontendAddr},
+		},
+	}
+	conf.DCRedirectionPolicy.Policy = "noop"
+	conf.Services = map[string]config.Service{}
+	hosts := map[primitives.ServiceName]static.Hosts{}
+	for svc, port := range ports {
+		rpc := config.RPC{GRPCPort: port, BindOnIP: "127.0.0.1"}
+		host := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if svc == primitives.FrontendService {
+			rpc.BindOnIP = bindHost
+			host = frontendAddr
+		}
+		conf.Services[string(svc)] = config.Service{RPC: rpc}
+		hosts[svc] = static.SingleLocalHost(host)
+	}
+	conf.Archival.History.State = "disabled"
+	conf.Archival.Visibility.State = "disabled"
+	conf.NamespaceDefaults.Archival.History.State = "disabled"
+	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	conf.PublicClient.HostPort = frontendAddr
+
+	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("temporal authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
+	if err != nil {
+		return nil, fmt.Errorf("temporal claim mapper: %w", err)
+	}
+	dynConf := dynamicconfig.StaticClient{
+		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 8096,  // as the Temporal CLI dev server
+		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,   // Web UI list pages
+		dynamicconfig.EnableServerVersionCheck.Key():                     false, // local and offline: no phoning home
+	}
+	return []temporal.ServerOption{
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(hosts),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dynConf),
+	}, nil
+}
+
+// recoverFatal runs f, turning a serverLogger.Fatal panic into an error.
+// Other panics are not ours to swallow.
+func recoverFatal(f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if fe, ok := r.(*fatalError); ok {
+				err = fe
+				return
+			}
+			panic(r)
+		}
+	}()
+	return f()
+}
+
+// waitFrontend polls until the frontend answers and serves the namespace.
+func waitFrontend(ctx context.Context, addr, namespace string) error {
+	var last error
+	for {
+		if last = checkFrontend(ctx, addr, namespace); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the embedded Temporal server at %s did not become ready: %w (last error: %v)", addr, ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func checkFrontend(ctx context.Context, addr, namespace string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := sdkclient.DialContext(ctx, sdkclient.Options{
+		HostPort:  addr,
+		Namespace: namespace,
+		Logger:    sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.CheckHealth(ctx, &sdkclient.CheckHealthRequest{}); err != nil {
+		return err
+	}
+	_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: namespace})
+	return err
+}
+
+// waitUI polls the UI's health endpoint until it answers 200.
+func waitUI(ctx context.Context, base string, done <-chan struct{}) error {
+	hc := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	var last error
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("GET /healthz: %s", resp.Status)
+		}
+		last = err
+		select {
+		case <-done:
+			return fmt.Errorf("the Temporal Web UI at %s stopped while starting (last error: %v)", base, last)
+		case <-ctx.Done():
+			return fmt.Errorf("the Temporal Web UI at %s did not become ready: %w (last error: %v)", base, ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

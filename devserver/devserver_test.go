@@ -1,0 +1,406 @@
+package devserver
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/log/tag"
+	"go.temporal.io/server/common/metrics"
+	"go.temporal.io/server/common/persistence/sql"
+	"go.temporal.io/server/common/persistence/sql/sqlplugin"
+	"go.temporal.io/server/common/resolver"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+)
+
+// logBuffer collects server logs; it is safe to write to after the test ends
+// (t.Log is not), and it is dumped when a test fails.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func testLogger(t *testing.T) zerolog.Logger {
+	b := &logBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", b.String())
+		}
+	})
+	return zerolog.New(b).Level(zerolog.DebugLevel).With().Timestamp().Logger()
+}
+
+func startServer(t *testing.T, o Options) *Server {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	begin := time.Now()
+	s, err := Start(ctx, o)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Logf("Start took %v (frontend %s, UI %s)", time.Since(begin).Round(time.Millisecond), s.FrontendAddress(), s.UIURL())
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+func dial(t *testing.T, s *Server, namespace string) client.Client {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: namespace, Logger: nopSDKLogger{}})
+	if err != nil {
+		t.Fatalf("client.Dial(%s): %v", s.FrontendAddress(), err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+type nopSDKLogger struct{}
+
+func (nopSDKLogger) Debug(string, ...any) {}
+func (nopSDKLogger) Info(string, ...any)  {}
+func (nopSDKLogger) Warn(string, ...any)  {}
+func (nopSDKLogger) Error(string, ...any) {}
+
+func greet(_ workflow.Context, name string) (string, error) { return "hello " + name, nil }
+
+// poll calls f until it returns nil or the deadline passes.
+func poll(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := f()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still failing after %v: %v", what, timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func portOf(t *testing.T, hostport string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if _, err := fmt.Sscan(p, &n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestLifecycle covers, on one data directory: UI and frontend serve, a
+// workflow runs and is listed, busy ports and a busy data directory give
+// actionable errors, Stop is idempotent, and a restart on the same directory
+// and ports still has the workflow.
+func TestLifecycle(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data") // does not exist yet: Start creates it
+	const ns = "lucy-test"
+	opts := Options{DataDir: dir, Namespace: ns, Logger: testLogger(t)}
+	s1 := startServer(t, opts)
+
+	if !strings.HasPrefix(s1.FrontendAddress(), "127.0.0.1:") || !strings.HasPrefix(s1.UIURL(), "http://127.0.0.1:") {
+		t.Fatalf("addresses not on loopback: %s %s", s1.FrontendAddress(), s1.UIURL())
+	}
+
+	t.Run("UI index", func(t *testing.T) {
+		resp, err := http.Get(s1.UIURL() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /: %s", resp.Status)
+		}
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+			t.Errorf("Content-Type = %q, want text/html", ct)
+		}
+		if !strings.Contains(strings.ToLower(string(body)), "<html") {
+			t.Errorf("body is not HTML: %.200s", body)
+		}
+	})
+
+	t.Run("UI settings point at the namespace", func(t *testing.T) {
+		resp, err := http.Get(s1.UIURL() + "/api/v1/settings")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), ns) {
+			t.Fatalf("GET /api/v1/settings: %s %.300s", resp.Status, body)
+		}
+	})
+
+	c := dial(t, s1, ns)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	t.Run("health and namespace", func(t *testing.T) {
+		if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+			t.Fatalf("CheckHealth: %v", err)
+		}
+		resp, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: ns})
+		if err != nil {
+			t.Fatalf("DescribeNamespace: %v", err)
+		}
+		if got := resp.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration(); got != retention {
+			t.Errorf("retention = %v, want %v", got, retention)
+		}
+	})
+
+	const wfID = "devserver-test-greet"
+	t.Run("workflow runs and is listed", func(t *testing.T) {
+		w := worker.New(c, "devserver-test", worker.Options{})
+		w.RegisterWorkflowWithOptions(greet, workflow.RegisterOptions{Name: "greet"})
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wfID, TaskQueue: "devserver-test"}, "greet", "lucy")
+		if err != nil {
+			t.Fatalf("ExecuteWorkflow: %v", err)
+		}
+		var got string
+		if err := run.Get(ctx, &got); err != nil || got != "hello lucy" {
+			t.Fatalf("result = %q, %v", got, err)
+		}
+		// What the Web UI's workflow list does: a visibility query.
+		poll(t, 15*time.Second, "ListWorkflow", func() error {
+			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+				Namespace: ns,
+				Query:     fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed'", wfID),
+			})
+			if err != nil {
+				return err
+			}
+			if len(resp.GetExecutions()) != 1 {
+				return fmt.Errorf("%d executions listed", len(resp.GetExecutions()))
+			}
+			return nil
+		})
+	})
+
+	t.Run("busy data directory", func(t *testing.T) {
+		if runtime.GOOS == "windows" {
+			t.Skip("no data directory lock on Windows")
+		}
+		_, err := Start(ctx, Options{DataDir: dir, Namespace: ns, Logger: testLogger(t)})
+		if err == nil || !strings.Contains(err.Error(), "in use by another running \"lucy dev\"") || !strings.Contains(err.Error(), "LUCY_DATA_DIR") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+
+	frontendPort, uiPort := portOf(t, s1.FrontendAddress()), portOf(t, strings.TrimPrefix(s1.UIURL(), "http://"))
+	t.Run("busy frontend port", func(t *testing.T) {
+		_, err := Start(ctx, Options{DataDir: t.TempDir(), FrontendPort: frontendPort, Logger: testLogger(t)})
+		want := fmt.Sprintf(`port %d is already in use (is another "lucy dev" or Temporal server running? set LUCY_TEMPORAL_PORT to another port)`, frontendPort)
+		if err == nil || err.Error() != want {
+			t.Fatalf("err = %v\nwant   %s", err, want)
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			t.Errorf("errors.Is(err, EADDRINUSE) = false")
+		}
+	})
+	t.Run("busy UI port", func(t *testing.T) {
+		_, err := Start(ctx, Options{DataDir: t.TempDir(), UIPort: uiPort, Logger: testLogger(t)})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("port %d is already in use", uiPort)) || !strings.Contains(err.Error(), "LUCY_UI_PORT") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+
+	begin := time.Now()
+	if err := s1.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	t.Logf("Stop took %v", time.Since(begin).Round(time.Millisecond))
+	if err := s1.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	for _, u := range []string{s1.UIURL() + "/healthz"} {
+		if resp, err := http.Get(u); err == nil {
+			resp.Body.Close()
+			t.Errorf("UI still answering after Stop: %s", resp.Status)
+		}
+	}
+	if conn, err := net.DialTimeout("tcp", s1.FrontendAddress(), time.Second); err == nil {
+		conn.Close()
+		t.Errorf("frontend still accepting connections after Stop")
+	}
+
+	// Restart on the same directory and the same ports.
+	opts.FrontendPort, opts.UIPort = frontendPort, uiPort
+	s2 := startServer(t, opts)
+	if s2.FrontendAddress() != s1.FrontendAddress() || s2.UIURL() != s1.UIURL() {
+		t.Errorf("restart moved: %s %s", s2.FrontendAddress(), s2.UIURL())
+	}
+	c2 := dial(t, s2, ns)
+	desc, err := c2.DescribeWorkflowExecution(ctx, wfID, "")
+	if err != nil {
+		t.Fatalf("after restart, DescribeWorkflowExecution(%s): %v", wfID, err)
+	}
+	if st := desc.GetWorkflowExecutionInfo().GetStatus(); st != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		t.Errorf("after restart, status = %v, want COMPLETED", st)
+	}
+	var got string
+	if err := c2.GetWorkflow(ctx, wfID, "").Get(ctx, &got); err != nil || got != "hello lucy" {
+		t.Errorf("after restart, result = %q, %v", got, err)
+	}
+	c2.Close()
+	if err := s2.Stop(); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+}
+
+// TestPortInUse needs no server: the error comes before anything starts, and
+// nothing is left held.
+func TestPortInUse(t *testing.T) {
+	busy := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l.Addr().(*net.TCPAddr).Port
+	}
+	port, port2 := busy(), busy()
+	dir := t.TempDir()
+
+	for _, tc := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"frontend", Options{DataDir: dir, FrontendPort: port},
+			fmt.Sprintf(`port %d is already in use (is another "lucy dev" or Temporal server running? set LUCY_TEMPORAL_PORT to another port)`, port)},
+		{"ui", Options{DataDir: dir, UIPort: port},
+			fmt.Sprintf(`port %d is already in use (is another "lucy dev" or Temporal Web UI running? set LUCY_UI_PORT to another port)`, port)},
+		{"both", Options{DataDir: dir, FrontendPort: port, UIPort: port2},
+			fmt.Sprintf(`ports %d and %d are already in use (is another "lucy dev" or Temporal server running? set LUCY_TEMPORAL_PORT and LUCY_UI_PORT to other ports)`, port, port2)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			s, err := Start(ctx, tc.o)
+			if err == nil {
+				_ = s.Stop()
+				t.Fatal("Start succeeded on a busy port")
+			}
+			if err.Error() != tc.want {
+				t.Fatalf("err = %v\nwant   %s", err, tc.want)
+			}
+			if !errors.Is(err, syscall.EADDRINUSE) {
+				t.Errorf("errors.Is(err, EADDRINUSE) = false")
+			}
+		})
+	}
+	// The data directory lock was released.
+	release, err := lockDataDir(filepath.Join(dir, lockFileName))
+	if err != nil {
+		t.Fatalf("lock still held after failed Start: %v", err)
+	}
+	release()
+}
+
+// TestSchemaVersion: a database whose recorded schema version differs from
+// this build's is refused with an actionable error instead of failing later.
+func TestSchemaVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), dbFileName)
+	conf, err := prepareDatabase(path, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareDatabase(path, "default"); err != nil {
+		t.Fatalf("second prepareDatabase on the same file: %v", err)
+	}
+	db, err := sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, conf, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.ReadSchemaVersion("temporal"); err != nil || got != sqliteschema.Version {
+		t.Fatalf("recorded version = %q, %v; want %s", got, err, sqliteschema.Version)
+	}
+	if err := db.UpdateSchemaVersion("temporal", "0.1", "0.1"); err != nil {
+		t.Fatal(err)
+	}
+	_ = db.Close()
+	_, err = prepareDatabase(path, "default")
+	if err == nil || !strings.Contains(err.Error(), "schema version 0.1 but this build of lucy needs "+sqliteschema.Version) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestOptionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, "LUCY_DATA_DIR"},
+		{Options{DataDir: "/tmp/a?b"}, "must not contain"},
+		{Options{DataDir: "x", Host: "example.com"}, "not an IP address"},
+		{Options{DataDir: "x", FrontendPort: 70000}, "LUCY_TEMPORAL_PORT"},
+		{Options{DataDir: "x", FrontendPort: 7233, UIPort: 7233}, "different ports"},
+	} {
+		if _, err := Start(context.Background(), tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Start(%+v) = %v, want error containing %q", tc.o, err, tc.want)
+		}
+	}
+}
+
+func TestServerLogger(t *testing.T) {
+	var b logBuffer
+	l := newServerLogger(zerolog.New(&b).Level(zerolog.InfoLevel))
+	l.Info("chatty")
+	l.With(tag.NewStringTag("svc", "history")).Warn("careful", tag.NewInt("shard", 1), tag.NewErrorTag("error", errors.New("boom")))
+	out := b.String()
+	if strings.Contains(out, "chatty") {
+		t.Errorf("info line passed the warn filter: %s", out)
+	}
+	for _, want := range []string{`"level":"warn"`, `"message":"careful"`, `"svc":"history"`, `"shard":1`, `"error":"boom"`, `"logger":"temporal"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in %s", want, out)
+		}
+	}
+
+	err := recoverFatal(func() error {
+		l.Fatal("Failed to start gRPC listener", tag.NewStringTag("address", "127.0.0.1:1"))
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "Failed to start gRPC listener (address=127.0.0.1:1)") {
+		t.Errorf("recoverFatal = %v", err)
+	}
+}

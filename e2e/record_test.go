@@ -1,0 +1,129 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/lucy-agent/lucy/internal/fakellm"
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+var record = flag.Bool("record", false, "re-record workflows/testdata/history from real runs")
+
+// scenarios are the real runs whose histories the replay test replays on every test run.
+var scenarios = []struct {
+	name string
+	text string
+	llm  fakellm.Handler
+}{
+	{"simple-answer", "<@ULUCY> what is the capital of France?", func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "Paris."}
+	}},
+	{"multi-tool", "<@ULUCY> what time is it and which files do we have?", func(n int, req fakellm.Request) fakellm.Reply {
+		if n == 1 {
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+				fakellm.Call("c1", "lucy_current_time", `{"timezone":"Europe/Paris"}`),
+				fakellm.Call("c2", "lucy_list_files", `{}`),
+			}}
+		}
+		return fakellm.Reply{Content: "It's afternoon in Paris and the workspace has no files yet."}
+	}},
+	{"escalation", "<@ULUCY> explain the outage timeline", func(n int, req fakellm.Request) fakellm.Reply {
+		if req.Model != "model-frontier" {
+			return fakellm.Reply{Status: 400}
+		}
+		return fakellm.Reply{Content: "The outage began at 09:12 UTC when the cache cluster failed over, and recovered at 09:40 after a restart of the primary."}
+	}},
+	{"compaction", "<@ULUCY> read the changelog files one by one", func(n int, req fakellm.Request) fakellm.Reply {
+		if len(req.Messages) > 0 && req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].Text(), "compress the earlier part") {
+			return fakellm.Reply{Content: "Read notes 1-4; nothing blocking found."}
+		}
+		if n >= 9 {
+			return fakellm.Reply{Content: "I've read all the notes: nothing blocking the release."}
+		}
+		name := []string{"lucy_current_time", "lucy_list_files", "lucy_read_file"}[n%3]
+		args := `{}`
+		if name == "lucy_read_file" {
+			args = `{"path":"notes.md"}`
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call(fmt.Sprint("c", n), name, args)}}
+	}},
+}
+
+// TestRecordedScenarios runs every scenario end to end; with -record it saves the histories that
+// workflows/replay_test.go replays.
+func TestRecordedScenarios(t *testing.T) {
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			s := newStack(t, sc.llm)
+			if sc.name == "compaction" {
+				s.seedCompaction(t)
+			}
+			ts := s.say(sc.text, "")
+			s.event("app_mention", "Ev-"+sc.name, sc.text, ts, "", human)
+			s.waitFor("the run to finish", 60*time.Second, func() bool {
+				st, err := s.laneStatus(ts)
+				return err == nil && st.Runs == 1 && !st.Busy
+			})
+			if len(s.botMessages(ts)) == 0 {
+				t.Fatal("no answer posted")
+			}
+			if *record {
+				key := workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts}
+				s.saveHistory(t, workflows.LaneID(key), sc.name+"-lane.json")
+				s.saveHistory(t, workflows.RunID(key, 1), sc.name+"-run.json")
+			}
+		})
+	}
+}
+
+// seedCompaction makes every tool result big and the context window small, so the run compacts.
+func (s *stack) seedCompaction(t *testing.T) {
+	dir := filepath.Join(s.cfg.DataDir, "workspaces", team)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "notes.md"), []byte(strings.Repeat("release note line\n", 420)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.stopWorker()
+	s.cfg.ContextWindow = 4096
+	s.startWorker(s.log)
+}
+
+func (s *stack) saveHistory(t *testing.T, workflowID, file string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	it := s.client.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var h historypb.History
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	b, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("..", "workflows", "testdata", "history", file)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %s (%d events)", path, len(h.Events))
+}

@@ -1,0 +1,263 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/lucy-agent/lucy/intent"
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// Options configure a Gateway.
+type Options struct {
+	Handoff Handoff
+	// BotUserID is Lucy's Slack user ID (auth.test user_id): mentions of it address her, and messages
+	// from it are her own.
+	BotUserID string
+	// BotID is Lucy's bot ID (auth.test bot_id); messages carrying it are her own.
+	BotID string
+	// Team is the workspace used when an event carries no team ID.
+	Team string
+	Log  zerolog.Logger
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// Gateway turns Slack events into durable signals to lane workflows. It keeps no state between
+// events (except counters for /metrics), so any number of replicas can run side by side.
+type Gateway struct {
+	h       Handoff
+	botUser string
+	botID   string
+	team    string
+	log     zerolog.Logger
+	now     func() time.Time
+	metrics *metrics
+}
+
+// New returns a Gateway.
+func New(o Options) *Gateway {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &Gateway{
+		h: o.Handoff, botUser: o.BotUserID, botID: o.BotID, team: o.Team,
+		log: o.Log, now: o.Now, metrics: newMetrics(),
+	}
+}
+
+// Outcomes of one event, the "outcome" label of lucy_gateway_events_total.
+const (
+	outcomeMessage      = "message"      // handed to the lane as a message
+	outcomeStatus       = "status"       // handed to the lane as a status question
+	outcomeCancel       = "cancel"       // handed to the lane as a cancel request
+	outcomeApproval     = "approval"     // a button click handed to the lane
+	outcomeIgnored      = "ignored"      // not for Lucy (her own message, an edit, a channel message without mention)
+	outcomeMalformed    = "malformed"    // unreadable; retrying cannot help
+	outcomeLaneGone     = "lane_gone"    // a click on a prompt whose lane has ended
+	outcomeError        = "error"        // the hand-off failed; Slack will redeliver
+	outcomeUnauthorized = "unauthorized" // bad or stale signature
+)
+
+// HandleEvent normalizes one Events API inner event and hands it to its lane. It returns nil when the
+// event was handed off or deliberately ignored, and the hand-off's error otherwise, so that the
+// caller does not acknowledge Slack and Slack delivers the event again. It does not deduplicate:
+// retries and the app_mention/message pair of one @mention all reach the lane, which deduplicates by
+// event ID and channel+ts across every gateway replica.
+func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner slackevents.EventsAPIInnerEvent) error {
+	typ := inner.Type
+	if typ == "" {
+		typ = "unknown"
+	}
+	if teamID == "" {
+		teamID = g.team
+	}
+	m, ok, err := g.normalize(ctx, eventID, teamID, inner)
+	if err != nil {
+		g.metrics.event(typ, outcomeError)
+		return err
+	}
+	if !ok {
+		g.metrics.event(typ, outcomeIgnored)
+		g.log.Debug().Str("eventId", eventID).Str("type", typ).Msg("event ignored")
+		return nil
+	}
+	m.ReceivedAt = g.now().UTC().Format(time.RFC3339Nano)
+	start := g.now()
+	outcome, err := handOff(ctx, g.h, m)
+	g.metrics.handoff(g.now().Sub(start))
+	if err != nil {
+		g.metrics.event(typ, outcomeError)
+		return err
+	}
+	g.metrics.event(typ, outcome)
+	g.log.Info().Str("eventId", eventID).Str("kind", m.Kind).Str("workspace", m.Team).Str("channel", m.Channel).
+		Str("thread", m.ThreadTS).Str("user", m.User).Str("outcome", outcome).Msg("event handed off")
+	return nil
+}
+
+// normalize turns an inner event into a Message. ok is false for events that are not for Lucy.
+func (g *Gateway) normalize(ctx context.Context, eventID, team string, inner slackevents.EventsAPIInnerEvent) (m workflows.Message, ok bool, err error) {
+	switch ev := inner.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		return g.fromMention(eventID, team, ev)
+	case slackevents.AppMentionEvent:
+		return g.fromMention(eventID, team, &ev)
+	case *slackevents.MessageEvent:
+		return g.fromMessage(ctx, eventID, team, ev)
+	case slackevents.MessageEvent:
+		return g.fromMessage(ctx, eventID, team, &ev)
+	case *slackevents.AssistantThreadStartedEvent:
+		return g.fromAssistantThread(eventID, team, ev)
+	case slackevents.AssistantThreadStartedEvent:
+		return g.fromAssistantThread(eventID, team, &ev)
+	}
+	return workflows.Message{}, false, nil
+}
+
+func (g *Gateway) fromMention(eventID, team string, ev *slackevents.AppMentionEvent) (workflows.Message, bool, error) {
+	// Slack also sends app_mention for an edited message that mentions the app: edits are ignored.
+	if ev.Edited != nil || g.fromBot(ev.User, ev.BotID) || ev.Channel == "" || ev.TimeStamp == "" {
+		return workflows.Message{}, false, nil
+	}
+	return workflows.Message{
+		EventID: eventID, Team: team, Channel: ev.Channel, TS: ev.TimeStamp,
+		ThreadTS: rootTS(ev.ThreadTimeStamp, ev.TimeStamp), User: ev.User, Text: ev.Text,
+		Kind: string(slackevents.AppMention),
+	}, true, nil
+}
+
+// humanSubtypes are the message subtypes that are still a person saying something new. Every other
+// subtype (message_changed, message_deleted, channel_join, bot_message, ...) is not for Lucy.
+var humanSubtypes = map[string]bool{"": true, "file_share": true, "thread_broadcast": true, "me_message": true}
+
+func (g *Gateway) fromMessage(ctx context.Context, eventID, team string, ev *slackevents.MessageEvent) (workflows.Message, bool, error) {
+	if !humanSubtypes[ev.SubType] || g.fromBot(ev.User, ev.BotID) || ev.Channel == "" || ev.TimeStamp == "" {
+		return workflows.Message{}, false, nil
+	}
+	if ev.Message != nil && (ev.Message.Hidden || ev.Message.BotID != "") {
+		return workflows.Message{}, false, nil
+	}
+	m := workflows.Message{
+		EventID: eventID, Team: team, Channel: ev.Channel, TS: ev.TimeStamp,
+		ThreadTS: rootTS(ev.ThreadTimeStamp, ev.TimeStamp), User: ev.User, Text: ev.Text,
+		Kind: string(slackevents.Message), IsDM: ev.IsIM(),
+	}
+	switch {
+	case m.IsDM, g.mentionsBot(ev.Text):
+		return m, true, nil
+	case ev.ThreadTimeStamp != "" && ev.ThreadTimeStamp != ev.TimeStamp:
+		// A reply without a mention is for Lucy only in a thread she is part of.
+		exists, err := g.h.LaneExists(ctx, m.Key())
+		if err != nil {
+			return workflows.Message{}, false, fmt.Errorf("look up lane of %s: %w", eventID, err)
+		}
+		return m, exists, nil
+	}
+	return workflows.Message{}, false, nil
+}
+
+func (g *Gateway) fromAssistantThread(eventID, team string, ev *slackevents.AssistantThreadStartedEvent) (workflows.Message, bool, error) {
+	t := ev.AssistantThread
+	if t.ChannelID == "" || t.ThreadTimeStamp == "" {
+		return workflows.Message{}, false, nil
+	}
+	// The person opened Lucy's AI app pane: the lane starts and greets them. There is no text.
+	return workflows.Message{
+		EventID: eventID, Team: team, Channel: t.ChannelID, TS: t.ThreadTimeStamp, ThreadTS: t.ThreadTimeStamp,
+		User: t.UserID, Kind: string(slackevents.AssistantThreadStarted), IsDM: true,
+	}, true, nil
+}
+
+// fromBot is true for Lucy's own messages and for every other bot's (bots answering bots loop), and
+// for messages without an author, which are system messages.
+func (g *Gateway) fromBot(user, botID string) bool {
+	return botID != "" || user == "" || (g.botUser != "" && user == g.botUser)
+}
+
+func (g *Gateway) mentionsBot(text string) bool {
+	return g.botUser != "" && (strings.Contains(text, "<@"+g.botUser+">") || strings.Contains(text, "<@"+g.botUser+"|"))
+}
+
+func rootTS(threadTS, ts string) string {
+	if threadTS != "" {
+		return threadTS
+	}
+	return ts
+}
+
+// Control intents: what a message asks of the lane rather than of the agent.
+const (
+	controlNone   = ""
+	controlCancel = "cancel"
+	controlStatus = "status"
+)
+
+// controlIntent classifies the text (mentions stripped) of a message. dropQueued is set for
+// "cancel everything".
+func controlIntent(text string) (control string, dropQueued bool) {
+	text = intent.StripMentions(text)
+	if cancel, drop := intent.Cancel(text); cancel {
+		return controlCancel, drop
+	}
+	if intent.IsStatusQuery(text) {
+		return controlStatus, false
+	}
+	return controlNone, false
+}
+
+// handOff applies the control-intent rules to a normalized message and hands it to its lane. It is
+// the one path shared by Slack events and the terminal. A cancel becomes the `cancel` signal; a
+// status question becomes a message with Control "status", which the lane answers from the run's
+// status without starting a run; anything else is a message.
+func handOff(ctx context.Context, h Handoff, m workflows.Message) (outcome string, err error) {
+	control, drop := controlNone, false
+	if m.Text != "" {
+		control, drop = controlIntent(m.Text)
+	}
+	switch control {
+	case controlCancel:
+		c := workflows.CancelRequest{
+			EventID: m.EventID, Channel: m.Channel, TS: m.TS, User: m.User, Text: m.Text, DropQueued: drop,
+		}
+		if err := h.Cancel(ctx, m.Key(), c); err != nil {
+			return outcomeError, fmt.Errorf("hand off cancel %s/%s: %w", m.Channel, m.TS, err)
+		}
+		return outcomeCancel, nil
+	case controlStatus:
+		m.Control = controlStatus
+		m.StatusText = statusText(ctx, h, m.Key())
+		if err := h.Message(ctx, m); err != nil {
+			return outcomeError, fmt.Errorf("hand off status question %s/%s: %w", m.Channel, m.TS, err)
+		}
+		return outcomeStatus, nil
+	}
+	if err := h.Message(ctx, m); err != nil {
+		return outcomeError, fmt.Errorf("hand off message %s/%s: %w", m.Channel, m.TS, err)
+	}
+	return outcomeMessage, nil
+}
+
+// statusText answers "what are you working on?" from the lane's and the current run's `status`
+// queries. When a query fails the text stays empty and the lane answers from its own state.
+func statusText(ctx context.Context, h Handoff, key workflows.LaneKey) string {
+	lane, ok, err := h.LaneStatus(ctx, key)
+	if err != nil {
+		return ""
+	}
+	if !ok {
+		return workflows.FormatStatus(workflows.LaneStatus{}, nil, time.Now())
+	}
+	var run *workflows.RunStatus
+	if lane.CurrentRun != "" {
+		if rs, err := h.RunStatus(ctx, lane.CurrentRun); err == nil {
+			run = &rs
+		}
+	}
+	return workflows.FormatStatus(lane, run, time.Now())
+}

@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// Handoff is everything the gateway asks of Temporal. The gateway depends on this interface rather than
+// on client.Client so that tests can record hand-offs and make them fail.
+type Handoff interface {
+	// Message signals a human message to its thread's lane, starting the lane if it is not running.
+	// It returns once the signal is persisted by Temporal (no worker needed), which is what makes it
+	// safe to acknowledge Slack afterwards.
+	Message(ctx context.Context, m workflows.Message) error
+	// Cancel signals a cancel request to the lane, starting it if needed: the lane itself answers
+	// "nothing to cancel", so the gateway never has to know what is running.
+	Cancel(ctx context.Context, key workflows.LaneKey, c workflows.CancelRequest) error
+	// Approval signals a button click to a running lane. A lane that is gone (closed or never
+	// existed) yields ErrLaneGone: there is nobody left to approve anything for.
+	Approval(ctx context.Context, laneID string, a workflows.Approval) error
+	// LaneStatus queries a lane. ok is false when the lane does not exist or is not running.
+	LaneStatus(ctx context.Context, key workflows.LaneKey) (st workflows.LaneStatus, ok bool, err error)
+	// RunStatus queries an agent run by its workflow ID.
+	RunStatus(ctx context.Context, runID string) (workflows.RunStatus, error)
+	// LaneExists reports whether the thread has a lane, running or closed: if it does, Lucy is part of
+	// the conversation and replies in it are meant for her even without a mention.
+	LaneExists(ctx context.Context, key workflows.LaneKey) (bool, error)
+	// Ready reports whether Temporal is reachable (for /readyz).
+	Ready(ctx context.Context) error
+}
+
+// ErrLaneGone is returned by Handoff.Approval when the lane workflow no longer runs.
+var ErrLaneGone = errors.New("lane workflow is not running")
+
+// NewTemporalHandoff returns the Handoff backed by a Temporal client.
+func NewTemporalHandoff(c client.Client) Handoff { return temporalHandoff{c: c} }
+
+type temporalHandoff struct{ c client.Client }
+
+func laneStartOptions(id string) client.StartWorkflowOptions {
+	// SignalWithStart defaults to WorkflowIDReusePolicy AllowDuplicate and conflict policy
+	// UseExisting: a running lane gets the signal, a closed one is started afresh.
+	return client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}
+}
+
+func (h temporalHandoff) Message(ctx context.Context, m workflows.Message) error {
+	key := m.Key()
+	id := workflows.LaneID(key)
+	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalMessage, m, laneStartOptions(id),
+		workflows.LaneWorkflowName, workflows.LaneInput{Key: key}); err != nil {
+		return fmt.Errorf("signal %s to %s: %w", workflows.SignalMessage, id, err)
+	}
+	return nil
+}
+
+func (h temporalHandoff) Cancel(ctx context.Context, key workflows.LaneKey, c workflows.CancelRequest) error {
+	id := workflows.LaneID(key)
+	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalCancel, c, laneStartOptions(id),
+		workflows.LaneWorkflowName, workflows.LaneInput{Key: key}); err != nil {
+		return fmt.Errorf("signal %s to %s: %w", workflows.SignalCancel, id, err)
+	}
+	return nil
+}
+
+func (h temporalHandoff) Approval(ctx context.Context, laneID string, a workflows.Approval) error {
+	err := h.c.SignalWorkflow(ctx, laneID, "", workflows.SignalApproval, a)
+	if isNotFound(err) {
+		return fmt.Errorf("signal %s to %s: %w", workflows.SignalApproval, laneID, ErrLaneGone)
+	}
+	if err != nil {
+		return fmt.Errorf("signal %s to %s: %w", workflows.SignalApproval, laneID, err)
+	}
+	return nil
+}
+
+func (h temporalHandoff) LaneStatus(ctx context.Context, key workflows.LaneKey) (workflows.LaneStatus, bool, error) {
+	id := workflows.LaneID(key)
+	resp, err := h.c.QueryWorkflowWithOptions(ctx, &client.QueryWorkflowWithOptionsRequest{
+		WorkflowID: id,
+		QueryType:  workflows.QueryStatus,
+		// A closed lane has nothing to report, and answering would need a worker to replay it.
+		QueryRejectCondition: enumspb.QUERY_REJECT_CONDITION_NOT_OPEN,
+	})
+	if isNotFound(err) {
+		return workflows.LaneStatus{}, false, nil
+	}
+	if err != nil {
+		return workflows.LaneStatus{}, false, fmt.Errorf("query %s: %w", id, err)
+	}
+	if resp.QueryRejected != nil || resp.QueryResult == nil {
+		return workflows.LaneStatus{}, false, nil
+	}
+	var st workflows.LaneStatus
+	if err := resp.QueryResult.Get(&st); err != nil {
+		return workflows.LaneStatus{}, false, fmt.Errorf("decode status of %s: %w", id, err)
+	}
+	return st, true, nil
+}
+
+func (h temporalHandoff) RunStatus(ctx context.Context, runID string) (workflows.RunStatus, error) {
+	v, err := h.c.QueryWorkflow(ctx, runID, "", workflows.QueryStatus)
+	if err != nil {
+		return workflows.RunStatus{}, fmt.Errorf("query %s: %w", runID, err)
+	}
+	var st workflows.RunStatus
+	if err := v.Get(&st); err != nil {
+		return workflows.RunStatus{}, fmt.Errorf("decode status of %s: %w", runID, err)
+	}
+	return st, nil
+}
+
+func (h temporalHandoff) LaneExists(ctx context.Context, key workflows.LaneKey) (bool, error) {
+	id := workflows.LaneID(key)
+	_, err := h.c.DescribeWorkflowExecution(ctx, id, "")
+	if isNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("describe %s: %w", id, err)
+	}
+	return true, nil
+}
+
+func (h temporalHandoff) Ready(ctx context.Context) error {
+	if _, err := h.c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		return fmt.Errorf("temporal health check: %w", err)
+	}
+	return nil
+}
+
+func isNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}

@@ -1,0 +1,141 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	querypb "go.temporal.io/api/query/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/stretchr/testify/mock"
+
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// jsonValue is a converter.EncodedValue holding a value, as a query result.
+type jsonValue struct{ v any }
+
+func (j jsonValue) HasValue() bool { return j.v != nil }
+
+func (j jsonValue) Get(ptr any) error {
+	b, err := json.Marshal(j.v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, ptr)
+}
+
+var testKey = workflows.LaneKey{Team: "T1", Channel: "C1", ThreadTS: "1700000000.000100"}
+
+const testLaneID = "lane:T1:C1:1700000000.000100"
+
+func TestTemporalHandoffSignalsWithStart(t *testing.T) {
+	ctx := context.Background()
+	c := mocks.NewClient(t)
+	h := NewTemporalHandoff(c)
+	opts := client.StartWorkflowOptions{ID: testLaneID, TaskQueue: workflows.TaskQueue}
+	input := workflows.LaneInput{Key: testKey}
+
+	m := workflows.Message{EventID: "Ev1", Team: "T1", Channel: "C1", TS: "1700000000.000300", ThreadTS: testKey.ThreadTS, User: "U1", Text: "hi", Kind: "message"}
+	c.On("SignalWithStartWorkflow", ctx, testLaneID, workflows.SignalMessage, m, opts, workflows.LaneWorkflowName, input).
+		Return(&mocks.WorkflowRun{}, nil).Once()
+	if err := h.Message(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+
+	cr := workflows.CancelRequest{EventID: "Ev2", Channel: "C1", TS: "1700000000.000400", User: "U1", Text: "stop"}
+	c.On("SignalWithStartWorkflow", ctx, testLaneID, workflows.SignalCancel, cr, opts, workflows.LaneWorkflowName, input).
+		Return(nil, serviceerror.NewUnavailable("down")).Once()
+	var unavailable *serviceerror.Unavailable
+	if err := h.Cancel(ctx, testKey, cr); !errors.As(err, &unavailable) {
+		t.Fatalf("Cancel err = %v, want the Temporal error wrapped", err)
+	}
+}
+
+func TestTemporalHandoffApproval(t *testing.T) {
+	ctx := context.Background()
+	c := mocks.NewClient(t)
+	h := NewTemporalHandoff(c)
+	a := workflows.Approval{Fingerprint: "fp", Approved: true, User: "U1", Source: "button"}
+
+	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, a).Return(nil).Once()
+	if err := h.Approval(ctx, testLaneID, a); err != nil {
+		t.Fatal(err)
+	}
+	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, a).Return(serviceerror.NewNotFound("workflow execution already completed")).Once()
+	if err := h.Approval(ctx, testLaneID, a); !errors.Is(err, ErrLaneGone) {
+		t.Fatalf("err = %v, want ErrLaneGone", err)
+	}
+	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, a).Return(serviceerror.NewUnavailable("down")).Once()
+	if err := h.Approval(ctx, testLaneID, a); err == nil || errors.Is(err, ErrLaneGone) {
+		t.Fatalf("err = %v, want a retryable error", err)
+	}
+}
+
+func TestTemporalHandoffLaneStatus(t *testing.T) {
+	ctx := context.Background()
+	c := mocks.NewClient(t)
+	h := NewTemporalHandoff(c)
+	req := mock.MatchedBy(func(r *client.QueryWorkflowWithOptionsRequest) bool {
+		return r.WorkflowID == testLaneID && r.QueryType == workflows.QueryStatus &&
+			r.QueryRejectCondition == enumspb.QUERY_REJECT_CONDITION_NOT_OPEN
+	})
+	want := workflows.LaneStatus{Lane: testLaneID, Busy: true, CurrentRun: testLaneID + ":run:1", Runs: 1}
+
+	c.On("QueryWorkflowWithOptions", ctx, req).Return(&client.QueryWorkflowWithOptionsResponse{QueryResult: jsonValue{want}}, nil).Once()
+	st, ok, err := h.LaneStatus(ctx, testKey)
+	if err != nil || !ok || st.CurrentRun != want.CurrentRun || !st.Busy {
+		t.Fatalf("LaneStatus = %+v, %v, %v; want %+v, true", st, ok, err, want)
+	}
+
+	c.On("QueryWorkflowWithOptions", ctx, req).Return(&client.QueryWorkflowWithOptionsResponse{
+		QueryRejected: &querypb.QueryRejected{Status: enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED}}, nil).Once()
+	if _, ok, err := h.LaneStatus(ctx, testKey); ok || err != nil {
+		t.Fatalf("closed lane: ok = %v, err = %v; want false, nil", ok, err)
+	}
+
+	c.On("QueryWorkflowWithOptions", ctx, req).Return(nil, serviceerror.NewNotFound("no such workflow")).Once()
+	if _, ok, err := h.LaneStatus(ctx, testKey); ok || err != nil {
+		t.Fatalf("missing lane: ok = %v, err = %v; want false, nil", ok, err)
+	}
+}
+
+func TestTemporalHandoffLaneExistsRunStatusReady(t *testing.T) {
+	ctx := context.Background()
+	c := mocks.NewClient(t)
+	h := NewTemporalHandoff(c)
+
+	c.On("DescribeWorkflowExecution", ctx, testLaneID, "").Return(&workflowservice.DescribeWorkflowExecutionResponse{}, nil).Once()
+	if ok, err := h.LaneExists(ctx, testKey); !ok || err != nil {
+		t.Fatalf("LaneExists = %v, %v; want true", ok, err)
+	}
+	c.On("DescribeWorkflowExecution", ctx, testLaneID, "").Return(nil, serviceerror.NewNotFound("gone")).Once()
+	if ok, err := h.LaneExists(ctx, testKey); ok || err != nil {
+		t.Fatalf("LaneExists = %v, %v; want false, nil", ok, err)
+	}
+	c.On("DescribeWorkflowExecution", ctx, testLaneID, "").Return(nil, serviceerror.NewUnavailable("down")).Once()
+	if _, err := h.LaneExists(ctx, testKey); err == nil {
+		t.Fatal("LaneExists hid an unavailable Temporal")
+	}
+
+	run := testLaneID + ":run:2"
+	c.On("QueryWorkflow", ctx, run, "", workflows.QueryStatus).Return(jsonValue{workflows.RunStatus{Run: run, Phase: "thinking", Turn: 3}}, nil).Once()
+	if rs, err := h.RunStatus(ctx, run); err != nil || rs.Phase != "thinking" || rs.Turn != 3 {
+		t.Fatalf("RunStatus = %+v, %v", rs, err)
+	}
+
+	c.On("CheckHealth", ctx, &client.CheckHealthRequest{}).Return(&client.CheckHealthResponse{}, nil).Once()
+	if err := h.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.On("CheckHealth", ctx, &client.CheckHealthRequest{}).Return(nil, serviceerror.NewUnavailable("down")).Once()
+	if err := h.Ready(ctx); err == nil {
+		t.Fatal("Ready hid an unavailable Temporal")
+	}
+}

@@ -1,0 +1,186 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+)
+
+const (
+	// maxBodyBytes caps what is read from Slack before the signature is checked. Events and
+	// interactivity payloads are a few KiB; a message with many blocks stays far below this.
+	maxBodyBytes = 4 << 20
+	// ackBudget bounds one hand-off. Slack counts an answer slower than 3 s as a failure and retries
+	// anyway, so waiting longer only holds a connection open; a hand-off cut short that did reach
+	// Temporal is deduplicated by the lane when the retry arrives.
+	ackBudget = 2500 * time.Millisecond
+	// readyTimeout bounds the Temporal health check behind /readyz.
+	readyTimeout = 2 * time.Second
+)
+
+// HTTPHandler serves the HTTP Events API and the operational endpoints:
+//
+//	POST /slack/events         Events API (url_verification, event_callback)
+//	POST /slack/interactivity  interactivity payloads (approval buttons)
+//	GET  /healthz              200 while the process is up
+//	GET  /readyz               200 when Temporal answers, 503 otherwise
+//	GET  /metrics              Prometheus text format
+//
+// Every Slack request is verified with the signing secret on its raw body before anything in it is
+// parsed. An event is answered 200 only after it was handed to its lane; a failed hand-off is
+// answered 500, so that Slack retries it.
+func (g *Gateway) HTTPHandler(signingSecret string) http.Handler {
+	if signingSecret == "" {
+		g.log.Error().Msg("SLACK_SIGNING_SECRET is not set: every Slack request will be refused")
+	}
+	mux := http.NewServeMux()
+	g.registerOps(mux)
+	mux.Handle("POST /slack/events", g.verified(signingSecret, "events", g.serveEvents))
+	mux.Handle("POST /slack/interactivity", g.verified(signingSecret, "interactivity", g.serveInteractivity))
+	return mux
+}
+
+// OpsHandler serves only /healthz, /readyz and /metrics, for Socket Mode deployments, which need no
+// public Slack endpoint.
+func (g *Gateway) OpsHandler() http.Handler {
+	mux := http.NewServeMux()
+	g.registerOps(mux)
+	return mux
+}
+
+func (g *Gateway) registerOps(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := g.h.Ready(ctx); err != nil {
+			g.log.Warn().Err(err).Msg("not ready")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "temporal unreachable\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_ = g.metrics.write(w)
+	})
+}
+
+// verified reads the raw body (capped) and checks Slack's signature and timestamp on it before next
+// sees anything.
+func (g *Gateway) verified(secret, endpoint string, next func(http.ResponseWriter, *http.Request, []byte)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "cannot read request body", http.StatusBadRequest)
+			return
+		}
+		sv, err := slack.NewSecretsVerifier(r.Header, secret)
+		if err == nil {
+			_, _ = sv.Write(body)
+			err = sv.Ensure()
+		}
+		if errors.Is(err, slack.ErrInvalidConfiguration) {
+			// Our mistake, not the caller's: 500 makes Slack retry once the secret is configured.
+			http.Error(w, "signing secret not configured", http.StatusInternalServerError)
+			return
+		}
+		if err != nil {
+			g.metrics.event(endpoint, outcomeUnauthorized)
+			g.log.Warn().Err(err).Str("endpoint", endpoint).Str("remote", r.RemoteAddr).Msg("slack request refused")
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		}
+		next(w, r, body)
+	})
+}
+
+func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, body []byte) {
+	var outer struct {
+		Type      string `json:"type"`
+		Challenge string `json:"challenge"`
+	}
+	if err := json.Unmarshal(body, &outer); err != nil {
+		g.metrics.event("unknown", outcomeMalformed)
+		http.Error(w, "malformed event", http.StatusBadRequest)
+		return
+	}
+	switch outer.Type {
+	case slackevents.URLVerification:
+		g.metrics.event(outer.Type, "challenge")
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, outer.Challenge)
+		return
+	case slackevents.CallbackEvent:
+	default:
+		// app_rate_limited and anything new: nothing to hand off, nothing to retry.
+		g.metrics.event(outer.Type, outcomeIgnored)
+		g.log.Warn().Str("type", outer.Type).Msg("events API envelope ignored")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+
+	ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+	cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
+	if err != nil || !ok {
+		// An inner event type slack-go does not know, or one that does not decode: a retry would
+		// not decode either.
+		g.metrics.event("unknown", outcomeMalformed)
+		g.log.Warn().Err(err).Msg("event callback ignored: cannot decode inner event")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	log := g.log.With().Str("eventId", cb.EventID).Str("type", ev.InnerEvent.Type).Logger()
+	if n := r.Header.Get("X-Slack-Retry-Num"); n != "" {
+		log.Info().Str("retryNum", n).Str("retryReason", r.Header.Get("X-Slack-Retry-Reason")).Msg("slack retry received")
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), ackBudget)
+	defer cancel()
+	if err := g.HandleEvent(ctx, cb.EventID, ev.TeamID, ev.InnerEvent); err != nil {
+		log.Error().Err(err).Msg("hand-off failed; answering 500 so that Slack retries")
+		http.Error(w, "hand-off failed", http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (g *Gateway) serveInteractivity(w http.ResponseWriter, r *http.Request, body []byte) {
+	form, err := url.ParseQuery(string(body))
+	var cb slack.InteractionCallback
+	if err == nil {
+		err = json.Unmarshal([]byte(form.Get("payload")), &cb)
+	}
+	if err != nil {
+		g.metrics.event("interactivity", outcomeMalformed)
+		g.log.Warn().Err(err).Msg("interactivity payload refused: cannot decode")
+		http.Error(w, "malformed payload", http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), ackBudget)
+	defer cancel()
+	if err := g.HandleInteraction(ctx, cb); err != nil {
+		// Slack does not retry interactions; the 500 shows the person that the click failed, and
+		// they can click again.
+		g.log.Error().Err(err).Msg("interaction hand-off failed; answering 500")
+		http.Error(w, "hand-off failed", http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}

@@ -1,0 +1,372 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// Terminal is a conversation with Lucy on stdin/stdout, for `lucy dev` without Slack credentials and
+// for `lucy chat`. It is a gateway like the Slack ones: each line is posted to the local workspace
+// (the in-process Slack API of `lucy dev`) as the human, handed to the thread's lane through the same
+// path as a Slack event, and Lucy's replies are read back from the thread and printed.
+type Terminal struct {
+	In      io.Reader
+	Out     io.Writer
+	Handoff Handoff
+	// Slack points at the local workspace's Web API. It must accept the `user` form field on
+	// chat.postMessage, which posts as that person instead of as the bot.
+	Slack               *slack.Client
+	Team, Channel, User string
+	Log                 zerolog.Logger
+}
+
+// Timing of the terminal's polling. Variables, not constants, so that tests can shorten them.
+var (
+	// terminalPoll is how often the thread and the lane's status are read while Lucy works.
+	terminalPoll = 300 * time.Millisecond
+	// terminalQuiet is how long an idle lane may stay silent after a line before the prompt returns:
+	// some answers are only a reaction (a cancel with nothing to cancel).
+	terminalQuiet = 8 * time.Second
+	// terminalHint is when to suggest that no worker may be running.
+	terminalHint = 20 * time.Second
+	// terminalQueryTimeout bounds one status query; a query waits for a worker.
+	terminalQueryTimeout = 2 * time.Second
+)
+
+const terminalBanner = `Lucy, in your terminal. Type a message and press Enter.
+  /new starts a new thread; "cancel that" stops what she is doing; Ctrl-D or Ctrl-C quits.
+`
+
+// Run holds the conversation until In ends (EOF) or ctx is cancelled; both return nil. A line read
+// while Lucy is still working is kept for the next prompt, except a control intent ("cancel that",
+// "what are you working on?"), which is sent at once.
+//
+// Reading In cannot be interrupted: after ctx is cancelled, the reading goroutine ends with the next
+// line or EOF (for stdin, with the process).
+func (t *Terminal) Run(ctx context.Context) error {
+	if t.Slack == nil || t.Handoff == nil || t.Channel == "" || t.User == "" {
+		return errors.New("terminal: Slack, Handoff, Channel and User are required")
+	}
+	lines := make(chan string)
+	go t.read(ctx, lines)
+	s := &termSession{t: t, lines: lines, seen: map[string]string{}}
+	fmt.Fprint(t.Out, terminalBanner)
+	for {
+		line, ok := s.next(ctx)
+		if !ok {
+			return nil
+		}
+		s.turn(ctx, line)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+func (t *Terminal) read(ctx context.Context, out chan<- string) {
+	defer close(out)
+	sc := bufio.NewScanner(t.In)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		select {
+		case out <- sc.Text():
+		case <-ctx.Done():
+			return
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Log.Warn().Err(err).Msg("terminal input ended")
+	}
+}
+
+// termSession is the state of one terminal conversation.
+type termSession struct {
+	t       *Terminal
+	lines   <-chan string // nil after EOF
+	pending []string      // lines typed while Lucy worked
+	eof     bool
+	root    string            // ts of the current thread's root; "" before the first line and after /new
+	seen    map[string]string // ts -> text already printed, in the current thread
+}
+
+// next returns the next line to send: a pending one, or one read after a prompt.
+func (s *termSession) next(ctx context.Context) (string, bool) {
+	if len(s.pending) > 0 {
+		line := s.pending[0]
+		s.pending = s.pending[1:]
+		fmt.Fprintf(s.t.Out, "you> %s\n", line)
+		return line, true
+	}
+	if s.eof {
+		return "", false
+	}
+	fmt.Fprint(s.t.Out, "you> ")
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(s.t.Out)
+		return "", false
+	case line, ok := <-s.lines:
+		if !ok {
+			fmt.Fprintln(s.t.Out)
+			s.eof = true
+			return "", false
+		}
+		return line, true
+	}
+}
+
+// turn sends one line and, when it went to Lucy, prints her replies until the lane is idle again.
+func (s *termSession) turn(ctx context.Context, line string) {
+	line = strings.TrimSpace(line)
+	switch line {
+	case "":
+		return
+	case "/new":
+		s.root, s.seen = "", map[string]string{}
+		fmt.Fprintln(s.t.Out, "(new thread)")
+		return
+	}
+	key := workflows.LaneKey{Team: s.t.Team, Channel: s.t.Channel, ThreadTS: s.root}
+	runsBefore := 0
+	if s.root != "" {
+		if st, ok, err := s.status(ctx, key); err == nil && ok {
+			runsBefore = st.Runs
+		}
+	}
+	m, ok := s.send(ctx, line)
+	if !ok {
+		return
+	}
+	s.follow(ctx, m, runsBefore)
+}
+
+// send posts the line to the local workspace as the human and hands it to the lane.
+func (s *termSession) send(ctx context.Context, line string) (workflows.Message, bool) {
+	opts := []slack.MsgOption{slack.MsgOptionText(line, false), slack.MsgOptionUser(s.t.User)}
+	if s.root != "" {
+		opts = append(opts, slack.MsgOptionTS(s.root))
+	}
+	_, ts, err := s.t.Slack.PostMessageContext(ctx, s.t.Channel, opts...)
+	if err != nil {
+		if ctx.Err() == nil {
+			fmt.Fprintf(s.t.Out, "! could not post to the local workspace: %v\n", err)
+		}
+		return workflows.Message{}, false
+	}
+	if s.root == "" {
+		s.root = ts
+	}
+	s.seen[ts] = line
+	m := workflows.Message{
+		Team: s.t.Team, Channel: s.t.Channel, TS: ts, ThreadTS: s.root, User: s.t.User, Text: line,
+		// Every line is for Lucy, mention or not; IsDM keeps its Slack meaning (a D… channel).
+		Kind: "terminal", IsDM: strings.HasPrefix(s.t.Channel, "D"), ReceivedAt: time.Now().UTC().Format(time.RFC3339Nano),
+	}
+	outcome, err := handOff(ctx, s.t.Handoff, m)
+	if err != nil {
+		if ctx.Err() == nil {
+			fmt.Fprintf(s.t.Out, "! Lucy did not get that (is Temporal running?): %v\n", err)
+		}
+		return workflows.Message{}, false
+	}
+	s.t.Log.Debug().Str("thread", s.root).Str("ts", ts).Str("outcome", outcome).Msg("terminal line handed off")
+	return m, true
+}
+
+// follow prints Lucy's replies in the thread until the lane has handled the message and is idle: not
+// busy and nothing queued.
+func (s *termSession) follow(ctx context.Context, m workflows.Message, runsBefore int) {
+	key := m.Key()
+	sent := time.Now()
+	tick := time.NewTicker(terminalPoll)
+	defer tick.Stop()
+	progressed, hinted := false, false
+	lastAnswer := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case line, ok := <-s.lines:
+			if !ok {
+				s.lines, s.eof = nil, true // finish this turn, then stop
+				continue
+			}
+			s.typedAhead(ctx, line)
+		case <-tick.C:
+			st, running, err := s.status(ctx, key)
+			// Read the thread after the status, so that the final edit of a finished run is printed
+			// before the prompt comes back.
+			if s.printReplies(ctx, m.TS) {
+				progressed = true
+			}
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				if !hinted && time.Since(lastAnswer) > terminalHint {
+					hinted = true
+					fmt.Fprintf(s.t.Out, "(no answer from Lucy's lane yet; is a worker running? %v)\n", err)
+				}
+				continue
+			}
+			lastAnswer = time.Now()
+			if st.Busy || st.Runs > runsBefore || len(st.Queued) > 0 {
+				progressed = true
+			}
+			idle := !st.Busy && len(st.Queued) == 0
+			if idle && (progressed || !running || time.Since(sent) > terminalQuiet) {
+				return
+			}
+		}
+	}
+}
+
+// typedAhead handles a line typed while Lucy works: a control intent goes at once (that is how
+// "cancel that" can stop her), anything else waits for the prompt.
+func (s *termSession) typedAhead(ctx context.Context, line string) {
+	trimmed := strings.TrimSpace(line)
+	if control, _ := controlIntent(trimmed); control != controlNone && !strings.HasPrefix(trimmed, "/") {
+		fmt.Fprintf(s.t.Out, "you> %s\n", trimmed)
+		s.send(ctx, trimmed)
+		return
+	}
+	s.pending = append(s.pending, line)
+}
+
+func (s *termSession) status(ctx context.Context, key workflows.LaneKey) (workflows.LaneStatus, bool, error) {
+	qctx, cancel := context.WithTimeout(ctx, terminalQueryTimeout)
+	defer cancel()
+	return s.t.Handoff.LaneStatus(qctx, key)
+}
+
+// printReplies prints every message in the thread that is not the human's and is new or changed
+// since it was last printed. It reports whether any of them came after the message with ts after.
+func (s *termSession) printReplies(ctx context.Context, after string) (answered bool) {
+	params := &slack.GetConversationRepliesParameters{ChannelID: s.t.Channel, Timestamp: s.root, Limit: 200}
+	for {
+		msgs, hasMore, cursor, err := s.t.Slack.GetConversationRepliesContext(ctx, params)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.t.Log.Debug().Err(err).Msg("read thread")
+			}
+			return answered
+		}
+		for _, msg := range msgs {
+			if msg.User == s.t.User && msg.BotID == "" {
+				continue
+			}
+			text := messageText(msg)
+			if prev, ok := s.seen[msg.Timestamp]; ok && prev == text {
+				continue
+			}
+			s.seen[msg.Timestamp] = text
+			if text != "" {
+				fmt.Fprintf(s.t.Out, "lucy> %s\n", text)
+			}
+			if tsAfter(msg.Timestamp, after) {
+				answered = true
+			}
+		}
+		if !hasMore || cursor == "" {
+			return answered
+		}
+		params.Cursor = cursor
+	}
+}
+
+// messageText renders a message for the terminal: its mrkdwn text made plain, or the text of its
+// blocks when it has none, and a hint when it asks for an approval.
+func messageText(msg slack.Message) string {
+	var b strings.Builder
+	b.WriteString(msg.Text)
+	approval := false
+	for _, blk := range msg.Blocks.BlockSet {
+		switch bl := blk.(type) {
+		case *slack.SectionBlock:
+			if msg.Text == "" && bl.Text != nil {
+				if b.Len() > 0 {
+					b.WriteString("\n")
+				}
+				b.WriteString(bl.Text.Text)
+			}
+		case *slack.ActionBlock:
+			if bl.Elements == nil {
+				continue
+			}
+			for _, el := range bl.Elements.ElementSet {
+				if btn, ok := el.(*slack.ButtonBlockElement); ok && (btn.ActionID == ActionApprove || btn.ActionID == ActionDeny) {
+					approval = true
+				}
+			}
+		}
+	}
+	out := plainMrkdwn(b.String())
+	if approval {
+		out += "\n  (answer yes to approve or no to deny)"
+	}
+	return out
+}
+
+var (
+	mrkdwnLink    = regexp.MustCompile(`<([^<>|]+)\|([^<>]+)>`)
+	mrkdwnRef     = regexp.MustCompile(`<([@#!])([^<>|]+)>`)
+	mrkdwnURL     = regexp.MustCompile(`<((?:https?|mailto):[^<>]+)>`)
+	mrkdwnBold    = regexp.MustCompile(`\*([^*\s](?:[^*\n]*[^*\s])?)\*`)
+	mrkdwnItalic  = regexp.MustCompile(`(^|[\s(])_([^_\n]+)_`)
+	mrkdwnStrike  = regexp.MustCompile(`~([^~\s](?:[^~\n]*[^~\s])?)~`)
+	mrkdwnFence   = regexp.MustCompile("(?m)^```[a-z]*\\s*$\\n?")
+	mrkdwnChannel = regexp.MustCompile(`<#[A-Z0-9]+\|([^<>]+)>`)
+)
+
+// plainMrkdwn renders Slack mrkdwn as plain text: *bold*, _italic_ and ~strike~ lose their marks,
+// links show their label and URL, mentions their ID, code fences disappear and entities are decoded.
+func plainMrkdwn(s string) string {
+	s = mrkdwnFence.ReplaceAllString(s, "")
+	s = mrkdwnChannel.ReplaceAllString(s, "#$1")
+	s = mrkdwnLink.ReplaceAllStringFunc(s, func(m string) string {
+		p := mrkdwnLink.FindStringSubmatch(m)
+		if strings.HasPrefix(p[1], "@") || strings.HasPrefix(p[1], "!") {
+			return "@" + strings.TrimPrefix(p[2], "@")
+		}
+		return p[2] + " (" + p[1] + ")"
+	})
+	s = mrkdwnRef.ReplaceAllStringFunc(s, func(m string) string {
+		p := mrkdwnRef.FindStringSubmatch(m)
+		if p[1] == "!" {
+			return "@" + p[2]
+		}
+		return p[1] + p[2]
+	})
+	s = mrkdwnURL.ReplaceAllString(s, "$1")
+	s = mrkdwnBold.ReplaceAllString(s, "$1")
+	s = mrkdwnItalic.ReplaceAllString(s, "$1$2")
+	s = mrkdwnStrike.ReplaceAllString(s, "$1")
+	return html.UnescapeString(strings.TrimRight(s, "\n"))
+}
+
+// tsAfter reports whether Slack timestamp a is later than b ("1700000000.000200" > "1700000000.000100").
+func tsAfter(a, b string) bool {
+	as, af, _ := strings.Cut(a, ".")
+	bs, bf, _ := strings.Cut(b, ".")
+	ai, _ := strconv.ParseInt(as, 10, 64)
+	bi, _ := strconv.ParseInt(bs, 10, 64)
+	if ai != bi {
+		return ai > bi
+	}
+	afi, _ := strconv.ParseInt(af, 10, 64)
+	bfi, _ := strconv.ParseInt(bf, 10, 64)
+	return afi > bfi
+}

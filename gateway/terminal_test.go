@@ -1,0 +1,335 @@
+package gateway
+
+import (
+	"context"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// syncBuffer is the terminal's output, readable while the terminal writes to it, by any number of
+// waiters.
+type syncBuffer struct {
+	mu      sync.Mutex
+	b       strings.Builder
+	changed chan struct{} // closed and replaced on every write
+}
+
+func newSyncBuffer() *syncBuffer { return &syncBuffer{changed: make(chan struct{})} }
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.b.Write(p)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return n, err
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// waitFor blocks until the output holds sub at least n times.
+func (s *syncBuffer) waitFor(t *testing.T, sub string, n int) {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		text, changed := s.b.String(), s.changed
+		s.mu.Unlock()
+		if strings.Count(text, sub) >= n {
+			return
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			t.Fatalf("output does not show %q %d time(s):\n%s", sub, n, text)
+		}
+	}
+}
+
+// fakeWorker plays the lane and the worker: for each message handed off it updates the lane's status
+// and answers in the local workspace the way a run does (placeholder, then an edit into the answer).
+type fakeWorker struct {
+	t    *testing.T
+	h    *fakeHandoff
+	bot  *slack.Client
+	out  *syncBuffer
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	runs map[workflows.LaneKey]int
+	stop chan struct{} // closed by a cancel: ends the "long task"
+}
+
+func newFakeWorker(t *testing.T, h *fakeHandoff, bot *slack.Client, out *syncBuffer) *fakeWorker {
+	w := &fakeWorker{t: t, h: h, bot: bot, out: out, runs: map[workflows.LaneKey]int{}, stop: make(chan struct{})}
+	h.onMessage = func(m workflows.Message) error {
+		w.wg.Add(1)
+		go w.handle(m)
+		return nil
+	}
+	var once sync.Once
+	h.onCancel = func(workflows.LaneKey, workflows.CancelRequest) error {
+		once.Do(func() { close(w.stop) })
+		return nil
+	}
+	t.Cleanup(w.wg.Wait)
+	return w
+}
+
+func (w *fakeWorker) setStatus(key workflows.LaneKey, busy bool, startRun bool) {
+	w.mu.Lock()
+	if startRun {
+		w.runs[key]++
+	}
+	n := w.runs[key]
+	w.mu.Unlock()
+	w.h.setStatus(key, workflows.LaneStatus{Lane: workflows.LaneID(key), Busy: busy, Runs: n})
+}
+
+func (w *fakeWorker) post(m workflows.Message, text string) string {
+	_, ts, err := w.bot.PostMessage(m.Channel, slack.MsgOptionText(text, false), slack.MsgOptionTS(m.ThreadTS))
+	if err != nil {
+		w.t.Errorf("worker post: %v", err)
+	}
+	return ts
+}
+
+func (w *fakeWorker) update(m workflows.Message, ts, text string) {
+	if _, _, _, err := w.bot.UpdateMessage(m.Channel, ts, slack.MsgOptionText(text, false)); err != nil {
+		w.t.Errorf("worker update: %v", err)
+	}
+}
+
+func (w *fakeWorker) handle(m workflows.Message) {
+	defer w.wg.Done()
+	key := m.Key()
+	switch {
+	case m.Control == "status":
+		// The lane answers from its status; no run starts.
+		w.post(m, "Nothing running right now.")
+	case m.Text == "long task":
+		w.setStatus(key, true, true)
+		ts := w.post(m, "_working on it…_")
+		select {
+		case <-w.stop:
+		case <-time.After(10 * time.Second):
+			w.t.Error("the long task was never cancelled")
+		}
+		w.update(m, ts, "Stopped, as you asked.")
+		w.setStatus(key, false, false)
+	default:
+		w.setStatus(key, true, true)
+		ts := w.post(m, "_thinking…_")
+		w.out.waitFor(w.t, "thinking…", 1) // the terminal shows the placeholder before it is edited
+		w.update(m, ts, "*Done*: the answer is <https://example.com|42> &amp; more")
+		w.setStatus(key, false, false)
+	}
+}
+
+func fastTerminal(t *testing.T) {
+	t.Helper()
+	poll, quiet := terminalPoll, terminalQuiet
+	terminalPoll, terminalQuiet = 10*time.Millisecond, 2*time.Second
+	t.Cleanup(func() { terminalPoll, terminalQuiet = poll, quiet })
+}
+
+type terminalRig struct {
+	ws    *localslack.Server
+	h     *fakeHandoff
+	out   *syncBuffer
+	in    *io.PipeWriter
+	errc  chan error
+	term  *Terminal
+	stop  context.CancelFunc
+	lines func(string)
+}
+
+func startTerminal(t *testing.T, h *fakeHandoff) *terminalRig {
+	t.Helper()
+	fastTerminal(t)
+	ws, base := localslack.NewTestServer(t, localslack.Options{})
+	api := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
+	out := newSyncBuffer()
+	newFakeWorker(t, h, api, out)
+	pr, pw := io.Pipe()
+	term := &Terminal{In: pr, Out: out, Handoff: h, Slack: api, Team: localslack.DefaultTeam, Channel: "DLOCAL",
+		User: "ULOCAL", Log: zerolog.New(zerolog.NewTestWriter(t))}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &terminalRig{ws: ws, h: h, out: out, in: pw, errc: make(chan error, 1), term: term, stop: cancel}
+	r.lines = func(s string) {
+		t.Helper()
+		if _, err := io.WriteString(pw, s+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() { r.errc <- term.Run(ctx) }()
+	t.Cleanup(func() { cancel(); _ = pw.Close() })
+	return r
+}
+
+func (r *terminalRig) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-r.errc:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+		return nil
+	}
+}
+
+func TestTerminalConversation(t *testing.T) {
+	h := &fakeHandoff{}
+	r := startTerminal(t, h)
+	r.out.waitFor(t, "you> ", 1)
+
+	r.lines("hello")
+	r.out.waitFor(t, "lucy> Done: the answer is 42 (https://example.com) & more", 1)
+	r.out.waitFor(t, "you> ", 2) // the prompt is back once the lane is idle
+	first := h.gotMessages()[0]
+	if first.Kind != "terminal" || first.Team != localslack.DefaultTeam || first.Channel != "DLOCAL" ||
+		first.User != "ULOCAL" || first.Text != "hello" || first.TS == "" || first.ThreadTS != first.TS {
+		t.Fatalf("first message = %+v, want a terminal message that starts its own thread", first)
+	}
+	// The line is in the local workspace as the person's, not the bot's.
+	thread := r.ws.Messages("DLOCAL", first.TS)
+	if len(thread) < 2 || thread[0].User != "ULOCAL" || thread[0].BotID != "" || thread[0].Text != "hello" {
+		t.Fatalf("local thread = %+v, want the person's line first", thread)
+	}
+
+	r.lines("what are you working on?")
+	r.out.waitFor(t, "lucy> Nothing running right now.", 1)
+	r.out.waitFor(t, "you> ", 3)
+	status := h.gotMessages()[1]
+	if status.Control != "status" || status.ThreadTS != first.TS {
+		t.Fatalf("status question = %+v, want Control status in the first thread", status)
+	}
+
+	r.lines("/new")
+	r.out.waitFor(t, "(new thread)", 1)
+	r.lines("second")
+	r.out.waitFor(t, "lucy> Done: the answer", 2)
+	r.out.waitFor(t, "you> ", 5)
+	second := h.gotMessages()[2]
+	if second.ThreadTS != second.TS || second.ThreadTS == first.TS {
+		t.Fatalf("after /new: %+v, want a new thread", second)
+	}
+
+	_ = r.in.Close() // EOF
+	if err := r.wait(t); err != nil {
+		t.Fatalf("Run = %v at EOF, want nil", err)
+	}
+	if strings.Count(r.out.String(), "lucy> _") > 0 || strings.Contains(r.out.String(), "&amp;") {
+		t.Errorf("mrkdwn not rendered plainly:\n%s", r.out)
+	}
+}
+
+// "cancel that" typed while Lucy works goes at once; other lines typed meanwhile wait for the prompt.
+func TestTerminalCancelWhileWorking(t *testing.T) {
+	h := &fakeHandoff{}
+	r := startTerminal(t, h)
+
+	r.lines("long task")
+	r.out.waitFor(t, "lucy> working on it…", 1)
+	r.lines("and then this")
+	r.lines("cancel that")
+	r.out.waitFor(t, "lucy> Stopped, as you asked.", 1)
+	cs := h.gotCancels()
+	root := h.gotMessages()[0].ThreadTS
+	if len(cs) != 1 || cs[0].Key.ThreadTS != root || cs[0].Req.Text != "cancel that" || cs[0].Req.User != "ULOCAL" {
+		t.Fatalf("cancels = %+v, want one in thread %s", cs, root)
+	}
+	// The typed-ahead line is sent after the cancelled run, in the same thread.
+	r.out.waitFor(t, "you> and then this", 1)
+	r.out.waitFor(t, "lucy> Done: the answer", 1)
+	ms := h.gotMessages()
+	if len(ms) != 2 || ms[1].Text != "and then this" || ms[1].ThreadTS != root {
+		t.Fatalf("messages = %+v, want the typed-ahead line second, in thread %s", ms, root)
+	}
+	_ = r.in.Close()
+	if err := r.wait(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTerminalEndsOnContextAndEOF(t *testing.T) {
+	h := &fakeHandoff{}
+	r := startTerminal(t, h)
+	r.out.waitFor(t, "you> ", 1)
+	r.stop() // Ctrl-C
+	if err := r.wait(t); err != nil {
+		t.Fatalf("Run = %v after cancel, want nil", err)
+	}
+
+	term := &Terminal{In: strings.NewReader(""), Out: io.Discard, Handoff: h, Slack: r.term.Slack, Channel: "DLOCAL", User: "ULOCAL"}
+	if err := term.Run(context.Background()); err != nil {
+		t.Fatalf("Run = %v at immediate EOF, want nil", err)
+	}
+	term.Slack = nil
+	if err := term.Run(context.Background()); err == nil {
+		t.Fatal("Run without a Slack client did not fail")
+	}
+}
+
+func TestTerminalHandoffFailure(t *testing.T) {
+	h := &fakeHandoff{err: errTemporalDown}
+	r := startTerminal(t, h)
+	r.lines("hello")
+	r.out.waitFor(t, "! Lucy did not get that", 1)
+	r.out.waitFor(t, "you> ", 2)
+	_ = r.in.Close()
+	if err := r.wait(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPlainMrkdwn(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"*bold* and _italic_ and ~gone~", "bold and italic and gone"},
+		{"see <https://example.com|the docs>", "see the docs (https://example.com)"},
+		{"raw <https://example.com>", "raw https://example.com"},
+		{"hi <@U123>, in <#C1|general>, <!here>", "hi @U123, in #general, @here"},
+		{"<@U123|ada> and <!subteam^S1|@devs>", "@ada and @devs"},
+		{"a &lt; b &amp;&amp; c &gt; d", "a < b && c > d"},
+		{"2 * 3 * 4 and snake_case_name", "2 * 3 * 4 and snake_case_name"},
+		{"```go\nfmt.Println(1)\n```", "fmt.Println(1)"},
+	}
+	for _, tc := range tests {
+		if got := plainMrkdwn(tc.in); got != tc.want {
+			t.Errorf("plainMrkdwn(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestMessageTextApprovalHint(t *testing.T) {
+	msg := slack.Message{Msg: slack.Msg{Blocks: slack.Blocks{BlockSet: []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "Delete *3* files?", false, false), nil, nil),
+		slack.NewActionBlock("approval",
+			slack.NewButtonBlockElement(ActionApprove, `{"lane":"lane:T:C:1","fp":"f"}`, slack.NewTextBlockObject(slack.PlainTextType, "Approve", false, false)),
+			slack.NewButtonBlockElement(ActionDeny, `{"lane":"lane:T:C:1","fp":"f"}`, slack.NewTextBlockObject(slack.PlainTextType, "Deny", false, false))),
+	}}}}
+	got := messageText(msg)
+	if !strings.HasPrefix(got, "Delete 3 files?") || !strings.Contains(got, "answer yes to approve") {
+		t.Errorf("messageText = %q", got)
+	}
+}
+
+func TestTSAfter(t *testing.T) {
+	if !tsAfter("1700000000.000200", "1700000000.000100") || tsAfter("1700000000.000100", "1700000000.000100") ||
+		!tsAfter("1700000001.000000", "1700000000.999999") {
+		t.Error("tsAfter orders timestamps wrongly")
+	}
+}

@@ -1,0 +1,158 @@
+package localslack
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+)
+
+// Block Kit limits Slack enforces on messages (https://docs.slack.dev/reference/block-kit/blocks). The
+// server checks the ones Lucy can get wrong, so that tests catch a layout Slack would reject.
+const (
+	maxBlocks          = 50
+	maxSectionText     = 3000
+	maxSectionFields   = 10
+	maxFieldText       = 2000
+	maxHeaderText      = 150
+	maxContextElements = 10
+	maxActionElements  = 25
+	maxButtonText      = 75
+	maxButtonValue     = 2000
+	maxID              = 255
+	maxMarkdownTotal   = 12000
+)
+
+// validateBlocks checks a blocks parameter and returns it compacted (nil for "[]"). Errors answer
+// invalid_blocks with Slack-style response_metadata messages.
+func validateBlocks(raw string) (json.RawMessage, *apiError) {
+	var blocks []map[string]any
+	if err := json.Unmarshal([]byte(raw), &blocks); err != nil {
+		return nil, blockErr("invalid_blocks_format", "must be a JSON array of objects", "")
+	}
+	if len(blocks) == 0 {
+		return nil, nil
+	}
+	if len(blocks) > maxBlocks {
+		return nil, blockErr("invalid_blocks", fmt.Sprintf("no more than %d items allowed", maxBlocks), "/blocks")
+	}
+	blockIDs, actionIDs := map[string]bool{}, map[string]bool{}
+	markdown := 0
+	for i, b := range blocks {
+		at := fmt.Sprintf("/blocks/%d", i)
+		typ, _ := b["type"].(string)
+		if typ == "" {
+			return nil, blockErr("invalid_blocks", "missing required field: type", at)
+		}
+		if id, ok := b["block_id"].(string); ok {
+			if len(id) > maxID {
+				return nil, blockErr("invalid_blocks", fmt.Sprintf("must be less than %d characters", maxID+1), at+"/block_id")
+			}
+			if blockIDs[id] {
+				return nil, blockErr("invalid_blocks", "duplicate block_id", at+"/block_id")
+			}
+			blockIDs[id] = true
+		}
+		var msg, where string
+		switch typ {
+		case "section":
+			msg, where = checkSection(b)
+		case "header":
+			if n := textLen(b["text"]); n == 0 || n > maxHeaderText {
+				msg, where = fmt.Sprintf("must be 1 to %d characters", maxHeaderText), "/text/text"
+			}
+		case "context":
+			if els, _ := b["elements"].([]any); len(els) == 0 || len(els) > maxContextElements {
+				msg, where = fmt.Sprintf("must have 1 to %d elements", maxContextElements), "/elements"
+			}
+		case "actions":
+			msg, where = checkActions(b, actionIDs)
+		case "markdown":
+			t, _ := b["text"].(string)
+			markdown += utf8.RuneCountInString(t)
+			if markdown > maxMarkdownTotal {
+				msg, where = fmt.Sprintf("markdown blocks must total no more than %d characters", maxMarkdownTotal), "/text"
+			}
+		}
+		if msg != "" {
+			return nil, blockErr("invalid_blocks", msg, at+where)
+		}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, []byte(raw)); err != nil {
+		return nil, blockErr("invalid_blocks_format", "must be a JSON array of objects", "")
+	}
+	return json.RawMessage(buf.Bytes()), nil
+}
+
+func checkSection(b map[string]any) (string, string) {
+	fields, _ := b["fields"].([]any)
+	if _, ok := b["text"]; !ok && len(fields) == 0 {
+		return "must provide either text or fields", ""
+	}
+	if _, ok := b["text"]; ok {
+		if n := textLen(b["text"]); n == 0 || n > maxSectionText {
+			return fmt.Sprintf("must be 1 to %d characters", maxSectionText), "/text/text"
+		}
+	}
+	if len(fields) > maxSectionFields {
+		return fmt.Sprintf("no more than %d items allowed", maxSectionFields), "/fields"
+	}
+	for j, f := range fields {
+		if n := textLen(f); n == 0 || n > maxFieldText {
+			return fmt.Sprintf("must be 1 to %d characters", maxFieldText), fmt.Sprintf("/fields/%d/text", j)
+		}
+	}
+	return "", ""
+}
+
+func checkActions(b map[string]any, actionIDs map[string]bool) (string, string) {
+	els, _ := b["elements"].([]any)
+	if len(els) == 0 || len(els) > maxActionElements {
+		return fmt.Sprintf("must have 1 to %d elements", maxActionElements), "/elements"
+	}
+	for j, e := range els {
+		el, _ := e.(map[string]any)
+		at := fmt.Sprintf("/elements/%d", j)
+		if id, ok := el["action_id"].(string); ok {
+			if len(id) > maxID {
+				return fmt.Sprintf("must be less than %d characters", maxID+1), at + "/action_id"
+			}
+			if actionIDs[id] {
+				return "duplicate action_id", at + "/action_id"
+			}
+			actionIDs[id] = true
+		}
+		if el["type"] != "button" {
+			continue
+		}
+		if n := textLen(el["text"]); n == 0 || n > maxButtonText {
+			return fmt.Sprintf("must be 1 to %d characters", maxButtonText), at + "/text/text"
+		}
+		if v, _ := el["value"].(string); len(v) > maxButtonValue {
+			return fmt.Sprintf("must be less than %d characters", maxButtonValue+1), at + "/value"
+		}
+		if st, ok := el["style"].(string); ok && st != "primary" && st != "danger" {
+			return "must be one of primary, danger", at + "/style"
+		}
+	}
+	return "", ""
+}
+
+// textLen is the length of a text object's text (0 when it is not one).
+func textLen(v any) int {
+	obj, _ := v.(map[string]any)
+	t, _ := obj["text"].(string)
+	return utf8.RuneCountInString(t)
+}
+
+func blockErr(code, msg, pointer string) *apiError {
+	m := "[ERROR] " + msg
+	if pointer != "" {
+		m += " [json-pointer:" + pointer + "]"
+	}
+	return &apiError{code: code, extra: map[string]any{
+		"errors":            []string{msg},
+		"response_metadata": map[string]any{"messages": []string{m}},
+	}}
+}

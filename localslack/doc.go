@@ -1,0 +1,43 @@
+// Package localslack is an in-memory Slack workspace that speaks the Slack Web API wire format for the
+// subset of methods Lucy uses. It has two jobs:
+//
+//   - the "local workspace" behind the terminal conversation of `lucy dev` and `lucy chat`: the terminal
+//     posts the person's line with chat.postMessage (as a human, see below) and reads Lucy's replies with
+//     conversations.replies, so the worker and the activities run unchanged, with no real Slack;
+//   - the Slack peer in tests (activities, gateway, end-to-end), driven by slack-go's real client
+//     (`slack.New(token, slack.OptionAPIURL(base))`), with inspection and fault injection.
+//
+// # Wire format
+//
+// Every method is served at <mount>/api/<method>. Requests are POST (or GET) with a form-encoded or JSON
+// body; the token comes from the Authorization: Bearer header or the `token` parameter. Responses are
+// HTTP 200 with {"ok":true,...} or {"ok":false,"error":"..."}, as Slack does. Methods:
+//
+//	auth.test, team.info, users.info
+//	chat.postMessage, chat.update, chat.postEphemeral
+//	reactions.add, reactions.remove
+//	conversations.replies, conversations.history, conversations.info, conversations.list
+//	files.getUploadURLExternal, files.completeUploadExternal (files v2; the upload URL is served by the
+//	same server, at <mount>/api/_upload/<file id>, so slack-go sends it the token)
+//
+// Messages get monotonically increasing timestamps ("1700000000.000100", "1700000000.000200", …, or the
+// clock when Options.Now is set). Messages posted with the bot token carry bot_id and user = the bot user.
+//
+// # Local extensions
+//
+// These are not Slack's, and only the local workspace needs them:
+//
+//   - chat.postMessage and reactions.add/remove accept a `user` parameter: the call acts as that human
+//     (no bot_id). A request authenticated with one of Options.UserTokens acts as that token's user, as a
+//     user token (xoxp) would on real Slack.
+//   - local.wait (since=<revision>, timeout_ms=<ms>) blocks until the workspace changes after revision
+//     since, then answers {"ok":true,"revision":N,"changed":true|false}. A terminal in another process
+//     long-polls it and reads the messages with conversations.replies; in-process code uses
+//     Server.Changed or Server.WaitForMessage instead. Neither busy-loops.
+//
+// # Inspection and fault injection
+//
+// Messages, Ephemerals, File, Calls and WaitForMessage inspect the workspace; FailNext makes the next
+// call(s) of a method fail with an HTTP status (429 with Retry-After, 5xx) or a Slack error code,
+// optionally after the call took effect (a lost response). Everything is safe for concurrent use.
+package localslack

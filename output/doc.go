@@ -1,0 +1,47 @@
+// Package output turns the model's final Markdown answer into Slack messages. It is Lucy's output
+// pipeline (the seed's pipeline/output.py, four layers) plus the Block Kit side of Slack delivery
+// (slack/blockkit.py and rich_output.py). Everything here is a pure function of its input: no I/O, no
+// clock, no randomness, so it is safe to call from an activity that may be retried and gives the same
+// messages every time, which is what lets the posting activity check for its own earlier post.
+//
+// # Layers
+//
+// [Render] runs them in this order; each is exported so callers and tests can use one on its own.
+//
+//  1. [Sanitize] (Markdown in, Markdown out). The model sees Lucy's machinery (tool names such as
+//     lucy_web_search, sandbox paths such as /app/workspaces/..., raw tool results, its own planning
+//     tags) and now and then repeats it. Users must never see that: it is noise to them and it leaks
+//     how Lucy is built. Paths become the file's name, tool names become what the tool does, JSON
+//     dumps become a short note, control tags and "As an AI language model" disclaimers go. Fenced
+//     code blocks are left exactly as written, because a user who asked for code or a config file
+//     must get it intact.
+//  2. [ToMrkdwn] (Markdown in, mrkdwn out). Models write CommonMark/GFM; Slack speaks its own mrkdwn,
+//     where **bold** shows up as literal asterisks, [text](url) is not a link and tables and headings
+//     do not exist. This layer translates what has a Slack equivalent, renders tables as aligned
+//     code blocks and escapes &, < and > so that text can never be read as a Slack control sequence
+//     (a stray <!channel> in a quoted log would otherwise notify a whole channel).
+//  3. [Detone] (mrkdwn in, mrkdwn out; the seed's _validate_tone and _deai). Lucy should sound like a
+//     capable colleague, not a chatbot: stock openers ("Certainly!", "Great question!"), closers
+//     ("I hope this helps!", "Feel free to reach out"), AI tells ("delve") and exclamation marks
+//     in bulk are removed or softened with regular expressions. It only removes filler or swaps a
+//     word for a plain synonym, so meaning never changes; code is never touched.
+//  4. [Split] (mrkdwn in, chunks out). A Block Kit section holds at most 3,000 characters. Long
+//     answers are cut at the most natural boundary that fits, and a code block that has to be cut is
+//     closed and reopened, so every message renders on its own.
+//
+// Finally [Render] adds a few contextual emoji (the seed's enhance_blocks), and turns each chunk into
+// one [Message]: the mrkdwn as fallback text plus section and divider blocks within Slack's limits.
+//
+// # Using it from workflows
+//
+// [Message] holds slack.Block values, which must not cross the Temporal boundary (DESIGN.md rule 2).
+// Pass the Markdown answer to the posting activity and call [Render] there.
+//
+// # Slack conventions this package relies on
+//
+//   - In mrkdwn, a code block is any line that starts with ```; Slack has no info strings, so
+//     ToMrkdwn drops language tags, and [Split] and [Render] use this simple prefix rule.
+//   - &, < and > are escaped as &amp;, &lt; and &gt; everywhere, code included: that is Slack's wire
+//     encoding and Slack decodes it before display, so code still reads verbatim. Only Slack's own
+//     tokens (<@U123>, <#C123|general>, <!here>, <https://x|links>) stay raw.
+package output

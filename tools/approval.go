@@ -1,0 +1,65 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// ApprovalSummary describes a destructive call for the approval prompt: a one-line summary ("post a
+// message in #general") and the exact details the person approves (the text, the path). It is
+// deterministic and does no I/O, so workflow code calls it; it never fails: arguments it cannot read are
+// shown as they are. Details are not shortened: fitting them into Block Kit is the prompt's job.
+func ApprovalSummary(name, argsJSON string) (summary, details string) {
+	var args map[string]any
+	_ = json.Unmarshal([]byte(normalizeArgs(argsJSON)), &args) // a nil map reads as "no arguments"
+	str := func(key string) string {
+		s, _ := args[key].(string)
+		return strings.TrimSpace(s)
+	}
+	switch name {
+	case PostMessage:
+		text, _ := args["text"].(string)
+		if text == "" {
+			text = "(no text given)"
+		}
+		return "post a message " + postTarget(str("channel")), text
+	case DeleteFile:
+		p := str("path")
+		if p == "" {
+			p = "(no path given)"
+		}
+		return "delete the file " + p + " from the workspace", p
+	}
+	human := name
+	if e, ok := find(name); ok {
+		human = e.spec.Human
+	}
+	return fmt.Sprintf("run %s (%s)", name, human), prettyArgs(argsJSON)
+}
+
+// postTarget names where lucy_post_message would post: "in #general", "in <#C0123>" (Slack renders the
+// channel's name) or "to <@U0123> as a direct message".
+func postTarget(channel string) string {
+	id, name := parseChannel(channel)
+	switch {
+	case id != "" && (id[0] == 'U' || id[0] == 'W'):
+		return "to <@" + id + "> as a direct message"
+	case id != "":
+		return "in <#" + id + ">"
+	case name != "":
+		return "in #" + name
+	}
+	return "in an unnamed channel"
+}
+
+// prettyArgs indents JSON arguments for people, keeping the model's key order; anything else is shown
+// as it came.
+func prettyArgs(argsJSON string) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(normalizeArgs(argsJSON)), "", "  "); err != nil {
+		return argsJSON
+	}
+	return b.String()
+}

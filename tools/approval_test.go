@@ -1,0 +1,54 @@
+package tools
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestApprovalSummary(t *testing.T) {
+	tests := []struct {
+		name, tool, args     string
+		summary, wantDetails string
+	}{
+		{"post by name", PostMessage, `{"channel": "#general", "text": "Deploy at *5pm* today."}`,
+			"post a message in #general", "Deploy at *5pm* today."},
+		{"post by bare name", PostMessage, `{"channel": "Random", "text": "hi"}`, "post a message in #random", "hi"},
+		{"post by ID", PostMessage, `{"channel": "C0123ABCD", "text": "hi"}`, "post a message in <#C0123ABCD>", "hi"},
+		{"post by mention", PostMessage, `{"channel": "<#C0123ABCD|general>", "text": "hi"}`, "post a message in <#C0123ABCD>", "hi"},
+		{"post as DM", PostMessage, `{"channel": "U0123ABCD", "text": "hi"}`, "post a message to <@U0123ABCD> as a direct message", "hi"},
+		{"post keeps text exactly", PostMessage, `{"text": "  line 1\nline 2  ", "channel": "#ops"}`,
+			"post a message in #ops", "  line 1\nline 2  "},
+		{"post without channel", PostMessage, `{"text": "hi"}`, "post a message in an unnamed channel", "hi"},
+		{"delete", DeleteFile, `{"path": "reports/q3.md"}`, "delete the file reports/q3.md from the workspace", "reports/q3.md"},
+		{"delete unreadable args", DeleteFile, `{"path": `, "delete the file (no path given) from the workspace", "(no path given)"},
+		{"other tool", WriteFile, `{"path":"a.txt","content":"x"}`, "run lucy_write_file (writing a file)",
+			"{\n  \"path\": \"a.txt\",\n  \"content\": \"x\"\n}"},
+		{"unknown tool, bad JSON", "lucy_nope", `not json`, "run lucy_nope (lucy_nope)", "not json"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			summary, details := ApprovalSummary(tt.tool, tt.args)
+			if summary != tt.summary {
+				t.Errorf("summary = %q, want %q", summary, tt.summary)
+			}
+			if details != tt.wantDetails {
+				t.Errorf("details = %q, want %q", details, tt.wantDetails)
+			}
+		})
+	}
+}
+
+// Every destructive tool gets its own wording: the generic "run <tool>" would ask a person to approve
+// something they cannot judge.
+func TestApprovalSummaryCoversDestructiveTools(t *testing.T) {
+	for _, name := range Names() {
+		s, _ := Lookup(name)
+		if !s.Destructive {
+			continue
+		}
+		summary, details := ApprovalSummary(name, `{}`)
+		if strings.HasPrefix(summary, "run ") || details == "" {
+			t.Errorf("ApprovalSummary(%s) = %q, %q: no specific wording", name, summary, details)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/slack-go/slack"
+)
+
+type generateCSVArgs struct {
+	Filename string     `json:"filename"`
+	Rows     [][]string `json:"rows"`
+}
+
+// generateCSV writes the rows to a workspace file and shares it in the conversation's thread with the
+// files v2 upload. The file is written first, so that a failed upload still leaves the deliverable in
+// the workspace (and the model is told so).
+func (r *Registry) generateCSV(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	var args generateCSVArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	rel, err := cleanPath(GenerateCSV, args.Filename, false)
+	if err != nil {
+		return Output{}, err
+	}
+	if !strings.EqualFold(path.Ext(rel), ".csv") {
+		rel += ".csv"
+	}
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	w.UseCRLF = true // RFC 4180, and what spreadsheet applications expect
+	cols := 0
+	for _, row := range args.Rows {
+		cols = max(cols, len(row))
+	}
+	if cols == 0 {
+		return Output{}, argErrorf(GenerateCSV, "every row is empty; give at least one cell")
+	}
+	if err := w.WriteAll(args.Rows); err != nil {
+		return Output{}, fmt.Errorf("%s: encode: %w", GenerateCSV, err)
+	}
+	data := buf.Bytes()
+	if len(data) > MaxFileBytes {
+		return Output{}, argErrorf(GenerateCSV, "the CSV would be %s; the limit is 1 MB: split the data into several files",
+			humanBytes(int64(len(data))))
+	}
+
+	root, err := r.workspace(inv.Team)
+	if err != nil {
+		return Output{}, err
+	}
+	defer root.Close()
+	unlock := r.lock(inv.Team)
+	if info, err := root.Stat(rel); err == nil && info.IsDir() {
+		unlock()
+		return toolError("%s is a folder; choose another file name.", rel), nil
+	}
+	err = writeAtomic(root, rel, data)
+	unlock()
+	if err != nil {
+		return fileFailed(GenerateCSV, rel, err)
+	}
+	made := fmt.Sprintf("Created %s (%d rows, %d columns, %s) in the workspace", rel, len(args.Rows), cols,
+		humanBytes(int64(len(data))))
+	out := Output{Artifacts: []string{rel}}
+
+	if inv.Channel == "" {
+		out.Content = made + ". There is no Slack conversation to share it in."
+		return out, nil
+	}
+	api, unavailable := r.slackAPI(inv.Team)
+	if unavailable != nil {
+		out.Content = made + ", but did not share it: Slack is not connected for this workspace."
+		return out, nil
+	}
+	file, err := api.UploadFileContext(ctx, slack.UploadFileParameters{
+		Reader:          bytes.NewReader(data),
+		FileSize:        len(data),
+		Filename:        path.Base(rel),
+		Title:           path.Base(rel),
+		Channel:         inv.Channel,
+		ThreadTimestamp: inv.ThreadTS,
+	})
+	if err != nil {
+		failed, err := slackFailed(ctx, GenerateCSV, err)
+		var transient *TransientError
+		if errors.As(err, &transient) {
+			transient.Err = fmt.Errorf("%s was saved in the workspace, but sharing it failed: %w", rel, transient.Err)
+		}
+		if err != nil {
+			return Output{}, err
+		}
+		// The file exists: say so, so that the model does not generate it again to retry the upload.
+		out.IsError = true
+		out.Content = fmt.Sprintf("Error: %s, but could not share it in the thread: %s", made,
+			strings.TrimPrefix(failed.Content, "Error: "))
+		return out, nil
+	}
+	out.Content = fmt.Sprintf("%s and shared it in the thread (Slack file %s).", made, file.ID)
+	return out, nil
+}

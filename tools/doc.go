@@ -1,0 +1,56 @@
+// Package tools is Lucy's tool catalogue and the implementations of the tools that do I/O.
+//
+// # Two audiences
+//
+// Workflow code imports this package for the static catalogue only: Lookup, Names, DefaultSet,
+// ApprovalSummary and ValidateArgs are deterministic, do no I/O and never range over a map, so a replay
+// sees exactly what the original run saw. The catalogue is a read-only table built without I/O at init;
+// every call hands out fresh copies of the schemas, so no caller can change it.
+//
+// The activities package builds one Registry with NewRegistry (Slack clients, HTTP client, data folder)
+// and calls Registry.Schemas to describe tools to the LLM and Registry.Run to execute one call.
+//
+// # Flags and retries
+//
+// Each Spec says how the workflow treats the tool (DESIGN.md rule 3, seed 001):
+//
+//   - Idempotent tools are read-only and retried by Temporal: 0.5 s -> 2 s -> 8 s, three attempts.
+//     Side-effecting tools are attempted once; their error goes to the model, which decides whether to
+//     try again, because a retry of a half-applied write could post or overwrite twice.
+//   - Destructive tools (deleting a file, posting in another channel) wait for a person's approval; the
+//     prompt shows ApprovalSummary's one-line summary and exact details. Every destructive tool is
+//     side-effecting.
+//   - Builtin tools (the run journal, ask_human) are executed by the workflow itself; they are here for
+//     their schemas, and Run refuses them with ErrBuiltin.
+//   - Long tools may run for more than a few seconds, so their activity heartbeats.
+//   - Human is what a person sees: "reading a web page", "creating a CSV file".
+//
+// # Errors
+//
+// Run reports three kinds of failure apart:
+//
+//   - *ArgError: the arguments can never work (invalid JSON, a missing or mistyped field, a path that
+//     leaves the workspace, a private network address). Its message is written for the model, and the
+//     activity makes it a non-retryable error.
+//   - *TransientError: the failure may heal by itself (a timeout, a refused connection, HTTP 408/429/5xx,
+//     a Slack rate limit); it is Retryable and carries the server's Retry-After when there was one.
+//   - Output{IsError: true, Content: "Error: ..."} with a nil error: the call was fine and the answer is
+//     a failure the model should see and work around (a 404 page, a missing file, not_in_channel).
+//
+// Any other error (a cancelled context, a worker without a data folder) is the worker's problem, not the
+// model's. No message carries a token: Slack's token travels in request bodies, and user:password in a
+// URL is removed before the URL is shown.
+//
+// # Workspace files
+//
+// Files live under Deps.DataDir/workspaces/<team>/. Paths are relative to that folder: absolute paths
+// and ".." are refused with an *ArgError, and every operation goes through an *os.Root, so that a
+// symbolic link cannot lead outside either. Files are text of at most 1 MB, written atomically (a
+// temporary file and a rename), and writes to one workspace are serialized on each worker.
+//
+// # Output size
+//
+// A result is recorded in workflow history and re-sent to the model, so each is capped at
+// MaxOutputChars. Long files and pages are read in parts: the result ends with the offset to call again
+// with.
+package tools

@@ -1,0 +1,205 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+)
+
+// Invocation is one tool call as the activity receives it: the model's call plus where it happens.
+type Invocation struct {
+	Name      string // tool name
+	Arguments string // the model's JSON arguments
+	Team      string // Slack team (workspace) ID: selects the Slack client and the file workspace
+	Channel   string // channel of the conversation (where generated files are shared)
+	ThreadTS  string // root ts of the conversation's thread
+	User      string // the person Lucy is working for
+	RunID     string // agent run workflow ID
+	CallID    string // the model's tool call ID, unique within the run
+}
+
+// Output is a tool's result for the model. IsError is set when the call was valid but failed in a way the
+// model should see and work around (a 404 page, a missing file, Slack's not_in_channel).
+type Output struct {
+	Content   string   `json:"content"`
+	IsError   bool     `json:"isError,omitempty"`
+	Artifacts []string `json:"artifacts,omitempty"` // workspace paths the call created or changed
+}
+
+// SlackAPI is the part of *slack.Client the tools use (a consumer-side interface; tests use a real
+// client against localslack).
+type SlackAPI interface {
+	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
+	GetConversationsContext(ctx context.Context, params *slack.GetConversationsParameters) ([]slack.Channel, string, error)
+	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
+	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
+	GetPermalinkContext(ctx context.Context, params *slack.PermalinkParameters) (string, error)
+	// UploadFileContext is slack-go's files v2 upload (files.getUploadURLExternal, the upload itself,
+	// files.completeUploadExternal); slack-go v0.35 renamed UploadFileV2Context to it.
+	UploadFileContext(ctx context.Context, params slack.UploadFileParameters) (*slack.FileSummary, error)
+}
+
+var _ SlackAPI = (*slack.Client)(nil)
+
+// Deps are the clients and settings the tools need; the worker builds them, tests pass fakes.
+type Deps struct {
+	// Slack returns the client for a team; nil (or a nil result) means Slack is not available.
+	Slack func(team string) SlackAPI
+	// HTTP is the client for lucy_web_fetch. Nil means a client that also checks, at dial time, that it
+	// connects to no private address (so DNS rebinding cannot reach one). A client given here gets the
+	// redirect checks, and the address checks before each request.
+	HTTP *http.Client
+	// DataDir is the root of local files: workspace files live under DataDir/workspaces/<team>/.
+	DataDir string
+	Log     zerolog.Logger
+	// AllowPrivateNetworks lets lucy_web_fetch reach loopback, private and link-local addresses. Tests
+	// set it to fetch from httptest; production leaves it false so that the model cannot probe the
+	// internal network or a cloud metadata endpoint.
+	AllowPrivateNetworks bool
+}
+
+// Registry runs tools. It is safe for concurrent use.
+type Registry struct {
+	deps  Deps
+	http  *http.Client
+	now   func() time.Time
+	log   zerolog.Logger
+	files sync.Map // team -> *sync.Mutex: serializes writes within one workspace on this worker
+
+	fetchTimeout time.Duration // 20 s; tests shorten it
+}
+
+// NewRegistry returns a Registry over d.
+func NewRegistry(d Deps) *Registry {
+	r := &Registry{
+		deps:         d,
+		now:          time.Now,
+		log:          d.Log.With().Str("component", "tools").Logger(),
+		fetchTimeout: 20 * time.Second,
+	}
+	r.http = r.newFetchClient(d.HTTP)
+	return r
+}
+
+// Schemas describes the named tools to the LLM, in the given order; unknown names are skipped.
+func (r *Registry) Schemas(names []string) []Schema {
+	out := make([]Schema, 0, len(names))
+	for _, name := range names {
+		e, ok := find(name)
+		if !ok {
+			continue
+		}
+		out = append(out, Schema{Name: e.spec.Name, Description: e.spec.Description, Parameters: e.parameters()})
+	}
+	return out
+}
+
+// Run executes one tool call. It returns an *ArgError for arguments no retry can fix, a *TransientError
+// for failures worth retrying, an Output with IsError for failures the model should see, and a plain
+// error for the rest (a cancelled context, a misconfigured worker). Content is capped at MaxOutputChars.
+func (r *Registry) Run(ctx context.Context, inv Invocation) (Output, error) {
+	e, ok := find(inv.Name)
+	if !ok {
+		return Output{}, unknownTool(inv.Name)
+	}
+	if e.spec.Builtin {
+		return Output{}, fmt.Errorf("run %s: %w", inv.Name, ErrBuiltin)
+	}
+	start := time.Now()
+	out, err := r.dispatch(ctx, e, inv)
+	if err == nil {
+		out.Content = capOutput(out.Content)
+	}
+	// The caller logs and reports errors; this line only records the outcome and timing.
+	r.log.Debug().Str("tool", inv.Name).Str("team", inv.Team).Str("run", inv.RunID).Str("call", inv.CallID).
+		Str("outcome", outcome(out, err)).Dur("took", time.Since(start)).Msg("tool call")
+	return out, err
+}
+
+func (r *Registry) dispatch(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	switch inv.Name {
+	case CurrentTime:
+		return r.currentTime(ctx, e, inv)
+	case WebFetch:
+		return r.webFetch(ctx, e, inv)
+	case ListFiles:
+		return r.listFiles(ctx, e, inv)
+	case ReadFile:
+		return r.readFile(ctx, e, inv)
+	case WriteFile:
+		return r.writeFile(ctx, e, inv)
+	case EditFile:
+		return r.editFile(ctx, e, inv)
+	case DeleteFile:
+		return r.deleteFile(ctx, e, inv)
+	case GenerateCSV:
+		return r.generateCSV(ctx, e, inv)
+	case GetChannelHistory:
+		return r.channelHistory(ctx, e, inv)
+	case ListSlackChannels:
+		return r.listChannels(ctx, e, inv)
+	case GetThread:
+		return r.getThread(ctx, e, inv)
+	case PostMessage:
+		return r.postMessage(ctx, e, inv)
+	}
+	return Output{}, fmt.Errorf("run %s: %w", inv.Name, errNotImplemented)
+}
+
+func outcome(out Output, err error) string {
+	var argErr *ArgError
+	var transient *TransientError
+	switch {
+	case errors.As(err, &argErr):
+		return "badArguments"
+	case errors.As(err, &transient):
+		return "transient"
+	case err != nil:
+		return "error"
+	case out.IsError:
+		return "toolError"
+	}
+	return "ok"
+}
+
+var errNotImplemented = errors.New("tool is in the catalogue but has no implementation")
+
+// capOutput keeps a result under MaxOutputChars, cutting on a rune boundary and saying so.
+func capOutput(s string) string {
+	if utf8.RuneCountInString(s) <= MaxOutputChars {
+		return s
+	}
+	const room = 64 // for the note
+	kept := 0
+	for i := range s {
+		if kept == MaxOutputChars-room {
+			return s[:i] + fmt.Sprintf("\n\n[Output truncated at %d characters.]", kept)
+		}
+		kept++
+	}
+	return s
+}
+
+// window returns at most size bytes of s from offset, both ends moved back to rune boundaries, with the
+// offset it really starts at and the offset to continue from (0 when the rest fits).
+func window(s string, offset, size int) (part string, start, next int) {
+	for offset > 0 && offset < len(s) && !utf8.RuneStart(s[offset]) {
+		offset--
+	}
+	rest := s[offset:]
+	if len(rest) <= size {
+		return rest, offset, 0
+	}
+	end := size
+	for end > 0 && !utf8.RuneStart(rest[end]) {
+		end--
+	}
+	return rest[:end], offset, offset + end
+}

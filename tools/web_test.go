@@ -1,0 +1,299 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+const testPage = `<!doctype html>
+<html><head><title>  Pricing &amp; Plans </title>
+<style>body { color: red }</style>
+<script>var secret = "do not show";</script>
+</head>
+<body>
+<nav><a href="/">Home</a> <a href="#top">Top</a> <a href="javascript:void(0)">Menu</a></nav>
+<h1>Plans</h1>
+<p>Our   plans are
+   simple.<br>Pick one.</p>
+<h2>Team</h2>
+<ul><li>10 seats</li><li>See <a href="/docs/team?x=1">the docs</a></li></ul>
+<ol><li>First</li><li>Second</li></ol>
+<table><tr><th>Plan</th><th>Price</th></tr><tr><td>Team</td><td>&euro;10</td></tr></table>
+<pre>line 1
+    indented</pre>
+<img src="a.png" alt="A chart"><svg><title>icon</title><text>svg text</text></svg>
+<noscript>enable JS</noscript>
+<p>Mail <a href="mailto:sales@example.com">sales@example.com</a> or <a href="https://other.example/x">https://other.example/x</a></p>
+</body></html>`
+
+func TestHTMLToText(t *testing.T) {
+	base, _ := url.Parse("https://example.com/pricing")
+	title, text := htmlToText(testPage, base)
+	if title != "Pricing & Plans" {
+		t.Errorf("title = %q", title)
+	}
+	want := `[Home](https://example.com/) Top Menu
+
+# Plans
+
+Our plans are simple.
+Pick one.
+
+## Team
+
+- 10 seats
+- See [the docs](https://example.com/docs/team?x=1)
+1. First
+2. Second
+
+Plan | Price
+Team | €10
+
+line 1
+    indented
+
+[image: A chart]
+
+Mail sales@example.com or https://other.example/x`
+	if text != want {
+		t.Errorf("htmlToText:\n%s\n\nwant:\n%s", text, want)
+	}
+	for _, hidden := range []string{"secret", "color: red", "svg text", "icon", "enable JS"} {
+		if strings.Contains(text, hidden) {
+			t.Errorf("text contains %q from a non-content element", hidden)
+		}
+	}
+}
+
+func TestBlockedAddr(t *testing.T) {
+	tests := []struct {
+		addr    string
+		blocked bool
+	}{
+		{"127.0.0.1", true}, {"::1", true}, {"10.1.2.3", true}, {"172.16.0.1", true}, {"192.168.1.1", true},
+		{"169.254.169.254", true}, {"100.64.0.1", true}, {"0.0.0.0", true}, {"::", true}, {"fe80::1", true},
+		{"fd00::1", true}, {"::ffff:127.0.0.1", true}, {"224.0.0.1", true},
+		{"93.184.216.34", false}, {"8.8.8.8", false}, {"2606:4700::1111", false}, {"172.32.0.1", false},
+	}
+	for _, tt := range tests {
+		if got := blockedAddr(netip.MustParseAddr(tt.addr)); got != tt.blocked {
+			t.Errorf("blockedAddr(%s) = %v, want %v", tt.addr, got, tt.blocked)
+		}
+	}
+}
+
+// webServer serves the pages the fetch tests read. /slow blocks until the request is cancelled.
+func webServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var hits atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, testPage)
+	})
+	mux.HandleFunc("/latin1", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=iso-8859-1")
+		w.Write([]byte("<p>caf\xe9</p>"))
+	})
+	mux.HandleFunc("/plain", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "just text\n")
+	})
+	mux.HandleFunc("/huge", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		chunk := "<p>" + strings.Repeat("word ", 1000) + "</p>\n"
+		for written := 0; written < 3*MaxFetchBytes; written += len(chunk) {
+			if _, err := fmt.Fprint(w, chunk); err != nil {
+				return // the client stopped reading at the cap
+			}
+		}
+	})
+	mux.HandleFunc("/long", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		for i := range 10_000 {
+			fmt.Fprintf(w, "line %05d\n", i)
+		}
+	})
+	mux.HandleFunc("/image", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/png")
+		w.Write([]byte("\x89PNG\r\n\x1a\n...."))
+	})
+	mux.HandleFunc("/missing", func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+	mux.HandleFunc("/unavailable", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	mux.HandleFunc("/busy", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		w.WriteHeader(http.StatusTooManyRequests)
+	})
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/plain", http.StatusFound)
+	})
+	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/loop", http.StatusFound)
+	})
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &hits
+}
+
+func TestWebFetch(t *testing.T) {
+	srv, _ := webServer(t)
+	r := newTestRegistry(t, Deps{AllowPrivateNetworks: true})
+	fetch := func(path string, extra ...string) (Output, error) {
+		args := fmt.Sprintf(`{"url": %q%s}`, srv.URL+path, strings.Join(extra, ""))
+		return run(t, r, WebFetch, args)
+	}
+
+	t.Run("html", func(t *testing.T) {
+		out, err := fetch("/page")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOK(t, out, "URL: "+srv.URL+"/page\n", "Title: Pricing & Plans\n", "# Plans",
+			"[the docs]("+srv.URL+"/docs/team?x=1)")
+		if strings.Contains(out.Content, "do not show") {
+			t.Errorf("script content leaked into the text")
+		}
+	})
+	t.Run("charset", func(t *testing.T) {
+		out, _ := fetch("/latin1")
+		wantOK(t, out, "café")
+	})
+	t.Run("plain text and redirect", func(t *testing.T) {
+		out, _ := fetch("/redirect")
+		wantOK(t, out, "URL: "+srv.URL+"/plain\n", "just text")
+	})
+	t.Run("2 MB cap", func(t *testing.T) {
+		out, err := fetch("/huge")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOK(t, out, "only its first 2 MB were read", "offset=")
+		if n := len([]rune(out.Content)); n > MaxOutputChars {
+			t.Errorf("content is %d characters, over MaxOutputChars", n)
+		}
+	})
+	t.Run("paging", func(t *testing.T) {
+		first, _ := fetch("/long")
+		wantOK(t, first, "line 00000", "Call lucy_web_fetch again with offset=")
+		_, after, _ := strings.Cut(first.Content, "offset=")
+		next := strings.TrimSuffix(strings.TrimSuffix(after, "]"), " to read on.")
+		second, _ := fetch("/long", `, "offset": `+next)
+		wantOK(t, second, "[Showing the text from offset "+next)
+		if strings.Contains(second.Content, "line 00000") {
+			t.Errorf("second part repeats the first")
+		}
+		past, _ := fetch("/long", `, "offset": 2000000`)
+		wantToolError(t, past, "past the end")
+	})
+	t.Run("404 is a tool error", func(t *testing.T) {
+		out, err := fetch("/missing")
+		if err != nil {
+			t.Fatalf("err = %v, want nil", err)
+		}
+		wantToolError(t, out, "HTTP 404 Not Found")
+	})
+	t.Run("binary is a tool error", func(t *testing.T) {
+		out, _ := fetch("/image")
+		wantToolError(t, out, "image/png", "not a text or HTML page")
+	})
+	t.Run("503 is transient", func(t *testing.T) {
+		_, err := fetch("/unavailable")
+		wantTransient(t, err)
+	})
+	t.Run("429 is transient with Retry-After", func(t *testing.T) {
+		_, err := fetch("/busy")
+		if te := wantTransient(t, err); te.RetryAfter != 7*time.Second {
+			t.Errorf("RetryAfter = %v, want 7s", te.RetryAfter)
+		}
+	})
+	t.Run("redirect loop", func(t *testing.T) {
+		out, _ := fetch("/loop")
+		wantToolError(t, out, "stopped after 5 redirects")
+	})
+	t.Run("credentials are not shown", func(t *testing.T) {
+		u, _ := url.Parse(srv.URL + "/missing")
+		u.User = url.UserPassword("me", "hunter2")
+		out, _ := run(t, r, WebFetch, fmt.Sprintf(`{"url": %q}`, u.String()))
+		if strings.Contains(out.Content, "hunter2") {
+			t.Errorf("output shows the password: %s", out.Content)
+		}
+	})
+}
+
+func TestWebFetchTimeout(t *testing.T) {
+	srv, _ := webServer(t)
+	r := newTestRegistry(t, Deps{AllowPrivateNetworks: true})
+	r.fetchTimeout = 50 * time.Millisecond
+	_, err := run(t, r, WebFetch, fmt.Sprintf(`{"url": %q}`, srv.URL+"/slow"))
+	te := wantTransient(t, err)
+	wantContains(t, te.Error(), "timed out")
+
+	// The activity's own cancellation is not the page's failure: it is returned as is.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = r.Run(ctx, Invocation{Name: WebFetch, Arguments: fmt.Sprintf(`{"url": %q}`, srv.URL+"/slow"), Team: testTeam})
+	var transient *TransientError
+	if !errors.Is(err, context.Canceled) || errors.As(err, &transient) {
+		t.Errorf("cancelled fetch: err = %v, want context.Canceled and not transient", err)
+	}
+}
+
+func TestWebFetchConnectionRefused(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	r := newTestRegistry(t, Deps{AllowPrivateNetworks: true})
+	_, err = run(t, r, WebFetch, fmt.Sprintf(`{"url": "http://%s/"}`, addr))
+	wantTransient(t, err)
+}
+
+func TestWebFetchRefusesPrivateAddresses(t *testing.T) {
+	srv, hits := webServer(t)
+	r := newTestRegistry(t, Deps{}) // production default
+	for _, u := range []string{
+		srv.URL + "/page",
+		"http://localhost:1/",
+		"http://[::1]:1/",
+		"http://169.254.169.254/latest/meta-data/",
+		"http://10.0.0.1/",
+		"http://0.0.0.0:1/",
+	} {
+		t.Run(u, func(t *testing.T) {
+			_, err := run(t, r, WebFetch, fmt.Sprintf(`{"url": %q}`, u))
+			wantArgError(t, err, WebFetch, "private, loopback or link-local")
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the private server was reached %d time(s)", n)
+	}
+
+	// The dial-time check stops what the pre-flight check cannot see (a name that resolves to a
+	// private address after the check): call the client directly.
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/page", nil)
+	_, err := r.http.Do(req)
+	var private *errPrivateAddress
+	if !errors.As(err, &private) {
+		t.Errorf("dialing a private address: err = %v, want errPrivateAddress", err)
+	}
+}

@@ -1,0 +1,107 @@
+package agent
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Token estimate. Seed 001 counts tokens with tiktoken's cl100k_base as a proxy for every provider and
+// notes that precision does not matter for a 70% threshold. A tokenizer in workflow code would be a big
+// table to load and a dependency to keep in step with replay; we estimate instead, cheaply and
+// deterministically, in units of 1/12 token:
+//
+//   - ASCII letters, digits and single spaces: 3 units (4 characters per token, English prose in cl100k)
+//   - ASCII punctuation and symbols: 8 units (1.5 per token): JSON and code split on them, so they
+//     come out denser than prose, about 2–3 characters per token overall
+//   - a run of white space beyond its first character is free (indentation merges into one token)
+//   - any other character: 12 units (one token: CJK, emoji and accented letters are about one or more)
+//
+// It errs on the high side for non-English text, which only makes compaction come a little earlier.
+const (
+	unitsPerToken = 12
+	unitsWord     = 3
+	unitsPunct    = 8
+	unitsOther    = 12
+	// messageOverheadTokens is the per-message framing of the chat format (role, separators).
+	messageOverheadTokens = 4
+)
+
+// EstimateTokens estimates the tokens of s for a cl100k-like tokenizer.
+func EstimateTokens(s string) int {
+	units := 0
+	prevSpace := false
+	for _, r := range s {
+		switch {
+		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
+			if !prevSpace {
+				units += unitsWord
+			}
+			prevSpace = true
+			continue
+		case r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+			units += unitsWord
+		case r < 0x80:
+			units += unitsPunct
+		default:
+			units += unitsOther
+		}
+		prevSpace = false
+	}
+	return (units + unitsPerToken - 1) / unitsPerToken
+}
+
+// EstimateMessages estimates the tokens of a conversation, framing included.
+func EstimateMessages(msgs []Msg) int {
+	n := 0
+	for _, m := range msgs {
+		n += messageOverheadTokens + EstimateTokens(m.Text)
+	}
+	return n
+}
+
+// contextWindows maps model families to their context windows, most specific first. Matching is on
+// the model name without its provider prefix ("google/", "openai/"), lower-cased.
+var contextWindows = []struct {
+	prefix string
+	tokens int
+}{
+	{"gpt-4.1", 1047576},
+	{"gpt-4o", 128000},
+	{"o3", 200000},
+	{"o4-mini", 200000},
+	{"gemini-2.5", 1048576},
+	{"gemini-3", 1048576},
+	{"claude", 200000},
+	{"minimax-m2", 196608},
+	{"llama", 128000},
+}
+
+// ContextWindow is the context window in tokens of a model name such as "gpt-4.1",
+// "google/gemini-3.1-pro-preview" or "minimax/minimax-m2.5"; DefaultContextWindow for others.
+func ContextWindow(model string) int {
+	m := strings.ToLower(strings.TrimSpace(model))
+	if i := strings.LastIndex(m, "/"); i >= 0 {
+		m = m[i+1:]
+	}
+	for _, w := range contextWindows {
+		if m == w.prefix || strings.HasPrefix(m, w.prefix+"-") || strings.HasPrefix(m, w.prefix+".") ||
+			(len(w.prefix) > 3 && strings.HasPrefix(m, w.prefix)) {
+			return w.tokens
+		}
+	}
+	// Families named inside longer names: "meta-llama-3.1-70b", "anthropic.claude-3-5-sonnet".
+	for _, w := range contextWindows {
+		if len(w.prefix) > 3 && strings.Contains(m, w.prefix) {
+			return w.tokens
+		}
+	}
+	return DefaultContextWindow
+}
+
+// OverThreshold reports whether an estimate crosses CompactionRatio of the window (≤ 0: default window).
+func OverThreshold(tokens, window int) bool {
+	if window <= 0 {
+		window = DefaultContextWindow
+	}
+	return float64(tokens) > CompactionRatio*float64(window)
+}
