@@ -42,7 +42,7 @@ const (
 
 // stack is one running Lucy.
 type stack struct {
-	t        *testing.T
+	tb       testing.TB
 	srv      *temporaltest.TestServer
 	client   client.Client
 	worker   sdkworker.Worker
@@ -57,34 +57,41 @@ type stack struct {
 
 func newStack(t *testing.T, llm fakellm.Handler) *stack {
 	t.Helper()
+	return newStackTB(t, llm)
+}
+
+// newStackTB also serves benchmarks.
+func newStackTB(tb testing.TB, llm fakellm.Handler) *stack {
+	tb.Helper()
 	if testing.Short() {
-		t.Skip("end-to-end test")
+		tb.Skip("end-to-end test")
 	}
-	s := &stack{t: t}
-	s.slack, s.slackURL = localslack.NewTestServer(t, localslack.Options{
+	s := &stack{tb: tb}
+	s.slack, s.slackURL = localslack.NewTestServer(tb, localslack.Options{
 		Token: "xoxb-test", Team: team, UserTokens: map[string]string{"xoxp-human": human, "xoxp-other": "UOTHER"},
 		Users: []localslack.User{{ID: human, Name: "ada", RealName: "Ada Lovelace", TZ: "Europe/London"}, {ID: "UOTHER", Name: "bob"}},
 	})
-	s.llm = fakellm.New(t, llm)
+	s.llm = fakellm.New(tb, llm)
 	log := logging.New(io.Discard, "error", "json")
 	if testing.Verbose() {
-		log = logging.New(testWriter{t}, "info", "console")
+		log = logging.New(testWriter{tb}, "info", "console")
 	}
-	s.srv = temporaltest.NewServer(temporaltest.WithT(t), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel))}))
+	s.srv = temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel))}))
+	tb.Cleanup(s.srv.Stop)
 	s.client = s.srv.GetDefaultClient()
 	models := map[string]string{}
 	for _, tier := range config.Tiers {
 		models[tier] = "model-" + tier
 	}
 	s.cfg = &config.Config{
-		TemporalNamespace: s.srv.GetDefaultNamespace(), DataDir: t.TempDir(), SlackBotToken: "xoxb-test", SlackAPIURL: s.slackURL,
+		TemporalNamespace: s.srv.GetDefaultNamespace(), DataDir: tb.TempDir(), SlackBotToken: "xoxb-test", SlackAPIURL: s.slackURL,
 		LLMBaseURL: s.llm.BaseURL(), LLMAPIKey: "sk-test", Provider: "custom", Models: models, AdminUsers: []string{"UADMIN"},
 	}
 	s.log = log
 	s.startWorker(log)
 	gw := gateway.New(gateway.Options{Handoff: gateway.NewTemporalHandoff(s.client), BotUserID: "ULUCY", BotID: "BLUCY", Team: team, Log: log})
 	s.gw = httptest.NewServer(gw.HTTPHandler(secret))
-	t.Cleanup(s.gw.Close)
+	tb.Cleanup(s.gw.Close)
 	s.user = slack.New("xoxp-human", slack.OptionAPIURL(s.slackURL))
 	return s
 }
@@ -94,9 +101,9 @@ func (s *stack) startWorker(log zerolog.Logger) {
 	s.worker = sdkworker.New(s.client, workflows.TaskQueue, sdkworker.Options{})
 	worker.Register(s.worker, acts)
 	if err := s.worker.Start(); err != nil {
-		s.t.Fatal(err)
+		s.tb.Fatal(err)
 	}
-	s.t.Cleanup(s.stopWorker)
+	s.tb.Cleanup(s.stopWorker)
 }
 
 func (s *stack) stopWorker() {
@@ -106,7 +113,7 @@ func (s *stack) stopWorker() {
 	}
 }
 
-type testWriter struct{ t *testing.T }
+type testWriter struct{ t testing.TB }
 
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -115,21 +122,21 @@ func (w testWriter) Write(p []byte) (int, error) {
 
 // say posts a human message in the local workspace (so the thread exists for real) and returns its ts.
 func (s *stack) say(text, threadTS string) string {
-	s.t.Helper()
+	s.tb.Helper()
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if threadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(threadTS))
 	}
 	_, ts, err := s.user.PostMessage(channel, opts...)
 	if err != nil {
-		s.t.Fatal(err)
+		s.tb.Fatal(err)
 	}
 	return ts
 }
 
 // event sends a signed Events API request to the gateway.
 func (s *stack) event(evType, eventID, text, ts, threadTS, user string) *http.Response {
-	s.t.Helper()
+	s.tb.Helper()
 	ev := map[string]any{"type": evType, "user": user, "text": text, "ts": ts, "channel": channel, "event_ts": ts, "channel_type": "channel"}
 	if threadTS != "" && threadTS != ts {
 		ev["thread_ts"] = threadTS
@@ -142,13 +149,13 @@ func (s *stack) event(evType, eventID, text, ts, threadTS, user string) *http.Re
 }
 
 func (s *stack) post(path string, body []byte, ctype, key string) *http.Response {
-	s.t.Helper()
+	s.tb.Helper()
 	req, _ := http.NewRequest(http.MethodPost, s.gw.URL+path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", ctype)
 	sign(req, body, key, time.Now())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatal(err)
+		s.tb.Fatal(err)
 	}
 	resp.Body.Close()
 	return resp
@@ -175,11 +182,11 @@ func (s *stack) botMessages(threadTS string) []localslack.Message {
 
 // waitFor polls cond until it holds or the deadline passes.
 func (s *stack) waitFor(what string, timeout time.Duration, cond func() bool) {
-	s.t.Helper()
+	s.tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			s.t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			s.tb.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
 		select {
 		case <-s.slack.Changed():
