@@ -149,7 +149,7 @@ func postKey(m slack.Message) (run, key string, ok bool) {
 	return run, key, key != ""
 }
 
-// retried reports whether this is a later attempt of the activity, which may have posted already.
+// attemptRetried reports whether this is a later attempt of the activity, which may have posted already.
 func attemptRetried(ctx context.Context) bool {
 	return activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1
 }
@@ -217,6 +217,9 @@ func findOwnPosts(ctx context.Context, api SlackAPI, channel, threadTS, run stri
 // postParts posts parts in order, each with its metadata key. On a retried attempt it first looks for
 // the parts an earlier attempt posted, and posts only the others.
 func (a *Activities) postParts(ctx context.Context, op, team, channel, threadTS, run string, parts []slackPart) ([]string, error) {
+	if len(parts) == 0 {
+		return nil, nil
+	}
 	api := a.Slack(team)
 	existing := map[string]string{}
 	if attemptRetried(ctx) {

@@ -121,6 +121,7 @@ func quietSuite() *testsuite.WorkflowTestSuite {
 func (f *slackFixture) run(t *testing.T, fn any, in any, out any) error {
 	t.Helper()
 	env := quietSuite().NewTestActivityEnvironment()
+	env.SetTestTimeout(time.Minute) // the 3 s default is short on a loaded machine with -race
 	env.RegisterActivity(f.a)
 	val, err := env.ExecuteActivity(fn, in)
 	if err == nil && out != nil {
@@ -136,6 +137,7 @@ func (f *slackFixture) run(t *testing.T, fn any, in any, out any) error {
 func (f *slackFixture) runWithRetries(t *testing.T, fn any, in any, out any) error {
 	t.Helper()
 	env := quietSuite().NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute) // the 3 s default is short on a loaded machine with -race
 	env.RegisterActivity(f.a)
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, in json.RawMessage) (json.RawMessage, error) {
 		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
@@ -259,7 +261,7 @@ func TestPlaceholderLookupHelper(t *testing.T) {
 	}
 }
 
-func TestPostMessageSplitsAndRetries(t *testing.T) {
+func TestSlackPostMessageSplitsAndRetries(t *testing.T) {
 	f := newSlackFixture(t)
 	root := f.say(t, "U1", "", "what are you working on?")
 	md := longAnswer()
@@ -415,7 +417,7 @@ func TestReactIsIdempotent(t *testing.T) {
 	assertAppError(t, err, ErrSlackPermanent, true)
 }
 
-func TestPostEphemeral(t *testing.T) {
+func TestSlackPostEphemeral(t *testing.T) {
 	f := newSlackFixture(t)
 	root := f.say(t, "U1", "", "<@ULUCY> delete the file")
 
@@ -685,7 +687,7 @@ func TestThreadMessageOtherBots(t *testing.T) {
 	}
 }
 
-func TestResolveContext(t *testing.T) {
+func TestSlackResolveContext(t *testing.T) {
 	f := newSlackFixture(t)
 	var ci ContextInfo
 	if err := f.run(t, f.a.ResolveContext, ResolveContextInput{Team: "T1", Channel: "C1", User: "U1"}, &ci); err != nil {

@@ -21,8 +21,11 @@
 //   - SQLite in DataDir/temporal.db for both persistence and visibility (so the
 //     Web UI's workflow list and search attributes work). The schema is created
 //     on first start and reused afterwards, so workflows, schedules and
-//     histories survive a restart. DataDir/temporal.db.lock prevents two
-//     servers from sharing the file.
+//     histories survive a restart. The schema version is recorded in the file
+//     and checked at start (the server does not check it for SQLite), so a
+//     database from an incompatible go.temporal.io/server is refused with a
+//     clear error. DataDir/temporal.db.lock prevents two servers from sharing
+//     the file.
 //   - Options.Namespace, registered at start if missing, with a 7-day
 //     retention.
 //   - The Web UI on Options.Host:Options.UIPort, pointed at the frontend,

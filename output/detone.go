@@ -2,6 +2,7 @@ package output
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,27 +16,54 @@ const maxExclaims = 2
 // optional quote marker) or the end of the previous sentence. It is group 1 and is kept.
 const sentenceStart = `(?im)(^[ \t]*(?:>[ \t]*)?|[.!?]["')\]*_~’”]*[ \t]+)`
 
+// rule is a removal with a cheap prefilter: the regular expressions run only on text that contains
+// one of the keywords (lower case), because most answers contain none of these patterns and the
+// expressions are comparatively slow.
+type rule struct {
+	re       *regexp.Regexp
+	keywords []string
+}
+
+func (r rule) apply(s, lower string) string {
+	for _, k := range r.keywords {
+		if strings.Contains(lower, k) {
+			return cutCapitalize(s, r.re)
+		}
+	}
+	return s
+}
+
 var (
 	// Filler openers, only at the start of a line.
-	reOpeners = []*regexp.Regexp{
-		regexp.MustCompile(`(?im)(^[ \t]*(?:>[ \t]*)?)(?:certainly|absolutely|of course|sure thing|sure|great question|good question|excellent question|what a great question|that['’]s a great question|great idea|happy to help|glad you asked|(?:I['’]d|I would) be (?:happy|glad|delighted) to help(?: you)?(?: (?:with|out with) (?:that|this))?|I['’]m (?:happy|glad|delighted) to help(?: you)?(?: (?:with|out with) (?:that|this))?)(?:!+|\.)[ \t]*`),
-		regexp.MustCompile(`(?im)(^[ \t]*(?:>[ \t]*)?)(?:certainly|great question|good question|excellent question),[ \t]*`),
-		regexp.MustCompile(`(?im)(^[ \t]*)here(?: is|['’]s| are) (?:the |some )?(?:(?:information|info|details|answers?|results?|data)(?: that)? you (?:requested|asked for|were looking for|wanted)|(?:requested|relevant) (?:information|info|details)|information)[ \t]*[:.][ \t]*\n?`),
-		regexp.MustCompile(`(?im)(^[ \t]*)(?:in conclusion|to sum up|to summarize),[ \t]*`),
+	reOpeners = []rule{
+		{regexp.MustCompile(`(?im)(^[ \t]*(?:>[ \t]*)?)(?:certainly|absolutely|of course|sure thing|sure|great question|good question|excellent question|what a great question|that['’]s a great question|great idea|happy to help|glad you asked|(?:I['’]d|I would) be (?:happy|glad|delighted) to help(?: you)?(?: (?:with|out with) (?:that|this))?|I['’]m (?:happy|glad|delighted) to help(?: you)?(?: (?:with|out with) (?:that|this))?)(?:!+|\.)[ \t]*`),
+			[]string{"certainly", "absolutely", "of course", "sure", "question", "great idea", "help", "glad"}},
+		{regexp.MustCompile(`(?im)(^[ \t]*(?:>[ \t]*)?)(?:certainly|great question|good question|excellent question),[ \t]*`),
+			[]string{"certainly", "question"}},
+		{regexp.MustCompile(`(?im)(^[ \t]*)here(?: is|['’]s| are) (?:the |some )?(?:(?:information|info|details|answers?|results?|data)(?: that)? you (?:requested|asked for|were looking for|wanted)|(?:requested|relevant) (?:information|info|details)|information)[ \t]*[:.][ \t]*\n?`),
+			[]string{"here"}},
+		{regexp.MustCompile(`(?im)(^[ \t]*)(?:in conclusion|to sum up|to summarize),[ \t]*`),
+			[]string{"in conclusion", "to sum", "to summarize"}},
 	}
 
 	// Stock closers, wherever a sentence starts. Each allows only a generic tail, so that a sentence
 	// with real content ("Feel free to reach out to billing@acme.com") stays.
-	reClosers = []*regexp.Regexp{
-		regexp.MustCompile(sentenceStart + `(?:I )?hope (?:this|that|it|the above)(?: information| answer)? (?:helps|was helpful|is helpful|will help|helped)(?: you)?(?: (?:a bit|a little|somewhat|clarify things|clear things up))?(?:[.!]+|[ \t]*$)[ \t]*`),
-		regexp.MustCompile(sentenceStart + `(?:please )?(?:feel free to|(?:don['’]t|do not) hesitate to) (?:reach out|ask|let me know|ping me|get in touch|contact me)(?: (?:to me|anytime|any time|again|here))?(?: if you (?:have|need|want|run into)[^.!?\n]{0,60}?)?(?:[.!]+|[ \t]*$)[ \t]*`),
-		regexp.MustCompile(sentenceStart + `(?:please )?(?:just )?let me know if you have any (?:other |more |further |additional )?questions(?: (?:about|on) [^.!?\n]{1,40}?)?(?:[.!]+|[ \t]*$)[ \t]*`),
-		regexp.MustCompile(sentenceStart + `if you have any (?:other |more |further |additional )?questions(?: or [^,.!?\n]{1,40}?)?,[ \t]*(?:feel free to|(?:just )?let me know|(?:don['’]t|do not) hesitate to|(?:just )?ask|I['’]m (?:here|happy to help))[^.!?\n]{0,40}?(?:[.!]+|[ \t]*$)[ \t]*`),
-		regexp.MustCompile(sentenceStart + `(?:is there )?anything else (?:I can (?:help|assist) (?:you )?with|you need(?: help with)?)(?: today)?\?[ \t]*`),
+	reClosers = []rule{
+		{regexp.MustCompile(sentenceStart + `(?:I )?hope (?:this|that|it|the above)(?: information| answer)? (?:helps|was helpful|is helpful|will help|helped)(?: you)?(?: (?:a bit|a little|somewhat|clarify things|clear things up))?(?:[.!]+|[ \t]*$)[ \t]*`),
+			[]string{"hope"}},
+		{regexp.MustCompile(sentenceStart + `(?:please )?(?:feel free to|(?:don['’]t|do not) hesitate to) (?:reach out|ask|let me know|ping me|get in touch|contact me)(?: (?:to me|anytime|any time|again|here))?(?: if you (?:have|need|want|run into)[^.!?\n]{0,60}?)?(?:[.!]+|[ \t]*$)[ \t]*`),
+			[]string{"feel free", "hesitate"}},
+		{regexp.MustCompile(sentenceStart + `(?:please )?(?:just )?let me know if you have any (?:other |more |further |additional )?questions(?: (?:about|on) [^.!?\n]{1,40}?)?(?:[.!]+|[ \t]*$)[ \t]*`),
+			[]string{"let me know"}},
+		{regexp.MustCompile(sentenceStart + `if you have any (?:other |more |further |additional )?questions(?: or [^,.!?\n]{1,40}?)?,[ \t]*(?:feel free to|(?:just )?let me know|(?:don['’]t|do not) hesitate to|(?:just )?ask|I['’]m (?:here|happy to help))[^.!?\n]{0,40}?(?:[.!]+|[ \t]*$)[ \t]*`),
+			[]string{"questions"}},
+		{regexp.MustCompile(sentenceStart + `(?:is there )?anything else (?:I can (?:help|assist) (?:you )?with|you need(?: help with)?)(?: today)?\?[ \t]*`),
+			[]string{"anything else"}},
 	}
 
 	// "It's worth noting that X" says X.
-	reNoting = regexp.MustCompile(`(?i)(^|[\s(>])(?:it['’]s|it is) (?:important|worth|crucial|essential) (?:to note|noting|mentioning|pointing out|to mention|to remember)(?: that)?,?[ \t]+`)
+	reNoting = rule{regexp.MustCompile(`(?i)(^|[\s(>])(?:it['’]s|it is) (?:important|worth|crucial|essential) (?:to note|noting|mentioning|pointing out|to mention|to remember)(?: that)?,?[ \t]+`),
+		[]string{"important", "worth", "crucial", "essential"}}
 
 	reDelve       = regexp.MustCompile(`(?i)\bdelv(?:e|es|ed|ing)\b`)
 	reUtilize     = regexp.MustCompile(`(?i)\butili[sz](?:e|es|ed|ing)\b`)
@@ -80,18 +108,16 @@ func Detone(s string) string {
 func detoneProse(p string, exclaims *int) string {
 	var h holder
 	p = h.protect(p, reDetoneMask)
-	for _, re := range reOpeners {
-		p = cutCapitalize(p, re)
+	for _, r := range slices.Concat(reOpeners, reClosers, disclaimers, []rule{reNoting}) {
+		p = r.apply(p, strings.ToLower(p))
 	}
-	for _, re := range reClosers {
-		p = cutCapitalize(p, re)
+	lower := strings.ToLower(p)
+	if strings.Contains(lower, "delv") {
+		p = reDelve.ReplaceAllStringFunc(p, plainWord)
 	}
-	for _, re := range reDisclaimers {
-		p = cutCapitalize(p, re)
+	if strings.Contains(lower, "utili") {
+		p = reUtilize.ReplaceAllStringFunc(p, plainWord)
 	}
-	p = cutCapitalize(p, reNoting)
-	p = reDelve.ReplaceAllStringFunc(p, plainWord)
-	p = reUtilize.ReplaceAllStringFunc(p, plainWord)
 	p = reInterrobang.ReplaceAllString(p, "?")
 	p = reBangs.ReplaceAllString(p, "!")
 	p = softenExclaims(p, exclaims)

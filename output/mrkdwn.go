@@ -32,12 +32,12 @@ var (
 	reAutoEmail  = regexp.MustCompile(`^<([^<>\s@]+@[^<>\s@]+\.[^<>\s@]+)>`)
 	reHTMLTag    = regexp.MustCompile(`^<(/?)([a-zA-Z]+)[^<>]*?/?>`)
 
-	reBoldItalic = regexp.MustCompile(`\*\*\*([^\s*](?:[^\n]*?[^\s*])?)\*\*\*`)
-	reBoldStar   = regexp.MustCompile(`\*\*([^\s*](?:[^\n]*?[^\s*])?)\*\*`)
-	reBoldUnder  = regexp.MustCompile(`(^|[^\p{L}\p{N}_])__([^\s_](?:[^\n]*?[^\s_])?)__($|[^\p{L}\p{N}_])`)
-	reItalicStar = regexp.MustCompile(`(^|[^*\p{L}\p{N}])\*([^\s*](?:[^*\n]*?[^\s*])?)\*($|[^*\p{L}\p{N}])`)
-	reStrike     = regexp.MustCompile(`~~([^\s~](?:[^\n]*?[^\s~])?)~~`)
-	reUnderItal  = regexp.MustCompile(`(^|[^\p{L}\p{N}_])_([^\s_](?:[^_\n]*?[^\s_])?)_($|[^\p{L}\p{N}_])`)
+	reBoldItalic = regexp.MustCompile(`\*\*\*([^\s*](?:[^\n]*?[^\s*])??)\*\*\*`)
+	reBoldStar   = regexp.MustCompile(`\*\*([^\s*](?:[^\n]*?[^\s*])??)\*\*`)
+	reBoldUnder  = regexp.MustCompile(`(^|[^\p{L}\p{N}_])__([^\s_](?:[^\n]*?[^\s_])??)__($|[^\p{L}\p{N}_])`)
+	reItalicStar = regexp.MustCompile(`(^|[^*\p{L}\p{N}])\*([^\s*](?:[^*\n]*?[^\s*])??)\*($|[^*\p{L}\p{N}])`)
+	reStrike     = regexp.MustCompile(`~~([^\s~](?:[^\n]*?[^\s~])??)~~`)
+	reUnderItal  = regexp.MustCompile(`(^|[^\p{L}\p{N}_])_([^\s_](?:[^_\n]*?[^\s_])??)_($|[^\p{L}\p{N}_])`)
 )
 
 // ToMrkdwn converts CommonMark/GFM to Slack mrkdwn:
@@ -384,7 +384,10 @@ func (c *converter) inline(s string) string {
 			continue
 		case ch == '<':
 			if end, out, ok := c.angle(s[i:]); ok {
-				if out != "" {
+				switch out {
+				case "", "\n", "~", string(markBold), string(markItalic):
+					b.WriteString(out) // formatting, still to be converted
+				default:
 					b.WriteString(h.hold(out))
 				}
 				i += end

@@ -40,6 +40,8 @@ var (
 	// of a URL (https://example.com/home/...).
 	rePath = regexp.MustCompile(`(^|[\s(\[{"'=,;*_~])((?:file://|sandbox:)?(?:/(?:app|home|tmp|root|srv|mnt|workspaces?|private/(?:tmp|var)|var/(?:tmp|folders|lib/lucy))(?:/[^\s/()\[\]{}<>"'` + "`" + `,;|*?]*)*|(?:\./)?(?:data/)?workspaces/[^\s/()\[\]{}<>"'` + "`" + `,;|*?]+(?:/[^\s/()\[\]{}<>"'` + "`" + `,;|*?]*)+|[A-Za-z]:\\[^\s<>"'` + "`" + `|*?,;()]*))`)
 
+	reURL = regexp.MustCompile(`(?i)\b(?:https?|ftp)://[^\s<>()\[\]` + "`" + `]+`)
+
 	// Internal tool names, with an optional call: lucy_web_fetch(url="...").
 	reTool = regexp.MustCompile(`(?:\bfunctions\.)?\b(?i:(lucy_[a-z0-9_]+|composio_[a-z0-9_]+|delegate_to_[a-z0-9_]+_agent))\b(?:[ \t]*\((?:[^()\n]|\([^()\n]*\))*\))?`)
 
@@ -47,11 +49,13 @@ var (
 	reSecret = regexp.MustCompile(`\b(?:xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}|sk-(?:proj-|ant-|or-v1-)?[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35})\b`)
 
 	// "As an AI language model, ..." and its relatives. Group 1 is kept (the sentence boundary).
-	reDisclaimers = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)(^|[.!?]["')\]]*[ \t]+|\n)[ \t]*I(?:'m|’m| am) (?:just |only |merely )?an? (?:AI|artificial intelligence|(?:large )?language model|LLM|AI (?:language )?model|AI assistant|chatbot)(?: (?:developed|created|made|trained|built) by [\w. -]{1,40}?)?[.!][ \t]*`),
-		regexp.MustCompile(`(?i)(^|[\s("])(?:as an? (?:AI|artificial intelligence|(?:large )?language model|LLM|AI (?:language )?model|AI assistant|digital assistant|virtual assistant|chatbot)(?: (?:developed|created|made|trained|built) by [\w. -]{1,40}?)?|I(?:'m|’m| am) (?:just |only |merely )?an? (?:AI|(?:large )?language model|AI (?:language )?model|AI assistant)(?: and)?),[ \t]*(?:(?:so|but|and) )?`),
+	disclaimers = []rule{
+		{regexp.MustCompile(`(?i)(^|[.!?]["')\]]*[ \t]+|\n)[ \t]*I(?:'m|’m| am) (?:just |only |merely )?an? (?:AI|artificial intelligence|(?:large )?language model|LLM|AI (?:language )?model|AI assistant|chatbot)(?: (?:developed|created|made|trained|built) by [\w. -]{1,40}?)?[.!][ \t]*`), disclaimerWords},
+		{regexp.MustCompile(`(?i)(^|[\s("])(?:as an? (?:AI|artificial intelligence|(?:large )?language model|LLM|AI (?:language )?model|AI assistant|digital assistant|virtual assistant|chatbot)(?: (?:developed|created|made|trained|built) by [\w. -]{1,40}?)?|I(?:'m|’m| am) (?:just |only |merely )?an? (?:AI|(?:large )?language model|AI (?:language )?model|AI assistant)(?: and)?),[ \t]*(?:(?:so|but|and) )?`), disclaimerWords},
 	}
 )
+
+var disclaimerWords = []string{"ai", "model", "llm", "chatbot", "assistant", "artificial"}
 
 // tagRegexp matches the opening tags of names (with attributes), or any tag of names when anyTag.
 func tagRegexp(names []string, anyTag bool) *regexp.Regexp {
@@ -131,7 +135,7 @@ func humanizeTool(name string) string {
 // Fenced code blocks are kept exactly as written: the user asked for them, and a path or a JSON value
 // in a config file is content there, not a leak.
 func Sanitize(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = stripSentinels(strings.ReplaceAll(s, "\r\n", "\n"))
 	s = stripControlTags(s)
 	s = mapProse(s, true, sanitizeProse)
 	return tidyBlankLines(s, true)
@@ -194,20 +198,23 @@ func sanitizeProse(p string) string {
 		return label
 	})
 	p = mapCodeSpans(p, sanitizeText, sanitizeSpan)
-	for _, re := range reDisclaimers {
-		p = cutCapitalize(p, re)
+	for _, r := range disclaimers {
+		p = r.apply(p, strings.ToLower(p))
 	}
 	return p
 }
 
 // sanitizeText applies the word-level rules to prose outside code spans.
 func sanitizeText(t string) string {
+	t = reSecret.ReplaceAllString(t, "[redacted]")
+	var h holder
+	t = h.protect(t, reURL) // a URL is the user's to follow, even when its path says /home or lucy_
 	t = reTool.ReplaceAllStringFunc(t, func(m string) string { return humanizeTool(reTool.FindStringSubmatch(m)[1]) })
 	t = rePath.ReplaceAllStringFunc(t, func(m string) string {
 		sm := rePath.FindStringSubmatch(m)
 		return sm[1] + humanizePath(sm[2])
 	})
-	return reSecret.ReplaceAllString(t, "[redacted]")
+	return h.restore(t)
 }
 
 // sanitizeSpan handles a code span (content without the backticks). A span that is only a tool name
@@ -281,6 +288,10 @@ func mapCodeSpans(p string, text func(string) string, span func(string) (string,
 // dropJSON replaces standalone JSON values (starting a line, ending a line) longer than maxJSONRunes
 // with a note. Short values are kept: they are usually an example the user can read.
 func dropJSON(p string) string {
+	ends := jsonEnds(p)
+	if len(ends) == 0 {
+		return p
+	}
 	var b strings.Builder
 	for i := 0; i < len(p); {
 		lineEnd := strings.IndexByte(p[i:], '\n')
@@ -293,15 +304,13 @@ func dropJSON(p string) string {
 		for t < lineEnd && (p[t] == ' ' || p[t] == '\t') {
 			t++
 		}
-		if t < lineEnd && (p[t] == '{' || p[t] == '[') {
-			if end := jsonEnd(p, t); end > 0 && onlySpaceToEOL(p, end) {
-				blob := p[t:end]
-				if utf8.RuneCountInString(blob) > maxJSONRunes && looksJSON(blob) {
-					b.WriteString(p[i:t])
-					b.WriteString(jsonNote)
-					i = end
-					continue
-				}
+		if end, ok := ends[t]; ok && onlySpaceToEOL(p, end) {
+			blob := p[t:end]
+			if utf8.RuneCountInString(blob) > maxJSONRunes && looksJSON(blob) {
+				b.WriteString(p[i:t])
+				b.WriteString(jsonNote)
+				i = end
+				continue
 			}
 		}
 		if lineEnd < len(p) {
@@ -313,42 +322,56 @@ func dropJSON(p string) string {
 	return b.String()
 }
 
-// maxJSONScan bounds the search for the end of a JSON value: a tool result is cut at 16,000
-// characters before the model sees it, so a dump is never much longer.
-const maxJSONScan = 1 << 16
-
-// jsonEnd returns the index after the bracket that balances the one at s[i], skipping strings, or -1.
-func jsonEnd(s string, i int) int {
-	depth := 0
-	var quote byte
-	for j := i; j < len(s) && j < i+maxJSONScan; j++ {
-		c := s[j]
-		if quote != 0 {
+// jsonEnds maps the offset of each { or [ that starts a line (after indentation) to the offset after
+// the bracket that balances it. One pass with a stack: JSON strings cannot hold a raw newline, so
+// string state resets at each line and a bracket at a line start is never inside a string.
+func jsonEnds(p string) map[int]int {
+	var ends map[int]int
+	var stack []int
+	inString, lineStart := false, true
+	for j := 0; j < len(p); j++ {
+		c := p[j]
+		if c == '\n' {
+			inString, lineStart = false, true
+			continue
+		}
+		startsLine := lineStart
+		if c != ' ' && c != '\t' {
+			lineStart = false
+		}
+		if inString {
 			switch c {
 			case '\\':
 				j++
-			case quote:
-				quote = 0
-			case '\n':
-				if quote == '\'' {
-					quote = 0 // an apostrophe in prose, not a string
-				}
+			case '"':
+				inString = false
 			}
 			continue
 		}
 		switch c {
 		case '"':
-			quote = c
+			inString = true
 		case '{', '[':
-			depth++
+			if startsLine {
+				stack = append(stack, j)
+			} else {
+				stack = append(stack, -1)
+			}
 		case '}', ']':
-			depth--
-			if depth == 0 {
-				return j + 1
+			if len(stack) == 0 {
+				continue
+			}
+			open := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if open >= 0 {
+				if ends == nil {
+					ends = map[int]int{}
+				}
+				ends[open] = j + 1
 			}
 		}
 	}
-	return -1
+	return ends
 }
 
 func onlySpaceToEOL(s string, i int) bool {

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
@@ -459,7 +460,7 @@ func (r *run) notifyLane(ctx workflow.Context, fingerprint string) {
 }
 
 func objective(text string) string {
-	t := strings.Join(strings.Fields(text), " ")
+	t := strings.Join(strings.Fields(intent.StripMentions(text)), " ")
 	if r := []rune(t); len(r) > 120 {
 		t = string(r[:120]) + "…"
 	}

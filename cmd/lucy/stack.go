@@ -165,7 +165,7 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		<-ctx.Done()
 		return nil
 	default:
-		fmt.Fprintln(stdout, "Gateway: terminal (no Slack credentials set). Type a message; /new starts a new thread; Ctrl-C or Ctrl-D quits.")
+		fmt.Fprintln(stdout, "Gateway: terminal (no Slack credentials set; `lucy chat` joins from another terminal).")
 		t := &gateway.Terminal{
 			In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c), Log: log,
 			Slack: slack.New(worker.LocalToken, slack.OptionAPIURL(lurl)), Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
@@ -279,7 +279,6 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 	if _, err := api.AuthTestContext(actx); err != nil {
 		return fmt.Errorf("no local workspace at %s: start `lucy dev` first (with the same LUCY_HTTP_ADDR)", lurl)
 	}
-	fmt.Fprintln(stdout, "Connected to Lucy. Type a message; /new starts a new thread; Ctrl-C or Ctrl-D quits.")
 	t := &gateway.Terminal{
 		In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c), Log: log,
 		Slack: api, Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",

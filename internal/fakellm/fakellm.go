@@ -77,6 +77,8 @@ type Reply struct {
 	RetryAfter int
 	// Hold, when set, is waited on before answering (to test cancellation of in-flight calls).
 	Hold <-chan struct{}
+	// Cancelled, when set, is closed if the client gives up on the request while it is held.
+	Cancelled chan<- struct{}
 	// PromptTokens/CompletionTokens are reported as usage.
 	PromptTokens, CompletionTokens int
 }
@@ -146,6 +148,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-reply.Hold:
 		case <-r.Context().Done():
+			if reply.Cancelled != nil {
+				close(reply.Cancelled)
+			}
 			return
 		}
 	}

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/lucy-agent/lucy/internal/fakellm"
+)
+
+// syncBuffer is a bytes.Buffer safe for the writer goroutines of run and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func envOf(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// `lucy dev` starts the embedded server and UI, the worker and the terminal gateway; a line typed
+// in the terminal goes through the lane and agent workflows and the answer is printed; Ctrl-C stops
+// everything cleanly.
+func TestDevStartsServesAndStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	llm := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "Hello from the dev stack."}
+	})
+	tport, uiport, hport := freePort(t), freePort(t), freePort(t)
+	env := envOf(map[string]string{
+		"LUCY_DATA_DIR": t.TempDir(), "LUCY_TEMPORAL_PORT": fmt.Sprint(tport), "LUCY_UI_PORT": fmt.Sprint(uiport),
+		"LUCY_HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", hport), "OPENAI_BASE_URL": llm.BaseURL(), "LUCY_MODEL_DEFAULT": "fake",
+		"LUCY_LOG_LEVEL": "warn",
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdinR, stdinW := io.Pipe()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, []string{"dev"}, env, stdinR, &stdout, &stderr) }()
+
+	waitFor(t, "the startup banner", 3*time.Minute, func() bool {
+		select {
+		case code := <-done:
+			t.Fatalf("lucy dev exited with %d: %s %s", code, stdout.String(), stderr.String())
+		default:
+		}
+		return strings.Contains(stdout.String(), "Gateway: terminal")
+	})
+	if !strings.Contains(stdout.String(), fmt.Sprintf("http://127.0.0.1:%d", uiport)) {
+		t.Errorf("banner does not say where the UI is: %s", stdout.String())
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", uiport))
+	if err != nil {
+		t.Fatalf("UI: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(strings.ToLower(string(body)), "<html") {
+		t.Errorf("UI index: %d %.100s", resp.StatusCode, body)
+	}
+	c, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", tport)})
+	if err != nil {
+		t.Fatalf("frontend: %v", err)
+	}
+	if _, err := c.CheckHealth(context.Background(), &client.CheckHealthRequest{}); err != nil {
+		t.Errorf("frontend health: %v", err)
+	}
+	c.Close()
+
+	fmt.Fprintln(stdinW, "hello there, please say hello back to me")
+	waitFor(t, "Lucy's answer in the terminal", time.Minute, func() bool {
+		return strings.Contains(stdout.String(), "Hello from the dev stack.")
+	})
+
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit code %d: %s", code, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("lucy dev did not stop within 30s of Ctrl-C")
+	}
+	stdinW.Close()
+	if _, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", uiport), time.Second); err == nil {
+		t.Error("the UI is still listening after stop")
+	}
+}
+
+// Mistakes a person can make are one actionable line and a non-zero exit, never a hang.
+func TestStartupErrors(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	dead := freePort(t)
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"no llm", []string{"dev"}, map[string]string{}, "no LLM configured"},
+		{"bad bot token", []string{"dev"}, map[string]string{"OPENAI_API_KEY": "k", "SLACK_BOT_TOKEN": "xoxp-1", "SLACK_APP_TOKEN": "xapp-1"}, "xoxb-"},
+		{"http port in use", []string{"dev"}, map[string]string{"OPENAI_API_KEY": "k", "LUCY_HTTP_ADDR": busy.Addr().String()}, "already in use"},
+		{"unreachable temporal", []string{"worker"}, map[string]string{"OPENAI_API_KEY": "k", "SLACK_BOT_TOKEN": "xoxb-1", "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead)}, "cannot reach Temporal"},
+		{"unknown command", []string{"fly"}, map[string]string{}, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr syncBuffer
+			start := time.Now()
+			code := run(context.Background(), tt.args, envOf(tt.env), strings.NewReader(""), &stdout, &stderr)
+			if code == 0 {
+				t.Fatalf("exit 0, want an error; stderr %q", stderr.String())
+			}
+			out := strings.TrimSpace(stderr.String())
+			if !strings.Contains(out, tt.want) {
+				t.Errorf("stderr %q does not contain %q", out, tt.want)
+			}
+			if tt.name != "unknown command" && strings.Count(out, "\n") > 0 {
+				t.Errorf("error is not one line: %q", out)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("took %s", d)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var stdout, stderr syncBuffer
+	if code := run(context.Background(), []string{"version"}, envOf(nil), strings.NewReader(""), &stdout, &stderr); code != 0 {
+		t.Fatal(code)
+	}
+	if !strings.HasPrefix(stdout.String(), "lucy ") {
+		t.Errorf("version output %q", stdout.String())
+	}
+}
