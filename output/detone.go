@@ -108,7 +108,18 @@ func Detone(s string) string {
 func detoneProse(p string, exclaims *int) string {
 	var h holder
 	p = h.protect(p, reDetoneMask)
-	for _, r := range slices.Concat(reOpeners, reClosers, disclaimers, []rule{reNoting}) {
+	// Openers come in stacks ("Certainly! Great question! Here is ..."); each removal can uncover the
+	// next at the start of the line, so they run until nothing changes (bounded).
+	for range 4 {
+		before := p
+		for _, r := range reOpeners {
+			p = r.apply(p, strings.ToLower(p))
+		}
+		if p == before {
+			break
+		}
+	}
+	for _, r := range slices.Concat(reClosers, disclaimers, []rule{reNoting}) {
 		p = r.apply(p, strings.ToLower(p))
 	}
 	lower := strings.ToLower(p)

@@ -111,7 +111,7 @@ func checkChunks(tb testing.TB, in string, max int, chunks []string) {
 			tb.Errorf("chunk %d has %d fence lines (unbalanced):\n%s", i, n, c)
 		}
 	}
-	if got, want := content(strings.Join(chunks, "")), content(in); got != want {
+	if got, want := content(strings.Join(chunks, "\n")), content(in); got != want {
 		tb.Errorf("chunks do not add up to the input\ngot:  %q\nwant: %q", got, want)
 	}
 	if strings.TrimSpace(in) != "" && len(chunks) == 0 {

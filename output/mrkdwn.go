@@ -40,6 +40,15 @@ var (
 	reUnderItal  = regexp.MustCompile(`(^|[^\p{L}\p{N}_])_([^\s_](?:[^_\n]*?[^\s_])??)_($|[^\p{L}\p{N}_])`)
 )
 
+// entities decodes the HTML entities models use in prose (CommonMark decodes them all; Slack knows
+// only &amp;, &lt; and &gt;, which stay as they are).
+var entities = strings.NewReplacer(
+	"&nbsp;", "\u00a0", "&quot;", `"`, "&apos;", "'", "&#39;", "'", "&#x27;", "'",
+	"&mdash;", "—", "&ndash;", "–", "&hellip;", "…", "&lsquo;", "‘", "&rsquo;", "’",
+	"&ldquo;", "“", "&rdquo;", "”", "&copy;", "©", "&reg;", "®", "&trade;", "™",
+	"&times;", "×", "&deg;", "°", "&middot;", "·", "&bull;", "•", "&euro;", "€",
+)
+
 // ToMrkdwn converts CommonMark/GFM to Slack mrkdwn:
 //
 //   - **bold** and __bold__ become *bold*, *italic* and _italic_ become _italic_, ***both*** becomes
@@ -54,7 +63,8 @@ var (
 //   - code spans and fenced code are kept verbatim, language tags dropped;
 //   - GFM tables become a code block with aligned columns;
 //   - &, < and > are escaped, except inside Slack tokens (<@U123>, <#C123|x>, <!here>) and the links
-//     this function writes; &amp;, &lt; and &gt; already in the text are kept as they are.
+//     this function writes; &amp;, &lt; and &gt; already in the text are kept as they are, and
+//     common entities (&nbsp;, &quot;, &mdash;, ...) are decoded.
 func ToMrkdwn(md string) string {
 	md = stripSentinels(strings.ReplaceAll(md, "\r\n", "\n"))
 	lines := strings.Split(md, "\n")
@@ -415,7 +425,7 @@ func (c *converter) inline(s string) string {
 		b.WriteString(s[i : i+size])
 		i += size
 	}
-	t := emphasis(b.String())
+	t := emphasis(entities.Replace(b.String()))
 	t = escapeText(t)
 	t = strings.NewReplacer(string(markBold), "*", string(markItalic), "_").Replace(t)
 	return h.restore(t)
@@ -763,7 +773,7 @@ func plain(s string, urls bool) string {
 		b.WriteString(s[i : i+size])
 		i += size
 	}
-	t := b.String()
+	t := entities.Replace(b.String())
 	t = reBoldItalic.ReplaceAllString(t, "$1")
 	t = untilStable(t, reBoldStar, "$1")
 	t = untilStable(t, reBoldUnder, "$1$2$3")
@@ -879,26 +889,37 @@ func pad(s string, width, align int) string {
 }
 
 // displayWidth approximates how many monospace columns s takes: combining marks and joiners take
-// none, East Asian wide characters and most emoji take two.
+// none, East Asian wide characters and emoji take two, and a variation selector 16 widens the
+// character before it to an emoji (⚠️).
 func displayWidth(s string) int {
-	w := 0
+	w, last := 0, 0
 	for _, r := range s {
 		switch {
+		case r == 0xFE0F:
+			if last == 1 {
+				w++
+				last = 2
+			}
 		case unicode.Is(unicode.Mn, r), unicode.Is(unicode.Me, r), unicode.Is(unicode.Cf, r),
-			r >= 0xFE00 && r <= 0xFE0F, r >= 0x1F3FB && r <= 0x1F3FF:
+			r >= 0xFE00 && r <= 0xFE0E, r >= 0x1F3FB && r <= 0x1F3FF:
 		case isWide(r):
 			w += 2
+			last = 2
 		default:
 			w++
+			last = 1
 		}
 	}
 	return w
 }
 
+// wideBMPEmoji are the characters below U+1F000 that are shown as emoji by default.
+const wideBMPEmoji = "⌚⌛⏩⏪⏫⏬⏰⏳◽◾☔☕♈♉♊♋♌♍♎♏♐♑♒♓♿⚓⚡⚪⚫⚽⚾⛄⛅⛎⛔⛪⛲⛳⛵⛺⛽✅✊✋✨❌❎❓❔❕❗➕➖➗➰➿⬛⬜⭐⭕"
+
 func isWide(r rune) bool {
 	return (r >= 0x1100 && r <= 0x115F) || (r >= 0x2E80 && r <= 0x303E) || (r >= 0x3041 && r <= 0x33FF) ||
 		(r >= 0x3400 && r <= 0x4DBF) || (r >= 0x4E00 && r <= 0x9FFF) || (r >= 0xA000 && r <= 0xA4CF) ||
 		(r >= 0xAC00 && r <= 0xD7A3) || (r >= 0xF900 && r <= 0xFAFF) || (r >= 0xFE30 && r <= 0xFE4F) ||
-		(r >= 0xFF00 && r <= 0xFF60) || (r >= 0xFFE0 && r <= 0xFFE6) || (r >= 0x1F300 && r <= 0x1F64F) ||
-		(r >= 0x1F900 && r <= 0x1F9FF) || (r >= 0x1FA70 && r <= 0x1FAFF) || (r >= 0x20000 && r <= 0x3FFFD)
+		(r >= 0xFF00 && r <= 0xFF60) || (r >= 0xFFE0 && r <= 0xFFE6) || (r >= 0x1F000 && r <= 0x1FAFF) ||
+		(r >= 0x20000 && r <= 0x3FFFD) || (r >= 0x2300 && r <= 0x2BFF && strings.ContainsRune(wideBMPEmoji, r))
 }

@@ -40,7 +40,8 @@ var (
 	// of a URL (https://example.com/home/...).
 	rePath = regexp.MustCompile(`(^|[\s(\[{"'=,;*_~])((?:file://|sandbox:)?(?:/(?:app|home|tmp|root|srv|mnt|workspaces?|private/(?:tmp|var)|var/(?:tmp|folders|lib/lucy))(?:/[^\s/()\[\]{}<>"'` + "`" + `,;|*?]*)*|(?:\./)?(?:data/)?workspaces/[^\s/()\[\]{}<>"'` + "`" + `,;|*?]+(?:/[^\s/()\[\]{}<>"'` + "`" + `,;|*?]*)+|[A-Za-z]:\\[^\s<>"'` + "`" + `|*?,;()]*))`)
 
-	reURL = regexp.MustCompile(`(?i)\b(?:https?|ftp)://[^\s<>()\[\]` + "`" + `]+`)
+	reCodeSpan = regexp.MustCompile("`+[^`]+`+")
+	reURL      = regexp.MustCompile(`(?i)\b(?:https?|ftp)://[^\s<>()\[\]` + "`" + `]+`)
 
 	// Internal tool names, with an optional call: lucy_web_fetch(url="...").
 	reTool = regexp.MustCompile(`(?:\bfunctions\.)?\b(?i:(lucy_[a-z0-9_]+|composio_[a-z0-9_]+|delegate_to_[a-z0-9_]+_agent))\b(?:[ \t]*\((?:[^()\n]|\([^()\n]*\))*\))?`)
@@ -198,10 +199,12 @@ func sanitizeProse(p string) string {
 		return label
 	})
 	p = mapCodeSpans(p, sanitizeText, sanitizeSpan)
+	var h holder
+	p = h.protect(p, reCodeSpan)
 	for _, r := range disclaimers {
 		p = r.apply(p, strings.ToLower(p))
 	}
-	return p
+	return h.restore(p)
 }
 
 // sanitizeText applies the word-level rules to prose outside code spans.

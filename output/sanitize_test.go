@@ -67,6 +67,7 @@ func TestSanitize(t *testing.T) {
 		{"as an ai developed by", "As an AI assistant developed by OpenAI, I can help.", "I can help."},
 		{"just an ai", "I'm just an AI, so I can't see your screen.", "I can't see your screen."},
 		{"i am an ai sentence", "Good question. I am an AI language model. Here it is.", "Good question. Here it is."},
+		{"disclaimer in code span kept", "Type `As an AI, I` there.", "Type `As an AI, I` there."},
 		{"ai in normal text kept", "AI models such as this one are useful.", "AI models such as this one are useful."},
 
 		{"slack token", "Your token xoxb-123456789012-abcdefghijkl works.", "Your token [redacted] works."},

@@ -37,8 +37,8 @@ var reSplitProtect = regexp.MustCompile("<[^<>\n]{1,1000}>|:[a-z0-9_+'-]{1,60}:|
 
 // Split cuts mrkdwn into ordered chunks of at most max runes (max <= 0 means MaxChunk; values below
 // 16 are raised to 16). It cuts at the most natural boundary in the second half of the room a chunk
-// has, preferring a paragraph break (a blank line, or just outside a code block), then a line
-// break, then the end of a sentence, then a space; only when none exists at all does it cut between
+// has, preferring a paragraph break (a blank line, also inside code, or just outside a code block),
+// then a line break, then the end of a sentence, then a space; only when none exists at all does it cut between
 // characters. It never cuts through a <url|text> link, a mention, an :emoji: code or a code span
 // unless one alone is longer than a chunk.
 //
@@ -176,11 +176,13 @@ func (sp *splitter) inCode(i int) bool {
 // runesFrom returns the byte offset n runes after pos (or len(s)).
 func (sp *splitter) runesFrom(pos, n int) int {
 	want := sp.runes[pos] + n
-	i := sort.Search(len(sp.s)+1, func(i int) bool { return sp.runes[i] >= want })
-	for i < len(sp.s) && !utf8.RuneStart(sp.s[i]) {
-		i++
-	}
-	return min(i, len(sp.s))
+	return min(sort.Search(len(sp.s)+1, func(i int) bool { return sp.runes[i] >= want }), len(sp.s))
+}
+
+// runeBoundary reports whether i is between two runes. Invalid bytes count as one rune each, as
+// utf8.DecodeRuneInString reads them.
+func (sp *splitter) runeBoundary(i int) bool {
+	return i == 0 || sp.runes[i] == sp.runes[i-1]+1
 }
 
 func (sp *splitter) run() []string {
@@ -322,8 +324,12 @@ func (sp *splitter) boundary(pos, e, level int) bool {
 		}
 		next := sp.line(e + 1)
 		if inCode {
-			// Not right after the opening fence nor right before the closing one.
-			return level == cutLine && !l.fence && !next.fence
+			// Not right after the opening fence nor right before the closing one; a blank line
+			// in code (between two functions, say) is the code's paragraph break.
+			if l.fence || next.fence {
+				return false
+			}
+			return level == cutLine || !sp.hasText(next.start, next.end)
 		}
 		if level == cutLine {
 			return true
@@ -352,7 +358,7 @@ func endsWithStop(text string) bool {
 // and not inside the marker or indentation of a fence line (the line must stay a fence). When
 // strict, it must also not go through a token.
 func (sp *splitter) anyCut(pos, e int, strict bool) bool {
-	if e < len(sp.s) && !utf8.RuneStart(sp.s[e]) {
+	if !sp.runeBoundary(e) {
 		return false
 	}
 	if !sp.hasText(pos, e) || (strict && sp.protected[e]) {

@@ -2,9 +2,10 @@ package workflows
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"time"
+
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
@@ -39,13 +40,11 @@ func FormatStatus(lane LaneStatus, run *RunStatus, now time.Time) string {
 		}
 		if len(run.Usage) > 0 {
 			var in, out int64
-			models := make([]string, 0, len(run.Usage))
-			for m, u := range run.Usage {
-				in += u.PromptTokens
-				out += u.CompletionTokens
-				models = append(models, m)
+			models := workflow.DeterministicKeys(run.Usage)
+			for _, m := range models {
+				in += run.Usage[m].PromptTokens
+				out += run.Usage[m].CompletionTokens
 			}
-			sort.Strings(models)
 			fmt.Fprintf(&b, "• Tokens so far: %d in, %d out (%s)\n", in, out, strings.Join(models, ", "))
 		}
 	}
