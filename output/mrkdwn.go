@@ -168,8 +168,11 @@ func (c *converter) blocks(lines []string) []string {
 			var inner []string
 			j := i
 			for ; j < len(lines) && reQuote.MatchString(lines[j]); j++ {
-				q := strings.TrimLeft(lines[j], " ")[1:]
-				q = strings.TrimPrefix(q, " ")
+				// Slack has one level of quotes: strip every level at once.
+				q := lines[j]
+				for reQuote.MatchString(q) {
+					q = strings.TrimPrefix(strings.TrimLeft(q, " ")[1:], " ")
+				}
 				inner = append(inner, q)
 			}
 			list = nil
@@ -177,8 +180,6 @@ func (c *converter) blocks(lines []string) []string {
 				switch {
 				case strings.TrimSpace(l) == "":
 					// Slack shows a bare ">" literally; a blank line inside a quote is dropped.
-				case strings.HasPrefix(l, ">"):
-					out = append(out, l) // a nested quote: Slack has one level
 				default:
 					out = append(out, "> "+l)
 				}

@@ -43,6 +43,7 @@ func Render(markdown string) []Message {
 	if strings.TrimSpace(markdown) == "" {
 		return nil
 	}
+	markdown = strings.ToValidUTF8(markdown, "\uFFFD") // Slack counts and shows characters, not bytes
 	text := addEmoji(Detone(ToMrkdwn(Sanitize(markdown))))
 	if strings.TrimSpace(text) == "" {
 		return nil

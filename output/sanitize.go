@@ -28,9 +28,9 @@ var (
 	}
 	unwrapTags = []string{"answer", "final_answer", "final", "response", "reply", "output", "result", "slack_message"}
 
-	reDropOpen   = tagRegexp(dropTags, false)
-	reAnyTag     = tagRegexp(append(append([]string{}, dropTags...), unwrapTags...), true)
-	reHTMLCommnt = regexp.MustCompile(`(?s)<!--.*?-->`)
+	reDropOpen    = tagRegexp(dropTags, false)
+	reAnyTag      = tagRegexp(append(append([]string{}, dropTags...), unwrapTags...), true)
+	reHTMLComment = regexp.MustCompile(`(?s)<!--.*?-->`)
 
 	// A Markdown link or image whose destination is an internal path keeps only its text.
 	rePathLink = regexp.MustCompile(`!?\[([^\]\n]*)\]\(<?((?:file://|sandbox:)?(?:/(?:app|home|tmp|root|srv|mnt|workspaces?|private|var/(?:tmp|folders|lib))|[A-Za-z]:\\)[^)\s>]*)>?(?:[ \t]+"[^"\n]*")?\)`)
@@ -189,7 +189,7 @@ func indexFold(s, needle string) int {
 
 // sanitizeProse applies every rule to Markdown outside fenced code.
 func sanitizeProse(p string) string {
-	p = reHTMLCommnt.ReplaceAllString(p, "")
+	p = reHTMLComment.ReplaceAllString(p, "")
 	p = dropJSON(p)
 	p = rePathLink.ReplaceAllStringFunc(p, func(m string) string {
 		label := rePathLink.FindStringSubmatch(m)[1]

@@ -38,9 +38,10 @@ var reSplitProtect = regexp.MustCompile("<[^<>\n]{1,1000}>|:[a-z0-9_+'-]{1,60}:|
 // Split cuts mrkdwn into ordered chunks of at most max runes (max <= 0 means MaxChunk; values below
 // 16 are raised to 16). It cuts at the most natural boundary in the second half of the room a chunk
 // has, preferring a paragraph break (a blank line, also inside code, or just outside a code block),
-// then a line break, then the end of a sentence, then a space; only when none exists at all does it cut between
-// characters. It never cuts through a <url|text> link, a mention, an :emoji: code or a code span
-// unless one alone is longer than a chunk.
+// then a line break, then the end of a sentence, then a space; only when there is none at all does
+// it cut between two characters. It never cuts through a <url|text> link, a mention, an :emoji:
+// code, a code span or an HTML entity unless one alone is longer than a chunk, nor between a
+// character and its combining marks.
 //
 // A code block that must be cut is closed with ``` at the end of one chunk and reopened at the start
 // of the next, and an unclosed block is closed, so every chunk renders on its own. Each chunk is
@@ -50,18 +51,13 @@ var reSplitProtect = regexp.MustCompile("<[^<>\n]{1,1000}>|:[a-z0-9_+'-]{1,60}:|
 // chunk, and a zero-width space put in front of a chunk that would otherwise start with ``` in the
 // middle of a line (which Slack would read as a fence).
 func Split(s string, max int) []string {
-	if max <= 0 {
+	switch {
+	case max <= 0:
 		max = MaxChunk
+	case max < minSplit:
+		max = minSplit
 	}
-	max = maxInt(max, minSplit)
 	return newSplitter(s, max).run()
-}
-
-func maxInt(a, b int) int {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 type splitLine struct {
@@ -155,7 +151,7 @@ func (sp *splitter) hasText(a, b int) bool { return sp.nonSpace[b]-sp.nonSpace[a
 // line returns the line that holds byte offset i (a line's '\n' belongs to it).
 func (sp *splitter) line(i int) splitLine {
 	k := sort.Search(len(sp.lines), func(k int) bool { return sp.lines[k].start > i }) - 1
-	return sp.lines[maxInt(k, 0)]
+	return sp.lines[max(k, 0)]
 }
 
 // region returns the code region that holds i, if any. Its bounds count as inside: a cut there
@@ -313,7 +309,7 @@ func (sp *splitter) boundary(pos, e, level int) bool {
 		return false
 	}
 	r, inCode := sp.region(e)
-	if inCode && (!sp.hasText(maxInt(r.start, pos), e) || !sp.hasText(e, r.end)) {
+	if inCode && (!sp.hasText(max(r.start, pos), e) || !sp.hasText(e, r.end)) {
 		return false // would leave an empty code block on one side
 	}
 	l := sp.line(e)

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -267,5 +268,36 @@ func TestLaneStatusQuery(t *testing.T) {
 	if !got.Busy || got.CurrentRun != RunID(laneKey, 1) || len(got.Queued) != 1 {
 		b, _ := json.Marshal(got)
 		t.Errorf("status %s", b)
+	}
+}
+
+// The seen-set is carried across continue-as-new: a redelivery after it is still a duplicate.
+func TestLaneDedupeSurvivesContinueAsNew(t *testing.T) {
+	h := newHarness(t)
+	m := msg("100.1", "U1", "summarize the launch plan")
+	st := &LaneState{Seen: m.DedupeKeys(), Runs: 3}
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalMessage, m) }, 0)
+	h.env.ExecuteWorkflow(LaneWorkflowName, LaneInput{Key: laneKey, State: st})
+	if err := h.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.modelCalls) != 0 {
+		t.Fatal("a message seen before continue-as-new started a run")
+	}
+}
+
+func TestLaneDedupeBounded(t *testing.T) {
+	l := &lane{seen: map[string]bool{}}
+	for i := 0; i < MaxSeenKeys+10; i++ {
+		l.dedupe([]string{fmt.Sprint("k", i)})
+	}
+	if len(l.st.Seen) != MaxSeenKeys || len(l.seen) != MaxSeenKeys {
+		t.Fatalf("seen %d/%d, want %d", len(l.st.Seen), len(l.seen), MaxSeenKeys)
+	}
+	if l.dedupe([]string{"k0"}) {
+		t.Error("the oldest key should have been forgotten")
+	}
+	if !l.dedupe([]string{fmt.Sprint("k", MaxSeenKeys+9)}) {
+		t.Error("a recent key was forgotten")
 	}
 }
