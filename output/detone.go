@@ -34,10 +34,11 @@ func (r rule) apply(s, lower string) string {
 }
 
 var (
-	// Filler openers, only at the start of a line.
+	// Filler openers, only at the start of a line. "Sure!", "Absolutely!" and "Of course!" are not
+	// among them: after a yes/no question they are the answer.
 	reOpeners = []rule{
-		{regexp.MustCompile(`(?im)(^[ \t]*(?:>[ \t]*)?)(?:certainly|absolutely|of course|sure thing|sure|great question|good question|excellent question|what a great question|that['’]s a great question|great idea|happy to help|glad you asked|(?:I['’]d|I would) be (?:happy|glad|delighted) to help(?: you)?(?: (?:with|out with) (?:that|this))?|I['’]m (?:happy|glad|delighted) to help(?: you)?(?: (?:with|out with) (?:that|this))?)(?:!+|\.)[ \t]*`),
-			[]string{"certainly", "absolutely", "of course", "sure", "question", "great idea", "help", "glad"}},
+		{regexp.MustCompile(`(?im)(^[ \t]*(?:>[ \t]*)?)(?:certainly|great question|good question|excellent question|what a great question|that['’]s a great question|great idea|happy to help|glad you asked|(?:I['’]d|I would) be (?:happy|glad|delighted) to help(?: you)?(?: (?:with|out with) (?:that|this))?|I['’]m (?:happy|glad|delighted) to help(?: you)?(?: (?:with|out with) (?:that|this))?)(?:!+|\.)[ \t]*`),
+			[]string{"certainly", "question", "great idea", "help", "glad"}},
 		{regexp.MustCompile(`(?im)(^[ \t]*(?:>[ \t]*)?)(?:certainly|great question|good question|excellent question),[ \t]*`),
 			[]string{"certainly", "question"}},
 		{regexp.MustCompile(`(?im)(^[ \t]*)here(?: is|['’]s| are) (?:the |some )?(?:(?:information|info|details|answers?|results?|data)(?: that)? you (?:requested|asked for|were looking for|wanted)|(?:requested|relevant) (?:information|info|details)|information)[ \t]*[:.][ \t]*\n?`),

@@ -14,8 +14,9 @@ func TestDetone(t *testing.T) {
 		{"great question", "Great question! It depends on the plan.", "It depends on the plan."},
 		{"happy to help", "I'd be happy to help with that! First, open Settings.", "First, open Settings."},
 		{"curly apostrophe", "I’d be happy to help! First, open Settings.", "First, open Settings."},
-		{"of course", "Of course! Here's the list.", "Here's the list."},
-		{"sure", "Sure! I'll set it up.", "I'll set it up."},
+		{"of course kept", "Of course! The backup covers it.", "Of course! The backup covers it."},
+		{"sure kept", "Sure! I'll set it up.", "Sure! I'll set it up."},
+		{"stacked openers", "Certainly! Great question! Here is the information you requested:\n• a", "• a"},
 		{"sure comma kept", "Sure, I can do that.", "Sure, I can do that."},
 		{"absolutely not kept", "Absolutely not. That would delete the data.", "Absolutely not. That would delete the data."},
 		{"opener only at line start", "That is certainly! not filler", "That is certainly! not filler"},
@@ -59,7 +60,7 @@ func TestDetone(t *testing.T) {
 		{"url untouched", "See https://x.com/delve-into-it now.", "See https://x.com/delve-into-it now."},
 
 		{"only filler kept", "I hope this helps!", "I hope this helps!"},
-		{"only opener kept", "Sure!", "Sure!"},
+		{"only opener kept", "Certainly!", "Certainly!"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,15 +11,17 @@
 //  1. [Sanitize] (Markdown in, Markdown out). The model sees Lucy's machinery (tool names such as
 //     lucy_web_search, sandbox paths such as /app/workspaces/..., raw tool results, its own planning
 //     tags) and now and then repeats it. Users must never see that: it is noise to them and it leaks
-//     how Lucy is built. Paths become the file's name, tool names become what the tool does, JSON
-//     dumps become a short note, control tags and "As an AI language model" disclaimers go. Fenced
+//     how Lucy is built. Paths become the file's name, tool names become what the tool does,
+//     credentials are redacted, JSON dumps become a short note, control tags and "As an AI language
+//     model" disclaimers go. Fenced
 //     code blocks are left exactly as written, because a user who asked for code or a config file
 //     must get it intact.
 //  2. [ToMrkdwn] (Markdown in, mrkdwn out). Models write CommonMark/GFM; Slack speaks its own mrkdwn,
 //     where **bold** shows up as literal asterisks, [text](url) is not a link and tables and headings
-//     do not exist. This layer translates what has a Slack equivalent, renders tables as aligned
-//     code blocks and escapes &, < and > so that text can never be read as a Slack control sequence
-//     (a stray <!channel> in a quoted log would otherwise notify a whole channel).
+//     do not exist. This layer translates what has a Slack equivalent and renders tables as aligned
+//     code blocks. It also escapes &, < and >, which Slack reads as control characters: unescaped,
+//     "a <b> c" loses its middle and a <!channel> inside a pasted log notifies a whole channel. Only
+//     Slack tokens the model wrote in prose on purpose (<@U123>, <!here>) stay live.
 //  3. [Detone] (mrkdwn in, mrkdwn out; the seed's _validate_tone and _deai). Lucy should sound like a
 //     capable colleague, not a chatbot: stock openers ("Certainly!", "Great question!"), closers
 //     ("I hope this helps!", "Feel free to reach out"), AI tells ("delve") and exclamation marks
@@ -29,8 +31,9 @@
 //     answers are cut at the most natural boundary that fits, and a code block that has to be cut is
 //     closed and reopened, so every message renders on its own.
 //
-// Finally [Render] adds a few contextual emoji (the seed's enhance_blocks), and turns each chunk into
-// one [Message]: the mrkdwn as fallback text plus section and divider blocks within Slack's limits.
+// Finally [Render] adds a few contextual emoji (the seed's enhance_blocks; before splitting, so that
+// the limits hold for the final text) and turns each chunk into one [Message]: the mrkdwn as fallback
+// text plus section and divider blocks within Slack's limits.
 //
 // # Using it from workflows
 //

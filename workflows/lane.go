@@ -100,33 +100,7 @@ func (l *lane) run(ctx workflow.Context) error {
 		}
 		idle := false
 		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(l.msgCh, func(c workflow.ReceiveChannel, _ bool) {
-			var m Message
-			c.Receive(ctx, &m)
-			l.onMessage(ctx, m)
-		})
-		sel.AddReceive(l.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
-			var cr CancelRequest
-			c.Receive(ctx, &cr)
-			l.onCancel(ctx, cr)
-		})
-		sel.AddReceive(l.approvalCh, func(c workflow.ReceiveChannel, _ bool) {
-			var ap Approval
-			c.Receive(ctx, &ap)
-			l.onApproval(ctx, ap)
-		})
-		sel.AddReceive(l.resumeCh, func(c workflow.ReceiveChannel, _ bool) {
-			var rs Resume
-			c.Receive(ctx, &rs)
-			l.forward(ctx, SignalResume, rs)
-		})
-		sel.AddReceive(l.eventCh, func(c workflow.ReceiveChannel, _ bool) {
-			var ev RunEvent
-			c.Receive(ctx, &ev)
-			if l.cur != nil && l.cur.id == ev.Run {
-				l.cur.awaiting = ev.AwaitingApproval
-			}
-		})
+		l.addSignals(ctx, sel)
 		var timerCancel workflow.CancelFunc
 		if l.cur != nil {
 			cur := l.cur
@@ -147,6 +121,37 @@ func (l *lane) run(ctx workflow.Context) error {
 	}
 }
 
+// addSignals adds every signal the lane handles to sel.
+func (l *lane) addSignals(ctx workflow.Context, sel workflow.Selector) {
+	sel.AddReceive(l.msgCh, func(c workflow.ReceiveChannel, _ bool) {
+		var m Message
+		c.Receive(ctx, &m)
+		l.onMessage(ctx, m)
+	})
+	sel.AddReceive(l.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
+		var cr CancelRequest
+		c.Receive(ctx, &cr)
+		l.onCancel(ctx, cr)
+	})
+	sel.AddReceive(l.approvalCh, func(c workflow.ReceiveChannel, _ bool) {
+		var ap Approval
+		c.Receive(ctx, &ap)
+		l.onApproval(ctx, ap)
+	})
+	sel.AddReceive(l.resumeCh, func(c workflow.ReceiveChannel, _ bool) {
+		var rs Resume
+		c.Receive(ctx, &rs)
+		l.forward(ctx, SignalResume, rs)
+	})
+	sel.AddReceive(l.eventCh, func(c workflow.ReceiveChannel, _ bool) {
+		var ev RunEvent
+		c.Receive(ctx, &ev)
+		if l.cur != nil && l.cur.id == ev.Run {
+			l.cur.awaiting = ev.AwaitingApproval
+		}
+	})
+}
+
 func (l *lane) pendingSignals() bool {
 	for _, c := range []workflow.ReceiveChannel{l.msgCh, l.cancelCh, l.approvalCh, l.resumeCh, l.eventCh} {
 		if c.Len() > 0 {
@@ -161,29 +166,7 @@ func (l *lane) pendingSignals() bool {
 func (l *lane) continueAsNew(ctx workflow.Context) error {
 	for l.pendingSignals() {
 		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(l.msgCh, func(c workflow.ReceiveChannel, _ bool) {
-			var m Message
-			c.Receive(ctx, &m)
-			l.onMessage(ctx, m)
-		})
-		sel.AddReceive(l.cancelCh, func(c workflow.ReceiveChannel, _ bool) {
-			var cr CancelRequest
-			c.Receive(ctx, &cr)
-			l.onCancel(ctx, cr)
-		})
-		sel.AddReceive(l.approvalCh, func(c workflow.ReceiveChannel, _ bool) {
-			var ap Approval
-			c.Receive(ctx, &ap)
-			l.onApproval(ctx, ap)
-		})
-		sel.AddReceive(l.resumeCh, func(c workflow.ReceiveChannel, _ bool) {
-			var rs Resume
-			c.Receive(ctx, &rs)
-		})
-		sel.AddReceive(l.eventCh, func(c workflow.ReceiveChannel, _ bool) {
-			var ev RunEvent
-			c.Receive(ctx, &ev)
-		})
+		l.addSignals(ctx, sel)
 		sel.Select(ctx)
 		if l.cur != nil { // a drained message started a run: keep going in this execution
 			return l.run(ctx)
