@@ -211,7 +211,7 @@ func (c *converter) blocks(lines []string) []string {
 			if depth > 0 {
 				prefix = strings.Repeat(listIndent, depth-1) + "  "
 			}
-			out = append(out, prefix+c.inline(hardBreak(trimmed)))
+			out = append(out, prefix+unfence(c.inline(hardBreak(trimmed))))
 			continue
 		}
 		list = nil

@@ -78,6 +78,8 @@ func TestToMrkdwn(t *testing.T) {
 		{"unclosed fence", "```\ncode\n\n", "```\ncode\n```"},
 		{"fence in list", "1. Run:\n   ```sh\n   make\n   ```\n2. Done", "1. Run:\n```\nmake\n```\n2. Done"},
 		{"inline triple backticks", "```x``` y", "`x` y"},
+		{"prose starting with backticks", "````a``` b", "\u200b````a``` b"},
+		{"continuation starting with backticks", "- item\n  ````a``` b", "• item\n  \u200b````a``` b"},
 		{"table", "| a | b |\n|---|---|\n| 1 | 22 |", "```\na | b\n--+---\n1 | 22\n```"},
 		{"table alignment", "| l | c | r |\n|:--|:-:|--:|\n| x | y | z |\n| long | long | long |", "```\nl    |  c   |    r\n-----+------+-----\nx    |  y   |    z\nlong | long | long\n```"},
 		{"table cells", "| **k** | v |\n|---|---|\n| `a\\|b` | [x](https://x.com) |", "```\nk   | v\n----+------------------\na|b | x (https://x.com)\n```"},
