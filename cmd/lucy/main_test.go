@@ -66,7 +66,7 @@ func TestDevStartsServesAndStops(t *testing.T) {
 		t.Skip("starts a Temporal server")
 	}
 	llm := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply {
-		return fakellm.Reply{Content: "Hello from the dev stack."}
+		return fakellm.Reply{Content: fmt.Sprintf("Hello from the dev stack (%d).", n)}
 	})
 	tport, uiport, hport := freePort(t), freePort(t), freePort(t)
 	env := envOf(map[string]string{
@@ -74,23 +74,10 @@ func TestDevStartsServesAndStops(t *testing.T) {
 		"LUCY_HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", hport), "OPENAI_BASE_URL": llm.BaseURL(), "LUCY_MODEL_DEFAULT": "fake",
 		"LUCY_LOG_LEVEL": "warn",
 	})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stdinR, stdinW := io.Pipe()
-	var stdout, stderr syncBuffer
-	done := make(chan int, 1)
-	go func() { done <- run(ctx, []string{"dev"}, env, stdinR, &stdout, &stderr) }()
-
-	waitFor(t, "the startup banner", 3*time.Minute, func() bool {
-		select {
-		case code := <-done:
-			t.Fatalf("lucy dev exited with %d: %s %s", code, stdout.String(), stderr.String())
-		default:
-		}
-		return strings.Contains(stdout.String(), "Gateway: terminal")
-	})
-	if !strings.Contains(stdout.String(), fmt.Sprintf("http://127.0.0.1:%d", uiport)) {
-		t.Errorf("banner does not say where the UI is: %s", stdout.String())
+	first := startDev(t, env)
+	waitForBanner(t, first)
+	if !strings.Contains(first.stdout.String(), fmt.Sprintf("http://127.0.0.1:%d", uiport)) {
+		t.Errorf("banner does not say where the UI is: %s", first.stdout.String())
 	}
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/", uiport))
 	if err != nil {
@@ -109,25 +96,68 @@ func TestDevStartsServesAndStops(t *testing.T) {
 		t.Errorf("frontend health: %v", err)
 	}
 	c.Close()
+	first.say(t, "hello there, please say hello back to me", 1)
+	first.stop(t)
+	if _, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", uiport), time.Second); err == nil {
+		t.Error("the UI is still listening after stop")
+	}
 
-	fmt.Fprintln(stdinW, "hello there, please say hello back to me")
-	waitFor(t, "Lucy's answer in the terminal", time.Minute, func() bool {
-		return strings.Contains(stdout.String(), "Hello from the dev stack.")
+	// A restart on the same data directory keeps the old conversations and starts new ones: the
+	// local workspace must not reuse a thread ts (it names the lane workflow).
+	second := startDev(t, env)
+	waitForBanner(t, second)
+	second.say(t, "and hello again after a restart", 2)
+	second.stop(t)
+}
+
+type devProcess struct {
+	cancel         context.CancelFunc
+	stdin          *io.PipeWriter
+	stdout, stderr *syncBuffer
+	done           chan int
+}
+
+func startDev(t *testing.T, env func(string) string) *devProcess {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	stdinR, stdinW := io.Pipe()
+	p := &devProcess{cancel: cancel, stdin: stdinW, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan int, 1)}
+	go func() { p.done <- run(ctx, []string{"dev"}, env, stdinR, p.stdout, p.stderr) }()
+	return p
+}
+
+func waitForBanner(t *testing.T, p *devProcess) {
+	t.Helper()
+	waitFor(t, "the startup banner", 3*time.Minute, func() bool {
+		select {
+		case code := <-p.done:
+			t.Fatalf("lucy dev exited with %d: %s %s", code, p.stdout.String(), p.stderr.String())
+		default:
+		}
+		return strings.Contains(p.stdout.String(), "Gateway: terminal")
 	})
+}
 
-	cancel()
+// say types a line and waits until the n-th answer of the fake model is printed.
+func (p *devProcess) say(t *testing.T, line string, n int) {
+	t.Helper()
+	fmt.Fprintln(p.stdin, line)
+	want := fmt.Sprintf("Hello from the dev stack (%d).", n)
+	waitFor(t, "Lucy's answer in the terminal", time.Minute, func() bool { return strings.Contains(p.stdout.String(), want) })
+}
+
+func (p *devProcess) stop(t *testing.T) {
+	t.Helper()
+	p.cancel()
 	select {
-	case code := <-done:
+	case code := <-p.done:
 		if code != 0 {
-			t.Errorf("exit code %d: %s", code, stderr.String())
+			t.Errorf("exit code %d: %s", code, p.stderr.String())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("lucy dev did not stop within 30s of Ctrl-C")
 	}
-	stdinW.Close()
-	if _, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", uiport), time.Second); err == nil {
-		t.Error("the UI is still listening after stop")
-	}
+	p.stdin.Close()
 }
 
 // Mistakes a person can make are one actionable line and a non-zero exit, never a hang.

@@ -93,8 +93,11 @@ func localURL(httpAddr string) string {
 // localPrefix is where `lucy dev` mounts the local workspace.
 const localPrefix = "/local/slack/"
 
+// newLocalWorkspace is the in-memory workspace behind the terminal. Its timestamps follow the clock:
+// they name lane workflows, which outlive this process in the SQLite database, so a restart must
+// never hand out a ts an earlier conversation already used.
 func newLocalWorkspace() *localslack.Server {
-	return localslack.New(localslack.Options{Token: worker.LocalToken, Team: worker.LocalTeam, TeamName: "Local"})
+	return localslack.New(localslack.Options{Token: worker.LocalToken, Team: worker.LocalTeam, TeamName: "Local", Now: time.Now})
 }
 
 // runDev starts the whole stack in one process.
