@@ -149,9 +149,12 @@ func postKey(m slack.Message) (run, key string, ok bool) {
 	return run, key, key != ""
 }
 
-// attemptRetried reports whether this is a later attempt of the activity, which may have posted already.
+// attemptRetried reports whether this post may already exist: a later attempt of the activity, or
+// any attempt of a run an operator Reset from the Web UI (a reset re-runs the activities after the
+// reset point as attempt 1, under a new run ID). Checking always costs one conversations.replies
+// call per post, a few per agent run; posting twice in someone's thread costs more.
 func attemptRetried(ctx context.Context) bool {
-	return activity.IsActivity(ctx) && activity.GetInfo(ctx).Attempt > 1
+	return activity.IsActivity(ctx)
 }
 
 // slackPart is one message to post.

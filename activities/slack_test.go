@@ -215,8 +215,8 @@ func TestPlaceholderRetryFindsEarlierPost(t *testing.T) {
 	if got := f.srv.Calls("chat.postMessage"); got != 2 { // the human's and attempt 1's
 		t.Errorf("chat.postMessage calls = %d, want 2", got)
 	}
-	if got := f.srv.Calls("conversations.replies"); got != 1 {
-		t.Errorf("conversations.replies calls = %d, want 1 (the lookup of attempt 2)", got)
+	if got := f.srv.Calls("conversations.replies"); got != 2 {
+		t.Errorf("conversations.replies calls = %d, want 2 (every attempt looks first)", got)
 	}
 }
 
@@ -251,13 +251,14 @@ func TestPlaceholderLookupHelper(t *testing.T) {
 		t.Errorf("top level findOwnPosts = %v, %v", got, err)
 	}
 
-	// Attempt 1 does not look; it just posts.
+	// Attempt 1 looks too: after a Reset from the Web UI the activity runs again as attempt 1 and
+	// must find the post of the run it replaces.
 	var res PostResult
 	if err := f.run(t, f.a.PostPlaceholder, PostInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", Key: "placeholder", Text: "_Thinking…_"}, &res); err != nil {
 		t.Fatal(err)
 	}
-	if res.TS == mine || f.srv.Calls("conversations.replies") != 1 {
-		t.Errorf("attempt 1 looked for an earlier post: %+v, replies calls %d", res, f.srv.Calls("conversations.replies"))
+	if res.TS != mine || f.srv.Calls("conversations.replies") != 2 {
+		t.Errorf("attempt 1 posted again instead of finding %s: %+v, replies calls %d", mine, res, f.srv.Calls("conversations.replies"))
 	}
 }
 
