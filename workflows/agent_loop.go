@@ -52,6 +52,7 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 			switch r.waitForHuman(ctx, "I couldn't reach the language model, so I paused this request.") {
 			case ResumeRetry:
 				r.turn--
+				r.appendInline("user", runtimeNote("Previous attempt failed: the model call errored ("+cut(err.Error(), 200)+"). Continue where you left off."))
 				continue
 			case ResumeSkip:
 				return agent.PartialResults(r.records, "", "a problem with the language model"), RunPartial, "model unavailable"

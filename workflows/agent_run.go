@@ -365,9 +365,21 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	}
 	m := r.in.Message
 	var res activities.PostResult
-	return workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, activities.DeliverInput{
+	err := workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, activities.DeliverInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,
 	}).Get(ctx, &res)
+	var appErr *temporal.ApplicationError
+	if err != nil && errors.As(err, &appErr) && appErr.Type() == activities.ErrSlackPermanent && r.placeholder != "" {
+		// Slack refused the answer itself (too long, invalid blocks…): tell the person in the
+		// placeholder rather than leave it "Thinking…" forever. The run still fails, visibly.
+		note := "I finished, but Slack would not accept my answer (" + cut(appErr.Message(), 160) + "). Ask me for a shorter version."
+		if uerr := workflow.ExecuteActivity(slackOptions(ctx, "deliver-failed"), a.UpdateMessage, activities.UpdateInput{
+			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: note,
+		}).Get(ctx, nil); uerr != nil {
+			r.log.Warn("agent_run.deliver_notice_failed", "run", r.id, "error", uerr)
+		}
+	}
+	return err
 }
 
 // cancelled cleans up on a disconnected context: the placeholder says it stopped (no apology, seed

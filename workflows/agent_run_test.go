@@ -641,3 +641,15 @@ func TestVerificationGate(t *testing.T) {
 		t.Errorf("issues not injected: %v", h.inlineTexts(1))
 	}
 }
+
+func TestSlackRejectingTheAnswerIsToldInThePlaceholder(t *testing.T) {
+	h := newHarness(t)
+	h.deliverErr = temporal.NewNonRetryableApplicationError("chat.update: msg_too_long", activities.ErrSlackPermanent, nil)
+	_, err := h.runAgent(runInput("write everything"))
+	if err == nil {
+		t.Fatal("the run should fail visibly")
+	}
+	if len(h.updates) == 0 || !strings.Contains(h.updates[len(h.updates)-1], "Slack would not accept my answer") {
+		t.Errorf("person not told: %v", h.updates)
+	}
+}

@@ -203,16 +203,15 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall) (bool, string
 		r.notifyLane(ctx, fp)
 		r.log.Info("agent.approval.requested", "run", r.id, "tool", c.Name, "fingerprint", fp)
 		decision, by := r.awaitApproval(ctx, fp, expires)
-		r.notifyLane(ctx, "")
-		if ctx.Err() != nil {
-			return false, ""
-		}
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		r.notifyLane(dctx, "")
 		outcome := ""
-		switch decision {
-		case "approved":
+		switch {
+		case ctx.Err() != nil:
+			decision, outcome = "cancelled", "Cancelled"
+		case decision == "approved":
 			outcome = "Approved by <@" + by + ">"
-		case "denied":
+		case decision == "denied":
 			outcome = "Denied by <@" + by + ">"
 		default:
 			outcome = "Expired — ask me again if you still want this"
@@ -224,6 +223,8 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall) (bool, string
 		}
 		r.log.Info("agent.approval.decided", "run", r.id, "tool", c.Name, "decision", decision, "by", by)
 		switch decision {
+		case "cancelled":
+			return false, ""
 		case "approved":
 			return true, ""
 		case "denied":

@@ -47,6 +47,7 @@ type harness struct {
 	toolDelay  time.Duration
 	toolMock   *testsuite.MockCallWrapper
 	modelMock  *testsuite.MockCallWrapper
+	deliverErr error
 }
 
 func newHarness(t *testing.T) *harness {
@@ -156,6 +157,9 @@ func (h *harness) register() {
 	env.OnActivity("DeliverAnswer", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.DeliverInput) (activities.PostResult, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		if h.deliverErr != nil {
+			return activities.PostResult{}, h.deliverErr
+		}
 		h.delivered = append(h.delivered, in.Markdown)
 		return activities.PostResult{TS: in.PlaceholderTS}, nil
 	})

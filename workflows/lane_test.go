@@ -301,3 +301,16 @@ func TestLaneDedupeBounded(t *testing.T) {
 		t.Error("a recent key was forgotten")
 	}
 }
+
+func TestCancelWhileAwaitingApprovalResolvesThePrompt(t *testing.T) {
+	h := newHarness(t)
+	approvalScript(h)
+	h.runLane(msg("100.1", "U1", "delete the old report csv"),
+		signalAt(time.Minute, SignalCancel, CancelRequest{Channel: "C1", TS: "100.9", User: "U1", Text: "cancel that"}))
+	if len(h.toolCalls) != 0 {
+		t.Fatal("tool ran after cancel")
+	}
+	if len(h.resolved) != 1 || h.resolved[0].Outcome != "Cancelled" {
+		t.Errorf("prompt not resolved as cancelled: %+v", h.resolved)
+	}
+}
