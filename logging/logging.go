@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	sdklog "go.temporal.io/sdk/log"
 )
@@ -21,7 +22,10 @@ func New(w io.Writer, level, format string) zerolog.Logger {
 		w = os.Stderr
 	}
 	if format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		// Colours only on a terminal: a log file full of escape codes is unreadable.
+		f, isFile := w.(*os.File)
+		color := isFile && isatty.IsTerminal(f.Fd())
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !color}
 	}
 	lvl, err := zerolog.ParseLevel(level)
 	if err != nil || level == "" {

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -28,7 +30,9 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger) (client.C
 	opts := client.Options{
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
-		Logger:    logging.NewTemporal(log.Level(maxLevel(log.GetLevel(), zerolog.WarnLevel))),
+		// Workflow logs (agent_run.completed, agent.loop.detected, …) go through this logger, so it
+		// keeps the configured level.
+		Logger: logging.NewTemporal(log),
 	}
 	if cfg.TemporalAPIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
@@ -106,7 +110,12 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	if err != nil {
 		return err
 	}
-	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	logOut, logNote, err := devLogOutput(cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer logOut.Close()
+	log := logging.New(logOut, cfg.LogLevel, cfg.LogFormat)
 	ln, err := listen(cfg.HTTPAddr, "LUCY_HTTP_ADDR")
 	if err != nil {
 		return err
@@ -159,6 +168,9 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	} else {
 		fmt.Fprintf(stdout, "Temporal: %s (namespace %s)\n", cfg.TemporalAddress, cfg.TemporalNamespace)
 	}
+	if logNote != "" {
+		fmt.Fprintln(stdout, logNote)
+	}
 	switch cfg.Gateway {
 	case config.GatewaySocket:
 		fmt.Fprintln(stdout, "Gateway: Slack Socket Mode. Mention Lucy in Slack. Ctrl-C stops everything.")
@@ -176,6 +188,27 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		return t.Run(ctx)
 	}
 }
+
+// devLogOutput: in the terminal conversation, logs would interleave with the dialogue, so they go to
+// <data dir>/lucy.log instead of stderr.
+func devLogOutput(cfg *config.Config, stderr io.Writer) (io.WriteCloser, string, error) {
+	if cfg.Gateway != config.GatewayTerminal {
+		return nopCloser{stderr}, "", nil
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, "", fmt.Errorf("create LUCY_DATA_DIR %s: %w", cfg.DataDir, err)
+	}
+	path := filepath.Join(cfg.DataDir, "lucy.log")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, "", fmt.Errorf("open log file %s: %w", path, err)
+	}
+	return f, "Logs: " + path, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
 
 func shutdown(hs *http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
