@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Mode says which process is being configured; some settings are required only by some processes.
@@ -46,6 +47,9 @@ type Config struct {
 	TemporalAPIKey    string // TEMPORAL_API_KEY (Temporal Cloud)
 	TemporalTLSCert   string // TEMPORAL_TLS_CERT (path to PEM, mTLS)
 	TemporalTLSKey    string // TEMPORAL_TLS_KEY (path to PEM, mTLS)
+	// ConnectTimeout is how long a process keeps retrying to reach Temporal at start
+	// (LUCY_TEMPORAL_CONNECT_TIMEOUT): long enough to ride out a rolling restart of the cluster.
+	ConnectTimeout time.Duration
 
 	// Embedded development stack
 	DataDir      string // LUCY_DATA_DIR
@@ -145,6 +149,17 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		if _, _, err := net.SplitHostPort(c.TemporalAddress); err != nil {
 			return nil, fmt.Errorf("TEMPORAL_ADDRESS %q is not host:port (for example 127.0.0.1:7233)", c.TemporalAddress)
 		}
+	}
+	c.ConnectTimeout = 30 * time.Second
+	if mode == ModeDev || mode == ModeChat {
+		c.ConnectTimeout = 10 * time.Second
+	}
+	if v := strings.TrimSpace(getenv("LUCY_TEMPORAL_CONNECT_TIMEOUT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("LUCY_TEMPORAL_CONNECT_TIMEOUT %q is not a duration (for example 30s or 2m)", v)
+		}
+		c.ConnectTimeout = d
 	}
 	if (c.TemporalTLSCert == "") != (c.TemporalTLSKey == "") {
 		return nil, errors.New("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY must be set together (paths to the client certificate and key)")
