@@ -194,7 +194,7 @@ func TestStartupErrors(t *testing.T) {
 			if tt.name == "unknown command" {
 				last = lines[0]
 			}
-			if !strings.Contains(last, tt.want) || !strings.HasPrefix(last, "lucy ") {
+			if !strings.Contains(last, tt.want) || !strings.HasPrefix(last, "lucy") {
 				t.Errorf("error line %q does not contain %q", last, tt.want)
 			}
 			if d := time.Since(start); d > 20*time.Second {
