@@ -22,6 +22,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/lucy-agent/lucy/config"
@@ -60,8 +61,8 @@ func newStack(t *testing.T, llm fakellm.Handler) *stack {
 	return newStackTB(t, llm)
 }
 
-// newStackTB also serves benchmarks.
-func newStackTB(tb testing.TB, llm fakellm.Handler) *stack {
+// newStackTB also serves benchmarks; extra server options tune the embedded Temporal server.
+func newStackTB(tb testing.TB, llm fakellm.Handler, serverOpts ...temporal.ServerOption) *stack {
 	tb.Helper()
 	if testing.Short() {
 		tb.Skip("end-to-end test")
@@ -76,7 +77,7 @@ func newStackTB(tb testing.TB, llm fakellm.Handler) *stack {
 	if testing.Verbose() {
 		log = logging.New(testWriter{tb}, "info", "console")
 	}
-	s.srv = temporaltest.NewServer(temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel))}))
+	s.srv = temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel))}))
 	tb.Cleanup(s.srv.Stop)
 	s.client = s.srv.GetDefaultClient()
 	models := map[string]string{}
