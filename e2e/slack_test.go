@@ -113,7 +113,9 @@ func TestCancelDuringModelCall(t *testing.T) {
 // A long tool call learns of "cancel that" through its heartbeats too.
 func TestCancelDuringToolCall(t *testing.T) {
 	gone := make(chan time.Time, 1)
+	started := make(chan struct{}, 1)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
 		<-r.Context().Done()
 		gone <- time.Now()
 	}))
@@ -123,8 +125,11 @@ func TestCancelDuringToolCall(t *testing.T) {
 	})
 	ts := s.say("<@ULUCY> read the slow page", "")
 	s.event("app_mention", "EvS", "<@ULUCY> read the slow page", ts, "", human)
-	s.waitFor("the tool call", 30*time.Second, func() bool { return s.slack.Calls("chat.postMessage") >= 2 && len(s.llm.Requests()) >= 1 })
-	time.Sleep(500 * time.Millisecond) // let the fetch start
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the tool never fetched the page")
+	}
 	cts := s.say("stop", ts)
 	start := time.Now()
 	s.event("message", "EvStop", "stop", cts, ts, human)
