@@ -129,8 +129,10 @@ type CompleteInput struct {
 	// Inline is the user content written by the workflow.
 	Inline string `json:"inline,omitempty"`
 	// Document is rendered as text after Inline (by reference: bodies stay out of history).
-	Document  Transcript `json:"document,omitempty"`
-	MaxTokens int64      `json:"maxTokens,omitempty"`
+	Document Transcript `json:"document,omitempty"`
+	// MaxTokens caps the answer; leave it 0 unless the tier's model is known to accept max_tokens
+	// (OpenAI's reasoning models reject it and want max_completion_tokens, which local servers lack).
+	MaxTokens int64 `json:"maxTokens,omitempty"`
 }
 
 // Completion is a plain-text answer.

@@ -289,7 +289,7 @@ func (r *run) supervise(ctx workflow.Context) (answer, status, reason string, do
 	}
 	var c activities.Completion
 	err := workflow.ExecuteActivity(llmOptions(ctx, r.nextID("supervisor"), time.Minute), a.Complete, activities.CompleteInput{
-		Tier: "fast", Prompt: "SUPERVISOR.md", Inline: agent.SupervisorPrompt(in), MaxTokens: 200,
+		Tier: "fast", Prompt: "SUPERVISOR.md", Inline: agent.SupervisorPrompt(in),
 	}).Get(ctx, &c)
 	if err != nil {
 		// The supervisor is advisory: a failed check must not stop the work.
