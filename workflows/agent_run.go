@@ -258,6 +258,8 @@ func (r *run) execute(ctx workflow.Context) (answer, status, reason string, err 
 		prev := r.tier
 		r.tier = agent.Escalate(r.tier, agent.EscalationTarget(r.tier, agent.TriggerQualityGate))
 		r.log.Info("agent.gate.retry", "run", r.id, "issues", strings.Join(issues, "; "), "from", prev, "to", r.tier)
+		// The model sees its own answer (by reference) before the note about what it lacks.
+		r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "assistant", Ref: r.lastReply}, role: "assistant", text: answer})
 		r.appendInline("user", runtimeNote("Your previous answer may be incomplete: "+strings.Join(issues, "; ")+
 			". Improve it: finish the missing parts (use tools if needed) and answer again in full."))
 		r.turn = 0

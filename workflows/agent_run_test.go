@@ -361,6 +361,9 @@ func TestQualityGateRetriesOnceWithStrongerModel(t *testing.T) {
 	if len(h.modelCalls) != 2 {
 		t.Fatalf("model calls = %d, want a single gate retry", len(h.modelCalls))
 	}
+	if e := h.modelCalls[1].Transcript.Entries; len(e) < 2 || e[0].Role != "assistant" || !strings.HasPrefix(e[0].Ref, "model-") {
+		t.Errorf("the retry does not show the model its first answer: %+v", e)
+	}
 	if agent.TierRank(h.modelCalls[1].Tier) <= agent.TierRank(h.modelCalls[0].Tier) {
 		t.Errorf("retry tier %s not above %s", h.modelCalls[1].Tier, h.modelCalls[0].Tier)
 	}
