@@ -20,7 +20,7 @@ import (
 // message seen before the continue-as-new is still a duplicate.
 func TestLaneContinuesAsNewLosingNothing(t *testing.T) {
 	dc := dynamicconfig.StaticClient{
-		dynamicconfig.HistoryCountSuggestContinueAsNew.Key(): []dynamicconfig.ConstrainedValue{{Value: 60}},
+		dynamicconfig.HistoryCountSuggestContinueAsNew.Key():        []dynamicconfig.ConstrainedValue{{Value: 60}},
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
 	}
 	s := newStackTB(t, func(n int, req fakellm.Request) fakellm.Reply {

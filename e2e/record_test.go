@@ -25,10 +25,12 @@ var scenarios = []struct {
 	name string
 	text string
 	llm  fakellm.Handler
+	// drive, when set, acts in the thread while the run is going (clicks, cancels).
+	drive func(s *stack, ts string)
 }{
 	{"simple-answer", "<@ULUCY> what is the capital of France?", func(n int, req fakellm.Request) fakellm.Reply {
 		return fakellm.Reply{Content: "Paris."}
-	}},
+	}, nil},
 	{"multi-tool", "<@ULUCY> what time is it and which files do we have?", func(n int, req fakellm.Request) fakellm.Reply {
 		if n == 1 {
 			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{
@@ -37,13 +39,13 @@ var scenarios = []struct {
 			}}
 		}
 		return fakellm.Reply{Content: "It's afternoon in Paris and the workspace has no files yet."}
-	}},
+	}, nil},
 	{"escalation", "<@ULUCY> explain the outage timeline", func(n int, req fakellm.Request) fakellm.Reply {
 		if req.Model != "model-frontier" {
 			return fakellm.Reply{Status: 400}
 		}
 		return fakellm.Reply{Content: "The outage began at 09:12 UTC when the cache cluster failed over, and recovered at 09:40 after a restart of the primary."}
-	}},
+	}, nil},
 	{"compaction", "<@ULUCY> read the changelog files one by one", func(n int, req fakellm.Request) fakellm.Reply {
 		if len(req.Messages) > 0 && req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].Text(), "compress the earlier part") {
 			return fakellm.Reply{Content: "Read notes 1-4; nothing blocking found."}
@@ -57,8 +59,33 @@ var scenarios = []struct {
 			args = `{"path":"notes.md"}`
 		}
 		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call(fmt.Sprint("c", n), name, args)}}
+	}, nil},
+	{"approval", "<@ULUCY> delete notes.md", func(n int, req fakellm.Request) fakellm.Reply {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			return fakellm.Reply{Content: "Done: " + last.Text()}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("d1", "lucy_delete_file", `{"path":"notes.md"}`)}}
+	}, func(s *stack, ts string) {
+		var value string
+		s.waitFor("the approval prompt", 60*time.Second, func() bool { value = s.approvalValue(ts); return value != "" })
+		s.click("UOTHER", value, "lucy_approve") // refused
+		s.waitFor("the refusal", 30*time.Second, func() bool { return len(s.slack.Ephemerals(channel)) > 0 })
+		s.click(human, value, "lucy_approve")
+	}},
+	{"cancel", "<@ULUCY> research everything about our competitors", func(n int, req fakellm.Request) fakellm.Reply {
+		if n == 1 {
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("c1", "lucy_list_files", `{}`)}}
+		}
+		return fakellm.Reply{Content: "never", Hold: holdForever}
+	}, func(s *stack, ts string) {
+		s.waitFor("the second model call", 60*time.Second, func() bool { return len(s.llm.Requests()) >= 2 })
+		cts := s.say("<@ULUCY> cancel that", ts)
+		s.event("message", "Ev-stop", "<@ULUCY> cancel that", cts, ts, human)
 	}},
 }
+
+// holdForever keeps a model call in flight until the run is cancelled.
+var holdForever = make(chan struct{})
 
 // TestRecordedScenarios runs every scenario end to end; with -record it saves the histories that
 // workflows/replay_test.go replays.
@@ -66,11 +93,14 @@ func TestRecordedScenarios(t *testing.T) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
 			s := newStack(t, sc.llm)
-			if sc.name == "compaction" {
+			if sc.name == "compaction" || sc.name == "approval" {
 				s.seedCompaction(t)
 			}
 			ts := s.say(sc.text, "")
 			s.event("app_mention", "Ev-"+sc.name, sc.text, ts, "", human)
+			if sc.drive != nil {
+				sc.drive(s, ts)
+			}
 			s.waitFor("the run to finish", 60*time.Second, func() bool {
 				st, err := s.laneStatus(ts)
 				return err == nil && st.Runs == 1 && !st.Busy
