@@ -12,6 +12,8 @@ import (
 	"github.com/slack-go/slack"
 )
 
+func (a *generateCSVArgs) filePath() string { return a.Filename }
+
 type generateCSVArgs struct {
 	Filename string     `json:"filename"`
 	Rows     [][]string `json:"rows"`
@@ -22,10 +24,7 @@ type generateCSVArgs struct {
 // the workspace (and the model is told so).
 func (r *Registry) generateCSV(ctx context.Context, e entry, inv Invocation) (Output, error) {
 	var args generateCSVArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
-		return Output{}, err
-	}
-	rel, err := cleanPath(GenerateCSV, args.Filename, false)
+	rel, err := decodePath(e, inv, GenerateCSV, false, &args)
 	if err != nil {
 		return Output{}, err
 	}

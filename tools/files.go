@@ -170,16 +170,31 @@ func writeAtomic(root *os.Root, rel string, data []byte) error {
 	return err
 }
 
+// pathed is the arguments of a tool that works on one workspace path.
+type pathed interface{ filePath() string }
+
+func (a *listFilesArgs) filePath() string  { return a.Path }
+func (a *readFileArgs) filePath() string   { return a.Path }
+func (a *writeFileArgs) filePath() string  { return a.Path }
+func (a *editFileArgs) filePath() string   { return a.Path }
+func (a *deleteFileArgs) filePath() string { return a.Path }
+
+// decodePath decodes a file tool's arguments into args and returns its path, cleaned and checked to
+// stay inside the workspace.
+func decodePath(e entry, inv Invocation, tool string, allowRoot bool, args pathed) (string, error) {
+	if err := decodeArgs(e, inv.Arguments, args); err != nil {
+		return "", err
+	}
+	return cleanPath(tool, args.filePath(), allowRoot)
+}
+
 type listFilesArgs struct {
 	Path string `json:"path"`
 }
 
 func (r *Registry) listFiles(_ context.Context, e entry, inv Invocation) (Output, error) {
 	var args listFilesArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
-		return Output{}, err
-	}
-	dir, err := cleanPath(ListFiles, args.Path, true)
+	dir, err := decodePath(e, inv, ListFiles, true, &args)
 	if err != nil {
 		return Output{}, err
 	}
@@ -242,10 +257,7 @@ type readFileArgs struct {
 
 func (r *Registry) readFile(_ context.Context, e entry, inv Invocation) (Output, error) {
 	var args readFileArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
-		return Output{}, err
-	}
-	rel, err := cleanPath(ReadFile, args.Path, false)
+	rel, err := decodePath(e, inv, ReadFile, false, &args)
 	if err != nil {
 		return Output{}, err
 	}
@@ -282,10 +294,7 @@ type writeFileArgs struct {
 
 func (r *Registry) writeFile(_ context.Context, e entry, inv Invocation) (Output, error) {
 	var args writeFileArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
-		return Output{}, err
-	}
-	rel, err := cleanPath(WriteFile, args.Path, false)
+	rel, err := decodePath(e, inv, WriteFile, false, &args)
 	if err != nil {
 		return Output{}, err
 	}
@@ -323,10 +332,7 @@ type editFileArgs struct {
 
 func (r *Registry) editFile(_ context.Context, e entry, inv Invocation) (Output, error) {
 	var args editFileArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
-		return Output{}, err
-	}
-	rel, err := cleanPath(EditFile, args.Path, false)
+	rel, err := decodePath(e, inv, EditFile, false, &args)
 	if err != nil {
 		return Output{}, err
 	}
@@ -376,10 +382,7 @@ type deleteFileArgs struct {
 
 func (r *Registry) deleteFile(_ context.Context, e entry, inv Invocation) (Output, error) {
 	var args deleteFileArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
-		return Output{}, err
-	}
-	rel, err := cleanPath(DeleteFile, args.Path, false)
+	rel, err := decodePath(e, inv, DeleteFile, false, &args)
 	if err != nil {
 		return Output{}, err
 	}

@@ -11,7 +11,7 @@
 //
 //   - no time.Now, timers or sleeps: time comes in as arguments (turn numbers, time.Duration measured by
 //     the workflow with workflow.Now);
-//   - no goroutines, channels, math/rand or I/O; "random" choices (progress wordings) are derived from a
+//   - no goroutines, channels, random numbers or I/O; "random" choices (progress wordings) are derived from a
 //     seed the caller passes in;
 //   - no map is iterated without sorting its keys first (maps are used for counting and lookups only);
 //   - no global mutable state: package-level variables are read-only tables and compiled regular
