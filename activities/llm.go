@@ -31,6 +31,10 @@ type ToolCall struct {
 	ID        string `json:"id"`
 	Name      string `json:"name"`
 	Arguments string `json:"arguments"`
+	// Oversize is the size in bytes of arguments that were too large to keep in workflow history
+	// (Temporal refuses payloads over 2 MiB); Arguments is then "{}" and the workflow answers the call
+	// with an error that tells the model to send less at once.
+	Oversize int `json:"oversize,omitempty"`
 }
 
 // TokenUsage of one call.

@@ -30,6 +30,14 @@ type ExecuteToolInput struct {
 	ThreadTS  string `json:"threadTs"`
 	User      string `json:"user"`
 	RunID     string `json:"runId"`
+	// ArgsRef, when set, names the CallModel activity whose reply holds the arguments (the call with
+	// CallID): big arguments (a whole file) then enter history once, in the model's reply, instead
+	// of twice. Arguments is empty in that case.
+	ArgsRef string `json:"argsRef,omitempty"`
+	// Approved is set when the person approved this exact call after the tool asked for it
+	// (ToolResult.NeedsApproval): the tool then does what it would otherwise have refused to do
+	// without approval, such as overwriting a file with different content.
+	Approved bool `json:"approved,omitempty"`
 }
 
 // ToolResult is what the model sees of a tool call.
@@ -39,6 +47,16 @@ type ToolResult struct {
 	Artifacts []string `json:"artifacts,omitempty"`
 	// Chars is the length of the full result before capping.
 	Chars int `json:"chars"`
+	// NeedsApproval is set when the call was valid but would destroy something (overwrite a file with
+	// different content, empty it): nothing was done; the workflow asks the person and, if they
+	// approve, runs the call again with Approved set.
+	NeedsApproval *ApprovalNeed `json:"needsApproval,omitempty"`
+}
+
+// ApprovalNeed is what the approval prompt shows for a call that needs approval (mrkdwn).
+type ApprovalNeed struct {
+	Summary string `json:"summary"`
+	Details string `json:"details,omitempty"`
 }
 
 // ExecuteTool runs one tool. Transient failures are returned as retryable errors (the workflow's

@@ -74,7 +74,7 @@ func (g *Gateway) approval(ctx context.Context, cb slack.InteractionCallback, a 
 	}
 	ap := workflows.Approval{
 		Fingerprint: v.Fingerprint, Approved: a.ActionID == ActionApprove, User: cb.User.ID, Channel: channel,
-		Source: "button", ResponseURL: cb.ResponseURL, EventID: interactionID(cb, a),
+		Source: "button", EventID: interactionID(cb, a),
 	}
 	start := g.now()
 	err := g.h.Approval(ctx, v.Lane, ap)

@@ -290,7 +290,7 @@ func (r *run) refuse(ctx workflow.Context, ap Approval, text string) {
 	}
 	m := r.in.Message
 	err := workflow.ExecuteActivity(slackOptions(ctx, r.nextID("refuse")), a.PostEphemeral, activities.EphemeralInput{
-		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, User: ap.User, Text: text, ResponseURL: ap.ResponseURL,
+		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, User: ap.User, Text: text,
 	}).Get(ctx, nil)
 	if err != nil && ctx.Err() == nil {
 		r.log.Warn("agent.approval.refusal_failed", "run", r.id, "error", err)

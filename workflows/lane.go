@@ -292,7 +292,7 @@ func (l *lane) onApproval(ctx workflow.Context, ap Approval) {
 		l.log.Info("lane.approval_without_run", "lane", l.id, "user", ap.User)
 		if ap.User != "" {
 			err := workflow.ExecuteActivity(slackOptions(ctx, "stale-approval-"+strconv.Itoa(int(workflow.GetInfo(ctx).GetCurrentHistoryLength()))), a.PostEphemeral, activities.EphemeralInput{
-				Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, User: ap.User, ResponseURL: ap.ResponseURL,
+				Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, User: ap.User,
 				Text: "That request is no longer waiting for approval.",
 			}).Get(ctx, nil)
 			if err != nil {

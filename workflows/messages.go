@@ -25,6 +25,10 @@ type Message struct {
 	StatusText string `json:"statusText,omitempty"`
 	// ReceivedAt is when the gateway received it (RFC 3339), for latency logs only.
 	ReceivedAt string `json:"receivedAt,omitempty"`
+	// Sig is the gateway's signature over (team, channel, ts, user, text) with the approval key
+	// (package signing). A message that says "yes, do it" becomes an approval only if it verifies:
+	// anyone who can signal the namespace could otherwise approve "as" the requester.
+	Sig string `json:"sig,omitempty"`
 }
 
 // Key is the lane this message belongs to.
@@ -66,10 +70,17 @@ type Approval struct {
 	User        string `json:"user"`
 	Channel     string `json:"channel,omitempty"`
 	// Source is "button" or "message".
-	Source string `json:"source"`
-	// ResponseURL lets a refusal reach only the clicker (block_actions response_url); not a secret.
-	ResponseURL string `json:"responseUrl,omitempty"`
-	EventID     string `json:"eventId,omitempty"`
+	Source  string `json:"source"`
+	EventID string `json:"eventId,omitempty"`
+	// Sig is the gateway's signature (package signing): for a button, over (lane, fingerprint, user,
+	// decision); for a message, the message's own Sig, with MessageTS and Text below. The worker checks
+	// it in an activity (CheckApproval); an unsigned or forged approval is refused and logged.
+	// Slack's response_url is deliberately not carried: it is a 30-minute capability and history is
+	// readable by everyone with Web UI access.
+	Sig string `json:"sig,omitempty"`
+	// MessageTS and Text are the message that said yes or no (Source "message").
+	MessageTS string `json:"messageTs,omitempty"`
+	Text      string `json:"text,omitempty"`
 }
 
 // Resume is the payload of the `resume` signal, which the Web UI can send to a run that waits for a
