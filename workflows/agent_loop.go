@@ -49,6 +49,13 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 				r.turn--
 				continue
 			}
+			if r.hardened {
+				if st, why, stop := r.modelFailed(ctx, err); stop {
+					return agent.PartialResults(r.records, "", why), st, "model call failed"
+				}
+				r.turn--
+				continue
+			}
 			switch r.waitForHuman(ctx, "I couldn't reach the language model, so I paused this request.") {
 			case ResumeRetry:
 				r.turn--
@@ -106,6 +113,49 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 	}
 	r.log.Warn("agent.turns.exhausted", "run", r.id, "turns", r.turn)
 	return agent.PartialResults(r.records, "", "the turn limit"), RunPartial, "turn limit"
+}
+
+// maxModelResumes bounds how often one run is resumed with "retry" after model failures.
+const maxModelResumes = 5
+
+// modelFailed handles a model call that failed after its retries (hardened runs). It tells the person
+// what kind of failure it was — only an unreachable provider is "I couldn't reach the language
+// model" — and parks the run for `resume`. It returns stop with the outcome when the run must end;
+// otherwise the loop retries the call. A rejected request or an error on Lucy's side that comes back
+// unchanged after a retry ends the run: retrying the same thing again cannot help.
+func (r *run) modelFailed(ctx workflow.Context, err error) (status, why string, stop bool) {
+	kind := activities.ModelFailureKind(err)
+	detail := cut(failureText(err), 200)
+	var says string
+	switch kind {
+	case "rejected":
+		why = "the language model provider rejecting my request"
+		says = "The language model provider rejected my request (" + detail + "), so I paused this request. This usually needs a change to my configuration (API key, model names)."
+	case "internal":
+		why = "a problem on my side"
+		says = "Something went wrong on my side (" + detail + "), so I paused this request."
+	default:
+		why = "a problem with the language model"
+		says = "I couldn't reach the language model, so I paused this request."
+	}
+	again := r.failures > 0 && kind != "unreachable" && detail == r.lastFailure
+	r.lastFailure = detail
+	if again || r.failures >= maxModelResumes {
+		r.log.Warn("agent_run.model_failure_final", "run", r.id, "kind", kind, "retries", r.failures)
+		return RunFailed, why, true
+	}
+	switch r.waitForHuman(ctx, says) {
+	case ResumeRetry:
+		r.failures++
+		if kind == "unreachable" {
+			r.appendInline("user", runtimeNote("Previous attempt failed: the model call errored ("+detail+"). Continue where you left off."))
+		}
+		return "", "", false
+	case ResumeSkip:
+		return RunPartial, why, true
+	default:
+		return RunFailed, why, true
+	}
 }
 
 // modelName is the model the last call used (unknown before the first call: the default window).

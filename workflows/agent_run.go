@@ -108,6 +108,16 @@ type run struct {
 	timedOut    bool
 	softFired   bool
 
+	// hardened: this execution runs with changeRunHardening (versions.go).
+	hardened bool
+	// batchReply is the CallModel activity ID whose reply holds the tool batch being run.
+	batchReply string
+	// finishedWhileStopping are tools that completed after "cancel that" (their outcome is real).
+	finishedWhileStopping []string
+	// failures counts resume-retries after model failures; lastFailure is the last one's message.
+	failures    int
+	lastFailure string
+
 	placeholder string
 	approvalCh  workflow.ReceiveChannel
 	resumeCh    workflow.ReceiveChannel
@@ -141,6 +151,7 @@ func newRun(ctx workflow.Context, in RunInput) *run {
 }
 
 func (r *run) setup(ctx workflow.Context) error {
+	r.hardened = hardened(ctx, changeRunHardening)
 	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
 	r.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
 	r.foldCh = workflow.GetSignalChannel(ctx, SignalMessage)
@@ -165,6 +176,9 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 
 	answer, status, reason, err := r.execute(loopCtx)
 	if err != nil {
+		if r.hardened {
+			r.failedBeforeAnswer(ctx, err)
+		}
 		return RunResult{}, err
 	}
 	if ctx.Err() != nil { // cancelled by the lane: "cancel that"
@@ -216,7 +230,16 @@ func (r *run) limitTimer(ctx workflow.Context, limit time.Duration, fire func())
 				fire()
 				return
 			}
-			if d <= 0 { // paused right now: look again later
+			if d <= 0 && r.hardened {
+				// Paused: a run waiting for a person is not a runaway. Wait for the pause to end
+				// (no timer: a day-long wait would otherwise wake the workflow every minute), then
+				// compute the deadline again with the paused time added.
+				if workflow.Await(gctx, func() bool { return r.pausedAt.IsZero() }) != nil {
+					return
+				}
+				continue
+			}
+			if d <= 0 { // paused right now: look again later (runs that predate changeRunHardening)
 				d = time.Minute
 			}
 			if workflow.Sleep(gctx, d) != nil {
@@ -384,6 +407,33 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	return err
 }
 
+// failedBeforeAnswer runs when the run fails outside the loop (routing, prompt assembly, loading the
+// thread): the placeholder must not say "Thinking…" forever, so it becomes a short note, on a
+// disconnected context. The run still fails, visibly, for an operator to Reset.
+func (r *run) failedBeforeAnswer(ctx workflow.Context, err error) {
+	if r.placeholder == "" {
+		return
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	m := r.in.Message
+	note := "Sorry, something went wrong before I could start on this (" + cut(failureText(err), 200) +
+		"). Please try again in a moment; if it keeps happening, tell whoever runs me."
+	if uerr := workflow.ExecuteActivity(slackOptions(dctx, "failed"), a.UpdateMessage, activities.UpdateInput{
+		Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: note,
+	}).Get(dctx, nil); uerr != nil {
+		r.log.Warn("agent_run.failure_note_failed", "run", r.id, "error", uerr)
+	}
+}
+
+// failureText is the message of err without Temporal's wrapping ("activity error (type: …)").
+func failureText(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
+	return err.Error()
+}
+
 // cancelled cleans up on a disconnected context: the placeholder says it stopped (no apology, seed
 // 001), the lane's reaction marks the cancel message. Completed tool results stay in history.
 func (r *run) cancelled(ctx workflow.Context) (RunResult, error) {
@@ -391,8 +441,18 @@ func (r *run) cancelled(ctx workflow.Context) (RunResult, error) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	if r.placeholder != "" {
 		m := r.in.Message
+		text := "_Stopped._"
+		if n := len(r.finishedWhileStopping); n > 0 {
+			// A side-effecting step was already under way and finished: the person must know it
+			// happened, since "Stopped." alone reads as "nothing was done".
+			done := make([]string, n)
+			for i, t := range r.finishedWhileStopping {
+				done[i] = agent.HumanToolName(t)
+			}
+			text = "_Stopped._ A step already under way had finished before I could stop it: " + strings.Join(done, ", ") + "."
+		}
 		err := workflow.ExecuteActivity(slackOptions(dctx, "cancelled"), a.UpdateMessage, activities.UpdateInput{
-			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: "_Stopped._",
+			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: text,
 		}).Get(dctx, nil)
 		if err != nil {
 			r.log.Warn("agent_run.cancel_cleanup_failed", "run", r.id, "error", err)
@@ -411,6 +471,17 @@ func (r *run) waitForHuman(ctx workflow.Context, why string) string {
 	r.status.Phase = "waiting_for_human"
 	r.pause(ctx)
 	defer r.unpause(ctx)
+	if r.hardened {
+		// A resume belongs to the wait it answers: one sent while nothing waited (a double click in
+		// the Web UI, a signal aimed at an earlier wait) must not retry a step nobody meant to retry.
+		for {
+			var stale Resume
+			if !r.resumeCh.ReceiveAsync(&stale) {
+				break
+			}
+			r.log.Warn("agent_run.stale_resume_ignored", "run", r.id, "action", stale.Action, "user", stale.User)
+		}
+	}
 	m := r.in.Message
 	_, err := r.post(ctx, a.PostMessage, activities.PostInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: r.nextID("waiting"),

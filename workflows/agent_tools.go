@@ -17,6 +17,48 @@ import (
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
+// argsInlineLimit: tool-call arguments longer than this are passed to the tool activity by reference
+// to the model reply that holds them (ExecuteToolInput.ArgsRef), so that a whole file written by the
+// model enters history once, not twice.
+const argsInlineLimit = 4096
+
+// spec returns the flags the run decides a tool call by: those recorded in the run's Route (the
+// worker's catalogue when the run started), or, in a history recorded before Route carried them,
+// today's catalogue. ok is false for a tool the run was not given.
+func (r *run) spec(name string) (activities.ToolFlags, bool) {
+	if len(r.route.Specs) == 0 {
+		s, ok := tools.Lookup(name)
+		return activities.ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long}, ok
+	}
+	for _, s := range r.route.Specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return activities.ToolFlags{}, false
+}
+
+// toolInput is the activity input for call c of the reply r.lastReply.
+func (r *run) toolInput(c activities.ToolCall, approved bool) activities.ExecuteToolInput {
+	m := r.in.Message
+	in := activities.ExecuteToolInput{
+		Name: c.Name, Arguments: c.Arguments, CallID: c.ID, Team: m.Team, Channel: m.Channel,
+		ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id, Approved: approved,
+	}
+	if len(c.Arguments) > argsInlineLimit && r.batchReply != "" {
+		in.Arguments, in.ArgsRef = "", r.batchReply
+	}
+	return in
+}
+
+// executeTool starts one tool activity. A side-effecting tool in a hardened run is cancelled with
+// WaitForCancellation: "cancel that" then waits until it has really stopped or finished, so that
+// "Stopped." never appears while it is still acting, and its outcome is in history.
+func (r *run) executeTool(ctx workflow.Context, id string, spec activities.ToolFlags, c activities.ToolCall, approved bool) workflow.Future {
+	waitCancel := r.hardened && !spec.Idempotent
+	return workflow.ExecuteActivity(toolOptions(ctx, id, spec.Idempotent, spec.Long, waitCancel), a.ExecuteTool, r.toolInput(c, approved))
+}
+
 // runTools executes one batch of tool calls: builtins (journal) in the workflow, destructive tools
 // after approval, everything else as parallel activities. It appends one tool message per call, in
 // call order, and returns them.
@@ -24,11 +66,21 @@ func (r *run) runTools(ctx workflow.Context, calls []activities.ToolCall) []tmsg
 	results := make([]tmsg, len(calls))
 	futures := make([]workflow.Future, len(calls))
 	ids := make([]string, len(calls))
-	m := r.in.Message
+	specs := make([]activities.ToolFlags, len(calls))
+	r.batchReply = r.lastReply
+	limit := r.route.MaxToolCalls
+launch:
 	for i, c := range calls {
-		spec, known := tools.Lookup(c.Name)
+		spec, known := r.spec(c.Name)
+		specs[i] = spec
 		r.status.LastTool = c.Name
 		switch {
+		case limit > 0 && i >= limit:
+			results[i] = r.inlineResult(c, fmt.Sprintf("Not run: only %d tool calls of one reply are run, and this was call %d. "+
+				"Call it again in your next reply if you still need it.", limit, i+1), false)
+		case c.Oversize > 0:
+			results[i] = r.inlineResult(c, fmt.Sprintf("Error: the arguments of this %s call were too large to handle (%s). "+
+				"Send less at once, for example write a file in several parts.", c.Name, humanSize(c.Oversize)), true)
 		case !known:
 			results[i] = r.inlineResult(c, "Error: there is no tool named "+c.Name+". Use one of the tools you were given.", true)
 		case spec.Builtin:
@@ -39,21 +91,23 @@ func (r *run) runTools(ctx workflow.Context, calls []activities.ToolCall) []tmsg
 				results[i] = r.inlineResult(c, out, false)
 			}
 		case spec.Destructive:
-			ok, note := r.approve(ctx, c)
+			summary, details := tools.ApprovalSummary(c.Name, c.Arguments)
+			ok, note := r.approve(ctx, c, summary, details)
 			if ctx.Err() != nil {
-				return results
+				if !r.hardened {
+					return results
+				}
+				break launch // wait below for what is already running
 			}
 			if !ok {
 				results[i] = r.inlineResult(c, note, false)
 				continue
 			}
-			fallthrough
+			ids[i] = r.nextID("tool")
+			futures[i] = r.executeTool(ctx, ids[i], spec, c, true)
 		default:
 			ids[i] = r.nextID("tool")
-			futures[i] = workflow.ExecuteActivity(toolOptions(ctx, ids[i], spec.Idempotent, spec.Long), a.ExecuteTool, activities.ExecuteToolInput{
-				Name: c.Name, Arguments: c.Arguments, CallID: c.ID, Team: m.Team, Channel: m.Channel,
-				ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id,
-			})
+			futures[i] = r.executeTool(ctx, ids[i], spec, c, false)
 		}
 	}
 	for i, f := range futures {
@@ -63,26 +117,61 @@ func (r *run) runTools(ctx workflow.Context, calls []activities.ToolCall) []tmsg
 		c := calls[i]
 		var res activities.ToolResult
 		err := f.Get(ctx, &res)
+		if err == nil && res.NeedsApproval != nil && ctx.Err() == nil {
+			// The tool found the call would destroy something (overwrite a file with different
+			// content): nothing was done. Ask, and run it again, approved.
+			ok, note := r.approve(ctx, c, res.NeedsApproval.Summary, res.NeedsApproval.Details)
+			if !ok {
+				if ctx.Err() == nil {
+					results[i] = r.inlineResult(c, note, false)
+				}
+				continue
+			}
+			ids[i] = r.nextID("tool")
+			res = activities.ToolResult{}
+			err = r.executeTool(ctx, ids[i], specs[i], c, true).Get(ctx, &res)
+		}
 		switch {
+		case err == nil && res.NeedsApproval != nil:
+			results[i] = r.inlineResult(c, "Not done: it still needs approval.", false)
 		case err == nil:
 			results[i] = tmsg{
 				wire: activities.Entry{Role: "tool", Ref: ids[i], ToolCallID: c.ID}, role: "tool", text: res.Content,
 				toolName: c.Name, isError: res.IsError || strings.HasPrefix(res.Content, "Error"),
 			}
+			if ctx.Err() != nil {
+				// It finished although the run was being stopped: say so in "Stopped.".
+				r.finishedWhileStopping = append(r.finishedWhileStopping, c.Name)
+				continue
+			}
 			if res.Chars > agent.ToolResultSummaryThreshold {
 				results[i] = r.summarizeResult(ctx, c, ids[i], results[i])
 			}
 		case ctx.Err() != nil:
-			return results
+			if !r.hardened {
+				return results
+			}
+			// Cancelled: an idempotent tool's future resolves at once, a side-effecting one's only
+			// when the tool has stopped. Keep collecting so that none is left running.
 		default:
 			results[i] = r.toolFailure(ctx, c, err)
 		}
+	}
+	if ctx.Err() != nil {
+		return results
 	}
 	for i, res := range results {
 		r.msgs = append(r.msgs, res)
 		r.recordTurn(calls[i], res)
 	}
 	return results
+}
+
+func humanSize(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KB", (n+1023)/1024)
 }
 
 func (r *run) inlineResult(c activities.ToolCall, text string, isErr bool) tmsg {
@@ -92,7 +181,7 @@ func (r *run) inlineResult(c activities.ToolCall, text string, isErr bool) tmsg 
 // toolFailure turns a failed tool activity into what the model reads. A side-effecting tool that
 // timed out may or may not have acted: the run does not guess, it waits for a human (DESIGN.md).
 func (r *run) toolFailure(ctx workflow.Context, c activities.ToolCall, err error) tmsg {
-	spec, _ := tools.Lookup(c.Name)
+	spec, _ := r.spec(c.Name)
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) && !spec.Idempotent {
 		r.log.Warn("agent_run.resume_unsafe", "run", r.id, "tool", c.Name)
@@ -101,10 +190,7 @@ func (r *run) toolFailure(ctx workflow.Context, c activities.ToolCall, err error
 		case ResumeRetry:
 			var res activities.ToolResult
 			id := r.nextID("tool")
-			m := r.in.Message
-			if err2 := workflow.ExecuteActivity(toolOptions(ctx, id, false, spec.Long), a.ExecuteTool, activities.ExecuteToolInput{
-				Name: c.Name, Arguments: c.Arguments, CallID: c.ID, Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id,
-			}).Get(ctx, &res); err2 == nil {
+			if err2 := r.executeTool(ctx, id, activities.ToolFlags{Long: spec.Long}, c, spec.Destructive).Get(ctx, &res); err2 == nil {
 				return tmsg{wire: activities.Entry{Role: "tool", Ref: id, ToolCallID: c.ID}, role: "tool", text: res.Content, toolName: c.Name, isError: res.IsError}
 			}
 			return r.inlineResult(c, "Error executing "+c.Name+": it failed again after a retry.", true)
@@ -173,8 +259,7 @@ func fingerprint(tool, args, actor string, at time.Time) string {
 // approve posts the approval prompt for a destructive call and waits — durably, across worker
 // restarts and deploys — for the requester (or an admin) to approve or deny it, by button or by a
 // "yes, do it" in the thread. An expired proposal re-prompts once, then counts as not approved.
-func (r *run) approve(ctx workflow.Context, c activities.ToolCall) (bool, string) {
-	summary, details := tools.ApprovalSummary(c.Name, c.Arguments)
+func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, details string) (bool, string) {
 	ttl := r.in.ApprovalTTL
 	if ttl <= 0 {
 		ttl = DefaultApprovalTTL
@@ -253,6 +338,26 @@ func (r *run) awaitApproval(ctx workflow.Context, fp string, expires time.Time) 
 		if expired {
 			return "expired", ""
 		}
+		if r.hardened {
+			chk := r.checkApproval(ctx, ap)
+			switch {
+			case ctx.Err() != nil:
+				return "", ""
+			case !chk.Authentic:
+				// Not from the gateway (a signal sent by hand, or forged): nobody in Slack did this,
+				// so nobody is told; the log says it happened.
+				r.log.Warn("agent.approval.unsigned", "run", r.id, "user", ap.User, "source", ap.Source, "reason", chk.Reason)
+			case ap.Fingerprint != fp:
+				r.refuse(ctx, ap, "That approval request is no longer active (it expired or was replaced). Use the latest one in the thread.")
+			case !chk.Allowed:
+				r.refuse(ctx, ap, fmt.Sprintf("Only <@%s> (who asked) or an admin can approve this.", r.in.Requester))
+			case ap.Approved:
+				return "approved", ap.User
+			default:
+				return "denied", ap.User
+			}
+			continue
+		}
 		switch {
 		case ap.Fingerprint != fp:
 			r.refuse(ctx, ap, "That approval request is no longer active (it expired or was replaced). Use the latest one in the thread.")
@@ -266,8 +371,25 @@ func (r *run) awaitApproval(ctx workflow.Context, fp string, expires time.Time) 
 	}
 }
 
-// mayApprove: the requester, or an admin from LUCY_ADMIN_USERS as the worker knows it now (an
-// activity, so a changed admin list applies to runs already waiting).
+// checkApproval asks the worker whether an approval is authentic (signed by the gateway with the
+// shared key) and whether its user may approve (the requester, or an admin in LUCY_ADMIN_USERS as
+// the worker knows it now, so a changed list applies to runs already waiting). If the check itself
+// fails, the approval is not accepted.
+func (r *run) checkApproval(ctx workflow.Context, ap Approval) activities.ApprovalCheck {
+	var chk activities.ApprovalCheck
+	err := workflow.ExecuteActivity(quick(ctx, r.nextID("approver")), a.CheckApproval, activities.CheckApprovalInput{
+		Lane: LaneID(r.in.Lane), Team: r.in.Lane.Team, Requester: r.in.Requester, Fingerprint: ap.Fingerprint,
+		Approved: ap.Approved, User: ap.User, Channel: ap.Channel, Source: ap.Source, Sig: ap.Sig,
+		MessageTS: ap.MessageTS, Text: ap.Text,
+	}).Get(ctx, &chk)
+	if err != nil {
+		r.log.Warn("agent.approval.check_failed", "run", r.id, "error", err)
+		return activities.ApprovalCheck{Reason: "the check failed"}
+	}
+	return chk
+}
+
+// mayApprove is the check of runs that predate changeRunHardening: the requester, or an admin.
 func (r *run) mayApprove(ctx workflow.Context, user string) bool {
 	if user == "" {
 		return false

@@ -42,6 +42,7 @@ type harness struct {
 	prompts    []activities.ApprovalPromptInput
 	resolved   []activities.ResolveApprovalInput
 	ephemerals []activities.EphemeralInput
+	checks     []activities.CheckApprovalInput
 	reactions  []activities.ReactInput
 	modelDelay time.Duration
 	toolDelay  time.Duration
@@ -90,6 +91,7 @@ func (h *harness) register() {
 	reg("BuildSystemPrompt", acts.BuildSystemPrompt)
 	reg("Route", acts.Route)
 	reg("IsAdmin", acts.IsAdmin)
+	reg("CheckApproval", acts.CheckApproval)
 	reg("ExecuteTool", acts.ExecuteTool)
 	reg("LoadThread", acts.LoadThread)
 	reg("ResolveContext", acts.ResolveContext)
@@ -146,6 +148,17 @@ func (h *harness) register() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.admins[user], nil
+	})
+	// The real CheckApproval verifies the gateway's signature (activities tests); here a signature is
+	// authentic when it is "signed", so that tests can send forged ones.
+	env.OnActivity("CheckApproval", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.CheckApprovalInput) (activities.ApprovalCheck, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.checks = append(h.checks, in)
+		if in.Sig != "signed" {
+			return activities.ApprovalCheck{Reason: "unsigned"}, nil
+		}
+		return activities.ApprovalCheck{Authentic: true, Allowed: in.User == in.Requester || h.admins[in.User]}, nil
 	})
 	env.OnActivity("PostPlaceholder", mock.Anything, mock.Anything).Return(activities.PostResult{TS: "200.1"}, nil)
 	env.OnActivity("PostMessage", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.PostInput) (activities.PostResult, error) {
@@ -279,7 +292,7 @@ func text(s string) activities.ModelReply { return activities.ModelReply{Content
 var laneKey = LaneKey{Team: "T1", Channel: "C1", ThreadTS: "100.1"}
 
 func msg(ts, user, text string) Message {
-	return Message{EventID: "Ev" + ts, Team: "T1", Channel: "C1", TS: ts, ThreadTS: "100.1", User: user, Text: text, Kind: "message"}
+	return Message{EventID: "Ev" + ts, Team: "T1", Channel: "C1", TS: ts, ThreadTS: "100.1", User: user, Text: text, Kind: "message", Sig: "signed"}
 }
 
 // runLane starts a lane, schedules the given callbacks (at workflow-clock delays), and runs until the

@@ -41,6 +41,8 @@ type lane struct {
 	st   LaneState
 	seen map[string]bool
 	log  logger
+	// hardened: this execution runs with changeLaneHardening (versions.go).
+	hardened bool
 
 	cur      *current
 	starting bool
@@ -74,6 +76,7 @@ func newLane(ctx workflow.Context, in LaneInput) *lane {
 }
 
 func (l *lane) setup(ctx workflow.Context) error {
+	l.hardened = hardened(ctx, changeLaneHardening)
 	l.msgCh = workflow.GetSignalChannel(ctx, SignalMessage)
 	l.cancelCh = workflow.GetSignalChannel(ctx, SignalCancel)
 	l.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
@@ -206,24 +209,22 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 		l.log.Info("lane.duplicate", "lane", l.id, "ts", m.TS, "eventId", m.EventID)
 		return
 	}
-	text := intent.StripMentions(m.Text)
 	if m.Control == "status" {
 		l.answerStatus(ctx, m)
 		return
 	}
-	l.react(ctx, m.Channel, m.TS, intent.Reaction(text))
+	in := l.classify(ctx, m)
+	l.react(ctx, m.Channel, m.TS, "receipt", in.Reaction)
 	if l.cur != nil {
-		if l.cur.awaiting != "" && m.User != "" {
-			switch intent.ApprovalAnswer(text) {
-			case intent.Yes, intent.No:
-				l.forward(ctx, SignalApproval, Approval{
-					Fingerprint: l.cur.awaiting, Approved: intent.ApprovalAnswer(text) == intent.Yes, User: m.User,
-					Channel: m.Channel, Source: "message", EventID: m.EventID,
-				})
-				return
-			}
+		if l.cur.awaiting != "" && m.User != "" && in.Approval != "" {
+			l.forward(ctx, SignalApproval, Approval{
+				Fingerprint: l.cur.awaiting, Approved: in.Approval == "yes", User: m.User,
+				Channel: m.Channel, Source: "message", EventID: m.EventID,
+				Sig: m.Sig, MessageTS: m.TS, Text: m.Text,
+			})
+			return
 		}
-		if m.User == l.cur.requester && intent.ThreadInterrupt(text) == intent.Fold {
+		if m.User == l.cur.requester && in.Fold {
 			l.log.Info("lane.fold", "lane", l.id, "run", l.cur.id, "ts", m.TS)
 			l.forward(ctx, SignalMessage, m)
 			return
@@ -236,17 +237,58 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 		l.log.Info("lane.queued", "lane", l.id, "ts", m.TS, "depth", len(l.st.Queue))
 		return
 	}
-	if fr, ok := intent.FastPath(text, fastSeed(m.TS)); ok && m.Kind != "assistant_thread_started" {
-		if fr.Reply != "" {
-			l.post(ctx, m, "fast-"+m.TS, fr.Reply)
+	if in.Fast && m.Kind != "assistant_thread_started" {
+		if in.FastReply != "" {
+			l.post(ctx, m, "fast-"+m.TS, in.FastReply)
 		}
 		return
 	}
-	if m.Kind == "assistant_thread_started" && text == "" {
+	if m.Kind == "assistant_thread_started" && in.Empty {
 		l.post(ctx, m, "hello-"+m.TS, "Hi! I'm Lucy. Ask me anything, or give me something to get done.")
 		return
 	}
 	l.st.Queue = append(l.st.Queue, m)
+}
+
+// messageIntent is what the intent classifiers (word lists in package intent) make of one message.
+type messageIntent struct {
+	Reaction  string `json:"reaction,omitempty"`  // receipt emoji, "" for none
+	Approval  string `json:"approval,omitempty"`  // "yes", "no" or "" (not an answer to a proposal)
+	Fold      bool   `json:"fold,omitempty"`      // "also …", "actually …": belongs to the running request
+	Fast      bool   `json:"fast,omitempty"`      // a greeting or thanks the lane answers itself
+	FastReply string `json:"fastReply,omitempty"` // its reply ("" for none)
+	Empty     bool   `json:"empty,omitempty"`     // nothing left once mentions are stripped
+}
+
+// classifyMessage runs the classifiers. It is a variable only so that the replay test can prove that
+// recorded decisions, not today's word lists, drive a replay.
+var classifyMessage = func(text, ts string) messageIntent {
+	text = intent.StripMentions(text)
+	in := messageIntent{Reaction: intent.Reaction(text), Fold: intent.ThreadInterrupt(text) == intent.Fold, Empty: text == ""}
+	switch intent.ApprovalAnswer(text) {
+	case intent.Yes:
+		in.Approval = "yes"
+	case intent.No:
+		in.Approval = "no"
+	}
+	if fr, ok := intent.FastPath(text, fastSeed(ts)); ok {
+		in.Fast, in.FastReply = true, fr.Reply
+	}
+	return in
+}
+
+// classify returns the classifiers' decisions on m. In a hardened lane they are recorded with
+// SideEffect: the word lists change with every release, and an open lane must replay the decisions
+// it made, not the ones today's lists would make.
+func (l *lane) classify(ctx workflow.Context, m Message) messageIntent {
+	if !l.hardened {
+		return classifyMessage(m.Text, m.TS)
+	}
+	var in messageIntent
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return classifyMessage(m.Text, m.TS) }).Get(&in); err != nil {
+		l.log.Error("lane.classify_failed", "lane", l.id, "error", err)
+	}
+	return in
 }
 
 func fastSeed(ts string) uint64 {
@@ -272,7 +314,7 @@ func (l *lane) onCancel(ctx workflow.Context, cr CancelRequest) {
 	}
 	if l.cur == nil {
 		if dropped > 0 {
-			l.react(ctx, cr.Channel, cr.TS, "octagonal_sign")
+			l.react(ctx, cr.Channel, cr.TS, "stop", "octagonal_sign")
 			return
 		}
 		l.post(ctx, Message{Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, TS: cr.TS}, "cancel-"+cr.TS,
@@ -281,7 +323,7 @@ func (l *lane) onCancel(ctx workflow.Context, cr CancelRequest) {
 	}
 	l.log.Info("lane.cancel", "lane", l.id, "run", l.cur.id, "by", cr.User, "droppedQueued", dropped)
 	l.cur.cancel()
-	l.react(ctx, cr.Channel, cr.TS, "octagonal_sign")
+	l.react(ctx, cr.Channel, cr.TS, "stop", "octagonal_sign")
 }
 
 func (l *lane) onApproval(ctx workflow.Context, ap Approval) {
@@ -320,7 +362,10 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 	l.starting = false
 	l.st.Runs++
 	n := l.st.Runs
-	id := RunID(l.key, n)
+	id := legacyRunID(l.key, n)
+	if l.hardened {
+		id = RunID(l.key, n, m.TS)
+	}
 	cctx, cancel := workflow.WithCancel(ctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          id,
@@ -401,11 +446,17 @@ func (l *lane) statusNow() LaneStatus {
 	return s
 }
 
-func (l *lane) react(ctx workflow.Context, channel, ts, emoji string) {
+// react adds Lucy's reaction; purpose ("receipt", "stop") names the activity, so that its ID does not
+// depend on which emoji a word list chose (an older lane named it by the emoji).
+func (l *lane) react(ctx workflow.Context, channel, ts, purpose, emoji string) {
 	if emoji == "" || ts == "" {
 		return
 	}
-	f := workflow.ExecuteActivity(slackOptions(ctx, "react-"+ts+"-"+emoji), a.React, activities.ReactInput{
+	id := "react-" + ts + "-" + emoji
+	if l.hardened {
+		id = purpose + "-" + ts
+	}
+	f := workflow.ExecuteActivity(slackOptions(ctx, id), a.React, activities.ReactInput{
 		Team: l.key.Team, Channel: channel, TS: ts, Emoji: emoji,
 	})
 	// Reactions are decoration: don't hold the lane for them, but do log a failure.

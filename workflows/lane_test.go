@@ -169,7 +169,7 @@ func TestApprovalByRequesterButton(t *testing.T) {
 	approvalScript(h)
 	h.runLane(msg("100.1", "U1", "delete the old report csv"),
 		step{at: time.Minute, do: func(h *harness) {
-			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button"})
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
 		}})
 	if len(h.toolCalls) != 1 || h.toolCalls[0].Name != "lucy_delete_file" {
 		t.Fatalf("tool calls %+v", h.toolCalls)
@@ -187,7 +187,7 @@ func TestApprovalRefusedForOtherUserThenNaturalLanguageYes(t *testing.T) {
 	approvalScript(h)
 	h.runLane(msg("100.1", "U1", "delete the old report csv"),
 		step{at: time.Minute, do: func(h *harness) {
-			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U2", Source: "button"})
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U2", Source: "button", Sig: "signed"})
 		}},
 		signalAt(2*time.Minute, SignalMessage, msg("100.7", "U1", "yes, do it")))
 	if len(h.ephemerals) != 1 || h.ephemerals[0].User != "U2" {
@@ -204,7 +204,7 @@ func TestApprovalByAdmin(t *testing.T) {
 	approvalScript(h)
 	h.runLane(msg("100.1", "U1", "delete the old report csv"),
 		step{at: time.Minute, do: func(h *harness) {
-			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "UADMIN", Source: "button"})
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "UADMIN", Source: "button", Sig: "signed"})
 		}})
 	if len(h.toolCalls) != 1 {
 		t.Fatal("admin approval did not run the tool")
@@ -230,7 +230,7 @@ func TestApprovalExpiryRepromptsThenGivesUp(t *testing.T) {
 	h.runLane(msg("100.1", "U1", "delete the old report csv"),
 		// a click on the first, expired proposal after the re-prompt is refused
 		step{at: DefaultApprovalTTL + time.Minute, do: func(h *harness) {
-			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button"})
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
 		}})
 	if len(h.prompts) != 2 {
 		t.Fatalf("prompts = %d, want the original and one re-prompt", len(h.prompts))
@@ -265,7 +265,7 @@ func TestLaneStatusQuery(t *testing.T) {
 				h.t.Error(err)
 			}
 		}})
-	if !got.Busy || got.CurrentRun != RunID(laneKey, 1) || len(got.Queued) != 1 {
+	if !got.Busy || got.CurrentRun != RunID(laneKey, 1, "100.1") || len(got.Queued) != 1 {
 		b, _ := json.Marshal(got)
 		t.Errorf("status %s", b)
 	}

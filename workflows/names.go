@@ -49,8 +49,16 @@ func ParseLaneID(id string) (LaneKey, error) {
 	return LaneKey{Team: parts[1], Channel: parts[2], ThreadTS: parts[3]}, nil
 }
 
-// RunID is the workflow ID of the n-th agent run of a lane. Each run is its own child workflow so that
-// it has its own history and can be reset or resumed alone from the Web UI.
-func RunID(k LaneKey, n int) string {
+// RunID is the workflow ID of the n-th agent run of a lane, started by the message with ts msgTS:
+// {lane}:run:{n}:{msgTS}. Each run is its own child workflow so that it has its own history and can be
+// reset or resumed alone from the Web UI. The message's ts makes the ID unique for the life of the
+// thread: a lane that closed after a week idle starts counting at 1 again, and Slack posts are made
+// idempotent by (run workflow ID, key), so a repeated ID would find the old run's messages.
+func RunID(k LaneKey, n int, msgTS string) string {
+	return fmt.Sprintf("%s:run:%d:%s", LaneID(k), n, msgTS)
+}
+
+// legacyRunID is the run ID of lanes started before changeLaneHardening: {lane}:run:{n}.
+func legacyRunID(k LaneKey, n int) string {
 	return fmt.Sprintf("%s:run:%d", LaneID(k), n)
 }

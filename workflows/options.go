@@ -51,8 +51,9 @@ func slackOptions(ctx workflow.Context, id string) workflow.Context {
 }
 
 // toolOptions: idempotent tools retry 0.5 s → 2 s → 8 s, three attempts (seed 001); side-effecting
-// tools are attempted once and their error goes to the model.
-func toolOptions(ctx workflow.Context, id string, idempotent, long bool) workflow.Context {
+// tools are attempted once and their error goes to the model. waitCancel makes a cancellation wait
+// until the activity has stopped (it heartbeats, so it learns of it within seconds).
+func toolOptions(ctx workflow.Context, id string, idempotent, long, waitCancel bool) workflow.Context {
 	timeout := 2 * time.Minute
 	if long {
 		timeout = 30 * time.Minute
@@ -66,5 +67,6 @@ func toolOptions(ctx workflow.Context, id string, idempotent, long bool) workflo
 		StartToCloseTimeout: timeout,
 		HeartbeatTimeout:    10 * time.Second,
 		RetryPolicy:         rp,
+		WaitForCancellation: waitCancel,
 	})
 }

@@ -1,0 +1,34 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// Change IDs for workflow.GetVersion. A lane can stay open for 7 days and a run can wait 24 hours for
+// a person, so a worker deployed today replays histories written by yesterday's code. Each change ID
+// names one batch of changes that such a history would replay differently; a history recorded before
+// the batch replays with workflow.DefaultVersion and takes the old path. The recorded histories in
+// testdata/history (v0-*.json: before, the others: after) prove both paths replay.
+const (
+	// changeLaneHardening (issue 7), in the lane:
+	//   - run workflow IDs are unique for the life of the thread: …:run:{n}:{message ts} (RunID), so a
+	//     lane that closed after a week and starts again never reuses an old run's ID (and its posts);
+	//   - the intent classifiers' decisions on a message (reaction, fast path, approval answer,
+	//     fold) are recorded with workflow.SideEffect, so editing a word list never changes what an
+	//     open lane replays;
+	//   - reaction activity IDs name their purpose, not the emoji a word list chose.
+	changeLaneHardening = "lane-hardening"
+	// changeRunHardening (issue 7), in the agent run:
+	//   - a `resume` sent while the run was not waiting is discarded when a wait opens;
+	//   - the time limits wait on the pause condition instead of waking every minute while paused;
+	//   - a run that fails before its loop turns the placeholder into a failure note;
+	//   - side-effecting tools are cancelled with WaitForCancellation and the run waits for them;
+	//   - approvals are checked by the CheckApproval activity (gateway signature, requester or admin);
+	//   - model failures are told apart (unreachable, rejected, internal) and resume-retries are bounded.
+	changeRunHardening = "run-hardening"
+)
+
+// hardened reports whether this execution runs with changeID's new behaviour. It records the marker
+// on first use; call it at the start of the workflow, before any command, so that the decision is
+// taken once per execution.
+func hardened(ctx workflow.Context, changeID string) bool {
+	return workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, 1) >= 1
+}
