@@ -38,7 +38,7 @@ func longRun(t testing.TB, s *stack, page *httptest.Server) turnBytes {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	key := workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts}
-	it := s.client.GetWorkflowHistory(ctx, workflows.RunID(key, 1), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := s.client.GetWorkflowHistory(ctx, workflows.RunID(key, 1, ts), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	res := turnBytes{perTurn: map[int]int{}, naive: map[int]int{}}
 	turn := 0
 	transcript := 0 // bytes of every body so far, what a naive design would send each call

@@ -111,7 +111,7 @@ func TestRecordedScenarios(t *testing.T) {
 			if *record {
 				key := workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts}
 				s.saveHistory(t, workflows.LaneID(key), sc.name+"-lane.json")
-				s.saveHistory(t, workflows.RunID(key, 1), sc.name+"-run.json")
+				s.saveHistory(t, workflows.RunID(key, 1, ts), sc.name+"-run.json")
 			}
 		})
 	}

@@ -49,6 +49,13 @@ type harness struct {
 	toolMock   *testsuite.MockCallWrapper
 	modelMock  *testsuite.MockCallWrapper
 	deliverErr error
+	threadErr  error
+	// toolFinishes makes a tool run its whole toolDelay even when cancelled (a side effect that
+	// cannot be taken back once started).
+	toolFinishes bool
+	deliveries   []activities.DeliverInput
+	// order records "tool-done:<name>" and "update:<text>" as they happen.
+	order []string
 }
 
 func newHarness(t *testing.T) *harness {
@@ -128,20 +135,32 @@ func (h *harness) register() {
 		f, d := h.tool, h.toolDelay
 		h.mu.Unlock()
 		if d > 0 {
+			h.mu.Lock()
+			finishes := h.toolFinishes
+			h.mu.Unlock()
 			select {
 			case <-time.After(d):
 			case <-ctx.Done():
-				return activities.ToolResult{}, ctx.Err()
+				if !finishes {
+					return activities.ToolResult{}, ctx.Err()
+				}
+				time.Sleep(d)
 			}
 		}
-		return f(in)
+		res, err := f(in)
+		h.mu.Lock()
+		h.order = append(h.order, "tool-done:"+in.Name)
+		h.mu.Unlock()
+		return res, err
 	})
 	env.OnActivity("Route", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.RouteInput) (activities.Route, error) {
 		return h.route, nil
 	})
 	env.OnActivity("BuildSystemPrompt", mock.Anything, mock.Anything).Return(activities.SystemPrompt{Text: "You are Lucy.", Hash: "h"}, nil)
 	env.OnActivity("LoadThread", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.LoadThreadInput) (activities.ThreadHistory, error) {
-		return h.thread, nil
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.thread, h.threadErr
 	})
 	env.OnActivity("ResolveContext", mock.Anything, mock.Anything).Return(activities.ContextInfo{UserName: "ada", TZ: "Europe/Paris", ChannelName: "general"}, nil)
 	env.OnActivity("IsAdmin", mock.Anything, mock.Anything).Return(func(ctx context.Context, user string) (bool, error) {
@@ -174,12 +193,14 @@ func (h *harness) register() {
 			return activities.PostResult{}, h.deliverErr
 		}
 		h.delivered = append(h.delivered, in.Markdown)
+		h.deliveries = append(h.deliveries, in)
 		return activities.PostResult{TS: in.PlaceholderTS}, nil
 	})
 	env.OnActivity("UpdateMessage", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.UpdateInput) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.updates = append(h.updates, in.Text)
+		h.order = append(h.order, "update:"+in.Text)
 		return nil
 	})
 	env.OnActivity("React", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ReactInput) error {

@@ -1,0 +1,273 @@
+package workflows
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/lucy-agent/lucy/activities"
+)
+
+// Tests for the changes behind changeLaneHardening and changeRunHardening (issue 7). Each one fails
+// on the code before the change.
+
+// A lane that closed after a week idle starts again: its runs must not reuse the old runs' IDs,
+// because posts are made idempotent by (run workflow ID, key).
+func TestRunIDsStayUniqueWhenALaneStartsAgain(t *testing.T) {
+	var ids []string
+	for _, ts := range []string{"100.1", "900.5"} {
+		h := newHarness(t)
+		h.runLane(msg(ts, "U1", "summarize the incident"))
+		if len(h.deliveries) != 1 {
+			t.Fatalf("deliveries %+v", h.deliveries)
+		}
+		ids = append(ids, h.deliveries[0].RunID)
+	}
+	if ids[0] == ids[1] {
+		t.Fatalf("the restarted lane reused run ID %s", ids[0])
+	}
+	if want := RunID(laneKey, 1, "900.5"); ids[1] != want {
+		t.Errorf("run ID %q, want %q", ids[1], want)
+	}
+}
+
+// A resume sent while the run was not waiting (here: while it waited for an approval) must not be
+// consumed by a later wait: that would retry a step nobody asked to retry.
+func TestStaleResumeIsNotConsumedByALaterWait(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		resumeAt  time.Duration // a real resume, while the run waits; 0: none
+		wantCalls int
+		wantState string
+	}{
+		{"no resume: the wait times out", 0, 2, RunFailed},
+		{"a real resume retries", 2 * time.Hour, 3, RunCompleted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+				switch n {
+				case 1:
+					return calls(toolCall("d1", "lucy_delete_file", map[string]string{"path": "a.txt"})), nil
+				case 2:
+					return activities.ModelReply{}, temporal.NewNonRetryableApplicationError("down", "ModelUnavailable", nil)
+				}
+				return text("done"), nil
+			}
+			steps := []step{
+				signalAt(time.Minute, SignalResume, Resume{Action: ResumeRetry}), // stale: nothing waits for it
+				{at: 2 * time.Minute, do: func(h *harness) {
+					h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
+				}},
+			}
+			if tc.resumeAt > 0 {
+				steps = append(steps, signalAt(tc.resumeAt, SignalResume, Resume{Action: ResumeRetry}))
+			}
+			for _, s := range steps {
+				s := s
+				h.env.RegisterDelayedCallback(func() { s.do(h) }, s.at)
+			}
+			res, err := h.runAgent(runInput("delete a.txt"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h.modelCalls) != tc.wantCalls || res.Status != tc.wantState {
+				t.Fatalf("model calls %d, status %s; want %d, %s", len(h.modelCalls), res.Status, tc.wantCalls, tc.wantState)
+			}
+		})
+	}
+}
+
+// While a run waits for a person, the time limits must not wake it every minute: a 24-hour wait
+// would write about 1,400 timers into history.
+func TestPausedRunSchedulesNoTimerPerMinute(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		return activities.ModelReply{}, temporal.NewNonRetryableApplicationError("down", "ModelUnavailable", nil)
+	}
+	timers := 0
+	h.env.SetOnTimerScheduledListener(func(string, time.Duration) { timers++ })
+	in := runInput("what changed?")
+	in.SoftLimit, in.AbsoluteMax = time.Minute, 2*time.Minute // both expire during the 24-hour wait
+	res, err := h.runAgent(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunFailed {
+		t.Fatalf("status %s", res.Status)
+	}
+	if timers > 10 {
+		t.Fatalf("%d timers scheduled during one wait for a person", timers)
+	}
+}
+
+// An error before the loop (here: loading the thread) must not leave "Thinking…" in the thread.
+func TestFailureBeforeTheLoopReplacesThePlaceholder(t *testing.T) {
+	h := newHarness(t)
+	h.threadErr = temporal.NewNonRetryableApplicationError("load thread: not_in_channel: invite Lucy to the channel", "SlackPermanent", nil)
+	_, err := h.runAgent(runInput("hello there"))
+	if err == nil {
+		t.Fatal("the run should fail, visibly")
+	}
+	if len(h.updates) != 1 || !strings.Contains(h.updates[0], "something went wrong") || !strings.Contains(h.updates[0], "invite Lucy") {
+		t.Fatalf("placeholder updates %q", h.updates)
+	}
+}
+
+// "cancel that" while a side-effecting tool runs is tested end to end (e2e TestCancelWaitsForToolInFlight):
+// the SDK's test environment resolves a cancelled activity at once, whatever WaitForCancellation says.
+
+// An approval the gateway did not sign (a signal sent by hand) changes nothing and tells nobody; a
+// signed one from the requester goes through.
+func TestUnsignedApprovalIsRefused(t *testing.T) {
+	h := newHarness(t)
+	approvalScript(h)
+	h.runLane(msg("100.1", "U1", "delete the old report csv"),
+		step{at: time.Minute, do: func(h *harness) {
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button"})
+		}},
+		signalAt(90*time.Second, SignalMessage, Message{EventID: "Ev9", Team: "T1", Channel: "C1", TS: "100.9", ThreadTS: "100.1", User: "U1", Text: "yes, do it", Kind: "message"}),
+		step{at: 2 * time.Minute, do: func(h *harness) {
+			if len(h.toolCalls) != 0 {
+				h.t.Errorf("an unsigned approval ran the tool")
+			}
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
+		}})
+	if len(h.toolCalls) != 1 {
+		t.Fatalf("tool calls %+v", h.toolCalls)
+	}
+	if len(h.ephemerals) != 0 {
+		t.Errorf("someone was told about a forged approval: %+v", h.ephemerals)
+	}
+	if len(h.checks) != 3 || h.checks[1].Source != "message" || h.checks[1].MessageTS != "100.9" || h.checks[1].Text != "yes, do it" {
+		t.Errorf("checks %+v", h.checks)
+	}
+}
+
+// Flags recorded in the run's Route decide, not the catalogue compiled into the worker; a tool the
+// run was not given is refused.
+func TestRecordedToolFlagsDecide(t *testing.T) {
+	h := newHarness(t)
+	h.route.Specs = []activities.ToolFlags{{Name: "lucy_write_file", Destructive: true}, {Name: "ask_human", Builtin: true}}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(
+				toolCall("w1", "lucy_write_file", map[string]string{"path": "a.md", "content": "x"}),
+				toolCall("f1", "lucy_web_fetch", map[string]string{"url": "https://example.com"}),
+			), nil
+		}
+		return text("done"), nil
+	}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
+	}, time.Minute)
+	if _, err := h.runAgent(runInput("write a.md")); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.prompts) != 1 {
+		t.Fatalf("a tool recorded as destructive was not approved first: prompts %+v", h.prompts)
+	}
+	if len(h.toolCalls) != 1 || h.toolCalls[0].Name != "lucy_write_file" {
+		t.Fatalf("tool calls %+v", h.toolCalls)
+	}
+	if !h.sawInline(1, "there is no tool named lucy_web_fetch") {
+		t.Errorf("model not told: %q", h.inlineTexts(1))
+	}
+}
+
+// At most Route.MaxToolCalls calls of one reply run; the others get a result the model can act on.
+// Oversize arguments get an error instead of a tool run.
+func TestToolCallLimitAndOversizeArguments(t *testing.T) {
+	h := newHarness(t)
+	h.route.MaxToolCalls = 2
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			big := toolCall("w1", "lucy_write_file", map[string]string{})
+			big.Oversize = 3 << 20
+			return calls(
+				big,
+				toolCall("t1", "lucy_current_time", map[string]string{}),
+				toolCall("t2", "lucy_current_time", map[string]string{}),
+				toolCall("t3", "lucy_current_time", map[string]string{}),
+			), nil
+		}
+		return text("done"), nil
+	}
+	if _, err := h.runAgent(runInput("what time is it?")); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.toolCalls) != 1 || h.toolCalls[0].CallID != "t1" {
+		t.Fatalf("tool calls %+v", h.toolCalls)
+	}
+	for _, want := range []string{"too large to handle (3.0 MB)", "only 2 tool calls of one reply are run, and this was call 3", "this was call 4"} {
+		if !h.sawInline(1, want) {
+			t.Errorf("model not told %q: %q", want, h.inlineTexts(1))
+		}
+	}
+}
+
+// A tool that finds a call would destroy something (overwrite a file) does nothing and asks; once
+// approved, the run calls it again with Approved set.
+func TestToolAskedApproval(t *testing.T) {
+	h := newHarness(t)
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		if !in.Approved {
+			return activities.ToolResult{Content: "No change made: needs approval.", NeedsApproval: &activities.ApprovalNeed{
+				Summary: "I'd like to overwrite `a.md`", Details: "old: 3 lines, new: 1 line",
+			}}, nil
+		}
+		return activities.ToolResult{Content: "Wrote a.md", Chars: 10}, nil
+	}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("w1", "lucy_write_file", map[string]string{"path": "a.md", "content": "new"})), nil
+		}
+		return text("done"), nil
+	}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
+	}, time.Minute)
+	if _, err := h.runAgent(runInput("rewrite a.md")); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.prompts) != 1 || h.prompts[0].Summary != "I'd like to overwrite `a.md`" || h.prompts[0].Details != "old: 3 lines, new: 1 line" {
+		t.Fatalf("prompts %+v", h.prompts)
+	}
+	if len(h.toolCalls) != 2 || h.toolCalls[0].Approved || !h.toolCalls[1].Approved {
+		t.Fatalf("tool calls %+v", h.toolCalls)
+	}
+	if got := h.modelCalls[1].Transcript.Entries; len(got) == 0 || got[len(got)-1].Ref == "" {
+		t.Errorf("the model should read the approved call's result by reference: %+v", got)
+	}
+}
+
+// Big arguments (a whole file) are passed to the tool by reference to the model's reply.
+func TestBigToolArgumentsGoByReference(t *testing.T) {
+	h := newHarness(t)
+	content := strings.Repeat("line of the report\n", 400)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("w1", "lucy_write_file", map[string]string{"path": "r.md", "content": content}),
+				toolCall("t1", "lucy_current_time", map[string]string{})), nil
+		}
+		return text("done"), nil
+	}
+	if _, err := h.runAgent(runInput("write the report")); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.toolCalls) != 2 {
+		t.Fatalf("tool calls %+v", h.toolCalls)
+	}
+	w, tm := h.toolCalls[0], h.toolCalls[1]
+	if w.Name != "lucy_write_file" {
+		w, tm = tm, w
+	}
+	if w.Arguments != "" || !strings.HasPrefix(w.ArgsRef, "model-") {
+		t.Errorf("big arguments copied into the tool's input: ref %q, %d bytes", w.ArgsRef, len(w.Arguments))
+	}
+	if tm.ArgsRef != "" || tm.Arguments == "" {
+		t.Errorf("small arguments should stay inline: %+v", tm)
+	}
+}
