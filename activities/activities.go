@@ -16,6 +16,7 @@ package activities
 import (
 	"context"
 	"io/fs"
+	"sync"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -60,6 +61,10 @@ type Activities struct {
 	Admins  []string        // LUCY_ADMIN_USERS
 	// ContextWindow overrides the model's context window in tokens (LUCY_CONTEXT_WINDOW); 0 = known per model.
 	ContextWindow int
-	DataDir       string // workspace files and knowledge live under DataDir/workspaces/<team>/
-	Log           zerolog.Logger
+	// DataDir holds the tools' workspace files (DataDir/workspaces/<team>/) and, out of the tools'
+	// reach, the teams' knowledge notes (DataDir/knowledge/<team>/, see KnowledgeDir).
+	DataDir string
+	Log     zerolog.Logger
+
+	legacyKnowledge sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
 }

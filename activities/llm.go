@@ -13,6 +13,8 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // Error types the workflows act on.
@@ -109,15 +111,22 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		return ModelReply{}, temporal.NewApplicationError("the model returned no choices", ErrModelEmpty)
 	}
 	ch := comp.Choices[0]
+	// The reply is the activity's result, so it is stored in workflow history (readable by everyone with
+	// Web UI access), shown in approval prompts and logged. A credential the model copied from the
+	// person's message into its text or a tool call (https://user:pass@…, ?token=…, xoxb-…) is masked
+	// here, before any of that. lucy_web_fetch refuses URLs with credentials anyway; a file or message the
+	// model writes keeps REDACTED where the secret was, which is the point.
 	out := ModelReply{
-		Content: ch.Message.Content, FinishReason: string(ch.FinishReason), Model: model, Window: a.ContextWindow,
-		Usage: TokenUsage{Prompt: comp.Usage.PromptTokens, Completion: comp.Usage.CompletionTokens},
+		Content: tools.RedactCredentials(ch.Message.Content), FinishReason: string(ch.FinishReason), Model: model,
+		Window: a.ContextWindow, Usage: TokenUsage{Prompt: comp.Usage.PromptTokens, Completion: comp.Usage.CompletionTokens},
 	}
 	for _, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
 		}
-		out.ToolCalls = append(out.ToolCalls, ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+		out.ToolCalls = append(out.ToolCalls, ToolCall{
+			ID: tc.ID, Name: tc.Function.Name, Arguments: tools.RedactCredentials(tc.Function.Arguments),
+		})
 	}
 	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(params.Messages)).
 		Int("toolCalls", len(out.ToolCalls)).Int64("promptTokens", out.Usage.Prompt).Msg("model call")

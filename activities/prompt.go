@@ -33,10 +33,10 @@ type SystemPrompt struct {
 	Hash string `json:"hash"`
 }
 
-// MaxKnowledgeChars caps workspace knowledge in the prompt.
+// MaxKnowledgeChars caps a team's knowledge notes in the prompt.
 const MaxKnowledgeChars = 12000
 
-// BuildSystemPrompt assembles SOUL + SYSTEM_CORE + modules + workspace knowledge + context, as the
+// BuildSystemPrompt assembles SOUL + SYSTEM_CORE + modules + the team's knowledge notes + context, as the
 // seeds' build_system_prompt does. It runs as an activity so that a prompt edit never changes what a
 // running workflow replays.
 func (a *Activities) BuildSystemPrompt(ctx context.Context, in PromptInput) (SystemPrompt, error) {
@@ -96,12 +96,28 @@ func contextSection(in PromptInput) string {
 	return strings.TrimSpace(b.String())
 }
 
-// knowledge reads the team's knowledge notes: Markdown files in <DataDir>/workspaces/<team>/knowledge.
+// KnowledgeDir is the folder of a team's knowledge notes (Markdown files loaded into every run's
+// system prompt): DataDir/knowledge/<team>/. It is outside DataDir/workspaces/, the only folder the file
+// tools can write (each through an os.Root on the team's workspace, which neither ".." nor a symbolic
+// link can leave): a note steers every later run of the team, so only the operator may write one,
+// never the model, whose writes a fetched web page can direct.
+func KnowledgeDir(dataDir, team string) string {
+	return filepath.Join(dataDir, "knowledge", team)
+}
+
+// legacyKnowledgeDir is where notes lived before: inside the team's workspace, where the tools could
+// write them. It is never read for the prompt; notes found there are reported (warnLegacyKnowledge).
+func legacyKnowledgeDir(dataDir, team string) string {
+	return filepath.Join(dataDir, "workspaces", team, "knowledge")
+}
+
+// knowledge reads the team's knowledge notes: Markdown files in KnowledgeDir.
 func (a *Activities) knowledge(team string) string {
 	if a.DataDir == "" || team == "" || strings.ContainsAny(team, "/\\.") {
 		return ""
 	}
-	dir := filepath.Join(a.DataDir, "workspaces", team, "knowledge")
+	a.warnLegacyKnowledge(team)
+	dir := KnowledgeDir(a.DataDir, team)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return ""
@@ -121,4 +137,33 @@ func (a *Activities) knowledge(team string) string {
 		}
 	}
 	return truncate(strings.TrimSpace(b.String()), MaxKnowledgeChars)
+}
+
+// warnLegacyKnowledge logs once per team and worker process when the team's old knowledge folder holds
+// notes: an operator who kept notes there must learn that they are no longer loaded, and where they
+// go now, rather than lose them silently. They are not loaded from there, not even once: the model
+// could have written them.
+func (a *Activities) warnLegacyKnowledge(team string) {
+	if _, seen := a.legacyKnowledge.LoadOrStore(team, true); seen {
+		return
+	}
+	old := legacyKnowledgeDir(a.DataDir, team)
+	entries, err := os.ReadDir(old)
+	if err != nil {
+		return
+	}
+	var notes []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".md") {
+			notes = append(notes, e.Name())
+		}
+	}
+	if len(notes) == 0 {
+		return
+	}
+	a.Log.Warn().Str("team", team).Str("oldDir", old).Str("newDir", KnowledgeDir(a.DataDir, team)).
+		Strs("notes", notes).
+		Msg("knowledge notes in " + old + " are no longer loaded into the system prompt: Lucy's file tools can " +
+			"write that folder, so a web page could plant instructions there. Review each note (the model may " +
+			"have written or changed it), then move the ones you trust to " + KnowledgeDir(a.DataDir, team))
 }

@@ -38,6 +38,10 @@ type ExecuteToolInput struct {
 	// (ToolResult.NeedsApproval): the tool then does what it would otherwise have refused to do
 	// without approval, such as overwriting a file with different content.
 	Approved bool `json:"approved,omitempty"`
+	// Guard, with Approved, is the ToolResult.NeedsApproval.Guard of the request the person approved:
+	// the tool re-checks that the file still holds what the person was shown, and asks again
+	// (NeedsApproval, nothing done) if it changed in between. Empty skips that check.
+	Guard string `json:"guard,omitempty"`
 }
 
 // ToolResult is what the model sees of a tool call.
@@ -57,6 +61,9 @@ type ToolResult struct {
 type ApprovalNeed struct {
 	Summary string `json:"summary"`
 	Details string `json:"details,omitempty"`
+	// Guard identifies the content the person is asked about; pass it back as
+	// ExecuteToolInput.Guard on the approved call.
+	Guard string `json:"guard,omitempty"`
 }
 
 // ExecuteTool runs one tool. Transient failures are returned as retryable errors (the workflow's
@@ -70,7 +77,7 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	defer stop()
 	out, err := a.Tools.Run(ctx, tools.Invocation{
 		Name: in.Name, Arguments: in.Arguments, Team: in.Team, Channel: in.Channel, ThreadTS: in.ThreadTS,
-		User: in.User, RunID: in.RunID, CallID: in.CallID,
+		User: in.User, RunID: in.RunID, CallID: in.CallID, Approved: in.Approved, Guard: in.Guard,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -88,6 +95,11 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	}
 	res := ToolResult{Content: out.Content, IsError: out.IsError, Artifacts: out.Artifacts, Chars: utf8.RuneCountInString(out.Content)}
 	res.Content = capChars(res.Content, ToolResultMaxChars)
+	if n := out.NeedsApproval; n != nil {
+		// Nothing was done; Content ("Nothing was changed: …") says so for the logs and for a model that
+		// sees the result before anyone approved.
+		res.NeedsApproval = &ApprovalNeed{Summary: n.Summary, Details: n.Details, Guard: n.Guard}
+	}
 	return res, nil
 }
 

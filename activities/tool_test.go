@@ -71,3 +71,50 @@ func TestCapChars(t *testing.T) {
 		t.Error("short text changed")
 	}
 }
+
+// A write the tool holds back for approval reaches the workflow as NeedsApproval, and the approved
+// retry (Approved, Guard) does it.
+func TestExecuteToolNeedsApproval(t *testing.T) {
+	dir := t.TempDir()
+	a := &Activities{Tools: tools.NewRegistry(tools.Deps{DataDir: dir}), Log: zerolog.Nop()}
+	file := filepath.Join(dir, "workspaces", "T1", "report.md")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("the old report\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := ExecuteToolInput{Name: tools.WriteFile, Arguments: `{"path": "report.md", "content": "the new report\n"}`, Team: "T1", CallID: "c1"}
+
+	res, err := executeTool(t, a, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := res.NeedsApproval
+	if need == nil || !strings.HasPrefix(need.Summary, "I'd like to overwrite `report.md`") ||
+		!strings.Contains(need.Details, "- the old report") || !strings.HasPrefix(need.Guard, "sha256:") {
+		t.Fatalf("result %+v, need %+v", res, need)
+	}
+	if !strings.HasPrefix(res.Content, "Nothing was changed") || res.IsError {
+		t.Errorf("content %q, isError %v", res.Content, res.IsError)
+	}
+	if data, _ := os.ReadFile(file); string(data) != "the old report\n" {
+		t.Errorf("the file changed before approval: %q", data)
+	}
+
+	in.Approved, in.Guard = true, need.Guard
+	res, err = executeTool(t, a, in)
+	if err != nil || res.NeedsApproval != nil || !strings.Contains(res.Content, "as approved") {
+		t.Fatalf("approved call: %+v, %v", res, err)
+	}
+	if data, _ := os.ReadFile(file); string(data) != "the new report\n" {
+		t.Errorf("the approved write did not happen: %q", data)
+	}
+
+	// A stale Guard asks again.
+	in.Arguments, in.Guard = `{"path": "report.md", "content": "a third version\n"}`, need.Guard
+	res, err = executeTool(t, a, in)
+	if err != nil || res.NeedsApproval == nil || res.NeedsApproval.Guard == need.Guard {
+		t.Fatalf("stale approval: %+v, %v", res, err)
+	}
+}

@@ -7,11 +7,32 @@ import (
 	"strings"
 )
 
+// ApprovalNeed is a tool's request for a person's approval of one call (Output.NeedsApproval), for
+// the approval prompt.
+type ApprovalNeed struct {
+	// Summary is one mrkdwn sentence: "I'd like to overwrite `reports/q3.md` (2.1 KB) with new
+	// content (1.4 KB)."
+	Summary string `json:"summary"`
+	// Details show what would change (sizes, line counts, the first lines that differ), clipped to
+	// well under Block Kit's 3,000 characters, in mrkdwn, with credentials masked.
+	Details string `json:"details,omitempty"`
+	// Guard identifies the content the person is asked about (a hash of the file as it is now); pass
+	// it back in Invocation.Guard with Approved.
+	Guard string `json:"guard,omitempty"`
+}
+
 // ApprovalSummary describes a destructive call for the approval prompt: a one-line summary ("post a
 // message in #general") and the exact details the person approves (the text, the path). It is
 // deterministic and does no I/O, so workflow code calls it; it never fails: arguments it cannot read are
 // shown as they are. Details are not shortened: fitting them into Block Kit is the prompt's job.
+// Credentials in either are masked (RedactCredentials): the prompt is posted in Slack and recorded in
+// workflow history.
 func ApprovalSummary(name, argsJSON string) (summary, details string) {
+	summary, details = approvalSummary(name, argsJSON)
+	return RedactCredentials(summary), RedactCredentials(details)
+}
+
+func approvalSummary(name, argsJSON string) (summary, details string) {
 	var args map[string]any
 	_ = json.Unmarshal([]byte(normalizeArgs(argsJSON)), &args) // a nil map reads as "no arguments"
 	str := func(key string) string {

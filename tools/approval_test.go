@@ -24,6 +24,12 @@ func TestApprovalSummary(t *testing.T) {
 		{"other tool", WriteFile, `{"path":"a.txt","content":"x"}`, "run lucy_write_file (writing a file)",
 			"{\n  \"path\": \"a.txt\",\n  \"content\": \"x\"\n}"},
 		{"unknown tool, bad JSON", "lucy_nope", `not json`, "run lucy_nope (lucy_nope)", "not json"},
+		{"post masks credentials", PostMessage, `{"channel": "#ops", "text": "use https://bob:hunter2@example.com/x?token=abc"}`,
+			"post a message in #ops", "use https://REDACTED@example.com/x?token=REDACTED"},
+		{"other tool masks credentials", WebFetch, `{"url":"https://bob:hunter2@example.com/x?token=abc"}`,
+			"run lucy_web_fetch (reading a web page)", "{\n  \"url\": \"https://REDACTED@example.com/x?token=REDACTED\"\n}"},
+		{"bad JSON masks credentials", WebFetch, `{"url":"https://bob:hunter2@example.com/`, "run lucy_web_fetch (reading a web page)",
+			`{"url":"https://REDACTED@example.com/`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

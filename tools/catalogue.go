@@ -179,7 +179,8 @@ var catalogue = []entry{
 			Name: EditFile,
 			Description: "Edit a text file in the team's workspace by replacing one exact piece of text. `old` must occur " +
 				"exactly once in the file, character for character (whitespace and line breaks included): include enough " +
-				"surrounding lines to make it unique. Read the file first if you are not sure of its content.",
+				"surrounding lines to make it unique. Read the file first if you are not sure of its content. An edit that " +
+				"empties the file or replaces most of it waits for a person's approval.",
 			Human: "editing a file",
 		},
 		required: []string{"path", "old", "new"},
@@ -195,7 +196,8 @@ var catalogue = []entry{
 		spec: Spec{
 			Name: GenerateCSV,
 			Description: "Create a CSV file from rows of cells, save it in the team's workspace and share it in the current " +
-				"Slack thread. The first row is usually the header. Every cell is a string (write numbers as \"42\").",
+				"Slack thread. The first row is usually the header. Every cell is a string (write numbers as \"42\"). " +
+				"Replacing an existing file with different rows waits for a person's approval.",
 			Human: "creating a CSV file",
 			Long:  true,
 		},
@@ -317,7 +319,9 @@ var catalogue = []entry{
 		spec: Spec{
 			Name: WebFetch,
 			Description: "Fetch a public web page (http or https) and return its readable text, with headings and links " +
-				"kept. Long pages come in parts of about 14,000 characters: call again with the offset the result gives.",
+				"kept. Long pages come in parts of about 14,000 characters: call again with the offset the result gives. " +
+				"URLs that carry credentials (user:password@, a token, key or signature parameter) are refused: Lucy " +
+				"does not send credentials.",
 			Idempotent: true,
 			Human:      "reading a web page",
 			Long:       true,
@@ -333,8 +337,8 @@ var catalogue = []entry{
 	{
 		spec: Spec{
 			Name: WriteFile,
-			Description: "Write a text file in the team's workspace, creating folders as needed and replacing the file if " +
-				"it exists. At most 1 MB.",
+			Description: "Write a text file in the team's workspace, creating folders as needed. Replacing an existing " +
+				"file with different content waits for a person's approval. At most 1 MB.",
 			Human: "writing a file",
 		},
 		required: []string{"path", "content"},

@@ -56,17 +56,31 @@ func (r *Registry) generateCSV(ctx context.Context, e entry, inv Invocation) (Ou
 	}
 	defer root.Close()
 	unlock := r.lock(inv.Team)
-	if info, err := root.Stat(rel); err == nil && info.IsDir() {
+	what, hold, err := checkReplace(root, GenerateCSV, rel, data, inv)
+	if err != nil || hold != nil {
 		unlock()
-		return toolError("%s is a folder; choose another file name.", rel), nil
+		if err != nil {
+			return Output{}, err
+		}
+		return *hold, nil
 	}
-	err = writeAtomic(root, rel, data)
+	if what != "" { // "": the file already holds these rows; share it all the same
+		err = writeAtomic(root, rel, data)
+	}
 	unlock()
 	if err != nil {
 		return fileFailed(GenerateCSV, rel, err)
 	}
-	made := fmt.Sprintf("Created %s (%d rows, %d columns, %s) in the workspace", rel, len(args.Rows), cols,
-		humanBytes(int64(len(data))))
+	shape := fmt.Sprintf("%d rows, %d columns, %s", len(args.Rows), cols, humanBytes(int64(len(data))))
+	var made string
+	switch what {
+	case "created it":
+		made = fmt.Sprintf("Created %s (%s) in the workspace", rel, shape)
+	case "":
+		made = fmt.Sprintf("Found %s already in the workspace with exactly these rows (%s)", rel, shape)
+	default:
+		made = fmt.Sprintf("Wrote %s (%s) in the workspace (%s)", rel, shape, what)
+	}
 	out := Output{Artifacts: []string{rel}}
 
 	if inv.Channel == "" {

@@ -38,15 +38,31 @@
 //     a failure the model should see and work around (a 404 page, a missing file, not_in_channel).
 //
 // Any other error (a cancelled context, a worker without a data folder) is the worker's problem, not the
-// model's. No message carries a token: Slack's token travels in request bodies, and user:password in a
-// URL is removed before the URL is shown.
+// model's.
+//
+// # Approval asked by a tool
+//
+// Some calls are safe or destructive depending on what they find: writing a file is harmless when it
+// creates the file and destructive when it replaces different content. Such a tool does nothing and
+// returns Output.NeedsApproval (a summary, details and a Guard); the workflow asks the person and makes
+// the same call again with Invocation.Approved and Guard. See overwrite.go for the rules.
+//
+// # Credentials
+//
+// RedactCredentials masks user:password in URLs, secret query parameters (token=, api_key=, the
+// signature of a presigned link) and Slack tokens. The activities apply it to the model's replies
+// before they reach workflow history; here it guards every message that may quote arguments (argument
+// errors, tool errors, approval summaries, fetched URLs). lucy_web_fetch refuses URLs with credentials
+// rather than fetch them masked, and Slack's token travels in request bodies only.
 //
 // # Workspace files
 //
 // Files live under Deps.DataDir/workspaces/<team>/. Paths are relative to that folder: absolute paths
 // and ".." are refused with an *ArgError, and every operation goes through an *os.Root, so that a
 // symbolic link cannot lead outside either. Files are text of at most 1 MB, written atomically (a
-// temporary file and a rename), and writes to one workspace are serialized on each worker.
+// temporary file and a rename), and writes to one workspace are serialized on each worker. Nothing in the
+// workspace reaches the system prompt: a team's knowledge notes live outside it (see package
+// activities), so that a page the model read cannot make it plant instructions for every later run.
 //
 // # Output size
 //

@@ -18,9 +18,10 @@ func (e *ArgError) Error() string {
 	return fmt.Sprintf("invalid arguments for %s: %s", e.Tool, e.Msg)
 }
 
-// argErrorf builds an *ArgError for tool.
+// argErrorf builds an *ArgError for tool. Its message often quotes the arguments, and it is stored in
+// workflow history and logged: credentials in it are masked.
 func argErrorf(tool, format string, args ...any) *ArgError {
-	return &ArgError{Tool: tool, Msg: fmt.Sprintf(format, args...)}
+	return &ArgError{Tool: tool, Msg: RedactCredentials(fmt.Sprintf(format, args...))}
 }
 
 // TransientError wraps a failure that may go away on its own: a network timeout, a refused connection,
@@ -49,6 +50,7 @@ var ErrBuiltin = errors.New("builtin tool is executed by the workflow, not by Re
 
 // toolError is an Output that tells the model what went wrong, with a nil Go error: the call was
 // valid and done, and its answer is a failure the model should see and work around.
+// Like an *ArgError's, its message may quote arguments or URLs: credentials in it are masked.
 func toolError(format string, args ...any) Output {
-	return Output{Content: "Error: " + fmt.Sprintf(format, args...), IsError: true}
+	return Output{Content: "Error: " + RedactCredentials(fmt.Sprintf(format, args...)), IsError: true}
 }

@@ -308,20 +308,51 @@ func (r *Registry) writeFile(_ context.Context, e entry, inv Invocation) (Output
 	defer root.Close()
 	defer r.lock(inv.Team)()
 
-	what := "created it"
-	if info, err := root.Stat(rel); err == nil {
-		if info.IsDir() {
-			return toolError("%s is a folder; choose a file name inside it.", rel), nil
-		}
-		what = fmt.Sprintf("replaced the previous %s", humanBytes(info.Size()))
+	data := []byte(args.Content)
+	what, hold, err := checkReplace(root, WriteFile, rel, data, inv)
+	if err != nil {
+		return Output{}, err
 	}
-	if err := writeAtomic(root, rel, []byte(args.Content)); err != nil {
+	if hold != nil {
+		return *hold, nil
+	}
+	if what == "" {
+		return Output{
+			Content:   fmt.Sprintf("%s already holds exactly this content (%s); nothing was changed.", rel, humanBytes(int64(len(data)))),
+			Artifacts: []string{rel},
+		}, nil
+	}
+	if err := writeAtomic(root, rel, data); err != nil {
 		return fileFailed(WriteFile, rel, err)
 	}
 	return Output{
-		Content:   fmt.Sprintf("Wrote %s to %s (%s).", humanBytes(int64(len(args.Content))), rel, what),
+		Content:   fmt.Sprintf("Wrote %s to %s (%s).", humanBytes(int64(len(data))), rel, what),
 		Artifacts: []string{rel},
 	}, nil
+}
+
+// checkReplace decides, under the workspace lock, whether writing data to rel (replacing the whole
+// file) may go ahead. It returns what the write does for the result ("created it", "replaced the
+// previous 2.1 KB"), "" when rel already holds data (nothing to write), or hold: the result to return
+// instead, for a call that must wait for approval or cannot write there at all.
+func checkReplace(root *os.Root, tool, rel string, data []byte, inv Invocation) (what string, hold *Output, err error) {
+	cur, exists, out, err := readCurrent(root, tool, rel)
+	switch {
+	case out != nil || err != nil:
+		return "", out, err
+	case !exists:
+		return "created it", nil, nil
+	case cur.data != nil && bytes.Equal(cur.data, data):
+		return "", nil, nil
+	case cur.size == 0:
+		return "filled the empty file", nil, nil
+	case mayProceed(inv, cur.hash):
+		return fmt.Sprintf("replaced the previous %s, as approved", humanBytes(cur.size)), nil, nil
+	}
+	o := holdForApproval(inv, rel,
+		fmt.Sprintf("overwriting %s (%s) with different content (%s)", rel, humanBytes(cur.size), humanBytes(int64(len(data)))),
+		overwriteSummary(rel, cur.size, len(data)), changeDetails(cur, data), cur.hash)
+	return "", &o, nil
 }
 
 type editFileArgs struct {
@@ -364,6 +395,20 @@ func (r *Registry) editFile(_ context.Context, e entry, inv Invocation) (Output,
 	updated := strings.Replace(text, args.Old, args.New, 1)
 	if len(updated) > MaxFileBytes {
 		return toolError("the edit would make %s %s, more than the 1 MB limit.", rel, humanBytes(int64(len(updated)))), nil
+	}
+	if editRemovesMost(text, args.Old, updated) {
+		if guard := textHash(text); !mayProceed(inv, guard) {
+			size := humanBytes(int64(len(text)))
+			what := fmt.Sprintf("an edit that removes most of %s (%s)", rel, size)
+			summary := fmt.Sprintf("I'd like to edit `%s` (%s), replacing %s of it with %s.", mrkdwnEscape(rel), size,
+				humanBytes(int64(len(args.Old))), humanBytes(int64(len(args.New))))
+			if strings.TrimSpace(updated) == "" {
+				what = fmt.Sprintf("an edit that empties %s (%s)", rel, size)
+				summary = fmt.Sprintf("I'd like to empty `%s` (%s) with an edit.", mrkdwnEscape(rel), size)
+			}
+			before := current{size: int64(len(text)), data: []byte(text), hash: guard}
+			return holdForApproval(inv, rel, what, summary, changeDetails(before, []byte(updated)), guard), nil
+		}
 	}
 	if err := writeAtomic(root, rel, []byte(updated)); err != nil {
 		return fileFailed(EditFile, rel, err)

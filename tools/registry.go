@@ -23,14 +23,28 @@ type Invocation struct {
 	User      string // the person Lucy is working for
 	RunID     string // agent run workflow ID
 	CallID    string // the model's tool call ID, unique within the run
+	// Approved is set when a person approved this exact call after the tool asked for it
+	// (Output.NeedsApproval): the tool then does what it held back, such as replacing a file with
+	// different content.
+	Approved bool
+	// Guard, with Approved, is the NeedsApproval.Guard of the request the person approved. The tool
+	// then checks that the file is still what the person saw and asks again if it changed in between
+	// (another run wrote it), so that an approval never applies to content nobody was shown. Empty
+	// means no check.
+	Guard string
 }
 
 // Output is a tool's result for the model. IsError is set when the call was valid but failed in a way the
 // model should see and work around (a 404 page, a missing file, Slack's not_in_channel).
+//
+// NeedsApproval is set when the call was valid but would destroy something a person has not agreed to
+// lose (replace a file with different content, empty it): nothing was done, Content says so, and the
+// call is to be made again with Invocation.Approved (and Guard) once a person approves.
 type Output struct {
-	Content   string   `json:"content"`
-	IsError   bool     `json:"isError,omitempty"`
-	Artifacts []string `json:"artifacts,omitempty"` // workspace paths the call created or changed
+	Content       string        `json:"content"`
+	IsError       bool          `json:"isError,omitempty"`
+	Artifacts     []string      `json:"artifacts,omitempty"` // workspace files the call wrote (or found holding what it would write)
+	NeedsApproval *ApprovalNeed `json:"needsApproval,omitempty"`
 }
 
 // SlackAPI is the part of *slack.Client the tools use (a consumer-side interface; tests use a real
@@ -165,6 +179,8 @@ func outcome(out Output, err error) string {
 		return "error"
 	case out.IsError:
 		return "toolError"
+	case out.NeedsApproval != nil:
+		return "needsApproval"
 	}
 	return "ok"
 }

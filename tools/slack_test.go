@@ -275,3 +275,43 @@ func TestGenerateCSVUploadFails(t *testing.T) {
 	}
 	wantOK(t, out, "Created c.csv", "no Slack conversation to share it in")
 }
+
+// A CSV that would replace a file with different rows waits for approval and shares nothing;
+// the same rows again are shared without a write.
+func TestGenerateCSVOverwriteNeedsApproval(t *testing.T) {
+	w := newSlackWorkspace(t)
+	root := w.say(t, "CLOCAL", "export the signups")
+	call := func(rows string, approved bool, guard string) Output {
+		t.Helper()
+		out, err := w.r.Run(t.Context(), Invocation{
+			Name: GenerateCSV, Team: testTeam, Channel: "CLOCAL", ThreadTS: root, RunID: "run-1", CallID: "call_1",
+			Arguments: `{"filename": "signups.csv", "rows": ` + rows + `}`, Approved: approved, Guard: guard,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	uploads := func() int { return w.srv.Calls("files.completeUploadExternal") }
+
+	wantOK(t, call(`[["day","n"],["mon","1"]]`, false, ""), "Created signups.csv")
+	wantOK(t, call(`[["day","n"],["mon","1"]]`, false, ""), "Found signups.csv already in the workspace with exactly these rows",
+		"shared it in the thread")
+	if n := uploads(); n != 2 {
+		t.Errorf("%d uploads, want 2", n)
+	}
+
+	need := wantHeld(t, call(`[["day","n"],["tue","2"]]`, false, ""), "overwriting signups.csv")
+	wantContains(t, need.Summary, "I'd like to overwrite `signups.csv`")
+	wantContains(t, need.Details, "- mon,1", "+ tue,2")
+	if n := uploads(); n != 2 {
+		t.Errorf("a held CSV was shared (%d uploads)", n)
+	}
+	wantOK(t, mustRun(t, w.r, ReadFile, `{"path": "signups.csv"}`), "mon,1")
+
+	wantOK(t, call(`[["day","n"],["tue","2"]]`, true, need.Guard), "Wrote signups.csv", "as approved", "shared it in the thread")
+	wantOK(t, mustRun(t, w.r, ReadFile, `{"path": "signups.csv"}`), "tue,2")
+	if n := uploads(); n != 3 {
+		t.Errorf("%d uploads, want 3", n)
+	}
+}

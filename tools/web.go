@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -109,6 +110,10 @@ func (r *Registry) newFetchClient(given *http.Client) *http.Client {
 		if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 			return fmt.Errorf("redirected to a %s: URL; only http and https are fetched", req.URL.Scheme)
 		}
+		if req.URL.User != nil {
+			// net/http would send the page's user:password as Basic auth; Lucy sends no credentials.
+			return fmt.Errorf("redirected to %s, a URL with a user name or password, which Lucy does not follow", redact(req.URL))
+		}
 		return r.checkHost(req.Context(), req.URL.Hostname())
 	}
 	return &c
@@ -127,10 +132,13 @@ func (r *Registry) webFetch(ctx context.Context, e entry, inv Invocation) (Outpu
 	u, err := url.Parse(strings.TrimSpace(args.URL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return Output{}, argErrorf(WebFetch, "%q is not an absolute http or https URL; give one like https://example.com/page",
-			truncate(args.URL, 200))
+			truncate(RedactCredentials(args.URL), 200))
 	}
 	u.Fragment = ""
 	shown := redact(u)
+	if err := refuseCredentials(u, shown); err != nil {
+		return Output{}, err
+	}
 	if err := r.checkHost(ctx, u.Hostname()); err != nil {
 		return Output{}, refusePrivate(shown)
 	}
@@ -301,15 +309,44 @@ func decodeCharset(body []byte, contentType string) string {
 	return strings.ToValidUTF8(string(body), "\uFFFD")
 }
 
-// redact renders u without its user:password, which the model may have put in the URL: results and
-// errors must not carry credentials.
+// redact renders u for results and errors, which must not carry credentials: without its userinfo
+// (a redirect may lead to a URL with one) and with secret query parameters masked.
 func redact(u *url.URL) string {
 	if u.User == nil {
-		return u.String()
+		return RedactCredentials(u.String())
 	}
 	c := *u
 	c.User = nil
-	return c.String()
+	return RedactCredentials(c.String())
+}
+
+// secretParamName matches a query parameter name in secretParams, whole.
+var secretParamName = regexp.MustCompile(`(?i)^(?:` + strings.Join(secretParams, "|") + `)$`)
+
+// refuseCredentials refuses a URL that carries credentials: user:password, or a secret query
+// parameter (token=, api_key=, a presigned link's signature). Lucy sends none: CallModel masks them
+// before the call is stored in workflow history, so the URL the tool receives has REDACTED in their
+// place, and fetching it would only end in a puzzling 401 or 403. Saying so lets the model ask the
+// person for a link that works without them.
+func refuseCredentials(u *url.URL, shown string) *ArgError {
+	const ask = "Lucy does not send credentials, and removes them from what she stores. Ask the person for a " +
+		"link that works without them (a public or shared link), or to paste the content"
+	if u.User != nil {
+		return argErrorf(WebFetch, "%s carries a user name or password. %s.", shown, ask)
+	}
+	for _, param := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
+		name, _, _ := strings.Cut(param, "=")
+		if unescaped, err := url.QueryUnescape(name); err == nil {
+			name = unescaped
+		}
+		if secretParamName.MatchString(name) {
+			// Without its query: a name spelled with escapes (api%5Fkey) escapes RedactCredentials.
+			bare := *u
+			bare.RawQuery = ""
+			return argErrorf(WebFetch, "%s?… carries a credential in its %q parameter. %s.", bare.String(), name, ask)
+		}
+	}
+	return nil
 }
 
 func truncate(s string, n int) string {

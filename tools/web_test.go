@@ -139,6 +139,9 @@ func webServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/plain", http.StatusFound)
 	})
+	mux.HandleFunc("/to-credentials", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://page:hunter2@"+r.Host+"/plain", http.StatusFound)
+	})
 	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/loop", http.StatusFound)
 	})
@@ -228,14 +231,53 @@ func TestWebFetch(t *testing.T) {
 		out, _ := fetch("/loop")
 		wantToolError(t, out, "stopped after 5 redirects")
 	})
-	t.Run("credentials are not shown", func(t *testing.T) {
-		u, _ := url.Parse(srv.URL + "/missing")
-		u.User = url.UserPassword("me", "hunter2")
-		out, _ := run(t, r, WebFetch, fmt.Sprintf(`{"url": %q}`, u.String()))
+	t.Run("redirect to a URL with credentials", func(t *testing.T) {
+		out, err := fetch("/to-credentials")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantToolError(t, out, "a URL with a user name or password, which Lucy does not follow")
 		if strings.Contains(out.Content, "hunter2") {
 			t.Errorf("output shows the password: %s", out.Content)
 		}
 	})
+}
+
+// A URL with credentials is refused before any request, with a message that tells the model what to
+// ask the person for; the refusal never repeats the secret.
+func TestWebFetchRefusesCredentials(t *testing.T) {
+	srv, hits := webServer(t)
+	r := newTestRegistry(t, Deps{AllowPrivateNetworks: true})
+	withUser, _ := url.Parse(srv.URL + "/plain")
+	withUser.User = url.UserPassword("me", "hunter2")
+	tests := []struct{ name, url, want string }{
+		{"user and password", withUser.String(), "carries a user name or password"},
+		{"user only", strings.Replace(srv.URL, "//", "//hunter2@", 1) + "/plain", "carries a user name or password"},
+		{"already redacted", strings.Replace(srv.URL, "//", "//REDACTED@", 1) + "/plain", "carries a user name or password"},
+		{"token parameter", srv.URL + "/plain?page=2&token=hunter2", `credential in its "token" parameter`},
+		{"presigned link", srv.URL + "/plain?X-Amz-Signature=hunter2", `credential in its "X-Amz-Signature" parameter`},
+		{"escaped parameter name", srv.URL + "/plain?api%5Fkey=hunter2", `credential in its "api_key" parameter`},
+		// Refused for another reason, and the message quotes the URL: masked all the same.
+		{"not http", "ftp://me:hunter2@example.com/f?token=hunter2", "ftp://REDACTED@example.com/f?token=REDACTED"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := run(t, r, WebFetch, fmt.Sprintf(`{"url": %q}`, tt.url))
+			if strings.HasPrefix(tt.url, "ftp:") {
+				wantArgError(t, err, WebFetch, tt.want, "is not an absolute http or https URL")
+			} else {
+				wantArgError(t, err, WebFetch, tt.want, "Lucy does not send credentials", "Ask the person for a link")
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the refusal repeats the secret: %v", err)
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("%d request(s) reached the server", n)
+	}
+	// Parameters that merely look alike are fetched.
+	wantOK(t, mustRun(t, r, WebFetch, fmt.Sprintf(`{"url": %q}`, srv.URL+"/plain?token_type=bearer&monkey=1")), "just text")
 }
 
 func TestWebFetchTimeout(t *testing.T) {
