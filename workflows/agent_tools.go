@@ -38,12 +38,13 @@ func (r *run) spec(name string) (activities.ToolFlags, bool) {
 	return activities.ToolFlags{}, false
 }
 
-// toolInput is the activity input for call c of the reply r.lastReply.
-func (r *run) toolInput(c activities.ToolCall, approved bool) activities.ExecuteToolInput {
+// toolInput is the activity input for call c of the reply r.batchReply. guard is the tool's
+// fingerprint of what the person approved (ApprovalNeed.Guard): the tool re-checks it.
+func (r *run) toolInput(c activities.ToolCall, approved bool, guard string) activities.ExecuteToolInput {
 	m := r.in.Message
 	in := activities.ExecuteToolInput{
 		Name: c.Name, Arguments: c.Arguments, CallID: c.ID, Team: m.Team, Channel: m.Channel,
-		ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id, Approved: approved,
+		ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id, Approved: approved, Guard: guard,
 	}
 	if len(c.Arguments) > argsInlineLimit && r.batchReply != "" {
 		in.Arguments, in.ArgsRef = "", r.batchReply
@@ -54,9 +55,9 @@ func (r *run) toolInput(c activities.ToolCall, approved bool) activities.Execute
 // executeTool starts one tool activity. A side-effecting tool in a hardened run is cancelled with
 // WaitForCancellation: "cancel that" then waits until it has really stopped or finished, so that
 // "Stopped." never appears while it is still acting, and its outcome is in history.
-func (r *run) executeTool(ctx workflow.Context, id string, spec activities.ToolFlags, c activities.ToolCall, approved bool) workflow.Future {
+func (r *run) executeTool(ctx workflow.Context, id string, spec activities.ToolFlags, c activities.ToolCall, approved bool, guard string) workflow.Future {
 	waitCancel := r.hardened && !spec.Idempotent
-	return workflow.ExecuteActivity(toolOptions(ctx, id, spec.Idempotent, spec.Long, waitCancel), a.ExecuteTool, r.toolInput(c, approved))
+	return workflow.ExecuteActivity(toolOptions(ctx, id, spec.Idempotent, spec.Long, waitCancel), a.ExecuteTool, r.toolInput(c, approved, guard))
 }
 
 // runTools executes one batch of tool calls: builtins (journal) in the workflow, destructive tools
@@ -104,10 +105,10 @@ launch:
 				continue
 			}
 			ids[i] = r.nextID("tool")
-			futures[i] = r.executeTool(ctx, ids[i], spec, c, true)
+			futures[i] = r.executeTool(ctx, ids[i], spec, c, true, "")
 		default:
 			ids[i] = r.nextID("tool")
-			futures[i] = r.executeTool(ctx, ids[i], spec, c, false)
+			futures[i] = r.executeTool(ctx, ids[i], spec, c, false, "")
 		}
 	}
 	for i, f := range futures {
@@ -128,12 +129,15 @@ launch:
 				continue
 			}
 			ids[i] = r.nextID("tool")
+			guard := res.NeedsApproval.Guard
 			res = activities.ToolResult{}
-			err = r.executeTool(ctx, ids[i], specs[i], c, true).Get(ctx, &res)
+			err = r.executeTool(ctx, ids[i], specs[i], c, true, guard).Get(ctx, &res)
 		}
 		switch {
 		case err == nil && res.NeedsApproval != nil:
-			results[i] = r.inlineResult(c, "Not done: it still needs approval.", false)
+			// Asked once already: the file changed while the person decided. Don't ask in a loop.
+			results[i] = r.inlineResult(c, "Not done: the file changed while the approval was pending, so nothing was "+
+				"changed. Read it again, and ask the person before trying again.", false)
 		case err == nil:
 			results[i] = tmsg{
 				wire: activities.Entry{Role: "tool", Ref: ids[i], ToolCallID: c.ID}, role: "tool", text: res.Content,
@@ -190,7 +194,7 @@ func (r *run) toolFailure(ctx workflow.Context, c activities.ToolCall, err error
 		case ResumeRetry:
 			var res activities.ToolResult
 			id := r.nextID("tool")
-			if err2 := r.executeTool(ctx, id, activities.ToolFlags{Long: spec.Long}, c, spec.Destructive).Get(ctx, &res); err2 == nil {
+			if err2 := r.executeTool(ctx, id, activities.ToolFlags{Long: spec.Long}, c, spec.Destructive, "").Get(ctx, &res); err2 == nil {
 				return tmsg{wire: activities.Entry{Role: "tool", Ref: id, ToolCallID: c.ID}, role: "tool", text: res.Content, toolName: c.Name, isError: res.IsError}
 			}
 			return r.inlineResult(c, "Error executing "+c.Name+": it failed again after a retry.", true)

@@ -215,7 +215,7 @@ func TestToolAskedApproval(t *testing.T) {
 	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
 		if !in.Approved {
 			return activities.ToolResult{Content: "No change made: needs approval.", NeedsApproval: &activities.ApprovalNeed{
-				Summary: "I'd like to overwrite `a.md`", Details: "old: 3 lines, new: 1 line",
+				Summary: "I'd like to overwrite `a.md`", Details: "old: 3 lines, new: 1 line", Guard: "g1",
 			}}, nil
 		}
 		return activities.ToolResult{Content: "Wrote a.md", Chars: 10}, nil
@@ -235,7 +235,7 @@ func TestToolAskedApproval(t *testing.T) {
 	if len(h.prompts) != 1 || h.prompts[0].Summary != "I'd like to overwrite `a.md`" || h.prompts[0].Details != "old: 3 lines, new: 1 line" {
 		t.Fatalf("prompts %+v", h.prompts)
 	}
-	if len(h.toolCalls) != 2 || h.toolCalls[0].Approved || !h.toolCalls[1].Approved {
+	if len(h.toolCalls) != 2 || h.toolCalls[0].Approved || !h.toolCalls[1].Approved || h.toolCalls[1].Guard != "g1" {
 		t.Fatalf("tool calls %+v", h.toolCalls)
 	}
 	if got := h.modelCalls[1].Transcript.Entries; len(got) == 0 || got[len(got)-1].Ref == "" {
