@@ -22,6 +22,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/lucy-agent/lucy/tools"
 )
@@ -65,6 +66,20 @@ type Activities struct {
 	// reach, the teams' knowledge notes (DataDir/knowledge/<team>/, see KnowledgeDir).
 	DataDir string
 	Log     zerolog.Logger
+	// DataConverter must be the data converter of the worker's Temporal client. The activities use
+	// it to decode the payloads they read back from history (transcript references, tool arguments
+	// by reference) and to measure results against Temporal's payload limit; with a codec on the
+	// client (encryption, compression), history cannot be read with any other converter. nil means
+	// the SDK's default, as for a client dialled without one.
+	DataConverter converter.DataConverter
 
 	legacyKnowledge sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
+}
+
+// dataConverter returns DataConverter or, when unset, the SDK's default.
+func (a *Activities) dataConverter() converter.DataConverter {
+	if a.DataConverter != nil {
+		return a.DataConverter
+	}
+	return converter.GetDefaultDataConverter()
 }

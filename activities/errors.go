@@ -14,13 +14,97 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// Error types of the Slack activities (temporal.ApplicationError.Type). The Slack error code, when
-// there is one, is the error's detail (a string).
+// Error types the activities return (temporal.ApplicationError.Type). Workflows compare against
+// these names, never against literals: a type is part of the contract with running workflows, so
+// renaming one is a breaking change.
+
+// Error types of the Slack activities. The Slack error code, when there is one, is the error's
+// detail (a string).
 const (
 	ErrSlackRateLimited = "SlackRateLimited" // retryable, after Slack's Retry-After
 	ErrSlackPermanent   = "SlackPermanent"   // non-retryable: configuration or a bug; the message says what to do
 	ErrSlackUnavailable = "SlackUnavailable" // retryable: network errors, 5xx, Slack's transient error codes
 )
+
+// Error types of the model calls (CallModel, Complete).
+const (
+	ErrModelUnavailable = "ModelUnavailable" // retryable: network errors, timeouts, HTTP 5xx and other unexpected statuses
+	ErrModelRateLimited = "ModelRateLimited" // retryable: HTTP 429, after the provider's Retry-After when it sends one
+	ErrModelBadRequest  = "ModelBadRequest"  // non-retryable: HTTP 400; the workflow escalates to the frontier tier
+	ErrModelPermanent   = "ModelPermanent"   // non-retryable: HTTP 401, 403, 404, 422 (key, model name, request shape)
+	ErrModelEmpty       = "ModelEmpty"       // retryable: the provider answered without any choice
+	// ErrModelReplyTooLarge is retryable: the reply would not fit in a Temporal payload even without
+	// its tool arguments and content (thousands of tool calls, giant tool names); another sample
+	// of the model may be sane.
+	ErrModelReplyTooLarge = "ModelReplyTooLarge"
+)
+
+// Error types of tool execution (ExecuteTool).
+const (
+	// ErrToolArgs is a tool call the model got wrong; the workflow hands the message back to the
+	// model instead of retrying.
+	ErrToolArgs      = "ToolArgs"
+	ErrToolTransient = "ToolTransient" // retryable: the tool's backend was briefly unavailable
+	ErrToolFailed    = "ToolFailed"    // non-retryable: the tool failed in a way retrying cannot fix
+)
+
+// Error types of Lucy's own mistakes: nothing the person or the provider did, and nothing retrying
+// can fix (except ErrHistoryUnavailable).
+const (
+	ErrConfig        = "Config"        // non-retryable: the worker lacks something (prompts, a model name, a client)
+	ErrTranscriptRef = "TranscriptRef" // non-retryable: a transcript or argument reference that history cannot satisfy (a workflow bug)
+	ErrBadInput      = "BadInput"      // non-retryable: an activity input that breaks the activity's contract (a workflow bug)
+	// ErrHistoryUnavailable is retryable: reading the run's own history from the Temporal frontend
+	// failed (the frontend may be briefly unavailable).
+	ErrHistoryUnavailable = "HistoryUnavailable"
+)
+
+// What ModelFailureKind returns: the three things the workflow can tell the person about a failed
+// model call.
+const (
+	// ModelFailureUnreachable: the provider could not be reached or did not answer in time, or
+	// rate limited us, or failed on its side (HTTP 5xx). "I couldn't reach the language model."
+	ModelFailureUnreachable = "unreachable"
+	// ModelFailureRejected: the provider answered and refused the request (HTTP 400, 401, 403, 404,
+	// 422) or gave no answer at all. "The provider rejected the request (HTTP 401 …)": the error's
+	// message carries the status and what to check.
+	ModelFailureRejected = "rejected"
+	// ModelFailureInternal: Lucy's own fault (configuration, a broken transcript reference, a bad
+	// input, an unreadable history, a panic). "Something went wrong on my side."
+	ModelFailureInternal = "internal"
+)
+
+// ModelFailureKind says what kind of failure a failed CallModel or Complete activity is, for the
+// message the person gets: ModelFailureUnreachable, ModelFailureRejected or ModelFailureInternal
+// ("" for a nil error).
+//
+// Workflows call it: it is deterministic and does no I/O. It only looks at the error chain as the
+// workflow receives it (an ActivityError wrapping the activity's last failure): the
+// *temporal.ApplicationError's type decides; a *temporal.TimeoutError without one (the call hung
+// past its heartbeat or start-to-close timeout) means the provider did not answer, so
+// ModelFailureUnreachable. Every other error, including application error types this package
+// does not return, is ModelFailureInternal: an unknown failure is not blamed on the provider.
+func ModelFailureKind(err error) string {
+	if err == nil {
+		return ""
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		switch appErr.Type() {
+		case ErrModelUnavailable, ErrModelRateLimited:
+			return ModelFailureUnreachable
+		case ErrModelBadRequest, ErrModelPermanent, ErrModelEmpty:
+			return ModelFailureRejected
+		default: // ErrConfig, ErrTranscriptRef, ErrBadInput, ErrHistoryUnavailable, ErrModelReplyTooLarge, panics, …
+			return ModelFailureInternal
+		}
+	}
+	var timeout *temporal.TimeoutError
+	if errors.As(err, &timeout) {
+		return ModelFailureUnreachable
+	}
+	return ModelFailureInternal
+}
 
 // slackHints are the Slack error codes that retrying cannot fix, each with what the operator should do.
 var slackHints = map[string]string{

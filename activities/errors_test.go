@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -10,7 +11,10 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/localslack"
 )
@@ -137,5 +141,81 @@ func TestSlackErrorServerErrorIsRetried(t *testing.T) {
 	}
 	if bots := f.botMessages(root); len(bots) != 1 || bots[0].TS != res.TS {
 		t.Errorf("bot messages = %+v, result %+v", bots, res)
+	}
+}
+
+// ModelFailureKind classifies errors as the workflow receives them: an activity's failure
+// converted to history and back, wrapped in an ActivityError.
+func TestModelFailureKindInWorkflow(t *testing.T) {
+	for _, tc := range []struct {
+		typ          string
+		nonRetryable bool
+		want         string
+	}{
+		{ErrModelUnavailable, false, ModelFailureUnreachable},
+		{ErrModelRateLimited, false, ModelFailureUnreachable},
+		{ErrModelBadRequest, true, ModelFailureRejected},
+		{ErrModelPermanent, true, ModelFailureRejected},
+		{ErrModelEmpty, false, ModelFailureRejected},
+		{ErrConfig, true, ModelFailureInternal},
+		{ErrTranscriptRef, true, ModelFailureInternal},
+		{ErrBadInput, true, ModelFailureInternal},
+		{ErrHistoryUnavailable, false, ModelFailureInternal},
+		{ErrModelReplyTooLarge, false, ModelFailureInternal},
+		{"SomethingElse", true, ModelFailureInternal},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			env := quietSuite().NewTestWorkflowEnvironment()
+			env.SetTestTimeout(time.Minute)
+			env.RegisterActivityWithOptions(func(ctx context.Context) error {
+				if tc.nonRetryable {
+					return temporal.NewNonRetryableApplicationError("model call failed: HTTP 401: no", tc.typ, nil)
+				}
+				return temporal.NewApplicationError("model call failed", tc.typ)
+			}, activity.RegisterOptions{Name: "CallModel"})
+			env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (string, error) {
+				ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+					StartToCloseTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+				})
+				err := workflow.ExecuteActivity(ctx, "CallModel").Get(ctx, nil)
+				var actErr *temporal.ActivityError
+				if !errors.As(err, &actErr) {
+					return "", fmt.Errorf("not an activity error: %v", err)
+				}
+				return ModelFailureKind(err), nil
+			}, workflow.RegisterOptions{Name: "kind"})
+			env.ExecuteWorkflow("kind")
+			var got string
+			if err := env.GetWorkflowResult(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("ModelFailureKind = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestModelFailureKind(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil", nil, ""},
+		{"heartbeat timeout", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_HEARTBEAT, nil), ModelFailureUnreachable},
+		{"start-to-close timeout", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE, nil), ModelFailureUnreachable},
+		// A timeout after a failed attempt carries that attempt's error, which decides.
+		{"timeout after a rejection", temporal.NewTimeoutError(enumspb.TIMEOUT_TYPE_START_TO_CLOSE,
+			temporal.NewApplicationError("HTTP 404", ErrModelPermanent)), ModelFailureRejected},
+		{"wrapped", fmt.Errorf("call model: %w", temporal.NewApplicationError("HTTP 503", ErrModelUnavailable)), ModelFailureUnreachable},
+		{"canceled", temporal.NewCanceledError(), ModelFailureInternal},
+		{"plain", errors.New("boom"), ModelFailureInternal},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ModelFailureKind(tc.err); got != tc.want {
+				t.Errorf("ModelFailureKind = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

@@ -17,13 +17,6 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 )
 
-// Error types the workflows act on.
-const (
-	ErrModelBadRequest = "ModelBadRequest" // HTTP 400: the workflow escalates to the frontier tier
-	ErrModelPermanent  = "ModelPermanent"  // 401, 403, 404, 422: configuration, retrying cannot help
-	ErrModelEmpty      = "ModelEmpty"      // the provider answered without any choice
-)
-
 // HeartbeatEvery is how often long activities heartbeat while they wait; the workflows set a
 // HeartbeatTimeout a few times larger, so a cancelled run reaches the call within seconds.
 const HeartbeatEvery = 1 * time.Second
@@ -67,8 +60,14 @@ type ModelReply struct {
 	Window int `json:"window,omitempty"`
 }
 
-// CallModel calls the model of the given tier with the resolved transcript and tools.
+// CallModel calls the model of the given tier with the resolved transcript and tools. The reply is
+// kept within replyBudget once encoded (see fitReply).
 func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelReply, error) {
+	// Heartbeat from the start, not only around the HTTP call: reading the run's history to resolve
+	// the transcript can take seconds on a long run, and a silence longer than the workflow's
+	// heartbeat timeout (5 s) makes Temporal time the attempt out and repeat the whole call.
+	stop := heartbeat(ctx)
+	defer stop()
 	res, err := a.newResolver(ctx, needsHistory(in.Transcript, in.System))
 	if err != nil {
 		return ModelReply{}, err
@@ -128,6 +127,9 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 			ID: tc.ID, Name: tc.Function.Name, Arguments: tools.RedactCredentials(tc.Function.Arguments),
 		})
 	}
+	if err := a.fitReply(&out); err != nil {
+		return ModelReply{}, err
+	}
 	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(params.Messages)).
 		Int("toolCalls", len(out.ToolCalls)).Int64("promptTokens", out.Usage.Prompt).Msg("model call")
 	return out, nil
@@ -157,6 +159,9 @@ type Completion struct {
 
 // Complete runs a one-shot completion.
 func (a *Activities) Complete(ctx context.Context, in CompleteInput) (Completion, error) {
+	// From the start, for the reason given in CallModel: the document is read from history first.
+	stop := heartbeat(ctx)
+	defer stop()
 	sys, err := a.prompt(in.Prompt)
 	if err != nil {
 		return Completion{}, err
@@ -174,7 +179,7 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) (Completion
 		user = strings.TrimSpace(user + "\n\n" + renderDocument(doc))
 	}
 	if strings.TrimSpace(user) == "" {
-		return Completion{}, temporal.NewNonRetryableApplicationError("nothing to complete", "BadInput", nil)
+		return Completion{}, temporal.NewNonRetryableApplicationError("nothing to complete", ErrBadInput, nil)
 	}
 	model, err := a.model(in.Tier)
 	if err != nil {
@@ -206,16 +211,15 @@ func (a *Activities) model(tier string) (string, error) {
 	if m := a.Models["default"]; m != "" {
 		return m, nil
 	}
-	return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("no model configured for tier %q (set LUCY_MODEL_%s)", tier, strings.ToUpper(tier)), ErrModelPermanent, nil)
+	return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("no model configured for tier %q (set LUCY_MODEL_%s)", tier, strings.ToUpper(tier)), ErrConfig, nil)
 }
 
-// complete sends the request while heartbeating, so that cancelling the run cancels the HTTP call.
+// complete sends the request. The caller heartbeats throughout (CallModel, Complete), so that
+// cancelling the run cancels the HTTP call.
 func (a *Activities) complete(ctx context.Context, params openai.ChatCompletionNewParams) (*openai.ChatCompletion, error) {
 	if a.Model == nil {
-		return nil, temporal.NewNonRetryableApplicationError("no LLM client configured", ErrModelPermanent, nil)
+		return nil, temporal.NewNonRetryableApplicationError("no LLM client configured", ErrConfig, nil)
 	}
-	stop := heartbeat(ctx)
-	defer stop()
 	comp, err := a.Model.New(ctx, params)
 	if err != nil {
 		return nil, modelError(ctx, err)
@@ -223,12 +227,14 @@ func (a *Activities) complete(ctx context.Context, params openai.ChatCompletionN
 	return comp, nil
 }
 
-// heartbeat records a heartbeat every HeartbeatEvery until stopped. Outside an activity (unit tests of
-// helpers) it does nothing.
+// heartbeat records a heartbeat at once, then every HeartbeatEvery until stopped. The first one is
+// synchronous so that the server hears from the attempt before the caller starts its work, however
+// long the first step takes. Outside an activity (unit tests of helpers) it does nothing.
 func heartbeat(ctx context.Context) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
+	activity.RecordHeartbeat(ctx)
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(HeartbeatEvery)
@@ -256,7 +262,7 @@ func modelError(ctx context.Context, err error) error {
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) {
 		// Network errors, timeouts, broken streams: retryable.
-		return temporal.NewApplicationError("model call failed: "+truncate(err.Error(), 200), "ModelUnavailable")
+		return temporal.NewApplicationError("model call failed: "+truncate(err.Error(), 200), ErrModelUnavailable)
 	}
 	msg := fmt.Sprintf("model call failed: HTTP %d: %s", apiErr.StatusCode, truncate(apiErr.Message, 200))
 	switch code := apiErr.StatusCode; {
@@ -275,9 +281,9 @@ func modelError(ctx context.Context, err error) error {
 				opts.NextRetryDelay = time.Duration(s) * time.Second
 			}
 		}
-		return temporal.NewApplicationErrorWithOptions(msg, "ModelRateLimited", opts)
+		return temporal.NewApplicationErrorWithOptions(msg, ErrModelRateLimited, opts)
 	default:
-		return temporal.NewApplicationError(msg, "ModelUnavailable")
+		return temporal.NewApplicationError(msg, ErrModelUnavailable)
 	}
 }
 
@@ -312,11 +318,11 @@ func toOpenAI(msgs []Message) []openai.ChatCompletionMessageParamUnion {
 
 func (a *Activities) prompt(name string) (string, error) {
 	if a.Prompts == nil {
-		return "", temporal.NewNonRetryableApplicationError("no prompts configured", "Config", nil)
+		return "", temporal.NewNonRetryableApplicationError("no prompts configured", ErrConfig, nil)
 	}
 	b, err := fsReadFile(a.Prompts, name)
 	if err != nil {
-		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("prompt %s: %v", name, err), "Config", nil)
+		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("prompt %s: %v", name, err), ErrConfig, nil)
 	}
 	return string(b), nil
 }

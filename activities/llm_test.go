@@ -117,8 +117,8 @@ func TestCallModelMissingReferenceIsPermanent(t *testing.T) {
 	srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: "x"} })
 	_, err := callModel(t, llmActivities(t, srv, fakeHistory{}), CallModelInput{Tier: "default", Transcript: Transcript{Base: "model-9"}})
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || !appErr.NonRetryable() || appErr.Type() != "TranscriptRef" {
-		t.Fatalf("err %v, want a non-retryable TranscriptRef error", err)
+	if !errors.As(err, &appErr) || !appErr.NonRetryable() || appErr.Type() != ErrTranscriptRef {
+		t.Fatalf("err %v, want a non-retryable %s error", err, ErrTranscriptRef)
 	}
 	if len(srv.Requests()) != 0 {
 		t.Error("the provider was called with a broken transcript")
@@ -131,13 +131,16 @@ func TestModelErrorsAreClassified(t *testing.T) {
 		typ                string
 		nonRetryable       bool
 		delay              time.Duration
+		kind               string // what the workflow tells the person
 	}{
-		{http.StatusBadRequest, 0, ErrModelBadRequest, true, 0},
-		{http.StatusUnauthorized, 0, ErrModelPermanent, true, 0},
-		{http.StatusNotFound, 0, ErrModelPermanent, true, 0},
-		{http.StatusUnprocessableEntity, 0, ErrModelPermanent, true, 0},
-		{http.StatusTooManyRequests, 7, "ModelRateLimited", false, 7 * time.Second},
-		{http.StatusServiceUnavailable, 0, "ModelUnavailable", false, 0},
+		{http.StatusBadRequest, 0, ErrModelBadRequest, true, 0, ModelFailureRejected},
+		{http.StatusUnauthorized, 0, ErrModelPermanent, true, 0, ModelFailureRejected},
+		{http.StatusForbidden, 0, ErrModelPermanent, true, 0, ModelFailureRejected},
+		{http.StatusNotFound, 0, ErrModelPermanent, true, 0, ModelFailureRejected},
+		{http.StatusUnprocessableEntity, 0, ErrModelPermanent, true, 0, ModelFailureRejected},
+		{http.StatusTooManyRequests, 7, ErrModelRateLimited, false, 7 * time.Second, ModelFailureUnreachable},
+		{http.StatusInternalServerError, 0, ErrModelUnavailable, false, 0, ModelFailureUnreachable},
+		{http.StatusServiceUnavailable, 0, ErrModelUnavailable, false, 0, ModelFailureUnreachable},
 	}
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
@@ -151,6 +154,9 @@ func TestModelErrorsAreClassified(t *testing.T) {
 			}
 			if appErr.Type() != tt.typ || appErr.NonRetryable() != tt.nonRetryable || appErr.NextRetryDelay() != tt.delay {
 				t.Errorf("type %s nonRetryable %v delay %s, want %s %v %s", appErr.Type(), appErr.NonRetryable(), appErr.NextRetryDelay(), tt.typ, tt.nonRetryable, tt.delay)
+			}
+			if k := ModelFailureKind(err); k != tt.kind {
+				t.Errorf("ModelFailureKind = %q, want %q", k, tt.kind)
 			}
 			if strings.Contains(err.Error(), "sk-test") {
 				t.Error("the API key leaked into the error")
@@ -168,8 +174,50 @@ func TestModelUnreachableIsRetryable(t *testing.T) {
 	srv.Close()
 	_, err := callModel(t, a, CallModelInput{Tier: "default", Transcript: Transcript{Entries: []Entry{{Role: "user", Text: "hi"}}}})
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.NonRetryable() {
-		t.Fatalf("err %v, want retryable", err)
+	if !errors.As(err, &appErr) || appErr.NonRetryable() || appErr.Type() != ErrModelUnavailable {
+		t.Fatalf("err %v, want a retryable %s", err, ErrModelUnavailable)
+	}
+	if k := ModelFailureKind(err); k != ModelFailureUnreachable {
+		t.Errorf("ModelFailureKind = %q, want %q", k, ModelFailureUnreachable)
+	}
+}
+
+// Lucy's own mistakes are not blamed on the provider: a tier without a model, no client, no
+// prompts, nothing to complete.
+func TestModelConfigErrorsAreInternal(t *testing.T) {
+	srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: "x"} })
+	hi := CallModelInput{Tier: "default", Transcript: Transcript{Entries: []Entry{{Role: "user", Text: "hi"}}}}
+	for _, tc := range []struct {
+		name  string
+		edit  func(a *Activities)
+		typ   string
+		input any
+	}{
+		{"no model for the tier", func(a *Activities) { a.Models = nil }, ErrConfig, hi},
+		{"no client", func(a *Activities) { a.Model = nil }, ErrConfig, hi},
+		{"no prompts", func(a *Activities) { a.Prompts = nil }, ErrConfig, CompleteInput{Tier: "fast", Prompt: "SUMMARIZER.md", Inline: "x"}},
+		{"nothing to complete", func(a *Activities) {}, ErrBadInput, CompleteInput{Tier: "fast", Prompt: "SUMMARIZER.md"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := llmActivities(t, srv, fakeHistory{})
+			tc.edit(a)
+			env := quietSuite().NewTestActivityEnvironment()
+			env.SetTestTimeout(time.Minute)
+			env.RegisterActivity(a)
+			var err error
+			if _, ok := tc.input.(CompleteInput); ok {
+				_, err = env.ExecuteActivity(a.Complete, tc.input)
+			} else {
+				_, err = env.ExecuteActivity(a.CallModel, tc.input)
+			}
+			assertAppError(t, err, tc.typ, true)
+			if k := ModelFailureKind(err); k != ModelFailureInternal {
+				t.Errorf("ModelFailureKind = %q, want %q", k, ModelFailureInternal)
+			}
+		})
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Errorf("%d requests reached the provider", n)
 	}
 }
 

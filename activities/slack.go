@@ -135,6 +135,30 @@ const (
 	lookupPageSize     = 200
 )
 
+// Caps on the thread LoadThread returns. Its result is one payload (Temporal refuses payloads over
+// 2 MiB, and a thread of 40 messages of Slack's maximum 40,000 characters is 1.6 million
+// characters) and the model reads all of it on every turn, so a long, wordy thread must not crowd
+// out the task. The newest message — the request the run answers — is kept whole in practice;
+// older messages are context and keep their start; when the total runs over, the oldest go first.
+const (
+	// threadNewestMaxChars is Slack's own limit on a message's text: only attachment notes can
+	// take the newest message past it.
+	threadNewestMaxChars = 40000
+	// threadOlderMaxChars caps every other message: about 1,000 tokens, enough for the gist of an
+	// earlier question or answer.
+	threadOlderMaxChars = 4000
+	// threadMaxChars caps the whole thread: about 30,000 tokens, under a quarter of a 128k-token
+	// context window. Even if every character took 6 bytes (JSON escapes <, > and & as \u003c),
+	// 720 KB: well under 2 MiB.
+	threadMaxChars = 120000
+	// threadMinCutChars: an older message the total leaves less room for is dropped, not cut to a
+	// stub.
+	threadMinCutChars = 500
+	// cutNoteChars is room for the note a cut leaves ("\n[… 1234567 characters cut]") and the one
+	// dropped messages leave, so that the caps above hold with the notes included.
+	cutNoteChars = 64
+)
+
 func postMetadata(run, key string) slack.SlackMetadata {
 	return slack.SlackMetadata{EventType: postEventType, EventPayload: map[string]any{"run": run, "key": key}}
 }
@@ -527,7 +551,8 @@ func (a *Activities) botIdentity(ctx context.Context, team string) (botIdentity,
 
 // LoadThread reads the thread up to the run's message for the model: Lucy's messages are "assistant",
 // everyone else's "user". Lucy's transient messages (a placeholder still thinking or showing progress,
-// approval prompts) are left out; her answers stay. Mentions of Lucy are removed from the text.
+// approval prompts) are left out; her answers stay. Mentions of Lucy are removed from the text. Long
+// messages and long threads are cut (see threadMaxChars): the result is a payload, and context.
 func (a *Activities) LoadThread(ctx context.Context, in LoadThreadInput) (ThreadHistory, error) {
 	const op = "load thread"
 	me, err := a.botIdentity(ctx, in.Team)
@@ -566,7 +591,46 @@ func (a *Activities) LoadThread(ctx context.Context, in LoadThreadInput) (Thread
 		}
 		params.Cursor = next
 	}
-	return ThreadHistory{Messages: out, BotUserID: me.UserID}, nil
+	return ThreadHistory{Messages: capThread(out), BotUserID: me.UserID}, nil
+}
+
+// capThread applies the thread caps (threadMaxChars and the per-message caps) to msgs, oldest
+// first, walking from the newest back. The oldest message kept says how many were left out.
+func capThread(msgs []ThreadMessage) []ThreadMessage {
+	out := append([]ThreadMessage(nil), msgs...)
+	left := threadMaxChars - cutNoteChars // room for the note on dropped messages
+	for i := len(out) - 1; i >= 0; i-- {
+		limit := threadOlderMaxChars
+		if i == len(out)-1 {
+			limit = threadNewestMaxChars
+		}
+		if limit > left {
+			limit = left
+			if limit < threadMinCutChars && i < len(out)-1 {
+				dropped := i + 1
+				out = out[dropped:]
+				out[0].Text = fmt.Sprintf("[… %d earlier messages of this thread left out]\n", dropped) + out[0].Text
+				return out
+			}
+		}
+		out[i].Text = cutChars(out[i].Text, limit)
+		left -= utf8.RuneCountInString(out[i].Text)
+	}
+	return out
+}
+
+// cutChars returns s if it has at most n characters, else its start with a note on how many
+// characters were cut, n characters in all (n must exceed cutNoteChars).
+func cutChars(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	keep, i := n-cutNoteChars, 0 // keep characters = i bytes
+	for range keep {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+	}
+	return cutText(s, i, "")
 }
 
 // contentSubtypes are the message subtypes that carry something someone said.

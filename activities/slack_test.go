@@ -16,13 +16,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/output"
@@ -740,4 +743,104 @@ func TestDeliverEmptyAnswer(t *testing.T) {
 	if len(bots) != 1 || bots[0].Text != nothingToShow || metaKey(bots[0]) != "answer#0" || res.TS != ph.TS {
 		t.Errorf("bot messages %+v, result %+v", bots, res)
 	}
+}
+
+// A thread of 40 messages of Slack's maximum 40,000 characters (1.6 million characters) comes back
+// far under Temporal's 2 MiB payload limit and the thread cap: the newest message whole, older ones
+// cut with a note, the oldest left out.
+func TestLoadThreadCapsLongThread(t *testing.T) {
+	f := newSlackFixture(t)
+	// "<" and "&" are 6 bytes each once JSON-encoded: the worst case for the payload.
+	long := func(i int) string {
+		s := fmt.Sprintf("message %d: ", i)
+		return s + strings.Repeat("<&", (40000-len(s))/2)
+	}
+	root := f.say(t, "U1", "", long(0))
+	var upTo string
+	for i := 1; i < 40; i++ {
+		upTo = f.say(t, "U2", root, long(i))
+	}
+	var th ThreadHistory
+	if err := f.run(t, f.a.LoadThread, LoadThreadInput{Team: "T1", Channel: "C1", ThreadTS: root, UpTo: upTo, Limit: 40}, &th); err != nil {
+		t.Fatal(err)
+	}
+	p, err := converter.GetDefaultDataConverter().ToPayloads(th)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := proto.Size(p); n > 1<<20 {
+		t.Errorf("the thread takes %d bytes encoded, want well under 2 MiB (at most 1 MiB)", n)
+	}
+	total := 0
+	for _, m := range th.Messages {
+		total += utf8.RuneCountInString(m.Text)
+	}
+	if total > threadMaxChars {
+		t.Errorf("the thread has %d characters, over the cap of %d", total, threadMaxChars)
+	}
+	msgs := th.Messages
+	if len(msgs) < 10 || len(msgs) >= 40 {
+		t.Fatalf("%d messages kept, want the newest ones, not all 40", len(msgs))
+	}
+	if last := msgs[len(msgs)-1]; last.Text != long(39) || last.TS != upTo {
+		t.Errorf("the newest message was not kept whole: %d characters", utf8.RuneCountInString(last.Text))
+	}
+	dropped := 40 - len(msgs)
+	if want := fmt.Sprintf("[… %d earlier messages of this thread left out]\nmessage %d: ", dropped, dropped); !strings.HasPrefix(msgs[0].Text, want) {
+		t.Errorf("oldest kept message starts %q, want %q", msgs[0].Text[:60], want)
+	}
+	for i, m := range msgs[1 : len(msgs)-1] {
+		n := utf8.RuneCountInString(m.Text)
+		if n > threadOlderMaxChars || !strings.HasPrefix(m.Text, fmt.Sprintf("message %d: ", dropped+1+i)) ||
+			!strings.HasSuffix(m.Text, " characters cut]") {
+			t.Errorf("older message %d: %d characters, ends %q", i+1, n, m.Text[len(m.Text)-30:])
+		}
+	}
+}
+
+func TestCapThread(t *testing.T) {
+	msg := func(n int) ThreadMessage { return ThreadMessage{Role: "user", Text: strings.Repeat("é", n)} }
+	chars := func(ms []ThreadMessage) (out []int) {
+		for _, m := range ms {
+			out = append(out, utf8.RuneCountInString(m.Text))
+		}
+		return out
+	}
+	t.Run("short thread unchanged", func(t *testing.T) {
+		in := []ThreadMessage{msg(10), msg(3000), msg(100)}
+		got := capThread(in)
+		if fmt.Sprint(chars(got)) != fmt.Sprint(chars(in)) || got[1].Text != in[1].Text {
+			t.Errorf("got %v", chars(got))
+		}
+	})
+	t.Run("per message", func(t *testing.T) {
+		in := []ThreadMessage{msg(5000), msg(50000)}
+		got := capThread(in)
+		if n := chars(got); n[0] > threadOlderMaxChars || n[1] > threadNewestMaxChars || n[0] < threadOlderMaxChars-cutNoteChars {
+			t.Errorf("got %v", n)
+		}
+		if !strings.HasSuffix(got[0].Text, "\n[… 1064 characters cut]") { // 5000 - (4000 - 64)
+			t.Errorf("note %q", got[0].Text[len(got[0].Text)-40:])
+		}
+		if in[0].Text != strings.Repeat("é", 5000) {
+			t.Error("the input was modified")
+		}
+	})
+	t.Run("total", func(t *testing.T) {
+		var in []ThreadMessage
+		for range 100 {
+			in = append(in, msg(3000))
+		}
+		got := capThread(in)
+		total := 0
+		for _, n := range chars(got) {
+			total += n
+		}
+		if total > threadMaxChars || total < threadMaxChars-threadMinCutChars-cutNoteChars {
+			t.Errorf("%d messages, %d characters", len(got), total)
+		}
+		if !strings.HasPrefix(got[0].Text, fmt.Sprintf("[… %d earlier messages of this thread left out]\n", 100-len(got))) {
+			t.Errorf("oldest kept message starts %q", got[0].Text[:50])
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 	"unicode/utf8"
 
@@ -12,10 +13,6 @@ import (
 
 	"github.com/lucy-agent/lucy/tools"
 )
-
-// ErrToolArgs is the error type of a tool call the model got wrong; the workflow hands the message
-// back to the model instead of retrying.
-const ErrToolArgs = "ToolArgs"
 
 // ToolResultMaxChars caps a tool result before it enters history (seed: TOOL_RESULT_MAX_CHARS).
 const ToolResultMaxChars = 16000
@@ -71,12 +68,16 @@ type ApprovalNeed struct {
 // argument mistakes are non-retryable; everything else is a result the model reads.
 func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (ToolResult, error) {
 	if a.Tools == nil {
-		return ToolResult{}, temporal.NewNonRetryableApplicationError("no tools configured", "Config", nil)
+		return ToolResult{}, temporal.NewNonRetryableApplicationError("no tools configured", ErrConfig, nil)
 	}
-	stop := heartbeat(ctx)
+	stop := heartbeat(ctx) // before the history read of ArgsRef too (see CallModel)
 	defer stop()
+	args, err := a.toolArguments(ctx, in)
+	if err != nil {
+		return ToolResult{}, err
+	}
 	out, err := a.Tools.Run(ctx, tools.Invocation{
-		Name: in.Name, Arguments: in.Arguments, Team: in.Team, Channel: in.Channel, ThreadTS: in.ThreadTS,
+		Name: in.Name, Arguments: args, Team: in.Team, Channel: in.Channel, ThreadTS: in.ThreadTS,
 		User: in.User, RunID: in.RunID, CallID: in.CallID, Approved: in.Approved, Guard: in.Guard,
 	})
 	if err != nil {
@@ -89,9 +90,9 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		}
 		var tr *tools.TransientError
 		if errors.As(err, &tr) {
-			return ToolResult{}, temporal.NewApplicationError(err.Error(), "ToolTransient")
+			return ToolResult{}, temporal.NewApplicationError(err.Error(), ErrToolTransient)
 		}
-		return ToolResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "ToolFailed", nil)
+		return ToolResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrToolFailed, nil)
 	}
 	res := ToolResult{Content: out.Content, IsError: out.IsError, Artifacts: out.Artifacts, Chars: utf8.RuneCountInString(out.Content)}
 	res.Content = capChars(res.Content, ToolResultMaxChars)
@@ -101,6 +102,39 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		res.NeedsApproval = &ApprovalNeed{Summary: n.Summary, Details: n.Details, Guard: n.Guard}
 	}
 	return res, nil
+}
+
+// toolArguments returns the call's arguments: inline, or by reference from the reply of the
+// CallModel activity in.ArgsRef, read back from the run's history.
+func (a *Activities) toolArguments(ctx context.Context, in ExecuteToolInput) (string, error) {
+	if in.ArgsRef == "" {
+		return in.Arguments, nil
+	}
+	if in.Arguments != "" {
+		// Two sources that could disagree: a workflow bug, better caught than guessed at.
+		return "", temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tool call %s has arguments both inline and by reference (%s)", in.CallID, in.ArgsRef), ErrBadInput, nil)
+	}
+	res, err := a.newResolver(ctx, true)
+	if err != nil {
+		return "", err
+	}
+	c, err := res.toolCall(in.ArgsRef, in.CallID)
+	if err != nil {
+		return "", err
+	}
+	if c.Name != in.Name {
+		return "", temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("tool call %s of %s is a call of %s, not %s", in.CallID, in.ArgsRef, c.Name, in.Name), ErrBadInput, nil)
+	}
+	if c.Oversize > 0 {
+		// CallModel dropped these arguments; the workflow should have answered the call itself.
+		// Tell the model what it can do about it rather than run the tool on "{}".
+		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the arguments were %d bytes, too large to keep; send less in one call", c.Oversize),
+			ErrToolArgs, nil)
+	}
+	return c.Arguments, nil
 }
 
 func capChars(s string, n int) string {

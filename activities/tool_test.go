@@ -2,6 +2,7 @@ package activities
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -117,4 +118,61 @@ func TestExecuteToolNeedsApproval(t *testing.T) {
 	if err != nil || res.NeedsApproval == nil || res.NeedsApproval.Guard == need.Guard {
 		t.Fatalf("stale approval: %+v, %v", res, err)
 	}
+}
+
+// Arguments by reference are read back from the reply of the CallModel that asked for the call,
+// through the Activities' data converter.
+func TestExecuteToolArgumentsByReference(t *testing.T) {
+	dir := t.TempDir()
+	dc := zlibConverter()
+	h := fakeHistory{}
+	content := strings.Repeat("line of the report\n", 1000)
+	h.addWith(t, dc, "model-3", "CallModel", CallModelInput{}, ModelReply{ToolCalls: []ToolCall{
+		{ID: "c1", Name: "lucy_list_files", Arguments: `{}`},
+		{ID: "c2", Name: "lucy_write_file", Arguments: fmt.Sprintf(`{"path":"report.md","content":%q}`, content)},
+		{ID: "c3", Name: "lucy_write_file", Arguments: "{}", Oversize: 3 << 20},
+	}})
+	h.addWith(t, dc, "tool-4", "ExecuteTool", ExecuteToolInput{}, ToolResult{Content: "done"})
+	a := &Activities{Tools: tools.NewRegistry(tools.Deps{DataDir: dir}), History: h, DataConverter: dc, Log: zerolog.Nop()}
+
+	out, err := executeTool(t, a, ExecuteToolInput{Name: "lucy_write_file", ArgsRef: "model-3", CallID: "c2", Team: "T1"})
+	if err != nil || out.IsError {
+		t.Fatalf("%+v %v", out, err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "workspaces", "T1", "report.md"))
+	if err != nil || string(got) != content {
+		t.Fatalf("file has %d bytes (%v), want the %d the model sent", len(got), err, len(content))
+	}
+
+	for _, tc := range []struct {
+		name string
+		in   ExecuteToolInput
+		typ  string
+	}{
+		{"unknown activity", ExecuteToolInput{Name: "lucy_write_file", ArgsRef: "model-9", CallID: "c2"}, ErrTranscriptRef},
+		{"not a model call", ExecuteToolInput{Name: "lucy_write_file", ArgsRef: "tool-4", CallID: "c2"}, ErrTranscriptRef},
+		{"unknown call", ExecuteToolInput{Name: "lucy_write_file", ArgsRef: "model-3", CallID: "c9"}, ErrTranscriptRef},
+		{"another tool's call", ExecuteToolInput{Name: "lucy_write_file", ArgsRef: "model-3", CallID: "c1"}, ErrBadInput},
+		{"inline too", ExecuteToolInput{Name: "lucy_write_file", ArgsRef: "model-3", CallID: "c2", Arguments: `{"path":"x","content":"y"}`}, ErrBadInput},
+		// The workflow answers oversize calls itself; if one gets here, the model is told what to do.
+		{"oversize", ExecuteToolInput{Name: "lucy_write_file", ArgsRef: "model-3", CallID: "c3"}, ErrToolArgs},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Team = "T1"
+			_, err := executeTool(t, a, tc.in)
+			var appErr *temporal.ApplicationError
+			if !errors.As(err, &appErr) || appErr.Type() != tc.typ || !appErr.NonRetryable() {
+				t.Fatalf("err %v, want a non-retryable %s", err, tc.typ)
+			}
+		})
+	}
+
+	t.Run("history with another converter", func(t *testing.T) {
+		b := &Activities{Tools: a.Tools, History: a.History, Log: a.Log} // no DataConverter: the SDK's default
+		_, err := executeTool(t, b, ExecuteToolInput{Name: "lucy_write_file", ArgsRef: "model-3", CallID: "c2", Team: "T1"})
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != ErrTranscriptRef || !appErr.NonRetryable() {
+			t.Fatalf("err %v, want a non-retryable %s", err, ErrTranscriptRef)
+		}
+	})
 }

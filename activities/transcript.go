@@ -102,20 +102,58 @@ type resolver struct {
 }
 
 func (a *Activities) newResolver(ctx context.Context, needed bool) (*resolver, error) {
-	r := &resolver{dc: converter.GetDefaultDataConverter()}
+	r := &resolver{dc: a.dataConverter()}
 	if !needed {
 		return r, nil
 	}
 	if a.History == nil {
-		return nil, temporal.NewNonRetryableApplicationError("transcript references need a history reader", "Config", nil)
+		return nil, temporal.NewNonRetryableApplicationError("transcript references need a history reader", ErrConfig, nil)
 	}
 	info := activity.GetInfo(ctx)
 	recs, err := a.History.Activities(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
 	if err != nil {
-		return nil, err // transient: the frontend may be briefly unavailable
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// Retryable: the frontend may be briefly unavailable.
+		return nil, temporal.NewApplicationError(err.Error(), ErrHistoryUnavailable)
 	}
 	r.recs = recs
 	return r, nil
+}
+
+// decode reads a recorded payload. A payload this worker cannot decode will not become decodable
+// on a later attempt (history is immutable): it means the worker's data converter differs from the
+// one that wrote history (a codec missing or misconfigured), or a workflow bug; so it is not retried.
+func (r *resolver) decode(ref, what string, p *commonpb.Payloads, v any) error {
+	if err := r.dc.FromPayloads(p, v); err != nil {
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("decode %s of %s (is the worker's data converter the client's?): %v", what, ref, err), ErrTranscriptRef, nil)
+	}
+	return nil
+}
+
+// toolCall returns the call with ID callID of the reply of the CallModel activity ref.
+func (r *resolver) toolCall(ref, callID string) (ToolCall, error) {
+	rec, err := r.record(ref)
+	if err != nil {
+		return ToolCall{}, err
+	}
+	if rec.Type != "CallModel" {
+		return ToolCall{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("arguments reference %q is a %s, not a CallModel", ref, rec.Type), ErrTranscriptRef, nil)
+	}
+	var reply ModelReply
+	if err := r.decode(ref, "result", rec.Result, &reply); err != nil {
+		return ToolCall{}, err
+	}
+	for _, c := range reply.ToolCalls {
+		if c.ID == callID {
+			return c, nil
+		}
+	}
+	return ToolCall{}, temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("the reply of %s has no tool call %q", ref, callID), ErrTranscriptRef, nil)
 }
 
 func needsHistory(t Transcript, extra ...[]Entry) bool {
@@ -137,18 +175,19 @@ func (r *resolver) transcript(t Transcript, depth int) ([]Message, error) {
 	var out []Message
 	if t.Base != "" {
 		if depth > 1000 {
-			return nil, fmt.Errorf("transcript base chain too deep at %s", t.Base)
+			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("transcript base chain too deep at %s", t.Base), ErrTranscriptRef, nil)
 		}
 		rec, err := r.record(t.Base)
 		if err != nil {
 			return nil, err
 		}
 		if rec.Type != "CallModel" {
-			return nil, fmt.Errorf("transcript base %s is a %s, not a CallModel", t.Base, rec.Type)
+			return nil, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("transcript base %s is a %s, not a CallModel", t.Base, rec.Type), ErrTranscriptRef, nil)
 		}
 		var in CallModelInput
-		if err := r.dc.FromPayloads(rec.Input, &in); err != nil {
-			return nil, fmt.Errorf("decode input of %s: %w", t.Base, err)
+		if err := r.decode(t.Base, "input", rec.Input, &in); err != nil {
+			return nil, err
 		}
 		if out, err = r.transcript(in.Transcript, depth+1); err != nil {
 			return nil, err
@@ -178,7 +217,7 @@ func (r *resolver) record(id string) (RecordedActivity, error) {
 	if !ok || rec.Result == nil {
 		// Not retryable: history is immutable, a missing reference is a workflow bug.
 		return rec, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("transcript reference %q is not a completed activity of this run", id), "TranscriptRef", nil)
+			fmt.Sprintf("transcript reference %q is not a completed activity of this run", id), ErrTranscriptRef, nil)
 	}
 	return rec, nil
 }
@@ -195,42 +234,42 @@ func (r *resolver) entry(e Entry) (Message, error) {
 	switch rec.Type {
 	case "CallModel":
 		var reply ModelReply
-		if err := r.dc.FromPayloads(rec.Result, &reply); err != nil {
-			return m, fmt.Errorf("decode %s: %w", e.Ref, err)
+		if err := r.decode(e.Ref, "result", rec.Result, &reply); err != nil {
+			return m, err
 		}
 		m.Content, m.ToolCalls = reply.Content, reply.ToolCalls
 	case "ExecuteTool":
 		var res ToolResult
-		if err := r.dc.FromPayloads(rec.Result, &res); err != nil {
-			return m, fmt.Errorf("decode %s: %w", e.Ref, err)
+		if err := r.decode(e.Ref, "result", rec.Result, &res); err != nil {
+			return m, err
 		}
 		m.Content = res.Content
 	case "Complete":
 		var res Completion
-		if err := r.dc.FromPayloads(rec.Result, &res); err != nil {
-			return m, fmt.Errorf("decode %s: %w", e.Ref, err)
+		if err := r.decode(e.Ref, "result", rec.Result, &res); err != nil {
+			return m, err
 		}
 		m.Content = res.Text
 	case "BuildSystemPrompt":
 		var res SystemPrompt
-		if err := r.dc.FromPayloads(rec.Result, &res); err != nil {
-			return m, fmt.Errorf("decode %s: %w", e.Ref, err)
+		if err := r.decode(e.Ref, "result", rec.Result, &res); err != nil {
+			return m, err
 		}
 		m.Content = res.Text
 	case "LoadThread":
 		var th ThreadHistory
-		if err := r.dc.FromPayloads(rec.Result, &th); err != nil {
-			return m, fmt.Errorf("decode %s: %w", e.Ref, err)
+		if err := r.decode(e.Ref, "result", rec.Result, &th); err != nil {
+			return m, err
 		}
 		if e.Index < 0 || e.Index >= len(th.Messages) {
-			return m, temporal.NewNonRetryableApplicationError(fmt.Sprintf("thread message %d out of range in %s", e.Index, e.Ref), "TranscriptRef", nil)
+			return m, temporal.NewNonRetryableApplicationError(fmt.Sprintf("thread message %d out of range in %s", e.Index, e.Ref), ErrTranscriptRef, nil)
 		}
 		m.Content = th.Messages[e.Index].Text
 		if m.Role == "" {
 			m.Role = th.Messages[e.Index].Role
 		}
 	default:
-		return m, temporal.NewNonRetryableApplicationError(fmt.Sprintf("transcript reference %q points at a %s activity", e.Ref, rec.Type), "TranscriptRef", nil)
+		return m, temporal.NewNonRetryableApplicationError(fmt.Sprintf("transcript reference %q points at a %s activity", e.Ref, rec.Type), ErrTranscriptRef, nil)
 	}
 	if e.Text != "" { // an inline prefix, e.g. "[Summary of earlier work]"
 		m.Content = e.Text + "\n" + m.Content

@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
@@ -54,6 +55,8 @@ type stack struct {
 	user     *slack.Client
 	cfg      *config.Config
 	log      zerolog.Logger
+	// dc is the data converter of the client and the worker; nil is the SDK default.
+	dc converter.DataConverter
 }
 
 func newStack(t *testing.T, llm fakellm.Handler) *stack {
@@ -64,10 +67,17 @@ func newStack(t *testing.T, llm fakellm.Handler) *stack {
 // newStackTB also serves benchmarks; extra server options tune the embedded Temporal server.
 func newStackTB(tb testing.TB, llm fakellm.Handler, serverOpts ...temporal.ServerOption) *stack {
 	tb.Helper()
+	return newStackWith(tb, llm, nil, serverOpts...)
+}
+
+// newStackWith runs the client, and the worker's activities, with the data converter dc (a codec,
+// as for encryption); nil is the SDK default.
+func newStackWith(tb testing.TB, llm fakellm.Handler, dc converter.DataConverter, serverOpts ...temporal.ServerOption) *stack {
+	tb.Helper()
 	if testing.Short() {
 		tb.Skip("end-to-end test")
 	}
-	s := &stack{tb: tb}
+	s := &stack{tb: tb, dc: dc}
 	s.slack, s.slackURL = localslack.NewTestServer(tb, localslack.Options{
 		Token: "xoxb-test", Team: team, UserTokens: map[string]string{"xoxp-human": human, "xoxp-other": "UOTHER"},
 		Users: []localslack.User{{ID: human, Name: "ada", RealName: "Ada Lovelace", TZ: "Europe/London"}, {ID: "UOTHER", Name: "bob"}},
@@ -77,7 +87,7 @@ func newStackTB(tb testing.TB, llm fakellm.Handler, serverOpts ...temporal.Serve
 	if testing.Verbose() {
 		log = logging.New(testWriter{tb}, "info", "console")
 	}
-	s.srv = temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel))}))
+	s.srv = temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc}))
 	tb.Cleanup(s.srv.Stop)
 	s.client = s.srv.GetDefaultClient()
 	models := map[string]string{}
@@ -98,7 +108,7 @@ func newStackTB(tb testing.TB, llm fakellm.Handler, serverOpts ...temporal.Serve
 }
 
 func (s *stack) startWorker(log zerolog.Logger) {
-	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: log, AllowPrivateNetworks: true})
+	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: log, AllowPrivateNetworks: true, DataConverter: s.dc})
 	s.worker = sdkworker.New(s.client, workflows.TaskQueue, sdkworker.Options{})
 	worker.Register(s.worker, acts)
 	if err := s.worker.Start(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -43,6 +44,17 @@ type Deps struct {
 	HTTP *http.Client
 	// AllowPrivateNetworks lets web tools reach loopback/private addresses (tests only).
 	AllowPrivateNetworks bool
+	// DataConverter must be the one Client was dialled with (DataConverter() in production): the
+	// activities read payloads back from history with it. nil means the SDK's default, as for a
+	// client dialled without one.
+	DataConverter converter.DataConverter
+}
+
+// DataConverter returns the data converter of Lucy's Temporal clients; every process dials with
+// it and the worker's activities decode history with it, so they always agree. Today it is the
+// SDK's default (JSON, no codec); a codec (encryption, compression) is added here, and only here.
+func DataConverter() converter.DataConverter {
+	return converter.GetDefaultDataConverter()
 }
 
 // NewActivities builds the activities with real clients.
@@ -74,6 +86,7 @@ func NewActivities(d Deps) *activities.Activities {
 		ContextWindow: cfg.ContextWindow,
 		DataDir:       cfg.DataDir,
 		Log:           d.Log,
+		DataConverter: d.DataConverter,
 	}
 }
 

@@ -125,20 +125,20 @@ const maxModelResumes = 5
 // unchanged after a retry ends the run: retrying the same thing again cannot help.
 func (r *run) modelFailed(ctx workflow.Context, err error) (status, why string, stop bool) {
 	kind := activities.ModelFailureKind(err)
-	detail := cut(failureText(err), 200)
+	detail := cut(strings.TrimPrefix(failureText(err), "model call failed: "), 200)
 	var says string
 	switch kind {
-	case "rejected":
+	case activities.ModelFailureRejected:
 		why = "the language model provider rejecting my request"
 		says = "The language model provider rejected my request (" + detail + "), so I paused this request. This usually needs a change to my configuration (API key, model names)."
-	case "internal":
+	case activities.ModelFailureInternal:
 		why = "a problem on my side"
 		says = "Something went wrong on my side (" + detail + "), so I paused this request."
 	default:
 		why = "a problem with the language model"
 		says = "I couldn't reach the language model, so I paused this request."
 	}
-	again := r.failures > 0 && kind != "unreachable" && detail == r.lastFailure
+	again := r.failures > 0 && kind != activities.ModelFailureUnreachable && detail == r.lastFailure
 	r.lastFailure = detail
 	if again || r.failures >= maxModelResumes {
 		r.log.Warn("agent_run.model_failure_final", "run", r.id, "kind", kind, "retries", r.failures)
@@ -147,7 +147,7 @@ func (r *run) modelFailed(ctx workflow.Context, err error) (status, why string, 
 	switch r.waitForHuman(ctx, says) {
 	case ResumeRetry:
 		r.failures++
-		if kind == "unreachable" {
+		if kind == activities.ModelFailureUnreachable {
 			r.appendInline("user", runtimeNote("Previous attempt failed: the model call errored ("+detail+"). Continue where you left off."))
 		}
 		return "", "", false

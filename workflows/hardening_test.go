@@ -271,3 +271,45 @@ func TestBigToolArgumentsGoByReference(t *testing.T) {
 		t.Errorf("small arguments should stay inline: %+v", tm)
 	}
 }
+
+// A failure that is not the provider being unreachable is named for what it is, and "retry" does not
+// loop on it: when the same error comes back after a retry, the run ends instead of pausing again.
+func TestModelFailureKindsAndBoundedRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name, errType, says string
+	}{
+		{"configuration", activities.ErrConfig, "Something went wrong on my side (no model configured for tier"},
+		{"missing reference", activities.ErrTranscriptRef, "Something went wrong on my side (transcript reference"},
+		{"provider rejected the key", activities.ErrModelPermanent, "The language model provider rejected my request (HTTP 401"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			msgs := map[string]string{
+				activities.ErrConfig:         `no model configured for tier "default" (set LUCY_MODEL_DEFAULT)`,
+				activities.ErrTranscriptRef:  `transcript reference "tool-3" is not a completed activity of this run`,
+				activities.ErrModelPermanent: "model call failed: HTTP 401: invalid key (check OPENAI_API_KEY)",
+			}
+			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+				return activities.ModelReply{}, temporal.NewNonRetryableApplicationError(msgs[tc.errType], tc.errType, nil)
+			}
+			h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalResume, Resume{Action: ResumeRetry}) }, time.Hour)
+			res, err := h.runAgent(runInput("what changed?"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != RunFailed || len(h.modelCalls) != 2 {
+				t.Fatalf("status %s after %d model calls; want failed after 2 (one retry)", res.Status, len(h.modelCalls))
+			}
+			var waits []string
+			for _, p := range h.posts {
+				waits = append(waits, p.Text)
+			}
+			if len(waits) != 1 || !strings.HasPrefix(waits[0], tc.says) || strings.Contains(waits[0], "couldn't reach") {
+				t.Fatalf("pause messages %q", waits)
+			}
+			if h.sawInline(1, "Previous attempt failed") {
+				t.Errorf("the model was told about a failure that was not its provider's")
+			}
+		})
+	}
+}

@@ -34,6 +34,8 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger) (client.C
 		// Workflow logs (agent_run.completed, agent.loop.detected, …) go through this logger, so it
 		// keeps the configured level.
 		Logger: logging.NewTemporal(log),
+		// The worker's activities decode history with the same converter (worker.Deps).
+		DataConverter: worker.DataConverter(),
 	}
 	if cfg.TemporalAPIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
@@ -154,7 +156,7 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 
 	local := newLocalWorkspace()
 	lurl := localURL(ln.Addr().String())
-	acts := worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, LocalSlackURL: lurl})
+	acts := worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, LocalSlackURL: lurl, DataConverter: worker.DataConverter()})
 	w := worker.New(c, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
@@ -263,7 +265,7 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return err
 	}
 	defer c.Close()
-	w := worker.New(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log}))
+	w := worker.New(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter()}))
 	log.Info().Interface("config", cfg.Redacted()).Msg("worker starting")
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)

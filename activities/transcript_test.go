@@ -1,0 +1,172 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/internal/fakellm"
+)
+
+// addWith records an activity with payloads encoded by dc, as a client with that converter would.
+func (h fakeHistory) addWith(t *testing.T, dc converter.DataConverter, id, typ string, in, out any) {
+	t.Helper()
+	enc := func(v any) *commonpb.Payloads {
+		p, err := dc.ToPayloads(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	h[id] = RecordedActivity{Type: typ, Input: enc(in), Result: enc(out)}
+}
+
+// With a codec on the client, history holds encoded payloads: the activities read them with the
+// same converter, and a worker with another one fails at once instead of retrying.
+func TestTranscriptThroughCodec(t *testing.T) {
+	dc := zlibConverter()
+	h := fakeHistory{}
+	h.addWith(t, dc, "prompt", "BuildSystemPrompt", PromptInput{}, SystemPrompt{Text: "You are Lucy."})
+	h.addWith(t, dc, "thread", "LoadThread", LoadThreadInput{}, ThreadHistory{Messages: []ThreadMessage{{Role: "user", Text: "find the report"}}})
+	first := CallModelInput{Tier: "default", Transcript: Transcript{Entries: []Entry{{Role: "system", Ref: "prompt"}, {Role: "user", Ref: "thread"}}}}
+	h.addWith(t, dc, "model-1", "CallModel", first, ModelReply{ToolCalls: []ToolCall{{ID: "c1", Name: "lucy_read_file", Arguments: `{"path":"r.md"}`}}})
+	h.addWith(t, dc, "tool-2", "ExecuteTool", ExecuteToolInput{}, ToolResult{Content: "the report says 42"})
+	if p := h["tool-2"].Result.Payloads[0]; string(p.Metadata[converter.MetadataEncoding]) != "binary/zlib" {
+		t.Fatalf("the recorded payload is not zlib-encoded: %v", p.Metadata)
+	}
+	in := CallModelInput{Tier: "default", Transcript: Transcript{Base: "model-1", Entries: []Entry{
+		{Role: "assistant", Ref: "model-1"}, {Role: "tool", Ref: "tool-2", ToolCallID: "c1"},
+	}}}
+
+	t.Run("same converter", func(t *testing.T) {
+		srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: "42"} })
+		a := llmActivities(t, srv, h)
+		a.DataConverter = dc
+		if _, err := callModel(t, a, in); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range srv.Requests()[0].Messages {
+			got = append(got, m.Role+":"+m.Text())
+		}
+		want := []string{"system:You are Lucy.", "user:find the report", "assistant:", "tool:the report says 42"}
+		if len(got) != len(want) {
+			t.Fatalf("messages %q, want %q", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("message %d = %q, want %q", i, got[i], want[i])
+			}
+		}
+	})
+	t.Run("default converter", func(t *testing.T) {
+		srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: "42"} })
+		_, err := callModel(t, llmActivities(t, srv, h), in)
+		var appErr *temporal.ApplicationError
+		if !errors.As(err, &appErr) || appErr.Type() != ErrTranscriptRef || !appErr.NonRetryable() {
+			t.Fatalf("err %v, want a non-retryable %s", err, ErrTranscriptRef)
+		}
+		if len(srv.Requests()) != 0 {
+			t.Error("the provider was called with an unreadable transcript")
+		}
+	})
+}
+
+// slowHistory is a history read that takes longer than the heartbeat timeout unless the activity
+// heartbeats first: it returns as soon as a heartbeat was recorded, or after 4 s.
+type slowHistory struct {
+	fakeHistory
+	beat    chan struct{} // closed at the first heartbeat
+	once    sync.Once
+	sawBeat atomic.Bool // a heartbeat was recorded before the read returned
+}
+
+func newSlowHistory() *slowHistory {
+	return &slowHistory{fakeHistory: fakeHistory{}, beat: make(chan struct{})}
+}
+
+func (h *slowHistory) heartbeat() { h.once.Do(func() { close(h.beat) }) }
+
+func (h *slowHistory) Activities(ctx context.Context, workflowID, runID string) (map[string]RecordedActivity, error) {
+	select {
+	case <-h.beat:
+		h.sawBeat.Store(true)
+	case <-time.After(4 * time.Second): // longer than testHeartbeatTimeout
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return h.fakeHistory, nil
+}
+
+// testHeartbeatTimeout stands for the workflows' heartbeat timeout of model calls (5 s), shorter
+// to keep the test short; the SDK throttles heartbeats to 80 % of it, as in production.
+const testHeartbeatTimeout = 3 * time.Second
+
+// runHeartbeating runs activity fn from a workflow, as the workflows do: with a heartbeat timeout,
+// which the test environment enforces in real time, and one attempt.
+func runHeartbeating(t *testing.T, a *Activities, h *slowHistory, fn, in any) error {
+	t.Helper()
+	env := quietSuite().NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	env.SetOnActivityHeartbeatListener(func(*activity.Info, converter.EncodedValues) { h.heartbeat() })
+	env.RegisterActivity(a)
+	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) error {
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute, HeartbeatTimeout: testHeartbeatTimeout,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 1},
+		})
+		return workflow.ExecuteActivity(ctx, fn, in).Get(ctx, nil)
+	}, workflow.RegisterOptions{Name: "heartbeating"})
+	env.ExecuteWorkflow("heartbeating")
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	return env.GetWorkflowError()
+}
+
+// CallModel heartbeats before it reads history, so that a slow read does not time the attempt out
+// (and repeat the whole call), and keeps heartbeating through an HTTP call longer than the
+// heartbeat timeout.
+func TestCallModelHeartbeatsBeforeReadingHistory(t *testing.T) {
+	h := newSlowHistory()
+	h.add(t, "tool-1", "ExecuteTool", ExecuteToolInput{}, ToolResult{Content: "result"})
+	srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply {
+		hold := make(chan struct{})
+		time.AfterFunc(testHeartbeatTimeout+time.Second, func() { close(hold) })
+		return fakellm.Reply{Content: "ok", Hold: hold}
+	})
+	a := llmActivities(t, srv, h)
+	err := runHeartbeating(t, a, h, a.CallModel, CallModelInput{Tier: "default", Transcript: Transcript{Entries: []Entry{{Role: "tool", Ref: "tool-1", ToolCallID: "c1"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.sawBeat.Load() {
+		t.Error("no heartbeat was recorded before the history read returned")
+	}
+	if n := len(srv.Requests()); n != 1 {
+		t.Errorf("%d model requests, want 1", n)
+	}
+}
+
+func TestCompleteHeartbeatsBeforeReadingHistory(t *testing.T) {
+	h := newSlowHistory()
+	h.add(t, "tool-1", "ExecuteTool", ExecuteToolInput{}, ToolResult{Content: "a long result"})
+	srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: "short"} })
+	a := llmActivities(t, srv, h)
+	err := runHeartbeating(t, a, h, a.Complete, CompleteInput{Tier: "fast", Prompt: "SUMMARIZER.md", Inline: "Summarize:", Document: Transcript{Entries: []Entry{{Role: "tool", Ref: "tool-1"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.sawBeat.Load() {
+		t.Error("no heartbeat was recorded before the history read returned")
+	}
+}
