@@ -95,7 +95,7 @@ func TestRunWithPayloadCodec(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	key := workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts}
-	it := s.client.GetWorkflowHistory(ctx, workflows.RunID(key, 1), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	it := s.client.GetWorkflowHistory(ctx, workflows.RunID(key, 1, ts), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	results := 0
 	for it.HasNext() {
 		ev, err := it.Next()

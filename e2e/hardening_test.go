@@ -204,9 +204,11 @@ func TestLongThreadAndBigToolArgumentsStayUnderThePayloadLimit(t *testing.T) {
 		}
 		return fakellm.Reply{Content: "I read the thread and wrote what fitted."}
 	})
-	root := s.say("Here is the whole incident log, part 0. "+strings.Repeat("x", 40_000), "")
+	// Slack's limit on a message is 40,000 characters: each of these is exactly that long.
+	fill := func(prefix string) string { return prefix + strings.Repeat("y", 40_000-len(prefix)) }
+	root := s.say(fill("Here is the whole incident log, part 0. "), "")
 	for i := 1; i < 40; i++ {
-		s.say(fmt.Sprintf("Part %d. %s", i, strings.Repeat("y", 40_000)), root)
+		s.say(fill(fmt.Sprintf("Part %d. ", i)), root)
 	}
 	ts := s.say("<@ULUCY> write the two reports", root)
 	s.event("app_mention", "Ev-big", "<@ULUCY> write the two reports", ts, root, human)
