@@ -24,6 +24,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/tools"
 )
 
@@ -60,6 +61,12 @@ type Activities struct {
 	Prompts fs.FS           // prompts/ (embedded markdown)
 	Tools   *tools.Registry // tool schemas and implementations
 	Admins  []string        // LUCY_ADMIN_USERS
+	// ApprovalKey verifies the gateway's signatures on approvals (CheckApproval): LUCY_APPROVAL_KEY,
+	// or derived from SLACK_BOT_TOKEN. The zero key verifies nothing, so every approval is refused.
+	ApprovalKey signing.Key
+	// MaxToolCalls is how many tool calls of one model reply the workflow runs (LUCY_MAX_TOOL_CALLS),
+	// recorded in Route so that a changed setting cannot change what a running workflow replays.
+	MaxToolCalls int
 	// ContextWindow overrides the model's context window in tokens (LUCY_CONTEXT_WINDOW); 0 = known per model.
 	ContextWindow int
 	// DataDir holds the tools' workspace files (DataDir/workspaces/<team>/) and, out of the tools'

@@ -44,40 +44,39 @@ type ToolFlags struct {
 // or breaking replay.
 func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {
 	r := intent.Classify(in.Text, in.ThreadDepth)
-	return Route{Intent: r.Intent, Tier: r.Tier, Modules: r.Modules, Tools: tools.DefaultSet(), Complex: r.Complex}, nil
+	names := tools.DefaultSet()
+	return Route{
+		Intent: r.Intent, Tier: r.Tier, Modules: r.Modules, Tools: names, Complex: r.Complex,
+		Specs: toolFlags(names), MaxToolCalls: a.MaxToolCalls,
+	}, nil
+}
+
+// builtinTools are executed by the workflow itself and offered in every run, whatever Tools says, so
+// their flags are recorded too.
+var builtinTools = []string{tools.AskHuman, tools.GetRunJournal, tools.UpdateRunJournal, tools.AppendRunJournalEntry}
+
+// toolFlags records the catalogue's flags of names and of the builtins, each once, in that order.
+// A name the catalogue does not know is left out: the workflow then has no flags for it and treats
+// it as it treats any unknown tool.
+func toolFlags(names []string) []ToolFlags {
+	out := make([]ToolFlags, 0, len(names)+len(builtinTools))
+	seen := make(map[string]bool, cap(out))
+	for _, n := range append(append([]string{}, names...), builtinTools...) {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		s, ok := tools.Lookup(n)
+		if !ok {
+			continue
+		}
+		out = append(out, ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long})
+	}
+	return out
 }
 
 // IsAdmin reports whether a Slack user is in LUCY_ADMIN_USERS (admins may approve any destructive
 // action).
 func (a *Activities) IsAdmin(ctx context.Context, user string) (bool, error) {
-	for _, u := range a.Admins {
-		if u == user {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-// CheckApprovalInput is an approval the lane received, with what the run knows: who asked.
-type CheckApprovalInput struct {
-	Lane        string `json:"lane"` // lane workflow ID
-	Team        string `json:"team"`
-	Requester   string `json:"requester"`
-	Fingerprint string `json:"fingerprint"`
-	Approved    bool   `json:"approved"`
-	User        string `json:"user"`
-	Channel     string `json:"channel,omitempty"`
-	Source      string `json:"source"` // "button" or "message"
-	Sig         string `json:"sig,omitempty"`
-	MessageTS   string `json:"messageTs,omitempty"`
-	Text        string `json:"text,omitempty"`
-}
-
-// ApprovalCheck is the verdict on an approval: Authentic when the gateway's signature verifies,
-// Allowed when the user is the requester or an admin (LUCY_ADMIN_USERS). Reason says why not, for
-// the log.
-type ApprovalCheck struct {
-	Authentic bool   `json:"authentic"`
-	Allowed   bool   `json:"allowed"`
-	Reason    string `json:"reason,omitempty"`
+	return a.isAdmin(user), nil
 }

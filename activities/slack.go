@@ -58,12 +58,12 @@ type ReactInput struct {
 	Remove            bool
 }
 
-// EphemeralInput is a message only User sees.
+// EphemeralInput is a message only User sees. It has no response_url: that is a 30-minute
+// capability to post in the channel, and activity inputs are stored in workflow history, which
+// everyone with Web UI access reads. chat.postEphemeral reaches a clicker anyway, since they are in
+// the channel where they saw the prompt.
 type EphemeralInput struct {
 	Team, Channel, ThreadTS, User, Text string
-	// ResponseURL, from a button click, reaches the clicker even where chat.postEphemeral cannot; it is
-	// tried first when set.
-	ResponseURL string
 }
 
 // ApprovalPromptInput is a request for approval of an action, with Approve and Deny buttons.
@@ -412,17 +412,7 @@ func (a *Activities) PostEphemeral(ctx context.Context, in EphemeralInput) error
 	if !ok {
 		return nil
 	}
-	text := m.Text
-	if in.ResponseURL != "" {
-		_, err := api.PostEphemeralContext(ctx, in.Channel, in.User,
-			slack.MsgOptionText(text, false), slack.MsgOptionResponseURL(in.ResponseURL, slack.ResponseTypeEphemeral))
-		if err == nil {
-			return nil
-		}
-		// Response URLs expire (30 minutes, 5 uses): fall back to chat.postEphemeral.
-		a.Log.Debug().Err(err).Str("workspace", in.Team).Str("channel", in.Channel).Msg("response_url failed; using chat.postEphemeral")
-	}
-	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
+	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false)}
 	if in.ThreadTS != "" {
 		opts = append(opts, slack.MsgOptionTS(in.ThreadTS))
 	}

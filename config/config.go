@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lucy-agent/lucy/signing"
 )
 
 // Mode says which process is being configured; some settings are required only by some processes.
@@ -67,6 +69,21 @@ type Config struct {
 
 	// Approvals: Slack user IDs that may approve any destructive action, besides the requester.
 	AdminUsers []string // LUCY_ADMIN_USERS (comma separated)
+	// ApprovalKey is the secret the gateway signs messages and approval clicks with and the worker
+	// checks them with (package signing), so that a signal sent straight to Temporal cannot approve
+	// anything in someone's name. It is LUCY_APPROVAL_KEY when set, else derived from
+	// SLACK_BOT_TOKEN, which `lucy worker` and `lucy gateway` both require: production needs no extra
+	// setting. It is zero when neither is set (the terminal without Slack); `lucy dev` and `lucy chat`
+	// then use a random key kept in LUCY_DATA_DIR (cmd/lucy does that file I/O; Load does none).
+	ApprovalKey signing.Key
+	// ApprovalKeySource says where ApprovalKey came from, for logs: "LUCY_APPROVAL_KEY",
+	// "SLACK_BOT_TOKEN", a key file's path, or "" for none.
+	ApprovalKeySource string
+
+	// MaxToolCalls is how many tool calls of one model reply are run (LUCY_MAX_TOOL_CALLS); the excess
+	// calls get an error result, so a model that asks for fifty calls at once cannot make one turn
+	// run unbounded work.
+	MaxToolCalls int
 
 	// LLM
 	LLMBaseURL string            // OPENAI_BASE_URL, or OpenRouter's when OPENROUTER_API_KEY is set
@@ -92,6 +109,10 @@ const (
 	DefaultSlackAPIURL  = "https://slack.com/api/"
 	OpenRouterBaseURL   = "https://openrouter.ai/api/v1"
 	OpenAIBaseURL       = "https://api.openai.com/v1"
+	DefaultMaxToolCalls = 10
+	// MaxToolCallsLimit bounds LUCY_MAX_TOOL_CALLS: every call of one reply and its result land in one
+	// turn of workflow history.
+	MaxToolCallsLimit = 64
 )
 
 // defaultModels are per provider; a custom endpoint (vLLM, Ollama, LiteLLM) has no sensible default
@@ -184,6 +205,17 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	if err := c.loadSlack(); err != nil {
 		return nil, err
 	}
+	if err := c.loadApprovalKey(getenv); err != nil {
+		return nil, err
+	}
+	c.MaxToolCalls = DefaultMaxToolCalls
+	if v := strings.TrimSpace(getenv("LUCY_MAX_TOOL_CALLS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxToolCallsLimit {
+			return nil, fmt.Errorf("LUCY_MAX_TOOL_CALLS %q is not a number from 1 to %d (tool calls run per model reply; default %d)", v, MaxToolCallsLimit, DefaultMaxToolCalls)
+		}
+		c.MaxToolCalls = n
+	}
 	if err := c.loadLLM(getenv); err != nil {
 		return nil, err
 	}
@@ -244,6 +276,23 @@ func (c *Config) loadSlack() error {
 		if c.Gateway == GatewayTerminal {
 			return errors.New("`lucy gateway` needs Slack credentials: SLACK_APP_TOKEN + SLACK_BOT_TOKEN (Socket Mode) or SLACK_SIGNING_SECRET + SLACK_BOT_TOKEN (Events API); without Slack use `lucy chat`")
 		}
+	}
+	return nil
+}
+
+// loadApprovalKey picks the approval key: LUCY_APPROVAL_KEY, else one derived from the bot token
+// (after loadSlack, which checked the token).
+func (c *Config) loadApprovalKey(getenv func(string) string) error {
+	if v := strings.TrimSpace(getenv("LUCY_APPROVAL_KEY")); v != "" {
+		k, err := signing.FromSecret(v)
+		if err != nil {
+			return fmt.Errorf("LUCY_APPROVAL_KEY is too short: %v (use a random string such as the output of `openssl rand -hex 32`, the same for the worker and the gateway; or unset it to derive the key from SLACK_BOT_TOKEN)", err)
+		}
+		c.ApprovalKey, c.ApprovalKeySource = k, "LUCY_APPROVAL_KEY"
+		return nil
+	}
+	if c.SlackBotToken != "" {
+		c.ApprovalKey, c.ApprovalKeySource = signing.FromBotToken(c.SlackBotToken), "SLACK_BOT_TOKEN"
 	}
 	return nil
 }
@@ -313,5 +362,6 @@ func (c *Config) Redacted() map[string]any {
 		"temporalAddress": c.TemporalAddress, "namespace": c.TemporalNamespace, "dataDir": c.DataDir,
 		"gateway": string(c.Gateway), "slackAPI": c.SlackAPIURL, "llmProvider": c.Provider,
 		"llmBaseURL": c.LLMBaseURL, "models": c.Models, "httpAddr": c.HTTPAddr,
+		"approvalKeyFrom": c.ApprovalKeySource, "maxToolCalls": c.MaxToolCalls,
 	}
 }

@@ -1,8 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lucy-agent/lucy/signing"
 )
 
 func env(kv ...string) func(string) string {
@@ -130,6 +133,10 @@ func TestErrors(t *testing.T) {
 		{"log format", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_LOG_FORMAT", "xml"), "LUCY_LOG_FORMAT"},
 		{"worker needs slack", ModeWorker, env("OPENAI_API_KEY", "k"), "SLACK_BOT_TOKEN is required by `lucy worker`"},
 		{"gateway needs slack", ModeGateway, env(), "`lucy gateway` needs Slack credentials"},
+		{"short approval key", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_APPROVAL_KEY", "hunter2"), "LUCY_APPROVAL_KEY is too short: the secret has 7 characters, fewer than 32"},
+		{"zero tool calls", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_MAX_TOOL_CALLS", "0"), "LUCY_MAX_TOOL_CALLS \"0\" is not a number from 1 to 64"},
+		{"too many tool calls", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_TOOL_CALLS", "65"), "LUCY_MAX_TOOL_CALLS \"65\" is not a number from 1 to 64"},
+		{"tool calls not a number", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_TOOL_CALLS", "ten"), "LUCY_MAX_TOOL_CALLS \"ten\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,6 +154,62 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+func TestApprovalKey(t *testing.T) {
+	const secret = "0123456789abcdef0123456789abcdef"
+	load := func(mode Mode, kv ...string) *Config {
+		t.Helper()
+		c, err := Load(mode, env(append([]string{"OPENAI_API_KEY", "k"}, kv...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	sig := func(c *Config) string {
+		return c.ApprovalKey.SignMessage(signing.Message{Team: "T1", Channel: "C1", TS: "1.0", User: "U1", Text: "yes"})
+	}
+
+	// The worker and the gateway each derive the key from the bot token they both hold: the same
+	// token gives the same key, so the worker verifies what the gateway signed.
+	w := load(ModeWorker, "SLACK_BOT_TOKEN", "xoxb-1-a")
+	g := load(ModeGateway, "SLACK_BOT_TOKEN", "xoxb-1-a", "SLACK_APP_TOKEN", "xapp-1")
+	if w.ApprovalKey.IsZero() || !w.ApprovalKey.Equal(g.ApprovalKey) || w.ApprovalKeySource != "SLACK_BOT_TOKEN" {
+		t.Fatalf("derived keys: worker %v (%s), gateway %v", w.ApprovalKey, w.ApprovalKeySource, g.ApprovalKey)
+	}
+	if rotated := load(ModeWorker, "SLACK_BOT_TOKEN", "xoxb-1-b"); rotated.ApprovalKey.Equal(w.ApprovalKey) {
+		t.Fatal("a different token derived the same key")
+	}
+
+	// LUCY_APPROVAL_KEY wins over the token, and is used as given.
+	e := load(ModeWorker, "SLACK_BOT_TOKEN", "xoxb-1-a", "LUCY_APPROVAL_KEY", "  "+secret+" ")
+	want, _ := signing.FromSecret(secret)
+	if !e.ApprovalKey.Equal(want) || e.ApprovalKeySource != "LUCY_APPROVAL_KEY" || sig(e) == sig(w) {
+		t.Fatalf("explicit key not used: source %q", e.ApprovalKeySource)
+	}
+
+	// Without Slack and without LUCY_APPROVAL_KEY there is no key yet: cmd/lucy provides the file.
+	if d := load(ModeDev); !d.ApprovalKey.IsZero() || d.ApprovalKeySource != "" {
+		t.Fatalf("dev without Slack: key %v from %q, want none", d.ApprovalKey, d.ApprovalKeySource)
+	}
+	if c := load(ModeChat, "LUCY_APPROVAL_KEY", secret); !c.ApprovalKey.Equal(want) {
+		t.Fatal("chat ignores LUCY_APPROVAL_KEY")
+	}
+}
+
+func TestMaxToolCalls(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want int
+	}{{"", DefaultMaxToolCalls}, {"1", 1}, {" 64 ", 64}, {"12", 12}} {
+		c, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_TOOL_CALLS", tc.v))
+		if err != nil {
+			t.Fatalf("LUCY_MAX_TOOL_CALLS=%q: %v", tc.v, err)
+		}
+		if c.MaxToolCalls != tc.want {
+			t.Errorf("LUCY_MAX_TOOL_CALLS=%q: MaxToolCalls = %d, want %d", tc.v, c.MaxToolCalls, tc.want)
+		}
+	}
+}
+
 func TestGatewayAndChatNeedNoLLM(t *testing.T) {
 	if _, err := Load(ModeGateway, env("SLACK_BOT_TOKEN", "xoxb-1", "SLACK_APP_TOKEN", "xapp-1")); err != nil {
 		t.Errorf("gateway: %v", err)
@@ -157,9 +220,13 @@ func TestGatewayAndChatNeedNoLLM(t *testing.T) {
 }
 
 func TestRedactedHasNoSecrets(t *testing.T) {
-	c, err := Load(ModeDev, env("OPENAI_API_KEY", "sk-secret", "SLACK_BOT_TOKEN", "xoxb-secret", "SLACK_APP_TOKEN", "xapp-secret"))
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "sk-secret", "SLACK_BOT_TOKEN", "xoxb-secret", "SLACK_APP_TOKEN", "xapp-secret",
+		"LUCY_APPROVAL_KEY", "0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if s := fmt.Sprintf("%v %+v", c, *c); strings.Contains(s, "0123456789abcdef") {
+		t.Errorf("the config prints its approval key: %s", s)
 	}
 	for k, v := range c.Redacted() {
 		s := strings.ToLower(strings.TrimSpace(stringOf(v)))

@@ -31,6 +31,7 @@ import (
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/logging"
+	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/worker"
 	"github.com/lucy-agent/lucy/workflows"
 )
@@ -97,10 +98,12 @@ func newStackWith(tb testing.TB, llm fakellm.Handler, dc converter.DataConverter
 	s.cfg = &config.Config{
 		TemporalNamespace: s.srv.GetDefaultNamespace(), DataDir: tb.TempDir(), SlackBotToken: "xoxb-test", SlackAPIURL: s.slackURL,
 		LLMBaseURL: s.llm.BaseURL(), LLMAPIKey: "sk-test", Provider: "custom", Models: models, AdminUsers: []string{"UADMIN"},
+		// As config.Load derives it for the worker and the gateway alike.
+		ApprovalKey: signing.FromBotToken("xoxb-test"), ApprovalKeySource: "SLACK_BOT_TOKEN", MaxToolCalls: config.DefaultMaxToolCalls,
 	}
 	s.log = log
 	s.startWorker(log)
-	gw := gateway.New(gateway.Options{Handoff: gateway.NewTemporalHandoff(s.client), BotUserID: "ULUCY", BotID: "BLUCY", Team: team, Log: log})
+	gw := gateway.New(gateway.Options{Handoff: gateway.NewTemporalHandoff(s.client, s.cfg.ApprovalKey), BotUserID: "ULUCY", BotID: "BLUCY", Team: team, Log: log})
 	s.gw = httptest.NewServer(gw.HTTPHandler(secret))
 	tb.Cleanup(s.gw.Close)
 	s.user = slack.New("xoxp-human", slack.OptionAPIURL(s.slackURL))

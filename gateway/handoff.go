@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -17,13 +18,15 @@ import (
 type Handoff interface {
 	// Message signals a human message to its thread's lane, starting the lane if it is not running.
 	// It returns once the signal is persisted by Temporal (no worker needed), which is what makes it
-	// safe to acknowledge Slack afterwards.
+	// safe to acknowledge Slack afterwards. The message is signed (Message.Sig): a "yes, do it" in it
+	// can then approve a proposal, which an unsigned one sent straight to Temporal cannot.
 	Message(ctx context.Context, m workflows.Message) error
 	// Cancel signals a cancel request to the lane, starting it if needed: the lane itself answers
 	// "nothing to cancel", so the gateway never has to know what is running.
 	Cancel(ctx context.Context, key workflows.LaneKey, c workflows.CancelRequest) error
-	// Approval signals a button click to a running lane. A lane that is gone (closed or never
-	// existed) yields ErrLaneGone: there is nobody left to approve anything for.
+	// Approval signals a button click to a running lane, signed over (lane, fingerprint, user,
+	// decision) (Approval.Sig). A lane that is gone (closed or never existed) yields ErrLaneGone:
+	// there is nobody left to approve anything for.
 	Approval(ctx context.Context, laneID string, a workflows.Approval) error
 	// LaneStatus queries a lane. ok is false when the lane does not exist or is not running.
 	LaneStatus(ctx context.Context, key workflows.LaneKey) (st workflows.LaneStatus, ok bool, err error)
@@ -39,10 +42,18 @@ type Handoff interface {
 // ErrLaneGone is returned by Handoff.Approval when the lane workflow no longer runs.
 var ErrLaneGone = errors.New("lane workflow is not running")
 
-// NewTemporalHandoff returns the Handoff backed by a Temporal client.
-func NewTemporalHandoff(c client.Client) Handoff { return temporalHandoff{c: c} }
+// NewTemporalHandoff returns the Handoff backed by a Temporal client. It signs every message and
+// approval it signals with key, the approval key the worker shares (config.Config.ApprovalKey): the
+// gateway is where Slack's word on who said or clicked what is known, so it is the one that vouches
+// for it. With the zero key nothing is signed and the worker refuses every approval.
+func NewTemporalHandoff(c client.Client, key signing.Key) Handoff {
+	return temporalHandoff{c: c, key: key}
+}
 
-type temporalHandoff struct{ c client.Client }
+type temporalHandoff struct {
+	c   client.Client
+	key signing.Key
+}
 
 func laneStartOptions(id string) client.StartWorkflowOptions {
 	// SignalWithStart defaults to WorkflowIDReusePolicy AllowDuplicate and conflict policy
@@ -51,6 +62,8 @@ func laneStartOptions(id string) client.StartWorkflowOptions {
 }
 
 func (h temporalHandoff) Message(ctx context.Context, m workflows.Message) error {
+	// Whatever Sig the caller set is replaced: only this signature is the gateway's word.
+	m.Sig = h.key.SignMessage(signing.Message{Team: m.Team, Channel: m.Channel, TS: m.TS, User: m.User, Text: m.Text})
 	key := m.Key()
 	id := workflows.LaneID(key)
 	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalMessage, m, laneStartOptions(id),
@@ -70,6 +83,9 @@ func (h temporalHandoff) Cancel(ctx context.Context, key workflows.LaneKey, c wo
 }
 
 func (h temporalHandoff) Approval(ctx context.Context, laneID string, a workflows.Approval) error {
+	// Signed as a button click whatever a.Source says: a message's approval carries the message's own
+	// signature, which the lane copies; a button signature never verifies as a message's.
+	a.Sig = h.key.SignApproval(signing.Approval{Lane: laneID, Fingerprint: a.Fingerprint, User: a.User, Approved: a.Approved})
 	err := h.c.SignalWorkflow(ctx, laneID, "", workflows.SignalApproval, a)
 	if isNotFound(err) {
 		return fmt.Errorf("signal %s to %s: %w", workflows.SignalApproval, laneID, ErrLaneGone)

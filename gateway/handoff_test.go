@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 
+	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -38,12 +40,14 @@ const testLaneID = "lane:T1:C1:1700000000.000100"
 func TestTemporalHandoffSignalsWithStart(t *testing.T) {
 	ctx := context.Background()
 	c := mocks.NewClient(t)
-	h := NewTemporalHandoff(c)
+	h := NewTemporalHandoff(c, testApprovalKey)
 	opts := client.StartWorkflowOptions{ID: testLaneID, TaskQueue: workflows.TaskQueue}
 	input := workflows.LaneInput{Key: testKey}
 
 	m := workflows.Message{EventID: "Ev1", Team: "T1", Channel: "C1", TS: "1700000000.000300", ThreadTS: testKey.ThreadTS, User: "U1", Text: "hi", Kind: "message"}
-	c.On("SignalWithStartWorkflow", ctx, testLaneID, workflows.SignalMessage, m, opts, workflows.LaneWorkflowName, input).
+	signed := m
+	signed.Sig = testApprovalKey.SignMessage(signing.Message{Team: "T1", Channel: "C1", TS: m.TS, User: "U1", Text: "hi"})
+	c.On("SignalWithStartWorkflow", ctx, testLaneID, workflows.SignalMessage, signed, opts, workflows.LaneWorkflowName, input).
 		Return(&mocks.WorkflowRun{}, nil).Once()
 	if err := h.Message(ctx, m); err != nil {
 		t.Fatal(err)
@@ -61,27 +65,105 @@ func TestTemporalHandoffSignalsWithStart(t *testing.T) {
 func TestTemporalHandoffApproval(t *testing.T) {
 	ctx := context.Background()
 	c := mocks.NewClient(t)
-	h := NewTemporalHandoff(c)
+	h := NewTemporalHandoff(c, testApprovalKey)
 	a := workflows.Approval{Fingerprint: "fp", Approved: true, User: "U1", Source: "button"}
+	signed := a
+	signed.Sig = testApprovalKey.SignApproval(signing.Approval{Lane: testLaneID, Fingerprint: "fp", User: "U1", Approved: true})
 
-	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, a).Return(nil).Once()
+	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, signed).Return(nil).Once()
 	if err := h.Approval(ctx, testLaneID, a); err != nil {
 		t.Fatal(err)
 	}
-	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, a).Return(serviceerror.NewNotFound("workflow execution already completed")).Once()
+	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, signed).Return(serviceerror.NewNotFound("workflow execution already completed")).Once()
 	if err := h.Approval(ctx, testLaneID, a); !errors.Is(err, ErrLaneGone) {
 		t.Fatalf("err = %v, want ErrLaneGone", err)
 	}
-	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, a).Return(serviceerror.NewUnavailable("down")).Once()
+	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, signed).Return(serviceerror.NewUnavailable("down")).Once()
 	if err := h.Approval(ctx, testLaneID, a); err == nil || errors.Is(err, ErrLaneGone) {
 		t.Fatalf("err = %v, want a retryable error", err)
+	}
+}
+
+// testApprovalKey is the key the gateway signs with in these tests.
+var testApprovalKey = func() signing.Key {
+	k, err := signing.FromSecret("gateway-test-approval-key-0123456789")
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
+// signalRecorder is a mocked Temporal client that keeps the payload of every message and approval
+// signal, to check what the gateway vouched for.
+type signalRecorder struct {
+	*mocks.Client
+	mu        sync.Mutex
+	messages  []workflows.Message
+	approvals map[string][]workflows.Approval // by lane
+}
+
+func newSignalRecorder(t *testing.T) *signalRecorder {
+	r := &signalRecorder{Client: mocks.NewClient(t), approvals: map[string][]workflows.Approval{}}
+	r.On("SignalWithStartWorkflow", mock.Anything, mock.Anything, workflows.SignalMessage, mock.Anything, mock.Anything, mock.Anything, mock.Anything).
+		Run(func(args mock.Arguments) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.messages = append(r.messages, args.Get(3).(workflows.Message))
+		}).Return(&mocks.WorkflowRun{}, nil).Maybe()
+	r.On("SignalWorkflow", mock.Anything, mock.Anything, "", workflows.SignalApproval, mock.Anything).
+		Run(func(args mock.Arguments) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			lane := args.String(1)
+			r.approvals[lane] = append(r.approvals[lane], args.Get(4).(workflows.Approval))
+		}).Return(nil).Maybe()
+	return r
+}
+
+// The Temporal hand-off signs every message it signals; the signature covers team, channel, ts,
+// user and text, and a caller cannot put its own signature in.
+func TestTemporalHandoffSignsMessages(t *testing.T) {
+	rec := newSignalRecorder(t)
+	h := NewTemporalHandoff(rec, testApprovalKey)
+	m := workflows.Message{EventID: "Ev1", Team: "T1", Channel: "C1", TS: "1700000000.000300", ThreadTS: testKey.ThreadTS,
+		User: "U1", Text: "<@ULUCY> yes, do it", Kind: "message", Sig: "v1:forged"}
+	if err := h.Message(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.messages) != 1 {
+		t.Fatalf("%d message signals, want 1", len(rec.messages))
+	}
+	got := rec.messages[0]
+	sm := signing.Message{Team: got.Team, Channel: got.Channel, TS: got.TS, User: got.User, Text: got.Text}
+	if err := testApprovalKey.VerifyMessage(sm, got.Sig); err != nil {
+		t.Fatalf("signalled message's Sig %q does not verify: %v", got.Sig, err)
+	}
+	sm.User = "U2"
+	if err := testApprovalKey.VerifyMessage(sm, got.Sig); err == nil {
+		t.Fatal("the signature verifies for another user")
+	}
+}
+
+// Without a key (misconfiguration) nothing is signed, so the worker refuses every approval rather
+// than trusting a signature anyone could make.
+func TestTemporalHandoffZeroKeySignsNothing(t *testing.T) {
+	rec := newSignalRecorder(t)
+	h := NewTemporalHandoff(rec, signing.Key{})
+	if err := h.Message(context.Background(), workflows.Message{Team: "T1", Channel: "C1", TS: "1.0", User: "U1", Text: "yes"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Approval(context.Background(), testLaneID, workflows.Approval{Fingerprint: "fp", User: "U1", Approved: true, Source: "button"}); err != nil {
+		t.Fatal(err)
+	}
+	if rec.messages[0].Sig != "" || rec.approvals[testLaneID][0].Sig != "" {
+		t.Fatalf("signed with the zero key: %q, %q", rec.messages[0].Sig, rec.approvals[testLaneID][0].Sig)
 	}
 }
 
 func TestTemporalHandoffLaneStatus(t *testing.T) {
 	ctx := context.Background()
 	c := mocks.NewClient(t)
-	h := NewTemporalHandoff(c)
+	h := NewTemporalHandoff(c, testApprovalKey)
 	req := mock.MatchedBy(func(r *client.QueryWorkflowWithOptionsRequest) bool {
 		return r.WorkflowID == testLaneID && r.QueryType == workflows.QueryStatus &&
 			r.QueryRejectCondition == enumspb.QUERY_REJECT_CONDITION_NOT_OPEN
@@ -109,7 +191,7 @@ func TestTemporalHandoffLaneStatus(t *testing.T) {
 func TestTemporalHandoffLaneExistsRunStatusReady(t *testing.T) {
 	ctx := context.Background()
 	c := mocks.NewClient(t)
-	h := NewTemporalHandoff(c)
+	h := NewTemporalHandoff(c, testApprovalKey)
 
 	c.On("DescribeWorkflowExecution", ctx, testLaneID, "").Return(&workflowservice.DescribeWorkflowExecutionResponse{}, nil).Once()
 	if ok, err := h.LaneExists(ctx, testKey); !ok || err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -181,12 +182,67 @@ func TestApprovalButtons(t *testing.T) {
 			got := f.gotApprovals()
 			want := approvalCall{Lane: "lane:T1:C1:1700000000.000100", Approval: workflows.Approval{
 				Fingerprint: "fp-42", Approved: tc.approved, User: "UAPPROVER", Channel: "C1", Source: "button",
-				ResponseURL: "https://hooks.slack.com/actions/T1/1/abc", EventID: "trigger:trig-1"}}
+				EventID: "trigger:trig-1"}}
 			if len(got) != 1 || got[0] != want {
 				t.Fatalf("approvals = %+v, want [%+v]", got, want)
 			}
 		})
 	}
+}
+
+// End to end through the HTTP handler and the Temporal hand-off: a click becomes an approval signal
+// signed over (lane, fingerprint, user, decision) that the worker's key verifies, and a "yes" in the
+// thread becomes a message signal signed over what was said, by whom, where. Slack's response_url, a
+// 30-minute capability, is not in the signal (workflow history is readable in the Web UI).
+func TestSignalsAreSigned(t *testing.T) {
+	for _, tc := range []struct {
+		action   string
+		approved bool
+	}{{ActionApprove, true}, {ActionDeny, false}} {
+		t.Run(tc.action, func(t *testing.T) {
+			rec := newSignalRecorder(t)
+			h := newTestGateway(t, NewTemporalHandoff(rec, testApprovalKey)).HTTPHandler(testSecret)
+			if w := postInteraction(t, h, approvalForm(t, tc.action, `{"lane":"lane:T1:C1:1700000000.000100","fp":"fp-42"}`)); w.Code != http.StatusOK {
+				t.Fatalf("status = %d, want 200", w.Code)
+			}
+			got := rec.approvals["lane:T1:C1:1700000000.000100"]
+			if len(got) != 1 {
+				t.Fatalf("approval signals = %+v, want one", rec.approvals)
+			}
+			ap := got[0]
+			want := signing.Approval{Lane: "lane:T1:C1:1700000000.000100", Fingerprint: "fp-42", User: "UAPPROVER", Approved: tc.approved}
+			if err := testApprovalKey.VerifyApproval(want, ap.Sig); err != nil {
+				t.Fatalf("approval Sig %q does not verify for %+v: %v", ap.Sig, want, err)
+			}
+			flipped := want
+			flipped.Approved = !tc.approved
+			if err := testApprovalKey.VerifyApproval(flipped, ap.Sig); err == nil {
+				t.Fatal("the click's signature also verifies for the other decision")
+			}
+			b, _ := json.Marshal(ap)
+			if strings.Contains(string(b), "hooks.slack.com") {
+				t.Fatalf("the approval signal carries the response_url: %s", b)
+			}
+		})
+	}
+
+	t.Run("message", func(t *testing.T) {
+		rec := newSignalRecorder(t)
+		h := newTestGateway(t, NewTemporalHandoff(rec, testApprovalKey)).HTTPHandler(testSecret)
+		yes := map[string]any{"type": "app_mention", "user": "U1", "text": "<@ULUCY> yes, do it",
+			"ts": "1700000000.000500", "thread_ts": "1700000000.000100", "channel": "C1"}
+		if w := postEvent(t, h, "Ev9", yes); w.Code != http.StatusOK {
+			t.Fatalf("status = %d, want 200", w.Code)
+		}
+		if len(rec.messages) != 1 {
+			t.Fatalf("message signals = %+v, want one", rec.messages)
+		}
+		m := rec.messages[0]
+		want := signing.Message{Team: testTeam, Channel: "C1", TS: "1700000000.000500", User: "U1", Text: "<@ULUCY> yes, do it"}
+		if err := testApprovalKey.VerifyMessage(want, m.Sig); err != nil {
+			t.Fatalf("message Sig %q does not verify for %+v: %v", m.Sig, want, err)
+		}
+	})
 }
 
 func TestApprovalEdgeCases(t *testing.T) {

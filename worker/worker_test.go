@@ -1,12 +1,18 @@
 package worker
 
 import (
+	"context"
 	"testing"
 
 	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
+	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/config"
+	"github.com/lucy-agent/lucy/signing"
 )
 
 // The activities decode history with the converter the client was dialled with: a codec on the
@@ -28,5 +34,65 @@ func TestDataConverterReadsDefaultPayloads(t *testing.T) {
 	var got map[string]string
 	if err := DataConverter().FromPayloads(p, &got); err != nil || got["text"] != "hello" {
 		t.Errorf("decoded %v, %v", got, err)
+	}
+}
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+// recordingRegistry keeps the activities registered by name. Register calls nothing else; the
+// embedded nil Registry would panic if it did.
+type recordingRegistry struct {
+	sdkworker.Registry
+	activities map[string]any
+}
+
+func (r *recordingRegistry) RegisterWorkflowWithOptions(any, workflow.RegisterOptions) {}
+
+func (r *recordingRegistry) RegisterActivityWithOptions(fn any, o activity.RegisterOptions) {
+	r.activities[o.Name] = fn
+}
+
+// The worker checks approvals with the key the gateway signs with: both derive it from the same
+// bot token, so production needs no new setting. CheckApproval is registered under its fixed name.
+func TestWorkerChecksWhatTheGatewaySigned(t *testing.T) {
+	const token = "xoxb-1-shared"
+	wcfg, err := config.Load(config.ModeWorker, env("SLACK_BOT_TOKEN", token, "OPENAI_API_KEY", "sk-test",
+		"LUCY_ADMIN_USERS", "UADMIN", "LUCY_MAX_TOOL_CALLS", "5", "LUCY_DATA_DIR", t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcfg, err := config.Load(config.ModeGateway, env("SLACK_BOT_TOKEN", token, "SLACK_APP_TOKEN", "xapp-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := NewActivities(Deps{Config: wcfg})
+	if acts.MaxToolCalls != 5 {
+		t.Errorf("MaxToolCalls = %d, want 5 from LUCY_MAX_TOOL_CALLS", acts.MaxToolCalls)
+	}
+
+	reg := &recordingRegistry{activities: map[string]any{}}
+	Register(reg, acts)
+	check, ok := reg.activities["CheckApproval"].(func(context.Context, activities.CheckApprovalInput) (activities.ApprovalCheck, error))
+	if !ok {
+		t.Fatalf("CheckApproval is not registered under its name (%d activities registered)", len(reg.activities))
+	}
+
+	in := activities.CheckApprovalInput{
+		Lane: "lane:T1:C1:1.0", Team: "T1", Requester: "UREQ", Fingerprint: "fp", Approved: true, User: "UADMIN",
+		Channel: "C1", Source: "button",
+		Sig: gcfg.ApprovalKey.SignApproval(signing.Approval{Lane: "lane:T1:C1:1.0", Fingerprint: "fp", User: "UADMIN", Approved: true}),
+	}
+	if got, err := check(context.Background(), in); err != nil || !got.Authentic || !got.Allowed {
+		t.Fatalf("CheckApproval = %+v, %v; want an admin's signed click allowed", got, err)
+	}
+	in.Sig = ""
+	if got, _ := check(context.Background(), in); got.Authentic || got.Allowed {
+		t.Fatalf("CheckApproval of an unsigned click = %+v, want refused", got)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -69,13 +71,18 @@ func TestDevStartsServesAndStops(t *testing.T) {
 		return fakellm.Reply{Content: fmt.Sprintf("Hello from the dev stack (%d).", n)}
 	})
 	tport, uiport, hport := freePort(t), freePort(t), freePort(t)
+	dataDir := t.TempDir()
 	env := envOf(map[string]string{
-		"LUCY_DATA_DIR": t.TempDir(), "LUCY_TEMPORAL_PORT": fmt.Sprint(tport), "LUCY_UI_PORT": fmt.Sprint(uiport),
+		"LUCY_DATA_DIR": dataDir, "LUCY_TEMPORAL_PORT": fmt.Sprint(tport), "LUCY_UI_PORT": fmt.Sprint(uiport),
 		"LUCY_HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", hport), "OPENAI_BASE_URL": llm.BaseURL(), "LUCY_MODEL_DEFAULT": "fake",
 		"LUCY_LOG_LEVEL": "warn",
 	})
 	first := startDev(t, env)
 	waitForBanner(t, first)
+	// Without Slack the terminal gateway and the worker share a random approval key in the data dir.
+	if fi, err := os.Stat(filepath.Join(dataDir, approvalKeyFile)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("approval key file: %v, %v; want it created with mode 0600", fi, err)
+	}
 	if !strings.Contains(first.stdout.String(), fmt.Sprintf("http://127.0.0.1:%d", uiport)) {
 		t.Errorf("banner does not say where the UI is: %s", first.stdout.String())
 	}
@@ -182,6 +189,8 @@ func TestStartupErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Keep what `lucy dev` writes at start (log file, approval key) out of the source tree.
+			tt.env["LUCY_DATA_DIR"] = t.TempDir()
 			var stdout, stderr syncBuffer
 			start := time.Now()
 			code := run(context.Background(), tt.args, envOf(tt.env), strings.NewReader(""), &stdout, &stderr)

@@ -136,6 +136,10 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		return err
 	}
 	defer ln.Close()
+	// Before the worker and the gateways are built: both take the key from cfg.
+	if err := ensureApprovalKey(cfg, true); err != nil {
+		return err
+	}
 
 	var srv *devserver.Server
 	if cfg.Embedded() {
@@ -197,7 +201,7 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	default:
 		fmt.Fprintln(stdout, "Gateway: terminal (no Slack credentials set; `lucy chat` joins from another terminal).")
 		t := &gateway.Terminal{
-			In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c), Log: log,
+			In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log,
 			Slack: slack.New(worker.LocalToken, slack.OptionAPIURL(lurl)), Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
 		}
 		return t.Run(ctx)
@@ -234,7 +238,7 @@ func shutdown(hs *http.Server) {
 // newGateway builds the gateway core; with Slack credentials it asks Slack who the bot is, so that
 // its own messages are ignored.
 func newGateway(ctx context.Context, cfg *config.Config, c client.Client, log zerolog.Logger) (*gateway.Gateway, error) {
-	o := gateway.Options{Handoff: gateway.NewTemporalHandoff(c), Log: log}
+	o := gateway.Options{Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log}
 	if cfg.SlackBotToken != "" {
 		api := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
 		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -317,6 +321,10 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 	if err != nil {
 		return err
 	}
+	// The key `lucy dev` made: the worker accepts a "yes" typed here only when it is signed with it.
+	if err := ensureApprovalKey(cfg, false); err != nil {
+		return err
+	}
 	log := logging.New(stderr, maxLevel(mustLevel(cfg.LogLevel), zerolog.WarnLevel).String(), cfg.LogFormat)
 	c, err := dial(ctx, cfg, log)
 	if err != nil {
@@ -331,7 +339,7 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 		return fmt.Errorf("no local workspace at %s: start `lucy dev` first (with the same LUCY_HTTP_ADDR)", lurl)
 	}
 	t := &gateway.Terminal{
-		In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c), Log: log,
+		In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log,
 		Slack: api, Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
 	}
 	return t.Run(ctx)

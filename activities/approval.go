@@ -1,0 +1,125 @@
+package activities
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/lucy-agent/lucy/intent"
+	"github.com/lucy-agent/lucy/signing"
+)
+
+// Sources of an approval (workflows.Approval.Source).
+const (
+	ApprovalSourceButton  = "button"
+	ApprovalSourceMessage = "message"
+)
+
+// CheckApprovalInput is an approval the lane received, with what the run knows: who asked. Lane,
+// Team, Channel, Requester and Fingerprint should be the run's own values, not the signal's: the
+// signature then also proves the approval was given in this thread, for this proposal.
+type CheckApprovalInput struct {
+	Lane        string `json:"lane"` // lane workflow ID
+	Team        string `json:"team"`
+	Requester   string `json:"requester"`
+	Fingerprint string `json:"fingerprint"`
+	Approved    bool   `json:"approved"`
+	User        string `json:"user"`
+	Channel     string `json:"channel,omitempty"`
+	Source      string `json:"source"` // "button" or "message"
+	Sig         string `json:"sig,omitempty"`
+	MessageTS   string `json:"messageTs,omitempty"`
+	Text        string `json:"text,omitempty"`
+	// PromptTS, when set, is the Slack ts of the approval prompt the run posted. A message answer
+	// must then be later: the message signature does not name the proposal, so without this an old
+	// signed "yes" from the requester, read from history and signalled again, could approve a newer
+	// proposal in the same thread. Slack stamps both on its own clock, so no skew is involved.
+	PromptTS string `json:"promptTs,omitempty"`
+}
+
+// ApprovalCheck is the verdict on an approval: Authentic when the gateway's signature verifies,
+// Allowed when the user is the requester or an admin (LUCY_ADMIN_USERS). Reason says why not, for
+// the log.
+type ApprovalCheck struct {
+	Authentic bool   `json:"authentic"`
+	Allowed   bool   `json:"allowed"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// CheckApproval decides whether an approval may count. Anyone who can signal the Temporal namespace
+// can send an `approval` signal, or a `message` saying "yes, do it", in the requester's name; only
+// the gateway, which has Slack's word on who clicked or wrote what, signs them (package signing). So
+// an approval is Authentic only when its signature verifies with ApprovalKey: for a button, over
+// (lane, fingerprint, user, decision); for a message, the message's own signature over (team,
+// channel, ts, user, text), and then the words must say the decision claimed. It is Allowed when it
+// is Authentic and the user is the requester or an admin (a.Admins, read now, so that a changed
+// list applies to runs already waiting).
+//
+// It is a pure check that never fails (the error is always nil) and calls nothing outside the process
+// (it only logs), so the workflow can run it as a local activity.
+func (a *Activities) CheckApproval(ctx context.Context, in CheckApprovalInput) (ApprovalCheck, error) {
+	if reason := a.authenticate(in); reason != "" {
+		// Warn: an approval that does not verify is either a misconfigured key (gateway and worker
+		// disagree) or someone signalling the namespace directly. Never log the key or the signature.
+		a.Log.Warn().Str("lane", in.Lane).Str("user", in.User).Str("source", in.Source).Str("reason", reason).
+			Msg("approval refused: not signed by the gateway")
+		return ApprovalCheck{Reason: reason}, nil
+	}
+	if in.User == "" || (in.User != in.Requester && !a.isAdmin(in.User)) {
+		return ApprovalCheck{Authentic: true, Reason: "not the requester or an admin"}, nil
+	}
+	return ApprovalCheck{Authentic: true, Allowed: true}, nil
+}
+
+// authenticate returns why in is not the gateway's word, or "" when it is.
+func (a *Activities) authenticate(in CheckApprovalInput) string {
+	switch in.Source {
+	case ApprovalSourceButton:
+		err := a.ApprovalKey.VerifyApproval(signing.Approval{
+			Lane: in.Lane, Fingerprint: in.Fingerprint, User: in.User, Approved: in.Approved,
+		}, in.Sig)
+		if err != nil {
+			return "button: " + err.Error()
+		}
+		return ""
+	case ApprovalSourceMessage:
+		err := a.ApprovalKey.VerifyMessage(signing.Message{
+			Team: in.Team, Channel: in.Channel, TS: in.MessageTS, User: in.User, Text: in.Text,
+		}, in.Sig)
+		if err != nil {
+			return "message: " + err.Error()
+		}
+		// The signature vouches for the words, not for the decision the signal claims: read them
+		// again, as the lane does (mentions stripped).
+		want := intent.No
+		if in.Approved {
+			want = intent.Yes
+		}
+		if got := intent.ApprovalAnswer(intent.StripMentions(in.Text)); got != want {
+			return "message: the text says " + got.String() + ", the approval claims " + want.String()
+		}
+		if in.PromptTS != "" && !sentAfter(in.MessageTS, in.PromptTS) {
+			return "message: written before the approval prompt"
+		}
+		return ""
+	default:
+		return "unknown source " + strconv.Quote(in.Source)
+	}
+}
+
+func (a *Activities) isAdmin(user string) bool {
+	for _, u := range a.Admins {
+		if u == user {
+			return true
+		}
+	}
+	return false
+}
+
+// sentAfter reports whether Slack timestamp ts is later than prompt. Unlike tsAfter, which orders
+// thread messages as best it can, it refuses when either does not parse: a check that cannot be
+// made must not let an approval through.
+func sentAfter(ts, prompt string) bool {
+	t, err1 := parseSlackTS(ts)
+	p, err2 := parseSlackTS(prompt)
+	return err1 == nil && err2 == nil && t > p
+}
