@@ -34,6 +34,9 @@ type CheckApprovalInput struct {
 	// signed "yes" from the requester, read from history and signalled again, could approve a newer
 	// proposal in the same thread. Slack stamps both on its own clock, so no skew is involved.
 	PromptTS string `json:"promptTs,omitempty"`
+	// ThreadTS is the root ts of the run's thread: a message answer must have been written in it
+	// (the gateway's signature covers the thread).
+	ThreadTS string `json:"threadTs,omitempty"`
 }
 
 // ApprovalCheck is the verdict on an approval: Authentic when the gateway's signature verifies,
@@ -83,7 +86,7 @@ func (a *Activities) authenticate(in CheckApprovalInput) string {
 		return ""
 	case ApprovalSourceMessage:
 		err := a.ApprovalKey.VerifyMessage(signing.Message{
-			Team: in.Team, Channel: in.Channel, TS: in.MessageTS, User: in.User, Text: in.Text,
+			Team: in.Team, Channel: in.Channel, ThreadTS: in.ThreadTS, TS: in.MessageTS, User: in.User, Text: in.Text,
 		}, in.Sig)
 		if err != nil {
 			return "message: " + err.Error()

@@ -17,6 +17,7 @@ const (
 	approvalLane   = "lane:T1:C1:1700000000.000100"
 	approvalFP     = "0a1b2c3d4e5f6071"
 	promptTS       = "1700000000.000400"
+	approvalThread = "1700000000.000100"
 )
 
 func approvalKey(t *testing.T, secret string) signing.Key {
@@ -41,8 +42,8 @@ func button(k signing.Key, user string, approved bool) CheckApprovalInput {
 func message(k signing.Key, user, ts, text string, approved bool) CheckApprovalInput {
 	return CheckApprovalInput{
 		Lane: approvalLane, Team: "T1", Requester: "UREQ", Fingerprint: approvalFP, Approved: approved,
-		User: user, Channel: "C1", Source: "message", MessageTS: ts, Text: text, PromptTS: promptTS,
-		Sig: k.SignMessage(signing.Message{Team: "T1", Channel: "C1", TS: ts, User: user, Text: text}),
+		User: user, Channel: "C1", Source: "message", MessageTS: ts, Text: text, PromptTS: promptTS, ThreadTS: approvalThread,
+		Sig: k.SignMessage(signing.Message{Team: "T1", Channel: "C1", ThreadTS: approvalThread, TS: ts, User: user, Text: text}),
 	}
 }
 
@@ -85,6 +86,7 @@ func TestCheckApproval(t *testing.T) {
 		{"message edited text", with(message(k, "UREQ", later, "no", false), func(in *CheckApprovalInput) { in.Text = "yes"; in.Approved = true }), false, false, "does not verify"},
 		{"message from another channel", with(message(k, "UREQ", later, "yes", true), func(in *CheckApprovalInput) { in.Channel = "C2" }), false, false, "does not verify"},
 		{"message from another team", with(message(k, "UREQ", later, "yes", true), func(in *CheckApprovalInput) { in.Team = "T2" }), false, false, "does not verify"},
+		{"message from another thread", with(message(k, "UREQ", later, "yes", true), func(in *CheckApprovalInput) { in.ThreadTS = "1700000000.000999" }), false, false, "does not verify"},
 		{"message with another ts", with(message(k, "UREQ", later, "yes", true), func(in *CheckApprovalInput) { in.MessageTS = "1700000000.000600" }), false, false, "does not verify"},
 		{"a no claimed as approval", message(k, "UREQ", later, "no", true), false, false, "the text says no, the approval claims yes"},
 		{"a yes claimed as denial", message(k, "UREQ", later, "yes", false), false, false, "the text says yes, the approval claims no"},

@@ -63,7 +63,7 @@ func laneStartOptions(id string) client.StartWorkflowOptions {
 
 func (h temporalHandoff) Message(ctx context.Context, m workflows.Message) error {
 	// Whatever Sig the caller set is replaced: only this signature is the gateway's word.
-	m.Sig = h.key.SignMessage(signing.Message{Team: m.Team, Channel: m.Channel, TS: m.TS, User: m.User, Text: m.Text})
+	m.Sig = h.key.SignMessage(signing.Message{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, TS: m.TS, User: m.User, Text: m.Text})
 	key := m.Key()
 	id := workflows.LaneID(key)
 	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalMessage, m, laneStartOptions(id),

@@ -46,7 +46,7 @@ func TestTemporalHandoffSignalsWithStart(t *testing.T) {
 
 	m := workflows.Message{EventID: "Ev1", Team: "T1", Channel: "C1", TS: "1700000000.000300", ThreadTS: testKey.ThreadTS, User: "U1", Text: "hi", Kind: "message"}
 	signed := m
-	signed.Sig = testApprovalKey.SignMessage(signing.Message{Team: "T1", Channel: "C1", TS: m.TS, User: "U1", Text: "hi"})
+	signed.Sig = testApprovalKey.SignMessage(signing.Message{Team: "T1", Channel: "C1", ThreadTS: testKey.ThreadTS, TS: m.TS, User: "U1", Text: "hi"})
 	c.On("SignalWithStartWorkflow", ctx, testLaneID, workflows.SignalMessage, signed, opts, workflows.LaneWorkflowName, input).
 		Return(&mocks.WorkflowRun{}, nil).Once()
 	if err := h.Message(ctx, m); err != nil {
@@ -134,7 +134,7 @@ func TestTemporalHandoffSignsMessages(t *testing.T) {
 		t.Fatalf("%d message signals, want 1", len(rec.messages))
 	}
 	got := rec.messages[0]
-	sm := signing.Message{Team: got.Team, Channel: got.Channel, TS: got.TS, User: got.User, Text: got.Text}
+	sm := signing.Message{Team: got.Team, Channel: got.Channel, ThreadTS: got.Key().ThreadTS, TS: got.TS, User: got.User, Text: got.Text}
 	if err := testApprovalKey.VerifyMessage(sm, got.Sig); err != nil {
 		t.Fatalf("signalled message's Sig %q does not verify: %v", got.Sig, err)
 	}

@@ -238,7 +238,7 @@ func TestSignalsAreSigned(t *testing.T) {
 			t.Fatalf("message signals = %+v, want one", rec.messages)
 		}
 		m := rec.messages[0]
-		want := signing.Message{Team: testTeam, Channel: "C1", TS: "1700000000.000500", User: "U1", Text: "<@ULUCY> yes, do it"}
+		want := signing.Message{Team: testTeam, Channel: "C1", ThreadTS: "1700000000.000100", TS: "1700000000.000500", User: "U1", Text: "<@ULUCY> yes, do it"}
 		if err := testApprovalKey.VerifyMessage(want, m.Sig); err != nil {
 			t.Fatalf("message Sig %q does not verify for %+v: %v", m.Sig, want, err)
 		}

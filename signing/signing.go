@@ -110,7 +110,11 @@ func (k Key) GoString() string { return k.String() }
 
 // Message is what the gateway vouches for in a human message: who said what, where.
 type Message struct {
-	Team, Channel, TS, User, Text string
+	Team, Channel string
+	// ThreadTS is the root of the thread the message is in: a "yes" is bound to its thread, so that
+	// one written in another thread of the channel cannot be replayed into this one.
+	ThreadTS       string
+	TS, User, Text string
 }
 
 // Approval is what the gateway vouches for in a button click: who decided what on which proposal.
@@ -122,7 +126,7 @@ type Approval struct {
 }
 
 func (m Message) encode() []byte {
-	return encode(domainMessage, m.Team, m.Channel, m.TS, m.User, m.Text)
+	return encode(domainMessage, m.Team, m.Channel, m.ThreadTS, m.TS, m.User, m.Text)
 }
 
 func (a Approval) encode() []byte {

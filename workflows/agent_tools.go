@@ -291,7 +291,7 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, deta
 		}
 		r.notifyLane(ctx, fp)
 		r.log.Info("agent.approval.requested", "run", r.id, "tool", c.Name, "fingerprint", fp)
-		decision, by := r.awaitApproval(ctx, fp, expires)
+		decision, by := r.awaitApproval(ctx, fp, expires, res.TS)
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		r.notifyLane(dctx, "")
 		outcome := ""
@@ -325,7 +325,7 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, deta
 
 // awaitApproval waits for a valid answer to fp until it expires. Answers from people who may not
 // approve, or for other proposals, get a private note and change nothing.
-func (r *run) awaitApproval(ctx workflow.Context, fp string, expires time.Time) (decision, by string) {
+func (r *run) awaitApproval(ctx workflow.Context, fp string, expires time.Time, promptTS string) (decision, by string) {
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	defer cancelTimer()
 	timer := workflow.NewTimer(timerCtx, expires.Sub(workflow.Now(ctx)))
@@ -343,7 +343,7 @@ func (r *run) awaitApproval(ctx workflow.Context, fp string, expires time.Time) 
 			return "expired", ""
 		}
 		if r.hardened {
-			chk := r.checkApproval(ctx, ap)
+			chk := r.checkApproval(ctx, ap, promptTS)
 			switch {
 			case ctx.Err() != nil:
 				return "", ""
@@ -379,12 +379,12 @@ func (r *run) awaitApproval(ctx workflow.Context, fp string, expires time.Time) 
 // shared key) and whether its user may approve (the requester, or an admin in LUCY_ADMIN_USERS as
 // the worker knows it now, so a changed list applies to runs already waiting). If the check itself
 // fails, the approval is not accepted.
-func (r *run) checkApproval(ctx workflow.Context, ap Approval) activities.ApprovalCheck {
+func (r *run) checkApproval(ctx workflow.Context, ap Approval, promptTS string) activities.ApprovalCheck {
 	var chk activities.ApprovalCheck
 	err := workflow.ExecuteActivity(quick(ctx, r.nextID("approver")), a.CheckApproval, activities.CheckApprovalInput{
 		Lane: LaneID(r.in.Lane), Team: r.in.Lane.Team, Requester: r.in.Requester, Fingerprint: ap.Fingerprint,
 		Approved: ap.Approved, User: ap.User, Channel: ap.Channel, Source: ap.Source, Sig: ap.Sig,
-		MessageTS: ap.MessageTS, Text: ap.Text,
+		MessageTS: ap.MessageTS, Text: ap.Text, PromptTS: promptTS, ThreadTS: r.in.Lane.ThreadTS,
 	}).Get(ctx, &chk)
 	if err != nil {
 		r.log.Warn("agent.approval.check_failed", "run", r.id, "error", err)

@@ -59,7 +59,7 @@ func TestApprovalKeyFile(t *testing.T) {
 	if err := ensureApprovalKey(chat, false); err != nil {
 		t.Fatal(err)
 	}
-	m := signing.Message{Team: "TLOCAL", Channel: "CLOCAL", TS: "1.0", User: "ULOCAL", Text: "yes"}
+	m := signing.Message{Team: "TLOCAL", Channel: "CLOCAL", ThreadTS: "1.0", TS: "1.0", User: "ULOCAL", Text: "yes"}
 	if err := dev.ApprovalKey.VerifyMessage(m, chat.ApprovalKey.SignMessage(m)); err != nil {
 		t.Fatalf("the worker of lucy dev refuses what lucy chat signs: %v", err)
 	}
