@@ -35,64 +35,13 @@ func (e *errPrivateAddress) Error() string {
 }
 
 // blockedAddr reports whether a is an address a model-chosen URL must not reach: loopback, private
-// (RFC 1918, ULA), link-local, multicast, unspecified, and the special-purpose ranges of the IANA
-// registries that are not the public internet (blockedPrefixes). IPv4 embedded in IPv6 (mapped,
-// NAT64, 6to4) is judged by the IPv4 address it carries, since that is where the packets go.
+// (RFC 1918, fc00::/7), link-local (169.254/16 with the cloud metadata endpoint, fe80::/10), shared
+// (100.64/10), unspecified, multicast, and the IPv4-mapped forms of all of these.
 func blockedAddr(a netip.Addr) bool {
 	a = a.Unmap()
-	if !a.IsValid() {
-		return true
-	}
-	if v4, ok := embeddedIPv4(a); ok && blockedAddr(v4) {
-		return true
-	}
-	if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
-		return true
-	}
-	for _, p := range blockedPrefixes {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
-}
-
-// blockedPrefixes are special-purpose ranges the netip predicates do not cover.
-var blockedPrefixes = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),       // "this network"
-	netip.MustParsePrefix("100.64.0.0/10"),   // carrier-grade NAT (often the provider's own network)
-	netip.MustParsePrefix("192.0.0.0/24"),    // IETF protocol assignments
-	netip.MustParsePrefix("192.0.2.0/24"),    // documentation (TEST-NET-1)
-	netip.MustParsePrefix("198.18.0.0/15"),   // benchmarking: used inside data centres
-	netip.MustParsePrefix("198.51.100.0/24"), // documentation (TEST-NET-2)
-	netip.MustParsePrefix("203.0.113.0/24"),  // documentation (TEST-NET-3)
-	netip.MustParsePrefix("240.0.0.0/4"),     // reserved, and 255.255.255.255 broadcast
-	netip.MustParsePrefix("64:ff9b:1::/48"),  // local-use NAT64
-	netip.MustParsePrefix("100::/64"),        // discard-only
-	netip.MustParsePrefix("2001:db8::/32"),   // documentation
-	netip.MustParsePrefix("fec0::/10"),       // deprecated site-local
-}
-
-// NAT64 (64:ff9b::/96) and 6to4 (2002::/16) addresses carry an IPv4 address a gateway forwards to.
-var (
-	nat64  = netip.MustParsePrefix("64:ff9b::/96")
-	sixTo4 = netip.MustParsePrefix("2002::/16")
-)
-
-// embeddedIPv4 returns the IPv4 address inside a NAT64 or 6to4 address.
-func embeddedIPv4(a netip.Addr) (netip.Addr, bool) {
-	if !a.Is6() {
-		return netip.Addr{}, false
-	}
-	b := a.As16()
-	switch {
-	case nat64.Contains(a):
-		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
-	case sixTo4.Contains(a):
-		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
-	}
-	return netip.Addr{}, false
+	return !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
+		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() ||
+		netip.MustParsePrefix("100.64.0.0/10").Contains(a) || netip.MustParsePrefix("0.0.0.0/8").Contains(a)
 }
 
 // checkHost refuses hosts that are, or resolve to, blocked addresses. A lookup failure is not decided
