@@ -25,6 +25,10 @@ const (
 	DefaultAppID     = "ALUCY"
 )
 
+// MaxWait is the longest a local.wait call holds its request open; a server in front of Handler must
+// allow a response to take that long.
+const MaxWait = 60 * time.Second
+
 // MethodUpload is the name under which Calls and FailNext know the files v2 upload URL (it is not a Web
 // API method: slack-go posts the file's bytes to the URL files.getUploadURLExternal returned).
 const MethodUpload = "upload"
@@ -720,7 +724,7 @@ func intParam(p url.Values, k string, def int) int {
 // serveWait is local.wait: block until the revision passes since or the timeout ends.
 func (s *Server) serveWait(ctx context.Context, p url.Values) reply {
 	since, _ := strconv.ParseUint(p.Get("since"), 10, 64)
-	timeout := time.Duration(min(max(intParam(p, "timeout_ms", 30000), 0), 60000)) * time.Millisecond
+	timeout := time.Duration(min(max(intParam(p, "timeout_ms", 30000), 0), int(MaxWait/time.Millisecond))) * time.Millisecond
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {
