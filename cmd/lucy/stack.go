@@ -172,7 +172,7 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	} else {
 		mux.Handle("/", gw.OpsHandler())
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(mux, slackTimeouts)
 	go func() { _ = hs.Serve(ln) }()
 	defer shutdown(hs)
 
@@ -298,7 +298,7 @@ func runGateway(ctx context.Context, getenv func(string) string, stderr io.Write
 	if cfg.Gateway == config.GatewayHTTP {
 		h = gw.HTTPHandler(cfg.SlackSigningSecret)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(h, slackTimeouts)
 	go func() { _ = hs.Serve(ln) }()
 	defer shutdown(hs)
 	log.Info().Str("mode", string(cfg.Gateway)).Str("addr", ln.Addr().String()).Msg("gateway starting")
