@@ -36,7 +36,8 @@ const MethodUpload = "upload"
 // Options configure a Server. The zero value is a workspace with one person (ULOCAL), one public channel
 // (CLOCAL, #general) and a DM between that person and the bot (DLOCAL).
 type Options struct {
-	// Token is the bot token the server accepts (default "xoxb-local").
+	// Token is the bot token the server accepts. The default, "xoxb-local", suits tests; a workspace
+	// that holds people's conversations (that of `lucy dev`) is given a random one.
 	Token string
 	// UserTokens maps further accepted tokens to the human user they act as, as a user token (xoxp) would.
 	UserTokens map[string]string
