@@ -22,7 +22,8 @@ var (
 	// slackTimeouts are for LUCY_HTTP_ADDR. Slack's events and interactivity payloads are a few KiB
 	// and must be answered within 3 s (the gateway gives a hand-off 2.5 s and /readyz 2 s), and
 	// /healthz and /metrics are small, so a sender that needs longer is broken or hostile. Slack
-	// reuses connections, hence an idle timeout well above the rate of events in a busy workspace.
+	// reuses connections: 90 s idle keeps one across a workspace's usual gaps between events without
+	// holding abandoned ones for long.
 	slackTimeouts = serverTimeouts{readHeader: 5 * time.Second, read: 10 * time.Second, write: 15 * time.Second, idle: 90 * time.Second}
 	// localTimeouts are for the local workspace, on loopback: local.wait holds a request open for up
 	// to localslack.MaxWait, and tools upload generated files through it.

@@ -219,6 +219,12 @@ func TestStartupErrors(t *testing.T) {
 	}
 	defer busy.Close()
 	dead := freePort(t)
+	// A data directory whose `lucy dev` died without removing its local workspace file.
+	staleDir := t.TempDir()
+	stale := fmt.Sprintf(`{"url":"http://127.0.0.1:%d/api/","token":"xoxb-local-gone"}`, dead)
+	if err := os.WriteFile(filepath.Join(staleDir, localWorkspaceFile), []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -231,6 +237,7 @@ func TestStartupErrors(t *testing.T) {
 		{"unreachable temporal", []string{"worker"}, map[string]string{"OPENAI_API_KEY": "k", "SLACK_BOT_TOKEN": "xoxb-1", "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead), "LUCY_TEMPORAL_CONNECT_TIMEOUT": "2s"}, "cannot reach Temporal"},
 		{"unknown command", []string{"fly"}, map[string]string{}, "unknown command"},
 		{"chat without dev", []string{"chat"}, map[string]string{"LUCY_DATA_DIR": t.TempDir(), "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead)}, "start `lucy dev` first, with the same LUCY_DATA_DIR"},
+		{"chat after dev crashed", []string{"chat"}, map[string]string{"LUCY_DATA_DIR": staleDir, "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead)}, "is `lucy dev` still running"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
