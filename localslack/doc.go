@@ -18,7 +18,7 @@
 //	reactions.add, reactions.remove
 //	conversations.replies, conversations.history, conversations.info, conversations.list
 //	files.getUploadURLExternal, files.completeUploadExternal (files v2; the upload URL is served by the
-//	same server, at <mount>/api/_upload/<file id>, so slack-go sends it the token)
+//	same server, at <mount>/api/_upload/<file id>, so slack-go sends it the token, which it requires)
 //
 // Messages get monotonically increasing timestamps ("1700000000.000100", "1700000000.000200", …, or the
 // clock when Options.Now is set). Messages posted with the bot token carry bot_id and user = the bot user.
@@ -30,10 +30,10 @@
 //   - chat.postMessage and reactions.add/remove accept a `user` parameter: the call acts as that human
 //     (no bot_id). A request authenticated with one of Options.UserTokens acts as that token's user, as a
 //     user token (xoxp) would on real Slack.
-//   - local.wait (since=<revision>, timeout_ms=<ms>) blocks until the workspace changes after revision
-//     since, then answers {"ok":true,"revision":N,"changed":true|false}. A terminal in another process
-//     long-polls it and reads the messages with conversations.replies; in-process code uses
-//     Server.Changed or Server.WaitForMessage instead. Neither busy-loops.
+//   - local.wait (since=<revision>, timeout_ms=<ms>, at most MaxWait) blocks until the workspace
+//     changes after revision since, then answers {"ok":true,"revision":N,"changed":true|false}. A
+//     terminal in another process long-polls it and reads the messages with conversations.replies;
+//     in-process code uses Server.Changed or Server.WaitForMessage instead. Neither busy-loops.
 //
 // # Inspection and fault injection
 //

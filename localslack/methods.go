@@ -271,6 +271,12 @@ func (s *Server) filesGetUploadURLExternal(c *call) (reply, *apiError) {
 // serveUpload receives a file's bytes at the URL files.getUploadURLExternal handed out. Like Slack's, the
 // URL itself is the credential.
 func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request, id string) {
+	// The upload URL carries only a file ID, and file IDs are a counter: without the token anyone who
+	// can reach the server could replace what the bot is about to share. slack-go sends the token.
+	if _, aerr := s.authenticate(r, r.URL.Query()); aerr != nil {
+		http.Error(w, aerr.code, http.StatusUnauthorized)
+		return
+	}
 	s.mu.Lock()
 	s.calls[MethodUpload]++
 	failure, fail := s.takeFailureLocked(MethodUpload)

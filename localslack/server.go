@@ -25,6 +25,10 @@ const (
 	DefaultAppID     = "ALUCY"
 )
 
+// MaxWait is the longest a local.wait call holds its request open; a server in front of Handler must
+// allow a response to take that long.
+const MaxWait = 60 * time.Second
+
 // MethodUpload is the name under which Calls and FailNext know the files v2 upload URL (it is not a Web
 // API method: slack-go posts the file's bytes to the URL files.getUploadURLExternal returned).
 const MethodUpload = "upload"
@@ -32,7 +36,8 @@ const MethodUpload = "upload"
 // Options configure a Server. The zero value is a workspace with one person (ULOCAL), one public channel
 // (CLOCAL, #general) and a DM between that person and the bot (DLOCAL).
 type Options struct {
-	// Token is the bot token the server accepts (default "xoxb-local").
+	// Token is the bot token the server accepts. The default, "xoxb-local", suits tests; a workspace
+	// that holds people's conversations (that of `lucy dev`) is given a random one.
 	Token string
 	// UserTokens maps further accepted tokens to the human user they act as, as a user token (xoxp) would.
 	UserTokens map[string]string
@@ -720,7 +725,7 @@ func intParam(p url.Values, k string, def int) int {
 // serveWait is local.wait: block until the revision passes since or the timeout ends.
 func (s *Server) serveWait(ctx context.Context, p url.Values) reply {
 	since, _ := strconv.ParseUint(p.Get("since"), 10, 64)
-	timeout := time.Duration(min(max(intParam(p, "timeout_ms", 30000), 0), 60000)) * time.Millisecond
+	timeout := time.Duration(min(max(intParam(p, "timeout_ms", 30000), 0), int(MaxWait/time.Millisecond))) * time.Millisecond
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {

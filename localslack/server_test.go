@@ -637,3 +637,81 @@ func TestLocalConcurrentPosts(t *testing.T) {
 		}
 	}
 }
+
+// The local workspace of `lucy dev` holds people's conversations and files: every way in, the API
+// methods, local.wait, url_private downloads and upload URLs, refuses any token but its own, the old
+// fixed local token included.
+func TestLocalRefusesWrongToken(t *testing.T) {
+	ctx := context.Background()
+	opts := workspace()
+	opts.Token = "xoxb-local-" + strings.Repeat("k", 26)
+	s, base := localslack.NewTestServer(t, opts)
+	good := slack.New(opts.Token, slack.OptionAPIURL(base))
+	_, root, err := good.PostMessageContext(ctx, "C1", slack.MsgOptionText("private words", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := good.UploadFileContext(ctx, slack.UploadFileParameters{Filename: "a.txt", Content: "secret", FileSize: 6, Channel: "C1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, _ := s.File(shared.ID)
+	pending, err := good.GetUploadURLExternalContext(ctx, slack.GetUploadURLExternalParameters{FileName: "b.txt", FileSize: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := len(s.Messages("C1", ""))
+
+	for _, tc := range []struct{ token, want string }{
+		{localslack.DefaultToken, "invalid_auth"}, {"xoxb-wrong", "invalid_auth"}, {"", "not_authed"},
+	} {
+		t.Run(fmt.Sprintf("token %q", tc.token), func(t *testing.T) {
+			bad := slack.New(tc.token, slack.OptionAPIURL(base))
+			if _, err := bad.AuthTestContext(ctx); slackCode(err) != tc.want {
+				t.Errorf("auth.test: err = %v, want %s", err, tc.want)
+			}
+			if _, _, err := bad.PostMessageContext(ctx, "C1", slack.MsgOptionText("intruder", false)); slackCode(err) != tc.want {
+				t.Errorf("chat.postMessage: err = %v, want %s", err, tc.want)
+			}
+			if _, _, _, err := bad.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: root}); slackCode(err) != tc.want {
+				t.Errorf("conversations.replies: err = %v, want %s", err, tc.want)
+			}
+
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"local.wait", strings.NewReader(`{"since":0,"timeout_ms":10}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wait struct {
+				OK       bool   `json:"ok"`
+				Error    string `json:"error"`
+				Revision uint64 `json:"revision"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&wait)
+			resp.Body.Close()
+			if wait.OK || wait.Error != tc.want || wait.Revision != 0 {
+				t.Errorf("local.wait = %+v, want error %s", wait, tc.want)
+			}
+
+			var buf bytes.Buffer
+			if err := bad.GetFileContext(ctx, f.URL, &buf); err == nil || buf.Len() != 0 {
+				t.Errorf("url_private download: %q, %v; want refused", buf.String(), err)
+			}
+			err = bad.UploadToURL(ctx, slack.UploadToURLParameters{UploadURL: pending.UploadURL, Filename: "b.txt", Content: "evil!"})
+			if err == nil {
+				t.Error("upload with a wrong token succeeded")
+			}
+			if p, _ := s.File(pending.FileID); p.Uploaded || len(p.Content) != 0 {
+				t.Errorf("the pending upload was written: %+v", p)
+			}
+		})
+	}
+	if got := len(s.Messages("C1", "")); got != before {
+		t.Errorf("%d messages after the refused calls, want %d", got, before)
+	}
+	if err := good.UploadToURL(ctx, slack.UploadToURLParameters{UploadURL: pending.UploadURL, Filename: "b.txt", Content: "hello"}); err != nil {
+		t.Errorf("upload with the right token: %v", err)
+	}
+}

@@ -73,9 +73,9 @@ type Deps struct {
 	// DataDir is the root of local files: workspace files live under DataDir/workspaces/<team>/.
 	DataDir string
 	Log     zerolog.Logger
-	// AllowPrivateNetworks lets lucy_web_fetch reach loopback, private and link-local addresses. Tests
-	// set it to fetch from httptest; production leaves it false so that the model cannot probe the
-	// internal network or a cloud metadata endpoint.
+	// AllowPrivateNetworks lets lucy_web_fetch reach loopback, private, link-local and reserved
+	// addresses. Tests set it to fetch from httptest; production leaves it false so that the model
+	// cannot probe the internal network or a cloud metadata endpoint.
 	AllowPrivateNetworks bool
 }
 

@@ -31,17 +31,85 @@ const (
 type errPrivateAddress struct{ host string }
 
 func (e *errPrivateAddress) Error() string {
-	return fmt.Sprintf("%s is a private, loopback or link-local address", e.host)
+	return fmt.Sprintf("%s is a private, loopback, link-local or reserved address", e.host)
 }
 
-// blockedAddr reports whether a is an address a model-chosen URL must not reach: loopback, private
-// (RFC 1918, fc00::/7), link-local (169.254/16 with the cloud metadata endpoint, fe80::/10), shared
-// (100.64/10), unspecified, multicast, and the IPv4-mapped forms of all of these.
+// specialRange is a row of blockedRanges.
+type specialRange struct {
+	prefix netip.Prefix
+	// embedsIPv4: the range carries an IPv4 address in its last 32 bits and reaches exactly that
+	// address, so the address is judged by the IPv4 one instead of being refused outright.
+	embedsIPv4 bool
+}
+
+// blockedRanges are the special-purpose ranges of the IANA IPv4 and IPv6 Special-Purpose Address
+// Registries that a model-chosen URL must not reach: they are not on the public internet, reach the
+// host Lucy runs on or its network, or carry an IPv4 address that could be a private one. IPv6
+// outside 2000::/3 is refused as well (see blockedAddr); the IPv6 rows outside it name what that
+// rule covers, and keep the table whole should the rule ever go.
+var blockedRanges = []specialRange{
+	// IPv4.
+	{prefix: netip.MustParsePrefix("0.0.0.0/8")},       // "this network"; 0.0.0.0 reaches the local host
+	{prefix: netip.MustParsePrefix("10.0.0.0/8")},      // private (RFC 1918)
+	{prefix: netip.MustParsePrefix("100.64.0.0/10")},   // shared address space, carrier-grade NAT (RFC 6598)
+	{prefix: netip.MustParsePrefix("127.0.0.0/8")},     // loopback
+	{prefix: netip.MustParsePrefix("169.254.0.0/16")},  // link-local, with the cloud metadata endpoint
+	{prefix: netip.MustParsePrefix("172.16.0.0/12")},   // private (RFC 1918)
+	{prefix: netip.MustParsePrefix("192.0.0.0/24")},    // IETF protocol assignments (RFC 6890)
+	{prefix: netip.MustParsePrefix("192.0.2.0/24")},    // documentation, TEST-NET-1
+	{prefix: netip.MustParsePrefix("192.88.99.0/24")},  // 6to4 relay anycast, deprecated (RFC 7526)
+	{prefix: netip.MustParsePrefix("192.168.0.0/16")},  // private (RFC 1918)
+	{prefix: netip.MustParsePrefix("198.18.0.0/15")},   // benchmarking (RFC 2544)
+	{prefix: netip.MustParsePrefix("198.51.100.0/24")}, // documentation, TEST-NET-2
+	{prefix: netip.MustParsePrefix("203.0.113.0/24")},  // documentation, TEST-NET-3
+	{prefix: netip.MustParsePrefix("224.0.0.0/4")},     // multicast
+	{prefix: netip.MustParsePrefix("240.0.0.0/4")},     // reserved, with the broadcast 255.255.255.255
+
+	// IPv6 that reaches an IPv4 address: judged by it.
+	{prefix: netip.MustParsePrefix("::ffff:0:0/96"), embedsIPv4: true}, // IPv4-mapped
+	// NAT64 well-known prefix (RFC 6052): on an IPv6-only network with DNS64 every IPv4-only site
+	// resolves into it, so refusing it outright would refuse the public web there.
+	{prefix: netip.MustParsePrefix("64:ff9b::/96"), embedsIPv4: true},
+
+	// IPv6.
+	{prefix: netip.MustParsePrefix("::/128")},          // unspecified; reaches the local host
+	{prefix: netip.MustParsePrefix("::1/128")},         // loopback
+	{prefix: netip.MustParsePrefix("::/96")},           // IPv4-compatible, deprecated (RFC 4291)
+	{prefix: netip.MustParsePrefix("::ffff:0:0:0/96")}, // IPv4-translated (RFC 2765), not routed
+	{prefix: netip.MustParsePrefix("64:ff9b:1::/48")},  // local-use IPv4/IPv6 translation (RFC 8215)
+	{prefix: netip.MustParsePrefix("100::/64")},        // discard-only (RFC 6666)
+	{prefix: netip.MustParsePrefix("2001::/23")},       // IETF protocol assignments, Teredo (2001::/32) embeds IPv4
+	{prefix: netip.MustParsePrefix("2001:db8::/32")},   // documentation
+	{prefix: netip.MustParsePrefix("2002::/16")},       // 6to4: embeds an IPv4 address, relays deprecated
+	{prefix: netip.MustParsePrefix("3fff::/20")},       // documentation (RFC 9637)
+	{prefix: netip.MustParsePrefix("5f00::/16")},       // segment routing SIDs (RFC 9602)
+	{prefix: netip.MustParsePrefix("fc00::/7")},        // unique local, the IPv6 private range
+	{prefix: netip.MustParsePrefix("fe80::/10")},       // link-local
+	{prefix: netip.MustParsePrefix("fec0::/10")},       // site-local, deprecated but still routed by some hosts
+	{prefix: netip.MustParsePrefix("ff00::/8")},        // multicast
+}
+
+// globalUnicast6 is the only IPv6 range IANA allocates for the public internet (RFC 4291); every
+// other unicast range is reserved or local.
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
+
+// blockedAddr reports whether a is an address a model-chosen URL must not reach: one of
+// blockedRanges, IPv6 outside 2000::/3, or an address with a zone (it names a local interface).
 func blockedAddr(a netip.Addr) bool {
-	a = a.Unmap()
-	return !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() ||
-		netip.MustParsePrefix("100.64.0.0/10").Contains(a) || netip.MustParsePrefix("0.0.0.0/8").Contains(a)
+	if !a.IsValid() || a.Zone() != "" {
+		return true
+	}
+	for _, r := range blockedRanges {
+		if !r.prefix.Contains(a) {
+			continue
+		}
+		if r.embedsIPv4 {
+			b := a.As16()
+			return blockedAddr(netip.AddrFrom4([4]byte(b[12:])))
+		}
+		return true
+	}
+	return a.Is6() && !globalUnicast6.Contains(a)
 }
 
 // checkHost refuses hosts that are, or resolve to, blocked addresses. A lookup failure is not decided
@@ -263,7 +331,7 @@ func (r *Registry) fetchFailed(ctx context.Context, shown string, err error) (Ou
 }
 
 func refusePrivate(shown string) *ArgError {
-	return argErrorf(WebFetch, "%s points to a private, loopback or link-local network address, which Lucy may not "+
+	return argErrorf(WebFetch, "%s points to a private, loopback, link-local or reserved network address, which Lucy may not "+
 		"fetch; use a public URL", shown)
 }
 

@@ -26,18 +26,16 @@ import (
 // LocalTeam is the team ID of the terminal conversation's local workspace (`lucy dev`, `lucy chat`).
 const LocalTeam = "TLOCAL"
 
-// LocalToken is the bot token of the local workspace. It guards nothing (the local workspace only
-// listens on loopback) and is no secret.
-const LocalToken = "xoxb-local"
-
 // Deps are the outside connections of a worker.
 type Deps struct {
 	Config *config.Config
 	Client client.Client
 	Log    zerolog.Logger
-	// LocalSlackURL is the API base URL of the local workspace ("http://127.0.0.1:3000/local/slack/api/"),
+	// LocalSlackURL is the API base URL of the local workspace ("http://127.0.0.1:41234/api/"),
 	// empty when this process serves none.
 	LocalSlackURL string
+	// LocalSlackToken is the local workspace's bot token, random at each start of `lucy dev`.
+	LocalSlackToken string
 	// Model overrides the Chat Completions client (tests); nil builds one from Config.
 	Model activities.ChatModel
 	// HTTP is used by tools (web fetch); nil means a default client.
@@ -60,7 +58,7 @@ func DataConverter() converter.DataConverter {
 // NewActivities builds the activities with real clients.
 func NewActivities(d Deps) *activities.Activities {
 	cfg := d.Config
-	slackFor := SlackClients(cfg, d.LocalSlackURL)
+	slackFor := SlackClients(cfg, d.LocalSlackURL, d.LocalSlackToken)
 	model := d.Model
 	if model == nil {
 		model = NewChatModel(cfg)
@@ -106,9 +104,9 @@ func NewChatModel(cfg *config.Config) activities.ChatModel {
 	return &c.Chat.Completions
 }
 
-// SlackClients returns a Slack client per team: the local workspace for LocalTeam, the bot token
-// against SLACK_API_URL for every other team.
-func SlackClients(cfg *config.Config, localURL string) func(team string) *slack.Client {
+// SlackClients returns a Slack client per team: the local workspace (localURL with localToken) for
+// LocalTeam, the bot token against SLACK_API_URL for every other team.
+func SlackClients(cfg *config.Config, localURL, localToken string) func(team string) *slack.Client {
 	var remote, local *slack.Client
 	if cfg.SlackBotToken != "" {
 		remote = slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
@@ -117,7 +115,7 @@ func SlackClients(cfg *config.Config, localURL string) func(team string) *slack.
 		if !strings.HasSuffix(localURL, "/") {
 			localURL += "/"
 		}
-		local = slack.New(LocalToken, slack.OptionAPIURL(localURL))
+		local = slack.New(localToken, slack.OptionAPIURL(localURL))
 	}
 	return func(team string) *slack.Client {
 		if team == LocalTeam && local != nil {

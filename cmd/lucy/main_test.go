@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
@@ -72,11 +75,14 @@ func TestDevStartsServesAndStops(t *testing.T) {
 	})
 	tport, uiport, hport := freePort(t), freePort(t), freePort(t)
 	dataDir := t.TempDir()
-	env := envOf(map[string]string{
+	vars := map[string]string{
 		"LUCY_DATA_DIR": dataDir, "LUCY_TEMPORAL_PORT": fmt.Sprint(tport), "LUCY_UI_PORT": fmt.Sprint(uiport),
 		"LUCY_HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", hport), "OPENAI_BASE_URL": llm.BaseURL(), "LUCY_MODEL_DEFAULT": "fake",
 		"LUCY_LOG_LEVEL": "warn",
-	})
+	}
+	env := envOf(vars)
+	// `lucy chat` from a second terminal: the same data directory, and where Temporal is.
+	chatVars := map[string]string{"LUCY_DATA_DIR": dataDir, "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", tport), "LUCY_LOG_LEVEL": "warn"}
 	first := startDev(t, env)
 	waitForBanner(t, first)
 	// Without Slack the terminal gateway and the worker share a random approval key in the data dir.
@@ -104,16 +110,55 @@ func TestDevStartsServesAndStops(t *testing.T) {
 	}
 	c.Close()
 	first.say(t, "hello there, please say hello back to me", 1)
+
+	// The local workspace is not served on LUCY_HTTP_ADDR, which may face the network, but on a
+	// loopback port of its own that the file in the data directory names.
+	resp, err = http.Get(fmt.Sprintf("http://127.0.0.1:%d/local/slack/api/auth.test?token=xoxb-local", hport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("LUCY_HTTP_ADDR still serves the local workspace: %d %.100s", resp.StatusCode, body)
+	}
+	local, err := readLocalWorkspace(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u, err := url.Parse(local.URL); err != nil || u.Hostname() != "127.0.0.1" || u.Port() == fmt.Sprint(hport) {
+		t.Errorf("local workspace at %s, want its own port on 127.0.0.1", local.URL)
+	}
+	if _, err := slack.New("xoxb-local", slack.OptionAPIURL(local.URL)).AuthTest(); err == nil {
+		t.Error("the local workspace accepts the old fixed token")
+	}
+
+	// `lucy chat` finds the workspace through that file and talks to the same stack.
+	chat := startLucy(t, "chat", envOf(chatVars))
+	chat.say(t, "hello from a second terminal", 2)
+	chat.stop(t)
+
 	first.stop(t)
 	if _, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", uiport), time.Second); err == nil {
 		t.Error("the UI is still listening after stop")
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, localWorkspaceFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s is left behind after stop (err %v)", localWorkspaceFile, err)
+	}
+	var chatErr syncBuffer
+	if code := run(context.Background(), []string{"chat"}, envOf(chatVars), strings.NewReader(""), io.Discard, &chatErr); code == 0 ||
+		!strings.Contains(chatErr.String(), "start `lucy dev` first") {
+		t.Errorf("lucy chat without lucy dev: exit %d, %q", code, chatErr.String())
 	}
 
 	// A restart on the same data directory keeps the old conversations and starts new ones: the
 	// local workspace must not reuse a thread ts (it names the lane workflow).
 	second := startDev(t, env)
 	waitForBanner(t, second)
-	second.say(t, "and hello again after a restart", 2)
+	if again, err := readLocalWorkspace(dataDir); err != nil || again.Token == local.Token {
+		t.Errorf("after a restart the local workspace token is %q (%v), the same as before", again.Token, err)
+	}
+	second.say(t, "and hello again after a restart", 3)
 	second.stop(t)
 }
 
@@ -124,12 +169,15 @@ type devProcess struct {
 	done           chan int
 }
 
-func startDev(t *testing.T, env func(string) string) *devProcess {
+func startDev(t *testing.T, env func(string) string) *devProcess { return startLucy(t, "dev", env) }
+
+// startLucy runs `lucy <command>` with a terminal on pipes until stop.
+func startLucy(t *testing.T, command string, env func(string) string) *devProcess {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	stdinR, stdinW := io.Pipe()
 	p := &devProcess{cancel: cancel, stdin: stdinW, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan int, 1)}
-	go func() { p.done <- run(ctx, []string{"dev"}, env, stdinR, p.stdout, p.stderr) }()
+	go func() { p.done <- run(ctx, []string{command}, env, stdinR, p.stdout, p.stderr) }()
 	return p
 }
 
@@ -175,6 +223,12 @@ func TestStartupErrors(t *testing.T) {
 	}
 	defer busy.Close()
 	dead := freePort(t)
+	// A data directory whose `lucy dev` died without removing its local workspace file.
+	staleDir := t.TempDir()
+	stale := fmt.Sprintf(`{"url":"http://127.0.0.1:%d/api/","token":"xoxb-local-gone"}`, dead)
+	if err := os.WriteFile(filepath.Join(staleDir, localWorkspaceFile), []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		args []string
@@ -186,6 +240,8 @@ func TestStartupErrors(t *testing.T) {
 		{"http port in use", []string{"dev"}, map[string]string{"OPENAI_API_KEY": "k", "LUCY_HTTP_ADDR": busy.Addr().String()}, "already in use"},
 		{"unreachable temporal", []string{"worker"}, map[string]string{"OPENAI_API_KEY": "k", "SLACK_BOT_TOKEN": "xoxb-1", "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead), "LUCY_TEMPORAL_CONNECT_TIMEOUT": "2s"}, "cannot reach Temporal"},
 		{"unknown command", []string{"fly"}, map[string]string{}, "unknown command"},
+		{"chat without dev", []string{"chat"}, map[string]string{"LUCY_DATA_DIR": t.TempDir(), "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead)}, "start `lucy dev` first, with the same LUCY_DATA_DIR"},
+		{"chat after dev crashed", []string{"chat"}, map[string]string{"LUCY_DATA_DIR": staleDir, "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead)}, "is `lucy dev` still running"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

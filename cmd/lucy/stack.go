@@ -21,7 +21,6 @@ import (
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/devserver"
 	"github.com/lucy-agent/lucy/gateway"
-	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/worker"
 )
@@ -100,25 +99,6 @@ func listen(addr, name string) (net.Listener, error) {
 	return ln, nil
 }
 
-// localURL is the loopback URL of the local workspace's Slack API served on LUCY_HTTP_ADDR.
-func localURL(httpAddr string) string {
-	host, port, _ := net.SplitHostPort(httpAddr)
-	if host == "" || host == "0.0.0.0" || host == "::" {
-		host = "127.0.0.1"
-	}
-	return "http://" + net.JoinHostPort(host, port) + localPrefix + "api/"
-}
-
-// localPrefix is where `lucy dev` mounts the local workspace.
-const localPrefix = "/local/slack/"
-
-// newLocalWorkspace is the in-memory workspace behind the terminal. Its timestamps follow the clock:
-// they name lane workflows, which outlive this process in the SQLite database, so a restart must
-// never hand out a ts an earlier conversation already used.
-func newLocalWorkspace() *localslack.Server {
-	return localslack.New(localslack.Options{Token: worker.LocalToken, Team: worker.LocalTeam, TeamName: "Local", Now: time.Now})
-}
-
 // runDev starts the whole stack in one process.
 func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg, err := config.Load(config.ModeDev, getenv)
@@ -158,9 +138,15 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	}
 	defer c.Close()
 
-	local := newLocalWorkspace()
-	lurl := localURL(ln.Addr().String())
-	acts := worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, LocalSlackURL: lurl, DataConverter: worker.DataConverter()})
+	local, err := startLocalWorkspace(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer local.Close()
+	acts := worker.NewActivities(worker.Deps{
+		Config: cfg, Client: c, Log: log, LocalSlackURL: local.info.URL, LocalSlackToken: local.info.Token,
+		DataConverter: worker.DataConverter(),
+	})
 	w := worker.New(c, acts)
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
@@ -171,14 +157,11 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	if err != nil {
 		return err
 	}
-	mux := http.NewServeMux()
-	mux.Handle(localPrefix, http.StripPrefix(strings.TrimSuffix(localPrefix, "/"), local.Handler()))
+	h := gw.OpsHandler()
 	if cfg.Gateway == config.GatewayHTTP {
-		mux.Handle("/", gw.HTTPHandler(cfg.SlackSigningSecret))
-	} else {
-		mux.Handle("/", gw.OpsHandler())
+		h = gw.HTTPHandler(cfg.SlackSigningSecret)
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(h, slackTimeouts)
 	go func() { _ = hs.Serve(ln) }()
 	defer shutdown(hs)
 
@@ -202,7 +185,7 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		fmt.Fprintln(stdout, "Gateway: terminal (no Slack credentials set; `lucy chat` joins from another terminal).")
 		t := &gateway.Terminal{
 			In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log,
-			Slack: slack.New(worker.LocalToken, slack.OptionAPIURL(lurl)), Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
+			Slack: slack.New(local.info.Token, slack.OptionAPIURL(local.info.URL)), Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
 		}
 		return t.Run(ctx)
 	}
@@ -304,7 +287,7 @@ func runGateway(ctx context.Context, getenv func(string) string, stderr io.Write
 	if cfg.Gateway == config.GatewayHTTP {
 		h = gw.HTTPHandler(cfg.SlackSigningSecret)
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	hs := newHTTPServer(h, slackTimeouts)
 	go func() { _ = hs.Serve(ln) }()
 	defer shutdown(hs)
 	log.Info().Str("mode", string(cfg.Gateway)).Str("addr", ln.Addr().String()).Msg("gateway starting")
@@ -326,18 +309,24 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 		return err
 	}
 	log := logging.New(stderr, maxLevel(mustLevel(cfg.LogLevel), zerolog.WarnLevel).String(), cfg.LogFormat)
+	// The local workspace first: without a running `lucy dev` there is nothing to join, and this
+	// says so at once instead of after the wait for Temporal.
+	local, err := readLocalWorkspace(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	api := slack.New(local.Token, slack.OptionAPIURL(local.URL))
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := api.AuthTestContext(actx); err != nil {
+		return fmt.Errorf("the local workspace at %s does not answer (%s): is `lucy dev` still running, with the same LUCY_DATA_DIR?",
+			local.URL, firstLine(err))
+	}
 	c, err := dial(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	lurl := localURL(cfg.HTTPAddr)
-	api := slack.New(worker.LocalToken, slack.OptionAPIURL(lurl))
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, err := api.AuthTestContext(actx); err != nil {
-		return fmt.Errorf("no local workspace at %s: start `lucy dev` first (with the same LUCY_HTTP_ADDR)", lurl)
-	}
 	t := &gateway.Terminal{
 		In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log,
 		Slack: api, Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
