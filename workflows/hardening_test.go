@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -311,5 +312,32 @@ func TestModelFailureKindsAndBoundedRetry(t *testing.T) {
 				t.Errorf("the model was told about a failure that was not its provider's")
 			}
 		})
+	}
+}
+
+// Queued messages are carried into continue-as-new: their text is bounded well under the 2 MiB
+// payload limit, the rest get the "busy" reply.
+func TestQueuedTextIsBounded(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 { // the first run is busy while all the others arrive
+			time.Sleep(500 * time.Millisecond)
+		}
+		return text("done"), nil
+	}
+	long := strings.Repeat("x", 39_000)
+	var steps []step
+	for i := 0; i < 12; i++ {
+		steps = append(steps, signalAt(time.Millisecond, SignalMessage, msg(fmt.Sprintf("101.%d", i), "U2", long)))
+	}
+	h.runLane(msg("100.1", "U1", "summarize the incident"), steps...)
+	busy := 0
+	for _, p := range h.posts {
+		if strings.HasPrefix(p.Key, "busy-") {
+			busy++
+		}
+	}
+	if want := 12 - MaxQueuedChars/39_000; busy != want {
+		t.Errorf("%d busy replies, want %d", busy, want)
 	}
 }

@@ -22,6 +22,10 @@ const (
 	ContextRefresh = time.Hour
 	// MaxQueue bounds queued messages per lane (seed: MAX_QUEUE_DEPTH 50).
 	MaxQueue = 50
+	// MaxQueuedChars bounds the text of queued messages: the queue is carried in the input of
+	// continue-as-new, and 50 messages at Slack's 40,000-character limit would exceed Temporal's
+	// 2 MiB payload limit.
+	MaxQueuedChars = 400_000
 )
 
 // Lane is the workflow of one Slack thread (lane:{team}:{channel}:{thread_ts}): it dedupes events
@@ -83,7 +87,7 @@ func (l *lane) setup(ctx workflow.Context) error {
 	l.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
 	l.eventCh = workflow.GetSignalChannel(ctx, SignalRunEvent)
 	return workflow.SetQueryHandler(ctx, QueryStatus, func() (LaneStatus, error) {
-		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: append([]Message(nil), l.st.Queue...), Busy: l.starting}
+		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: queuedForStatus(l.st.Queue), Busy: l.starting}
 		if l.cur != nil {
 			s.Busy, s.CurrentRun, s.AwaitingApproval = true, l.cur.id, l.cur.awaiting
 		}
@@ -122,6 +126,17 @@ func (l *lane) run(ctx workflow.Context) error {
 			return nil
 		}
 	}
+}
+
+// queuedForStatus is the queue as the status query shows it: texts cut short, so that a long queue
+// of long messages cannot exceed the query result's size limit.
+func queuedForStatus(q []Message) []Message {
+	out := make([]Message, len(q))
+	for i, m := range q {
+		m.Text, m.Sig, m.StatusText = cut(m.Text, 300), "", ""
+		out[i] = m
+	}
+	return out
 }
 
 // addSignals adds every signal the lane handles to sel.
@@ -229,7 +244,7 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 			l.forward(ctx, SignalMessage, m)
 			return
 		}
-		if len(l.st.Queue) >= MaxQueue {
+		if len(l.st.Queue) >= MaxQueue || (l.hardened && queuedChars(l.st.Queue)+len(m.Text) > MaxQueuedChars) {
 			l.post(ctx, m, "busy-"+m.TS, "I'm still working through earlier requests in this thread; please send this again in a bit.")
 			return
 		}
@@ -289,6 +304,14 @@ func (l *lane) classify(ctx workflow.Context, m Message) messageIntent {
 		l.log.Error("lane.classify_failed", "lane", l.id, "error", err)
 	}
 	return in
+}
+
+func queuedChars(q []Message) int {
+	n := 0
+	for _, m := range q {
+		n += len(m.Text)
+	}
+	return n
 }
 
 func fastSeed(ts string) uint64 {
