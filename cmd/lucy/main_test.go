@@ -246,7 +246,9 @@ func TestStartupErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// Keep what `lucy dev` writes at start (log file, approval key) out of the source tree.
-			tt.env["LUCY_DATA_DIR"] = t.TempDir()
+			if tt.env["LUCY_DATA_DIR"] == "" {
+				tt.env["LUCY_DATA_DIR"] = t.TempDir()
+			}
 			var stdout, stderr syncBuffer
 			start := time.Now()
 			code := run(context.Background(), tt.args, envOf(tt.env), strings.NewReader(""), &stdout, &stderr)

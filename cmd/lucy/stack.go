@@ -304,10 +304,6 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 	if err != nil {
 		return err
 	}
-	// The key `lucy dev` made: the worker accepts a "yes" typed here only when it is signed with it.
-	if err := ensureApprovalKey(cfg, false); err != nil {
-		return err
-	}
 	log := logging.New(stderr, maxLevel(mustLevel(cfg.LogLevel), zerolog.WarnLevel).String(), cfg.LogFormat)
 	// The local workspace first: without a running `lucy dev` there is nothing to join, and this
 	// says so at once instead of after the wait for Temporal.
@@ -321,6 +317,10 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 	if _, err := api.AuthTestContext(actx); err != nil {
 		return fmt.Errorf("the local workspace at %s does not answer (%s): is `lucy dev` still running, with the same LUCY_DATA_DIR?",
 			local.URL, firstLine(err))
+	}
+	// The key `lucy dev` made: the worker accepts a "yes" typed here only when it is signed with it.
+	if err := ensureApprovalKey(cfg, false); err != nil {
+		return err
 	}
 	c, err := dial(ctx, cfg, log)
 	if err != nil {
