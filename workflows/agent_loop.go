@@ -84,6 +84,10 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 			}
 			continue
 		}
+		if r.hardened {
+			// The seed's ladder is for empty replies in a row: one good reply starts it again.
+			r.empties = 0
+		}
 		if len(reply.ToolCalls) == 0 {
 			if agent.IsNarration(reply.Content) && r.narrations < 2 {
 				r.narrations++
@@ -266,6 +270,7 @@ func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, resu
 	} else if len(v.Warn) > 0 {
 		r.appendInline("user", runtimeNote(v.Message))
 	}
+	r.stuck.EscalateFirst = r.hardened // seed 000: "inject intervention, escalate model if available"
 	if v := r.stuck.Observe(errs); v.Fired {
 		r.log.Warn("agent.stuck.detected", "run", r.id, "errors", r.stuck.Consecutive)
 		r.appendInline("user", runtimeNote(v.Message))

@@ -341,3 +341,54 @@ func TestQueuedTextIsBounded(t *testing.T) {
 		t.Errorf("%d busy replies, want %d", busy, want)
 	}
 }
+
+// Seed 000's empty-reply ladder counts empty replies in a row: an empty reply now and then in a long
+// run neither escalates nor ends it.
+func TestEmptyRepliesCountOnlyInARow(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		switch n {
+		case 1, 3, 5:
+			return activities.ModelReply{Model: "m"}, nil // empty
+		case 7:
+			return text("All done."), nil
+		}
+		return calls(toolCall(fmt.Sprint("t", n), "lucy_current_time", map[string]string{})), nil
+	}
+	res, err := h.runAgent(runInput("check the time a few times"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunCompleted || h.answer() != "All done." {
+		t.Fatalf("status %s, answer %q", res.Status, h.answer())
+	}
+	for i, tier := range h.tiers() {
+		if tier != "default" {
+			t.Fatalf("call %d escalated to %s on a single empty reply", i+1, tier)
+		}
+	}
+}
+
+// Seed 000: three tool errors in a row inject an intervention and escalate the model at once.
+func TestStuckDetectionEscalatesOnFirstFiring(t *testing.T) {
+	h := newHarness(t)
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		return activities.ToolResult{Content: "Error: the page is gone", IsError: true}, nil
+	}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n <= 3 {
+			return calls(toolCall(fmt.Sprint("f", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://example.com/%d", n)})), nil
+		}
+		return text("I could not read those pages."), nil
+	}
+	if _, err := h.runAgent(runInput("read those pages")); err != nil {
+		t.Fatal(err)
+	}
+	tiers := h.tiers()
+	if len(tiers) < 4 || tiers[3] == "default" {
+		t.Fatalf("tiers %v: the call after the third error in a row should be escalated", tiers)
+	}
+	if !h.sawInline(3, "seem stuck") {
+		t.Errorf("no intervention: %q", h.inlineTexts(3))
+	}
+}

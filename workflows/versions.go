@@ -22,7 +22,9 @@ const (
 	//   - a run that fails before its loop turns the placeholder into a failure note;
 	//   - side-effecting tools are cancelled with WaitForCancellation and the run waits for them;
 	//   - approvals are checked by the CheckApproval activity (gateway signature, requester or admin);
-	//   - model failures are told apart (unreachable, rejected, internal) and resume-retries are bounded.
+	//   - model failures are told apart (unreachable, rejected, internal) and resume-retries are bounded;
+	//   - the empty-reply ladder counts empty replies in a row, and stuck detection escalates on its
+	//     first firing (seed 000; issue 8).
 	changeRunHardening = "run-hardening"
 )
 

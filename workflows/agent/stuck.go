@@ -10,6 +10,9 @@ type StuckDetector struct {
 	Consecutive int `json:"consecutive"`
 	// Interventions counts firings in this run.
 	Interventions int `json:"interventions"`
+	// EscalateFirst escalates on the first firing, as seed 000 says ("inject intervention, escalate
+	// model if available"). Runs recorded before it escalated only on the second firing.
+	EscalateFirst bool `json:"escalateFirst,omitempty"`
 }
 
 // StuckVerdict is the result of StuckDetector.Observe.
@@ -38,7 +41,7 @@ func (s *StuckDetector) Observe(errors []bool) StuckVerdict {
 	s.Consecutive = 0
 	s.Interventions++
 	if s.Interventions == 1 {
-		return StuckVerdict{Fired: true, Message: fmt.Sprintf("Your last %d tool calls failed. You seem stuck: "+
+		return StuckVerdict{Fired: true, Escalate: s.EscalateFirst, Message: fmt.Sprintf("Your last %d tool calls failed. You seem stuck: "+
 			"read the error messages, then try a different approach (another tool, different inputs, or fewer steps) "+
 			"instead of repeating what failed.", n)}
 	}

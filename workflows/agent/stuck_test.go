@@ -31,3 +31,14 @@ func TestStuckDetector(t *testing.T) {
 		t.Errorf("Interventions = %d, want 3", s.Interventions)
 	}
 }
+
+// With EscalateFirst (seed 000) the first firing escalates too.
+func TestStuckDetectorEscalatesFirst(t *testing.T) {
+	s := StuckDetector{EscalateFirst: true}
+	if v := s.Observe([]bool{true, true, true}); !v.Fired || !v.Escalate {
+		t.Errorf("first firing = %+v, want it to escalate", v)
+	}
+	if v := s.Observe([]bool{true, true, true}); !v.Fired || !v.Escalate {
+		t.Errorf("second firing = %+v, want it to escalate", v)
+	}
+}
