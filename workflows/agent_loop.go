@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -259,7 +260,9 @@ func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, resu
 			r.escalate(agent.TriggerLoop)
 		}
 	}
-	if v := r.caps.Observe(names); len(v.Stop) > 0 {
+	if v := r.caps.Observe(names); len(v.Stop) > 0 && r.hardened {
+		r.withdraw(v)
+	} else if len(v.Stop) > 0 {
 		r.capStops++
 		r.log.Warn("agent.guardrail.escalated", "run", r.id, "tools", strings.Join(v.Stop, ","), "stops", r.capStops)
 		if r.capStops > 1 {
@@ -279,6 +282,30 @@ func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, resu
 		}
 	}
 	return ""
+}
+
+// withdraw handles tools that reached their per-tool cap (hardened runs): each is withdrawn from the
+// tools offered, so the cap counts per tool and one tool's cap does not end the run. The first stop
+// also escalates the model (seed 000 breaks the loop at the cap; a stronger model with the other
+// tools is the gentler remedy).
+func (r *run) withdraw(v agent.CapVerdict) {
+	var fresh []string
+	for _, name := range v.Stop {
+		if !r.withdrawn[name] {
+			r.withdrawn[name] = true
+			fresh = append(fresh, name)
+		}
+	}
+	if len(fresh) == 0 {
+		return
+	}
+	r.tools = slices.DeleteFunc(slices.Clone(r.tools), func(n string) bool { return r.withdrawn[n] })
+	r.capStops++
+	r.log.Warn("agent.guardrail.withdrawn", "run", r.id, "tools", strings.Join(fresh, ","), "stops", r.capStops)
+	if r.capStops == 1 {
+		r.escalate(agent.TriggerLoop)
+	}
+	r.appendInline("user", runtimeNote(v.Message))
 }
 
 // isCodeCall: writing or editing source code is the seeds' "code tools called mid-loop".

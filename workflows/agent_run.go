@@ -103,6 +103,7 @@ type run struct {
 	empties     int
 	narrations  int
 	capStops    int
+	withdrawn   map[string]bool // tools withdrawn at their per-tool cap (hardened runs)
 	failedEdits int
 	retryDepth  int
 	timedOut    bool
@@ -142,7 +143,7 @@ func newRun(ctx workflow.Context, in RunInput) *run {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	r := &run{
 		in: in, id: id, start: workflow.Now(ctx), tier: "default",
-		caps: agent.ToolCaps{Counts: map[string]int{}},
+		caps: agent.ToolCaps{Counts: map[string]int{}}, withdrawn: map[string]bool{},
 	}
 	r.log = workflow.GetLogger(ctx)
 	r.status = RunStatus{Run: id, Objective: objective(in.Message.Text), Phase: "preparing", StartedAt: r.start.UTC().Format(time.RFC3339), Usage: map[string]Usage{}}

@@ -84,6 +84,9 @@ launch:
 				"Send less at once, for example write a file in several parts.", c.Name, humanSize(c.Oversize)), true)
 		case !known:
 			results[i] = r.inlineResult(c, "Error: there is no tool named "+c.Name+". Use one of the tools you were given.", true)
+		case r.withdrawn[c.Name]:
+			results[i] = r.inlineResult(c, "Error: "+c.Name+" reached its limit for this request and is no longer available. "+
+				"Use the results you have, or another tool.", true)
 		case spec.Builtin:
 			out, err := r.journal.Apply(c.Name, c.Arguments)
 			if err != nil {

@@ -392,3 +392,46 @@ func TestStuckDetectionEscalatesOnFirstFiring(t *testing.T) {
 		t.Errorf("no intervention: %q", h.inlineTexts(3))
 	}
 }
+
+// A tool that reaches its per-tool cap is withdrawn from the tools offered; another tool reaching its
+// own cap later does not end the run (the cap counts per tool).
+func TestCappedToolIsWithdrawn(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		switch {
+		case n <= 6:
+			return calls(
+				toolCall(fmt.Sprint("w", n), "lucy_write_file", map[string]string{"path": fmt.Sprintf("part%d.md", n), "content": "x"}),
+				toolCall(fmt.Sprint("t", n), "lucy_current_time", map[string]string{}),
+				toolCall(fmt.Sprint("l", n), "lucy_list_files", map[string]string{}),
+			), nil
+		case n == 7:
+			return calls(toolCall("w7", "lucy_write_file", map[string]string{"path": "part7.md", "content": "x"})), nil
+		}
+		return text("Wrote the parts."), nil
+	}
+	res, err := h.runAgent(runInput("write the report in parts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunCompleted {
+		t.Fatalf("status %s (%s): a second cap stop ended the run", res.Status, res.Reason)
+	}
+	writes := 0
+	for _, c := range h.toolCalls {
+		if c.Name == "lucy_write_file" {
+			writes++
+		}
+	}
+	if writes != 6 {
+		t.Errorf("%d writes, want 6 (the cap)", writes)
+	}
+	for _, name := range h.modelCalls[6].Tools {
+		if name == "lucy_write_file" {
+			t.Errorf("lucy_write_file still offered after its cap: %v", h.modelCalls[6].Tools)
+		}
+	}
+	if !h.sawInline(7, "lucy_write_file reached its limit for this request") {
+		t.Errorf("the model was not told: %q", h.inlineTexts(7))
+	}
+}
