@@ -282,14 +282,17 @@ func TestModelFailureKindsAndBoundedRetry(t *testing.T) {
 		{"configuration", activities.ErrConfig, "Something went wrong on my side (no model configured for tier"},
 		{"missing reference", activities.ErrTranscriptRef, "Something went wrong on my side (transcript reference"},
 		{"provider rejected the key", activities.ErrModelPermanent, "The language model provider rejected my request (HTTP 401"},
+		{"HTTP 400 at the frontier tier", activities.ErrModelBadRequest, "The language model provider rejected my request (HTTP 400"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
 			msgs := map[string]string{
-				activities.ErrConfig:         `no model configured for tier "default" (set LUCY_MODEL_DEFAULT)`,
-				activities.ErrTranscriptRef:  `transcript reference "tool-3" is not a completed activity of this run`,
-				activities.ErrModelPermanent: "model call failed: HTTP 401: invalid key (check OPENAI_API_KEY)",
+				activities.ErrConfig:          `no model configured for tier "default" (set LUCY_MODEL_DEFAULT)`,
+				activities.ErrTranscriptRef:   `transcript reference "tool-3" is not a completed activity of this run`,
+				activities.ErrModelPermanent:  "model call failed: HTTP 401: invalid key (check OPENAI_API_KEY)",
+				activities.ErrModelBadRequest: "model call failed: HTTP 400: invalid tool_choice",
 			}
+			h.route.Tier = "frontier" // a 400 below it escalates first
 			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
 				return activities.ModelReply{}, temporal.NewNonRetryableApplicationError(msgs[tc.errType], tc.errType, nil)
 			}
