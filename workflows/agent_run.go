@@ -50,6 +50,9 @@ type RunResult struct {
 	Tier   string           `json:"tier"`
 	Reason string           `json:"reason,omitempty"`
 	Usage  map[string]Usage `json:"usage,omitempty"`
+	// Unread are messages folded into the run ("also …") after its last read of them: the lane runs
+	// them next, so that nothing the person said is lost.
+	Unread []Message `json:"unread,omitempty"`
 }
 
 // DefaultApprovalTTL is how long an approval prompt stays valid before it re-prompts.
@@ -199,7 +202,7 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 	r.status.Phase = "done"
 	r.log.Info("agent_run.completed", "run", r.id, "status", status, "turns", r.turn, "tier", r.tier,
 		"elapsed", workflow.Now(ctx).Sub(r.start).String())
-	return RunResult{Status: status, Turns: r.turn, Tier: r.tier, Reason: reason, Usage: r.status.Usage}, nil
+	return RunResult{Status: status, Turns: r.turn, Tier: r.tier, Reason: reason, Usage: r.status.Usage, Unread: r.unreadFolds()}, nil
 }
 
 // startLimits arms the soft limit (one final summary turn) and the absolute safety net as timers.
@@ -406,6 +409,24 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 		}
 	}
 	return err
+}
+
+// unreadFolds returns the folded messages that arrived after the loop last read them (hardened
+// runs). Temporal does not let a workflow complete while a signal it has not seen is pending, so
+// nothing can slip between this read and the end of the run.
+func (r *run) unreadFolds() []Message {
+	if !r.hardened {
+		return nil
+	}
+	var out []Message
+	for {
+		var m Message
+		if !r.foldCh.ReceiveAsync(&m) {
+			return out
+		}
+		r.log.Info("agent.message.unread_fold", "run", r.id, "ts", m.TS)
+		out = append(out, m)
+	}
 }
 
 // failedBeforeAnswer runs when the run fails outside the loop (routing, prompt assembly, loading the

@@ -438,3 +438,23 @@ func TestCappedToolIsWithdrawn(t *testing.T) {
 		t.Errorf("the model was not told: %q", h.inlineTexts(7))
 	}
 }
+
+// "also …" from the requester that arrives during the run's last model call is not lost: the run
+// hands it back unread and the lane runs it next.
+func TestFoldAfterTheLastReadRunsNext(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 { // the fold arrives while this, the run's last model call, is in flight
+			h.env.SignalWorkflow(SignalMessage, msg("100.2", "U1", "also include the timeline"))
+			time.Sleep(200 * time.Millisecond)
+		}
+		return text(fmt.Sprintf("answer %d", n)), nil
+	}
+	h.runLane(msg("100.1", "U1", "summarize the incident"))
+	if len(h.deliveries) != 2 {
+		t.Fatalf("%d answers, want 2: the fold was lost", len(h.deliveries))
+	}
+	if !strings.HasSuffix(h.deliveries[1].RunID, ":100.2") {
+		t.Errorf("second run %s should be the folded message's", h.deliveries[1].RunID)
+	}
+}

@@ -241,7 +241,11 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 		}
 		if m.User == l.cur.requester && in.Fold {
 			l.log.Info("lane.fold", "lane", l.id, "run", l.cur.id, "ts", m.TS)
-			l.forward(ctx, SignalMessage, m)
+			if err := l.forward(ctx, SignalMessage, m); err != nil && l.hardened {
+				// The run has just finished (it could not take the signal): the message becomes
+				// the next request instead of being lost.
+				l.st.Queue = append([]Message{m}, l.st.Queue...)
+			}
 			return
 		}
 		if len(l.st.Queue) >= MaxQueue || (l.hardened && queuedChars(l.st.Queue)+len(m.Text) > MaxQueuedChars) {
@@ -369,13 +373,15 @@ func (l *lane) onApproval(ctx workflow.Context, ap Approval) {
 	l.forward(ctx, SignalApproval, ap)
 }
 
-func (l *lane) forward(ctx workflow.Context, name string, arg any) {
+func (l *lane) forward(ctx workflow.Context, name string, arg any) error {
 	if l.cur == nil {
-		return
+		return nil
 	}
-	if err := l.cur.future.SignalChildWorkflow(ctx, name, arg).Get(ctx, nil); err != nil {
+	err := l.cur.future.SignalChildWorkflow(ctx, name, arg).Get(ctx, nil)
+	if err != nil {
 		l.log.Warn("lane.forward_failed", "lane", l.id, "signal", name, "error", err)
 	}
+	return err
 }
 
 func (l *lane) startRun(ctx workflow.Context, m Message) {
@@ -440,7 +446,10 @@ func (l *lane) onRunDone(ctx workflow.Context, cur *current, f workflow.Future) 
 	err := f.Get(ctx, &res)
 	switch {
 	case err == nil:
-		l.log.Info("lane.run_done", "lane", l.id, "run", cur.id, "status", res.Status, "turns", res.Turns)
+		l.log.Info("lane.run_done", "lane", l.id, "run", cur.id, "status", res.Status, "turns", res.Turns, "unread", len(res.Unread))
+		// Folded messages the run received after its last read ("also …" during its last model call
+		// or its delivery) are the next requests, in the order they came.
+		l.st.Queue = append(append([]Message(nil), res.Unread...), l.st.Queue...)
 	case isCanceled(err):
 		l.log.Info("lane.run_cancelled", "lane", l.id, "run", cur.id)
 	default:
