@@ -43,6 +43,10 @@ type DeliverInput struct {
 	Team, Channel, ThreadTS, RunID string
 	PlaceholderTS                  string // the "thinking" message the answer replaces; empty: post anew
 	Markdown                       string
+	// KeyPrefix names the parts' metadata keys ("<prefix>#<i>"); empty means "answer". A question the
+	// run asks mid-way is delivered the same way under its own prefix, so that it stays in the
+	// thread's history (placeholders do not) and never collides with the final answer's parts.
+	KeyPrefix string
 }
 
 // UpdateInput rewrites one of Lucy's messages.
@@ -327,7 +331,11 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 	}
 	parts := make([]slackPart, len(rendered))
 	for i, m := range rendered {
-		parts[i] = slackPart{key: fmt.Sprintf(answerKeyFmt, i), text: m.Text, blocks: m.Blocks}
+		key := fmt.Sprintf(answerKeyFmt, i)
+		if in.KeyPrefix != "" {
+			key = fmt.Sprintf("%s#%d", in.KeyPrefix, i)
+		}
+		parts[i] = slackPart{key: key, text: m.Text, blocks: m.Blocks}
 	}
 	if in.PlaceholderTS == "" {
 		tss, err := a.postParts(ctx, op, in.Team, in.Channel, in.ThreadTS, in.RunID, parts)

@@ -834,3 +834,25 @@ func TestCapThread(t *testing.T) {
 		}
 	})
 }
+
+// A question delivered into the placeholder under its own key prefix stays in the thread's history
+// (a placeholder does not), and the run's final answer later does not mistake its parts for its own.
+func TestQuestionDeliveredUnderItsOwnKeyStaysInTheThread(t *testing.T) {
+	f := newSlackFixture(t)
+	root := f.say(t, "U1", "", "<@ULUCY> make the report")
+	var ph PostResult
+	if err := f.run(t, f.a.PostPlaceholder, PostInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", Key: "placeholder", Text: "_Thinking…_"}, &ph); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.run(t, f.a.DeliverAnswer, DeliverInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", PlaceholderTS: ph.TS, Markdown: "Which quarter?", KeyPrefix: "question-7"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	answer := f.say(t, "U1", root, "Q3")
+	var th ThreadHistory
+	if err := f.run(t, f.a.LoadThread, LoadThreadInput{Team: "T1", Channel: "C1", ThreadTS: root, UpTo: answer}, &th); err != nil {
+		t.Fatal(err)
+	}
+	if len(th.Messages) != 3 || th.Messages[1].Role != "assistant" || th.Messages[1].Text != "Which quarter?" {
+		t.Fatalf("thread %+v: the question should be in it, as Lucy's", th.Messages)
+	}
+}

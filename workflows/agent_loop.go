@@ -100,13 +100,16 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 		}
 
 		r.appendAssistant(reply)
-		if q, ok := askHuman(reply.ToolCalls); ok {
+		if q, ok := askHuman(reply.ToolCalls); ok && !r.hardened {
 			return q, RunNeedsInput, "asked the person"
 		}
 		r.status.Phase = "running_tools"
 		results := r.runTools(ctx, reply.ToolCalls)
 		if ctx.Err() != nil { // safe boundary: after a tool batch; completed results stay in history
 			return "", RunCancelled, ""
+		}
+		if r.unanswered != "" { // a question went unanswered: end with what there is
+			return agent.PartialResults(r.records, "", r.unanswered), RunPartial, "question unanswered"
 		}
 		if stop := r.afterBatch(ctx, reply.ToolCalls, results); stop != "" {
 			return agent.PartialResults(r.records, "", stop), RunPartial, stop
@@ -396,7 +399,19 @@ func (r *run) supervise(ctx workflow.Context) (answer, status, reason string, do
 		if q == "" {
 			q = "Before I go on, could you tell me a bit more about what you need?"
 		}
-		return q, RunNeedsInput, "supervisor asked for clarification", true
+		if !r.hardened {
+			return q, RunNeedsInput, "supervisor asked for clarification", true
+		}
+		ans, ok, why := r.ask(ctx, q)
+		if !ok {
+			if ctx.Err() != nil {
+				return "", RunCancelled, "", true
+			}
+			return agent.PartialResults(r.records, "", why), RunPartial, "question unanswered", true
+		}
+		r.appendInline("assistant", q)
+		r.appendInline("user", ans)
+		r.lastCheck = workflow.Now(ctx) // the time spent waiting for the answer is not work to check
 	case agent.DecisionAbort:
 		why := v.Guidance
 		if why == "" {

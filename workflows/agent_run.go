@@ -61,6 +61,10 @@ const DefaultApprovalTTL = 15 * time.Minute
 // HumanWaitLimit bounds how long a run waits on `resume` after a failure before giving up.
 const HumanWaitLimit = 24 * time.Hour
 
+// QuestionTTL bounds how long a run waits for the answer to a question it asked (ask_human, the
+// supervisor's ASK_USER, recovery stage R3): long enough to be answered the next working day.
+const QuestionTTL = 24 * time.Hour
+
 // AgentRun is the agent loop as a workflow: route, build the prompt, load the thread, maybe plan,
 // then alternate model calls and tool calls under the supervisor until there is an answer.
 func AgentRun(ctx workflow.Context, in RunInput) (RunResult, error) {
@@ -118,6 +122,8 @@ type run struct {
 	batchReply string
 	// finishedWhileStopping are tools that completed after "cancel that" (their outcome is real).
 	finishedWhileStopping []string
+	// unanswered is why a question the run asked got no answer ("" while none went unanswered).
+	unanswered string
 	// failures counts resume-retries after model failures; lastFailure is the last one's message.
 	failures    int
 	lastFailure string
@@ -531,6 +537,79 @@ func (r *run) waitForHuman(ctx workflow.Context, why string) string {
 	sel.Select(ctx)
 	r.status.Phase = "thinking"
 	return action
+}
+
+// ask puts a question to the person and waits for the answer, durably: across worker restarts and
+// deploys, for up to QuestionTTL. The "Thinking…" placeholder becomes the question (so it reads in
+// order in the thread and stays in its history), the lane routes the requester's next message in the
+// thread here, and a new placeholder follows the answer for the rest of the work. ok is false when
+// no answer came: why says so (no reply in time, or the person moved on to a new request, which the
+// lane runs next). Time spent waiting does not count against the run's time limits.
+func (r *run) ask(ctx workflow.Context, question string) (answer string, ok bool, why string) {
+	r.absorbFolded(ctx) // what was folded before the question is context, not its answer
+	m := r.in.Message
+	prev := r.status.Phase
+	r.status.Phase = "waiting_for_answer"
+	r.pause(ctx)
+	defer func() { r.status.Phase = prev; r.unpause(ctx) }()
+	id := r.nextID("question")
+	var res activities.PostResult
+	if err := workflow.ExecuteActivity(slackOptions(ctx, id), a.DeliverAnswer, activities.DeliverInput{
+		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder,
+		Markdown: question, KeyPrefix: id,
+	}).Get(ctx, &res); err != nil {
+		if ctx.Err() == nil {
+			r.log.Error("agent.question.post_failed", "run", r.id, "error", err)
+		}
+		return "", false, "I could not post my question"
+	}
+	r.placeholder = ""
+	r.log.Info("agent.question.asked", "run", r.id, "question", cut(question, 120))
+	r.tellLaneAwaitingAnswer(ctx, true)
+	timerCtx, cancelTimer := workflow.WithCancel(ctx)
+	var reply Message
+	got := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddReceive(r.foldCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &reply); got = true })
+	sel.AddFuture(workflow.NewTimer(timerCtx, QuestionTTL), func(workflow.Future) {})
+	sel.Select(ctx)
+	cancelTimer()
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if !got {
+		r.tellLaneAwaitingAnswer(dctx, false)
+	}
+	switch {
+	case ctx.Err() != nil:
+		return "", false, ""
+	case !got:
+		return "", false, "no answer to my question"
+	case reply.Control == "new_request":
+		r.log.Info("agent.question.new_request", "run", r.id, "ts", reply.TS)
+		return "", false, "you moved on to a new request, which I'll take up next"
+	}
+	r.log.Info("agent.question.answered", "run", r.id, "ts", reply.TS)
+	ph, err := r.post(ctx, a.PostPlaceholder, activities.PostInput{
+		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder-" + id, Text: "_Thinking…_",
+	})
+	if err != nil {
+		r.log.Warn("agent.question.placeholder_failed", "run", r.id, "error", err)
+	}
+	r.placeholder = ph.TS
+	return reply.Text, true, ""
+}
+
+// tellLaneAwaitingAnswer tells the lane whether this run waits for its requester's answer.
+func (r *run) tellLaneAwaitingAnswer(ctx workflow.Context, waiting bool) {
+	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
+	if parent == nil {
+		return
+	}
+	err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalRunEvent, RunEvent{
+		Run: r.id, Requester: r.in.Requester, AwaitingAnswer: waiting,
+	}).Get(ctx, nil)
+	if err != nil {
+		r.log.Warn("agent_run.notify_lane_failed", "run", r.id, "error", err)
+	}
 }
 
 func (r *run) post(ctx workflow.Context, act any, in activities.PostInput) (activities.PostResult, error) {

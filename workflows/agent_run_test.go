@@ -163,17 +163,24 @@ func TestLoopDetectionLadder(t *testing.T) {
 		if in.ToolChoice == "ask_human" {
 			return calls(toolCall("q", "ask_human", map[string]string{"question": "Which site did you mean?"})), nil
 		}
-		if n > 40 {
-			return text("gave up"), nil
+		if n > 40 || strings.Contains(fmt.Sprint(in.Transcript.Entries), "The person answered: the docs site") {
+			return text("Fetched the docs site."), nil
 		}
 		return calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": "https://same.example"})), nil
 	}
+	// The forced question pauses the run; the person's answer (routed by the lane) lets it go on.
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(SignalMessage, Message{Team: "T1", Channel: "C1", TS: "100.9", ThreadTS: "100.1", User: "U1", Text: "the docs site"})
+	}, time.Hour)
 	res, err := h.runAgent(runInput("fetch it"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Status != RunNeedsInput || h.answer() != "Which site did you mean?" {
+	if res.Status != RunCompleted || h.answer() != "Fetched the docs site." {
 		t.Fatalf("status %s answer %q", res.Status, h.answer())
+	}
+	if q := h.deliveries[0]; q.Markdown != "Which site did you mean?" || !strings.HasPrefix(q.KeyPrefix, "question-") {
+		t.Errorf("the question was not delivered in the thread: %+v", q)
 	}
 	var levels []string
 	for i := range h.modelCalls {
@@ -254,8 +261,16 @@ func TestSupervisorDecisions(t *testing.T) {
 			}
 		}},
 		{"A: Which quarter do you mean?", func(t *testing.T, h *harness, res RunResult) {
-			if res.Status != RunNeedsInput || h.answer() != "Which quarter do you mean?" {
-				t.Errorf("status %s answer %q", res.Status, h.answer())
+			// The question pauses the run; the answer arrives an hour later and the run goes on.
+			if res.Status != RunCompleted || len(h.deliveries) != 2 || h.deliveries[0].Markdown != "Which quarter do you mean?" {
+				t.Errorf("status %s deliveries %+v", res.Status, h.deliveries)
+			}
+			got := false
+			for i := range h.modelCalls {
+				got = got || h.sawInline(i, "user: Q3, please")
+			}
+			if !got {
+				t.Error("the model did not get the answer")
 			}
 		}},
 		{"X: the data source does not exist", func(t *testing.T, h *harness, res RunResult) {
@@ -282,6 +297,9 @@ func TestSupervisorDecisions(t *testing.T) {
 				}
 				return activities.Completion{Text: "s", Model: "m-fast"}, nil
 			}
+			h.env.RegisterDelayedCallback(func() {
+				h.env.SignalWorkflow(SignalMessage, Message{Team: "T1", Channel: "C1", TS: "100.9", ThreadTS: "100.1", User: "U1", Text: "Q3, please"})
+			}, time.Hour)
 			res, err := h.runAgent(runInput("look this up"))
 			if err != nil {
 				t.Fatal(err)

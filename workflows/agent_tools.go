@@ -70,6 +70,7 @@ func (r *run) runTools(ctx workflow.Context, calls []activities.ToolCall) []tmsg
 	specs := make([]activities.ToolFlags, len(calls))
 	r.batchReply = r.lastReply
 	limit := r.route.MaxToolCalls
+	asked := -1 // the ask_human call of this batch (hardened runs): asked after the others ran
 launch:
 	for i, c := range calls {
 		spec, known := r.spec(c.Name)
@@ -87,6 +88,12 @@ launch:
 		case r.withdrawn[c.Name]:
 			results[i] = r.inlineResult(c, "Error: "+c.Name+" reached its limit for this request and is no longer available. "+
 				"Use the results you have, or another tool.", true)
+		case spec.Builtin && c.Name == tools.AskHuman && r.hardened:
+			if asked >= 0 {
+				results[i] = r.inlineResult(c, "Not asked: ask one question at a time. Ask this after the answer to the first, if you still need to.", false)
+				continue
+			}
+			asked = i
 		case spec.Builtin:
 			out, err := r.journal.Apply(c.Name, c.Arguments)
 			if err != nil {
@@ -164,6 +171,9 @@ launch:
 			results[i] = r.toolFailure(ctx, c, err)
 		}
 	}
+	if asked >= 0 && ctx.Err() == nil {
+		results[asked] = r.askHumanCall(ctx, calls[asked])
+	}
 	if ctx.Err() != nil {
 		return results
 	}
@@ -172,6 +182,18 @@ launch:
 		r.recordTurn(calls[i], res)
 	}
 	return results
+}
+
+// askHumanCall asks the model's question (ask_human) once the rest of its batch has run, and
+// answers the call with the person's reply.
+func (r *run) askHumanCall(ctx workflow.Context, c activities.ToolCall) tmsg {
+	q, _ := askHuman([]activities.ToolCall{c})
+	ans, ok, why := r.ask(ctx, q)
+	if !ok {
+		r.unanswered = why
+		return r.inlineResult(c, "No answer: "+why+".", false)
+	}
+	return r.inlineResult(c, "The person answered: "+ans, false)
 }
 
 func humanSize(n int) string {

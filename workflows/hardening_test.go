@@ -458,3 +458,82 @@ func TestFoldAfterTheLastReadRunsNext(t *testing.T) {
 		t.Errorf("second run %s should be the folded message's", h.deliveries[1].RunID)
 	}
 }
+
+// A question pauses the run instead of ending it (issue 8): the rest of the batch runs first, the
+// placeholder becomes the question, the lane routes the requester's reply (not someone else's) to
+// the run, and the loop goes on with everything it had.
+func TestQuestionPausesTheRun(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		switch n {
+		case 1:
+			return calls(
+				toolCall("a1", "ask_human", map[string]string{"question": "Which quarter?"}),
+				toolCall("t1", "lucy_current_time", map[string]string{}),
+				toolCall("a2", "ask_human", map[string]string{"question": "And which region?"}),
+			), nil
+		case 2:
+			return text("Here is the Q3 report."), nil
+		}
+		return text("second request done"), nil
+	}
+	h.runLane(msg("100.1", "U1", "make the report"),
+		signalAt(time.Hour, SignalMessage, msg("100.5", "U2", "what's for lunch?")), // not the requester: queued
+		signalAt(2*time.Hour, SignalMessage, msg("100.6", "U1", "Q3")))
+	if len(h.toolCalls) != 1 || h.toolCalls[0].Name != "lucy_current_time" {
+		t.Fatalf("tool calls %+v: the rest of the batch must run", h.toolCalls)
+	}
+	if len(h.deliveries) < 2 || h.deliveries[0].Markdown != "Which quarter?" || h.deliveries[1].Markdown != "Here is the Q3 report." {
+		t.Fatalf("deliveries %+v", h.deliveries)
+	}
+	for _, want := range []string{"tool: The person answered: Q3", "tool: Not asked: ask one question at a time"} {
+		if !h.sawInline(1, want) {
+			t.Errorf("second model call lacks %q: %q", want, h.inlineTexts(1))
+		}
+	}
+	timeResult := false
+	for _, e := range h.modelCalls[1].Transcript.Entries {
+		timeResult = timeResult || (e.ToolCallID == "t1" && e.Ref != "")
+	}
+	if !timeResult {
+		t.Errorf("the other tool's result is missing: %+v", h.modelCalls[1].Transcript.Entries)
+	}
+	if len(h.deliveries) != 3 || h.deliveries[2].Markdown != "second request done" || !strings.HasSuffix(h.deliveries[2].RunID, ":100.5") {
+		t.Errorf("the other person's message should run after: %+v", h.deliveries)
+	}
+}
+
+// A reply that opens a new request ends the waiting run with what it has; the reply runs next. No
+// reply within QuestionTTL ends it the same way.
+func TestUnansweredQuestionEndsCleanly(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		steps  []step
+		wantTo string
+		runs   int
+	}{
+		{"new request", []step{signalAt(time.Hour, SignalMessage, msg("100.6", "U1", "new question: who is on call?"))}, "new request", 2},
+		{"no reply", nil, "no answer to my question", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+				if n == 1 {
+					return calls(toolCall("t1", "lucy_current_time", map[string]string{}),
+						toolCall("a1", "ask_human", map[string]string{"question": "Which quarter?"})), nil
+				}
+				return text("Bob is on call."), nil
+			}
+			h.runLane(msg("100.1", "U1", "make the report"), tc.steps...)
+			if len(h.deliveries) != tc.runs+1 {
+				t.Fatalf("deliveries %+v", h.deliveries)
+			}
+			if d := h.deliveries[1].Markdown; !strings.Contains(d, tc.wantTo) {
+				t.Errorf("the first run ended with %q, want it to say %q", d, tc.wantTo)
+			}
+			if tc.runs == 2 && h.deliveries[2].Markdown != "Bob is on call." {
+				t.Errorf("the new request did not run next: %+v", h.deliveries[2])
+			}
+		})
+	}
+}

@@ -62,7 +62,9 @@ type current struct {
 	future    workflow.ChildWorkflowFuture
 	cancel    workflow.CancelFunc
 	awaiting  string
-	done      bool
+	// awaitingAnswer: the run asked the requester a question and waits for their reply.
+	awaitingAnswer bool
+	done           bool
 }
 
 func newLane(ctx workflow.Context, in LaneInput) *lane {
@@ -165,7 +167,7 @@ func (l *lane) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		var ev RunEvent
 		c.Receive(ctx, &ev)
 		if l.cur != nil && l.cur.id == ev.Run {
-			l.cur.awaiting = ev.AwaitingApproval
+			l.cur.awaiting, l.cur.awaitingAnswer = ev.AwaitingApproval, ev.AwaitingAnswer
 		}
 	})
 }
@@ -239,6 +241,10 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 			})
 			return
 		}
+		if l.cur.awaitingAnswer && m.User == l.cur.requester && m.User != "" {
+			l.routeAnswer(ctx, m, in)
+			return
+		}
 		if m.User == l.cur.requester && in.Fold {
 			l.log.Info("lane.fold", "lane", l.id, "run", l.cur.id, "ts", m.TS)
 			if err := l.forward(ctx, SignalMessage, m); err != nil && l.hardened {
@@ -269,6 +275,25 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 	l.st.Queue = append(l.st.Queue, m)
 }
 
+// routeAnswer hands the requester's reply to the question their run is waiting on. A reply that
+// opens a new topic ("new question: …") is not the answer: it is queued to run next, and the run is
+// told to end with what it has.
+func (l *lane) routeAnswer(ctx workflow.Context, m Message, in messageIntent) {
+	l.cur.awaitingAnswer = false
+	if in.NewTopic {
+		l.log.Info("lane.answer_is_new_request", "lane", l.id, "run", l.cur.id, "ts", m.TS)
+		l.st.Queue = append(l.st.Queue, m)
+		end := m
+		end.Control = "new_request"
+		_ = l.forward(ctx, SignalMessage, end)
+		return
+	}
+	l.log.Info("lane.answer", "lane", l.id, "run", l.cur.id, "ts", m.TS)
+	if err := l.forward(ctx, SignalMessage, m); err != nil {
+		l.st.Queue = append(l.st.Queue, m) // the run ended meanwhile: the reply becomes a request
+	}
+}
+
 // messageIntent is what the intent classifiers (word lists in package intent) make of one message.
 type messageIntent struct {
 	Reaction  string `json:"reaction,omitempty"`  // receipt emoji, "" for none
@@ -277,13 +302,15 @@ type messageIntent struct {
 	Fast      bool   `json:"fast,omitempty"`      // a greeting or thanks the lane answers itself
 	FastReply string `json:"fastReply,omitempty"` // its reply ("" for none)
 	Empty     bool   `json:"empty,omitempty"`     // nothing left once mentions are stripped
+	NewTopic  bool   `json:"newTopic,omitempty"`  // a reply to a question that opens a new request
 }
 
 // classifyMessage runs the classifiers. It is a variable only so that the replay test can prove that
 // recorded decisions, not today's word lists, drive a replay.
 var classifyMessage = func(text, ts string) messageIntent {
 	text = intent.StripMentions(text)
-	in := messageIntent{Reaction: intent.Reaction(text), Fold: intent.ThreadInterrupt(text) == intent.Fold, Empty: text == ""}
+	in := messageIntent{Reaction: intent.Reaction(text), Fold: intent.ThreadInterrupt(text) == intent.Fold, Empty: text == "",
+		NewTopic: intent.NewTopic(text)}
 	switch intent.ApprovalAnswer(text) {
 	case intent.Yes:
 		in.Approval = "yes"

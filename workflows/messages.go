@@ -19,6 +19,8 @@ type Message struct {
 	IsDM bool `json:"isDm,omitempty"`
 	// Control is set by the gateway when the text is a control intent rather than a request:
 	// "status" (what are you working on?). Cancel intents arrive as the `cancel` signal instead.
+	// The lane sets "new_request" on a reply to a run's question that is a new request instead of
+	// an answer: the run ends with what it has, and the lane runs the message next.
 	Control string `json:"control,omitempty"`
 	// StatusText is the gateway's answer to a status question, written from the lane's and the
 	// run's `status` queries; the lane posts it.
@@ -105,6 +107,9 @@ type RunEvent struct {
 	Requester        string `json:"requester,omitempty"`
 	// WaitingForHuman is true while the run waits on `resume` after a failure.
 	WaitingForHuman bool `json:"waitingForHuman,omitempty"`
+	// AwaitingAnswer is true while the run waits for the requester's answer to a question it asked:
+	// the lane routes their next message in the thread to it.
+	AwaitingAnswer bool `json:"awaitingAnswer,omitempty"`
 }
 
 // LaneInput starts (or continues) a lane workflow. State is nil on first start and carries everything

@@ -69,6 +69,8 @@ func phaseText(p string) string {
 		return "Working through the steps"
 	case "awaiting_approval":
 		return "Waiting for approval"
+	case "waiting_for_answer":
+		return "Waiting for your answer to my question"
 	case "waiting_for_human":
 		return "Paused until someone tells me how to continue"
 	case "finishing":

@@ -26,7 +26,10 @@ const (
 	//   - the empty-reply ladder counts empty replies in a row, and stuck detection escalates on its
 	//     first firing (seed 000; issue 8);
 	//   - a tool that reaches its per-tool cap is withdrawn from the tools offered instead of a second
-	//     cap stop (of any tool) ending the run (issue 8).
+	//     cap stop (of any tool) ending the run (issue 8);
+	//   - a question (ask_human, the supervisor's ASK_USER, recovery stage R3) is a durable wait for
+	//     the requester's answer instead of the end of the run; folds that arrive after the run's last
+	//     read are handed back to the lane (issue 8).
 	changeRunHardening = "run-hardening"
 )
 
