@@ -72,6 +72,17 @@ var scenarios = []struct {
 		s.waitFor("the refusal", 30*time.Second, func() bool { return len(s.slack.Ephemerals(channel)) > 0 })
 		s.click(human, value, "lucy_approve")
 	}},
+	{"question", "<@ULUCY> make the quarterly report", func(n int, req fakellm.Request) fakellm.Reply {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" && strings.Contains(last.Text(), "The person answered") {
+			return fakellm.Reply{Content: "Here is the report for " + strings.TrimPrefix(last.Text(), "The person answered: ") + "."}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("q1", "ask_human", `{"question":"Which quarter should the report cover?"}`)}}
+	}, func(s *stack, ts string) {
+		s.waitFor("the question", 60*time.Second, func() bool { return s.answered(ts, "Which quarter should the report cover?") })
+		rts := s.say("Q3 please", ts)
+		s.event("message", "Ev-answer", "Q3 please", rts, ts, human)
+		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "Here is the report for Q3 please.") })
+	}},
 	{"cancel", "<@ULUCY> research everything about our competitors", func(n int, req fakellm.Request) fakellm.Reply {
 		if n == 1 {
 			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("c1", "lucy_list_files", `{}`)}}

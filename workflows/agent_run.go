@@ -553,11 +553,15 @@ func (r *run) ask(ctx workflow.Context, question string) (answer string, ok bool
 	r.pause(ctx)
 	defer func() { r.status.Phase = prev; r.unpause(ctx) }()
 	id := r.nextID("question")
+	// The lane learns first: a reply typed the moment the question shows must already go to the run.
+	r.tellLaneAwaitingAnswer(ctx, true)
 	var res activities.PostResult
 	if err := workflow.ExecuteActivity(slackOptions(ctx, id), a.DeliverAnswer, activities.DeliverInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder,
 		Markdown: question, KeyPrefix: id,
 	}).Get(ctx, &res); err != nil {
+		dctx, _ := workflow.NewDisconnectedContext(ctx)
+		r.tellLaneAwaitingAnswer(dctx, false)
 		if ctx.Err() == nil {
 			r.log.Error("agent.question.post_failed", "run", r.id, "error", err)
 		}
@@ -565,7 +569,6 @@ func (r *run) ask(ctx workflow.Context, question string) (answer string, ok bool
 	}
 	r.placeholder = ""
 	r.log.Info("agent.question.asked", "run", r.id, "question", cut(question, 120))
-	r.tellLaneAwaitingAnswer(ctx, true)
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	var reply Message
 	got := false
