@@ -162,6 +162,7 @@ func newRun(ctx workflow.Context, in RunInput) *run {
 
 func (r *run) setup(ctx workflow.Context) error {
 	r.hardened = hardened(ctx, changeRunHardening)
+	r.loop.PerBatch = r.hardened
 	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
 	r.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
 	r.foldCh = workflow.GetSignalChannel(ctx, SignalMessage)

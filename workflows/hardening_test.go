@@ -537,3 +537,24 @@ func TestUnansweredQuestionEndsCleanly(t *testing.T) {
 		})
 	}
 }
+
+// Four page fetches in parallel are one step of research, not thrash (issue 8).
+func TestParallelFetchesAreNotThrash(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			var cs []activities.ToolCall
+			for i := 0; i < 4; i++ {
+				cs = append(cs, toolCall(fmt.Sprint("f", i), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://example.com/%d", i)}))
+			}
+			return calls(cs...), nil
+		}
+		return text("Read all four."), nil
+	}
+	if _, err := h.runAgent(runInput("read these four pages")); err != nil {
+		t.Fatal(err)
+	}
+	if h.sawInline(1, "You have called lucy_web_fetch") {
+		t.Errorf("loop detection fired on one parallel batch: %q", h.inlineTexts(1))
+	}
+}

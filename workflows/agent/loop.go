@@ -12,6 +12,8 @@ type Call struct {
 	Name string `json:"name"`
 	// Args is the raw JSON arguments string; it is normalized before calls are compared.
 	Args string `json:"args"`
+	// Batch numbers the model reply the call came in (PerBatch detectors only).
+	Batch int `json:"batch,omitempty"`
 }
 
 // NormalizeArgs returns a canonical form of a JSON arguments string: object keys sorted (encoding/json
@@ -58,6 +60,13 @@ type LoopDetector struct {
 	Level int `json:"level"`
 	// Firings counts every firing, for telemetry (agent.loop.detected).
 	Firings int `json:"firings"`
+	// PerBatch makes the detectors count steps, not calls: calls made in parallel in one reply (four
+	// page fetches at once) are one step, the window holds the last LoopWindow replies, and the run
+	// journal's tools, which the system prompt asks the model to use often, are not counted. Runs
+	// recorded before it counted every call (workflows/versions.go).
+	PerBatch bool `json:"perBatch,omitempty"`
+	// Batches counts the replies observed (PerBatch).
+	Batches int `json:"batches,omitempty"`
 }
 
 // Detection is the result of LoopDetector.Observe.
@@ -78,11 +87,25 @@ type Detection struct {
 // first because it is the stronger signal. After a firing the window is cleared, so that one repetition
 // does not fire again on every following turn: the next firing needs fresh evidence.
 func (d *LoopDetector) Observe(batch []Call) Detection {
-	for _, c := range batch {
-		d.Recent = append(d.Recent, Call{Name: c.Name, Args: NormalizeArgs(c.Args)})
-	}
-	if over := len(d.Recent) - LoopWindow; over > 0 {
-		d.Recent = append([]Call(nil), d.Recent[over:]...)
+	if d.PerBatch {
+		d.Batches++
+		for _, c := range batch {
+			if !IsJournalTool(c.Name) {
+				d.Recent = append(d.Recent, Call{Name: c.Name, Args: NormalizeArgs(c.Args), Batch: d.Batches})
+			}
+		}
+		first := 0
+		for first < len(d.Recent) && d.Recent[first].Batch <= d.Batches-LoopWindow {
+			first++
+		}
+		d.Recent = append([]Call(nil), d.Recent[first:]...)
+	} else {
+		for _, c := range batch {
+			d.Recent = append(d.Recent, Call{Name: c.Name, Args: NormalizeArgs(c.Args)})
+		}
+		if over := len(d.Recent) - LoopWindow; over > 0 {
+			d.Recent = append([]Call(nil), d.Recent[over:]...)
+		}
 	}
 
 	det, ok := d.identical()
@@ -101,15 +124,26 @@ func (d *LoopDetector) Observe(batch []Call) Detection {
 	return det
 }
 
+// occurrences counts the calls that match, or in PerBatch mode the replies they came in.
+func (d *LoopDetector) occurrences(match func(Call) bool) int {
+	n, last := 0, -1
+	for _, c := range d.Recent {
+		if !match(c) {
+			continue
+		}
+		if d.PerBatch && c.Batch == last {
+			continue
+		}
+		n, last = n+1, c.Batch
+	}
+	return n
+}
+
 // identical finds a (name, args) pair repeated IdenticalThreshold times, preferring the most recent call.
 func (d *LoopDetector) identical() (Detection, bool) {
 	for i := len(d.Recent) - 1; i >= 0; i-- {
-		n := 0
-		for _, c := range d.Recent {
-			if c == d.Recent[i] {
-				n++
-			}
-		}
+		cur := d.Recent[i]
+		n := d.occurrences(func(c Call) bool { return c.Name == cur.Name && c.Args == cur.Args })
 		if n >= IdenticalThreshold {
 			return Detection{Kind: LoopIdentical, Tool: d.Recent[i].Name, Count: n}, true
 		}
@@ -121,15 +155,13 @@ func (d *LoopDetector) identical() (Detection, bool) {
 func (d *LoopDetector) pattern() (Detection, bool) {
 	for i := len(d.Recent) - 1; i >= 0; i-- {
 		name := d.Recent[i].Name
-		n, differ := 0, false
+		differ := false
 		for _, c := range d.Recent {
-			if c.Name == name {
-				n++
-				if c.Args != d.Recent[i].Args {
-					differ = true
-				}
+			if c.Name == name && c.Args != d.Recent[i].Args {
+				differ = true
 			}
 		}
+		n := d.occurrences(func(c Call) bool { return c.Name == name })
 		if n >= PatternThreshold && differ {
 			return Detection{Kind: LoopPattern, Tool: name, Count: n}, true
 		}

@@ -163,3 +163,47 @@ func TestLoopDetectorKeepsWindow(t *testing.T) {
 		t.Errorf("Recent = %v, want the last %d calls starting at c", d.Recent, LoopWindow)
 	}
 }
+
+// PerBatch (issue 8): parallel calls in one reply are one step, the journal's tools do not count,
+// and thrash across replies is still caught.
+func TestLoopDetectorPerBatch(t *testing.T) {
+	fetch := func(url string) Call { return Call{Name: "lucy_web_fetch", Args: `{"url":"` + url + `"}`} }
+	fourPages := []Call{fetch("a"), fetch("b"), fetch("c"), fetch("d")}
+
+	var old LoopDetector
+	if d := old.Observe(fourPages); !d.Fired {
+		t.Fatal("the per-call detector should fire on four parallel fetches (the behaviour PerBatch fixes)")
+	}
+
+	d := LoopDetector{PerBatch: true}
+	for i := 0; i < 3; i++ { // three replies of four different pages each: research, not thrash
+		p := string(rune('a' + i))
+		if got := d.Observe([]Call{fetch(p + "1"), fetch(p + "2"), fetch(p + "3"), fetch(p + "4")}); got.Fired {
+			t.Fatalf("reply %d: four parallel fetches fired %+v", i+1, got)
+		}
+	}
+
+	d = LoopDetector{PerBatch: true}
+	for i := 0; i < 5; i++ {
+		if got := d.Observe([]Call{{Name: "update_run_journal", Args: `{"section":"decisions"}`}, fetch(string(rune('a' + i)))}); got.Fired && i < 3 {
+			t.Fatalf("reply %d fired %+v: journal calls must not count", i+1, got)
+		}
+	}
+
+	d = LoopDetector{PerBatch: true}
+	var last Detection
+	for i := 0; i < PatternThreshold; i++ {
+		last = d.Observe([]Call{fetch(string(rune('a' + i)))})
+	}
+	if !last.Fired || last.Kind != LoopPattern {
+		t.Fatalf("the same tool in %d replies in a row should fire the pattern detector: %+v", PatternThreshold, last)
+	}
+
+	d = LoopDetector{PerBatch: true}
+	for i := 0; i < IdenticalThreshold; i++ {
+		last = d.Observe([]Call{fetch("same")})
+	}
+	if !last.Fired || last.Kind != LoopIdentical {
+		t.Fatalf("the same call in %d replies should fire the identical detector: %+v", IdenticalThreshold, last)
+	}
+}
