@@ -325,7 +325,26 @@ func (r *run) prepare(ctx workflow.Context) error {
 	}
 	r.placeholder = ph.TS
 
-	if err := workflow.ExecuteActivity(quick(ctx, "route"), a.Route, activities.RouteInput{Text: m.Text}).Get(ctx, &r.route); err != nil {
+	// A hardened run reads the thread first, so that routing knows how deep the thread is: a short
+	// "and for Q4?" deep in a thread is a follow-up, not a new lookup.
+	var th activities.ThreadHistory
+	loadThread := func() error {
+		return workflow.ExecuteActivity(quick(ctx, "thread"), a.LoadThread, activities.LoadThreadInput{
+			Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, UpTo: m.TS, Limit: agent.MaxContextMessages,
+		}).Get(ctx, &th)
+	}
+	depth := 0
+	if r.hardened {
+		if err := loadThread(); err != nil {
+			return fmt.Errorf("load thread: %w", err)
+		}
+		for _, tm := range th.Messages {
+			if tm.TS != m.TS {
+				depth++
+			}
+		}
+	}
+	if err := workflow.ExecuteActivity(quick(ctx, "route"), a.Route, activities.RouteInput{Text: m.Text, ThreadDepth: depth}).Get(ctx, &r.route); err != nil {
 		return fmt.Errorf("route: %w", err)
 	}
 	r.tier = r.route.Tier
@@ -348,11 +367,10 @@ func (r *run) prepare(ctx workflow.Context) error {
 	}
 	r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "system", Ref: "prompt"}, text: sp.Text, role: "system"})
 
-	var th activities.ThreadHistory
-	if err := workflow.ExecuteActivity(quick(ctx, "thread"), a.LoadThread, activities.LoadThreadInput{
-		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, UpTo: m.TS, Limit: agent.MaxContextMessages,
-	}).Get(ctx, &th); err != nil {
-		return fmt.Errorf("load thread: %w", err)
+	if !r.hardened {
+		if err := loadThread(); err != nil {
+			return fmt.Errorf("load thread: %w", err)
+		}
 	}
 	sawCurrent := false
 	for i, tm := range th.Messages {

@@ -558,3 +558,23 @@ func TestParallelFetchesAreNotThrash(t *testing.T) {
 		t.Errorf("loop detection fired on one parallel batch: %q", h.inlineTexts(1))
 	}
 }
+
+// Routing knows how deep the thread is (issue 8): the run reads the thread before it routes.
+func TestRoutingGetsTheThreadDepth(t *testing.T) {
+	h := newHarness(t)
+	h.thread = activities.ThreadHistory{Messages: []activities.ThreadMessage{
+		{Role: "user", User: "U1", Text: "what were Q3 sales?", TS: "100.1"},
+		{Role: "assistant", User: "ULUCY", Text: "Q3 sales were 4.2M.", TS: "100.2"},
+		{Role: "user", User: "U1", Text: "and Q2?", TS: "100.3"},
+		{Role: "assistant", User: "ULUCY", Text: "Q2 sales were 3.9M.", TS: "100.4"},
+		{Role: "user", User: "U1", Text: "and Q4?", TS: "100.5"},
+	}}
+	in := runInput("and Q4?")
+	in.Message.TS = "100.5"
+	if _, err := h.runAgent(in); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.routes) != 1 || h.routes[0].ThreadDepth != 4 {
+		t.Fatalf("route inputs %+v, want ThreadDepth 4", h.routes)
+	}
+}

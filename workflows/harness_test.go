@@ -43,6 +43,7 @@ type harness struct {
 	resolved   []activities.ResolveApprovalInput
 	ephemerals []activities.EphemeralInput
 	checks     []activities.CheckApprovalInput
+	routes     []activities.RouteInput
 	reactions  []activities.ReactInput
 	modelDelay time.Duration
 	toolDelay  time.Duration
@@ -154,6 +155,9 @@ func (h *harness) register() {
 		return res, err
 	})
 	env.OnActivity("Route", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.RouteInput) (activities.Route, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.routes = append(h.routes, in)
 		return h.route, nil
 	})
 	env.OnActivity("BuildSystemPrompt", mock.Anything, mock.Anything).Return(activities.SystemPrompt{Text: "You are Lucy.", Hash: "h"}, nil)

@@ -30,7 +30,8 @@ const (
 	//   - a question (ask_human, the supervisor's ASK_USER, recovery stage R3) is a durable wait for
 	//     the requester's answer instead of the end of the run; folds that arrive after the run's last
 	//     read are handed back to the lane (issue 8);
-	//   - loop detection counts replies, not calls, and leaves the journal's tools out (issue 8).
+	//   - loop detection counts replies, not calls, and leaves the journal's tools out (issue 8);
+	//   - the thread is loaded before routing, which gets its depth (issue 8).
 	changeRunHardening = "run-hardening"
 )
 
