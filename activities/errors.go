@@ -31,8 +31,14 @@ const (
 	ErrModelUnavailable = "ModelUnavailable" // retryable: network errors, timeouts, HTTP 5xx and other unexpected statuses
 	ErrModelRateLimited = "ModelRateLimited" // retryable: HTTP 429, after the provider's Retry-After when it sends one
 	ErrModelBadRequest  = "ModelBadRequest"  // non-retryable: HTTP 400; the workflow escalates to the frontier tier
-	ErrModelPermanent   = "ModelPermanent"   // non-retryable: HTTP 401, 403, 404, 422 (key, model name, request shape)
-	ErrModelEmpty       = "ModelEmpty"       // retryable: the provider answered without any choice
+	// ErrModelContextLength is non-retryable: HTTP 400 because the transcript is over the model's
+	// context window; the workflow compacts it (R1, then R2) and calls again.
+	ErrModelContextLength = "ModelContextLength"
+	// ErrModelMalformed is non-retryable: HTTP 400 that names a part of Lucy's request (tool_choice,
+	// tools, messages): a bug no stronger model can fix, reported as one.
+	ErrModelMalformed = "ModelMalformedRequest"
+	ErrModelPermanent = "ModelPermanent" // non-retryable: HTTP 401, 403, 404, 422 (key, model name, request shape)
+	ErrModelEmpty     = "ModelEmpty"     // retryable: the provider answered without any choice
 	// ErrModelReplyTooLarge is retryable: the reply would not fit in a Temporal payload even without
 	// its tool arguments and content (thousands of tool calls, giant tool names); another sample
 	// of the model may be sane.
@@ -93,7 +99,7 @@ func ModelFailureKind(err error) string {
 		switch appErr.Type() {
 		case ErrModelUnavailable, ErrModelRateLimited:
 			return ModelFailureUnreachable
-		case ErrModelBadRequest, ErrModelPermanent, ErrModelEmpty:
+		case ErrModelBadRequest, ErrModelContextLength, ErrModelPermanent, ErrModelEmpty:
 			return ModelFailureRejected
 		default: // ErrConfig, ErrTranscriptRef, ErrBadInput, ErrHistoryUnavailable, ErrModelReplyTooLarge, panics, …
 			return ModelFailureInternal

@@ -267,7 +267,7 @@ func modelError(ctx context.Context, err error) error {
 	msg := fmt.Sprintf("model call failed: HTTP %d: %s", apiErr.StatusCode, truncate(apiErr.Message, 200))
 	switch code := apiErr.StatusCode; {
 	case code == http.StatusBadRequest:
-		return temporal.NewNonRetryableApplicationError(msg, ErrModelBadRequest, nil)
+		return temporal.NewNonRetryableApplicationError(msg, badRequestType(apiErr), nil)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return temporal.NewNonRetryableApplicationError(msg+" (check OPENAI_API_KEY / OPENROUTER_API_KEY)", ErrModelPermanent, nil)
 	case code == http.StatusNotFound:
@@ -285,6 +285,24 @@ func modelError(ctx context.Context, err error) error {
 	default:
 		return temporal.NewApplicationError(msg, ErrModelUnavailable)
 	}
+}
+
+// badRequestType tells HTTP 400s apart: the transcript is too long for the model's window (the
+// workflow compacts it), Lucy's request is malformed (a bug: no model can fix it), or anything else,
+// which a stronger model may get past (the workflow escalates).
+func badRequestType(e *openai.Error) string {
+	msg := strings.ToLower(e.Message)
+	switch {
+	case e.Code == "context_length_exceeded" || e.Code == "string_above_max_length" ||
+		strings.Contains(msg, "context length") || strings.Contains(msg, "context window") ||
+		strings.Contains(msg, "maximum context") || strings.Contains(msg, "too many tokens") ||
+		strings.Contains(msg, "prompt is too long") || strings.Contains(msg, "reduce the length"):
+		return ErrModelContextLength
+	case e.Param == "tool_choice" || strings.HasPrefix(e.Param, "tools") || strings.HasPrefix(e.Param, "messages") ||
+		e.Param == "response_format" || e.Code == "invalid_type" || strings.Contains(msg, "tool_choice"):
+		return ErrModelMalformed
+	}
+	return ErrModelBadRequest
 }
 
 // toOpenAI converts resolved messages to Chat Completions messages.

@@ -400,3 +400,29 @@ func TestKnowledgeIsOutOfTheToolsReach(t *testing.T) {
 		t.Errorf("the knowledge folder changed: %v, %v", entries, err)
 	}
 }
+
+// HTTP 400s are told apart by what the provider says (bodies as OpenAI, OpenRouter and Ollama-style
+// servers send them): a context window overflow is compacted, a malformed request is a bug, the rest
+// may be fixed by a stronger model.
+func TestBadRequestTypes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  openai.Error
+		want string
+	}{
+		{"openai context length", openai.Error{Code: "context_length_exceeded", Param: "messages", Message: "This model's maximum context length is 128000 tokens. However, your messages resulted in 130412 tokens."}, ErrModelContextLength},
+		{"openrouter context length", openai.Error{Message: "This endpoint's maximum context length is 131072 tokens. However, you requested about 140000 tokens."}, ErrModelContextLength},
+		{"anthropic via proxy", openai.Error{Message: "prompt is too long: 210000 tokens > 200000 maximum"}, ErrModelContextLength},
+		{"ollama-style", openai.Error{Message: "input length exceeds the context window"}, ErrModelContextLength},
+		{"bad tool_choice", openai.Error{Param: "tool_choice", Message: "Invalid value for 'tool_choice': 'ask_human' is not one of the tools."}, ErrModelMalformed},
+		{"bad tool schema", openai.Error{Param: "tools[3].function.parameters", Code: "invalid_function_parameters", Message: "Invalid schema for function 'lucy_x'."}, ErrModelMalformed},
+		{"tool message order", openai.Error{Param: "messages.[4].role", Message: "messages with role 'tool' must be a response to a preceeding message with 'tool_calls'."}, ErrModelMalformed},
+		{"model cannot do it", openai.Error{Message: "The model produced invalid content. Consider modifying your prompt."}, ErrModelBadRequest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := badRequestType(&tc.err); got != tc.want {
+				t.Errorf("badRequestType = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

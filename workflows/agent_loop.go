@@ -45,6 +45,21 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 				return "", RunCancelled, ""
 			}
 			var appErr *temporal.ApplicationError
+			if r.hardened && errors.As(err, &appErr) && appErr.Type() == activities.ErrModelContextLength && r.overflows < 2 {
+				// The provider's window is smaller than our estimate thought: compact before anything
+				// else (R1, then R2's deep prune), and call again.
+				r.overflows++
+				tokens := r.tokens()
+				if r.overflows == 1 {
+					after := r.compact(ctx, agent.CompactionKeepTail, "")
+					r.log.Info("agent.compaction.run", "run", r.id, "stage", "R1", "trigger", "context_length", "tokensBefore", tokens, "tokensAfter", after)
+				} else {
+					after := r.compact(ctx, agent.DeepPruneKeepTail, "[deep pruned] ")
+					r.log.Info("agent.recovery.fired", "run", r.id, "stage", "R2", "trigger", "context_length", "tokensBefore", tokens, "tokensAfter", after)
+				}
+				r.turn--
+				continue
+			}
 			if errors.As(err, &appErr) && appErr.Type() == activities.ErrModelBadRequest && r.tier != "frontier" {
 				r.escalate(agent.TriggerHTTP400)
 				r.turn--

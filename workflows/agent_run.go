@@ -122,6 +122,8 @@ type run struct {
 	batchReply string
 	// finishedWhileStopping are tools that completed after "cancel that" (their outcome is real).
 	finishedWhileStopping []string
+	// overflows counts context-length errors from the provider (hardened runs): R1, then R2.
+	overflows int
 	// unanswered is why a question the run asked got no answer ("" while none went unanswered).
 	unanswered string
 	// failures counts resume-retries after model failures; lastFailure is the last one's message.

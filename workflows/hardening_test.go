@@ -578,3 +578,54 @@ func TestRoutingGetsTheThreadDepth(t *testing.T) {
 		t.Fatalf("route inputs %+v, want ThreadDepth 4", h.routes)
 	}
 }
+
+// HTTP 400 because the transcript is over the model's window compacts and calls again, without
+// escalating; a malformed request is reported as Lucy's bug, never escalated (issue 8).
+func TestContextLength400CompactsAndMalformed400IsABug(t *testing.T) {
+	long := func(h *harness) {
+		var ms []activities.ThreadMessage
+		for i := 0; i < 30; i++ {
+			ms = append(ms, activities.ThreadMessage{Role: "user", User: "U1", Text: strings.Repeat("earlier talk ", 50), TS: fmt.Sprintf("99.%d", i)})
+		}
+		h.thread = activities.ThreadHistory{Messages: ms}
+	}
+	t.Run("context length", func(t *testing.T) {
+		h := newHarness(t)
+		long(h)
+		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+			if n == 1 {
+				return activities.ModelReply{}, temporal.NewNonRetryableApplicationError("model call failed: HTTP 400: maximum context length", activities.ErrModelContextLength, nil)
+			}
+			return text("Summary of the thread."), nil
+		}
+		res, err := h.runAgent(runInput("summarize this thread"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		compactions := 0
+		for _, c := range h.completes {
+			if c.Prompt == "COMPACTOR.md" {
+				compactions++
+			}
+		}
+		if res.Status != RunCompleted || compactions != 1 || res.Tier != "default" {
+			t.Fatalf("status %s, %d compactions, tier %s; want completed after one compaction, not escalated", res.Status, compactions, res.Tier)
+		}
+	})
+	t.Run("malformed request", func(t *testing.T) {
+		h := newHarness(t)
+		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+			return activities.ModelReply{}, temporal.NewNonRetryableApplicationError("model call failed: HTTP 400: Invalid value for 'tool_choice'", activities.ErrModelMalformed, nil)
+		}
+		res, err := h.runAgent(runInput("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Tier != "default" || len(h.modelCalls) != 1 {
+			t.Errorf("tier %s after %d calls: a malformed request must not escalate", res.Tier, len(h.modelCalls))
+		}
+		if len(h.posts) != 1 || !strings.HasPrefix(h.posts[0].Text, "Something went wrong on my side (HTTP 400") {
+			t.Errorf("pause message %q", h.posts)
+		}
+	})
+}

@@ -31,7 +31,8 @@ const (
 	//     the requester's answer instead of the end of the run; folds that arrive after the run's last
 	//     read are handed back to the lane (issue 8);
 	//   - loop detection counts replies, not calls, and leaves the journal's tools out (issue 8);
-	//   - the thread is loaded before routing, which gets its depth (issue 8).
+	//   - the thread is loaded before routing, which gets its depth (issue 8);
+	//   - a context-length 400 compacts (R1, then R2) before anything else (issue 8).
 	changeRunHardening = "run-hardening"
 )
 
