@@ -280,6 +280,14 @@ func (r *run) execute(ctx workflow.Context) (answer, status, reason string, err 
 		}
 		return "", "", "", err
 	}
+	if r.hardened {
+		answer, status, reason = r.loopUntilAnswer(ctx)
+		if ctx.Err() != nil || status != RunCompleted {
+			return answer, status, reason, nil
+		}
+		answer = r.gated(ctx, answer)
+		return answer, status, reason, nil
+	}
 	for {
 		answer, status, reason = r.loopUntilAnswer(ctx)
 		if ctx.Err() != nil || status != RunCompleted || r.retryDepth >= 1 {
@@ -300,6 +308,52 @@ func (r *run) execute(ctx workflow.Context) (answer, status, reason string, err 
 			". Improve it: finish the missing parts (use tools if needed) and answer again in full."))
 		r.turn = 0
 	}
+}
+
+// gated applies seed 000's gates to a finished answer (hardened runs), once:
+//   - the verification gate (claims of work without the tool calls to back them) escalates one tier up
+//     and lets the loop go on, with its turn count and counters as they were, to do the work;
+//   - the quality gate (an answer that looks incomplete) gets one rewrite on the frontier model, with
+//     no tools: a rewrite, not a second run.
+//
+// Whatever the retry gives back that is not a better answer (an error, an empty or partial result),
+// the person gets the first answer.
+func (r *run) gated(ctx workflow.Context, first string) string {
+	if v := agent.VerificationGate(r.in.Message.Text, first, r.route.Intent); v.Failed {
+		prev := r.tier
+		r.tier = agent.EscalationTarget(r.tier, agent.TriggerVerificationGate)
+		r.status.Tier = r.tier
+		r.log.Info("agent.gate.retry", "run", r.id, "gate", "verification", "issues", strings.Join(v.Issues, "; "), "from", prev, "to", r.tier)
+		r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "assistant", Ref: r.lastReply}, role: "assistant", text: first})
+		r.appendInline("user", runtimeNote("Your answer claims things your tool calls do not show: "+strings.Join(v.Issues, "; ")+
+			". Do the work with the tools, or say plainly what you did not check, and answer again in full."))
+		answer, status, _ := r.loopUntilAnswer(ctx)
+		if ctx.Err() != nil || status != RunCompleted || strings.TrimSpace(answer) == "" {
+			return first
+		}
+		return answer
+	}
+	if r.tier == "frontier" {
+		return first
+	}
+	q := agent.QualityGate(r.in.Message.Text, first, r.route.Intent)
+	if !q.Failed {
+		return first
+	}
+	prev := r.tier
+	r.tier = agent.EscalationTarget(r.tier, agent.TriggerQualityGate)
+	r.status.Tier = r.tier
+	r.log.Info("agent.gate.retry", "run", r.id, "gate", "quality", "issues", strings.Join(q.Issues, "; "), "from", prev, "to", r.tier)
+	r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "assistant", Ref: r.lastReply}, role: "assistant", text: first})
+	r.appendInline("user", runtimeNote("Your previous answer may be incomplete: "+strings.Join(q.Issues, "; ")+
+		". Rewrite it in full from what you already have; do not call tools."))
+	r.forceTool = "none"
+	reply, err := r.callModel(ctx)
+	if err != nil || strings.TrimSpace(reply.Content) == "" || len(reply.ToolCalls) > 0 {
+		r.log.Info("agent.gate.rewrite_failed", "run", r.id, "error", err)
+		return first
+	}
+	return reply.Content
 }
 
 func (r *run) gateIssues(answer string) []string {

@@ -658,7 +658,7 @@ func TestVerificationGate(t *testing.T) {
 	if len(h.modelCalls) != 2 {
 		t.Fatalf("model calls = %d, want one verification retry", len(h.modelCalls))
 	}
-	if !h.sawInline(1, "may be incomplete") {
+	if !h.sawInline(1, "Do the work with the tools") {
 		t.Errorf("issues not injected: %v", h.inlineTexts(1))
 	}
 }

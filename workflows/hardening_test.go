@@ -629,3 +629,49 @@ func TestContextLength400CompactsAndMalformed400IsABug(t *testing.T) {
 		}
 	})
 }
+
+// The quality gate's remedy is one rewrite on the frontier model without tools (seed 000), not a
+// second loop; when the rewrite fails, the person gets the first answer (issue 8).
+func TestQualityGateIsOneRewrite(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rewrite func() (activities.ModelReply, error)
+		want    string
+	}{
+		{"rewrite", func() (activities.ModelReply, error) {
+			return text("Acme charges per seat, Globex per workspace and Initech a flat fee; ours is per seat but 20% above Acme, so the first change should be our enterprise seat price."), nil
+		}, "Acme charges per seat"},
+		{"rewrite fails", func() (activities.ModelReply, error) {
+			return activities.ModelReply{}, temporal.NewNonRetryableApplicationError("down", activities.ErrModelUnavailable, nil)
+		}, "I can't find it."},
+		{"rewrite calls a tool anyway", func() (activities.ModelReply, error) {
+			return calls(toolCall("x", "lucy_web_fetch", map[string]string{"url": "https://e.example"})), nil
+		}, "I can't find it."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.route.Intent = "research"
+			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+				if n == 1 {
+					return text("I can't find it."), nil
+				}
+				return tc.rewrite()
+			}
+			// The quality gate fails on this answer (it can't find it; too short for a complex
+			// request), the verification gate does not.
+			res, err := h.runAgent(runInput("research how our three main competitors price their enterprise plans, compare them with ours, and recommend what we should change first and why"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h.modelCalls) != 2 || h.modelCalls[1].Tier != "frontier" || h.modelCalls[1].ToolChoice != "none" {
+				t.Fatalf("%d model calls, second %+v: want one frontier rewrite without tools", len(h.modelCalls), h.modelCalls[len(h.modelCalls)-1])
+			}
+			if res.Status != RunCompleted || !strings.Contains(h.answer(), tc.want) {
+				t.Errorf("status %s answer %q, want %q", res.Status, h.answer(), tc.want)
+			}
+			if len(h.toolCalls) != 0 {
+				t.Errorf("a rewrite ran tools: %+v", h.toolCalls)
+			}
+		})
+	}
+}

@@ -32,7 +32,10 @@ const (
 	//     read are handed back to the lane (issue 8);
 	//   - loop detection counts replies, not calls, and leaves the journal's tools out (issue 8);
 	//   - the thread is loaded before routing, which gets its depth (issue 8);
-	//   - a context-length 400 compacts (R1, then R2) before anything else (issue 8).
+	//   - a context-length 400 compacts (R1, then R2) before anything else (issue 8);
+	//   - the gates: the verification gate escalates one tier and the loop goes on with its counters;
+	//     the quality gate gets one frontier rewrite without tools; a failed retry keeps the first
+	//     answer (issue 8).
 	changeRunHardening = "run-hardening"
 )
 
