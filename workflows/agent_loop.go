@@ -200,7 +200,7 @@ func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
 		return reply, err
 	}
 	r.sent(id)
-	r.model, r.window = reply.Model, reply.Window
+	r.model, r.window, r.lastText = reply.Model, reply.Window, reply.Content
 	r.addUsage(reply.Model, reply.Usage)
 	r.status.Tier = r.tier
 	// Remember the ID so appendAssistant can reference the reply instead of copying it.
@@ -387,6 +387,10 @@ func (r *run) supervise(ctx workflow.Context) (answer, status, reason string, do
 		Request: r.in.Message.Text, Intent: r.route.Intent, Plan: plan, Turn: r.turn, Elapsed: now.Sub(r.start),
 		Recent: recent, TotalErrors: r.totalErrors, ConsecutiveErrors: r.stuck.Consecutive, Model: r.tier,
 	}
+	if r.hardened { // the judge sees the model in use and how much of an answer exists
+		in.Model = r.tier + " (" + r.model + ")"
+		in.ResponseChars = len([]rune(r.lastText))
+	}
 	var c activities.Completion
 	err := workflow.ExecuteActivity(llmOptions(ctx, r.nextID("supervisor"), time.Minute), a.Complete, activities.CompleteInput{
 		Tier: "fast", Prompt: "SUPERVISOR.md", Inline: agent.SupervisorPrompt(in),
@@ -401,9 +405,26 @@ func (r *run) supervise(ctx workflow.Context) (answer, status, reason string, do
 	r.log.Info("agent.supervisor.decision", "run", r.id, "turn", r.turn, "decision", string(v.Decision))
 	switch v.Decision {
 	case agent.DecisionIntervene:
-		r.appendInline("user", runtimeNote("Supervisor guidance: "+v.Guidance))
+		switch {
+		case !r.hardened:
+			r.appendInline("user", runtimeNote("Supervisor guidance: "+v.Guidance))
+		case strings.TrimSpace(v.Guidance) == "":
+			r.log.Warn("agent.supervisor.empty_guidance", "run", r.id) // nothing to say is not guidance
+		default:
+			r.appendInline("system", "Supervisor guidance: "+v.Guidance) // seed 000: as a system message
+		}
 	case agent.DecisionReplan:
-		r.makePlan(ctx, "replan")
+		if !r.hardened {
+			r.makePlan(ctx, "replan", "")
+		} else {
+			// The planner learns why the plan failed and what was done, so the new plan differs.
+			ctxText := "The previous plan is not working"
+			if v.Guidance != "" {
+				ctxText += ": " + v.Guidance
+			}
+			ctxText += ".\nProgress so far:\n" + r.progressSoFar()
+			r.makePlan(ctx, "replan", ctxText)
+		}
 		if v.Guidance != "" {
 			r.appendInline("user", runtimeNote("The previous approach isn't working: "+v.Guidance))
 		}
@@ -435,6 +456,30 @@ func (r *run) supervise(ctx workflow.Context) (answer, status, reason string, do
 		return agent.PartialResults(r.records, "", why), RunPartial, "supervisor aborted", true
 	}
 	return "", "", "", false
+}
+
+// progressSoFar is what the run did, for a replan: the journal's digest when there is one, else the
+// last steps.
+func (r *run) progressSoFar() string {
+	if d := r.journal.Digest(); d != "" {
+		return d
+	}
+	var b strings.Builder
+	recent := r.reports
+	if len(recent) > 8 {
+		recent = recent[len(recent)-8:]
+	}
+	for _, rep := range recent {
+		status := "ok"
+		if rep.HadError {
+			status = "error"
+		}
+		b.WriteString("- " + rep.ToolName + " (" + status + "): " + rep.ResultPreview + "\n")
+	}
+	if b.Len() == 0 {
+		return "- nothing yet"
+	}
+	return b.String()
 }
 
 // absorbFolded folds messages the lane routed into this run ("also include X") into the transcript.

@@ -124,6 +124,8 @@ type run struct {
 	finishedWhileStopping []string
 	// overflows counts context-length errors from the provider (hardened runs): R1, then R2.
 	overflows int
+	// lastText is the text of the model's latest reply (the supervisor's ResponseChars).
+	lastText string
 	// unanswered is why a question the run asked got no answer ("" while none went unanswered).
 	unanswered string
 	// failures counts resume-retries after model failures; lastFailure is the last one's message.
@@ -441,17 +443,21 @@ func (r *run) prepare(ctx workflow.Context) error {
 	r.tools = r.route.Tools
 
 	if agent.NeedsPlan(r.route.Intent, m.Text) {
-		r.makePlan(ctx, "plan")
+		r.makePlan(ctx, "plan", "")
 	}
 	return nil
 }
 
 // makePlan asks the fast tier for a plan and injects it; a failed plan is not fatal (the seeds plan
 // only as an aid).
-func (r *run) makePlan(ctx workflow.Context, id string) {
+func (r *run) makePlan(ctx workflow.Context, id, context string) {
 	var c activities.Completion
+	inline := agent.PlanPrompt(r.in.Message.Text, r.tools, r.route.Intent)
+	if context != "" {
+		inline += "\n\n" + context
+	}
 	err := workflow.ExecuteActivity(llmOptions(ctx, r.nextID(id), time.Minute), a.Complete, activities.CompleteInput{
-		Tier: "fast", Prompt: "PLANNER.md", Inline: agent.PlanPrompt(r.in.Message.Text, r.tools, r.route.Intent),
+		Tier: "fast", Prompt: "PLANNER.md", Inline: inline,
 	}).Get(ctx, &c)
 	if err != nil {
 		r.log.Warn("agent.plan.failed", "run", r.id, "error", err)

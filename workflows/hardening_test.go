@@ -675,3 +675,68 @@ func TestQualityGateIsOneRewrite(t *testing.T) {
 		})
 	}
 }
+
+// Supervisor (issue 8): INTERVENE is system guidance and never empty; REPLAN tells the planner why
+// and what was done; the judge sees the model in use and the length of the answer so far.
+func TestSupervisorGuidanceAndReplanContext(t *testing.T) {
+	run := func(t *testing.T, verdict string) *harness {
+		h := newHarness(t)
+		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+			if n <= 4 {
+				r := calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://e.example/%d", n)}))
+				r.Content, r.Model = "Looking at page "+fmt.Sprint(n), "gpt-test"
+				return r, nil
+			}
+			return text("Here is the full result with everything you asked for, checked and complete."), nil
+		}
+		h.complete = func(in activities.CompleteInput) (activities.Completion, error) {
+			if in.Prompt == "SUPERVISOR.md" {
+				return activities.Completion{Text: verdict, Model: "m-fast"}, nil
+			}
+			return activities.Completion{Text: "GOAL: read\n1. fetch [tool: lucy_web_fetch]\n2. answer\nSUCCESS: answered", Model: "m-fast"}, nil
+		}
+		if _, err := h.runAgent(runInput("look this up")); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	t.Run("intervene", func(t *testing.T) {
+		h := run(t, "I: try the archive page instead")
+		found := false
+		for i := range h.modelCalls {
+			found = found || h.sawInline(i, "system: Supervisor guidance: try the archive page instead")
+		}
+		if !found {
+			t.Error("guidance not injected as a system message")
+		}
+		var sup string
+		for _, c := range h.completes {
+			if c.Prompt == "SUPERVISOR.md" {
+				sup = c.Inline
+			}
+		}
+		if !strings.Contains(sup, "Model: default (gpt-test)") || !strings.Contains(sup, "Response written so far: 17 characters") {
+			t.Errorf("the supervisor does not see the model or the response length:\n%s", sup)
+		}
+	})
+	t.Run("empty intervene", func(t *testing.T) {
+		h := run(t, "I")
+		for i := range h.modelCalls {
+			if h.sawInline(i, "Supervisor guidance") {
+				t.Fatalf("empty guidance injected: %q", h.inlineTexts(i))
+			}
+		}
+	})
+	t.Run("replan", func(t *testing.T) {
+		h := run(t, "R: the site moved, search the docs first")
+		var replan string
+		for _, c := range h.completes {
+			if c.Prompt == "PLANNER.md" {
+				replan = c.Inline
+			}
+		}
+		if !strings.Contains(replan, "the site moved, search the docs first") || !strings.Contains(replan, "Progress so far:") || !strings.Contains(replan, "lucy_web_fetch (ok)") {
+			t.Errorf("the planner was not told why and what was done:\n%s", replan)
+		}
+	})
+}

@@ -35,7 +35,9 @@ const (
 	//   - a context-length 400 compacts (R1, then R2) before anything else (issue 8);
 	//   - the gates: the verification gate escalates one tier and the loop goes on with its counters;
 	//     the quality gate gets one frontier rewrite without tools; a failed retry keeps the first
-	//     answer (issue 8).
+	//     answer (issue 8);
+	//   - the supervisor: INTERVENE is system guidance and never empty, REPLAN tells the planner why
+	//     and what was done, the judge sees the model and the answer's length (issue 8).
 	changeRunHardening = "run-hardening"
 )
 
