@@ -261,11 +261,7 @@ func (r *run) summarizeResult(ctx workflow.Context, c activities.ToolCall, ref s
 }
 
 func (r *run) recordTurn(c activities.ToolCall, res tmsg) {
-	rep := agent.TurnReport{Turn: r.turn, ToolName: c.Name, ToolArgsSummary: cut(c.Arguments, 80), ResultPreview: cut(res.text, 100), HadError: res.isError}
-	if res.isError {
-		rep.ErrorSummary = cut(res.text, 100)
-	}
-	r.reports = append(r.reports, rep)
+	r.reports = append(r.reports, agent.NewTurnReport(r.turn, c.Name, c.Arguments, res.text, res.isError))
 	if len(r.reports) > 20 {
 		r.reports = r.reports[len(r.reports)-20:]
 	}

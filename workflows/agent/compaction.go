@@ -250,20 +250,6 @@ const (
 	PinnedHeader     = "Latest successful result of each tool used earlier:"
 )
 
-// SummaryMessage assembles the one message that replaces the summarized ones: the header (deep is R2's
-// "deep pruned" marker), the summary and the pinned results.
-func SummaryMessage(summary, pinned string, deep bool) string {
-	h := SummaryHeader
-	if deep {
-		h = DeepPrunedHeader
-	}
-	s := h + "\n" + strings.TrimSpace(summary)
-	if p := strings.TrimSpace(pinned); p != "" {
-		s += "\n\n" + PinnedHeader + "\n" + p
-	}
-	return s
-}
-
 // TruncationFallback is the deterministic summary used when the summarizer call fails (seed 001: work
 // never stalls waiting for compaction): the first line of each summarized message, tools with their
 // outcomes, at most FallbackMaxChars. When it is too long the first lines (the request) and the most
@@ -328,32 +314,4 @@ func fitLines(lines []string, limit int) string {
 	}
 	omitted := len(lines) - 1 - len(tail)
 	return first + "\n" + fmt.Sprintf("- … %d earlier steps omitted", omitted) + "\n" + strings.Join(tail, "\n")
-}
-
-// ElidedToolResult replaces a tool result dropped by PayloadTrim.
-const ElidedToolResult = "[older tool result removed to keep the conversation small; call the tool again if you need it]"
-
-// PayloadTrim is seed 000's payload trimming: while the conversation's characters exceed maxChars
-// (≤ 0: MaxPayloadChars), the oldest tool results outside the last CompactionKeepTail messages are
-// replaced by ElidedToolResult. It returns the indices to replace, ascending. The messages themselves
-// stay, so every tool call keeps its result and the request stays valid.
-func PayloadTrim(msgs []Msg, maxChars int) []int {
-	if maxChars <= 0 {
-		maxChars = MaxPayloadChars
-	}
-	total := 0
-	for _, m := range msgs {
-		total += runeLen(m.Text)
-	}
-	var out []int
-	stop := len(msgs) - CompactionKeepTail
-	for i := 0; i < stop && total > maxChars; i++ {
-		m := msgs[i]
-		if m.Role != RoleTool || runeLen(m.Text) <= runeLen(ElidedToolResult) {
-			continue
-		}
-		total -= runeLen(m.Text) - runeLen(ElidedToolResult)
-		out = append(out, i)
-	}
-	return out
 }

@@ -237,16 +237,6 @@ func TestPinnedText(t *testing.T) {
 	}
 }
 
-func TestSummaryMessage(t *testing.T) {
-	if got := SummaryMessage(" s ", "", false); got != SummaryHeader+"\ns" {
-		t.Errorf("SummaryMessage = %q", got)
-	}
-	got := SummaryMessage("s", "[a]\nx", true)
-	if !strings.HasPrefix(got, DeepPrunedHeader) || !strings.Contains(got, PinnedHeader+"\n[a]\nx") {
-		t.Errorf("deep SummaryMessage = %q", got)
-	}
-}
-
 func TestTruncationFallback(t *testing.T) {
 	msgs := conversation()
 	plan := PlanCompaction(msgs, 4)
@@ -280,26 +270,5 @@ func TestTruncationFallbackCap(t *testing.T) {
 	}
 	if got != TruncationFallback(msgs, plan) {
 		t.Error("TruncationFallback is not deterministic")
-	}
-}
-
-func TestPayloadTrim(t *testing.T) {
-	big := strings.Repeat("z", 15000)
-	msgs := []Msg{{Role: RoleSystem, Text: "sys"}, {Role: RoleUser, Text: "u"}}
-	for i := range 12 {
-		id := fmt.Sprint("c", i)
-		msgs = append(msgs, Msg{Role: RoleAssistant, ToolCallIDs: []string{id}}, Msg{Role: RoleTool, ToolCallID: id, Text: big})
-	}
-	// 12 × 15,000 characters: the oldest five must go to fall under 120,000.
-	got := PayloadTrim(msgs, 0)
-	if want := []int{3, 5, 7, 9, 11}; !slices.Equal(got, want) {
-		t.Errorf("PayloadTrim = %v, want %v", got, want)
-	}
-	if got := PayloadTrim(msgs[:4], 0); got != nil {
-		t.Errorf("small conversation trimmed: %v", got)
-	}
-	// Results in the last CompactionKeepTail messages stay, even when that leaves the payload too big.
-	if got := PayloadTrim(msgs, 1000); !slices.Equal(got, []int{3, 5, 7, 9, 11, 13, 15}) {
-		t.Errorf("PayloadTrim(1000) = %v, want every result before the tail", got)
 	}
 }

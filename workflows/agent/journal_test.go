@@ -127,15 +127,3 @@ func TestJournalRenderEmpty(t *testing.T) {
 		t.Error("IsEmpty")
 	}
 }
-
-func TestJournalToolSpecs(t *testing.T) {
-	specs := JournalToolSpecs()
-	if len(specs) != 3 {
-		t.Fatalf("%d specs, want 3", len(specs))
-	}
-	for _, s := range specs {
-		if !IsJournalTool(s.Name) || !CapExempt(s.Name) || s.Description == "" || !strings.HasPrefix(s.Parameters, `{"type":"object"`) {
-			t.Errorf("spec %+v", s)
-		}
-	}
-}

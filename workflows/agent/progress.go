@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"fmt"
 	"regexp"
 	"strings"
 )
@@ -91,17 +90,3 @@ func splitmix64(x uint64) uint64 {
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	return x ^ (x >> 31)
 }
-
-// CapToolResult caps a tool result at ToolResultMaxChars characters, saying how much was cut so that
-// the model knows the result is incomplete.
-func CapToolResult(s string) string {
-	n := runeLen(s)
-	if n <= ToolResultMaxChars {
-		return s
-	}
-	return head(s, ToolResultMaxChars) + fmt.Sprintf("\n\n[truncated: %d more characters]", n-ToolResultMaxChars)
-}
-
-// NeedsSummary reports whether a tool result is long enough to be summarized by the fast tier before
-// it enters the conversation (ToolResultSummaryThreshold, seed 000).
-func NeedsSummary(s string) bool { return runeLen(s) > ToolResultSummaryThreshold }

@@ -83,26 +83,3 @@ func TestTaskHint(t *testing.T) {
 		})
 	}
 }
-
-func TestCapToolResult(t *testing.T) {
-	tests := []struct {
-		name string
-		in   string
-		want string
-	}{
-		{"short", "ok", "ok"},
-		{"exactly the cap", strings.Repeat("a", ToolResultMaxChars), strings.Repeat("a", ToolResultMaxChars)},
-		{"over", strings.Repeat("a", ToolResultMaxChars+25), strings.Repeat("a", ToolResultMaxChars) + "\n\n[truncated: 25 more characters]"},
-		{"characters, not bytes", strings.Repeat("é", ToolResultMaxChars+1), strings.Repeat("é", ToolResultMaxChars) + "\n\n[truncated: 1 more characters]"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := CapToolResult(tt.in); got != tt.want {
-				t.Errorf("CapToolResult(%d chars) = %d chars ending %q", runeLen(tt.in), runeLen(got), got[max(0, len(got)-40):])
-			}
-		})
-	}
-	if NeedsSummary(strings.Repeat("a", ToolResultSummaryThreshold)) || !NeedsSummary(strings.Repeat("a", ToolResultSummaryThreshold+1)) {
-		t.Error("NeedsSummary threshold")
-	}
-}

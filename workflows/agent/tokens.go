@@ -50,15 +50,6 @@ func EstimateTokens(s string) int {
 	return (units + unitsPerToken - 1) / unitsPerToken
 }
 
-// EstimateMessages estimates the tokens of a conversation, framing included.
-func EstimateMessages(msgs []Msg) int {
-	n := 0
-	for _, m := range msgs {
-		n += messageOverheadTokens + EstimateTokens(m.Text)
-	}
-	return n
-}
-
 // contextWindows maps model families to their context windows, most specific first. Matching is on
 // the model name without its provider prefix ("google/", "openai/"), lower-cased.
 var contextWindows = []struct {

@@ -38,14 +38,6 @@ func TestEstimateTokens(t *testing.T) {
 	}
 }
 
-func TestEstimateMessages(t *testing.T) {
-	msgs := []Msg{{Role: RoleSystem, Text: "hello world"}, {Role: RoleUser, Text: ""}}
-	want := EstimateTokens("hello world") + 2*messageOverheadTokens
-	if got := EstimateMessages(msgs); got != want {
-		t.Errorf("EstimateMessages = %d, want %d", got, want)
-	}
-}
-
 func TestContextWindow(t *testing.T) {
 	tests := []struct {
 		model string
