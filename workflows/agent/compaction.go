@@ -243,12 +243,8 @@ func PinnedText(msgs []Msg, plan CompactionPlan) string {
 	return strings.Join(blocks, "\n\n")
 }
 
-// Summary message framing.
-const (
-	SummaryHeader    = "[Summary of the earlier conversation]"
-	DeepPrunedHeader = "[Summary of the earlier conversation — deep pruned: only the last few messages are kept verbatim]"
-	PinnedHeader     = "Latest successful result of each tool used earlier:"
-)
+// PinnedHeader introduces the pinned results in a summary message.
+const PinnedHeader = "Latest successful result of each tool used earlier:"
 
 // TruncationFallback is the deterministic summary used when the summarizer call fails (seed 001: work
 // never stalls waiting for compaction): the first line of each summarized message, tools with their
