@@ -322,13 +322,8 @@ func (r *run) execute(ctx workflow.Context) (answer, status, reason string, err 
 // the person gets the first answer.
 func (r *run) gated(ctx workflow.Context, first string) string {
 	if v := agent.VerificationGate(r.in.Message.Text, first, r.route.Intent); v.Failed {
-		prev := r.tier
-		r.tier = agent.EscalationTarget(r.tier, agent.TriggerVerificationGate)
-		r.status.Tier = r.tier
-		r.log.Info("agent.gate.retry", "run", r.id, "gate", "verification", "issues", strings.Join(v.Issues, "; "), "from", prev, "to", r.tier)
-		r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "assistant", Ref: r.lastReply}, role: "assistant", text: first})
-		r.appendInline("user", runtimeNote("Your answer claims things your tool calls do not show: "+strings.Join(v.Issues, "; ")+
-			". Do the work with the tools, or say plainly what you did not check, and answer again in full."))
+		r.retryGate("verification", agent.TriggerVerificationGate, first, "Your answer claims things your tool calls do not show: "+
+			strings.Join(v.Issues, "; ")+". Do the work with the tools, or say plainly what you did not check, and answer again in full.")
 		answer, status, _ := r.loopUntilAnswer(ctx)
 		if ctx.Err() != nil || status != RunCompleted || strings.TrimSpace(answer) == "" {
 			return first
@@ -342,13 +337,8 @@ func (r *run) gated(ctx workflow.Context, first string) string {
 	if !q.Failed {
 		return first
 	}
-	prev := r.tier
-	r.tier = agent.EscalationTarget(r.tier, agent.TriggerQualityGate)
-	r.status.Tier = r.tier
-	r.log.Info("agent.gate.retry", "run", r.id, "gate", "quality", "issues", strings.Join(q.Issues, "; "), "from", prev, "to", r.tier)
-	r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "assistant", Ref: r.lastReply}, role: "assistant", text: first})
-	r.appendInline("user", runtimeNote("Your previous answer may be incomplete: "+strings.Join(q.Issues, "; ")+
-		". Rewrite it in full from what you already have; do not call tools."))
+	r.retryGate("quality", agent.TriggerQualityGate, first, "Your previous answer may be incomplete: "+
+		strings.Join(q.Issues, "; ")+". Rewrite it in full from what you already have; do not call tools.")
 	r.forceTool = "none"
 	reply, err := r.callModel(ctx)
 	if err != nil || strings.TrimSpace(reply.Content) == "" || len(reply.ToolCalls) > 0 {
@@ -356,6 +346,17 @@ func (r *run) gated(ctx workflow.Context, first string) string {
 		return first
 	}
 	return reply.Content
+}
+
+// retryGate escalates for a failed gate and shows the model its first answer (by reference) before
+// the note on what it lacks.
+func (r *run) retryGate(gate string, t agent.Trigger, first, note string) {
+	prev := r.tier
+	r.tier = agent.EscalationTarget(r.tier, t)
+	r.status.Tier = r.tier
+	r.log.Info("agent.gate.retry", "run", r.id, "gate", gate, "from", prev, "to", r.tier)
+	r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "assistant", Ref: r.lastReply}, role: "assistant", text: first})
+	r.appendInline("user", runtimeNote(note))
 }
 
 func (r *run) gateIssues(answer string) []string {
