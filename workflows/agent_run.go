@@ -32,6 +32,9 @@ type RunInput struct {
 	SoftLimit   time.Duration `json:"softLimit,omitempty"`
 	AbsoluteMax time.Duration `json:"absoluteMax,omitempty"`
 	ApprovalTTL time.Duration `json:"approvalTtl,omitempty"`
+	// PriorJournal is the run journal of the thread's previous run, rendered (seed 001: the journal
+	// carries over, so a follow-up knows what was found and decided).
+	PriorJournal string `json:"priorJournal,omitempty"`
 }
 
 // Run outcomes.
@@ -50,6 +53,8 @@ type RunResult struct {
 	Tier   string           `json:"tier"`
 	Reason string           `json:"reason,omitempty"`
 	Usage  map[string]Usage `json:"usage,omitempty"`
+	// Journal is the run journal, rendered and capped, for the thread's next run (hardened runs).
+	Journal string `json:"journal,omitempty"`
 	// Unread are messages folded into the run ("also …") after its last read of them: the lane runs
 	// them next, so that nothing the person said is lost.
 	Unread []Message `json:"unread,omitempty"`
@@ -60,6 +65,9 @@ const DefaultApprovalTTL = 15 * time.Minute
 
 // HumanWaitLimit bounds how long a run waits on `resume` after a failure before giving up.
 const HumanWaitLimit = 24 * time.Hour
+
+// MaxCarriedJournal bounds the journal a run hands to the next run of its thread.
+const MaxCarriedJournal = 6000
 
 // QuestionTTL bounds how long a run waits for the answer to a question it asked (ask_human, the
 // supervisor's ASK_USER, recovery stage R3): long enough to be answered the next working day.
@@ -213,7 +221,11 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 	r.status.Phase = "done"
 	r.log.Info("agent_run.completed", "run", r.id, "status", status, "turns", r.turn, "tier", r.tier,
 		"elapsed", workflow.Now(ctx).Sub(r.start).String())
-	return RunResult{Status: status, Turns: r.turn, Tier: r.tier, Reason: reason, Usage: r.status.Usage, Unread: r.unreadFolds()}, nil
+	res := RunResult{Status: status, Turns: r.turn, Tier: r.tier, Reason: reason, Usage: r.status.Usage, Unread: r.unreadFolds()}
+	if r.hardened && !r.journal.IsEmpty() {
+		res.Journal = cut(r.journal.Render(), MaxCarriedJournal)
+	}
+	return res, nil
 }
 
 // startLimits arms the soft limit (one final summary turn) and the absolute safety net as timers.
@@ -425,6 +437,10 @@ func (r *run) prepare(ctx workflow.Context) error {
 		return fmt.Errorf("build system prompt: %w", err)
 	}
 	r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "system", Ref: "prompt"}, text: sp.Text, role: "system"})
+	if r.hardened && strings.TrimSpace(r.in.PriorJournal) != "" {
+		r.appendInline("system", "<previous_run_journal>\nWhat the previous request in this thread found and decided:\n"+
+			r.in.PriorJournal+"\n</previous_run_journal>")
+	}
 
 	if !r.hardened {
 		if err := loadThread(); err != nil {

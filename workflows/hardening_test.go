@@ -740,3 +740,29 @@ func TestSupervisorGuidanceAndReplanContext(t *testing.T) {
 		}
 	})
 }
+
+// The run journal carries over (seed 001, issue 8): the thread's next run starts knowing what the
+// previous one found and decided.
+func TestJournalCarriesOverToTheNextRun(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		switch n {
+		case 1:
+			return calls(toolCall("j1", "append_run_journal_entry", map[string]string{"section": "decisions", "entry": "Use the EU region for every report"})), nil
+		case 2:
+			return text("Report drafted for the EU region."), nil
+		}
+		return text("Updated."), nil
+	}
+	h.runLane(msg("100.1", "U1", "draft the quarterly report"),
+		signalAt(time.Hour, SignalMessage, msg("100.7", "U1", "<@ULUCY> now add the March numbers")))
+	if len(h.modelCalls) != 3 {
+		t.Fatalf("%d model calls", len(h.modelCalls))
+	}
+	if !h.sawInline(2, "Use the EU region for every report") || !h.sawInline(2, "<previous_run_journal>") {
+		t.Errorf("the second run does not see the first run's journal: %q", h.inlineTexts(2))
+	}
+	if h.sawInline(0, "<previous_run_journal>") {
+		t.Error("the first run of a thread has no previous journal")
+	}
+}

@@ -431,7 +431,7 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 	})
 	in := RunInput{
 		Lane: l.key, Number: n, Message: m, Requester: m.User,
-		UserName: person.Name, UserTZ: person.TZ, ChannelName: l.st.ChannelName,
+		UserName: person.Name, UserTZ: person.TZ, ChannelName: l.st.ChannelName, PriorJournal: l.st.LastJournal,
 	}
 	f := workflow.ExecuteChildWorkflow(cctx, AgentRunWorkflowName, in)
 	l.cur = &current{id: id, number: n, requester: m.User, future: f, cancel: cancel}
@@ -477,6 +477,9 @@ func (l *lane) onRunDone(ctx workflow.Context, cur *current, f workflow.Future) 
 		// Folded messages the run received after its last read ("also …" during its last model call
 		// or its delivery) are the next requests, in the order they came.
 		l.st.Queue = append(append([]Message(nil), res.Unread...), l.st.Queue...)
+		if res.Journal != "" {
+			l.st.LastJournal = res.Journal
+		}
 	case isCanceled(err):
 		l.log.Info("lane.run_cancelled", "lane", l.id, "run", cur.id)
 	default:

@@ -133,6 +133,9 @@ type LaneState struct {
 	ChannelName string `json:"channelName,omitempty"`
 	// ResolvedAt is when People/ChannelName were last refreshed (RFC 3339, workflow time).
 	ResolvedAt string `json:"resolvedAt,omitempty"`
+	// LastJournal is the run journal of the last run that kept one, for the next run (bounded by
+	// MaxCarriedJournal).
+	LastJournal string `json:"lastJournal,omitempty"`
 }
 
 // Person is a resolved Slack user.

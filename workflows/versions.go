@@ -37,7 +37,8 @@ const (
 	//     the quality gate gets one frontier rewrite without tools; a failed retry keeps the first
 	//     answer (issue 8);
 	//   - the supervisor: INTERVENE is system guidance and never empty, REPLAN tells the planner why
-	//     and what was done, the judge sees the model and the answer's length (issue 8).
+	//     and what was done, the judge sees the model and the answer's length (issue 8);
+	//   - the run journal carries over to the thread's next run (RunResult.Journal, issue 8).
 	changeRunHardening = "run-hardening"
 )
 
