@@ -394,7 +394,8 @@ func TestToolResultSummarizedAboveThreshold(t *testing.T) {
 	h := newHarness(t)
 	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if n == 1 {
-			return calls(toolCall("c1", "lucy_web_fetch", map[string]string{"url": "https://big.example"})), nil
+			// A channel's history: long, and no exact text needed (file and page reads are never summarized).
+			return calls(toolCall("c1", "lucy_get_channel_history", map[string]string{"channel": "C1"})), nil
 		}
 		return text("ok"), nil
 	}

@@ -158,7 +158,7 @@ launch:
 				r.finishedWhileStopping = append(r.finishedWhileStopping, c.Name)
 				continue
 			}
-			if res.Chars > agent.ToolResultSummaryThreshold {
+			if res.Chars > agent.ToolResultSummaryThreshold && !(r.hardened && agent.NeedsExactText(c.Name)) {
 				results[i] = r.summarizeResult(ctx, c, ids[i], results[i])
 			}
 		case ctx.Err() != nil:

@@ -766,3 +766,35 @@ func TestJournalCarriesOverToTheNextRun(t *testing.T) {
 		t.Error("the first run of a thread has no previous journal")
 	}
 }
+
+// A long file read reaches the model word for word (an edit needs the exact text); other long
+// results are still summarized (issue 8).
+func TestExactTextIsNotSummarized(t *testing.T) {
+	h := newHarness(t)
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		return activities.ToolResult{Content: strings.Repeat("line of text\n", 1000), Chars: 13000}, nil
+	}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("r1", "lucy_read_file", map[string]string{"path": "notes.md"}),
+				toolCall("h1", "lucy_get_channel_history", map[string]string{"channel": "C1"})), nil
+		}
+		return text("done"), nil
+	}
+	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
+	if _, err := h.runAgent(runInput("fix the typo in notes.md")); err != nil {
+		t.Fatal(err)
+	}
+	summaries := 0
+	for _, c := range h.completes {
+		if c.Prompt == "SUMMARIZER.md" {
+			summaries++
+			if strings.Contains(c.Inline, "lucy_read_file") {
+				t.Error("the file read was summarized")
+			}
+		}
+	}
+	if summaries != 1 {
+		t.Errorf("%d summaries, want 1 (the channel history)", summaries)
+	}
+}

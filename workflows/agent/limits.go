@@ -15,7 +15,8 @@ const (
 	MaxContextMessages = 40
 	// ToolResultMaxChars caps one tool result (seed 000 TOOL_RESULT_MAX_CHARS).
 	ToolResultMaxChars = 16000
-	// ToolResultSummaryThreshold: longer results are summarized by the fast tier (seed 000).
+	// ToolResultSummaryThreshold: longer results are summarized by the fast tier (seed 000), unless
+	// the model needs their exact text (NeedsExactText).
 	ToolResultSummaryThreshold = 8000
 	// MaxPayloadChars: above it, the oldest tool results are dropped from the request (seed 000).
 	MaxPayloadChars = 120000
@@ -75,4 +76,7 @@ const (
 	ToolAskHuman = "ask_human"
 	// ToolEditFile is the tool whose repeated failure escalates to the frontier tier.
 	ToolEditFile = "lucy_edit_file"
+	// ToolReadFile and ToolWebFetch read in parts; their results are never summarized (NeedsExactText).
+	ToolReadFile = "lucy_read_file"
+	ToolWebFetch = "lucy_web_fetch"
 )

@@ -90,3 +90,10 @@ func splitmix64(x uint64) uint64 {
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
 	return x ^ (x >> 31)
 }
+
+// NeedsExactText reports whether a tool's result must reach the model word for word: a file or a
+// page read in parts (an edit needs the exact text to replace, a quote must be a quote). Those tools
+// page their output to fit under ToolResultMaxChars, so they are never summarized.
+func NeedsExactText(tool string) bool {
+	return tool == ToolReadFile || tool == ToolWebFetch
+}

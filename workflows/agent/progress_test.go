@@ -83,3 +83,11 @@ func TestTaskHint(t *testing.T) {
 		})
 	}
 }
+
+func TestNeedsExactText(t *testing.T) {
+	for name, want := range map[string]bool{"lucy_read_file": true, "lucy_web_fetch": true, "lucy_get_channel_history": false, "lucy_list_files": false} {
+		if got := NeedsExactText(name); got != want {
+			t.Errorf("NeedsExactText(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
