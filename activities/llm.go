@@ -145,6 +145,9 @@ type CompleteInput struct {
 	Inline string `json:"inline,omitempty"`
 	// Document is rendered as text after Inline (by reference: bodies stay out of history).
 	Document Transcript `json:"document,omitempty"`
+	// DocumentMaxChars caps the rendered document (0: no cap): every message gets an equal share,
+	// so that a compaction's input fits the cheap model's window instead of failing on it.
+	DocumentMaxChars int `json:"documentMaxChars,omitempty"`
 	// MaxTokens caps the answer; leave it 0 unless the tier's model is known to accept max_tokens
 	// (OpenAI's reasoning models reject it and want max_completion_tokens, which local servers lack).
 	MaxTokens int64 `json:"maxTokens,omitempty"`
@@ -176,7 +179,7 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) (Completion
 	}
 	user := in.Inline
 	if len(doc) > 0 {
-		user = strings.TrimSpace(user + "\n\n" + renderDocument(doc))
+		user = strings.TrimSpace(user + "\n\n" + renderDocument(capMessages(doc, in.DocumentMaxChars)))
 	}
 	if strings.TrimSpace(user) == "" {
 		return Completion{}, temporal.NewNonRetryableApplicationError("nothing to complete", ErrBadInput, nil)

@@ -277,6 +277,31 @@ func (r *resolver) entry(e Entry) (Message, error) {
 	return m, nil
 }
 
+// minShare is the least of each message a capped document keeps.
+const minShare = 200
+
+// capMessages cuts the messages' contents so that together they stay near maxChars: when they are
+// longer, each gets an equal share (at least minShare characters), the longest ones losing most.
+// maxChars 0 keeps everything.
+func capMessages(msgs []Message, maxChars int) []Message {
+	total := 0
+	for _, m := range msgs {
+		total += len([]rune(m.Content))
+	}
+	if maxChars <= 0 || total <= maxChars || len(msgs) == 0 {
+		return msgs
+	}
+	share := max(minShare, maxChars/len(msgs))
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		if r := []rune(m.Content); len(r) > share {
+			m.Content = string(r[:share]) + fmt.Sprintf(" […%d characters cut]", len(r)-share)
+		}
+		out[i] = m
+	}
+	return out
+}
+
 // renderDocument renders messages as plain text for a summarizer model.
 func renderDocument(msgs []Message) string {
 	var b strings.Builder

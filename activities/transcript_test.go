@@ -3,6 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,5 +169,24 @@ func TestCompleteHeartbeatsBeforeReadingHistory(t *testing.T) {
 	}
 	if !h.sawBeat.Load() {
 		t.Error("no heartbeat was recorded before the history read returned")
+	}
+}
+
+func TestCapMessages(t *testing.T) {
+	long := strings.Repeat("x", 10_000)
+	msgs := []Message{{Role: "user", Content: "short question"}, {Role: "tool", Content: long}, {Role: "tool", Content: long}}
+	got := capMessages(msgs, 6_000)
+	total := 0
+	for _, m := range got {
+		total += len([]rune(m.Content))
+	}
+	if total > 6_000+200 || got[0].Content != "short question" || !strings.Contains(got[1].Content, "characters cut]") {
+		t.Fatalf("capped to %d characters: %+v", total, got[0])
+	}
+	if same := capMessages(msgs, 0); len(same[1].Content) != 10_000 {
+		t.Error("0 must keep everything")
+	}
+	if msgs[1].Content != long {
+		t.Error("the input was modified")
 	}
 }

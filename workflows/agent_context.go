@@ -111,9 +111,15 @@ func (r *run) compact(ctx workflow.Context, keepTail int, marker string) int {
 	pinned := agent.PinnedText(ams, plan)
 	id := r.nextID("compact")
 	var c activities.Completion
-	err := workflow.ExecuteActivity(llmOptions(ctx, id, 2*time.Minute), a.Complete, activities.CompleteInput{
+	in := activities.CompleteInput{
 		Tier: "fast", Prompt: "COMPACTOR.md", Inline: agent.SummaryRequest(ams, plan), Document: activities.Transcript{Entries: doc},
-	}).Get(ctx, &c)
+	}
+	if r.hardened {
+		// The messages go once, by reference, capped to fit the cheap model's window; the inline
+		// part is only the instruction (it used to carry a second, capped copy of them).
+		in.Inline, in.DocumentMaxChars = agent.SummaryInstruction, agent.SummaryInputMaxChars
+	}
+	err := workflow.ExecuteActivity(llmOptions(ctx, id, 2*time.Minute), a.Complete, in).Get(ctx, &c)
 	var summary tmsg
 	prefix := marker + "[Summary of earlier work in this run]"
 	if pinned != "" {

@@ -798,3 +798,36 @@ func TestExactTextIsNotSummarized(t *testing.T) {
 		t.Errorf("%d summaries, want 1 (the channel history)", summaries)
 	}
 }
+
+// Compaction sends the earlier conversation once, by reference and capped for the cheap model, not
+// a second copy inline (issue 8).
+func TestCompactionSendsItsInputOnce(t *testing.T) {
+	h := newHarness(t)
+	var ms []activities.ThreadMessage
+	for i := 0; i < 30; i++ {
+		ms = append(ms, activities.ThreadMessage{Role: "user", User: "U1", Text: strings.Repeat("earlier talk ", 50), TS: fmt.Sprintf("99.%d", i)})
+	}
+	h.thread = activities.ThreadHistory{Messages: ms}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return activities.ModelReply{}, temporal.NewNonRetryableApplicationError("model call failed: HTTP 400: maximum context length", activities.ErrModelContextLength, nil)
+		}
+		return text("done"), nil
+	}
+	if _, err := h.runAgent(runInput("summarize this thread")); err != nil {
+		t.Fatal(err)
+	}
+	var comp *activities.CompleteInput
+	for i, c := range h.completes {
+		if c.Prompt == "COMPACTOR.md" {
+			comp = &h.completes[i]
+		}
+	}
+	if comp == nil {
+		t.Fatal("no compaction")
+	}
+	if strings.Contains(comp.Inline, "earlier talk") || len(comp.Document.Entries) == 0 || comp.DocumentMaxChars == 0 {
+		t.Errorf("inline %d chars (with the messages: %v), %d document entries, cap %d", len(comp.Inline),
+			strings.Contains(comp.Inline, "earlier talk"), len(comp.Document.Entries), comp.DocumentMaxChars)
+	}
+}

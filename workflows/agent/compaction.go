@@ -154,6 +154,11 @@ const (
 	FallbackMaxChars = 4000
 )
 
+// SummaryInstruction is what the cheap summarizer is asked to do with the earlier conversation.
+const SummaryInstruction = "Summarize this earlier part of the conversation so the agent can continue without it. " +
+	"Keep the request and its constraints, what was tried, what was found (facts, numbers, names, links, IDs), " +
+	"decisions, what failed and why, and what remains to do. Plain text, no preamble."
+
 // SummaryRequest is the user message for the cheap summarizer (its system prompt is prompts/COMPACTOR.md):
 // the summarized messages as a plain transcript. Each message is capped; if the whole would exceed
 // SummaryInputMaxChars, each message gets a proportionally smaller cap (never under 200 characters).
@@ -167,9 +172,7 @@ func SummaryRequest(msgs []Msg, plan CompactionPlan) string {
 		limit = max(200, SummaryMessageMaxChars*SummaryInputMaxChars/total)
 	}
 	var b strings.Builder
-	b.WriteString("Summarize this earlier part of the conversation so the agent can continue without it. " +
-		"Keep the request and its constraints, what was tried, what was found (facts, numbers, names, links, IDs), " +
-		"decisions, what failed and why, and what remains to do. Plain text, no preamble.\n\n<conversation>\n")
+	b.WriteString(SummaryInstruction + "\n\n<conversation>\n")
 	for _, i := range plan.Summarize {
 		m := msgs[i]
 		fmt.Fprintf(&b, "[%s]", transcriptLabel(msgs, m))
