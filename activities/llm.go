@@ -127,12 +127,30 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 			ID: tc.ID, Name: tc.Function.Name, Arguments: tools.RedactCredentials(tc.Function.Arguments),
 		})
 	}
+	uniqueCallIDs(ctx, out.ToolCalls)
 	if err := a.fitReply(&out); err != nil {
 		return ModelReply{}, err
 	}
 	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(params.Messages)).
 		Int("toolCalls", len(out.ToolCalls)).Int64("promptTokens", out.Usage.Prompt).Msg("model call")
 	return out, nil
+}
+
+// uniqueCallIDs gives every tool call an ID of its own. Some OpenAI-compatible servers (Ollama-style)
+// send "" or the same ID for every call, and a result must match exactly one call. The new IDs derive
+// from the activity's ID and the call's position, so a retried attempt produces the same ones.
+func uniqueCallIDs(ctx context.Context, calls []ToolCall) {
+	prefix := "call"
+	if activity.IsActivity(ctx) {
+		prefix += "_" + activity.GetInfo(ctx).ActivityID
+	}
+	seen := map[string]bool{}
+	for i := range calls {
+		if calls[i].ID == "" || seen[calls[i].ID] {
+			calls[i].ID = fmt.Sprintf("%s_%d", prefix, i)
+		}
+		seen[calls[i].ID] = true
+	}
 }
 
 // CompleteInput asks a model for one plain-text completion: an internal judgement (supervisor,

@@ -426,3 +426,30 @@ func TestBadRequestTypes(t *testing.T) {
 		})
 	}
 }
+
+// Tool calls without IDs, or with one ID for all (as Ollama-style servers send them), get IDs of
+// their own; good IDs are kept.
+func TestToolCallIDsAreUnique(t *testing.T) {
+	srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+			fakellm.Call("", "lucy_current_time", `{}`),
+			fakellm.Call("call_0", "lucy_list_files", `{}`),
+			fakellm.Call("call_0", "lucy_list_files", `{"path":"a"}`),
+			fakellm.Call("call_abc", "lucy_current_time", `{}`),
+		}}
+	})
+	reply, err := callModel(t, llmActivities(t, srv, fakeHistory{}), CallModelInput{Tier: "default", Transcript: Transcript{Entries: []Entry{{Role: "user", Text: "hi"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range reply.ToolCalls {
+		if c.ID == "" || seen[c.ID] {
+			t.Fatalf("tool call IDs %+v: empty or repeated", reply.ToolCalls)
+		}
+		seen[c.ID] = true
+	}
+	if reply.ToolCalls[1].ID != "call_0" || reply.ToolCalls[3].ID != "call_abc" {
+		t.Errorf("good IDs were changed: %+v", reply.ToolCalls)
+	}
+}
