@@ -88,8 +88,8 @@ func (r *run) manageContext(ctx workflow.Context, model string, window int) (ask
 		r.log.Info("agent.recovery.fired", "run", r.id, "stage", "R3", "tokens", tokens)
 		return true
 	}
-	// Independent of the window: the seeds' payload cap drops the oldest tool results.
-	r.trimPayload()
+	// The payload cap drops the oldest tool results: a safety net after compaction, not before it.
+	r.trimPayload(window)
 	return false
 }
 
@@ -155,18 +155,28 @@ func (r *run) compact(ctx workflow.Context, keepTail int, marker string) int {
 	return r.tokens()
 }
 
-// trimPayload drops the oldest tool results once the transcript exceeds MAX_PAYLOAD_CHARS,
+// trimPayload drops the oldest tool results once the transcript exceeds its character cap,
 // replacing their bodies with a short note (the call/result pairing must stay valid).
-func (r *run) trimPayload() {
+//
+// Which runs first: compaction (manageContext, at 70% of the window) keeps what mattered in a
+// summary, trimming loses it, so compaction must fire first. Seed 000's cap, MAX_PAYLOAD_CHARS
+// (120,000 characters, about 30k tokens), would stop any 128k-window model from ever reaching 70%. In a
+// hardened run the cap therefore grows with the window, to 90% of it in characters, and stays at the
+// seed's 120,000 only for windows smaller than that: there compaction still fires first, at 70%.
+func (r *run) trimPayload(window int) {
+	limit := agent.MaxPayloadChars
+	if r.hardened {
+		limit = agent.PayloadCap(window)
+	}
 	total := 0
 	for _, m := range r.msgs {
 		total += len(m.text)
 	}
-	if total <= agent.MaxPayloadChars {
+	if total <= limit {
 		return
 	}
 	tail := len(r.msgs) - agent.CompactionKeepTail
-	for i := 0; i < tail && total > agent.MaxPayloadChars; i++ {
+	for i := 0; i < tail && total > limit; i++ {
 		m := r.msgs[i]
 		if m.role != "tool" || m.wire.Ref == "" {
 			continue

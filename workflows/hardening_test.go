@@ -831,3 +831,37 @@ func TestCompactionSendsItsInputOnce(t *testing.T) {
 			strings.Contains(comp.Inline, "earlier talk"), len(comp.Document.Entries), comp.DocumentMaxChars)
 	}
 }
+
+// On a 128k window, compaction (at 70%) fires before the payload trim drops anything: the trim is the
+// safety net, not the policy (issue 8).
+func TestCompactionFiresBeforeThePayloadTrimOnALongRun(t *testing.T) {
+	h := newHarness(t)
+	page := strings.Repeat("A line of the long document, with words that count as tokens. ", 250) // ~16k chars
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		return activities.ToolResult{Content: page, Chars: len(page)}, nil
+	}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n > 30 {
+			return text("Read everything."), nil
+		}
+		if n%2 == 0 {
+			return calls(toolCall(fmt.Sprint("f", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://docs.example/%d", n)})), nil
+		}
+		return calls(toolCall(fmt.Sprint("r", n), "lucy_read_file", map[string]string{"path": fmt.Sprintf("part%d.md", n)})), nil
+	}
+	if _, err := h.runAgent(runInput("read the whole manual, part by part")); err != nil {
+		t.Fatal(err)
+	}
+	compactedAt, trimmedAt := 0, 0
+	for i := range h.modelCalls {
+		if compactedAt == 0 && strings.Contains(fmt.Sprint(h.modelCalls[i].Transcript.Entries), "[Summary of earlier work in this run]") {
+			compactedAt = i + 1
+		}
+		if trimmedAt == 0 && h.sawInline(i, "dropped to save space") {
+			trimmedAt = i + 1
+		}
+	}
+	if compactedAt == 0 || (trimmedAt != 0 && trimmedAt < compactedAt) {
+		t.Fatalf("compaction at call %d, trim at call %d: compaction must come first", compactedAt, trimmedAt)
+	}
+}

@@ -40,7 +40,8 @@ const (
 	//     and what was done, the judge sees the model and the answer's length (issue 8);
 	//   - the run journal carries over to the thread's next run (RunResult.Journal, issue 8);
 	//   - file and page reads are never summarized: they reach the model word for word (issue 8);
-	//   - compaction sends the earlier conversation once, by reference and capped (issue 8).
+	//   - compaction sends the earlier conversation once, by reference and capped (issue 8);
+	//   - the payload trim's cap grows with the window (agent.PayloadCap), so compaction fires first.
 	changeRunHardening = "run-hardening"
 )
 

@@ -20,6 +20,10 @@ const (
 	ToolResultSummaryThreshold = 8000
 	// MaxPayloadChars: above it, the oldest tool results are dropped from the request (seed 000).
 	MaxPayloadChars = 120000
+	// PayloadWindowShare is how much of the model's window (in characters, CharsPerTokenEstimate a
+	// token) the transcript may hold before the oldest tool results are dropped; above CompactionRatio,
+	// so that compaction fires first.
+	PayloadWindowShare = 0.90
 
 	// SupervisorEveryTurns and SupervisorEvery: a checkpoint runs every 3 turns or every 60 s,
 	// whichever comes first, never before turn 2 (seed 000 should_check).

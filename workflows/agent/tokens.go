@@ -96,3 +96,12 @@ func OverThreshold(tokens, window int) bool {
 	}
 	return float64(tokens) > CompactionRatio*float64(window)
 }
+
+// CharsPerTokenEstimate is the characters of English prose per token, for caps stated in characters.
+const CharsPerTokenEstimate = 4
+
+// PayloadCap is the transcript's character cap for a model with the given window (tokens): 90% of
+// the window, and never below MAX_PAYLOAD_CHARS (see trimPayload in workflows for why).
+func PayloadCap(window int) int {
+	return max(MaxPayloadChars, int(float64(window)*PayloadWindowShare)*CharsPerTokenEstimate)
+}

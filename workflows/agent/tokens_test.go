@@ -86,3 +86,14 @@ func TestOverThreshold(t *testing.T) {
 		}
 	}
 }
+
+func TestPayloadCap(t *testing.T) {
+	for window, want := range map[int]int{128_000: 460_800, 1_000_000: 3_600_000, 8_000: MaxPayloadChars, 32_000: MaxPayloadChars} {
+		if got := PayloadCap(window); got != want {
+			t.Errorf("PayloadCap(%d) = %d, want %d", window, got, want)
+		}
+		if window >= 32_000 && float64(PayloadCap(window)) < float64(window)*CompactionRatio*CharsPerTokenEstimate {
+			t.Errorf("PayloadCap(%d) is below the compaction trigger: trimming would fire first", window)
+		}
+	}
+}
