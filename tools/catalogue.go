@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"slices"
 	"strings"
 )
@@ -87,6 +88,8 @@ type entry struct {
 	minProps int
 	// notDefault keeps a tool out of DefaultSet (none today: every tool is offered to the main agent).
 	notDefault bool
+	// run executes the tool (Registry.Run calls it); nil for builtin tools, which the workflow runs.
+	run func(r *Registry, ctx context.Context, e entry, inv Invocation) (Output, error)
 }
 
 func (e entry) parameters() map[string]any {
@@ -103,9 +106,27 @@ func (e entry) full() Spec {
 	return s
 }
 
-// catalogue is the static, read-only table of every tool, sorted by name (a test checks it). No I/O at
-// init: workflow code reads it, and a replay must see exactly what the original run saw.
-var catalogue = []entry{
+// catalogue is the static, read-only table of every tool, sorted by name. No I/O at init: workflow code
+// reads it, and a replay must see exactly what the original run saw. Each area of tools keeps its rows
+// beside its implementation (coreTools here); assemble joins them.
+var catalogue = assemble(coreTools)
+
+// assemble joins the areas' rows and sorts them by name for find's binary search. A name given twice is
+// a programming error caught at start (and by every test run).
+func assemble(groups ...[]entry) []entry {
+	all := slices.Concat(groups...)
+	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.spec.Name, b.spec.Name) })
+	for i := 1; i < len(all); i++ {
+		if all[i].spec.Name == all[i-1].spec.Name {
+			panic("tools: " + all[i].spec.Name + " is in the catalogue twice")
+		}
+	}
+	return all
+}
+
+// coreTools are the run journal, ask_human, the clock, workspace files, CSV, Slack reads and posts, and
+// web pages.
+var coreTools = []entry{
 	{
 		spec: Spec{
 			Name: AppendRunJournalEntry,

@@ -138,6 +138,9 @@ func (r *Registry) Run(ctx context.Context, inv Invocation) (Output, error) {
 }
 
 func (r *Registry) dispatch(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	if e.run != nil {
+		return e.run(r, ctx, e, inv)
+	}
 	switch inv.Name {
 	case CurrentTime:
 		return r.currentTime(ctx, e, inv)
