@@ -46,7 +46,10 @@ type CallModelInput struct {
 	Tools      []string   `json:"tools,omitempty"`
 	// ToolChoice: "" (auto), "none", "required", or a tool name the model must call.
 	ToolChoice string `json:"toolChoice,omitempty"`
-	MaxTokens  int64  `json:"maxTokens,omitempty"`
+	// MaxTokens and Temperature, when set, replace the tier's settings for this call (a sub-agent's
+	// registry row); a model that rejects a setting does not get it.
+	MaxTokens   int64    `json:"maxTokens,omitempty"`
+	Temperature *float64 `json:"temperature,omitempty"`
 }
 
 // ModelReply is the model's answer.
@@ -101,6 +104,9 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	}
 	if in.MaxTokens > 0 {
 		params.MaxTokens = openai.Int(in.MaxTokens)
+	}
+	if in.Temperature != nil {
+		params.Temperature = openai.Float(*in.Temperature)
 	}
 	comp, err := a.complete(ctx, params)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"go.temporal.io/sdk/temporal"
 )
 
 var fsReadFile = fs.ReadFile
@@ -24,6 +26,9 @@ type PromptInput struct {
 	UserTZ      string `json:"userTz,omitempty"`
 	Now         string `json:"now"` // workflow time, RFC 3339
 	Surface     string `json:"surface,omitempty"`
+	// SubAgentPrompt, for a sub-agent, is its task prompt (sub_agents/<name>.md): the prompt is then the
+	// light persona (SOUL_LITE.md) and that file instead of SOUL + SYSTEM_CORE + modules.
+	SubAgentPrompt string `json:"subAgentPrompt,omitempty"`
 }
 
 // SystemPrompt is the assembled system prompt.
@@ -41,7 +46,16 @@ const MaxKnowledgeChars = 12000
 // running workflow replays.
 func (a *Activities) BuildSystemPrompt(ctx context.Context, in PromptInput) (SystemPrompt, error) {
 	var parts []string
-	for _, name := range []string{"SOUL.md", "SYSTEM_CORE.md"} {
+	base := []string{"SOUL.md", "SYSTEM_CORE.md"}
+	if in.SubAgentPrompt != "" {
+		name, ok := strings.CutPrefix(in.SubAgentPrompt, "sub_agents/")
+		if !ok || strings.ContainsAny(name, "/\\") || !strings.HasSuffix(name, ".md") {
+			return SystemPrompt{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("sub-agent prompt %q is not a file under prompts/sub_agents/", in.SubAgentPrompt), ErrConfig, nil)
+		}
+		base = []string{"SOUL_LITE.md", in.SubAgentPrompt}
+	}
+	for _, name := range base {
 		s, err := a.prompt(name)
 		if err != nil {
 			return SystemPrompt{}, err

@@ -11,6 +11,10 @@ import (
 type RouteInput struct {
 	Text        string `json:"text"`
 	ThreadDepth int    `json:"threadDepth,omitempty"`
+	// Tools, for a sub-agent, are the tools its registry row gives it: no classification then, only
+	// the flags of those tools (and of the builtins) recorded for the workflow, the ones this worker's
+	// catalogue knows.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // Route is the seeds' ModelChoice: intent, model tier, prompt modules, and the tools offered.
@@ -43,6 +47,17 @@ type ToolFlags struct {
 // an activity so that a smarter router (an LLM call) can replace it without touching workflow code
 // or breaking replay.
 func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {
+	if len(in.Tools) > 0 {
+		var names []string
+		for _, n := range in.Tools {
+			if _, ok := tools.Lookup(n); ok {
+				names = append(names, n)
+			} else {
+				a.Log.Warn().Str("tool", n).Msg("a sub-agent's tool is not in this worker's catalogue; left out")
+			}
+		}
+		return Route{Tools: names, Specs: toolFlags(names), MaxToolCalls: a.MaxToolCalls}, nil
+	}
 	r := intent.Classify(in.Text, in.ThreadDepth)
 	names := tools.DefaultSet()
 	return Route{

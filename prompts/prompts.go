@@ -1,5 +1,6 @@
 // Package prompts embeds Lucy's prompt files: her personality (SOUL.md), her operating rules
-// (SYSTEM_CORE.md), intent modules (modules/*.md) and the prompts of her internal judges.
+// (SYSTEM_CORE.md), intent modules (modules/*.md), the sub-agents' light persona (SOUL_LITE.md) and
+// task prompts (sub_agents/*.md), and the prompts of her internal judges.
 //
 // They are read by activities only, never by workflow code, so editing a prompt cannot break the
 // replay of a running workflow.
@@ -9,5 +10,5 @@ import "embed"
 
 // FS holds every prompt file.
 //
-//go:embed *.md modules/*.md
+//go:embed *.md modules/*.md sub_agents/*.md
 var FS embed.FS

@@ -31,7 +31,7 @@ func TestCatalogueInvariants(t *testing.T) {
 	if len(slices.Compact(slices.Clone(names))) != len(names) {
 		t.Errorf("Names() has duplicates: %v", names)
 	}
-	wantBuiltins := []string{AppendRunJournalEntry, AskHuman, GetRunJournal, UpdateRunJournal}
+	wantBuiltins := []string{AppendRunJournalEntry, AskHuman, DelegateCode, DelegateDocument, DelegateIntegrations, DelegateResearch, GetRunJournal, UpdateRunJournal}
 	var builtins []string
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {

@@ -136,6 +136,7 @@ func SlackClients(cfg *config.Config, localURL, localToken string) func(team str
 func Register(r sdkworker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AgentRun, workflow.RegisterOptions{Name: workflows.AgentRunWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.SubAgent, workflow.RegisterOptions{Name: workflows.SubAgentWorkflowName})
 	for name, fn := range map[string]any{
 		"CallModel":             acts.CallModel,
 		"Complete":              acts.Complete,

@@ -168,6 +168,9 @@ func (r *run) trimPayload(window int) {
 	if r.hardened {
 		limit = agent.PayloadCap(window)
 	}
+	if r.sub != nil {
+		limit = agent.SubMaxPayloadChars // seed 000 SUB_MAX_PAYLOAD_CHARS
+	}
 	total := 0
 	for _, m := range r.msgs {
 		total += len(m.text)

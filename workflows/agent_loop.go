@@ -21,7 +21,7 @@ const modelCallTimeout = 10 * time.Minute
 // calls run in parallel; detectors, the supervisor and the recovery ladder steer it.
 func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason string) {
 	final := false // the soft limit's "summarize what you have done" turn
-	for r.turn < agent.MaxToolTurns {
+	for r.turn < r.maxTurns() {
 		if ctx.Err() != nil { // safe boundary: before an LLM call
 			return "", RunCancelled, ""
 		}
@@ -35,6 +35,9 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 			r.forceTool = "none"
 		}
 		if r.manageContext(ctx, r.modelName(), r.window) {
+			if r.sub != nil { // a sub-agent asks nobody: it reports what it has
+				return agent.PartialResults(r.records, "", "the conversation grew too large"), RunPartial, "context too large"
+			}
 			r.appendInline("user", runtimeNote(agent.AskHumanContext))
 			r.forceTool = "ask_human"
 		}
@@ -129,6 +132,10 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 		if stop := r.afterBatch(ctx, reply.ToolCalls, results); stop != "" {
 			return agent.PartialResults(r.records, "", stop), RunPartial, stop
 		}
+		if r.sub != nil { // a sub-agent's budget is too short for checkpoints: its limits are its safety
+			r.subProgress(ctx)
+			continue
+		}
 		r.progress(ctx)
 		if ans, st, why, done := r.supervise(ctx); done {
 			return ans, st, why
@@ -160,6 +167,9 @@ func (r *run) modelFailed(ctx workflow.Context, err error) (status, why string, 
 	default:
 		why = "a problem with the language model"
 		says = "I couldn't reach the language model, so I paused this request."
+	}
+	if r.sub != nil { // a sub-agent does not park: its parent hears of the failure and decides
+		return RunFailed, why + " (" + detail + ")", true
 	}
 	again := r.failures > 0 && kind != activities.ModelFailureUnreachable && detail == r.lastFailure
 	r.lastFailure = detail
@@ -194,6 +204,10 @@ func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
 		sys = append(sys, activities.Entry{Role: "system", Text: "<run_journal>\n" + d + "\n</run_journal>"})
 	}
 	in := activities.CallModelInput{Tier: r.tier, System: sys, Transcript: r.transcript(), Tools: r.tools, ToolChoice: choice}
+	if r.sub != nil {
+		t := r.sub.Spec.Temperature
+		in.MaxTokens, in.Temperature = int64(r.sub.Spec.MaxOutputTokens), &t
+	}
 	var reply activities.ModelReply
 	err := workflow.ExecuteActivity(llmOptions(ctx, id, modelCallTimeout), a.CallModel, in).Get(ctx, &reply)
 	if err != nil {
@@ -261,7 +275,7 @@ func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, resu
 		if res.toolName == "lucy_edit_file" && res.isError {
 			r.failedEdits++
 		}
-		if isCodeCall(calls[i]) {
+		if agent.IsCodeCall(calls[i].Name, calls[i].Arguments) {
 			r.escalate(agent.TriggerCodeTools)
 		}
 	}
@@ -271,6 +285,9 @@ func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, resu
 	if d := r.loop.Observe(batch); d.Fired {
 		r.log.Warn("agent.loop.detected", "run", r.id, "tier", d.Kind, "tool", d.Tool, "level", d.Level)
 		r.appendInline("user", runtimeNote(d.Message))
+		if d.ForceTool == agent.ToolAskHuman && r.sub != nil {
+			return "going in circles"
+		}
 		if d.ForceTool != "" {
 			r.forceTool = d.ForceTool
 		}
@@ -324,25 +341,6 @@ func (r *run) withdraw(v agent.CapVerdict) {
 		r.escalate(agent.TriggerLoop)
 	}
 	r.appendInline("user", runtimeNote(v.Message))
-}
-
-// isCodeCall: writing or editing source code is the seeds' "code tools called mid-loop".
-func isCodeCall(c activities.ToolCall) bool {
-	if c.Name != "lucy_write_file" && c.Name != "lucy_edit_file" {
-		return false
-	}
-	var args struct {
-		Path string `json:"path"`
-	}
-	if json.Unmarshal([]byte(c.Arguments), &args) != nil {
-		return false
-	}
-	for _, ext := range []string{".go", ".py", ".js", ".ts", ".tsx", ".java", ".rb", ".rs", ".sql", ".sh", ".c", ".cpp", ".cs", ".php", ".kt", ".swift"} {
-		if strings.HasSuffix(strings.ToLower(args.Path), ext) {
-			return true
-		}
-	}
-	return false
 }
 
 // progress updates the placeholder at turn 3 and every 5 turns after, with varied wording.

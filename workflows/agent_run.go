@@ -35,6 +35,9 @@ type RunInput struct {
 	// PriorJournal is the run journal of the thread's previous run, rendered (seed 001: the journal
 	// carries over, so a follow-up knows what was found and decided).
 	PriorJournal string `json:"priorJournal,omitempty"`
+	// SubAgentBudget is the time budget of the sub-agents this run starts; zero means
+	// agent.SubBudget. Tests shorten it.
+	SubAgentBudget time.Duration `json:"subAgentBudget,omitempty"`
 }
 
 // Run outcomes.
@@ -123,6 +126,11 @@ type run struct {
 	retryDepth  int
 	timedOut    bool
 	softFired   bool
+
+	// sub is set when this is a sub-agent (SubAgent), nil for an agent run.
+	sub *SubAgentInput
+	// subs counts the sub-agents this run started (their IDs: SubAgentID).
+	subs int
 
 	// hardened: this execution runs with changeRunHardening (versions.go).
 	hardened bool

@@ -26,6 +26,9 @@ const argsInlineLimit = 4096
 // worker's catalogue when the run started), or, in a history recorded before Route carried them,
 // today's catalogue. ok is false for a tool the run was not given.
 func (r *run) spec(name string) (activities.ToolFlags, bool) {
+	if !r.offered(name) {
+		return activities.ToolFlags{}, false
+	}
 	if len(r.route.Specs) == 0 {
 		s, ok := tools.Lookup(name)
 		return activities.ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long}, ok
@@ -70,7 +73,8 @@ func (r *run) runTools(ctx workflow.Context, calls []activities.ToolCall) []tmsg
 	specs := make([]activities.ToolFlags, len(calls))
 	r.batchReply = r.lastReply
 	limit := r.route.MaxToolCalls
-	asked := -1 // the ask_human call of this batch (hardened runs): asked after the others ran
+	asked := -1           // the ask_human call of this batch (hardened runs): asked after the others ran
+	var delegations []int // delegate_to_*_agent calls: run after the others (delegate)
 launch:
 	for i, c := range calls {
 		spec, known := r.spec(c.Name)
@@ -88,6 +92,8 @@ launch:
 		case r.withdrawn[c.Name]:
 			results[i] = r.inlineResult(c, "Error: "+c.Name+" reached its limit for this request and is no longer available. "+
 				"Use the results you have, or another tool.", true)
+		case spec.Builtin && isDelegation(c.Name):
+			delegations = append(delegations, i)
 		case spec.Builtin && c.Name == tools.AskHuman && r.hardened:
 			if asked >= 0 {
 				results[i] = r.inlineResult(c, "Not asked: ask one question at a time. Ask this after the answer to the first, if you still need to.", false)
@@ -171,6 +177,9 @@ launch:
 			results[i] = r.toolFailure(ctx, c, err)
 		}
 	}
+	if len(delegations) > 0 && ctx.Err() == nil {
+		r.delegate(ctx, calls, delegations, results)
+	}
 	if asked >= 0 && ctx.Err() == nil {
 		results[asked] = r.askHumanCall(ctx, calls[asked])
 	}
@@ -212,6 +221,11 @@ func (r *run) inlineResult(c activities.ToolCall, text string, isErr bool) tmsg 
 func (r *run) toolFailure(ctx workflow.Context, c activities.ToolCall, err error) tmsg {
 	spec, _ := r.spec(c.Name)
 	var te *temporal.TimeoutError
+	if errors.As(err, &te) && !spec.Idempotent && r.sub != nil {
+		// A sub-agent does not park for an operator: its parent decides, told the outcome is unknown.
+		return r.inlineResult(c, "Error: "+c.Name+" was interrupted and it is unknown whether it went through. "+
+			"Don't repeat it; report it as unknown.", true)
+	}
 	if errors.As(err, &te) && !spec.Idempotent {
 		r.log.Warn("agent_run.resume_unsafe", "run", r.id, "tool", c.Name)
 		human := agent.HumanToolName(c.Name)
@@ -442,4 +456,10 @@ func (r *run) refuse(ctx workflow.Context, ap Approval, text string) {
 	if err != nil && ctx.Err() == nil {
 		r.log.Warn("agent.approval.refusal_failed", "run", r.id, "error", err)
 	}
+}
+
+// isDelegation reports whether a builtin tool starts a sub-agent.
+func isDelegation(name string) bool {
+	_, ok := agent.SubAgentForTool(name)
+	return ok
 }

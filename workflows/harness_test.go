@@ -34,6 +34,9 @@ type harness struct {
 	thread     activities.ThreadHistory
 	admins     map[string]bool
 	modelCalls []activities.CallModelInput
+	modelRuns  []string // the workflow ID of each model call
+	// modelBy, when set, replaces model and also gets the calling workflow's ID (sub-agents).
+	modelBy    func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error)
 	completes  []activities.CompleteInput
 	toolCalls  []activities.ExecuteToolInput
 	delivered  []string
@@ -55,6 +58,8 @@ type harness struct {
 	// cannot be taken back once started).
 	toolFinishes bool
 	deliveries   []activities.DeliverInput
+	// promptErr, when set, may fail BuildSystemPrompt.
+	promptErr func(in activities.PromptInput) error
 	// order records "tool-done:<name>" and "update:<text>" as they happen.
 	order []string
 }
@@ -91,6 +96,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) register() {
 	env := h.env
 	env.RegisterWorkflowWithOptions(AgentRun, workflow.RegisterOptions{Name: AgentRunWorkflowName})
+	env.RegisterWorkflowWithOptions(SubAgent, workflow.RegisterOptions{Name: SubAgentWorkflowName})
 	env.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
 	acts := &activities.Activities{}
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
@@ -115,11 +121,16 @@ func (h *harness) register() {
 	h.modelMock = env.OnActivity("CallModel", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.CallModelInput) (activities.ModelReply, error) {
 		h.mu.Lock()
 		h.modelCalls = append(h.modelCalls, in)
+		wf := activity.GetInfo(ctx).WorkflowExecution.ID
+		h.modelRuns = append(h.modelRuns, wf)
 		n := len(h.modelCalls)
-		f, d := h.model, h.modelDelay
+		f, d, by := h.model, h.modelDelay, h.modelBy
 		h.mu.Unlock()
 		if d > 0 {
 			time.Sleep(d)
+		}
+		if by != nil {
+			return by(wf, n, in)
 		}
 		return f(n, in)
 	})
@@ -158,9 +169,21 @@ func (h *harness) register() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.routes = append(h.routes, in)
+		if len(in.Tools) > 0 { // a sub-agent's tools: recorded as given
+			return activities.Route{Tools: in.Tools}, nil
+		}
 		return h.route, nil
 	})
-	env.OnActivity("BuildSystemPrompt", mock.Anything, mock.Anything).Return(activities.SystemPrompt{Text: "You are Lucy.", Hash: "h"}, nil)
+	env.OnActivity("BuildSystemPrompt", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.PromptInput) (activities.SystemPrompt, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.promptErr != nil {
+			if err := h.promptErr(in); err != nil {
+				return activities.SystemPrompt{}, err
+			}
+		}
+		return activities.SystemPrompt{Text: "You are Lucy.", Hash: "h"}, nil
+	})
 	env.OnActivity("LoadThread", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.LoadThreadInput) (activities.ThreadHistory, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()

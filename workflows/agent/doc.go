@@ -17,7 +17,7 @@
 //   - no global mutable state: package-level variables are read-only tables and compiled regular
 //     expressions;
 //   - state is plain structs with exported fields and JSON tags (LoopDetector, ToolCaps, StuckDetector,
-//     Escalations, Recovery, Journal), kept in workflow memory and carried across continue-as-new; their
+//     Recovery, Journal), kept in workflow memory and carried across continue-as-new; their
 //     zero values are ready to use.
 //
 // Prompt wording lives here only for the per-call user messages (SupervisorPrompt, PlanPrompt,
@@ -34,7 +34,8 @@
 //	limits.go      seed 000 "Soft Limits", "Safety Nets", "Key Constants"; seed 001 "Time Limits",
 //	               "Tool-Loop Detection", "Auto-Compaction", "Recovery Ladder" (all numbers)
 //	tiers.go       seed 000 "Model Escalation Logic", "Escalation Triggers", "Model Escalation Order",
-//	               "Escalation Never Downgrades"; empty-response handling from "Loop Mechanics"
+//	               "Escalation Never Downgrades", the code tools (IsCodeCall); the empty-response ladder
+//	               itself is in the workflow (it needs the turn's reply)
 //	loop.go        seed 001 "Tool-Loop Detection" (identical and pattern thrash, the L1–L3 ladder,
 //	               "Force-tool via tool_choice"); seed 000 "Loop Detection" table
 //	caps.go        seed 000 "Per-tool-name cap" (4 → warning, 6 → stop, search/workbench exempt)
@@ -51,5 +52,7 @@
 //	partial.go     seed 000 "_collect_partial_results()", "Context-Aware Error Messages"
 //	progress.go    seed 000 "Progress messages" (turn 3, every 5 after), tool result caps
 //	journal.go     seed 001 "Run Journal" (three tools, digest, full render)
+//	subagents.go   seed 000 "Sub-Agent System" (the registry, delegation arguments, limits, progress);
+//	               seed 002 appendix A (the report a sub-agent returns)
 //	text.go        shared text helpers (lengths in characters, as the seeds count them)
 package agent

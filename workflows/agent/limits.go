@@ -80,6 +80,9 @@ const (
 	ToolAskHuman = "ask_human"
 	// ToolEditFile is the tool whose repeated failure escalates to the frontier tier.
 	ToolEditFile = "lucy_edit_file"
+	// ToolWriteFile and ToolRunScript, with ToolEditFile, are the code tools of IsCodeCall.
+	ToolWriteFile = "lucy_write_file"
+	ToolRunScript = "lucy_run_script"
 	// ToolReadFile and ToolWebFetch read in parts; their results are never summarized (NeedsExactText).
 	ToolReadFile = "lucy_read_file"
 	ToolWebFetch = "lucy_web_fetch"

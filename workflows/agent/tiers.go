@@ -1,6 +1,9 @@
 package agent
 
-import "strings"
+import (
+	"encoding/json"
+	"strings"
+)
 
 // Model tiers. The names are the wire names of config.Tiers.
 const (
@@ -99,71 +102,30 @@ func EscalationTarget(current string, t Trigger) string {
 	return Escalate(current, target)
 }
 
-// IsCodeTool reports whether calling the tool moves the run to the code tier: the Composio remote
-// workbench (Python) and remote bash (seed 000 "Mid-loop model escalation").
-func IsCodeTool(name string) bool {
-	n := strings.ToUpper(name)
-	return strings.Contains(n, "REMOTE_WORKBENCH") || strings.Contains(n, "REMOTE_BASH")
-}
-
-// EmptyAction is what the loop does after an empty model response.
-type EmptyAction int
-
-// Empty response handling, seed 000: nudge, then escalate to frontier, then give up with partial results.
-const (
-	EmptyNone     EmptyAction = iota // the response was not empty
-	EmptyNudge                       // first empty: inject NudgeEmpty and call again
-	EmptyEscalate                    // second empty: escalate (TriggerEmpty), nudge again
-	EmptyGiveUp                      // third empty: stop with PartialResults(…, ReasonEmpty)
-)
-
-// Escalations counts the mid-loop signals that escalate the model across turns. Its zero value is ready.
-type Escalations struct {
-	// Empties counts empty responses in a row; a non-empty one resets it.
-	Empties int `json:"empties"`
-	// EditFailures counts failed lucy_edit_file calls in this run.
-	EditFailures int `json:"editFailures"`
-}
-
-// ObserveResponse records whether the model's response was empty (see IsEmpty) and says what to do.
-func (e *Escalations) ObserveResponse(empty bool) EmptyAction {
-	if !empty {
-		e.Empties = 0
-		return EmptyNone
-	}
-	e.Empties++
-	switch {
-	case e.Empties < EmptyEscalateAfter:
-		return EmptyNudge
-	case e.Empties == EmptyEscalateAfter:
-		return EmptyEscalate
+// IsCodeCall reports whether a tool call moves the run to the code tier (seed 000 "Mid-loop model
+// escalation: code tools called"): running a script (lucy_run_script, Lucy's sandbox where the seed
+// had a hosted workbench and bash), or writing or editing a source file.
+func IsCodeCall(name, args string) bool {
+	switch name {
+	case ToolRunScript:
+		return true
+	case ToolWriteFile, ToolEditFile:
 	default:
-		return EmptyGiveUp
+		return false
 	}
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal([]byte(args), &a) != nil {
+		return false
+	}
+	p := strings.ToLower(a.Path)
+	for _, ext := range codeExtensions {
+		if strings.HasSuffix(p, ext) {
+			return true
+		}
+	}
+	return false
 }
 
-// ObserveTools records one executed tool batch (names and whether each failed, same order) and returns
-// the triggers it fires, in a fixed order: code tools, then repeated edits. The seed's two tables
-// disagree on "2+ lucy_edit_file calls" versus "2+ failed lucy_edit_file calls"; we count failures,
-// because editing a file twice is normal code work and only repeated failure says the model is not up
-// to it. TriggerRepeatedEdits fires once, when the count reaches RepeatedEditThreshold.
-func (e *Escalations) ObserveTools(names []string, failed []bool) []Trigger {
-	var out []Trigger
-	code := false
-	before := e.EditFailures
-	for i, name := range names {
-		if IsCodeTool(name) {
-			code = true
-		}
-		if name == ToolEditFile && i < len(failed) && failed[i] {
-			e.EditFailures++
-		}
-	}
-	if code {
-		out = append(out, TriggerCodeTools)
-	}
-	if before < RepeatedEditThreshold && e.EditFailures >= RepeatedEditThreshold {
-		out = append(out, TriggerRepeatedEdits)
-	}
-	return out
-}
+var codeExtensions = []string{".go", ".py", ".js", ".ts", ".tsx", ".java", ".rb", ".rs", ".sql", ".sh", ".c", ".cpp", ".cs", ".php", ".kt", ".swift"}
