@@ -93,6 +93,18 @@ var scenarios = []struct {
 		cts := s.say("<@ULUCY> cancel that", ts)
 		s.event("message", "Ev-stop", "<@ULUCY> cancel that", cts, ts, human)
 	}},
+	{"delegation", "<@ULUCY> look through our files with your research agent", func(n int, req fakellm.Request) fakellm.Reply {
+		if isSubAgent(req) {
+			if turnsOf(req) < 3 {
+				return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call(fmt.Sprint("s", turnsOf(req)), "lucy_list_files", `{}`)}}
+			}
+			return fakellm.Reply{Content: `{"summary":"The workspace has no files.","actions_taken":["listed the files"],"evidence":[],"open_questions":[],"confidence":"high"}`}
+		}
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			return fakellm.Reply{Content: "My research agent found no files in the workspace."}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("p1", "delegate_to_research_agent", `{"task":"List the workspace files and say what they are"}`)}}
+	}, nil},
 }
 
 // holdForever keeps a model call in flight until the run is cancelled.
@@ -123,6 +135,9 @@ func TestRecordedScenarios(t *testing.T) {
 				key := workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts}
 				s.saveHistory(t, workflows.LaneID(key), sc.name+"-lane.json")
 				s.saveHistory(t, workflows.RunID(key, 1, ts), sc.name+"-run.json")
+				if sc.name == "delegation" {
+					s.saveHistory(t, workflows.SubAgentID(workflows.RunID(key, 1, ts), 1), sc.name+"-sub.json")
+				}
 			}
 		})
 	}
