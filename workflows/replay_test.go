@@ -6,9 +6,57 @@ import (
 	"strings"
 	"testing"
 
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
+
+// replayFile replays a recorded history under the workflow ID it ran with: a run names its
+// sub-agents after its own ID (SubAgentID), so replaying under the replayer's default ID would not
+// produce the same child workflow commands. A run's ID is in its lane's history (X-lane.json), a
+// sub-agent's in its run's (X-run.json): the first child the parent started.
+func replayFile(r worker.WorkflowReplayer, file string) error {
+	h, err := readHistory(file)
+	if err != nil {
+		return err
+	}
+	var parent string
+	switch {
+	case strings.HasSuffix(file, "-run.json"):
+		parent = strings.TrimSuffix(file, "-run.json") + "-lane.json"
+	case strings.HasSuffix(file, "-sub.json"):
+		parent = strings.TrimSuffix(file, "-sub.json") + "-run.json"
+	default:
+		return r.ReplayWorkflowHistory(nil, h)
+	}
+	ph, err := readHistory(parent)
+	if err != nil {
+		return err
+	}
+	var id string
+	for _, ev := range ph.GetEvents() {
+		if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
+			id = a.GetWorkflowId()
+			break
+		}
+	}
+	if id == "" {
+		return r.ReplayWorkflowHistory(nil, h)
+	}
+	return r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{
+		OriginalExecution: workflow.Execution{ID: id, RunID: "recorded"},
+	})
+}
+
+func readHistory(file string) (*historypb.History, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+}
 
 // TestReplayRecordedHistories replays real histories recorded from end-to-end runs (e2e
 // TestRecordHistories -record) against the current workflow code. A change that running workflows
@@ -27,7 +75,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
 			r.RegisterWorkflowWithOptions(AgentRun, workflow.RegisterOptions{Name: AgentRunWorkflowName})
 			r.RegisterWorkflowWithOptions(SubAgent, workflow.RegisterOptions{Name: SubAgentWorkflowName})
-			if err := r.ReplayWorkflowHistoryFromJSONFile(nil, f); err != nil {
+			if err := replayFile(r, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}
 		})
