@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/client"
 )
 
 // Invocation is one tool call as the activity receives it: the model's call plus where it happens.
@@ -55,6 +56,10 @@ type SlackAPI interface {
 	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
 	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
 	GetPermalinkContext(ctx context.Context, params *slack.PermalinkParameters) (string, error)
+	// GetUserInfoContext and GetConversationInfoContext serve the scheduling tools: the requester's
+	// time zone, and whether Lucy can post where a job or monitor reports.
+	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
+	GetConversationInfoContext(ctx context.Context, input *slack.GetConversationInfoInput) (*slack.Channel, error)
 	// UploadFileContext is slack-go's files v2 upload (files.getUploadURLExternal, the upload itself,
 	// files.completeUploadExternal); slack-go v0.35 renamed UploadFileV2Context to it.
 	UploadFileContext(ctx context.Context, params slack.UploadFileParameters) (*slack.FileSummary, error)
@@ -77,6 +82,11 @@ type Deps struct {
 	// addresses. Tests set it to fetch from httptest; production leaves it false so that the model
 	// cannot probe the internal network or a cloud metadata endpoint.
 	AllowPrivateNetworks bool
+	// Schedules manages Temporal Schedules (recurring jobs and monitors); nil means this process
+	// cannot, and those tools say so.
+	Schedules client.ScheduleClient
+	// Admins are the Slack user IDs that may manage anyone's jobs and monitors (LUCY_ADMIN_USERS).
+	Admins []string
 }
 
 // Registry runs tools. It is safe for concurrent use.

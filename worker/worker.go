@@ -66,7 +66,13 @@ func NewActivities(d Deps) *activities.Activities {
 	// A nil HTTP client lets the tools build their own, which also refuses private addresses at
 	// connect time (DNS rebinding).
 	httpClient := d.HTTP
+	var schedules client.ScheduleClient
+	if d.Client != nil {
+		schedules = d.Client.ScheduleClient()
+	}
 	reg := tools.NewRegistry(tools.Deps{
+		Schedules:            schedules,
+		Admins:               cfg.AdminUsers,
 		Slack:                func(team string) tools.SlackAPI { return slackFor(team) },
 		HTTP:                 httpClient,
 		DataDir:              cfg.DataDir,
