@@ -15,6 +15,7 @@ package activities
 
 import (
 	"context"
+	"go.temporal.io/sdk/client"
 	"io/fs"
 	"sync"
 
@@ -57,10 +58,13 @@ type Activities struct {
 	Model   ChatModel         // Chat Completions, built with zero retries
 	Models  map[string]string // tier -> model name
 	Slack   SlackClients
-	History HistoryReader   // resolves transcript references against workflow history
-	Prompts fs.FS           // prompts/ (embedded markdown)
-	Tools   *tools.Registry // tool schemas and implementations
-	Admins  []string        // LUCY_ADMIN_USERS
+	History HistoryReader // resolves transcript references against workflow history
+	// Temporal is the worker's client, for what workflow code cannot ask itself (is a workflow
+	// still running?).
+	Temporal client.Client
+	Prompts  fs.FS           // prompts/ (embedded markdown)
+	Tools    *tools.Registry // tool schemas and implementations
+	Admins   []string        // LUCY_ADMIN_USERS
 	// ApprovalKey verifies the gateway's signatures on approvals (CheckApproval): LUCY_APPROVAL_KEY,
 	// or derived from SLACK_BOT_TOKEN. The zero key verifies nothing, so every approval is refused.
 	ApprovalKey signing.Key

@@ -29,6 +29,8 @@ type PromptInput struct {
 	// SubAgentPrompt, for a sub-agent, is its task prompt (sub_agents/<name>.md): the prompt is then the
 	// light persona (SOUL_LITE.md) and that file instead of SOUL + SYSTEM_CORE + modules.
 	SubAgentPrompt string `json:"subAgentPrompt,omitempty"`
+	// Scheduled: the run is a recurring job's firing (seed 000 is_cron_execution).
+	Scheduled bool `json:"scheduled,omitempty"`
 }
 
 // SystemPrompt is the assembled system prompt.
@@ -106,6 +108,11 @@ func contextSection(in PromptInput) string {
 			fmt.Fprintf(&b, " (time zone %s)", in.UserTZ)
 		}
 		b.WriteString(".\n")
+	}
+	if in.Scheduled {
+		b.WriteString("- This is a scheduled run of a recurring job, not a live conversation: nobody is waiting in the " +
+			"thread. Carry out the instruction and answer with the result, ready to read; ask a question only if you " +
+			"truly cannot go on, and then expect the answer to come late.\n")
 	}
 	return strings.TrimSpace(b.String())
 }

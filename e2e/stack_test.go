@@ -82,6 +82,8 @@ func newStackWith(tb testing.TB, llm fakellm.Handler, dc converter.DataConverter
 	s.slack, s.slackURL = localslack.NewTestServer(tb, localslack.Options{
 		Token: "xoxb-test", Team: team, UserTokens: map[string]string{"xoxp-human": human, "xoxp-other": "UOTHER"},
 		Users: []localslack.User{{ID: human, Name: "ada", RealName: "Ada Lovelace", TZ: "Europe/London"}, {ID: "UOTHER", Name: "bob"}},
+		Channels: []localslack.Channel{{ID: channel, Name: "general"}, {ID: "DLOCAL", IsIM: true, User: human},
+			{ID: "CSECRET", Name: "secret", BotNotMember: true}},
 	})
 	s.llm = fakellm.New(tb, llm)
 	log := logging.New(io.Discard, "error", "json")

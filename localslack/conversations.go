@@ -132,7 +132,7 @@ func (s *Server) channelJSON(ch Channel) map[string]any {
 		"is_mpim":         ch.IsMPIM,
 		"is_private":      ch.IsPrivate || ch.IsIM || ch.IsMPIM,
 		"is_archived":     ch.IsArchived,
-		"is_member":       true,
+		"is_member":       !ch.BotNotMember,
 		"is_general":      ch.Name == "general",
 		"context_team_id": s.opts.Team,
 	}

@@ -70,6 +70,9 @@ func (s *Server) chatPostMessage(c *call) (reply, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	if cs.info.BotNotMember && who.bot {
+		return nil, errCode("not_in_channel")
+	}
 	text, _, blocks, _, md, aerr := s.content(c)
 	if aerr != nil {
 		return nil, aerr

@@ -80,6 +80,9 @@ type Channel struct {
 	IsPrivate  bool
 	IsArchived bool
 	User       string // the person on the other side of a DM (IsIM)
+	// BotNotMember: the bot was never invited (or was removed): conversations.info and .list say
+	// is_member false, and the bot's chat.postMessage there fails with not_in_channel, as Slack's does.
+	BotNotMember bool
 }
 
 // Metadata is Slack message metadata.

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 )
 
 // Invocation is one tool call as the activity receives it: the model's call plus where it happens.
@@ -85,6 +86,9 @@ type Deps struct {
 	// Schedules manages Temporal Schedules (recurring jobs and monitors); nil means this process
 	// cannot, and those tools say so.
 	Schedules client.ScheduleClient
+	// DataConverter decodes what schedules hold (a job's input, its memo); it must be the Temporal
+	// client's. nil means the SDK's default.
+	DataConverter converter.DataConverter
 	// Admins are the Slack user IDs that may manage anyone's jobs and monitors (LUCY_ADMIN_USERS).
 	Admins []string
 }

@@ -152,19 +152,41 @@ func parseCron(tool, expr, tz string) ([]time.Time, error) {
 	if err != nil {
 		return nil, argErrorf(tool, "%q is not an IANA time zone (e.g. Europe/Paris)", tz)
 	}
+	next := nextFirings(sched, time.Now().In(loc), 3)
+	if len(next) == 0 {
+		return nil, argErrorf(tool, "%q never fires", expr)
+	}
+	return next, nil
+}
+
+func nextFirings(sched cron.Schedule, from time.Time, n int) []time.Time {
 	var next []time.Time
-	t := time.Now().In(loc)
-	for range 3 {
+	t := from
+	for range n {
 		t = sched.Next(t)
 		if t.IsZero() {
 			break
 		}
 		next = append(next, t)
 	}
-	if len(next) == 0 {
-		return nil, argErrorf(tool, "%q never fires", expr)
+	return next
+}
+
+// NextFiring is when a cron expression fires next after from, in the time zone tz; zero when it
+// cannot be read or never fires.
+func NextFiring(expr, tz string, from time.Time) time.Time {
+	sched, err := cronParser.Parse(strings.TrimSpace(expr))
+	if err != nil {
+		return time.Time{}
 	}
-	return next, nil
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		loc = time.UTC
+	}
+	if next := nextFirings(sched, from.In(loc), 1); len(next) == 1 {
+		return next[0]
+	}
+	return time.Time{}
 }
 
 // isNotFound reports whether err says the schedule does not exist.

@@ -72,6 +72,7 @@ func NewActivities(d Deps) *activities.Activities {
 	}
 	reg := tools.NewRegistry(tools.Deps{
 		Schedules:            schedules,
+		DataConverter:        d.DataConverter,
 		Admins:               cfg.AdminUsers,
 		Slack:                func(team string) tools.SlackAPI { return slackFor(team) },
 		HTTP:                 httpClient,
@@ -84,6 +85,7 @@ func NewActivities(d Deps) *activities.Activities {
 		Models:        cfg.Models,
 		Slack:         func(team string) activities.SlackAPI { return slackFor(team) },
 		History:       activities.TemporalHistory{Client: d.Client},
+		Temporal:      d.Client,
 		Prompts:       prompts.FS,
 		Tools:         reg,
 		Admins:        cfg.AdminUsers,
@@ -143,6 +145,8 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AgentRun, workflow.RegisterOptions{Name: workflows.AgentRunWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.SubAgent, workflow.RegisterOptions{Name: workflows.SubAgentWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.ScheduledJob, workflow.RegisterOptions{Name: workflows.ScheduledJobWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.JobSlots, workflow.RegisterOptions{Name: workflows.JobSlotsWorkflowName})
 	for name, fn := range map[string]any{
 		"CallModel":             acts.CallModel,
 		"Complete":              acts.Complete,
@@ -161,6 +165,8 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 		"PostEphemeral":         acts.PostEphemeral,
 		"PostApprovalPrompt":    acts.PostApprovalPrompt,
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
+		"JobTiming":             acts.JobTiming,
+		"ClosedWorkflows":       acts.ClosedWorkflows,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

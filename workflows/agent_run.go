@@ -38,6 +38,9 @@ type RunInput struct {
 	// SubAgentBudget is the time budget of the sub-agents this run starts; zero means
 	// agent.SubBudget. Tests shorten it.
 	SubAgentBudget time.Duration `json:"subAgentBudget,omitempty"`
+	// Scheduled is a recurring job's firing: nobody watches the thread, so there is no "Thinking…"
+	// message (the answer is posted when it is ready), and the message text is the instruction.
+	Scheduled bool `json:"scheduled,omitempty"`
 }
 
 // Run outcomes.
@@ -396,13 +399,15 @@ func (r *run) gateIssues(answer string) []string {
 // thread history, and the supervisor's plan for complex tasks.
 func (r *run) prepare(ctx workflow.Context) error {
 	m := r.in.Message
-	ph, err := r.post(ctx, a.PostPlaceholder, activities.PostInput{
-		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder", Text: "_Thinking…_",
-	})
-	if err != nil {
-		return fmt.Errorf("post placeholder: %w", err)
+	if !r.in.Scheduled {
+		ph, err := r.post(ctx, a.PostPlaceholder, activities.PostInput{
+			Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder", Text: "_Thinking…_",
+		})
+		if err != nil {
+			return fmt.Errorf("post placeholder: %w", err)
+		}
+		r.placeholder = ph.TS
 	}
-	r.placeholder = ph.TS
 
 	// A hardened run reads the thread first, so that routing knows how deep the thread is: a short
 	// "and for Q4?" deep in a thread is a follow-up, not a new lookup.
@@ -441,6 +446,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 	if err := workflow.ExecuteActivity(quick(ctx, "prompt"), a.BuildSystemPrompt, activities.PromptInput{
 		Team: m.Team, Modules: r.route.Modules, TeamName: r.in.TeamName, ChannelName: r.in.ChannelName, IsDM: m.IsDM,
 		UserName: r.in.UserName, UserTZ: r.in.UserTZ, Now: workflow.Now(ctx).UTC().Format(time.RFC3339), Surface: surface,
+		Scheduled: r.in.Scheduled,
 	}).Get(ctx, &sp); err != nil {
 		return fmt.Errorf("build system prompt: %w", err)
 	}
@@ -462,7 +468,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 		}
 		r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: tm.Role, Ref: "thread", Index: i}, text: tm.Text, role: tm.Role})
 	}
-	if !sawCurrent && strings.TrimSpace(m.Text) != "" {
+	if (!sawCurrent || r.in.Scheduled) && strings.TrimSpace(m.Text) != "" {
 		r.appendInline("user", m.Text)
 	}
 	r.tools = r.route.Tools

@@ -97,6 +97,8 @@ func (h *harness) register() {
 	env := h.env
 	env.RegisterWorkflowWithOptions(AgentRun, workflow.RegisterOptions{Name: AgentRunWorkflowName})
 	env.RegisterWorkflowWithOptions(SubAgent, workflow.RegisterOptions{Name: SubAgentWorkflowName})
+	env.RegisterWorkflowWithOptions(ScheduledJob, workflow.RegisterOptions{Name: ScheduledJobWorkflowName})
+	env.RegisterWorkflowWithOptions(JobSlots, workflow.RegisterOptions{Name: JobSlotsWorkflowName})
 	env.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
 	acts := &activities.Activities{}
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
@@ -117,6 +119,8 @@ func (h *harness) register() {
 	reg("PostEphemeral", acts.PostEphemeral)
 	reg("PostApprovalPrompt", acts.PostApprovalPrompt)
 	reg("ResolveApprovalPrompt", acts.ResolveApprovalPrompt)
+	reg("JobTiming", acts.JobTiming)
+	reg("ClosedWorkflows", acts.ClosedWorkflows)
 
 	h.modelMock = env.OnActivity("CallModel", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.CallModelInput) (activities.ModelReply, error) {
 		h.mu.Lock()

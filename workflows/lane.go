@@ -59,9 +59,11 @@ type current struct {
 	id        string
 	number    int
 	requester string
-	future    workflow.ChildWorkflowFuture
-	cancel    workflow.CancelFunc
-	awaiting  string
+	// job is the firing of a recurring job this run carries out ("" for a person's request).
+	job      string
+	future   workflow.ChildWorkflowFuture
+	cancel   workflow.CancelFunc
+	awaiting string
 	// awaitingAnswer: the run asked the requester a question and waits for their reply.
 	awaitingAnswer bool
 	done           bool
@@ -228,6 +230,18 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 	}
 	if m.Control == "status" {
 		l.answerStatus(ctx, m)
+		return
+	}
+	if m.Kind == KindScheduled {
+		// A recurring job's firing: its instruction is not a chat message (no classifier may take
+		// "cancel the standup" for a cancel), and nobody waits for a reaction. It runs as a request
+		// of the job's creator, after whatever runs here already.
+		if len(l.st.Queue) >= MaxQueue {
+			l.log.Warn("lane.job_dropped_queue_full", "lane", l.id, "job", m.Job)
+			l.jobDone(ctx, m.Job, "", RunFailed, "the thread's queue was full")
+			return
+		}
+		l.st.Queue = append(l.st.Queue, m)
 		return
 	}
 	in := l.classify(ctx, m)
@@ -432,9 +446,10 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 	in := RunInput{
 		Lane: l.key, Number: n, Message: m, Requester: m.User,
 		UserName: person.Name, UserTZ: person.TZ, ChannelName: l.st.ChannelName, PriorJournal: l.st.LastJournal,
+		Scheduled: m.Kind == KindScheduled, ApprovalTTL: m.ApprovalTTL,
 	}
 	f := workflow.ExecuteChildWorkflow(cctx, AgentRunWorkflowName, in)
-	l.cur = &current{id: id, number: n, requester: m.User, future: f, cancel: cancel}
+	l.cur = &current{id: id, number: n, requester: m.User, job: m.Job, future: f, cancel: cancel}
 	l.log.Info("lane.run_started", "lane", l.id, "run", id)
 }
 
@@ -471,6 +486,16 @@ func (l *lane) resolve(ctx workflow.Context, m Message) Person {
 func (l *lane) onRunDone(ctx workflow.Context, cur *current, f workflow.Future) {
 	var res RunResult
 	err := f.Get(ctx, &res)
+	if cur.job != "" {
+		status, reason := res.Status, res.Reason
+		switch {
+		case isCanceled(err):
+			status = RunCancelled
+		case err != nil:
+			status, reason = RunFailed, failureText(err)
+		}
+		l.jobDone(ctx, cur.job, cur.id, status, reason)
+	}
 	switch {
 	case err == nil:
 		l.log.Info("lane.run_done", "lane", l.id, "run", cur.id, "status", res.Status, "turns", res.Turns, "unread", len(res.Unread))
@@ -536,5 +561,14 @@ func (l *lane) post(ctx workflow.Context, m Message, key, text string) {
 	}).Get(ctx, &res)
 	if err != nil {
 		l.log.Error("lane.post_failed", "lane", l.id, "key", key, "error", err)
+	}
+}
+
+// jobDone tells a recurring job's firing that its run ended. A firing that has ended meanwhile (it
+// stopped waiting) does not need to know.
+func (l *lane) jobDone(ctx workflow.Context, job, run, status, reason string) {
+	err := workflow.SignalExternalWorkflow(ctx, job, "", SignalJobDone, JobDone{Run: run, Status: status, Reason: reason}).Get(ctx, nil)
+	if err != nil {
+		l.log.Warn("lane.job_done_undelivered", "lane", l.id, "job", job, "error", err)
 	}
 }

@@ -1,5 +1,7 @@
 package workflows
 
+import "time"
+
 // The payloads that cross the Temporal boundary between the gateway and the workflows. Only plain
 // structs: no slack.* or openai.* types, no secrets (DESIGN.md rule 2).
 
@@ -31,7 +33,17 @@ type Message struct {
 	// (package signing). A message that says "yes, do it" becomes an approval only if it verifies:
 	// anyone who can signal the namespace could otherwise approve "as" the requester.
 	Sig string `json:"sig,omitempty"`
+	// Job, for a firing of a recurring job (Kind KindScheduled), is the firing's workflow ID: the
+	// lane tells it when the run ends (SignalJobDone). The message comes from the job, not from
+	// Slack: the lane neither classifies nor reacts to it, and its text is the job's instruction.
+	Job string `json:"job,omitempty"`
+	// ApprovalTTL, when set, is how long the run's approval prompts stay valid (a firing's must
+	// expire before the next firing).
+	ApprovalTTL time.Duration `json:"approvalTtl,omitempty"`
 }
+
+// KindScheduled is the Kind of a recurring job's firing handed to a lane.
+const KindScheduled = "scheduled"
 
 // Key is the lane this message belongs to.
 func (m Message) Key() LaneKey {

@@ -75,6 +75,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
 			r.RegisterWorkflowWithOptions(AgentRun, workflow.RegisterOptions{Name: AgentRunWorkflowName})
 			r.RegisterWorkflowWithOptions(SubAgent, workflow.RegisterOptions{Name: SubAgentWorkflowName})
+			r.RegisterWorkflowWithOptions(ScheduledJob, workflow.RegisterOptions{Name: ScheduledJobWorkflowName})
+			r.RegisterWorkflowWithOptions(JobSlots, workflow.RegisterOptions{Name: JobSlotsWorkflowName})
 			if err := replayFile(r, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}

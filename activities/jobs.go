@@ -1,0 +1,49 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// JobTimingInput asks when a recurring job fires next.
+type JobTimingInput struct {
+	Cron string    `json:"cron"`
+	TZ   string    `json:"tz"`
+	From time.Time `json:"from"`
+}
+
+// JobTiming is when the job fires next (zero when its spec is not a cron expression Lucy reads,
+// such as a calendar spec an operator wrote by hand).
+type JobTiming struct {
+	Next time.Time `json:"next"`
+}
+
+// JobTiming computes a job's next firing. It is an activity because it reads time zone data.
+func (a *Activities) JobTiming(ctx context.Context, in JobTimingInput) (JobTiming, error) {
+	return JobTiming{Next: tools.NextFiring(in.Cron, in.TZ, in.From)}, nil
+}
+
+// ClosedWorkflows returns which of the given workflow IDs are no longer running (closed, or
+// unknown): the per-team job slots give back slots whose holder ended without returning them (an
+// operator terminated it).
+func (a *Activities) ClosedWorkflows(ctx context.Context, ids []string) ([]string, error) {
+	var closed []string
+	for _, id := range ids {
+		d, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
+		var nf *serviceerror.NotFound
+		switch {
+		case err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		case err == nil, errors.As(err, &nf):
+			closed = append(closed, id)
+		default:
+			return nil, err
+		}
+	}
+	return closed, nil
+}

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/lucy-agent/lucy/internal/fakellm"
+	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// isScheduledRun tells a recurring job's run by its system prompt.
+func isScheduledRun(req fakellm.Request) bool {
+	return len(req.Messages) > 0 && strings.Contains(req.Messages[0].Text(), "scheduled run of a recurring job")
+}
+
+// cronTools is the worker's tool registry as the agent loop's activity uses it, so that the test
+// calls the tools exactly as the model's calls reach them.
+func (s *stack) cronTools() *tools.Registry {
+	return tools.NewRegistry(tools.Deps{
+		Slack:     func(string) tools.SlackAPI { return slack.New("xoxb-test", slack.OptionAPIURL(s.slackURL)) },
+		DataDir:   s.cfg.DataDir,
+		Schedules: s.client.ScheduleClient(),
+		Admins:    s.cfg.AdminUsers,
+		Log:       s.log,
+	})
+}
+
+func (s *stack) tool(r *tools.Registry, user, name, args string) (tools.Output, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return r.Run(ctx, tools.Invocation{Name: name, Arguments: args, Team: team, Channel: channel, ThreadTS: "1700000000.000100",
+		User: user, RunID: "test-run", CallID: "call-1"})
+}
+
+func (s *stack) mustTool(t *testing.T, r *tools.Registry, user, name, args string, want ...string) string {
+	t.Helper()
+	out, err := s.tool(r, user, name, args)
+	if err != nil || out.IsError {
+		t.Fatalf("%s(%s) by %s: %v %q", name, args, user, err, out.Content)
+	}
+	for _, w := range want {
+		if !strings.Contains(out.Content, w) {
+			t.Errorf("%s: %q does not say %q", name, out.Content, w)
+		}
+	}
+	return out.Content
+}
+
+func (s *stack) toolRefused(t *testing.T, r *tools.Registry, user, name, args string, want string) {
+	t.Helper()
+	out, err := s.tool(r, user, name, args)
+	msg := out.Content
+	if err != nil {
+		msg = err.Error()
+	} else if !out.IsError {
+		t.Fatalf("%s(%s) by %s succeeded: %q", name, args, user, out.Content)
+	}
+	if !strings.Contains(msg, want) {
+		t.Errorf("%s(%s): %q does not say %q", name, args, msg, want)
+	}
+}
+
+// Recurring jobs through their tools against a real server: create, list, modify, pause, resume,
+// trigger (the firing runs the loop and posts in the channel), refusals for others, clear errors,
+// delete.
+func TestRecurringJobThroughItsTools(t *testing.T) {
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if isScheduledRun(req) {
+			return fakellm.Reply{Content: "Daily numbers: 42 signups, 3 churned."}
+		}
+		return fakellm.Reply{Content: "ok"}
+	})
+	r := s.cronTools()
+
+	// Clear errors for bad input; nothing is created.
+	s.toolRefused(t, r, human, tools.CreateCron, `{"name":"daily numbers","schedule":"every day at 9","instruction":"x"}`, "cron expression has 5")
+	s.toolRefused(t, r, human, tools.CreateCron, `{"name":"daily numbers","schedule":"0 25 * * *","instruction":"x"}`, "not a valid cron expression")
+	s.toolRefused(t, r, human, tools.CreateCron, `{"name":"daily numbers","schedule":"0 9 * * *","instruction":"x","timezone":"Mars/Olympus"}`, "not an IANA time zone")
+	s.toolRefused(t, r, human, tools.CreateCron, `{"name":"daily numbers","schedule":"0 9 * * *","instruction":"x","channel":"CSECRET"}`, "not a member")
+	s.toolRefused(t, r, human, tools.TriggerCron, `{"name":"nope"}`, "no recurring job named")
+
+	created := s.mustTool(t, r, human, tools.CreateCron,
+		`{"name":"daily numbers","schedule":"0 9 * * 1-5","instruction":"Post yesterday's signup numbers."}`,
+		"cron:T1:daily-numbers", "Europe/London", "Next runs")
+	t.Log(created)
+	s.toolRefused(t, r, human, tools.CreateCron, `{"name":"Daily Numbers","schedule":"0 10 * * *","instruction":"y"}`, "already exists")
+
+	// The schedule as an operator sees it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := s.client.ScheduleClient().GetHandle(ctx, "cron:T1:daily-numbers").Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Schedule.Policy.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP || d.Schedule.Policy.CatchupWindow != tools.CatchupWindow ||
+		d.Schedule.Spec.TimeZoneName != "Europe/London" {
+		t.Errorf("schedule policy %+v spec %+v", d.Schedule.Policy, d.Schedule.Spec)
+	}
+	if act := d.Schedule.Action.(*client.ScheduleWorkflowAction); act.Workflow != workflows.ScheduledJobWorkflowName || act.TaskQueue != workflows.TaskQueue {
+		t.Errorf("action %+v", act)
+	}
+	if len(d.SearchAttributes.GetIndexedFields()) != 0 {
+		t.Errorf("the job has search attributes: %v", d.SearchAttributes.GetIndexedFields())
+	}
+
+	s.mustTool(t, r, human, tools.ListCrons, `{}`, "daily numbers", "0 9 * * 1-5", "active", "<@"+human+">", "Post yesterday's signup numbers")
+	// Someone else may not change it; an admin may.
+	s.toolRefused(t, r, "UOTHER", tools.ModifyCron, `{"name":"daily numbers","schedule":"0 8 * * *"}`, "only <@"+human+">")
+	s.toolRefused(t, r, "UOTHER", tools.DeleteCron, `{"name":"daily numbers"}`, "only <@"+human+">")
+	s.toolRefused(t, r, "UOTHER", tools.PauseCron, `{"name":"daily numbers"}`, "only <@"+human+">")
+	s.mustTool(t, r, "UADMIN", tools.ModifyCron, `{"name":"daily numbers","schedule":"30 8 * * 1-5"}`, "30 8 * * 1-5")
+	s.mustTool(t, r, human, tools.PauseCron, `{"name":"daily numbers","reason":"holidays"}`, "Paused")
+	s.mustTool(t, r, human, tools.ListCrons, `{}`, "30 8 * * 1-5", "paused", "holidays")
+	s.mustTool(t, r, human, tools.ResumeCron, `{"name":"daily numbers"}`, "Resumed")
+
+	// A firing, now: a header in the channel, the loop's answer in its thread, no "Thinking…".
+	s.mustTool(t, r, "UOTHER", tools.TriggerCron, `{"name":"daily numbers"}`, "Started")
+	var header localslack.Message
+	s.waitFor("the job's result", 60*time.Second, func() bool {
+		for _, m := range s.slack.Messages(channel, "") {
+			if m.BotID != "" && m.ThreadTS == "" && strings.Contains(m.Text, "Scheduled job") && strings.Contains(m.Text, "daily numbers") {
+				header = m
+				return s.answered(m.TS, "42 signups")
+			}
+		}
+		return false
+	})
+	for _, m := range s.botMessages(header.TS) {
+		if strings.Contains(m.Text, "Thinking") {
+			t.Errorf("a scheduled run posted %q", m.Text)
+		}
+	}
+	if !isScheduledRunSeen(s) {
+		t.Error("the model was not told it runs a recurring job")
+	}
+	// The firing workflow finished once its run was done.
+	s.waitFor("the firing to complete", 30*time.Second, func() bool { return firingsDone(t, s) == 1 })
+
+	s.mustTool(t, r, human, tools.DeleteCron, `{"name":"daily numbers"}`, "Deleted")
+	s.mustTool(t, r, human, tools.ListCrons, `{}`, "no recurring jobs")
+	s.toolRefused(t, r, human, tools.ModifyCron, `{"name":"daily numbers","instruction":"z"}`, "no recurring job named")
+}
+
+func isScheduledRunSeen(s *stack) bool {
+	for _, r := range s.llm.Requests() {
+		if isScheduledRun(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// firingsDone counts completed scheduled_job workflows.
+func firingsDone(t *testing.T, s *stack) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := s.client.ScheduleClient().GetHandle(ctx, "cron:T1:daily-numbers").Describe(ctx)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, a := range d.Info.RecentActions {
+		desc, err := s.client.DescribeWorkflowExecution(ctx, a.StartWorkflowResult.WorkflowID, a.StartWorkflowResult.FirstExecutionRunID)
+		if err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			n++
+		}
+	}
+	return n
+}

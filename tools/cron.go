@@ -1,0 +1,551 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+)
+
+// Recurring jobs (seed 000 "Cron tools", seed 003 "Cron Engine"): each is a Temporal Schedule with ID
+// cron:{team}:{slug} whose firings start a scheduled_job workflow (workflows/scheduled_job.go) with
+// a JobSpec. The workflow hands the instruction to the agent loop through the lane of the thread it
+// posts in, so "cancel that" and "what are you working on?" reach a firing like any request.
+
+// Cron tool names.
+const (
+	CreateCron  = "lucy_create_cron"
+	ListCrons   = "lucy_list_crons"
+	ModifyCron  = "lucy_modify_cron"
+	DeleteCron  = "lucy_delete_cron"
+	TriggerCron = "lucy_trigger_cron"
+	PauseCron   = "lucy_pause_cron"
+	ResumeCron  = "lucy_resume_cron"
+)
+
+// MaxInstructionChars bounds a job's instruction: it travels in every firing's input.
+const MaxInstructionChars = 4000
+
+// JobSpec is the input of every firing of a recurring job (the schedule action's one argument). An
+// operator who makes a job with the Temporal CLI or the Web UI writes it as JSON (README "Recurring
+// jobs"): {"team":"T…","channel":"C…","creator":"U…","instruction":"…","name":"…"}.
+type JobSpec struct {
+	Team string `json:"team"`
+	Slug string `json:"slug,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Channel is where each firing posts; ThreadTS, when set, is a thread there to post in (else
+	// every firing starts its own thread under a short header).
+	Channel  string `json:"channel"`
+	ThreadTS string `json:"threadTs,omitempty"`
+	// Creator is the Slack user the job works for: the requester of each firing's run (approvals
+	// go to them), and who may change or delete it (besides admins).
+	Creator     string `json:"creator"`
+	Instruction string `json:"instruction"`
+	// Cron and TZ repeat the schedule's spec, so a firing can tell when the next one comes (an
+	// approval it asks for expires before then).
+	Cron string `json:"cron,omitempty"`
+	TZ   string `json:"tz,omitempty"`
+}
+
+// Validate says what an operator's hand-made job lacks.
+func (j JobSpec) Validate() error {
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"team", j.Team}, {"channel", j.Channel}, {"creator", j.Creator}, {"instruction", j.Instruction}} {
+		if strings.TrimSpace(f.v) == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the job's input lacks %s: a scheduled_job takes {\"team\",\"channel\",\"creator\",\"instruction\"} (README: Recurring jobs)", strings.Join(missing, ", "))
+	}
+	if len(j.Instruction) > MaxInstructionChars*4 {
+		return fmt.Errorf("the job's instruction is %d bytes; keep it under %d characters", len(j.Instruction), MaxInstructionChars)
+	}
+	return nil
+}
+
+// DisplayName is the job's name for people.
+func (j JobSpec) DisplayName() string {
+	if j.Name != "" {
+		return j.Name
+	}
+	if j.Slug != "" {
+		return j.Slug
+	}
+	return "scheduled job"
+}
+
+func cronNameProp() prop {
+	return strProp("name", "The job's name, e.g. \"weekly sales report\" (its ID is derived from it; use list to see them).", 1, 80)
+}
+
+var cronTools = []entry{
+	{
+		spec: Spec{
+			Name: CreateCron,
+			Description: "Create a recurring job: at each time of a schedule, Lucy carries out the instruction on her own and " +
+				"posts the result in a channel. Turn the person's words into a 5-field cron expression (minute hour " +
+				"day-of-month month day-of-week) in their time zone: \"every weekday at 9am\" is \"0 9 * * 1-5\", \"every Monday " +
+				"at 8:30\" is \"30 8 * * 1\", \"first of the month at noon\" is \"0 12 1 * *\". The result shows the next " +
+				"three runs: check them against what was asked.",
+			Human: "creating a scheduled task",
+		},
+		required: []string{"name", "schedule", "instruction"},
+		props: func() []prop {
+			return []prop{
+				cronNameProp(),
+				strProp("schedule", "A 5-field cron expression, or @daily, @weekly, @monthly, @hourly.", 1, 100),
+				strProp("instruction", "What to do at each run, written as a request to Lucy, self-contained (she "+
+					"will not see this conversation then).", 1, MaxInstructionChars),
+				strProp("timezone", "IANA time zone of the schedule; default: the person's time zone in Slack.", 0, 64),
+				strProp("channel", "Where to post the results (ID or #name); default: this conversation's channel.", 0, 200),
+				prop{"in_this_thread", map[string]any{"type": "boolean",
+					"description": "Post every run in this thread instead of a new thread each time (default false)."}},
+			}
+		},
+		run: (*Registry).createCron,
+	},
+	{
+		spec:  Spec{Name: ListCrons, Description: "List the workspace's recurring jobs with their schedule, next run, state and creator.", Idempotent: true, Human: "checking your scheduled tasks"},
+		props: func() []prop { return nil },
+		run:   (*Registry).listCrons,
+	},
+	{
+		spec: Spec{
+			Name: ModifyCron,
+			Description: "Change a recurring job's schedule, instruction, time zone or channel. Only its creator or an " +
+				"admin may. Give only what changes.",
+			Human: "updating a scheduled task",
+		},
+		required: []string{"name"},
+		minProps: 2,
+		props: func() []prop {
+			return []prop{
+				cronNameProp(),
+				strProp("schedule", "The new 5-field cron expression.", 1, 100),
+				strProp("instruction", "The new instruction.", 1, MaxInstructionChars),
+				strProp("timezone", "The new IANA time zone.", 1, 64),
+				strProp("channel", "The new channel to post in (ID or #name).", 1, 200),
+			}
+		},
+		run: (*Registry).modifyCron,
+	},
+	{
+		spec: Spec{
+			Name:        DeleteCron,
+			Description: "Delete a recurring job for good. Only its creator or an admin may; a person must approve it first.",
+			Destructive: true,
+			Human:       "deleting a scheduled task",
+		},
+		required: []string{"name"},
+		props:    func() []prop { return []prop{cronNameProp()} },
+		run:      (*Registry).deleteCron,
+	},
+	{
+		spec:     Spec{Name: TriggerCron, Description: "Run a recurring job once now, besides its schedule.", Human: "running a scheduled task"},
+		required: []string{"name"},
+		props:    func() []prop { return []prop{cronNameProp()} },
+		run:      (*Registry).triggerCron,
+	},
+	{
+		spec:     Spec{Name: PauseCron, Description: "Pause a recurring job: it stops running until resumed. Only its creator or an admin may.", Human: "pausing a scheduled task"},
+		required: []string{"name"},
+		props: func() []prop {
+			return []prop{cronNameProp(), strProp("reason", "Why, shown in the job's state.", 0, 200)}
+		},
+		run: (*Registry).pauseCron,
+	},
+	{
+		spec:     Spec{Name: ResumeCron, Description: "Resume a paused recurring job. Only its creator or an admin may.", Human: "resuming a scheduled task"},
+		required: []string{"name"},
+		props:    func() []prop { return []prop{cronNameProp()} },
+		run:      (*Registry).resumeCron,
+	},
+}
+
+type createCronArgs struct {
+	Name         string `json:"name"`
+	Schedule     string `json:"schedule"`
+	Instruction  string `json:"instruction"`
+	Timezone     string `json:"timezone"`
+	Channel      string `json:"channel"`
+	InThisThread bool   `json:"in_this_thread"`
+}
+
+func (r *Registry) createCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	var args createCronArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	slug, err := slugArg(CreateCron, "", args.Name)
+	if err != nil {
+		return Output{}, err
+	}
+	api, out := r.schedulesAPI(CreateCron)
+	if out != nil {
+		return *out, nil
+	}
+	tz := strings.TrimSpace(args.Timezone)
+	if tz == "" {
+		tz = r.userTZ(ctx, inv.Team, inv.User)
+	}
+	next, err := parseCron(CreateCron, args.Schedule, tz)
+	if err != nil {
+		return Output{}, err
+	}
+	channel, thread := inv.Channel, ""
+	if args.Channel != "" {
+		channel = args.Channel
+	} else if args.InThisThread {
+		thread = inv.ThreadTS
+	}
+	channel, out, err = r.checkPostable(ctx, CreateCron, inv.Team, channel)
+	if err != nil || out != nil {
+		return deref(out), err
+	}
+	job := JobSpec{Team: inv.Team, Slug: slug, Name: strings.TrimSpace(args.Name), Channel: channel, ThreadTS: thread,
+		Creator: inv.User, Instruction: strings.TrimSpace(args.Instruction), Cron: strings.TrimSpace(args.Schedule), TZ: tz}
+	id := scheduleID(cronPrefix, inv.Team, slug)
+	_, err = api.Create(ctx, client.ScheduleOptions{
+		ID:            id,
+		Spec:          client.ScheduleSpec{CronExpressions: []string{job.Cron}, TimeZoneName: tz},
+		Action:        jobAction(id, job),
+		Overlap:       enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		CatchupWindow: CatchupWindow,
+		// The schedule's own memo cannot be updated: it holds what never changes. What can change
+		// (instruction, channel, spec) is in the action's input and its memo, which updates rewrite.
+		Memo: map[string]any{"creator": job.Creator, "name": job.Name},
+	})
+	if isAlreadyExists(err) {
+		return Output{IsError: true, Content: fmt.Sprintf("Error: a job named %q already exists (%s). Pick another name, "+
+			"or change that one with %s.", job.Name, id, ModifyCron)}, nil
+	}
+	if err != nil {
+		return Output{}, r.scheduleFailed(CreateCron, err)
+	}
+	where := "<#" + channel + ">, a new thread each time"
+	if thread != "" {
+		where = "this thread"
+	}
+	return Output{Content: fmt.Sprintf("Created the recurring job %q (%s): %s, time zone %s. It posts in %s. Next runs: %s.",
+		job.Name, id, job.Cron, tz, where, fmtTimes(next))}, nil
+}
+
+// jobAction is the schedule's action: a scheduled_job workflow with the job as its input. Temporal
+// appends the firing time to the workflow ID, so every firing has its own.
+func jobAction(id string, job JobSpec) *client.ScheduleWorkflowAction {
+	return &client.ScheduleWorkflowAction{ID: id, Workflow: ScheduledJobWorkflow, Args: []any{job}, TaskQueue: TaskQueue, Memo: jobMemo(job)}
+}
+
+// jobMemo is what the Web UI shows on each firing's workflow: who made the job, where it posts and
+// what it does. The instruction is in memos, never in search attributes (those are indexed and
+// listed everywhere).
+func jobMemo(job JobSpec) map[string]any {
+	return map[string]any{"creator": job.Creator, "channel": job.Channel, "threadTs": job.ThreadTS, "name": job.Name,
+		"cron": job.Cron, "tz": job.TZ, "instruction": cutRunes(job.Instruction, 500)}
+}
+
+func cutRunes(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}
+
+func (r *Registry) dataConverter() converter.DataConverter {
+	if r.deps.DataConverter != nil {
+		return r.deps.DataConverter
+	}
+	return converter.GetDefaultDataConverter()
+}
+
+// describeJob reads a job's schedule and its JobSpec. A missing job is an Output for the model.
+func (r *Registry) describeJob(ctx context.Context, api client.ScheduleClient, tool, team, name string) (client.ScheduleHandle, *client.ScheduleDescription, JobSpec, *Output, error) {
+	slug, err := slugArg(tool, "", name)
+	if err != nil {
+		return nil, nil, JobSpec{}, nil, err
+	}
+	id := scheduleID(cronPrefix, team, slug)
+	h := api.GetHandle(ctx, id)
+	d, err := h.Describe(ctx)
+	if isNotFound(err) {
+		return nil, nil, JobSpec{}, &Output{IsError: true, Content: fmt.Sprintf("Error: there is no recurring job named %q (%s). "+
+			"Use %s to see the jobs.", name, id, ListCrons)}, nil
+	}
+	if err != nil {
+		return nil, nil, JobSpec{}, nil, r.scheduleFailed(tool, err)
+	}
+	job, err := r.jobOf(d)
+	if err != nil {
+		return nil, nil, JobSpec{}, &Output{IsError: true, Content: fmt.Sprintf("Error: %s is not a job Lucy can read (%v); "+
+			"an operator can fix or delete it in the Temporal Web UI's Schedules page.", id, err)}, nil
+	}
+	return h, d, job, nil, nil
+}
+
+// jobOf decodes the JobSpec of a schedule's action.
+func (r *Registry) jobOf(d *client.ScheduleDescription) (JobSpec, error) {
+	act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+	if !ok || len(act.Args) != 1 {
+		return JobSpec{}, fmt.Errorf("its action is not a scheduled_job with one argument")
+	}
+	p, ok := act.Args[0].(*commonpb.Payload)
+	if !ok {
+		return JobSpec{}, fmt.Errorf("its argument is not a payload")
+	}
+	var job JobSpec
+	if err := r.dataConverter().FromPayload(p, &job); err != nil {
+		return JobSpec{}, err
+	}
+	return job, nil
+}
+
+// manageable checks that the person may change the job.
+func (r *Registry) manageable(tool string, inv Invocation, job JobSpec) *Output {
+	if r.mayManage(inv.User, job.Creator) {
+		return nil
+	}
+	return &Output{IsError: true, Content: fmt.Sprintf("Error: only <@%s>, who created %q, or an admin may change or delete it. "+
+		"Nothing was changed.", job.Creator, job.DisplayName())}
+}
+
+func (r *Registry) listCrons(ctx context.Context, _ entry, inv Invocation) (Output, error) {
+	api, out := r.schedulesAPI(ListCrons)
+	if out != nil {
+		return *out, nil
+	}
+	entries, err := listSchedules(ctx, api, cronPrefix, inv.Team)
+	if err != nil {
+		return Output{}, r.scheduleFailed(ListCrons, err)
+	}
+	var b strings.Builder
+	n := 0
+	for _, e := range entries {
+		// The list comes from the visibility store, which lags; each job's own description is
+		// current (a pause a moment ago shows).
+		d, err := api.GetHandle(ctx, e.ID).Describe(ctx)
+		if isNotFound(err) {
+			continue // deleted a moment ago
+		}
+		if err != nil {
+			return Output{}, r.scheduleFailed(ListCrons, err)
+		}
+		n++
+		job, jerr := r.jobOf(d)
+		name := job.DisplayName()
+		if jerr != nil {
+			name = strings.TrimPrefix(e.ID, cronPrefix+":"+inv.Team+":")
+		}
+		state := "active"
+		if d.Schedule.State != nil && d.Schedule.State.Paused {
+			state = "paused"
+			if d.Schedule.State.Note != "" {
+				state += " (" + d.Schedule.State.Note + ")"
+			}
+		}
+		spec := job.Cron
+		if spec == "" {
+			spec = "a schedule set in the Web UI"
+		}
+		if job.TZ != "" {
+			spec += " (" + job.TZ + ")"
+		}
+		fmt.Fprintf(&b, "- %s [%s]: %s; %s", name, e.ID, spec, state)
+		if len(d.Info.NextActionTimes) > 0 && state == "active" {
+			fmt.Fprintf(&b, "; next %s", d.Info.NextActionTimes[0].UTC().Format("Mon 2 Jan 15:04 UTC"))
+		}
+		if k := len(d.Info.RecentActions); k > 0 {
+			fmt.Fprintf(&b, "; last ran %s", d.Info.RecentActions[k-1].ActualTime.UTC().Format("Mon 2 Jan 15:04 UTC"))
+		}
+		if jerr != nil {
+			fmt.Fprintf(&b, "; its input is not readable (%v)\n", jerr)
+			continue
+		}
+		fmt.Fprintf(&b, "; created by <@%s>; posts in <#%s>", job.Creator, job.Channel)
+		if job.ThreadTS != "" {
+			b.WriteString(" (in one thread)")
+		}
+		fmt.Fprintf(&b, "\n  Instruction: %s\n", cutRunes(job.Instruction, 200))
+	}
+	if n == 0 {
+		return Output{Content: "There are no recurring jobs in this workspace."}, nil
+	}
+	return Output{Content: fmt.Sprintf("%d recurring job(s):\n", n) + b.String()}, nil
+}
+
+// memoStrings decodes the string fields of a schedule's memo.
+func (r *Registry) memoStrings(m *commonpb.Memo) map[string]string {
+	out := map[string]string{}
+	for k, p := range m.GetFields() {
+		var s string
+		if r.dataConverter().FromPayload(p, &s) == nil {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+type modifyCronArgs struct {
+	Name        string `json:"name"`
+	Schedule    string `json:"schedule"`
+	Instruction string `json:"instruction"`
+	Timezone    string `json:"timezone"`
+	Channel     string `json:"channel"`
+}
+
+func (r *Registry) modifyCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	var args modifyCronArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	api, out := r.schedulesAPI(ModifyCron)
+	if out != nil {
+		return *out, nil
+	}
+	h, _, job, out, err := r.describeJob(ctx, api, ModifyCron, inv.Team, args.Name)
+	if err != nil || out != nil {
+		return deref(out), err
+	}
+	if out := r.manageable(ModifyCron, inv, job); out != nil {
+		return *out, nil
+	}
+	if args.Schedule != "" {
+		job.Cron = strings.TrimSpace(args.Schedule)
+	}
+	if args.Timezone != "" {
+		job.TZ = strings.TrimSpace(args.Timezone)
+	}
+	if job.TZ == "" {
+		job.TZ = "UTC"
+	}
+	var next []time.Time
+	if job.Cron != "" {
+		if next, err = parseCron(ModifyCron, job.Cron, job.TZ); err != nil {
+			return Output{}, err
+		}
+	}
+	if args.Instruction != "" {
+		job.Instruction = strings.TrimSpace(args.Instruction)
+	}
+	if args.Channel != "" {
+		ch, out, err := r.checkPostable(ctx, ModifyCron, inv.Team, args.Channel)
+		if err != nil || out != nil {
+			return deref(out), err
+		}
+		job.Channel, job.ThreadTS = ch, ""
+	}
+	err = h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		s := in.Description.Schedule
+		if job.Cron != "" {
+			s.Spec = &client.ScheduleSpec{CronExpressions: []string{job.Cron}, TimeZoneName: job.TZ}
+		}
+		act := jobAction(h.GetID(), job)
+		if old, ok := s.Action.(*client.ScheduleWorkflowAction); ok {
+			// Keep what an operator may have set by hand (timeouts, retry policy); the memo is re-made.
+			old.Args, old.Memo = act.Args, act.Memo
+			act = old
+		}
+		s.Action = act
+		return &client.ScheduleUpdate{Schedule: &s}, nil
+	}})
+	if err != nil {
+		return Output{}, r.scheduleFailed(ModifyCron, err)
+	}
+	msg := fmt.Sprintf("Updated %q: %s (%s), posts in <#%s>.", job.DisplayName(), job.Cron, job.TZ, job.Channel)
+	if len(next) > 0 {
+		msg += " Next runs: " + fmtTimes(next) + "."
+	}
+	return Output{Content: msg}, nil
+}
+
+type cronNameArgs struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+func (r *Registry) deleteCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	return r.onJob(ctx, e, inv, DeleteCron, true, func(h client.ScheduleHandle, job JobSpec, _ cronNameArgs) (string, error) {
+		if err := h.Delete(ctx); err != nil && !isNotFound(err) {
+			return "", err
+		}
+		return fmt.Sprintf("Deleted the recurring job %q; it will not run again.", job.DisplayName()), nil
+	})
+}
+
+func (r *Registry) triggerCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	return r.onJob(ctx, e, inv, TriggerCron, false, func(h client.ScheduleHandle, job JobSpec, _ cronNameArgs) (string, error) {
+		// Allow-all: a person asking for a run now gets one even if a scheduled run is under way.
+		if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}); err != nil {
+			return "", err
+		}
+		where := "<#" + job.Channel + ">"
+		return fmt.Sprintf("Started %q now; its result will be posted in %s.", job.DisplayName(), where), nil
+	})
+}
+
+func (r *Registry) pauseCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	return r.onJob(ctx, e, inv, PauseCron, true, func(h client.ScheduleHandle, job JobSpec, args cronNameArgs) (string, error) {
+		note := "paused by " + inv.User
+		if args.Reason != "" {
+			note += ": " + args.Reason
+		}
+		if err := h.Pause(ctx, client.SchedulePauseOptions{Note: note}); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Paused %q; it won't run until resumed.", job.DisplayName()), nil
+	})
+}
+
+func (r *Registry) resumeCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	return r.onJob(ctx, e, inv, ResumeCron, true, func(h client.ScheduleHandle, job JobSpec, _ cronNameArgs) (string, error) {
+		if err := h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: "resumed by " + inv.User}); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Resumed %q.", job.DisplayName()), nil
+	})
+}
+
+// onJob runs one action on an existing job, checking first, when owned, that the person may.
+func (r *Registry) onJob(ctx context.Context, e entry, inv Invocation, tool string, owned bool,
+	do func(client.ScheduleHandle, JobSpec, cronNameArgs) (string, error)) (Output, error) {
+	var args cronNameArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	api, out := r.schedulesAPI(tool)
+	if out != nil {
+		return *out, nil
+	}
+	h, _, job, out, err := r.describeJob(ctx, api, tool, inv.Team, args.Name)
+	if err != nil || out != nil {
+		return deref(out), err
+	}
+	if owned {
+		if out := r.manageable(tool, inv, job); out != nil {
+			return *out, nil
+		}
+	}
+	msg, err := do(h, job, args)
+	if err != nil {
+		return Output{}, r.scheduleFailed(tool, err)
+	}
+	return Output{Content: msg}, nil
+}
+
+// scheduleFailed classifies a schedule API error: unavailable or throttled is transient, the rest
+// is the worker's problem.
+func (r *Registry) scheduleFailed(tool string, err error) error {
+	var unavailable *serviceerror.Unavailable
+	var busy *serviceerror.ResourceExhausted
+	if transientNetErr(err) || errors.As(err, &unavailable) || errors.As(err, &busy) {
+		return &TransientError{Tool: tool, Err: err}
+	}
+	return fmt.Errorf("%s: %w", tool, err)
+}
