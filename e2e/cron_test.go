@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +144,18 @@ func TestRecurringJobThroughItsTools(t *testing.T) {
 	}
 	// The firing workflow finished once its run was done.
 	s.waitFor("the firing to complete", 30*time.Second, func() bool { return firingsDone(t, s) == 1 })
+	if *record {
+		d, err := s.client.ScheduleClient().GetHandle(ctx, "cron:T1:daily-numbers").Describe(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		firing := d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
+		key := workflows.LaneKey{Team: team, Channel: channel, ThreadTS: header.TS}
+		s.saveHistory(t, firing, "job-firing.json")
+		s.saveHistory(t, workflows.JobSlotsID(team), "job-slots.json")
+		s.saveHistory(t, workflows.LaneID(key), "job-lane.json")
+		s.saveHistory(t, workflows.RunID(key, 1, header.TS), "job-run.json")
+	}
 
 	s.mustTool(t, r, human, tools.DeleteCron, `{"name":"daily numbers"}`, "Deleted")
 	s.mustTool(t, r, human, tools.ListCrons, `{}`, "no recurring jobs")
@@ -174,4 +187,111 @@ func firingsDone(t *testing.T, s *stack) int {
 		}
 	}
 	return n
+}
+
+// A job made by an operator with the Temporal client (as the README's CLI recipe does, JSON input),
+// "what are you working on?" and "cancel that" in its thread reach the firing's run.
+func TestOperatorJobAndCancelInItsThread(t *testing.T) {
+	hold := make(chan struct{})
+	t.Cleanup(func() { close(hold) })
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if isScheduledRun(req) {
+			return fakellm.Reply{Hold: hold, Content: "never"}
+		}
+		return fakellm.Reply{Content: "ok"}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// What `temporal schedule create --workflow-type scheduled_job --input '{…}'` sends: plain JSON.
+	input := map[string]any{"team": team, "channel": channel, "creator": human, "instruction": "Summarize the week.", "name": "weekly summary"}
+	h, err := s.client.ScheduleClient().Create(ctx, client.ScheduleOptions{
+		ID:     "cron:T1:weekly-summary",
+		Spec:   client.ScheduleSpec{CronExpressions: []string{"0 17 * * 5"}},
+		Action: &client.ScheduleWorkflowAction{ID: "cron:T1:weekly-summary", Workflow: "scheduled_job", Args: []any{input}, TaskQueue: "lucy"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var header string
+	s.waitFor("the firing's run to call the model", 60*time.Second, func() bool {
+		for _, m := range s.slack.Messages(channel, "") {
+			if m.BotID != "" && m.ThreadTS == "" && strings.Contains(m.Text, "weekly summary") {
+				header = m.TS
+			}
+		}
+		return header != "" && isScheduledRunSeen(s)
+	})
+	// The list tool reads the operator's job too.
+	s.mustTool(t, s.cronTools(), human, tools.ListCrons, `{}`, "weekly summary", "Summarize the week.")
+
+	sts := s.say("<@ULUCY> what are you working on?", header)
+	s.event("message", "Ev-jobstatus", "<@ULUCY> what are you working on?", sts, header, human)
+	s.waitFor("the status answer", 30*time.Second, func() bool { return s.answered(header, "Summarize the week") })
+
+	cts := s.say("<@ULUCY> cancel that", header)
+	s.event("message", "Ev-jobcancel", "<@ULUCY> cancel that", cts, header, human)
+	s.waitFor("the firing to end", 60*time.Second, func() bool {
+		d, err := h.Describe(ctx)
+		if err != nil || len(d.Info.RecentActions) == 0 {
+			return false
+		}
+		a := d.Info.RecentActions[0].StartWorkflowResult
+		desc, err := s.client.DescribeWorkflowExecution(ctx, a.WorkflowID, a.FirstExecutionRunID)
+		return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	})
+	for _, m := range s.botMessages(header) {
+		if strings.Contains(m.Text, "failed") {
+			t.Errorf("a cancelled firing reported a failure: %q", m.Text)
+		}
+	}
+}
+
+// At most five firings of one workspace run at once; the sixth waits for a slot and then runs.
+func TestAtMostFiveFiringsPerWorkspace(t *testing.T) {
+	release := make(chan struct{})
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if isScheduledRun(req) {
+			return fakellm.Reply{Hold: release, Content: "done: " + lastUserText(req)}
+		}
+		return fakellm.Reply{Content: "ok"}
+	})
+	r := s.cronTools()
+	for i := range 6 {
+		name := fmt.Sprintf("job %d", i)
+		s.mustTool(t, r, human, tools.CreateCron, fmt.Sprintf(`{"name":%q,"schedule":"0 3 1 1 *","instruction":"task %d"}`, name, i), "Created")
+		s.mustTool(t, r, human, tools.TriggerCron, fmt.Sprintf(`{"name":%q}`, name), "Started")
+	}
+	inFlight := func() int {
+		n := 0
+		for _, req := range s.llm.Requests() {
+			if isScheduledRun(req) {
+				n++
+			}
+		}
+		return n
+	}
+	s.waitFor("five runs to start", 60*time.Second, func() bool { return inFlight() == 5 })
+	time.Sleep(2 * time.Second) // a sixth would have started by now
+	if n := inFlight(); n != 5 {
+		t.Fatalf("%d firings ran at once, want 5", n)
+	}
+	close(release)
+	s.waitFor("the sixth run", 60*time.Second, func() bool { return inFlight() == 6 })
+	s.waitFor("all six answers", 60*time.Second, func() bool {
+		n := 0
+		for _, m := range s.slack.Messages(channel, "") {
+			if m.BotID != "" && m.ThreadTS == "" && strings.Contains(m.Text, "Scheduled job") {
+				for _, reply := range s.botMessages(m.TS) {
+					if strings.Contains(reply.Text, "done: task") {
+						n++
+						break
+					}
+				}
+			}
+		}
+		return n == 6
+	})
 }

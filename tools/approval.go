@@ -52,6 +52,12 @@ func approvalSummary(name, argsJSON string) (summary, details string) {
 			p = "(no path given)"
 		}
 		return "delete the file " + p + " from the workspace", p
+	case DeleteCron:
+		n := str("name")
+		if n == "" {
+			n = "(no name given)"
+		}
+		return "delete the recurring job \"" + n + "\" for good", "It will not run again. Its ID: " + scheduleID(cronPrefix, "{team}", Slugify(n))
 	}
 	human := name
 	if e, ok := find(name); ok {

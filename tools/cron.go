@@ -188,10 +188,6 @@ func (r *Registry) createCron(ctx context.Context, e entry, inv Invocation) (Out
 	if err != nil {
 		return Output{}, err
 	}
-	api, out := r.schedulesAPI(CreateCron)
-	if out != nil {
-		return *out, nil
-	}
 	tz := strings.TrimSpace(args.Timezone)
 	if tz == "" {
 		tz = r.userTZ(ctx, inv.Team, inv.User)
@@ -199,6 +195,10 @@ func (r *Registry) createCron(ctx context.Context, e entry, inv Invocation) (Out
 	next, err := parseCron(CreateCron, args.Schedule, tz)
 	if err != nil {
 		return Output{}, err
+	}
+	api, out := r.schedulesAPI(CreateCron)
+	if out != nil {
+		return *out, nil
 	}
 	channel, thread := inv.Channel, ""
 	if args.Channel != "" {
@@ -316,7 +316,10 @@ func (r *Registry) manageable(tool string, inv Invocation, job JobSpec) *Output 
 		"Nothing was changed.", job.Creator, job.DisplayName())}
 }
 
-func (r *Registry) listCrons(ctx context.Context, _ entry, inv Invocation) (Output, error) {
+func (r *Registry) listCrons(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	if err := decodeArgs(e, inv.Arguments, &struct{}{}); err != nil {
+		return Output{}, err
+	}
 	api, out := r.schedulesAPI(ListCrons)
 	if out != nil {
 		return *out, nil

@@ -21,9 +21,9 @@ import (
 // both kinds share: IDs, who may manage one, the requester's time zone, where it reports, and how a
 // schedule's spec is read.
 
-// Workflow types a schedule starts; they are registered with these names (workflows/names.go
-// checks they agree). They are part of the wire API: an operator's schedule made with the Temporal
-// CLI names them.
+// Workflow types a schedule starts; the worker registers them with these names (workflows/names.go
+// takes them from here). They are part of the wire API: an operator's schedule made with the
+// Temporal CLI names them.
 const (
 	ScheduledJobWorkflow = "scheduled_job"
 	MonitorWorkflow      = "monitor"
