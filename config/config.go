@@ -85,6 +85,11 @@ type Config struct {
 	// run unbounded work.
 	MaxToolCalls int
 
+	// ScriptTimeout and ScriptMemoryMB bound each lucy_run_script (LUCY_SCRIPT_TIMEOUT,
+	// LUCY_SCRIPT_MEMORY_MB); its CPU time is bounded to the timeout too.
+	ScriptTimeout  time.Duration
+	ScriptMemoryMB int
+
 	// LLM
 	LLMBaseURL string            // OPENAI_BASE_URL, or OpenRouter's when OPENROUTER_API_KEY is set
 	LLMAPIKey  string            // OPENAI_API_KEY or OPENROUTER_API_KEY
@@ -113,6 +118,10 @@ const (
 	// MaxToolCallsLimit bounds LUCY_MAX_TOOL_CALLS: every call of one reply and its result land in one
 	// turn of workflow history.
 	MaxToolCallsLimit = 64
+	// Script limits (lucy_run_script).
+	DefaultScriptTimeout  = 10 * time.Second
+	MaxScriptTimeout      = 5 * time.Minute
+	DefaultScriptMemoryMB = 512
 )
 
 // defaultModels are per provider; a custom endpoint (vLLM, Ollama, LiteLLM) has no sensible default
@@ -209,6 +218,21 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.MaxToolCalls = DefaultMaxToolCalls
+	c.ScriptTimeout, c.ScriptMemoryMB = DefaultScriptTimeout, DefaultScriptMemoryMB
+	if v := strings.TrimSpace(getenv("LUCY_SCRIPT_TIMEOUT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > MaxScriptTimeout {
+			return nil, fmt.Errorf("LUCY_SCRIPT_TIMEOUT %q is not a duration from 1s to %s (for example 10s)", v, MaxScriptTimeout)
+		}
+		c.ScriptTimeout = d
+	}
+	if v := strings.TrimSpace(getenv("LUCY_SCRIPT_MEMORY_MB")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 64 || n > 16384 {
+			return nil, fmt.Errorf("LUCY_SCRIPT_MEMORY_MB %q is not a number of megabytes from 64 to 16384 (default %d)", v, DefaultScriptMemoryMB)
+		}
+		c.ScriptMemoryMB = n
+	}
 	if v := strings.TrimSpace(getenv("LUCY_MAX_TOOL_CALLS")); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxToolCallsLimit {

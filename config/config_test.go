@@ -134,6 +134,9 @@ func TestErrors(t *testing.T) {
 		{"worker needs slack", ModeWorker, env("OPENAI_API_KEY", "k"), "SLACK_BOT_TOKEN is required by `lucy worker`"},
 		{"gateway needs slack", ModeGateway, env(), "`lucy gateway` needs Slack credentials"},
 		{"short approval key", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_APPROVAL_KEY", "hunter2"), "LUCY_APPROVAL_KEY is too short: the secret has 7 characters, fewer than 32"},
+		{"script timeout not a duration", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_SCRIPT_TIMEOUT", "10"), "LUCY_SCRIPT_TIMEOUT \"10\" is not a duration"},
+		{"script timeout too long", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_SCRIPT_TIMEOUT", "1h"), "from 1s to 5m0s"},
+		{"script memory too small", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_SCRIPT_MEMORY_MB", "8"), "LUCY_SCRIPT_MEMORY_MB \"8\""},
 		{"zero tool calls", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_MAX_TOOL_CALLS", "0"), "LUCY_MAX_TOOL_CALLS \"0\" is not a number from 1 to 64"},
 		{"too many tool calls", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_TOOL_CALLS", "65"), "LUCY_MAX_TOOL_CALLS \"65\" is not a number from 1 to 64"},
 		{"tool calls not a number", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_TOOL_CALLS", "ten"), "LUCY_MAX_TOOL_CALLS \"ten\""},
@@ -248,4 +251,21 @@ func stringOf(v any) string {
 		return b.String()
 	}
 	return ""
+}
+
+func TestScriptLimits(t *testing.T) {
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ScriptTimeout != DefaultScriptTimeout || c.ScriptMemoryMB != DefaultScriptMemoryMB {
+		t.Errorf("defaults: %s, %d MB", c.ScriptTimeout, c.ScriptMemoryMB)
+	}
+	c, err = Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_SCRIPT_TIMEOUT", "30s", "LUCY_SCRIPT_MEMORY_MB", "1024"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ScriptTimeout != 30*time.Second || c.ScriptMemoryMB != 1024 {
+		t.Errorf("set: %s, %d MB", c.ScriptTimeout, c.ScriptMemoryMB)
+	}
 }

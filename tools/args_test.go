@@ -53,6 +53,7 @@ func TestArgValidation(t *testing.T) {
 		{TriggerCron, `{"name": 3}`, []string{`"name" must be a string`}},
 		{PauseCron, `{"name":"x","reason":7}`, []string{`"reason" must be a string`}},
 		{ResumeCron, `{"name":""}`, []string{`"name" must not be empty`}},
+		{RunScript, `{}`, []string{`missing required field "code"`}},
 		{DelegateResearch, `{}`, []string{`missing required field "task"`}},
 		{DelegateCode, `{"task": ""}`, []string{`"task" must not be empty`}},
 		{DelegateDocument, `{"task": "a report", "context": 7}`, []string{`"context" must be a string`}},

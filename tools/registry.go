@@ -13,6 +13,8 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+
+	"github.com/lucy-agent/lucy/sandbox"
 )
 
 // Invocation is one tool call as the activity receives it: the model's call plus where it happens.
@@ -89,6 +91,11 @@ type Deps struct {
 	// DataConverter decodes what schedules hold (a job's input, its memo); it must be the Temporal
 	// client's. nil means the SDK's default.
 	DataConverter converter.DataConverter
+	// Sandbox is the command that runs lucy_run_script's child process; zero means this executable
+	// (which must run sandbox.Main when sandbox.EnvChild is set, as cmd/lucy and the tests do).
+	Sandbox sandbox.Command
+	// ScriptLimits bound each script; zero means sandbox.DefaultLimits (LUCY_SCRIPT_*).
+	ScriptLimits sandbox.Limits
 	// Admins are the Slack user IDs that may manage anyone's jobs and monitors (LUCY_ADMIN_USERS).
 	Admins []string
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/prompts"
+	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workflows"
 )
@@ -72,6 +73,7 @@ func NewActivities(d Deps) *activities.Activities {
 	}
 	reg := tools.NewRegistry(tools.Deps{
 		Schedules:            schedules,
+		ScriptLimits:         scriptLimits(cfg),
 		DataConverter:        d.DataConverter,
 		Admins:               cfg.AdminUsers,
 		Slack:                func(team string) tools.SlackAPI { return slackFor(team) },
@@ -96,6 +98,19 @@ func NewActivities(d Deps) *activities.Activities {
 		Log:           d.Log,
 		DataConverter: d.DataConverter,
 	}
+}
+
+// scriptLimits are lucy_run_script's limits from the configuration: CPU time as long as the
+// timeout allows (a script that waits uses none), the rest the sandbox's defaults.
+func scriptLimits(cfg *config.Config) sandbox.Limits {
+	l := sandbox.DefaultLimits
+	if cfg.ScriptTimeout > 0 {
+		l.Wall, l.CPU = cfg.ScriptTimeout, cfg.ScriptTimeout
+	}
+	if cfg.ScriptMemoryMB > 0 {
+		l.MemoryBytes = int64(cfg.ScriptMemoryMB) << 20
+	}
+	return l
 }
 
 // NewChatModel builds the Chat Completions client. Temporal owns retries, so the client makes none

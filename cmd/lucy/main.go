@@ -8,12 +8,19 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/lucy-agent/lucy/sandbox"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
+	// A sandbox child (lucy_run_script) is this binary started again with sandbox.EnvChild set: it
+	// runs one script and nothing else.
+	if sandbox.IsChild() {
+		os.Exit(sandbox.Main(os.Stdin, os.Stdout))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))

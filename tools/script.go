@@ -1,0 +1,124 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/lucy-agent/lucy/sandbox"
+)
+
+// RunScript runs JavaScript the model writes in the sandbox (package sandbox): no network, no host
+// files, only the team's workspace through a `files` object, under time, CPU, memory and output
+// limits. Where the seeds had a hosted Python workbench and bash, Lucy has this: nothing to install,
+// nothing to escape to.
+const RunScript = "lucy_run_script"
+
+// MaxScriptChars bounds a script's source.
+const MaxScriptChars = 100_000
+
+var scriptTools = []entry{
+	{
+		spec: Spec{
+			Name: RunScript,
+			Description: "Run a JavaScript (ES2020) program in a sandbox to compute, parse or transform data. It has no " +
+				"network and no modules (no require, fetch or process). It can read and write the team's workspace " +
+				"files through `files.read(path)`, `files.write(path, text)` (new files only, or ones this script " +
+				"wrote), `files.list(dir)` and `files.exists(path)`, and print with console.log. The result is what it " +
+				"printed and the value of its last expression. Limits: about 10 s, 512 MB, 64 KB of output. Use it " +
+				"for arithmetic over data, CSV/JSON processing and checks; write files for the person with " +
+				"lucy_write_file or the generate tools.",
+			Human: "running a script",
+			Long:  true,
+		},
+		required: []string{"code"},
+		props: func() []prop {
+			return []prop{
+				strProp("code", "The JavaScript program.", 1, MaxScriptChars),
+			}
+		},
+		run: (*Registry).runScript,
+	},
+}
+
+type runScriptArgs struct {
+	Code string `json:"code"`
+}
+
+func (r *Registry) runScript(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	var args runScriptArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	cmd := r.deps.Sandbox
+	if cmd.Path == "" {
+		self, err := sandbox.Self()
+		if err != nil {
+			return Output{}, err
+		}
+		cmd = self
+	}
+	root, err := r.workspace(inv.Team) // creates the folder on first use and checks the team ID
+	if err != nil {
+		return Output{}, err
+	}
+	root.Close()
+	dir := filepath.Join(r.deps.DataDir, "workspaces", inv.Team)
+	limits := r.deps.ScriptLimits
+	if limits.Wall <= 0 {
+		limits = sandbox.DefaultLimits
+	}
+	limits.MaxFileBytes = MaxFileBytes
+	// A script writes files: one at a time per workspace, like the other file tools.
+	unlock := r.lock(inv.Team)
+	res, err := sandbox.Run(ctx, cmd, sandbox.Request{Code: args.Code, Dir: dir, Limits: limits})
+	unlock()
+	if err != nil {
+		if errors.Is(err, sandbox.ErrSandbox) {
+			return Output{}, &TransientError{Tool: RunScript, Err: err}
+		}
+		return Output{}, err
+	}
+	return scriptOutput(res), nil
+}
+
+// scriptShownChars is how much of a script's console output the model reads; the notes come first so
+// that the result's own cap (MaxOutputChars) never cuts them.
+const scriptShownChars = 12_000
+
+// scriptOutput is what the model reads: the error and notes first, then the output.
+func scriptOutput(res sandbox.Result) Output {
+	var b strings.Builder
+	if res.Error != "" {
+		b.WriteString("Error: " + res.Error + "\n")
+	}
+	if res.Value != "" {
+		b.WriteString("Value: " + res.Value + "\n")
+	}
+	if len(res.Written) > 0 {
+		b.WriteString("Files written: " + strings.Join(res.Written, ", ") + "\n")
+	}
+	shown := res.Output
+	dropped := res.Dropped
+	if len(shown) > scriptShownChars {
+		cut := scriptShownChars
+		for cut > 0 && !utf8.RuneStart(shown[cut]) {
+			cut--
+		}
+		dropped += int64(len(shown) - cut)
+		shown = shown[:cut]
+	}
+	if dropped > 0 {
+		fmt.Fprintf(&b, "[Only the first %d bytes of output are shown; %d more were dropped: print less, or write a file.]\n",
+			len(shown), dropped)
+	}
+	if shown != "" {
+		b.WriteString("Output:\n" + shown)
+	} else {
+		b.WriteString("Output: (nothing printed)")
+	}
+	return Output{Content: strings.TrimRight(b.String(), "\n"), IsError: res.Error != "", Artifacts: res.Written}
+}
