@@ -55,10 +55,12 @@ type SlackClients func(team string) SlackAPI
 
 // Activities is the receiver of every activity. Its fields are injected by the worker; tests inject fakes.
 type Activities struct {
-	Model   ChatModel         // Chat Completions, built with zero retries
-	Models  map[string]string // tier -> model name
-	Slack   SlackClients
-	History HistoryReader // resolves transcript references against workflow history
+	Model  ChatModel         // Chat Completions, built with zero retries
+	Models map[string]string // tier -> model name
+	// Sampling is each tier's temperature and output cap; a tier missing here sends neither.
+	Sampling map[string]Sampling
+	Slack    SlackClients
+	History  HistoryReader // resolves transcript references against workflow history
 	// Temporal is the worker's client, for what workflow code cannot ask itself (is a workflow
 	// still running?).
 	Temporal client.Client

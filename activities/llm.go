@@ -2,15 +2,18 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/shared"
+	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -30,6 +33,10 @@ type ToolCall struct {
 	// (Temporal refuses payloads over 2 MiB); Arguments is then "{}" and the workflow answers the call
 	// with an error that tells the model to send less at once.
 	Oversize int `json:"oversize,omitempty"`
+	// Extra is provider metadata of the call that must go back with it in the next request, opaque:
+	// Gemini's thought signature (extra_content.google.thought_signature). Without it Gemini refuses
+	// the next turn of a tool-calling conversation.
+	Extra json.RawMessage `json:"extra,omitempty"`
 }
 
 // TokenUsage of one call.
@@ -61,6 +68,46 @@ type ModelReply struct {
 	Usage        TokenUsage `json:"usage"`
 	// Window is the operator's context-window override (LUCY_CONTEXT_WINDOW), 0 when unset.
 	Window int `json:"window,omitempty"`
+	// ReasoningDetails is the reasoning metadata of a reasoning model, as OpenRouter returns it
+	// (reasoning_details: text, summaries, encrypted blocks with signatures), kept opaque and sent back
+	// on this message in every later request: providers that reason across tool calls (Anthropic,
+	// Gemini, OpenAI o-series through OpenRouter) need it to continue. Empty for other models, and
+	// dropped when larger than maxReasoningBytes (then the provider reasons afresh).
+	ReasoningDetails json.RawMessage `json:"reasoningDetails,omitempty"`
+}
+
+// apiKeyRE matches API keys as providers echo them in error messages (OpenAI sk-…, OpenRouter
+// sk-or-…, Anthropic sk-ant-…).
+var apiKeyRE = regexp.MustCompile(`\b(sk)-[A-Za-z0-9_*.\-]{2,}`)
+
+// maxReasoningBytes bounds the reasoning metadata kept per reply: it is stored in workflow history.
+const maxReasoningBytes = 64 << 10
+
+// providerExtras reads the opaque metadata a reply carries for the next request: the message's
+// reasoning_details and each tool call's extra_content (same order as calls).
+func providerExtras(log zerolog.Logger, msg openai.ChatCompletionMessage) (reasoning json.RawMessage, calls []json.RawMessage) {
+	var m struct {
+		Details json.RawMessage `json:"reasoning_details"`
+	}
+	if json.Unmarshal([]byte(msg.RawJSON()), &m) == nil {
+		switch raw := strings.TrimSpace(string(m.Details)); {
+		case raw == "" || raw == "null" || raw == "[]":
+		case len(raw) > maxReasoningBytes:
+			log.Warn().Int("bytes", len(raw)).Msg("reasoning_details too large to keep; the provider will reason afresh")
+		default:
+			reasoning = json.RawMessage(raw)
+		}
+	}
+	for _, tc := range msg.ToolCalls {
+		var x struct {
+			Extra json.RawMessage `json:"extra_content"`
+		}
+		if json.Unmarshal([]byte(tc.RawJSON()), &x) != nil || string(x.Extra) == "null" || len(x.Extra) > maxReasoningBytes {
+			x.Extra = nil
+		}
+		calls = append(calls, x.Extra)
+	}
+	return reasoning, calls
 }
 
 // CallModel calls the model of the given tier with the resolved transcript and tools. The reply is
@@ -102,12 +149,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 			params.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: in.ToolChoice})
 		}
 	}
-	if in.MaxTokens > 0 {
-		params.MaxTokens = openai.Int(in.MaxTokens)
-	}
-	if in.Temperature != nil {
-		params.Temperature = openai.Float(*in.Temperature)
-	}
+	a.sample(&params, in.Tier, model, in.MaxTokens, in.Temperature)
 	comp, err := a.complete(ctx, params)
 	if err != nil {
 		return ModelReply{}, err
@@ -125,12 +167,14 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		Content: tools.RedactCredentials(ch.Message.Content), FinishReason: string(ch.FinishReason), Model: model,
 		Window: a.ContextWindow, Usage: TokenUsage{Prompt: comp.Usage.PromptTokens, Completion: comp.Usage.CompletionTokens},
 	}
-	for _, tc := range ch.Message.ToolCalls {
+	reasoning, extras := providerExtras(a.Log, ch.Message)
+	out.ReasoningDetails = reasoning
+	for i, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
 		}
 		out.ToolCalls = append(out.ToolCalls, ToolCall{
-			ID: tc.ID, Name: tc.Function.Name, Arguments: tools.RedactCredentials(tc.Function.Arguments),
+			ID: tc.ID, Name: tc.Function.Name, Arguments: tools.RedactCredentials(tc.Function.Arguments), Extra: extras[i],
 		})
 	}
 	uniqueCallIDs(ctx, out.ToolCalls)
@@ -215,9 +259,7 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) (Completion
 	params := openai.ChatCompletionNewParams{Model: model, Messages: []openai.ChatCompletionMessageParamUnion{
 		openai.SystemMessage(sys), openai.UserMessage(user),
 	}}
-	if in.MaxTokens > 0 {
-		params.MaxTokens = openai.Int(in.MaxTokens)
-	}
+	a.sample(&params, in.Tier, model, in.MaxTokens, nil)
 	comp, err := a.complete(ctx, params)
 	if err != nil {
 		return Completion{}, err
@@ -291,7 +333,8 @@ func modelError(ctx context.Context, err error) error {
 		// Network errors, timeouts, broken streams: retryable.
 		return temporal.NewApplicationError("model call failed: "+truncate(err.Error(), 200), ErrModelUnavailable)
 	}
-	msg := fmt.Sprintf("model call failed: HTTP %d: %s", apiErr.StatusCode, truncate(apiErr.Message, 200))
+	// Providers echo the key in some errors ("Incorrect API key provided: sk-…"): mask it.
+	msg := fmt.Sprintf("model call failed: HTTP %d: %s", apiErr.StatusCode, truncate(apiKeyRE.ReplaceAllString(apiErr.Message, "$1-…"), 200))
 	switch code := apiErr.StatusCode; {
 	case code == http.StatusBadRequest:
 		return temporal.NewNonRetryableApplicationError(msg, badRequestType(apiErr), nil)
@@ -345,11 +388,16 @@ func toOpenAI(msgs []Message) []openai.ChatCompletionMessageParamUnion {
 				am.Content.OfString = openai.String(m.Content)
 			}
 			for _, c := range m.ToolCalls {
-				am.ToolCalls = append(am.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID: c.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
-					},
-				})
+				fc := &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID: c.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
+				}
+				if len(c.Extra) > 0 {
+					fc.SetExtraFields(map[string]any{"extra_content": c.Extra})
+				}
+				am.ToolCalls = append(am.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: fc})
+			}
+			if len(m.ReasoningDetails) > 0 {
+				am.SetExtraFields(map[string]any{"reasoning_details": m.ReasoningDetails})
 			}
 			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &am})
 		case "tool":
@@ -370,4 +418,53 @@ func (a *Activities) prompt(name string) (string, error) {
 		return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("prompt %s: %v", name, err), ErrConfig, nil)
 	}
 	return string(b), nil
+}
+
+// Sampling is one tier's temperature and output cap (config.Sampling, LUCY_TEMPERATURE_<TIER>,
+// LUCY_MAX_OUTPUT_TOKENS_<TIER>).
+type Sampling struct {
+	Temperature     float64
+	MaxOutputTokens int
+}
+
+// sample sets the temperature and the output cap of a request: the tier's, or the call's own
+// (a sub-agent's registry row, a judge's short answer). Reasoning models (OpenAI's o-series and
+// gpt-5, also behind OpenRouter's "openai/" prefix) reject temperature and max_tokens: they get no
+// temperature and max_completion_tokens, which also counts their reasoning.
+func (a *Activities) sample(p *openai.ChatCompletionNewParams, tier, model string, maxTokens int64, temperature *float64) {
+	s := a.Sampling[tier]
+	if maxTokens <= 0 {
+		maxTokens = int64(s.MaxOutputTokens)
+	}
+	t := s.Temperature
+	hasT := s.Temperature > 0 || s.MaxOutputTokens > 0 // a configured tier (tests may leave it out)
+	if temperature != nil {
+		t, hasT = *temperature, true
+	}
+	if isReasoningModel(model) {
+		if maxTokens > 0 {
+			p.MaxCompletionTokens = openai.Int(maxTokens)
+		}
+		return
+	}
+	if maxTokens > 0 {
+		p.MaxTokens = openai.Int(maxTokens)
+	}
+	if hasT {
+		p.Temperature = openai.Float(t)
+	}
+}
+
+// isReasoningModel: OpenAI's reasoning families, by name, with or without a provider prefix.
+func isReasoningModel(model string) bool {
+	m := strings.ToLower(model)
+	if i := strings.LastIndexByte(m, '/'); i >= 0 {
+		m = m[i+1:]
+	}
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if m == p || strings.HasPrefix(m, p+"-") || strings.HasPrefix(m, p+".") {
+			return true
+		}
+	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -67,7 +68,7 @@ func TestCallModelDropsOversizeArguments(t *testing.T) {
 		t.Fatalf("%d tool calls, want %d", len(out.ToolCalls), len(want))
 	}
 	for i, w := range want {
-		if g := out.ToolCalls[i]; g != w {
+		if g := out.ToolCalls[i]; !reflect.DeepEqual(g, w) {
 			t.Errorf("call %d: id %s args %d bytes oversize %d, want id %s args %d bytes oversize %d", i, g.ID, len(g.Arguments), g.Oversize, w.ID, len(w.Arguments), w.Oversize)
 		}
 	}
@@ -182,7 +183,7 @@ func TestFitReplyLargestFirst(t *testing.T) {
 
 	small := ModelReply{Content: "fine", ToolCalls: []ToolCall{{ID: "c1", Name: "lucy_list_files", Arguments: "{}"}}}
 	before := small
-	if err := a.fitReply(&small); err != nil || small.Content != before.Content || small.ToolCalls[0] != before.ToolCalls[0] {
+	if err := a.fitReply(&small); err != nil || small.Content != before.Content || !reflect.DeepEqual(small.ToolCalls[0], before.ToolCalls[0]) {
 		t.Errorf("a reply that fits changed: %+v %v", small, err)
 	}
 }

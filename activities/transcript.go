@@ -18,6 +18,7 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -50,6 +51,8 @@ type Message struct {
 	Content    string
 	ToolCallID string
 	ToolCalls  []ToolCall
+	// ReasoningDetails of an assistant message go back to the provider as they came (ModelReply).
+	ReasoningDetails json.RawMessage
 }
 
 // RecordedActivity is a completed activity as recorded in workflow history.
@@ -237,7 +240,7 @@ func (r *resolver) entry(e Entry) (Message, error) {
 		if err := r.decode(e.Ref, "result", rec.Result, &reply); err != nil {
 			return m, err
 		}
-		m.Content, m.ToolCalls = reply.Content, reply.ToolCalls
+		m.Content, m.ToolCalls, m.ReasoningDetails = reply.Content, reply.ToolCalls, reply.ReasoningDetails
 	case "ExecuteTool":
 		var res ToolResult
 		if err := r.decode(e.Ref, "result", rec.Result, &res); err != nil {

@@ -95,6 +95,9 @@ type Config struct {
 	LLMAPIKey  string            // OPENAI_API_KEY or OPENROUTER_API_KEY
 	Provider   string            // "openai", "openrouter" or "custom"
 	Models     map[string]string // tier -> model, LUCY_MODEL_<TIER>
+	// Sampling is the temperature and output-token cap per tier (LUCY_TEMPERATURE_<TIER>,
+	// LUCY_MAX_OUTPUT_TOKENS_<TIER>); the model activity leaves out what a model rejects.
+	Sampling map[string]Sampling
 
 	// ContextWindow overrides the context window of every model, in tokens (LUCY_CONTEXT_WINDOW): for
 	// local models served with a small window (Ollama defaults to a few thousand tokens).
@@ -102,6 +105,21 @@ type Config struct {
 
 	LogLevel  string // LUCY_LOG_LEVEL
 	LogFormat string // LUCY_LOG_FORMAT
+}
+
+// Sampling is one tier's generation settings.
+type Sampling struct {
+	Temperature     float64
+	MaxOutputTokens int
+}
+
+// DefaultSampling is the seeds' ChatConfig (seed 000: temperature 0.7, max_tokens 4096), with more
+// room on the frontier tier, whose reasoning models spend output tokens on thinking.
+func DefaultSampling(tier string) Sampling {
+	if tier == "frontier" {
+		return Sampling{Temperature: 0.7, MaxOutputTokens: 16384}
+	}
+	return Sampling{Temperature: 0.7, MaxOutputTokens: 4096}
 }
 
 // Defaults.
@@ -363,6 +381,27 @@ func (c *Config) loadLLM(getenv func(string) string) error {
 			m = defaults[tier]
 		}
 		c.Models[tier] = m
+	}
+	c.Sampling = map[string]Sampling{}
+	for _, tier := range Tiers {
+		s := DefaultSampling(tier)
+		name := "LUCY_TEMPERATURE_" + strings.ToUpper(tier)
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || f > 2 {
+				return fmt.Errorf("%s %q is not a temperature from 0 to 2 (default %.1f)", name, v, s.Temperature)
+			}
+			s.Temperature = f
+		}
+		name = "LUCY_MAX_OUTPUT_TOKENS_" + strings.ToUpper(tier)
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 16 || n > 200000 {
+				return fmt.Errorf("%s %q is not a number of tokens from 16 to 200000 (default %d)", name, v, s.MaxOutputTokens)
+			}
+			s.MaxOutputTokens = n
+		}
+		c.Sampling[tier] = s
 	}
 	if c.Provider == "custom" {
 		if c.Models["default"] == "" {

@@ -270,3 +270,24 @@ func TestScriptLimits(t *testing.T) {
 		t.Errorf("set: %s, %d MB", c.ScriptTimeout, c.ScriptMemoryMB)
 	}
 }
+
+func TestSamplingPerTier(t *testing.T) {
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_TEMPERATURE_CODE", "0.2", "LUCY_MAX_OUTPUT_TOKENS_FAST", "512"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Sampling["code"]; s.Temperature != 0.2 || s.MaxOutputTokens != 4096 {
+		t.Errorf("code: %+v", s)
+	}
+	if s := c.Sampling["fast"]; s.Temperature != 0.7 || s.MaxOutputTokens != 512 {
+		t.Errorf("fast: %+v", s)
+	}
+	if s := c.Sampling["frontier"]; s.MaxOutputTokens != 16384 {
+		t.Errorf("frontier: %+v", s)
+	}
+	for _, bad := range [][2]string{{"LUCY_TEMPERATURE_DEFAULT", "3"}, {"LUCY_TEMPERATURE_DEFAULT", "hot"}, {"LUCY_MAX_OUTPUT_TOKENS_FRONTIER", "0"}} {
+		if _, err := Load(ModeDev, env("OPENAI_API_KEY", "k", bad[0], bad[1])); err == nil || !strings.Contains(err.Error(), bad[0]) {
+			t.Errorf("%s=%s: %v", bad[0], bad[1], err)
+		}
+	}
+}

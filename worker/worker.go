@@ -85,6 +85,7 @@ func NewActivities(d Deps) *activities.Activities {
 	return &activities.Activities{
 		Model:         model,
 		Models:        cfg.Models,
+		Sampling:      sampling(cfg),
 		Slack:         func(team string) activities.SlackAPI { return slackFor(team) },
 		History:       activities.TemporalHistory{Client: d.Client},
 		Temporal:      d.Client,
@@ -98,6 +99,15 @@ func NewActivities(d Deps) *activities.Activities {
 		Log:           d.Log,
 		DataConverter: d.DataConverter,
 	}
+}
+
+// sampling is the configuration's per-tier generation settings for the model activity.
+func sampling(cfg *config.Config) map[string]activities.Sampling {
+	out := map[string]activities.Sampling{}
+	for tier, s := range cfg.Sampling {
+		out[tier] = activities.Sampling{Temperature: s.Temperature, MaxOutputTokens: s.MaxOutputTokens}
+	}
+	return out
 }
 
 // scriptLimits are lucy_run_script's limits from the configuration: CPU time as long as the
