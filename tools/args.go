@@ -256,6 +256,16 @@ func example(e entry) string {
 // supports the keywords the catalogue uses (a test keeps the two in step).
 func checkValue(path string, schema map[string]any, v any) string {
 	want := typeOf(schema)
+	if union, ok := schema["type"].([]string); ok {
+		// A union of scalar types (a spreadsheet cell): v must be one of them.
+		for _, t := range union {
+			alt := map[string]any{"type": t}
+			if t == "null" && v == nil || t != "null" && v != nil && checkValue(path, alt, v) == "" {
+				return ""
+			}
+		}
+		return fmt.Sprintf("%q must be one of: %s (got %s)", path, strings.Join(union, ", "), describe(v))
+	}
 	switch want {
 	case "string":
 		s, ok := v.(string)
@@ -296,6 +306,39 @@ func checkValue(path string, schema map[string]any, v any) string {
 	case "boolean":
 		if _, ok := v.(bool); !ok {
 			return fmt.Sprintf("%q must be true or false (got %s)", path, describe(v))
+		}
+	case "number":
+		switch n := v.(type) {
+		case float64:
+		case json.Number:
+			if _, err := n.Float64(); err != nil {
+				return fmt.Sprintf("%q must be a number (got %s)", path, describe(v))
+			}
+		default:
+			return fmt.Sprintf("%q must be a number (got %s)", path, describe(v))
+		}
+	case "object":
+		// Nested objects (array items) list every property in "required", in order: the validator
+		// walks that slice, never the map, and counts to find fields it does not know.
+		m, ok := v.(map[string]any)
+		if !ok {
+			return fmt.Sprintf("%q must be an object (got %s)", path, describe(v))
+		}
+		props, _ := schema["properties"].(map[string]any)
+		names, _ := schema["required"].([]string)
+		for _, name := range names {
+			val, present := m[name]
+			if !present {
+				return fmt.Sprintf("%q is missing the field %q", path, name)
+			}
+			if ps, ok := props[name].(map[string]any); ok {
+				if msg := checkValue(path+"."+name, ps, val); msg != "" {
+					return msg
+				}
+			}
+		}
+		if len(m) > len(names) {
+			return fmt.Sprintf("%q has fields it does not take; its fields are: %s", path, strings.Join(names, ", "))
 		}
 	case "array":
 		items, ok := v.([]any)

@@ -50,13 +50,23 @@ func (r *Registry) generateCSV(ctx context.Context, e entry, inv Invocation) (Ou
 			humanBytes(int64(len(data))))
 	}
 
+	shape := fmt.Sprintf("%d rows, %d columns, %s", len(args.Rows), cols, humanBytes(int64(len(data))))
+	return r.saveAndShare(ctx, inv, GenerateCSV, rel, data, shape, "exactly these rows")
+}
+
+// saveAndShare writes a generated file in the team's workspace and shares it in the conversation's
+// thread with the files v2 upload. The file is written first, so that a failed upload still leaves
+// the deliverable in the workspace (and the model is told so). Replacing an existing file with
+// different content waits for a person's approval (checkReplace). same says what "the file already
+// holds" means for this kind of file ("exactly these rows").
+func (r *Registry) saveAndShare(ctx context.Context, inv Invocation, tool, rel string, data []byte, shape, same string) (Output, error) {
 	root, err := r.workspace(inv.Team)
 	if err != nil {
 		return Output{}, err
 	}
 	defer root.Close()
 	unlock := r.lock(inv.Team)
-	what, hold, err := checkReplace(root, GenerateCSV, rel, data, inv)
+	what, hold, err := checkReplace(root, tool, rel, data, inv)
 	if err != nil || hold != nil {
 		unlock()
 		if err != nil {
@@ -64,20 +74,19 @@ func (r *Registry) generateCSV(ctx context.Context, e entry, inv Invocation) (Ou
 		}
 		return *hold, nil
 	}
-	if what != "" { // "": the file already holds these rows; share it all the same
+	if what != "" { // "": the file already holds this content; share it all the same
 		err = writeAtomic(root, rel, data)
 	}
 	unlock()
 	if err != nil {
-		return fileFailed(GenerateCSV, rel, err)
+		return fileFailed(tool, rel, err)
 	}
-	shape := fmt.Sprintf("%d rows, %d columns, %s", len(args.Rows), cols, humanBytes(int64(len(data))))
 	var made string
 	switch what {
 	case "created it":
 		made = fmt.Sprintf("Created %s (%s) in the workspace", rel, shape)
 	case "":
-		made = fmt.Sprintf("Found %s already in the workspace with exactly these rows (%s)", rel, shape)
+		made = fmt.Sprintf("Found %s already in the workspace with %s (%s)", rel, same, shape)
 	default:
 		made = fmt.Sprintf("Wrote %s (%s) in the workspace (%s)", rel, shape, what)
 	}
@@ -101,7 +110,7 @@ func (r *Registry) generateCSV(ctx context.Context, e entry, inv Invocation) (Ou
 		ThreadTimestamp: inv.ThreadTS,
 	})
 	if err != nil {
-		failed, err := slackFailed(ctx, GenerateCSV, err)
+		failed, err := slackFailed(ctx, tool, err)
 		var transient *TransientError
 		if errors.As(err, &transient) {
 			transient.Err = fmt.Errorf("%s was saved in the workspace, but sharing it failed: %w", rel, transient.Err)

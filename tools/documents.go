@@ -1,0 +1,428 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/go-analyze/charts"
+	"github.com/xuri/excelize/v2"
+)
+
+// Document tools (seed 004 "File Generator"): spreadsheets, PDF reports and charts, each written in
+// the team's workspace and shared in the conversation's thread (saveAndShare). The PDF renderer is in
+// pdf.go.
+
+// Document tool names.
+const (
+	GenerateExcel = "lucy_generate_excel"
+	GeneratePDF   = "lucy_generate_pdf"
+	GenerateChart = "lucy_generate_chart"
+)
+
+// Limits of the document tools.
+const (
+	MaxSheets        = 20
+	MaxExcelCells    = 200_000
+	MaxMarkdownChars = 200_000
+	MaxChartPoints   = 1_000
+	MaxChartSeries   = 12
+	chartWidth       = 900
+	chartHeight      = 540
+)
+
+var documentTools = []entry{
+	{
+		spec: Spec{
+			Name: GenerateExcel,
+			Description: "Create an Excel workbook (.xlsx) with one or more sheets, save it in the team's workspace and " +
+				"share it in the current thread. Each sheet is rows of cells; the first row is the header (bold, " +
+				"filled, frozen). A cell is a string, a number, true/false or null (empty); a string starting with " +
+				"\"=\" is a formula (e.g. \"=SUM(B2:B9)\"), a string like \"2026-03-31\" or \"2026-03-31T14:00:00Z\" " +
+				"is a date. Replacing an existing file with different content waits for a person's approval.",
+			Human: "creating a spreadsheet",
+			Long:  true,
+		},
+		required: []string{"filename", "sheets"},
+		props: func() []prop {
+			return []prop{
+				strProp("filename", "File name, e.g. \"q3-report.xlsx\" (\".xlsx\" is added if missing); may include folders.", 1, maxPathLen),
+				prop{"sheets", map[string]any{
+					"type": "array", "description": "The sheets, in order.", "minItems": 1, "maxItems": MaxSheets,
+					"items": map[string]any{
+						"type": "object", "additionalProperties": false, "required": []string{"name", "rows"},
+						"properties": map[string]any{
+							"name": map[string]any{"type": "string", "description": "Sheet name: up to 31 characters, none of : \\ / ? * [ ].", "minLength": 1, "maxLength": 31},
+							"rows": map[string]any{
+								"type": "array", "description": "Rows of cells; the first is the header.", "minItems": 1,
+								"items": map[string]any{"type": "array", "items": map[string]any{"type": []string{"string", "number", "boolean", "null"}}},
+							},
+						},
+					},
+				}},
+			}
+		},
+		run: (*Registry).generateExcel,
+	},
+	{
+		spec: Spec{
+			Name: GeneratePDF,
+			Description: "Create a PDF document from Markdown, save it in the team's workspace and share it in the " +
+				"current thread. Supported: headings (#, ##, ###), paragraphs with **bold**, *italic* and `code`, " +
+				"bulleted and numbered lists (nested), tables (GitHub style), code blocks, block quotes, horizontal " +
+				"rules, links (shown with their URL), and images that are PNG or JPEG files of the workspace " +
+				"(`![Signups by week](charts/signups.png)`, e.g. made with lucy_generate_chart). Text may be in any " +
+				"language written in Latin, Greek or Cyrillic script. Replacing an existing file with different " +
+				"content waits for a person's approval.",
+			Human: "creating a PDF",
+			Long:  true,
+		},
+		required: []string{"filename", "markdown"},
+		props: func() []prop {
+			return []prop{
+				strProp("filename", "File name, e.g. \"weekly-report.pdf\" (\".pdf\" is added if missing); may include folders.", 1, maxPathLen),
+				strProp("title", "Document title, shown at the top of the first page and in the PDF's properties.", 0, 200),
+				strProp("markdown", "The document's content in Markdown.", 1, MaxMarkdownChars),
+			}
+		},
+		run: (*Registry).generatePDF,
+	},
+	{
+		spec: Spec{
+			Name: GenerateChart,
+			Description: "Draw a bar, line or pie chart as a PNG image, save it in the team's workspace and share it in " +
+				"the current thread. Give labels (x-axis categories, or pie slices) and one or more series of numbers, " +
+				"one number per label (a pie takes exactly one series). The PNG can then go into a PDF with " +
+				"lucy_generate_pdf (`![title](path.png)`).",
+			Human: "drawing a chart",
+			Long:  true,
+		},
+		required: []string{"filename", "type", "labels", "series"},
+		props: func() []prop {
+			return []prop{
+				strProp("filename", "File name, e.g. \"charts/signups.png\" (\".png\" is added if missing).", 1, maxPathLen),
+				enumProp("type", "The kind of chart.", "bar", "line", "pie"),
+				strProp("title", "The chart's title.", 0, 200),
+				strProp("x_title", "What the x axis shows, e.g. \"Week\" (bar and line).", 0, 100),
+				strProp("y_title", "What the y axis shows, e.g. \"Signups\" (bar and line).", 0, 100),
+				prop{"labels", map[string]any{"type": "array", "description": "Category labels, one per value.",
+					"minItems": 1, "maxItems": MaxChartPoints, "items": map[string]any{"type": "string", "maxLength": 100}}},
+				prop{"series", map[string]any{
+					"type": "array", "description": "Data series, each with a name and one value per label.", "minItems": 1, "maxItems": MaxChartSeries,
+					"items": map[string]any{
+						"type": "object", "additionalProperties": false, "required": []string{"name", "values"},
+						"properties": map[string]any{
+							"name":   map[string]any{"type": "string", "description": "The series' name for the legend (\"\" for none).", "maxLength": 100},
+							"values": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxChartPoints, "items": map[string]any{"type": "number"}},
+						},
+					},
+				}},
+			}
+		},
+		run: (*Registry).generateChart,
+	},
+}
+
+// withExt adds ext to a workspace path that lacks it.
+func withExt(rel, ext string) string {
+	if !strings.EqualFold(path.Ext(rel), ext) {
+		return rel + ext
+	}
+	return rel
+}
+
+type generateExcelArgs struct {
+	Filename string `json:"filename"`
+	Sheets   []struct {
+		Name string              `json:"name"`
+		Rows [][]json.RawMessage `json:"rows"`
+	} `json:"sheets"`
+}
+
+func (a *generateExcelArgs) filePath() string { return a.Filename }
+
+func (r *Registry) generateExcel(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	var args generateExcelArgs
+	rel, err := decodePath(e, inv, GenerateExcel, false, &args)
+	if err != nil {
+		return Output{}, err
+	}
+	rel = withExt(rel, ".xlsx")
+	cells, seen := 0, map[string]bool{}
+	for _, sh := range args.Sheets {
+		if err := checkSheetName(sh.Name); err != nil {
+			return Output{}, argErrorf(GenerateExcel, "sheet name %q: %v", sh.Name, err)
+		}
+		if seen[strings.ToLower(sh.Name)] {
+			return Output{}, argErrorf(GenerateExcel, "two sheets are named %q; sheet names must differ", sh.Name)
+		}
+		seen[strings.ToLower(sh.Name)] = true
+		for _, row := range sh.Rows {
+			cells += len(row)
+		}
+	}
+	if cells > MaxExcelCells {
+		return Output{}, argErrorf(GenerateExcel, "%d cells; the limit is %d: split the data into several workbooks", cells, MaxExcelCells)
+	}
+	data, err := buildWorkbook(args)
+	if err != nil {
+		return Output{}, err
+	}
+	if len(data) > MaxFileBytes {
+		return Output{}, argErrorf(GenerateExcel, "the workbook would be %s; the limit is 1 MB: split the data", humanBytes(int64(len(data))))
+	}
+	names := make([]string, len(args.Sheets))
+	for i, sh := range args.Sheets {
+		names[i] = fmt.Sprintf("%s (%d rows)", sh.Name, len(sh.Rows))
+	}
+	shape := fmt.Sprintf("sheets %s, %s", strings.Join(names, ", "), humanBytes(int64(len(data))))
+	return r.saveAndShare(ctx, inv, GenerateExcel, rel, data, shape, "exactly this content")
+}
+
+// checkSheetName applies Excel's rules: 1 to 31 characters, none of : \ / ? * [ ], not starting or
+// ending with an apostrophe.
+func checkSheetName(name string) error {
+	switch {
+	case strings.TrimSpace(name) == "":
+		return fmt.Errorf("a sheet needs a name")
+	case len([]rune(name)) > 31:
+		return fmt.Errorf("at most 31 characters")
+	case strings.ContainsAny(name, ":\\/?*[]"):
+		return fmt.Errorf("it may not contain any of : \\ / ? * [ ]")
+	case strings.HasPrefix(name, "'") || strings.HasSuffix(name, "'"):
+		return fmt.Errorf("it may not start or end with an apostrophe")
+	}
+	return nil
+}
+
+// buildWorkbook writes the sheets with typed cells, a styled and frozen header, and column widths
+// that fit the content.
+func buildWorkbook(args generateExcelArgs) ([]byte, error) {
+	f := excelize.NewFile()
+	defer f.Close()
+	header, err := f.NewStyle(&excelize.Style{
+		Font:   &excelize.Font{Bold: true, Color: "FFFFFF"},
+		Fill:   excelize.Fill{Type: "pattern", Color: []string{"305496"}, Pattern: 1},
+		Border: []excelize.Border{{Type: "bottom", Color: "1F3864", Style: 2}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	dateFmt := "yyyy-mm-dd"
+	dateStyle, err := f.NewStyle(&excelize.Style{CustomNumFmt: &dateFmt})
+	if err != nil {
+		return nil, err
+	}
+	timeFmt := "yyyy-mm-dd hh:mm"
+	timeStyle, err := f.NewStyle(&excelize.Style{CustomNumFmt: &timeFmt})
+	if err != nil {
+		return nil, err
+	}
+	for i, sh := range args.Sheets {
+		name := sh.Name
+		if i == 0 {
+			if err := f.SetSheetName("Sheet1", name); err != nil {
+				return nil, err
+			}
+		} else if _, err := f.NewSheet(name); err != nil {
+			return nil, err
+		}
+		widths := map[int]int{}
+		cols := 0
+		for ri, row := range sh.Rows {
+			cols = max(cols, len(row))
+			for ci, raw := range row {
+				cell, err := excelize.CoordinatesToCellName(ci+1, ri+1)
+				if err != nil {
+					return nil, err
+				}
+				shown, err := setCell(f, name, cell, raw, dateStyle, timeStyle)
+				if err != nil {
+					return nil, argErrorf(GenerateExcel, "sheet %q, cell %s: %v", name, cell, err)
+				}
+				widths[ci] = max(widths[ci], len([]rune(shown)))
+			}
+		}
+		if cols > 0 && len(sh.Rows) > 0 {
+			last, _ := excelize.CoordinatesToCellName(cols, 1)
+			if err := f.SetCellStyle(name, "A1", last, header); err != nil {
+				return nil, err
+			}
+			if err := f.SetPanes(name, &excelize.Panes{Freeze: true, YSplit: 1, TopLeftCell: "A2", ActivePane: "bottomLeft"}); err != nil {
+				return nil, err
+			}
+		}
+		for ci := 0; ci < cols; ci++ {
+			col, _ := excelize.ColumnNumberToName(ci + 1)
+			w := math.Min(60, math.Max(8, float64(widths[ci])+2))
+			if err := f.SetColWidth(name, col, col, w); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var buf bytes.Buffer
+	if err := f.Write(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// setCell writes one JSON cell with its type and returns how it reads (for the column width).
+func setCell(f *excelize.File, sheet, cell string, raw json.RawMessage, dateStyle, timeStyle int) (string, error) {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", err
+	}
+	switch x := v.(type) {
+	case nil:
+		return "", nil
+	case bool:
+		return fmt.Sprint(x), f.SetCellBool(sheet, cell, x)
+	case float64:
+		return fmt.Sprint(x), f.SetCellFloat(sheet, cell, x, -1, 64)
+	case string:
+		switch {
+		case strings.HasPrefix(x, "=") && len(x) > 1:
+			return x, f.SetCellFormula(sheet, cell, x[1:])
+		case isDate(x):
+			t, _ := time.Parse(time.DateOnly, x)
+			if err := f.SetCellValue(sheet, cell, t); err != nil {
+				return "", err
+			}
+			return x, f.SetCellStyle(sheet, cell, cell, dateStyle)
+		case isDateTime(x):
+			t, _ := time.Parse(time.RFC3339, x)
+			if err := f.SetCellValue(sheet, cell, t.UTC()); err != nil {
+				return "", err
+			}
+			return x, f.SetCellStyle(sheet, cell, cell, timeStyle)
+		}
+		return x, f.SetCellStr(sheet, cell, x)
+	}
+	return "", fmt.Errorf("a cell must be a string, number, true/false or null")
+}
+
+func isDate(s string) bool {
+	_, err := time.Parse(time.DateOnly, s)
+	return len(s) == 10 && err == nil
+}
+
+func isDateTime(s string) bool {
+	_, err := time.Parse(time.RFC3339, s)
+	return err == nil
+}
+
+type chartSeries struct {
+	Name   string    `json:"name"`
+	Values []float64 `json:"values"`
+}
+
+type generateChartArgs struct {
+	Filename string        `json:"filename"`
+	Type     string        `json:"type"`
+	Title    string        `json:"title"`
+	XTitle   string        `json:"x_title"`
+	YTitle   string        `json:"y_title"`
+	Labels   []string      `json:"labels"`
+	Series   []chartSeries `json:"series"`
+}
+
+func (a *generateChartArgs) filePath() string { return a.Filename }
+
+func (r *Registry) generateChart(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	var args generateChartArgs
+	rel, err := decodePath(e, inv, GenerateChart, false, &args)
+	if err != nil {
+		return Output{}, err
+	}
+	rel = withExt(rel, ".png")
+	data, err := drawChart(args)
+	if err != nil {
+		return Output{}, err
+	}
+	shape := fmt.Sprintf("%s chart, %d labels, %d series, %dx%d PNG", args.Type, len(args.Labels), len(args.Series), chartWidth, chartHeight)
+	return r.saveAndShare(ctx, inv, GenerateChart, rel, data, shape, "exactly this chart")
+}
+
+// drawChart renders the chart as PNG, after checking that the data fits the labels.
+func drawChart(args generateChartArgs) ([]byte, error) {
+	for i, s := range args.Series {
+		if len(s.Values) != len(args.Labels) {
+			return nil, argErrorf(GenerateChart, "series %d (%q) has %d values for %d labels: give one value per label", i+1, s.Name, len(s.Values), len(args.Labels))
+		}
+		for _, v := range s.Values {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil, argErrorf(GenerateChart, "series %d has a value that is not a number", i+1)
+			}
+		}
+	}
+	opts := []charts.OptionFunc{charts.PNGOutputOptionFunc(), charts.DimensionsOptionFunc(chartWidth, chartHeight),
+		charts.ThemeNameOptionFunc(charts.ThemeLight)}
+	if args.Title != "" || args.XTitle != "" || args.YTitle != "" {
+		sub := strings.TrimSpace(strings.Join(nonEmpty(axisNote("x", args.XTitle), axisNote("y", args.YTitle)), "   "))
+		opts = append(opts, charts.TitleTextOptionFunc(args.Title, sub))
+	}
+	var (
+		p   *charts.Painter
+		err error
+	)
+	switch args.Type {
+	case "pie":
+		if len(args.Series) != 1 {
+			return nil, argErrorf(GenerateChart, "a pie chart takes exactly one series (got %d)", len(args.Series))
+		}
+		for _, v := range args.Series[0].Values {
+			if v < 0 {
+				return nil, argErrorf(GenerateChart, "a pie chart cannot show negative values")
+			}
+		}
+		opts = append(opts, charts.LegendLabelsOptionFunc(args.Labels))
+		p, err = charts.PieRender(args.Series[0].Values, opts...)
+	case "bar", "line":
+		values := make([][]float64, len(args.Series))
+		names := make([]string, len(args.Series))
+		for i, s := range args.Series {
+			values[i], names[i] = s.Values, s.Name
+			if names[i] == "" {
+				names[i] = fmt.Sprintf("Series %d", i+1)
+			}
+		}
+		opts = append(opts, charts.XAxisLabelsOptionFunc(args.Labels))
+		if len(args.Series) > 1 || args.Series[0].Name != "" {
+			opts = append(opts, charts.LegendLabelsOptionFunc(names))
+		}
+		if args.Type == "bar" {
+			p, err = charts.BarRender(values, opts...)
+		} else {
+			p, err = charts.LineRender(values, opts...)
+		}
+	default:
+		return nil, argErrorf(GenerateChart, "unknown chart type %q: use bar, line or pie", args.Type)
+	}
+	if err != nil {
+		return nil, argErrorf(GenerateChart, "the chart could not be drawn: %v", err)
+	}
+	return p.Bytes()
+}
+
+func axisNote(axis, title string) string {
+	if title == "" {
+		return ""
+	}
+	return axis + ": " + title
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
