@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,7 +62,10 @@ type Config struct {
 	HTTPAddr string // LUCY_HTTP_ADDR
 
 	// Slack
-	SlackBotToken      string // SLACK_BOT_TOKEN (xoxb-)
+	SlackBotToken string // SLACK_BOT_TOKEN (xoxb-)
+	// SlackUserToken (xoxp-, optional) lets lucy_search_slack_history use Slack's search.messages,
+	// which refuses bot tokens.
+	SlackUserToken     string // SLACK_USER_TOKEN
 	SlackAppToken      string // SLACK_APP_TOKEN (xapp-)
 	SlackSigningSecret string // SLACK_SIGNING_SECRET
 	SlackAPIURL        string // SLACK_API_URL, always ends in "/"
@@ -95,6 +99,10 @@ type Config struct {
 	LLMAPIKey  string            // OPENAI_API_KEY or OPENROUTER_API_KEY
 	Provider   string            // "openai", "openrouter" or "custom"
 	Models     map[string]string // tier -> model, LUCY_MODEL_<TIER>
+	// Search is lucy_web_search's provider: LUCY_SEARCH_PROVIDER (openrouter, perplexity, brave,
+	// tavily), LUCY_SEARCH_API_KEY, LUCY_SEARCH_MODEL, LUCY_SEARCH_BASE_URL. With OPENROUTER_API_KEY
+	// and no provider set, OpenRouter's online model with that key.
+	SearchProvider, SearchAPIKey, SearchModel, SearchBaseURL string
 	// Sampling is the temperature and output-token cap per tier (LUCY_TEMPERATURE_<TIER>,
 	// LUCY_MAX_OUTPUT_TOKENS_<TIER>); the model activity leaves out what a model rejects.
 	Sampling map[string]Sampling
@@ -174,6 +182,7 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		DataDir:            env("LUCY_DATA_DIR", DefaultDataDir),
 		HTTPAddr:           env("LUCY_HTTP_ADDR", DefaultHTTPAddr),
 		SlackBotToken:      env("SLACK_BOT_TOKEN", ""),
+		SlackUserToken:     env("SLACK_USER_TOKEN", ""),
 		SlackAppToken:      env("SLACK_APP_TOKEN", ""),
 		SlackSigningSecret: env("SLACK_SIGNING_SECRET", ""),
 		SlackAPIURL:        env("SLACK_API_URL", DefaultSlackAPIURL),
@@ -258,6 +267,9 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		}
 		c.MaxToolCalls = n
 	}
+	if err := c.loadSearch(getenv); err != nil {
+		return nil, err
+	}
 	if err := c.loadLLM(getenv); err != nil {
 		return nil, err
 	}
@@ -293,6 +305,9 @@ func (c *Config) loadLogging(getenv func(string) string) error {
 }
 
 func (c *Config) loadSlack() error {
+	if c.SlackUserToken != "" && !strings.HasPrefix(c.SlackUserToken, "xoxp-") {
+		return errors.New("SLACK_USER_TOKEN must be a user token (xoxp-…): Slack's search refuses bot tokens")
+	}
 	if c.SlackBotToken != "" && !strings.HasPrefix(c.SlackBotToken, "xoxb-") {
 		return errors.New("SLACK_BOT_TOKEN must be a bot token starting with xoxb- (Slack app > OAuth & Permissions > Bot User OAuth Token)")
 	}
@@ -427,4 +442,38 @@ func (c *Config) Redacted() map[string]any {
 		"llmBaseURL": c.LLMBaseURL, "models": c.Models, "httpAddr": c.HTTPAddr,
 		"approvalKeyFrom": c.ApprovalKeySource, "maxToolCalls": c.MaxToolCalls,
 	}
+}
+
+// searchProviders are the values of LUCY_SEARCH_PROVIDER.
+var searchProviders = []string{"openrouter", "perplexity", "brave", "tavily"}
+
+func (c *Config) loadSearch(getenv func(string) string) error {
+	c.SearchProvider = strings.ToLower(strings.TrimSpace(getenv("LUCY_SEARCH_PROVIDER")))
+	c.SearchAPIKey = strings.TrimSpace(getenv("LUCY_SEARCH_API_KEY"))
+	c.SearchModel = strings.TrimSpace(getenv("LUCY_SEARCH_MODEL"))
+	c.SearchBaseURL = strings.TrimSpace(getenv("LUCY_SEARCH_BASE_URL"))
+	orKey := strings.TrimSpace(getenv("OPENROUTER_API_KEY"))
+	switch {
+	case c.SearchProvider == "" && orKey != "":
+		c.SearchProvider = "openrouter"
+	case c.SearchProvider == "":
+		if c.SearchAPIKey != "" {
+			return errors.New("LUCY_SEARCH_API_KEY is set but LUCY_SEARCH_PROVIDER is not: set it to " + strings.Join(searchProviders, ", "))
+		}
+		return nil
+	case !slices.Contains(searchProviders, c.SearchProvider):
+		return fmt.Errorf("LUCY_SEARCH_PROVIDER %q is not one of %s", c.SearchProvider, strings.Join(searchProviders, ", "))
+	}
+	if c.SearchAPIKey == "" && c.SearchProvider == "openrouter" {
+		c.SearchAPIKey = orKey
+	}
+	if c.SearchAPIKey == "" {
+		return fmt.Errorf("LUCY_SEARCH_PROVIDER is %s but LUCY_SEARCH_API_KEY is not set", c.SearchProvider)
+	}
+	if c.SearchBaseURL != "" {
+		if u, err := url.Parse(c.SearchBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("LUCY_SEARCH_BASE_URL %q is not an http(s) URL", c.SearchBaseURL)
+		}
+	}
+	return nil
 }

@@ -291,3 +291,33 @@ func TestSamplingPerTier(t *testing.T) {
 		}
 	}
 }
+
+func TestSearchSettings(t *testing.T) {
+	c, err := Load(ModeDev, env("OPENROUTER_API_KEY", "sk-or-1"))
+	if err != nil || c.SearchProvider != "openrouter" || c.SearchAPIKey != "sk-or-1" {
+		t.Fatalf("OpenRouter default: %+v %v", c, err)
+	}
+	c, err = Load(ModeDev, env("OPENAI_API_KEY", "k"))
+	if err != nil || c.SearchProvider != "" {
+		t.Fatalf("no search by default with OpenAI: %q %v", c.SearchProvider, err)
+	}
+	c, err = Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_SEARCH_PROVIDER", "Brave", "LUCY_SEARCH_API_KEY", "bk"))
+	if err != nil || c.SearchProvider != "brave" || c.SearchAPIKey != "bk" {
+		t.Fatalf("brave: %+v %v", c, err)
+	}
+	for _, tt := range []struct {
+		kv   []string
+		want string
+	}{
+		{[]string{"LUCY_SEARCH_PROVIDER", "google"}, "is not one of"},
+		{[]string{"LUCY_SEARCH_PROVIDER", "tavily"}, "LUCY_SEARCH_API_KEY is not set"},
+		{[]string{"LUCY_SEARCH_API_KEY", "x"}, "LUCY_SEARCH_PROVIDER is not"},
+		{[]string{"LUCY_SEARCH_PROVIDER", "brave", "LUCY_SEARCH_API_KEY", "x", "LUCY_SEARCH_BASE_URL", "ftp://x"}, "not an http(s) URL"},
+		{[]string{"SLACK_USER_TOKEN", "xoxb-1"}, "must be a user token"},
+	} {
+		_, err := Load(ModeDev, env(append([]string{"OPENAI_API_KEY", "k"}, tt.kv...)...))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want %q", tt.kv, err, tt.want)
+		}
+	}
+}

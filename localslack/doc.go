@@ -16,7 +16,8 @@
 //	auth.test, team.info, users.info
 //	chat.postMessage, chat.update, chat.postEphemeral
 //	reactions.add, reactions.remove
-//	conversations.replies, conversations.history, conversations.info, conversations.list
+//	conversations.replies, conversations.history, conversations.info, conversations.list,
+//	search.messages (user tokens only, as Slack's)
 //	files.getUploadURLExternal, files.completeUploadExternal (files v2; the upload URL is served by the
 //	same server, at <mount>/api/_upload/<file id>, so slack-go sends it the token, which it requires)
 //

@@ -491,6 +491,7 @@ var handlers = map[string]handler{
 	"conversations.history":        (*Server).conversationsHistory,
 	"conversations.info":           (*Server).conversationsInfo,
 	"conversations.list":           (*Server).conversationsList,
+	"search.messages":              (*Server).searchMessages,
 	"files.getUploadURLExternal":   (*Server).filesGetUploadURLExternal,
 	"files.completeUploadExternal": (*Server).filesCompleteUploadExternal,
 	// local.wait is served outside the lock, see serveWait.

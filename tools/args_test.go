@@ -56,6 +56,8 @@ func TestArgValidation(t *testing.T) {
 		{GenerateExcel, `{"filename": "a.xlsx"}`, []string{`missing required field "sheets"`}},
 		{GeneratePDF, `{"markdown": "x"}`, []string{`missing required field "filename"`}},
 		{GenerateChart, `{"filename": "c.png", "type": "bar", "labels": ["a"], "series": [{"values": [1]}]}`, []string{`missing the field "name"`}},
+		{WebSearch, `{"query": "x", "count": 11}`, []string{`"count" must be at most 10`}},
+		{SearchSlackHistory, `{}`, []string{`missing required field "query"`}},
 		{RunScript, `{}`, []string{`missing required field "code"`}},
 		{DelegateResearch, `{}`, []string{`missing required field "task"`}},
 		{DelegateCode, `{"task": ""}`, []string{`"task" must not be empty`}},

@@ -96,6 +96,11 @@ type Deps struct {
 	Sandbox sandbox.Command
 	// ScriptLimits bound each script; zero means sandbox.DefaultLimits (LUCY_SCRIPT_*).
 	ScriptLimits sandbox.Limits
+	// Search is lucy_web_search's provider (LUCY_SEARCH_*); zero means not configured.
+	Search SearchConfig
+	// SlackUser returns a client with a user token (xoxp-, SLACK_USER_TOKEN) for a team, which
+	// search.messages needs; nil (or a nil result) means only the bot token exists.
+	SlackUser func(team string) SlackSearchAPI
 	// Admins are the Slack user IDs that may manage anyone's jobs and monitors (LUCY_ADMIN_USERS).
 	Admins []string
 }
@@ -107,6 +112,9 @@ type Registry struct {
 	now   func() time.Time
 	log   zerolog.Logger
 	files sync.Map // team -> *sync.Mutex: serializes writes within one workspace on this worker
+	// searchHTTP reaches the operator's search provider (not a URL the model chose, so no private
+	// address checks).
+	searchHTTP *http.Client
 
 	fetchTimeout time.Duration // 20 s; tests shorten it
 }
@@ -120,6 +128,7 @@ func NewRegistry(d Deps) *Registry {
 		fetchTimeout: 20 * time.Second,
 	}
 	r.http = r.newFetchClient(d.HTTP)
+	r.searchHTTP = &http.Client{Timeout: time.Minute}
 	return r
 }
 

@@ -14,6 +14,7 @@ import (
 // slackWorkspace is a localslack workspace with a bot client (Lucy's) and a user client (Alice's, to
 // write the messages Lucy reads), and a Registry wired to it.
 type slackWorkspace struct {
+	base  string // the API base URL
 	srv   *localslack.Server
 	alice *slack.Client
 	r     *Registry
@@ -41,7 +42,7 @@ func newSlackWorkspace(t *testing.T) *slackWorkspace {
 		}
 		return bot
 	}})
-	return &slackWorkspace{srv: srv, alice: alice, r: r}
+	return &slackWorkspace{base: base, srv: srv, alice: alice, r: r}
 }
 
 // say posts as Alice and returns the ts.

@@ -389,3 +389,39 @@ func TestWebFetchRefusesPrivateAddresses(t *testing.T) {
 		t.Errorf("dialing a private address: err = %v, want errPrivateAddress", err)
 	}
 }
+
+// A public page that redirects to a private address: the redirect is refused, the private address is
+// never reached. The "public" host is a public IP whose connections the test's transport carries to a
+// loopback server, as a real site on the internet would be reached.
+func TestWebFetchRefusesRedirectToPrivateAddress(t *testing.T) {
+	var privateHits atomic.Int32
+	private := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		privateHits.Add(1)
+		fmt.Fprint(w, "internal secrets")
+	}))
+	t.Cleanup(private.Close)
+	public := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, private.URL+"/secret", http.StatusFound)
+	}))
+	t.Cleanup(public.Close)
+	dialer := &net.Dialer{}
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if strings.HasPrefix(addr, "93.184.216.34:") {
+				addr = strings.TrimPrefix(public.URL, "http://")
+			}
+			return dialer.DialContext(ctx, network, addr)
+		},
+	}}
+	r := newTestRegistry(t, Deps{HTTP: client})
+	out, err := run(t, r, WebFetch, `{"url": "http://93.184.216.34/start"}`)
+	if err == nil && !out.IsError {
+		t.Fatalf("the redirect to a private address was followed: %+v", out)
+	}
+	if msg := fmt.Sprint(err) + out.Content; !strings.Contains(msg, "private, loopback, link-local or reserved") {
+		t.Errorf("refusal %q", msg)
+	}
+	if n := privateHits.Load(); n != 0 {
+		t.Errorf("the private server was reached %d time(s)", n)
+	}
+}

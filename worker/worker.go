@@ -72,7 +72,10 @@ func NewActivities(d Deps) *activities.Activities {
 		schedules = d.Client.ScheduleClient()
 	}
 	reg := tools.NewRegistry(tools.Deps{
-		Schedules:            schedules,
+		Schedules: schedules,
+		Search: tools.SearchConfig{Provider: cfg.SearchProvider, APIKey: cfg.SearchAPIKey, Model: cfg.SearchModel,
+			BaseURL: cfg.SearchBaseURL},
+		SlackUser:            slackUser(cfg),
 		ScriptLimits:         scriptLimits(cfg),
 		DataConverter:        d.DataConverter,
 		Admins:               cfg.AdminUsers,
@@ -98,6 +101,21 @@ func NewActivities(d Deps) *activities.Activities {
 		DataDir:       cfg.DataDir,
 		Log:           d.Log,
 		DataConverter: d.DataConverter,
+	}
+}
+
+// slackUser is the user-token client of the installed workspace (SLACK_USER_TOKEN), for Slack's
+// search; nil without one.
+func slackUser(cfg *config.Config) func(team string) tools.SlackSearchAPI {
+	if cfg.SlackUserToken == "" {
+		return nil
+	}
+	c := slack.New(cfg.SlackUserToken, slack.OptionAPIURL(cfg.SlackAPIURL))
+	return func(team string) tools.SlackSearchAPI {
+		if team == LocalTeam {
+			return nil // the terminal's local workspace has no user token
+		}
+		return c
 	}
 }
 

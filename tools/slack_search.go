@@ -1,0 +1,168 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/slack-go/slack"
+)
+
+// SearchSlackHistory searches the workspace's messages (seed 000 "History tools"). Slack's
+// search.messages takes a user token (xoxp-, SLACK_USER_TOKEN), never a bot token: with one, the whole
+// workspace the user sees is searched with Slack's own syntax; without, Lucy reads the recent history
+// of the channels she is in and matches the words herself, and says so.
+const SearchSlackHistory = "lucy_search_slack_history"
+
+// SlackSearchAPI is the user-token client's part the search uses.
+type SlackSearchAPI interface {
+	SearchMessagesContext(ctx context.Context, query string, params slack.SearchParameters) (*slack.SearchMessages, error)
+}
+
+var _ SlackSearchAPI = (*slack.Client)(nil)
+
+// Limits of the bot-token fallback.
+const (
+	fallbackChannels = 25  // channels read
+	fallbackMessages = 200 // recent messages read per channel
+)
+
+var slackSearchTools = []entry{{
+	spec: Spec{
+		Name: SearchSlackHistory,
+		Description: "Search Slack messages by words (Slack search syntax such as in:#channel, from:@name, after:2026-01-01 " +
+			"works when full search is available). Results give channel, time, author, text and a link. Without full " +
+			"search, only recent messages of the channels Lucy is in are searched, and the result says so.",
+		Idempotent: true,
+		Human:      "searching Slack",
+	},
+	required: []string{"query"},
+	props: func() []prop {
+		return []prop{
+			strProp("query", "The words to look for (all must appear), with Slack search modifiers if needed.", 1, 300),
+			intProp("count", "How many messages, 1 to 50 (default 20).", 1, 50),
+		}
+	},
+	run: (*Registry).searchSlackHistory,
+}}
+
+type slackSearchArgs struct {
+	Query string `json:"query"`
+	Count int    `json:"count"`
+}
+
+func (r *Registry) searchSlackHistory(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	var args slackSearchArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	if args.Count <= 0 {
+		args.Count = 20
+	}
+	if r.deps.SlackUser != nil {
+		if api := r.deps.SlackUser(inv.Team); api != nil {
+			return r.searchWithUserToken(ctx, api, args)
+		}
+	}
+	bot, out := r.slackAPI(inv.Team)
+	if out != nil {
+		return *out, nil
+	}
+	return r.searchRecentHistory(ctx, bot, args)
+}
+
+func (r *Registry) searchWithUserToken(ctx context.Context, api SlackSearchAPI, args slackSearchArgs) (Output, error) {
+	res, err := api.SearchMessagesContext(ctx, args.Query, slack.SearchParameters{
+		Sort: "timestamp", SortDirection: "desc", Count: args.Count, Page: 1, Highlight: false,
+	})
+	if err != nil {
+		return slackFailed(ctx, SearchSlackHistory, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Slack search for %q: %d match(es) in the workspace", args.Query, res.Total)
+	if len(res.Matches) < res.Total {
+		fmt.Fprintf(&b, ", newest %d shown", len(res.Matches))
+	}
+	b.WriteString(":\n")
+	for _, m := range res.Matches {
+		ch := m.Channel.Name
+		if ch == "" {
+			ch = m.Channel.ID
+		}
+		fmt.Fprintf(&b, "- #%s, %s, %s (ts %s): %s\n", ch, tsTime(m.Timestamp), firstNonEmpty(m.Username, m.User), m.Timestamp,
+			truncate(strings.Join(strings.Fields(m.Text), " "), 500))
+		if m.Permalink != "" {
+			fmt.Fprintf(&b, "  %s\n", m.Permalink)
+		}
+	}
+	if len(res.Matches) == 0 {
+		b.WriteString("(nothing found)\n")
+	}
+	return Output{Content: strings.TrimRight(b.String(), "\n")}, nil
+}
+
+// searchRecentHistory is the bot-token fallback: the recent messages of the channels Lucy is a member
+// of, every word of the query present (case-insensitive), newest first.
+func (r *Registry) searchRecentHistory(ctx context.Context, api SlackAPI, args slackSearchArgs) (Output, error) {
+	channels, _, err := listAllChannels(ctx, api)
+	if err != nil {
+		return slackFailed(ctx, SearchSlackHistory, err)
+	}
+	var mine []slack.Channel
+	for _, ch := range channels {
+		if ch.IsMember {
+			mine = append(mine, ch)
+		}
+	}
+	skipped := 0
+	if len(mine) > fallbackChannels {
+		skipped = len(mine) - fallbackChannels
+		mine = mine[:fallbackChannels]
+	}
+	words := strings.Fields(strings.ToLower(args.Query))
+	type hit struct {
+		channel string
+		msg     slack.Message
+	}
+	var hits []hit
+	read := 0
+	for _, ch := range mine {
+		h, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: ch.ID, Limit: fallbackMessages})
+		if err != nil {
+			return slackFailed(ctx, SearchSlackHistory, err)
+		}
+		read += len(h.Messages)
+		for _, m := range h.Messages {
+			text := strings.ToLower(m.Text)
+			all := len(words) > 0
+			for _, w := range words {
+				all = all && strings.Contains(text, w)
+			}
+			if all {
+				hits = append(hits, hit{channel: ch.Name, msg: m})
+			}
+		}
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].msg.Timestamp > hits[j].msg.Timestamp })
+	var b strings.Builder
+	fmt.Fprintf(&b, "Searched the last %d messages of the %d channel(s) I am in for %q (without SLACK_USER_TOKEN I "+
+		"cannot use Slack's full search: older messages, threads and channels I am not in were not searched", read, len(mine), args.Query)
+	if skipped > 0 {
+		fmt.Fprintf(&b, "; %d more channels were skipped", skipped)
+	}
+	fmt.Fprintf(&b, "). %d match(es)", len(hits))
+	if len(hits) > args.Count {
+		fmt.Fprintf(&b, ", newest %d shown", args.Count)
+		hits = hits[:args.Count]
+	}
+	b.WriteString(":\n")
+	for _, h := range hits {
+		fmt.Fprintf(&b, "- #%s, %s, %s (ts %s): %s\n", h.channel, tsTime(h.msg.Timestamp), firstNonEmpty(h.msg.Username, h.msg.User),
+			h.msg.Timestamp, truncate(strings.Join(strings.Fields(h.msg.Text), " "), 500))
+	}
+	if len(hits) == 0 {
+		b.WriteString("(nothing found)\n")
+	}
+	return Output{Content: strings.TrimRight(b.String(), "\n")}, nil
+}
