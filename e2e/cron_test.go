@@ -22,11 +22,14 @@ func isScheduledRun(req fakellm.Request) bool {
 	return len(req.Messages) > 0 && strings.Contains(req.Messages[0].Text(), "scheduled run of a recurring job")
 }
 
+// botSlack is a Slack client with Lucy's bot token on the local workspace.
+func (s *stack) botSlack() *slack.Client { return slack.New("xoxb-test", slack.OptionAPIURL(s.slackURL)) }
+
 // cronTools is the worker's tool registry as the agent loop's activity uses it, so that the test
 // calls the tools exactly as the model's calls reach them.
 func (s *stack) cronTools() *tools.Registry {
 	return tools.NewRegistry(tools.Deps{
-		Slack:     func(string) tools.SlackAPI { return slack.New("xoxb-test", slack.OptionAPIURL(s.slackURL)) },
+		Slack:     func(string) tools.SlackAPI { return s.botSlack() },
 		DataDir:   s.cfg.DataDir,
 		Schedules: s.client.ScheduleClient(),
 		Admins:    s.cfg.AdminUsers,

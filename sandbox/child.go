@@ -51,7 +51,7 @@ func Main(in io.Reader, out io.Writer) int {
 // writes can exceed the file limit. (No descriptor is inherited: os/exec passes only standard input,
 // output and error, and Go opens every file close-on-exec.)
 func confine(l Limits) error {
-	if l.MemoryBytes > 0 {
+	if l.MemoryBytes > 0 && !raceEnabled {
 		debug.SetMemoryLimit(l.MemoryBytes * 3 / 4)
 		as := uint64(l.MemoryBytes)*2 + 2<<30
 		if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: as, Max: as}); err != nil {

@@ -52,6 +52,12 @@ func approvalSummary(name, argsJSON string) (summary, details string) {
 			p = "(no path given)"
 		}
 		return "delete the file " + p + " from the workspace", p
+	case DeleteHeartbeat:
+		n := str("name")
+		if n == "" {
+			n = "(no name given)"
+		}
+		return "delete the monitor \"" + n + "\" for good", "It will not check or alert again."
 	case DeleteCron:
 		n := str("name")
 		if n == "" {

@@ -109,7 +109,7 @@ func (e entry) full() Spec {
 // catalogue is the static, read-only table of every tool, sorted by name. No I/O at init: workflow code
 // reads it, and a replay must see exactly what the original run saw. Each area of tools keeps its rows
 // beside its implementation (coreTools here); assemble joins them.
-var catalogue = assemble(coreTools, delegationTools, cronTools, scriptTools, documentTools, searchTools, slackSearchTools)
+var catalogue = assemble(coreTools, delegationTools, cronTools, scriptTools, documentTools, searchTools, slackSearchTools, heartbeatTools)
 
 // assemble joins the areas' rows and sorts them by name for find's binary search. A name given twice is
 // a programming error caught at start (and by every test run).

@@ -190,6 +190,7 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.SubAgent, workflow.RegisterOptions{Name: workflows.SubAgentWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.ScheduledJob, workflow.RegisterOptions{Name: workflows.ScheduledJobWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.JobSlots, workflow.RegisterOptions{Name: workflows.JobSlotsWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.Monitor, workflow.RegisterOptions{Name: workflows.MonitorWorkflowName})
 	for name, fn := range map[string]any{
 		"CallModel":             acts.CallModel,
 		"Complete":              acts.Complete,
@@ -210,6 +211,8 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
 		"JobTiming":             acts.JobTiming,
 		"ClosedWorkflows":       acts.ClosedWorkflows,
+		"CheckMonitor":          acts.CheckMonitor,
+		"SaveMonitorState":      acts.SaveMonitorState,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -22,6 +22,8 @@ const (
 	// JobSlotsWorkflowName limits how many firings of one workspace run at once.
 	ScheduledJobWorkflowName = tools.ScheduledJobWorkflow
 	JobSlotsWorkflowName     = "job_slots"
+	// MonitorWorkflowName is one firing of a heartbeat monitor.
+	MonitorWorkflowName = tools.MonitorWorkflow
 
 	// Signals to the lane workflow.
 	SignalMessage  = "message"

@@ -65,7 +65,12 @@ func JobSlotsID(team string) string { return "jobslots:" + team }
 // ScheduledJob is one firing of a recurring job.
 func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	log := workflow.GetLogger(ctx)
-	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	info := workflow.GetInfo(ctx)
+	id := info.WorkflowExecution.ID
+	// Posts are idempotent by (RunID, key). Two firings in the same second (a trigger beside the
+	// schedule) share a workflow ID, so posts name the execution's first run ID too, which a Reset
+	// keeps.
+	postID := id + "/" + info.FirstRunID
 	if err := job.Validate(); err != nil {
 		// A hand-made schedule with a bad input: nothing to post to, so the failure is the
 		// workflow's, visible in the Web UI; the schedule goes on.
@@ -90,7 +95,7 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 
 	if !acquireJobSlot(ctx, job.Team, id, min(JobSlotWaitMax, untilNext/2)) {
 		log.Warn("job.skipped_no_slot", "job", id)
-		postJobNote(ctx, job, id, "skipped", fmt.Sprintf("⏭️ Skipped this run of *%s*: %d scheduled jobs of this workspace were "+
+		postJobNote(ctx, job, postID, "skipped", fmt.Sprintf("⏭️ Skipped this run of *%s*: %d scheduled jobs of this workspace were "+
 			"already running. The next run happens as scheduled.", job.DisplayName(), MaxJobsPerTeam))
 		return nil
 	}
@@ -98,7 +103,7 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 
 	var header activities.PostResult
 	err := workflow.ExecuteActivity(slackOptions(ctx, "header"), a.PostMessage, activities.PostInput{
-		Team: job.Team, Channel: job.Channel, ThreadTS: job.ThreadTS, RunID: id, Key: "header",
+		Team: job.Team, Channel: job.Channel, ThreadTS: job.ThreadTS, RunID: postID, Key: "header",
 		Text: "⏰ Scheduled job *" + job.DisplayName() + "*",
 	}).Get(ctx, &header)
 	if err != nil {
@@ -115,7 +120,7 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 		ttl = max(untilNext/2, time.Minute)
 	}
 	m := Message{
-		EventID: "job:" + id, Team: job.Team, Channel: job.Channel, TS: header.TS, ThreadTS: thread,
+		EventID: "job:" + postID, Team: job.Team, Channel: job.Channel, TS: header.TS, ThreadTS: thread,
 		User: job.Creator, Text: job.Instruction, Kind: KindScheduled, Job: id, ApprovalTTL: ttl,
 	}
 	key := m.Key()
@@ -144,7 +149,7 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	case !got:
 		log.Warn("job.run_unfinished", "job", id)
 	case done.Status == RunFailed:
-		postJobNote(ctx, job, id, "failed", "⚠️ This run of *"+job.DisplayName()+"* failed ("+cut(done.Reason, 200)+
+		postJobNote(ctx, job, postID, "failed", "⚠️ This run of *"+job.DisplayName()+"* failed ("+cut(done.Reason, 200)+
 			"). The next run happens as scheduled.", thread)
 	default:
 		log.Info("job.done", "job", id, "status", done.Status)

@@ -1,0 +1,640 @@
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/client"
+)
+
+// Heartbeat monitors (seed 003 "Heartbeat Monitor", seed 000 "Heartbeat tools"): a condition checked
+// on a schedule, alerting in a channel only when its state changes. Each monitor is a Temporal
+// Schedule heartbeat:{team}:{slug} whose firings start the monitor workflow
+// (workflows/monitor.go) with two arguments: the MonitorSpec and the last MonitorState.
+//
+// Where the last state lives: in the schedule itself, as the action's second argument, rewritten by
+// each firing after its check (SaveMonitorState). It is durable (the schedule is), shared by every
+// replica, visible in the Web UI, and needs no other store; the overlap policy "skip" runs one firing
+// of a monitor at a time, so two firings never race on it.
+
+// Heartbeat tool names.
+const (
+	CreateHeartbeat = "lucy_create_heartbeat"
+	ListHeartbeats  = "lucy_list_heartbeats"
+	DeleteHeartbeat = "lucy_delete_heartbeat"
+)
+
+// Check kinds.
+const (
+	CheckHTTP = "http" // an endpoint's health: status and latency
+	CheckPage = "page" // a page's text: contains, stops containing, or changes
+	CheckJSON = "json" // a JSON value against a threshold
+)
+
+// MonitorSpec is what a monitor checks and where it reports.
+type MonitorSpec struct {
+	Team         string       `json:"team"`
+	Slug         string       `json:"slug"`
+	Name         string       `json:"name"`
+	Channel      string       `json:"channel"`
+	ThreadTS     string       `json:"threadTs,omitempty"`
+	Creator      string       `json:"creator"`
+	EveryMinutes int          `json:"everyMinutes"`
+	Check        MonitorCheck `json:"check"`
+}
+
+// MonitorCheck is the condition.
+type MonitorCheck struct {
+	Kind string `json:"kind"`
+	URL  string `json:"url"`
+	// http: the expected status (0: any 2xx or 3xx) and the latency above which it counts as down.
+	ExpectStatus int `json:"expectStatus,omitempty"`
+	MaxLatencyMS int `json:"maxLatencyMs,omitempty"`
+	// page: OK while the text contains Contains (alert when it stops), or while it does not contain
+	// NotContains (alert when it appears), or, with neither, alert whenever the text changes.
+	Contains    string `json:"contains,omitempty"`
+	NotContains string `json:"notContains,omitempty"`
+	// json: the value at Path compared with Threshold by Op; alert when the comparison starts or
+	// stops holding.
+	Path      string  `json:"path,omitempty"`
+	Op        string  `json:"op,omitempty"`
+	Threshold float64 `json:"threshold,omitempty"`
+}
+
+// MonitorState is a monitor's last known state.
+type MonitorState struct {
+	// Status is "ok" or "alert" ("" before the first check).
+	Status    string    `json:"status,omitempty"`
+	Since     time.Time `json:"since,omitempty"`
+	CheckedAt time.Time `json:"checkedAt,omitempty"`
+	Evidence  string    `json:"evidence,omitempty"`
+	// Hash is the page text's hash, for "changes" monitors.
+	Hash string `json:"hash,omitempty"`
+}
+
+// MonitorResult is one check: the new state and, when the state changed, the alert to post.
+type MonitorResult struct {
+	State MonitorState `json:"state"`
+	Alert string       `json:"alert,omitempty"`
+}
+
+// Limits.
+const (
+	minEveryMinutes    = 1
+	maxEveryMinutes    = 7 * 24 * 60
+	monitorTimeout     = 15 * time.Second
+	monitorBodyLimit   = 2 << 20
+	defaultEvery       = 5
+	monitorEvidenceMax = 300
+)
+
+var jsonOps = []string{"<", "<=", ">", ">=", "==", "!="}
+
+func heartbeatNameProp() prop {
+	return strProp("name", "The monitor's name, e.g. \"api health\" (its ID is derived from it).", 1, 80)
+}
+
+var heartbeatTools = []entry{
+	{
+		spec: Spec{
+			Name: CreateHeartbeat,
+			Description: "Create a monitor: a condition checked every few minutes, with an alert in a channel only when it " +
+				"changes (down, back up, content changed), with the evidence. Kinds: \"http\" (the URL answers with the " +
+				"expected status, by default any 2xx/3xx, within max_latency_ms if given), \"page\" (the page's text " +
+				"contains `contains`, or does not contain `not_contains`, or, with neither, any change of its text), " +
+				"\"json\" (the number at `path`, like \"data.items.0.price\", compared with `threshold` by `op`; the " +
+				"alert fires when the comparison becomes true and clears when it stops). No model runs at each check.",
+			Human: "setting up a monitor",
+		},
+		required: []string{"name", "kind", "url"},
+		props: func() []prop {
+			return []prop{
+				heartbeatNameProp(),
+				enumProp("kind", "What to check.", CheckHTTP, CheckPage, CheckJSON),
+				strProp("url", "The http(s) URL to check.", 1, 2048),
+				intProp("every_minutes", "How often to check, in minutes (default 5).", minEveryMinutes, maxEveryMinutes),
+				intProp("expect_status", "http: the status that means up (default: any 2xx or 3xx).", 100, 599),
+				intProp("max_latency_ms", "http: slower than this counts as down.", 1, 120000),
+				strProp("contains", "page: alert when the text stops containing this.", 1, 500),
+				strProp("not_contains", "page: alert when the text starts containing this.", 1, 500),
+				strProp("path", "json: where the number is: keys and array indexes separated by dots (\"$.\" prefix allowed).", 1, 300),
+				enumProp("op", "json: the comparison that raises the alert.", jsonOps...),
+				prop{"threshold", map[string]any{"type": "number", "description": "json: the number to compare with."}},
+				strProp("channel", "Where to post alerts (ID or #name); default: this conversation's channel.", 0, 200),
+			}
+		},
+		run: (*Registry).createHeartbeat,
+	},
+	{
+		spec:  Spec{Name: ListHeartbeats, Description: "List the workspace's monitors with what they check, their state and last check.", Idempotent: true, Human: "checking your monitors"},
+		props: func() []prop { return nil },
+		run:   (*Registry).listHeartbeats,
+	},
+	{
+		spec: Spec{
+			Name:        DeleteHeartbeat,
+			Description: "Delete a monitor for good. Only its creator or an admin may; a person must approve it first.",
+			Destructive: true,
+			Human:       "removing a monitor",
+		},
+		required: []string{"name"},
+		props:    func() []prop { return []prop{heartbeatNameProp()} },
+		run:      (*Registry).deleteHeartbeat,
+	},
+}
+
+type createHeartbeatArgs struct {
+	Name         string   `json:"name"`
+	Kind         string   `json:"kind"`
+	URL          string   `json:"url"`
+	EveryMinutes int      `json:"every_minutes"`
+	ExpectStatus int      `json:"expect_status"`
+	MaxLatencyMS int      `json:"max_latency_ms"`
+	Contains     string   `json:"contains"`
+	NotContains  string   `json:"not_contains"`
+	Path         string   `json:"path"`
+	Op           string   `json:"op"`
+	Threshold    *float64 `json:"threshold"`
+	Channel      string   `json:"channel"`
+}
+
+func (r *Registry) createHeartbeat(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	var args createHeartbeatArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	slug, err := slugArg(CreateHeartbeat, "", args.Name)
+	if err != nil {
+		return Output{}, err
+	}
+	check := MonitorCheck{Kind: args.Kind, URL: strings.TrimSpace(args.URL), ExpectStatus: args.ExpectStatus, MaxLatencyMS: args.MaxLatencyMS,
+		Contains: args.Contains, NotContains: args.NotContains, Path: args.Path, Op: args.Op}
+	if args.Threshold != nil {
+		check.Threshold = *args.Threshold
+	}
+	if err := r.validateCheck(ctx, check, args.Threshold != nil); err != nil {
+		return Output{}, err
+	}
+	every := args.EveryMinutes
+	if every == 0 {
+		every = defaultEvery
+	}
+	api, out := r.schedulesAPI(CreateHeartbeat)
+	if out != nil {
+		return *out, nil
+	}
+	channel := inv.Channel
+	if args.Channel != "" {
+		channel = args.Channel
+	}
+	channel, out, err = r.checkPostable(ctx, CreateHeartbeat, inv.Team, channel)
+	if err != nil || out != nil {
+		return deref(out), err
+	}
+	spec := MonitorSpec{Team: inv.Team, Slug: slug, Name: strings.TrimSpace(args.Name), Channel: channel, Creator: inv.User,
+		EveryMinutes: every, Check: check}
+	id := scheduleID(heartbeatPrefix, inv.Team, slug)
+	_, err = api.Create(ctx, client.ScheduleOptions{
+		ID:            id,
+		Spec:          client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Duration(every) * time.Minute}}},
+		Action:        monitorAction(id, spec, MonitorState{}),
+		Overlap:       enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		CatchupWindow: CatchupWindow,
+		Memo:          map[string]any{"creator": spec.Creator, "name": spec.Name},
+		// Check at once, so the person learns now whether the monitor sees what they meant.
+		TriggerImmediately: true,
+	})
+	if isAlreadyExists(err) {
+		return Output{IsError: true, Content: fmt.Sprintf("Error: a monitor named %q already exists (%s). Pick another name, "+
+			"or delete that one first.", spec.Name, id)}, nil
+	}
+	if err != nil {
+		return Output{}, r.scheduleFailed(CreateHeartbeat, err)
+	}
+	return Output{Content: fmt.Sprintf("Created the monitor %q (%s): %s, every %d minute(s). Alerts go to <#%s> when its state "+
+		"changes; the first check runs now and posts only if it already fails.", spec.Name, id, describeCheck(check), every, channel)}, nil
+}
+
+// monitorAction starts the monitor workflow with the spec and the last state.
+func monitorAction(id string, spec MonitorSpec, st MonitorState) *client.ScheduleWorkflowAction {
+	return &client.ScheduleWorkflowAction{ID: id, Workflow: MonitorWorkflow, Args: []any{spec, st}, TaskQueue: TaskQueue,
+		Memo: map[string]any{"creator": spec.Creator, "channel": spec.Channel, "check": describeCheck(spec.Check)}}
+}
+
+func (r *Registry) validateCheck(ctx context.Context, c MonitorCheck, hasThreshold bool) error {
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return argErrorf(CreateHeartbeat, "%q is not an absolute http or https URL", truncate(c.URL, 200))
+	}
+	if err := refuseCredentials(u, redact(u)); err != nil {
+		return err
+	}
+	if err := r.checkHost(ctx, u.Hostname()); err != nil {
+		return argErrorf(CreateHeartbeat, "%s is a private, loopback, link-local or reserved address: monitors check public addresses", redact(u))
+	}
+	switch c.Kind {
+	case CheckHTTP:
+	case CheckPage:
+		if c.Contains != "" && c.NotContains != "" {
+			return argErrorf(CreateHeartbeat, "give contains or not_contains, not both (make two monitors)")
+		}
+	case CheckJSON:
+		if c.Path == "" || c.Op == "" || !hasThreshold {
+			return argErrorf(CreateHeartbeat, "a json monitor needs path, op and threshold")
+		}
+		if _, err := splitPath(c.Path); err != nil {
+			return argErrorf(CreateHeartbeat, "%v", err)
+		}
+	default:
+		return argErrorf(CreateHeartbeat, "unknown kind %q: use http, page or json", c.Kind)
+	}
+	return nil
+}
+
+func describeCheck(c MonitorCheck) string {
+	switch c.Kind {
+	case CheckHTTP:
+		s := "http " + c.URL
+		if c.ExpectStatus != 0 {
+			s += fmt.Sprintf(" answers %d", c.ExpectStatus)
+		} else {
+			s += " answers 2xx/3xx"
+		}
+		if c.MaxLatencyMS > 0 {
+			s += fmt.Sprintf(" within %d ms", c.MaxLatencyMS)
+		}
+		return s
+	case CheckPage:
+		switch {
+		case c.Contains != "":
+			return fmt.Sprintf("page %s contains %q", c.URL, c.Contains)
+		case c.NotContains != "":
+			return fmt.Sprintf("page %s does not contain %q", c.URL, c.NotContains)
+		}
+		return "page " + c.URL + " changes"
+	case CheckJSON:
+		return fmt.Sprintf("json %s: %s %s %s", c.URL, c.Path, c.Op, strconv.FormatFloat(c.Threshold, 'f', -1, 64))
+	}
+	return c.Kind + " " + c.URL
+}
+
+// CheckMonitor runs one check and compares it with the last state. It never calls a model. A check
+// that cannot reach the URL counts as failing, with why as the evidence.
+func (r *Registry) CheckMonitor(ctx context.Context, spec MonitorSpec, last MonitorState) MonitorResult {
+	now := r.now().UTC()
+	c := spec.Check
+	ok, evidence, hash := r.evaluate(ctx, c)
+	st := MonitorState{CheckedAt: now, Evidence: truncate(evidence, monitorEvidenceMax), Hash: hash, Status: "alert", Since: last.Since}
+	if ok {
+		st.Status = "ok"
+	}
+	if st.Status != last.Status {
+		st.Since = now
+	}
+	name := spec.DisplayName()
+	var alert string
+	switch {
+	case c.Kind == CheckPage && c.Contains == "" && c.NotContains == "":
+		// A "changes" monitor: the first check records the text; every change after is an alert.
+		switch {
+		case hash == "": // unreadable: keep the last text's hash to compare with next time
+			st.Hash = last.Hash
+			if last.Status != "alert" {
+				alert = fmt.Sprintf("🔴 *%s*: the page could not be read: %s.", name, evidence)
+			}
+		case last.Status == "alert" && last.Hash != "" && hash != last.Hash:
+			alert = fmt.Sprintf("🟢 *%s*: the page can be read again, and it changed. %s", name, evidence)
+		case last.Status == "alert":
+			alert = fmt.Sprintf("🟢 *%s*: the page can be read again (unchanged).", name)
+		case last.Hash != "" && hash != last.Hash:
+			alert = fmt.Sprintf("🔔 *%s*: the page changed. %s", name, evidence)
+			st.Since = now
+		}
+	case last.Status == "" && st.Status == "alert":
+		alert = fmt.Sprintf("🔴 *%s* is failing from its first check: %s. (%s)", name, evidence, describeCheck(c))
+	case last.Status == "ok" && st.Status == "alert":
+		alert = fmt.Sprintf("🔴 *%s* is failing: %s. (%s)", name, evidence, describeCheck(c))
+	case last.Status == "alert" && st.Status == "ok":
+		alert = fmt.Sprintf("🟢 *%s* is OK again: %s (it had failed since %s).", name, evidence, last.Since.Format("Jan 2 15:04 UTC"))
+	}
+	return MonitorResult{State: st, Alert: alert}
+}
+
+// DisplayName is the monitor's name for people.
+func (s MonitorSpec) DisplayName() string { return firstNonEmpty(s.Name, s.Slug, "monitor") }
+
+// evaluate fetches the URL and says whether the condition holds, with the evidence (and, for page
+// monitors, the text's hash; "" when it could not be read).
+func (r *Registry) evaluate(ctx context.Context, c MonitorCheck) (ok bool, evidence, hash string) {
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		return false, "the URL cannot be read", ""
+	}
+	if err := r.checkHost(ctx, u.Hostname()); err != nil {
+		return false, "the address is private", ""
+	}
+	cctx, cancel := context.WithTimeout(ctx, monitorTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(cctx, http.MethodGet, c.URL, nil)
+	if err != nil {
+		return false, err.Error(), ""
+	}
+	req.Header.Set("User-Agent", userAgent)
+	start := time.Now()
+	resp, err := r.http.Do(req)
+	latency := time.Since(start)
+	if err != nil {
+		if cctx.Err() != nil {
+			return false, fmt.Sprintf("no answer within %s", monitorTimeout), ""
+		}
+		return false, "unreachable: " + truncate(RedactCredentials(err.Error()), 200), ""
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, monitorBodyLimit))
+	if err != nil {
+		return false, "the answer could not be read: " + err.Error(), ""
+	}
+	ms := latency.Milliseconds()
+	status := fmt.Sprintf("HTTP %d in %d ms", resp.StatusCode, ms)
+	switch c.Kind {
+	case CheckHTTP:
+		good := resp.StatusCode >= 200 && resp.StatusCode < 400
+		if c.ExpectStatus != 0 {
+			good = resp.StatusCode == c.ExpectStatus
+		}
+		if !good {
+			return false, status + fmt.Sprintf(" (expected %s)", expectText(c.ExpectStatus)), ""
+		}
+		if c.MaxLatencyMS > 0 && ms > int64(c.MaxLatencyMS) {
+			return false, status + fmt.Sprintf(" (slower than %d ms)", c.MaxLatencyMS), ""
+		}
+		return true, status, ""
+	case CheckPage:
+		if resp.StatusCode >= 400 {
+			return false, status, ""
+		}
+		text := string(body)
+		if strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "html") {
+			_, text = htmlToText(text, u)
+		}
+		sum := sha256.Sum256([]byte(strings.Join(strings.Fields(text), " ")))
+		hash = hex.EncodeToString(sum[:8])
+		switch {
+		case c.Contains != "":
+			if strings.Contains(text, c.Contains) {
+				return true, fmt.Sprintf("%s; the page contains %q", status, c.Contains), hash
+			}
+			return false, fmt.Sprintf("%s; the page no longer contains %q", status, c.Contains), hash
+		case c.NotContains != "":
+			if i := strings.Index(text, c.NotContains); i >= 0 {
+				return false, fmt.Sprintf("%s; the page now contains %q: …%s…", status, c.NotContains, snippet(text, i, len(c.NotContains))), hash
+			}
+			return true, fmt.Sprintf("%s; the page does not contain %q", status, c.NotContains), hash
+		}
+		return true, fmt.Sprintf("%s; the text now begins: %s", status, truncate(strings.Join(strings.Fields(text), " "), 160)), hash
+	case CheckJSON:
+		if resp.StatusCode >= 400 {
+			return false, status, ""
+		}
+		var doc any
+		if err := json.Unmarshal(body, &doc); err != nil {
+			return false, status + "; the answer is not JSON", ""
+		}
+		v, err := lookupJSON(doc, c.Path)
+		if err != nil {
+			return false, fmt.Sprintf("%s; %v", status, err), ""
+		}
+		holds := compare(v, c.Op, c.Threshold)
+		shown := strconv.FormatFloat(v, 'f', -1, 64)
+		th := strconv.FormatFloat(c.Threshold, 'f', -1, 64)
+		if holds {
+			return false, fmt.Sprintf("%s is %s (%s %s)", c.Path, shown, c.Op, th), ""
+		}
+		return true, fmt.Sprintf("%s is %s (not %s %s)", c.Path, shown, c.Op, th), ""
+	}
+	return false, "unknown check kind " + c.Kind, ""
+}
+
+func expectText(code int) string {
+	if code == 0 {
+		return "2xx or 3xx"
+	}
+	return strconv.Itoa(code)
+}
+
+func snippet(s string, i, n int) string {
+	from, to := max(0, i-40), min(len(s), i+n+40)
+	return strings.Join(strings.Fields(s[from:to]), " ")
+}
+
+func compare(v float64, op string, t float64) bool {
+	switch op {
+	case "<":
+		return v < t
+	case "<=":
+		return v <= t
+	case ">":
+		return v > t
+	case ">=":
+		return v >= t
+	case "==":
+		return v == t
+	case "!=":
+		return v != t
+	}
+	return false
+}
+
+// splitPath reads "data.items.0.price" or "$.data.items[0].price".
+func splitPath(p string) ([]string, error) {
+	p = strings.TrimPrefix(strings.TrimPrefix(strings.TrimSpace(p), "$"), ".")
+	p = strings.NewReplacer("[", ".", "]", "").Replace(p)
+	if p == "" {
+		return nil, fmt.Errorf("the path is empty: give keys separated by dots, like data.price")
+	}
+	parts := strings.Split(p, ".")
+	for _, part := range parts {
+		if part == "" {
+			return nil, fmt.Errorf("the path %q has an empty step", p)
+		}
+	}
+	return parts, nil
+}
+
+// lookupJSON finds the number at path.
+func lookupJSON(doc any, path string) (float64, error) {
+	parts, err := splitPath(path)
+	if err != nil {
+		return 0, err
+	}
+	cur := doc
+	for i, part := range parts {
+		switch x := cur.(type) {
+		case map[string]any:
+			v, ok := x[part]
+			if !ok {
+				return 0, fmt.Errorf("%s has no %q", strings.Join(parts[:i], ".")+"(root)", part)
+			}
+			cur = v
+		case []any:
+			n, err := strconv.Atoi(part)
+			if err != nil || n < 0 || n >= len(x) {
+				return 0, fmt.Errorf("%q is not an index of a list of %d", part, len(x))
+			}
+			cur = x[n]
+		default:
+			return 0, fmt.Errorf("cannot look up %q in a %T", part, cur)
+		}
+	}
+	switch x := cur.(type) {
+	case float64:
+		return x, nil
+	case string:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+			return f, nil
+		}
+	case bool:
+		if x {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	return 0, fmt.Errorf("the value at %s is not a number", path)
+}
+
+// SaveMonitorState writes the state a firing found into its schedule, for the next firing.
+func (r *Registry) SaveMonitorState(ctx context.Context, spec MonitorSpec, st MonitorState) error {
+	api, out := r.schedulesAPI("monitor")
+	if out != nil {
+		return fmt.Errorf("save the monitor's state: %s", out.Content)
+	}
+	id := scheduleID(heartbeatPrefix, spec.Team, spec.Slug)
+	err := api.GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		s := in.Description.Schedule
+		act, ok := s.Action.(*client.ScheduleWorkflowAction)
+		if !ok || len(act.Args) == 0 {
+			return nil, fmt.Errorf("%s is not a monitor schedule", id)
+		}
+		act.Args = []any{act.Args[0], st} // the spec as it is now (an operator may have changed it)
+		return &client.ScheduleUpdate{Schedule: &s}, nil
+	}})
+	if isNotFound(err) {
+		return nil // deleted meanwhile: nothing to remember
+	}
+	return err
+}
+
+func (r *Registry) describeMonitor(ctx context.Context, api client.ScheduleClient, id string) (*client.ScheduleDescription, MonitorSpec, MonitorState, error) {
+	d, err := api.GetHandle(ctx, id).Describe(ctx)
+	if err != nil {
+		return nil, MonitorSpec{}, MonitorState{}, err
+	}
+	var spec MonitorSpec
+	var st MonitorState
+	act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
+	if !ok || len(act.Args) == 0 {
+		return d, spec, st, fmt.Errorf("not a monitor")
+	}
+	dc := r.dataConverter()
+	if p, ok := act.Args[0].(*commonpb.Payload); ok {
+		if err := dc.FromPayload(p, &spec); err != nil {
+			return d, spec, st, err
+		}
+	}
+	if len(act.Args) > 1 {
+		if p, ok := act.Args[1].(*commonpb.Payload); ok {
+			_ = dc.FromPayload(p, &st)
+		}
+	}
+	return d, spec, st, nil
+}
+
+func (r *Registry) listHeartbeats(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	if err := decodeArgs(e, inv.Arguments, &struct{}{}); err != nil {
+		return Output{}, err
+	}
+	api, out := r.schedulesAPI(ListHeartbeats)
+	if out != nil {
+		return *out, nil
+	}
+	entries, err := listSchedules(ctx, api, heartbeatPrefix, inv.Team)
+	if err != nil {
+		return Output{}, r.scheduleFailed(ListHeartbeats, err)
+	}
+	var b strings.Builder
+	n := 0
+	for _, le := range entries {
+		d, spec, st, err := r.describeMonitor(ctx, api, le.ID)
+		if isNotFound(err) {
+			continue
+		}
+		n++
+		if err != nil {
+			fmt.Fprintf(&b, "- %s: not readable (%v)\n", le.ID, err)
+			continue
+		}
+		state := "not checked yet"
+		switch st.Status {
+		case "ok":
+			state = "OK since " + st.Since.Format("Jan 2 15:04 UTC")
+		case "alert":
+			state = "FAILING since " + st.Since.Format("Jan 2 15:04 UTC")
+		}
+		fmt.Fprintf(&b, "- %s [%s]: %s, every %d min; %s", spec.DisplayName(), le.ID, describeCheck(spec.Check), spec.EveryMinutes, state)
+		if !st.CheckedAt.IsZero() {
+			fmt.Fprintf(&b, "; last check %s: %s", st.CheckedAt.Format("Jan 2 15:04 UTC"), st.Evidence)
+		}
+		if d.Schedule.State != nil && d.Schedule.State.Paused {
+			b.WriteString("; paused")
+		} else if len(d.Info.NextActionTimes) > 0 {
+			fmt.Fprintf(&b, "; next %s", d.Info.NextActionTimes[0].UTC().Format("15:04 UTC"))
+		}
+		fmt.Fprintf(&b, "; alerts in <#%s>; created by <@%s>\n", spec.Channel, spec.Creator)
+	}
+	if n == 0 {
+		return Output{Content: "There are no monitors in this workspace."}, nil
+	}
+	return Output{Content: fmt.Sprintf("%d monitor(s):\n", n) + strings.TrimRight(b.String(), "\n")}, nil
+}
+
+func (r *Registry) deleteHeartbeat(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	var args cronNameArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	slug, err := slugArg(DeleteHeartbeat, "", args.Name)
+	if err != nil {
+		return Output{}, err
+	}
+	api, out := r.schedulesAPI(DeleteHeartbeat)
+	if out != nil {
+		return *out, nil
+	}
+	id := scheduleID(heartbeatPrefix, inv.Team, slug)
+	_, spec, _, err := r.describeMonitor(ctx, api, id)
+	if isNotFound(err) {
+		return Output{IsError: true, Content: fmt.Sprintf("Error: there is no monitor named %q (%s). Use %s to see them.", args.Name, id, ListHeartbeats)}, nil
+	}
+	if err != nil && spec.Creator == "" {
+		return Output{}, r.scheduleFailed(DeleteHeartbeat, err)
+	}
+	if !r.mayManage(inv.User, spec.Creator) {
+		return Output{IsError: true, Content: fmt.Sprintf("Error: only <@%s>, who created %q, or an admin may delete it. Nothing was changed.",
+			spec.Creator, spec.DisplayName())}, nil
+	}
+	if err := api.GetHandle(ctx, id).Delete(ctx); err != nil && !isNotFound(err) {
+		return Output{}, r.scheduleFailed(DeleteHeartbeat, err)
+	}
+	return Output{Content: fmt.Sprintf("Deleted the monitor %q; it will not check or alert again.", spec.DisplayName())}, nil
+}

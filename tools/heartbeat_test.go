@@ -1,0 +1,164 @@
+package tools
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// flipper is a server whose answer the test changes.
+type flipper struct {
+	mu     sync.Mutex
+	status int
+	body   string
+	ctype  string
+	delay  time.Duration
+}
+
+func (f *flipper) set(status int, ctype, body string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status, f.ctype, f.body = status, ctype, body
+}
+
+func newFlipper(t *testing.T) (*flipper, string) {
+	f := &flipper{status: 200, ctype: "text/plain", body: "all good"}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		status, ctype, body, delay := f.status, f.ctype, f.body, f.delay
+		f.mu.Unlock()
+		time.Sleep(delay)
+		w.Header().Set("Content-Type", ctype)
+		w.WriteHeader(status)
+		fmt.Fprint(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return f, srv.URL
+}
+
+// steps runs the check repeatedly, feeding each state to the next, and returns the alerts.
+func steps(t *testing.T, r *Registry, spec MonitorSpec, each func(i int)) []string {
+	t.Helper()
+	var st MonitorState
+	var alerts []string
+	for i := 0; i < 6; i++ {
+		each(i)
+		res := r.CheckMonitor(t.Context(), spec, st)
+		if res.Alert != "" {
+			alerts = append(alerts, fmt.Sprintf("%d:%s", i, res.Alert))
+		}
+		st = res.State
+	}
+	return alerts
+}
+
+func TestMonitorAlertsOnlyOnChange(t *testing.T) {
+	f, url := newFlipper(t)
+	r := newTestRegistry(t, Deps{AllowPrivateNetworks: true})
+
+	// http: up, up, down, down, up, up → one alert down, one up.
+	spec := MonitorSpec{Name: "api", Check: MonitorCheck{Kind: CheckHTTP, URL: url}}
+	alerts := steps(t, r, spec, func(i int) {
+		if i == 2 || i == 3 {
+			f.set(503, "text/plain", "down")
+		} else {
+			f.set(200, "text/plain", "ok")
+		}
+	})
+	if len(alerts) != 2 || !strings.HasPrefix(alerts[0], "2:🔴 *api* is failing: HTTP 503") || !strings.HasPrefix(alerts[1], "4:🟢 *api* is OK again: HTTP 200") {
+		t.Errorf("http alerts %q", alerts)
+	}
+
+	// Latency.
+	f.set(200, "text/plain", "ok")
+	f.mu.Lock()
+	f.delay = 60 * time.Millisecond
+	f.mu.Unlock()
+	res := r.CheckMonitor(t.Context(), MonitorSpec{Name: "slow", Check: MonitorCheck{Kind: CheckHTTP, URL: url, MaxLatencyMS: 20}}, MonitorState{})
+	if res.State.Status != "alert" || !strings.Contains(res.Alert, "slower than 20 ms") || !strings.Contains(res.Alert, "from its first check") {
+		t.Errorf("latency: %+v", res)
+	}
+	f.mu.Lock()
+	f.delay = 0
+	f.mu.Unlock()
+
+	// page contains: present, present, gone, gone, back.
+	spec = MonitorSpec{Name: "stock", Check: MonitorCheck{Kind: CheckPage, URL: url, Contains: "In stock"}}
+	alerts = steps(t, r, spec, func(i int) {
+		if i == 2 || i == 3 {
+			f.set(200, "text/html", "<html><body><p>Sold out</p></body></html>")
+		} else {
+			f.set(200, "text/html", "<html><body><p>In stock</p></body></html>")
+		}
+	})
+	if len(alerts) != 2 || !strings.Contains(alerts[0], `no longer contains "In stock"`) || !strings.HasPrefix(alerts[1], "4:🟢") {
+		t.Errorf("page alerts %q", alerts)
+	}
+
+	// page changes: baseline, same, changed, same, changed again.
+	spec = MonitorSpec{Name: "docs", Check: MonitorCheck{Kind: CheckPage, URL: url}}
+	alerts = steps(t, r, spec, func(i int) {
+		f.set(200, "text/plain", map[int]string{0: "v1", 1: "v1", 2: "v2", 3: "v2", 4: "v3", 5: "v3"}[i])
+	})
+	if len(alerts) != 2 || !strings.HasPrefix(alerts[0], "2:🔔 *docs*: the page changed") || !strings.HasPrefix(alerts[1], "4:🔔") {
+		t.Errorf("change alerts %q", alerts)
+	}
+
+	// json threshold: price 30, 30, 18 (< 20: alert), 15, 25 (clears), 25.
+	spec = MonitorSpec{Name: "price", Check: MonitorCheck{Kind: CheckJSON, URL: url, Path: "$.data.items[0].price", Op: "<", Threshold: 20}}
+	prices := []float64{30, 30, 18, 15, 25, 25}
+	alerts = steps(t, r, spec, func(i int) {
+		f.set(200, "application/json", fmt.Sprintf(`{"data":{"items":[{"price":%v}]}}`, prices[i]))
+	})
+	if len(alerts) != 2 || !strings.Contains(alerts[0], "$.data.items[0].price is 18 (< 20)") || !strings.HasPrefix(alerts[1], "4:🟢") {
+		t.Errorf("json alerts %q", alerts)
+	}
+
+	// Unreachable counts as failing, with why.
+	res = r.CheckMonitor(t.Context(), MonitorSpec{Name: "gone", Check: MonitorCheck{Kind: CheckHTTP, URL: "http://127.0.0.1:1/"}}, MonitorState{Status: "ok"})
+	if res.State.Status != "alert" || !strings.Contains(res.Alert, "unreachable") {
+		t.Errorf("unreachable: %+v", res)
+	}
+}
+
+func TestLookupJSON(t *testing.T) {
+	doc := map[string]any{"a": map[string]any{"b": []any{1.0, map[string]any{"c": "42.5"}}}, "ok": true}
+	for _, tt := range []struct {
+		path string
+		want float64
+		err  string
+	}{
+		{"a.b.0", 1, ""}, {"$.a.b[1].c", 42.5, ""}, {"ok", 1, ""},
+		{"a.x", 0, `has no "x"`}, {"a.b.7", 0, "not an index"}, {"a", 0, "not a number"}, {"a..b", 0, "empty step"},
+	} {
+		got, err := lookupJSON(doc, tt.path)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: err %v, want %q", tt.path, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s = %v, %v; want %v", tt.path, got, err, tt.want)
+		}
+	}
+}
+
+func TestCreateHeartbeatBadInput(t *testing.T) {
+	r := newTestRegistry(t, Deps{})
+	for _, tt := range []struct{ args, want string }{
+		{`{"name": "x", "kind": "ping", "url": "https://example.com"}`, "must be one of http, page, json"},
+		{`{"name": "x", "kind": "http", "url": "example.com"}`, "not an absolute http or https URL"},
+		{`{"name": "x", "kind": "http", "url": "http://169.254.169.254/"}`, "monitors check public addresses"},
+		{`{"name": "x", "kind": "json", "url": "https://example.com", "path": "a"}`, "needs path, op and threshold"},
+		{`{"name": "x", "kind": "page", "url": "https://example.com", "contains": "a", "not_contains": "b"}`, "not both"},
+		{`{"name": "x", "kind": "http", "url": "https://example.com", "every_minutes": 0}`, `"every_minutes" must be at least 1`},
+	} {
+		_, err := run(t, r, CreateHeartbeat, tt.args)
+		wantArgError(t, err, CreateHeartbeat, tt.want)
+	}
+}
