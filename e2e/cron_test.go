@@ -23,7 +23,9 @@ func isScheduledRun(req fakellm.Request) bool {
 }
 
 // botSlack is a Slack client with Lucy's bot token on the local workspace.
-func (s *stack) botSlack() *slack.Client { return slack.New("xoxb-test", slack.OptionAPIURL(s.slackURL)) }
+func (s *stack) botSlack() *slack.Client {
+	return slack.New("xoxb-test", slack.OptionAPIURL(s.slackURL))
+}
 
 // cronTools is the worker's tool registry as the agent loop's activity uses it, so that the test
 // calls the tools exactly as the model's calls reach them.
