@@ -69,7 +69,7 @@ func appendUnique(list []string, s string) []string {
 }
 
 // CapExempt reports whether a tool is exempt from the per-tool cap. Seed 000 exempts search tools and
-// the Composio workbench; we also exempt the other read-only lookups (list, get, read, fetch), because
+// the hosted code workbench, whose place Lucy's sandbox (lucy_run_script) takes; we also exempt the other read-only lookups (list, get, read, fetch), because
 // calling them many times with different inputs is how research works, and the run-journal tools,
 // which the model is asked to call often. Loop detection still catches any of them thrashing.
 func CapExempt(name string) bool {
@@ -79,7 +79,7 @@ func CapExempt(name string) bool {
 		strings.HasPrefix(n, "list_"), strings.HasPrefix(n, "lucy_list"),
 		strings.HasPrefix(n, "get_"), strings.HasPrefix(n, "lucy_get_"),
 		strings.HasPrefix(n, "read"), strings.HasPrefix(n, "lucy_read"),
-		strings.Contains(n, "remote_workbench"), strings.Contains(n, "remote_bash"),
+		n == ToolRunScript,
 		n == "lucy_web_fetch",
 		n == ToolGetRunJournal, n == ToolUpdateRunJournal, n == ToolAppendRunJournalEntry:
 		return true

@@ -50,7 +50,7 @@ func TestCapExempt(t *testing.T) {
 		"list_files": true, "lucy_list_crons": true, "lucy_list_slack_channels": true,
 		"get_notes": true, "lucy_get_channel_history": true, "read_file": true, "lucy_read_emails": true,
 		"get_run_journal": true, "update_run_journal": true, "append_run_journal_entry": true,
-		"lucy_web_fetch": true, "COMPOSIO_REMOTE_WORKBENCH": true, "COMPOSIO_REMOTE_BASH_TOOL": true,
+		"lucy_web_fetch": true, "lucy_run_script": true, "COMPOSIO_REMOTE_WORKBENCH": false,
 		"lucy_send_email": false, "lucy_edit_file": false, "lucy_create_cron": false,
 		"COMPOSIO_MULTI_EXECUTE_TOOL": false, "delegate_to_code_agent": false, "forget_password": false,
 	}
