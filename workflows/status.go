@@ -71,6 +71,8 @@ func phaseText(p string) string {
 		return "Waiting for approval"
 	case "waiting_for_answer":
 		return "Waiting for your answer to my question"
+	case "delegating":
+		return "Working with a sub-agent (research, code, documents or integrations)"
 	case "waiting_for_human":
 		return "Paused until someone tells me how to continue"
 	case "finishing":
