@@ -259,6 +259,12 @@ func (a *Activities) postParts(ctx context.Context, op, team, channel, threadTS,
 			return nil, a.slackFail(op+": look for an earlier attempt's post", team, channel, err)
 		}
 	}
+	return a.postPartsAfter(ctx, op, team, channel, threadTS, run, parts, existing)
+}
+
+// postPartsAfter posts the parts that existing (key -> ts of an earlier post) lacks.
+func (a *Activities) postPartsAfter(ctx context.Context, op, team, channel, threadTS, run string, parts []slackPart, existing map[string]string) ([]string, error) {
+	api := a.Slack(team)
 	tss := make([]string, 0, len(parts))
 	for _, p := range parts {
 		if ts, ok := existing[p.key]; ok {
@@ -302,8 +308,23 @@ func (a *Activities) PostPlaceholder(ctx context.Context, in PostInput) (PostRes
 	if !ok {
 		m.Text = "…"
 	}
-	tss, err := a.postParts(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID,
-		[]slackPart{{key: key, text: m.Text, blocks: m.Blocks}})
+	parts := []slackPart{{key: key, text: m.Text, blocks: m.Blocks}}
+	if key != placeholderKey || !attemptRetried(ctx) {
+		tss, err := a.postParts(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID, parts)
+		return postResult(tss), err
+	}
+	existing, err := findOwnPosts(ctx, a.Slack(in.Team), in.Channel, in.ThreadTS, in.RunID)
+	if err != nil {
+		return PostResult{}, a.slackFail("post placeholder: look for an earlier attempt's post", in.Team, in.Channel, err)
+	}
+	// After a Reset from the Web UI the run posts its placeholder again, but the first one was
+	// already turned into the answer (its key is now answer#0): that message is the placeholder, and
+	// the run's DeliverAnswer updates it again instead of answering twice.
+	if ts, ok := existing[fmt.Sprintf(answerKeyFmt, 0)]; ok && existing[placeholderKey] == "" {
+		a.Log.Info().Str("run", in.RunID).Str("ts", ts).Msg("the run's answer already exists (a reset run): it is the placeholder")
+		return PostResult{TS: ts, TSs: []string{ts}}, nil
+	}
+	tss, err := a.postPartsAfter(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID, parts, existing)
 	return postResult(tss), err
 }
 

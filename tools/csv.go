@@ -101,6 +101,15 @@ func (r *Registry) saveAndShare(ctx context.Context, inv Invocation, tool, rel s
 		out.Content = made + ", but did not share it: Slack is not connected for this workspace."
 		return out, nil
 	}
+	if what == "" {
+		// The workspace already held exactly this file: a repeat of this call (an operator's Reset
+		// re-runs it, or the model asks again) may have shared it already. Files v2 uploads take no
+		// idempotency key, so look in the thread for it before sharing it a second time.
+		if id, ok := findSharedFile(ctx, api, inv, path.Base(rel), len(data)); ok {
+			out.Content = fmt.Sprintf("%s; it is already shared in the thread (Slack file %s).", made, id)
+			return out, nil
+		}
+	}
 	file, err := api.UploadFileContext(ctx, slack.UploadFileParameters{
 		Reader:          bytes.NewReader(data),
 		FileSize:        len(data),
@@ -126,4 +135,34 @@ func (r *Registry) saveAndShare(ctx context.Context, inv Invocation, tool, rel s
 	}
 	out.Content = fmt.Sprintf("%s and shared it in the thread (Slack file %s).", made, file.ID)
 	return out, nil
+}
+
+// findSharedFile looks in the conversation's thread for a file Lucy shared with this name and size.
+// A failed lookup is not an error: the file is shared again, which is the lesser harm.
+func findSharedFile(ctx context.Context, api SlackAPI, inv Invocation, name string, size int) (string, bool) {
+	if inv.ThreadTS == "" {
+		return "", false
+	}
+	params := &slack.GetConversationRepliesParameters{ChannelID: inv.Channel, Timestamp: inv.ThreadTS, Limit: 200}
+	for range 5 {
+		msgs, more, next, err := api.GetConversationRepliesContext(ctx, params)
+		if err != nil {
+			return "", false
+		}
+		for _, m := range msgs {
+			if m.BotID == "" {
+				continue
+			}
+			for _, f := range m.Files {
+				if f.Name == name && f.Size == size {
+					return f.ID, true
+				}
+			}
+		}
+		if !more || next == "" {
+			break
+		}
+		params.Cursor = next
+	}
+	return "", false
 }
