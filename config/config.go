@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/signing"
 )
 
@@ -99,6 +100,11 @@ type Config struct {
 	LLMAPIKey  string            // OPENAI_API_KEY or OPENROUTER_API_KEY
 	Provider   string            // "openai", "openrouter" or "custom"
 	Models     map[string]string // tier -> model, LUCY_MODEL_<TIER>
+	// PayloadKeys, when set (LUCY_PAYLOAD_KEYS), encrypt every payload written to Temporal (package
+	// codec); the first key seals, all of them open. CodecAddr (LUCY_CODEC_ADDR) is where `lucy
+	// worker` serves the Web UI's codec endpoint; `lucy dev` serves it on a loopback port by itself.
+	PayloadKeys []codec.Key
+	CodecAddr   string
 	// Search is lucy_web_search's provider: LUCY_SEARCH_PROVIDER (openrouter, perplexity, brave,
 	// tavily), LUCY_SEARCH_API_KEY, LUCY_SEARCH_MODEL, LUCY_SEARCH_BASE_URL. With OPENROUTER_API_KEY
 	// and no provider set, OpenRouter's online model with that key.
@@ -269,6 +275,17 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	}
 	if err := c.loadSearch(getenv); err != nil {
 		return nil, err
+	}
+	if c.PayloadKeys, err = codec.ParseKeys(getenv("LUCY_PAYLOAD_KEYS")); err != nil {
+		return nil, err
+	}
+	if c.CodecAddr = strings.TrimSpace(getenv("LUCY_CODEC_ADDR")); c.CodecAddr != "" {
+		if _, _, err := net.SplitHostPort(c.CodecAddr); err != nil {
+			return nil, fmt.Errorf("LUCY_CODEC_ADDR %q is not host:port (for example 127.0.0.1:8234)", c.CodecAddr)
+		}
+		if len(c.PayloadKeys) == 0 {
+			return nil, errors.New("LUCY_CODEC_ADDR is set but LUCY_PAYLOAD_KEYS is not: there is nothing to decode")
+		}
 	}
 	if err := c.loadLLM(getenv); err != nil {
 		return nil, err

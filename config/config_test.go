@@ -321,3 +321,23 @@ func TestSearchSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestPayloadKeys(t *testing.T) {
+	k := "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_PAYLOAD_KEYS", k))
+	if err != nil || len(c.PayloadKeys) != 1 || c.PayloadKeys[0].ID != "k1" {
+		t.Fatalf("%+v %v", c, err)
+	}
+	for _, tt := range []struct {
+		kv   []string
+		want string
+	}{
+		{[]string{"LUCY_PAYLOAD_KEYS", "k1:short"}, "not 32 bytes"},
+		{[]string{"LUCY_CODEC_ADDR", "127.0.0.1:8234"}, "LUCY_PAYLOAD_KEYS is not"},
+		{[]string{"LUCY_PAYLOAD_KEYS", k, "LUCY_CODEC_ADDR", "8234"}, "not host:port"},
+	} {
+		if _, err := Load(ModeDev, env(append([]string{"OPENAI_API_KEY", "k"}, tt.kv...)...)); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v, want %q", tt.kv, err, tt.want)
+		}
+	}
+}

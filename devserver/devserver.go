@@ -61,6 +61,9 @@ type Options struct {
 	FrontendPort int            // gRPC frontend, e.g. 7233; 0 picks a free port
 	UIPort       int            // Web UI, e.g. 8233; 0 picks a free port
 	Logger       zerolog.Logger // server logs go through it, warn level and above only
+	// CodecEndpoint, when set, is the remote codec the Web UI decodes payloads with
+	// (http://127.0.0.1:port/codec): encrypted payloads then show as what they say.
+	CodecEndpoint string
 }
 
 // Server is a running embedded Temporal server and Web UI.
@@ -217,6 +220,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		DefaultNamespace:    o.Namespace,
 		HideLogs:            true, // no banner, no access log on stdout
 		DisableNewsFetch:    true, // local and offline
+		Codec:               uiconfig.Codec{Endpoint: o.CodecEndpoint},
 		CORS: uiconfig.CORS{
 			AllowOrigins:   []string{s.uiURL, "http://" + net.JoinHostPort("localhost", strconv.Itoa(uiPort))},
 			CookieInsecure: true, // plain HTTP on loopback: the CSRF cookie must not require HTTPS

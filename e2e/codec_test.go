@@ -1,27 +1,41 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/lucy-agent/lucy/codec"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
-// With a codec on the Temporal client (here compression; encryption works the same way), history
-// holds encoded payloads. The worker's activities read transcript references back from history
-// through the same converter, so a multi-turn run with tools completes and the model sees every
-// earlier message and tool result.
+// With payload encryption on (LUCY_PAYLOAD_KEYS, package codec), history holds only ciphertext: the
+// raw history of the lane and the run has no message text, tool result, token or key in clear. The
+// worker's activities read transcript references back from history through the same converter, so a
+// multi-turn run with tools completes and the model sees every earlier message and tool result.
 func TestRunWithPayloadCodec(t *testing.T) {
-	dc := converter.NewCodecDataConverter(converter.GetDefaultDataConverter(),
-		converter.NewZlibCodec(converter.ZlibCodecOptions{AlwaysEncode: true}))
+	keys, err := codec.ParseKeys("k1:" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := codec.DataConverter(keys)
+	if err != nil {
+		t.Fatal(err)
+	}
 	s := newStackWith(t, func(n int, req fakellm.Request) fakellm.Reply {
 		if len(req.Messages) > 0 && strings.Contains(req.Messages[0].Text(), "You supervise") {
 			return fakellm.Reply{Content: "C"}
@@ -104,12 +118,55 @@ func TestRunWithPayloadCodec(t *testing.T) {
 		}
 		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil && len(a.GetResult().GetPayloads()) > 0 {
 			results++
-			if enc := string(a.GetResult().GetPayloads()[0].GetMetadata()[converter.MetadataEncoding]); enc != "binary/zlib" {
-				t.Errorf("activity result encoded as %q, want binary/zlib", enc)
+			if enc := string(a.GetResult().GetPayloads()[0].GetMetadata()[converter.MetadataEncoding]); enc != codec.EncodingName {
+				t.Errorf("activity result encoded as %q, want %s", enc, codec.EncodingName)
 			}
 		}
 	}
 	if results == 0 {
 		t.Error("no activity results in the run's history")
 	}
+	// Nothing readable anywhere in the raw histories of the lane and the run.
+	secrets := []string{"launch notes", "launch moved", "Thursday", "xoxb-test", "sk-test", secret, "Europe/Paris", "lucy_read_file"}
+	for _, id := range []string{workflows.LaneID(key), workflows.RunID(key, 1, ts)} {
+		for _, ev := range s.history(t, id) {
+			raw, err := protojson.Marshal(ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Payload data is base64 in protojson: decode every payload too, to look inside.
+			for _, sec := range secrets {
+				if bytes.Contains(raw, []byte(sec)) || payloadsContain(ev, sec) {
+					t.Errorf("%s event %d (%s) holds %q in clear", id, ev.GetEventId(), ev.GetEventType(), sec)
+				}
+			}
+		}
+	}
+}
+
+// payloadsContain reports whether any payload of an event holds s in its raw bytes.
+func payloadsContain(ev *historypb.HistoryEvent, s string) bool {
+	found := false
+	var walk func(m protoreflect.Message)
+	walk = func(m protoreflect.Message) {
+		if p, ok := m.Interface().(*commonpb.Payload); ok {
+			found = found || bytes.Contains(p.GetData(), []byte(s))
+			return
+		}
+		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			switch {
+			case fd.IsList() && fd.Message() != nil:
+				for i := 0; i < v.List().Len(); i++ {
+					walk(v.List().Get(i).Message())
+				}
+			case fd.IsMap() && fd.MapValue().Message() != nil:
+				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool { walk(mv.Message()); return true })
+			case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
+				walk(v.Message())
+			}
+			return true
+		})
+	}
+	walk(ev.ProtoReflect())
+	return found
 }

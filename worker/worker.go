@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
@@ -50,10 +51,15 @@ type Deps struct {
 }
 
 // DataConverter returns the data converter of Lucy's Temporal clients; every process dials with
-// it and the worker's activities decode history with it, so they always agree. Today it is the
-// SDK's default (JSON, no codec); a codec (encryption, compression) is added here, and only here.
-func DataConverter() converter.DataConverter {
-	return converter.GetDefaultDataConverter()
+// it and the worker's activities decode history with it, so they always agree: the SDK's default
+// (JSON), encrypted by package codec when LUCY_PAYLOAD_KEYS is set. (config.Load has checked the
+// keys, so this cannot fail on them.)
+func DataConverter(cfg *config.Config) converter.DataConverter {
+	dc, err := codec.DataConverter(cfg.PayloadKeys)
+	if err != nil {
+		panic(err) // unreachable: config.Load parsed the keys
+	}
+	return dc
 }
 
 // NewActivities builds the activities with real clients.

@@ -17,7 +17,11 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
 )
@@ -279,4 +283,87 @@ func TestVersion(t *testing.T) {
 	if !strings.HasPrefix(stdout.String(), "lucy ") {
 		t.Errorf("version output %q", stdout.String())
 	}
+}
+
+// `lucy dev` with LUCY_PAYLOAD_KEYS: the conversation works, the history holds ciphertext, and the
+// Web UI is configured with the loopback codec endpoint, which decodes for it.
+func TestDevWithEncryptedPayloads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a Temporal server")
+	}
+	llm := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: fmt.Sprintf("Hello from the dev stack (%d).", n)}
+	})
+	tport, uiport, hport := freePort(t), freePort(t), freePort(t)
+	vars := map[string]string{
+		"LUCY_DATA_DIR": t.TempDir(), "LUCY_TEMPORAL_PORT": fmt.Sprint(tport), "LUCY_UI_PORT": fmt.Sprint(uiport),
+		"LUCY_HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", hport), "OPENAI_BASE_URL": llm.BaseURL(), "LUCY_MODEL_DEFAULT": "fake",
+		"LUCY_LOG_LEVEL": "warn", "LUCY_PAYLOAD_KEYS": "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+	}
+	p := startDev(t, envOf(vars))
+	waitForBanner(t, p)
+	out := p.stdout.String()
+	i := strings.Index(out, "decodes them through ")
+	if i < 0 {
+		t.Fatalf("the banner does not name the codec endpoint: %s", out)
+	}
+	endpoint := strings.Fields(out[i+len("decodes them through "):])[0]
+	if !strings.HasPrefix(endpoint, "http://127.0.0.1:") || !strings.HasSuffix(endpoint, "/codec") {
+		t.Fatalf("codec endpoint %q, want loopback", endpoint)
+	}
+	p.say(t, "hello there, please say hello back to me", 1)
+
+	// The UI's settings carry the endpoint.
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/api/v1/settings", uiport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(settings), endpoint) {
+		t.Errorf("the Web UI's settings do not name the codec: %s", settings)
+	}
+
+	// A raw history payload is ciphertext; the endpoint decodes it as the UI would.
+	c, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", tport)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	it, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: "WorkflowType = 'agent_run'"})
+	if err != nil || len(it.GetExecutions()) == 0 {
+		t.Fatalf("list runs: %v %v", it, err)
+	}
+	run := it.GetExecutions()[0].GetExecution()
+	var enc *commonpb.Payload
+	hist := c.GetWorkflowHistory(ctx, run.GetWorkflowId(), run.GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for hist.HasNext() && enc == nil {
+		ev, err := hist.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+			enc = a.GetInput().GetPayloads()[0]
+		}
+	}
+	if string(enc.GetMetadata()["encoding"]) != "binary/encrypted" || strings.Contains(string(enc.GetData()), "hello there") {
+		t.Fatalf("the run's input is not encrypted: %s", enc.GetMetadata()["encoding"])
+	}
+	body, _ := protojson.Marshal(&commonpb.Payloads{Payloads: []*commonpb.Payload{enc}})
+	req, _ := http.NewRequest(http.MethodPost, endpoint+"/decode", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var out2 commonpb.Payloads
+	if err := protojson.Unmarshal(decoded, &out2); err != nil || len(out2.GetPayloads()) != 1 ||
+		!strings.Contains(string(out2.GetPayloads()[0].GetData()), "hello there") {
+		t.Errorf("decode: %d %s (%v)", resp.StatusCode, decoded, err)
+	}
+	p.stop(t)
 }

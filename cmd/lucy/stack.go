@@ -18,6 +18,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
 
+	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/devserver"
 	"github.com/lucy-agent/lucy/gateway"
@@ -34,7 +35,7 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger) (client.C
 		// keeps the configured level.
 		Logger: logging.NewTemporal(log),
 		// The worker's activities decode history with the same converter (worker.Deps).
-		DataConverter: worker.DataConverter(),
+		DataConverter: worker.DataConverter(cfg),
 	}
 	if cfg.TemporalAPIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
@@ -121,10 +122,17 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		return err
 	}
 
+	codecURL, stopCodec, err := serveCodec(cfg, true, log)
+	if err != nil {
+		return err
+	}
+	defer stopCodec()
+
 	var srv *devserver.Server
 	if cfg.Embedded() {
 		srv, err = devserver.Start(ctx, devserver.Options{
 			DataDir: cfg.DataDir, Namespace: cfg.TemporalNamespace, FrontendPort: cfg.TemporalPort, UIPort: cfg.UIPort, Logger: log,
+			CodecEndpoint: codecURL,
 		})
 		if err != nil {
 			return err
@@ -145,7 +153,7 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	defer local.Close()
 	acts := worker.NewActivities(worker.Deps{
 		Config: cfg, Client: c, Log: log, LocalSlackURL: local.info.URL, LocalSlackToken: local.info.Token,
-		DataConverter: worker.DataConverter(),
+		DataConverter: worker.DataConverter(cfg),
 	})
 	w := worker.New(c, acts)
 	if err := w.Start(); err != nil {
@@ -165,6 +173,9 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	go func() { _ = hs.Serve(ln) }()
 	defer shutdown(hs)
 
+	if codecURL != "" {
+		fmt.Fprintf(stdout, "Payloads are encrypted (LUCY_PAYLOAD_KEYS); the Web UI decodes them through %s (loopback only).\n", codecURL)
+	}
 	if srv != nil {
 		fmt.Fprintf(stdout, "Temporal Web UI: %s   (frontend %s, data in %s)\n", srv.UIURL(), srv.FrontendAddress(), cfg.DataDir)
 	} else {
@@ -252,8 +263,13 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return err
 	}
 	defer c.Close()
-	w := worker.New(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter()}))
+	w := worker.New(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg)}))
 	log.Info().Interface("config", cfg.Redacted()).Msg("worker starting")
+	_, stopCodec, err := serveCodec(cfg, false, log)
+	if err != nil {
+		return err
+	}
+	defer stopCodec()
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -340,4 +356,32 @@ func mustLevel(s string) zerolog.Level {
 		return zerolog.InfoLevel
 	}
 	return l
+}
+
+// serveCodec serves the Web UI's codec endpoint when payloads are encrypted: on LUCY_CODEC_ADDR, or,
+// for `lucy dev` without it, on a free loopback port. It returns the endpoint's URL ("" when none).
+// The endpoint decrypts for anyone who reaches it, so it answers CORS only for the Web UI's origin and
+// should never be exposed beyond the operators' network.
+func serveCodec(cfg *config.Config, dev bool, log zerolog.Logger) (string, func(), error) {
+	addr := cfg.CodecAddr
+	if len(cfg.PayloadKeys) == 0 || (addr == "" && !dev) {
+		return "", func() {}, nil
+	}
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	origins := []string{fmt.Sprintf("http://127.0.0.1:%d", cfg.UIPort), fmt.Sprintf("http://localhost:%d", cfg.UIPort)}
+	h, err := codec.Handler(cfg.PayloadKeys, origins...)
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := listen(addr, "LUCY_CODEC_ADDR")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := newHTTPServer(http.StripPrefix("/codec", h), slackTimeouts)
+	go func() { _ = hs.Serve(ln) }()
+	url := "http://" + ln.Addr().String() + "/codec"
+	log.Info().Str("endpoint", url).Msg("codec endpoint for the Web UI")
+	return url, func() { shutdown(hs) }, nil
 }
