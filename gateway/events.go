@@ -21,7 +21,8 @@ type Options struct {
 	BotUserID string
 	// BotID is Lucy's bot ID (auth.test bot_id); messages carrying it are her own.
 	BotID string
-	// Team is the workspace used when an event carries no team ID.
+	// Team is the installed workspace (auth.test): events and clicks from any other are ignored, with
+	// a log line, and it is the workspace of events that carry no team ID.
 	Team string
 	Log  zerolog.Logger
 	// Now is the clock (time.Now when nil).
@@ -62,6 +63,7 @@ const (
 	outcomeLaneGone     = "lane_gone"    // a click on a prompt whose lane has ended
 	outcomeError        = "error"        // the hand-off failed; Slack will redeliver
 	outcomeUnauthorized = "unauthorized" // bad or stale signature
+	outcomeOtherTeam    = "other_team"   // from a workspace Lucy is not installed in
 )
 
 // HandleEvent normalizes one Events API inner event and hands it to its lane. It returns nil when the
@@ -76,6 +78,14 @@ func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner
 	}
 	if teamID == "" {
 		teamID = g.team
+	}
+	if g.team != "" && teamID != g.team {
+		// The bot token (and the workspace files, knowledge and lanes keyed by team) belong to the
+		// installed workspace; an event signed with the app's secret but from elsewhere (another
+		// installation sharing the secret, a replay) starts nothing.
+		g.metrics.event(typ, outcomeOtherTeam)
+		g.log.Warn().Str("eventId", eventID).Str("workspace", teamID).Str("installed", g.team).Msg("event from another workspace ignored")
+		return nil
 	}
 	m, ok, err := g.normalize(ctx, eventID, teamID, inner)
 	if err != nil {

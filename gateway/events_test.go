@@ -242,15 +242,20 @@ func TestHandleEventDirect(t *testing.T) {
 		t.Fatalf("messages = %+v, want one in the default team %s", got, testTeam)
 	}
 
+	// Another workspace than the installed one: ignored, nothing handed off.
+	if err := g.HandleEvent(context.Background(), "Ev9", "T2", inner); err != nil || len(f.gotMessages()) != 1 {
+		t.Fatalf("an event from another workspace: err %v, messages %+v", err, f.gotMessages())
+	}
+
 	f.err = errTemporalDown
-	if err := g.HandleEvent(context.Background(), "Ev2", "T2", inner); !errors.Is(err, errTemporalDown) {
+	if err := g.HandleEvent(context.Background(), "Ev2", testTeam, inner); !errors.Is(err, errTemporalDown) {
 		t.Fatalf("err = %v, want the hand-off's error", err)
 	}
 	f.err = nil
 	f.laneErr = errTemporalDown
 	reply := slackevents.EventsAPIInnerEvent{Type: "message", Data: &slackevents.MessageEvent{
 		Type: "message", User: "U2", Text: "more", TimeStamp: "1.000300", ThreadTimeStamp: "1.000100", Channel: "C1", ChannelType: "channel"}}
-	if err := g.HandleEvent(context.Background(), "Ev3", "T2", reply); !errors.Is(err, errTemporalDown) {
+	if err := g.HandleEvent(context.Background(), "Ev3", testTeam, reply); !errors.Is(err, errTemporalDown) {
 		t.Fatalf("err = %v, want the lane lookup's error", err)
 	}
 }

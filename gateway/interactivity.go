@@ -37,6 +37,11 @@ func (g *Gateway) HandleInteraction(ctx context.Context, cb slack.InteractionCal
 		g.metrics.event(typ, outcomeIgnored)
 		return nil
 	}
+	if g.team != "" && cb.Team.ID != "" && cb.Team.ID != g.team {
+		g.metrics.event(typ, outcomeOtherTeam)
+		g.log.Warn().Str("workspace", cb.Team.ID).Str("installed", g.team).Msg("click from another workspace ignored")
+		return nil
+	}
 	handled := false
 	for _, a := range cb.ActionCallback.BlockActions {
 		if a == nil || (a.ActionID != ActionApprove && a.ActionID != ActionDeny) {
