@@ -24,6 +24,9 @@ var (
 	secretParamRE = regexp.MustCompile(`(?i)((?:[?&;]|\\u0026)(?:` + strings.Join(secretParams, "|") + `)=)(?:[^&;#\s"'<>\\]|\\/)+`)
 	// slackTokenRE: bot, user, app-level, refresh and legacy Slack tokens.
 	slackTokenRE = regexp.MustCompile(`\b(xox[abeprs]|xapp)-[0-9A-Za-z][0-9A-Za-z\-]{7,}`)
+	// providerKeyRE matches model-provider API keys (OpenAI sk-… and sk-proj-…, OpenRouter sk-or-…,
+	// Anthropic sk-ant-…): long enough that a word such as "sk-learn" is left alone.
+	providerKeyRE = regexp.MustCompile(`\bsk-[0-9A-Za-z_\-]{20,}`)
 )
 
 // secretParams are query parameter names (regular expressions, matched whole and case-insensitively)
@@ -42,7 +45,7 @@ var secretParams = []string{
 // X-Amz-Signature and the like) becomes REDACTED, and a Slack token (xoxb-…, xoxp-…, xapp-…) becomes
 // its prefix and REDACTED. Everything else is kept byte for byte, and valid JSON stays valid.
 //
-// It is deterministic and does no I/O, so workflow code may call it. Text without "@", "=" or "x"
+// It is deterministic and does no I/O, so workflow code may call it. Text without "@", "=", "x" or "sk-"
 // returns at once: a model reply is redacted on every call, and most hold nothing to mask.
 func RedactCredentials(s string) string {
 	if strings.Contains(s, "@") {
@@ -53,6 +56,9 @@ func RedactCredentials(s string) string {
 	}
 	if strings.Contains(s, "xox") || strings.Contains(s, "xapp-") {
 		s = slackTokenRE.ReplaceAllString(s, "${1}-"+Redacted)
+	}
+	if strings.Contains(s, "sk-") {
+		s = providerKeyRE.ReplaceAllString(s, "sk-"+Redacted)
 	}
 	return s
 }

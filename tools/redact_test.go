@@ -25,6 +25,10 @@ func TestRedactCredentials(t *testing.T) {
 		{"several secret params", "?key=1;password=2&secret=3&apikey=4&sig=5", "?key=REDACTED;password=REDACTED&secret=REDACTED&apikey=REDACTED&sig=REDACTED"},
 		{"Slack bot token", "use xoxb-1234567890-0987654321-AbCdEfGh now", "use xoxb-REDACTED now"},
 		{"Slack user and app tokens", "xoxp-11-22-33-abcdef and xapp-1-A0B1C2-1234-ffee", "xoxp-REDACTED and xapp-REDACTED"},
+		{"provider keys", "OPENAI_API_KEY=sk-proj-abcdefghijklmnop1234 and sk-or-v1-0123456789abcdef0123", "OPENAI_API_KEY=sk-REDACTED and sk-REDACTED"},
+		{"inside a code block", "```\ncurl https://bob:hunter2@api.example.com/x\nexport T=xoxb-1234-5678-abcdefgh\n```",
+			"```\ncurl https://REDACTED@api.example.com/x\nexport T=xoxb-REDACTED\n```"},
+		{"sk- word", "we use sk-learn for this", "we use sk-learn for this"},
 
 		// Left alone.
 		{"plain URL", "https://example.com/a/b?q=hello&page=2#x", "https://example.com/a/b?q=hello&page=2#x"},
