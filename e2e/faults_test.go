@@ -1,12 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/lucy-agent/lucy/internal/fakellm"
+	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/workflows"
 )
 
 // The model provider's faults as a person meets them in the thread.
@@ -68,4 +73,71 @@ func TestModelProviderFaults(t *testing.T) {
 			t.Error("the model was not told its arguments were not valid JSON")
 		}
 	})
+}
+
+// Slack's faults during a run: a rate limit and server errors are waited out and retried, so the
+// person gets exactly one answer; an error that no retry fixes (the channel is gone) fails the run
+// visibly instead of retrying forever.
+func TestSlackFaults(t *testing.T) {
+	answer := func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "The plan has three phases."}
+	}
+	for _, tt := range []struct {
+		name    string
+		method  string
+		failure localslack.Failure
+	}{
+		{"429 on the placeholder", "chat.postMessage", localslack.Failure{Status: 429, RetryAfter: 1}},
+		{"5xx on the answer", "chat.update", localslack.Failure{Status: 503, Times: 2}},
+		{"500 reading the thread", "conversations.replies", localslack.Failure{Status: 500}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStack(t, answer)
+			root := s.say("<@ULUCY> summarize the launch plan", "")
+			s.slack.FailNext(tt.method, tt.failure)
+			s.event("app_mention", "Ev-"+tt.method, "<@ULUCY> summarize the launch plan", root, "", human)
+			s.waitFor("the answer", 90*time.Second, func() bool { return s.answered(root, "three phases") })
+			n := 0
+			for _, m := range s.botMessages(root) {
+				if strings.Contains(m.Text, "three phases") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d answers, want 1", n)
+			}
+		})
+	}
+	t.Run("channel_not_found is not retried forever", func(t *testing.T) {
+		s := newStack(t, answer)
+		root := s.say("<@ULUCY> summarize the launch plan", "")
+		s.slack.FailNext("chat.postMessage", localslack.Failure{SlackError: "channel_not_found", Times: 100})
+		s.event("app_mention", "Ev-gone", "<@ULUCY> summarize the launch plan", root, "", human)
+		s.waitFor("the run to fail", 60*time.Second, func() bool {
+			run := s.lastRunOrEmpty(root)
+			return run != "" && s.runStatus(t, run) == enumspb.WORKFLOW_EXECUTION_STATUS_FAILED
+		})
+		if n := s.slack.Calls("chat.postMessage"); n > 10 {
+			t.Errorf("chat.postMessage called %d times: a permanent error was retried", n)
+		}
+	})
+}
+
+// lastRunOrEmpty is the last run a lane started, "" while none.
+func (s *stack) lastRunOrEmpty(root string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	key := workflows.LaneKey{Team: team, Channel: channel, ThreadTS: root}
+	it := s.client.GetWorkflowHistory(ctx, workflows.LaneID(key), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	last := ""
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return ""
+		}
+		if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
+			last = a.GetWorkflowId()
+		}
+	}
+	return last
 }
