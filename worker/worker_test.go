@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/signing"
@@ -26,15 +27,26 @@ func TestNewActivitiesUsesTheClientsDataConverter(t *testing.T) {
 	}
 }
 
-// Lucy's converter is the SDK default for now: histories written before it existed stay readable.
+// With or without payload keys, Lucy's converter reads plain payloads: histories written before
+// encryption was turned on stay readable. With keys, what it writes is encrypted.
 func TestDataConverterReadsDefaultPayloads(t *testing.T) {
 	p, err := converter.GetDefaultDataConverter().ToPayloads(map[string]string{"text": "hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]string
-	if err := DataConverter().FromPayloads(p, &got); err != nil || got["text"] != "hello" {
-		t.Errorf("decoded %v, %v", got, err)
+	keys, err := codec.ParseKeys("k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []*config.Config{{}, {PayloadKeys: keys}} {
+		var got map[string]string
+		if err := DataConverter(cfg).FromPayloads(p, &got); err != nil || got["text"] != "hello" {
+			t.Errorf("keys %d: decoded %v, %v", len(cfg.PayloadKeys), got, err)
+		}
+	}
+	enc, err := DataConverter(&config.Config{PayloadKeys: keys}).ToPayload("hello")
+	if err != nil || string(enc.GetMetadata()["encoding"]) != codec.EncodingName {
+		t.Errorf("with keys, a payload is written as %q (%v)", enc.GetMetadata()["encoding"], err)
 	}
 }
 
