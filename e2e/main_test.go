@@ -61,4 +61,3 @@ func workerProcess() int {
 	w.Stop()
 	return 0
 }
-
