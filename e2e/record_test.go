@@ -93,6 +93,17 @@ var scenarios = []struct {
 		cts := s.say("<@ULUCY> cancel that", ts)
 		s.event("message", "Ev-stop", "<@ULUCY> cancel that", cts, ts, human)
 	}},
+	{"resume", "<@ULUCY> summarize the launch plan", func(n int, req fakellm.Request) fakellm.Reply {
+		if n <= 4 { // every attempt of the first model call fails: the run parks
+			return fakellm.Reply{Status: 503}
+		}
+		return fakellm.Reply{Content: "The plan has three phases."}
+	}, func(s *stack, ts string) {
+		s.waitFor("the pause notice", 90*time.Second, func() bool { return s.answered(ts, "Reply *retry* here") || s.answered(ts, "Reply _retry_ here") })
+		rts := s.say("retry", ts)
+		s.event("message", "Ev-retry", "retry", rts, ts, human)
+		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "three phases") })
+	}},
 	{"delegation", "<@ULUCY> look through our files with your research agent", func(n int, req fakellm.Request) fakellm.Reply {
 		if isSubAgent(req) {
 			if turnsOf(req) < 3 {

@@ -623,9 +623,20 @@ func (r *run) waitForHuman(ctx workflow.Context, why string) string {
 		}
 	}
 	m := r.in.Message
+	inThread := r.sub == nil && hardened(ctx, changeResumeInThread)
+	how := "An operator can resume me from the Temporal Web UI (signal `resume` with `{\"action\":\"retry\"}`, `\"skip\"` or `\"abort\"`)."
+	if inThread {
+		how = "Reply *retry* here when it may work again (or *skip* this step, or *abort*); an operator can also resume me " +
+			"from the Temporal Web UI (signal `resume` with `{\"action\":\"retry\"}`)."
+		r.tellLaneWaiting(ctx, true)
+		defer func() {
+			dctx, _ := workflow.NewDisconnectedContext(ctx)
+			r.tellLaneWaiting(dctx, false)
+		}()
+	}
 	_, err := r.post(ctx, a.PostMessage, activities.PostInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: r.nextID("waiting"),
-		Text: why + "\n\nAn operator can resume me from the Temporal Web UI (signal `resume` with `{\"action\":\"retry\"}`, `\"skip\"` or `\"abort\"`).",
+		Text: why + "\n\n" + how,
 	})
 	if err != nil {
 		r.log.Warn("agent_run.wait_notice_failed", "run", r.id, "error", err)
@@ -711,6 +722,21 @@ func (r *run) ask(ctx workflow.Context, question string) (answer string, ok bool
 	}
 	r.placeholder = ph.TS
 	return reply.Text, true, ""
+}
+
+// tellLaneWaiting tells the lane whether this run waits for `resume`, so that the requester's
+// "retry" in the thread reaches it.
+func (r *run) tellLaneWaiting(ctx workflow.Context, waiting bool) {
+	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
+	if parent == nil {
+		return
+	}
+	err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalRunEvent, RunEvent{
+		Run: r.id, Requester: r.in.Requester, WaitingForHuman: waiting,
+	}).Get(ctx, nil)
+	if err != nil {
+		r.log.Warn("agent_run.notify_lane_failed", "run", r.id, "error", err)
+	}
 }
 
 // tellLaneAwaitingAnswer tells the lane whether this run waits for its requester's answer.

@@ -66,7 +66,9 @@ type current struct {
 	awaiting string
 	// awaitingAnswer: the run asked the requester a question and waits for their reply.
 	awaitingAnswer bool
-	done           bool
+	// waitingForHuman: the run is parked until someone says retry, skip or abort.
+	waitingForHuman bool
+	done            bool
 }
 
 func newLane(ctx workflow.Context, in LaneInput) *lane {
@@ -169,7 +171,7 @@ func (l *lane) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		var ev RunEvent
 		c.Receive(ctx, &ev)
 		if l.cur != nil && l.cur.id == ev.Run {
-			l.cur.awaiting, l.cur.awaitingAnswer = ev.AwaitingApproval, ev.AwaitingAnswer
+			l.cur.awaiting, l.cur.awaitingAnswer, l.cur.waitingForHuman = ev.AwaitingApproval, ev.AwaitingAnswer, ev.WaitingForHuman
 		}
 	})
 }
@@ -247,6 +249,13 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 	in := l.classify(ctx, m)
 	l.react(ctx, m.Channel, m.TS, "receipt", in.Reaction)
 	if l.cur != nil {
+		if l.cur.waitingForHuman && in.Resume != "" && m.User != "" && m.User == l.cur.requester {
+			// The requester answers "I paused this request": the run takes it as `resume`.
+			l.log.Info("lane.resume", "lane", l.id, "run", l.cur.id, "action", in.Resume)
+			l.cur.waitingForHuman = false
+			_ = l.forward(ctx, SignalResume, Resume{Action: in.Resume, User: m.User})
+			return
+		}
 		if l.cur.awaiting != "" && m.User != "" && in.Approval != "" {
 			l.forward(ctx, SignalApproval, Approval{
 				Fingerprint: l.cur.awaiting, Approved: in.Approval == "yes", User: m.User,
@@ -317,6 +326,7 @@ type messageIntent struct {
 	FastReply string `json:"fastReply,omitempty"` // its reply ("" for none)
 	Empty     bool   `json:"empty,omitempty"`     // nothing left once mentions are stripped
 	NewTopic  bool   `json:"newTopic,omitempty"`  // a reply to a question that opens a new request
+	Resume    string `json:"resume,omitempty"`    // "retry", "skip", "abort": an answer to a parked run
 }
 
 // classifyMessage runs the classifiers. It is a variable only so that the replay test can prove that
@@ -324,7 +334,7 @@ type messageIntent struct {
 var classifyMessage = func(text, ts string) messageIntent {
 	text = intent.StripMentions(text)
 	in := messageIntent{Reaction: intent.Reaction(text), Fold: intent.ThreadInterrupt(text) == intent.Fold, Empty: text == "",
-		NewTopic: intent.NewTopic(text)}
+		NewTopic: intent.NewTopic(text), Resume: intent.ResumeAnswer(text)}
 	switch intent.ApprovalAnswer(text) {
 	case intent.Yes:
 		in.Approval = "yes"

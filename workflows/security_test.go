@@ -93,3 +93,30 @@ func TestCancelWhileWaitingForResume(t *testing.T) {
 		t.Errorf("delivered %q after cancel", h.delivered)
 	}
 }
+
+// A run parked after the model kept failing: the requester's "retry" in the thread resumes it (another
+// person's does not), and the notice says they can.
+func TestRetryInTheThreadResumesAParkedRun(t *testing.T) {
+	h := newHarness(t)
+	h.modelBy = func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return activities.ModelReply{}, temporal.NewNonRetryableApplicationError("model call failed: HTTP 503", activities.ErrModelUnavailable, nil)
+		}
+		return text("The plan has three phases."), nil
+	}
+	h.runLane(msg("100.1", "U1", "summarize the launch plan"),
+		signalAt(5*time.Minute, SignalMessage, msg("100.5", "U2", "retry")), // not the requester: queued, not a resume
+		signalAt(10*time.Minute, SignalMessage, msg("100.6", "U1", "<@ULUCY> retry please")))
+	notice := ""
+	for _, p := range h.posts {
+		if strings.Contains(p.Text, "paused") {
+			notice = p.Text
+		}
+	}
+	if !strings.Contains(notice, "Reply *retry* here") {
+		t.Errorf("the notice does not say a reply resumes: %q", notice)
+	}
+	if len(h.delivered) == 0 || h.delivered[0] != "The plan has three phases." {
+		t.Fatalf("delivered %q: the requester's retry did not resume the run", h.delivered)
+	}
+}

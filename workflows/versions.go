@@ -43,6 +43,10 @@ const (
 	//   - compaction sends the earlier conversation once, by reference and capped (issue 8);
 	//   - the payload trim's cap grows with the window (agent.PayloadCap), so compaction fires first.
 	changeRunHardening = "run-hardening"
+	// changeResumeInThread (issue 11), in the agent run: a run parked for `resume` tells its lane, so
+	// that the requester's "retry", "skip" or "abort" in the thread resumes it (and its notice says
+	// so). Read where the run parks, not at the start: only a run that parks records it.
+	changeResumeInThread = "resume-in-thread"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker
