@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-analyze/charts"
 	"github.com/xuri/excelize/v2"
@@ -44,7 +45,8 @@ var documentTools = []entry{
 				"share it in the current thread. Each sheet is rows of cells; the first row is the header (bold, " +
 				"filled, frozen). A cell is a string, a number, true/false or null (empty); a string starting with " +
 				"\"=\" is a formula (e.g. \"=SUM(B2:B9)\"), a string like \"2026-03-31\" or \"2026-03-31T14:00:00Z\" " +
-				"is a date. Replacing an existing file with different content waits for a person's approval.",
+				"is a date; a leading apostrophe keeps such a string as text (\"'=x\" shows =x). Replacing an existing " +
+				"file with different content waits for a person's approval.",
 			Human: "creating a spreadsheet",
 			Long:  true,
 		},
@@ -77,8 +79,8 @@ var documentTools = []entry{
 				"bulleted and numbered lists (nested), tables (GitHub style), code blocks, block quotes, horizontal " +
 				"rules, links (shown with their URL), and images that are PNG or JPEG files of the workspace " +
 				"(`![Signups by week](charts/signups.png)`, e.g. made with lucy_generate_chart). Text may be in any " +
-				"language written in Latin, Greek or Cyrillic script. Replacing an existing file with different " +
-				"content waits for a person's approval.",
+				"language written in Latin, Greek or Cyrillic script (other characters, such as emoji, are left out). " +
+				"Replacing an existing file with different content waits for a person's approval.",
 			Human: "creating a PDF",
 			Long:  true,
 		},
@@ -162,8 +164,11 @@ func (r *Registry) generateExcel(ctx context.Context, e entry, inv Invocation) (
 			return Output{}, argErrorf(GenerateExcel, "two sheets are named %q; sheet names must differ", sh.Name)
 		}
 		seen[strings.ToLower(sh.Name)] = true
-		for _, row := range sh.Rows {
-			cells += len(row)
+		for ri, row := range sh.Rows {
+			if len(row) > excelize.MaxColumns {
+				return Output{}, argErrorf(GenerateExcel, "sheet %q, row %d has %d cells; a sheet has at most %d columns", sh.Name, ri+1, len(row), excelize.MaxColumns)
+			}
+			cells += max(1, len(row)) // an empty row counts as one, so that rows are bounded too
 		}
 	}
 	if cells > MaxExcelCells {
@@ -196,6 +201,8 @@ func checkSheetName(name string) error {
 		return fmt.Errorf("it may not contain any of : \\ / ? * [ ]")
 	case strings.HasPrefix(name, "'") || strings.HasSuffix(name, "'"):
 		return fmt.Errorf("it may not start or end with an apostrophe")
+	case strings.EqualFold(name, "History"):
+		return fmt.Errorf("Excel reserves the name History")
 	}
 	return nil
 }
@@ -286,7 +293,16 @@ func setCell(f *excelize.File, sheet, cell string, raw json.RawMessage, dateStyl
 	case float64:
 		return fmt.Sprint(x), f.SetCellFloat(sheet, cell, x, -1, 64)
 	case string:
+		// excelize would cut a longer text silently; Excel refuses longer formulas.
+		if n := utf8.RuneCountInString(x); n > excelize.TotalCellChars {
+			return "", fmt.Errorf("%d characters; a cell holds at most %d", n, excelize.TotalCellChars)
+		} else if strings.HasPrefix(x, "=") && n > 8192 {
+			return "", fmt.Errorf("a formula of %d characters; Excel takes at most 8192", n)
+		}
 		switch {
+		case strings.HasPrefix(x, "'") && (strings.HasPrefix(x[1:], "=") || isDate(x[1:]) || isDateTime(x[1:])):
+			// Excel's own escape: a leading apostrophe keeps "=…" or a date as text.
+			return x[1:], f.SetCellStr(sheet, cell, x[1:])
 		case strings.HasPrefix(x, "=") && len(x) > 1:
 			return x, f.SetCellFormula(sheet, cell, x[1:])
 		case isDate(x):
@@ -349,7 +365,10 @@ func (r *Registry) generateChart(ctx context.Context, e entry, inv Invocation) (
 	return r.saveAndShare(ctx, inv, GenerateChart, rel, data, shape, "exactly this chart")
 }
 
-// drawChart renders the chart as PNG, after checking that the data fits the labels.
+// drawChart renders the chart as PNG, after checking that the data fits the labels. Axis titles are
+// drawn beside their axes; a bar chart's value axis starts at zero when no value is negative, since
+// bars whose length does not start at zero mislead; pie slices are labelled with their label and
+// share.
 func drawChart(args generateChartArgs) ([]byte, error) {
 	for i, s := range args.Series {
 		if len(s.Values) != len(args.Labels) {
@@ -361,45 +380,75 @@ func drawChart(args generateChartArgs) ([]byte, error) {
 			}
 		}
 	}
-	opts := []charts.OptionFunc{charts.PNGOutputOptionFunc(), charts.DimensionsOptionFunc(chartWidth, chartHeight),
-		charts.ThemeNameOptionFunc(charts.ThemeLight)}
-	if args.Title != "" || args.XTitle != "" || args.YTitle != "" {
-		sub := strings.TrimSpace(strings.Join(nonEmpty(axisNote("x", args.XTitle), axisNote("y", args.YTitle)), "   "))
-		opts = append(opts, charts.TitleTextOptionFunc(args.Title, sub))
+	theme := charts.GetTheme(charts.ThemeLight)
+	p := charts.NewPainter(charts.PainterOptions{OutputFormat: charts.ChartOutputPNG, Width: chartWidth, Height: chartHeight, Theme: theme})
+	padding := charts.Box{Top: 20, Left: 20, Right: 30, Bottom: 20}
+	title := charts.TitleOption{Text: args.Title, Offset: charts.OffsetStr{Left: charts.PositionCenter},
+		FontStyle: charts.FontStyle{FontSize: 18}}
+	names := make([]string, len(args.Series))
+	for i, s := range args.Series {
+		names[i] = s.Name
 	}
-	var (
-		p   *charts.Painter
-		err error
-	)
+	var err error
 	switch args.Type {
 	case "pie":
 		if len(args.Series) != 1 {
 			return nil, argErrorf(GenerateChart, "a pie chart takes exactly one series (got %d)", len(args.Series))
 		}
+		sum := 0.0
 		for _, v := range args.Series[0].Values {
 			if v < 0 {
 				return nil, argErrorf(GenerateChart, "a pie chart cannot show negative values")
 			}
+			sum += v
 		}
-		opts = append(opts, charts.LegendLabelsOptionFunc(args.Labels))
-		p, err = charts.PieRender(args.Series[0].Values, opts...)
+		if sum == 0 {
+			return nil, argErrorf(GenerateChart, "a pie chart needs at least one value above zero")
+		}
+		err = p.PieChart(charts.PieChartOption{
+			Padding:    padding,
+			Title:      title,
+			SeriesList: charts.NewSeriesListPie(args.Series[0].Values, charts.PieSeriesOption{Names: args.Labels}),
+			Legend:     charts.LegendOption{SeriesNames: args.Labels, Offset: charts.OffsetStr{Top: charts.PositionBottom}},
+		})
 	case "bar", "line":
 		values := make([][]float64, len(args.Series))
-		names := make([]string, len(args.Series))
+		allPositive := true
 		for i, s := range args.Series {
-			values[i], names[i] = s.Values, s.Name
-			if names[i] == "" {
-				names[i] = fmt.Sprintf("Series %d", i+1)
+			values[i] = s.Values
+			for _, v := range s.Values {
+				allPositive = allPositive && v >= 0
 			}
 		}
-		opts = append(opts, charts.XAxisLabelsOptionFunc(args.Labels))
-		if len(args.Series) > 1 || args.Series[0].Name != "" {
-			opts = append(opts, charts.LegendLabelsOptionFunc(names))
+		// One unnamed series needs no legend; several do, so unnamed ones get a name.
+		legend := charts.LegendOption{Show: charts.Ptr(false)}
+		if len(args.Series) > 1 || names[0] != "" {
+			for i := range names {
+				if names[i] == "" {
+					names[i] = fmt.Sprintf("Series %d", i+1)
+				}
+			}
+			legend = charts.LegendOption{SeriesNames: names, Offset: charts.OffsetStr{Top: charts.PositionBottom}}
 		}
+		category := charts.CategoryAxisOption{Labels: args.Labels, Title: args.XTitle}
+		value := charts.ValueAxisOption{Title: args.YTitle}
 		if args.Type == "bar" {
-			p, err = charts.BarRender(values, opts...)
+			if top := maxValue(values); allPositive && top > 0 {
+				step := niceStep(top / 6)
+				value.Min, value.Max = charts.Ptr(0.0), charts.Ptr(math.Ceil(top/step)*step)
+				value.LabelCount = int(math.Round(*value.Max/step)) + 1
+			}
+			err = p.BarChart(charts.BarChartOption{
+				Padding: padding, Title: title, Legend: legend, CategoryAxis: category,
+				ValueAxis:  []charts.ValueAxisOption{value},
+				SeriesList: charts.NewSeriesListBar(values, charts.BarSeriesOption{Names: names}),
+			})
 		} else {
-			p, err = charts.LineRender(values, opts...)
+			err = p.LineChart(charts.LineChartOption{
+				Padding: padding, Title: title, Legend: legend, XAxis: category,
+				YAxis:      []charts.ValueAxisOption{value},
+				SeriesList: charts.NewSeriesListLine(values, charts.LineSeriesOption{Names: names}),
+			})
 		}
 	default:
 		return nil, argErrorf(GenerateChart, "unknown chart type %q: use bar, line or pie", args.Type)
@@ -410,19 +459,25 @@ func drawChart(args generateChartArgs) ([]byte, error) {
 	return p.Bytes()
 }
 
-func axisNote(axis, title string) string {
-	if title == "" {
-		return ""
-	}
-	return axis + ": " + title
-}
-
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
+func maxValue(values [][]float64) float64 {
+	top := math.Inf(-1)
+	for _, vs := range values {
+		for _, v := range vs {
+			top = max(top, v)
 		}
 	}
-	return out
+	return top
+}
+
+// niceStep rounds an axis step up to 1, 2, 2.5 or 5 times a power of ten, so that the labels of an
+// axis forced to start at zero read as round numbers (the library picks round steps only for the
+// ranges it chooses itself).
+func niceStep(raw float64) float64 {
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 2.5, 5} {
+		if m*mag >= raw {
+			return m * mag
+		}
+	}
+	return 10 * mag
 }

@@ -2,14 +2,19 @@ package tools
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ledongthuc/pdf"
 	"github.com/xuri/excelize/v2"
@@ -53,7 +58,8 @@ func TestGenerateExcelReadsBack(t *testing.T) {
 	w.say(t, "CLOCAL", "please make it") // the thread the tools share in (Invocation.ThreadTS)
 	out := mustRun(t, w.r, GenerateExcel, `{"filename": "reports/q3", "sheets": [
 		{"name": "Summary", "rows": [["Metric", "Value"], ["Signups", 1250], ["Churned", 31.5], ["Active", true], ["Total", "=B2+B3"], ["Note", null]]},
-		{"name": "Détails – Q3", "rows": [["Date", "Region", "Amount"], ["2026-07-01", "Zürich", 10], ["2026-07-02T14:30:00Z", "Москва", 32]]}
+		{"name": "Détails – Q3", "rows": [["Date", "Region", "Amount"], ["2026-07-01", "Zürich", 10], ["2026-07-02T14:30:00Z", "Москва", 32],
+			["'2026-07-03", "'=not a formula", "a much longer text than the others in its column"]]}
 	]}`)
 	wantOK(t, out, "Created reports/q3.xlsx", "Summary (6 rows)", "shared it in the thread")
 	for _, data := range [][]byte{w.workspaceFile(t, "reports/q3.xlsx"), w.sharedFile(t, "q3.xlsx")} {
@@ -78,16 +84,61 @@ func TestGenerateExcelReadsBack(t *testing.T) {
 		check("Summary", "B4", "TRUE", excelize.CellTypeBool)
 		check("Détails – Q3", "B3", "Москва", excelize.CellTypeSharedString)
 		check("Détails – Q3", "A2", "2026-07-01", excelize.CellTypeUnset)
+		check("Détails – Q3", "A3", "2026-07-02 14:30", excelize.CellTypeUnset)
+		// An apostrophe keeps a date or a formula as text.
+		check("Détails – Q3", "A4", "2026-07-03", excelize.CellTypeSharedString)
+		check("Détails – Q3", "B4", "=not a formula", excelize.CellTypeSharedString)
+		if formula, _ := f.GetCellFormula("Détails – Q3", "B4"); formula != "" {
+			t.Errorf("B4 has formula %q", formula)
+		}
+		// Dates are numbers formatted as dates, so that they sort and compute.
+		if raw, _ := f.GetCellValue("Détails – Q3", "A2", excelize.Options{RawCellValue: true}); raw != "46204" {
+			t.Errorf("A2 raw value %q, want the serial date 46204", raw)
+		}
 		if formula, _ := f.GetCellFormula("Summary", "B5"); formula != "B2+B3" {
 			t.Errorf("formula %q", formula)
 		}
 		style, _ := f.GetCellStyle("Summary", "A1")
-		if st, err := f.GetStyle(style); err != nil || st.Font == nil || !st.Font.Bold {
-			t.Errorf("header not bold: %+v %v", st, err)
+		if st, err := f.GetStyle(style); err != nil || st.Font == nil || !st.Font.Bold || st.Fill.Pattern != 1 || len(st.Fill.Color) != 1 {
+			t.Errorf("header not bold on a fill: %+v %v", st, err)
 		}
-		if panes, err := f.GetPanes("Summary"); err != nil || !panes.Freeze || panes.YSplit != 1 {
-			t.Errorf("header not frozen: %+v %v", panes, err)
+		if style, _ := f.GetCellStyle("Summary", "A2"); style != 0 {
+			if st, _ := f.GetStyle(style); st.Font != nil && st.Font.Bold {
+				t.Errorf("a body cell is bold")
+			}
 		}
+		for _, sheet := range f.GetSheetList() {
+			if panes, err := f.GetPanes(sheet); err != nil || !panes.Freeze || panes.YSplit != 1 || panes.TopLeftCell != "A2" {
+				t.Errorf("%s: header not frozen: %+v %v", sheet, panes, err)
+			}
+		}
+		// Columns are as wide as their content, within bounds.
+		narrow, _ := f.GetColWidth("Détails – Q3", "B")
+		wide, _ := f.GetColWidth("Détails – Q3", "C")
+		if narrow < 8 || wide <= narrow || wide > 60 {
+			t.Errorf("column widths B %.1f, C %.1f", narrow, wide)
+		}
+	}
+}
+
+// A workbook written again from the same sheets is the same file: it is not replaced, and not shared
+// twice; different sheets wait for a person's approval.
+func TestGenerateExcelRepeatAndReplace(t *testing.T) {
+	w := newSlackWorkspace(t)
+	w.say(t, "CLOCAL", "please make it")
+	uploads := func() int { return w.srv.Calls("files.completeUploadExternal") }
+	args := `{"filename": "q.xlsx", "sheets": [{"name": "S", "rows": [["a", "b"], [1, 2]]}]}`
+	wantOK(t, mustRun(t, w.r, GenerateExcel, args), "Created q.xlsx")
+	w.r.now = func() time.Time { return time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC) }
+	wantOK(t, mustRun(t, w.r, GenerateExcel, args), "Found q.xlsx already in the workspace with exactly this content",
+		"already shared in the thread")
+	if n := uploads(); n != 1 {
+		t.Errorf("%d uploads, want 1", n)
+	}
+	wantHeld(t, mustRun(t, w.r, GenerateExcel, `{"filename": "q.xlsx", "sheets": [{"name": "S", "rows": [["a", "b"], [1, 3]]}]}`),
+		"overwriting q.xlsx")
+	if n := uploads(); n != 1 {
+		t.Errorf("a held workbook was shared (%d uploads)", n)
 	}
 }
 
@@ -101,9 +152,48 @@ func TestGenerateExcelBadInput(t *testing.T) {
 		{`{"filename": "a.xlsx", "sheets": [{"name": "A"}]}`, `missing the field "rows"`},
 		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [["a"]], "color": "red"}]}`, "fields it does not take"},
 		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [` + strings.Repeat(`["a","b","c","d","e","f","g","h","i","j"],`, 20_000) + `["x"]]}]}`, "the limit is 200000"},
+		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [` + strings.Repeat(`[],`, 200_000) + `[]]}]}`, "200001 cells; the limit is 200000"},
+		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [[` + strings.Repeat(`1,`, 16_384) + `1]]}]}`, "row 1 has 16385 cells; a sheet has at most 16384 columns"},
+		{`{"filename": "a.xlsx", "sheets": [{"name": "history", "rows": [["a"]]}]}`, "reserves the name History"},
+		{`{"filename": "a.xlsx", "sheets": [{"name": "'Q3", "rows": [["a"]]}]}`, "apostrophe"},
+		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [["` + strings.Repeat("x", 32_768) + `"]]}]}`, `cell A1: 32768 characters; a cell holds at most 32767`},
+		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [["=` + strings.Repeat("1+", 4100) + `1"]]}]}`, "Excel takes at most 8192"},
 	} {
-		_, err := run(t, r, GenerateExcel, tt.args)
+		out, err := run(t, r, GenerateExcel, tt.args)
+		if err == nil {
+			t.Fatalf("want %q, got %s", tt.want, out.Content)
+		}
 		wantArgError(t, err, GenerateExcel, tt.want)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(r.deps.DataDir, "workspaces", testTeam)); len(entries) != 0 {
+		t.Errorf("bad calls wrote %v", entries)
+	}
+}
+
+// A workbook over the file limit is refused with a way out, and nothing is written.
+func TestGenerateExcelTooLarge(t *testing.T) {
+	r := newTestRegistry(t, Deps{})
+	rng := rand.New(rand.NewPCG(1, 2))
+	var b strings.Builder
+	b.WriteString(`{"filename": "big.xlsx", "sheets": [{"name": "Data", "rows": [`)
+	for i := range 12_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('[')
+		for j := range 8 {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, `"%016x"`, rng.Uint64())
+		}
+		b.WriteByte(']')
+	}
+	b.WriteString(`]}]}`)
+	_, err := run(t, r, GenerateExcel, b.String())
+	wantArgError(t, err, GenerateExcel, "the workbook would be", "the limit is 1 MB", "split the data")
+	if _, err := os.Stat(filepath.Join(r.deps.DataDir, "workspaces", testTeam, "big.xlsx")); !os.IsNotExist(err) {
+		t.Errorf("big.xlsx: %v", err)
 	}
 }
 
@@ -315,11 +405,91 @@ func TestGeneratePDFBadInput(t *testing.T) {
 	r := newTestRegistry(t, Deps{})
 	_, err := run(t, r, GeneratePDF, `{"filename": "a.pdf", "markdown": "   "}`)
 	wantArgError(t, err, GeneratePDF, "blank")
+	_, err = run(t, r, GeneratePDF, `{"filename": "a.pdf", "markdown": ""}`)
+	wantArgError(t, err, GeneratePDF, "markdown")
+	_, err = run(t, r, GeneratePDF, `{"filename": "a.pdf"}`)
+	wantArgError(t, err, GeneratePDF, `"markdown"`)
 	_, err = run(t, r, GeneratePDF, `{"filename": "../a.pdf", "markdown": "x"}`)
 	wantArgError(t, err, GeneratePDF, `uses ".."`)
-	// A missing image is said in the document, not fatal.
-	out := mustRun(t, r, GeneratePDF, `{"filename": "a.pdf", "markdown": "![x](nope.png)"}`)
-	wantOK(t, out, "Created a.pdf")
+	if entries, _ := os.ReadDir(filepath.Join(r.deps.DataDir, "workspaces", testTeam)); len(entries) != 0 {
+		t.Errorf("bad calls wrote %v", entries)
+	}
+	// An image that is missing, or not an image, or outside the workspace, is said in the document
+	// and in the result, not fatal.
+	if err := os.MkdirAll(filepath.Join(r.deps.DataDir, "workspaces", testTeam), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.deps.DataDir, "workspaces", testTeam, "notes.txt"), []byte("text"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := mustRun(t, r, GeneratePDF, `{"filename": "a.pdf", "markdown": "![x](nope.png) ![y](notes.txt) ![z](../../secret.png)"}`)
+	wantOK(t, out, "Created a.pdf", "could not be included", "nope.png, notes.txt, ../../secret.png")
+	text := pdfText(t, w(t, r, "a.pdf"))
+	if !strings.Contains(strings.ReplaceAll(text, " ", ""), "[imagenope.pngcouldnotbeincluded]") {
+		t.Errorf("the PDF does not say the image is missing:\n%s", text)
+	}
+}
+
+// w reads a file of the test team's workspace.
+func w(t *testing.T, r *Registry, rel string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(r.deps.DataDir, "workspaces", testTeam, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Characters the fonts lack are replaced by a look-alike or left out, and the model hears which; tabs
+// in code keep the code's indentation.
+func TestGeneratePDFCharactersOutsideTheFonts(t *testing.T) {
+	r := newTestRegistry(t, Deps{})
+	md := "# Status ✅\n\nDone 🚀 in 東京, Ελλάδα and Київ.\u200d\n\n```\nif x {\n\treturn\n}\n```\n"
+	out := mustRun(t, r, GeneratePDF, `{"filename": "s.pdf", "markdown": `+jsonString(md)+`}`)
+	wantOK(t, out, "Created s.pdf", "3 character(s) were left out", `'🚀', '東', '京'`)
+	text := pdfText(t, w(t, r, "s.pdf"))
+	for _, want := range []string{"Status √", "Done  in , Ελλάδα and Київ.", "    return"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the PDF's text lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// A PDF made again from the same source (a retried call, a reset run, the model asking twice) is the
+// file the workspace holds: not rewritten, not shared twice, and no approval asked, although the
+// library gives different bytes each time and the clock moved. A different source, or a changed
+// image, waits for approval.
+func TestGeneratePDFRepeatAndReplace(t *testing.T) {
+	w := newSlackWorkspace(t)
+	w.say(t, "CLOCAL", "please make it")
+	uploads := func() int { return w.srv.Calls("files.completeUploadExternal") }
+	mustRun(t, w.r, GenerateChart, `{"filename": "c.png", "type": "bar", "labels": ["a", "b"], "series": [{"name": "", "values": [1, 2]}]}`)
+	args := `{"filename": "r.pdf", "title": "Rapport", "markdown": "# Été\n\nΓειά σου, мир.\n\n![c](c.png)"}`
+	wantOK(t, mustRun(t, w.r, GeneratePDF, args), "Created r.pdf")
+	first := w.workspaceFile(t, "r.pdf")
+	if n := uploads(); n != 2 {
+		t.Fatalf("%d uploads, want 2", n)
+	}
+	w.r.now = func() time.Time { return time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC) }
+	wantOK(t, mustRun(t, w.r, GeneratePDF, args), "Found r.pdf already in the workspace with exactly this content",
+		"already shared in the thread")
+	if n := uploads(); n != 2 || !bytes.Equal(first, w.workspaceFile(t, "r.pdf")) {
+		t.Errorf("the repeat rewrote or shared the PDF again (%d uploads)", n)
+	}
+
+	wantHeld(t, mustRun(t, w.r, GeneratePDF, strings.Replace(args, "мир", "мир!", 1)), "overwriting r.pdf")
+	// The same Markdown with another chart under the same name is another document.
+	other, err := drawChart(generateChartArgs{Type: "pie", Labels: []string{"a"}, Series: []chartSeries{{Values: []float64{1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(w.r.deps.DataDir, "workspaces", testTeam, "c.png"), other, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wantHeld(t, mustRun(t, w.r, GeneratePDF, args), "overwriting r.pdf")
+	if !bytes.Equal(first, w.workspaceFile(t, "r.pdf")) {
+		t.Error("a held PDF was written")
+	}
 }
 
 func TestGenerateChartDecodes(t *testing.T) {
@@ -368,6 +538,9 @@ func TestGenerateChartBadInput(t *testing.T) {
 		{`{"filename": "c.png", "type": "pie", "labels": ["a"], "series": [{"name": "x", "values": [1]}, {"name": "y", "values": [2]}]}`, "exactly one series"},
 		{`{"filename": "c.png", "type": "pie", "labels": ["a","b"], "series": [{"name": "x", "values": [1, -2]}]}`, "negative"},
 		{`{"filename": "c.png", "type": "line", "labels": ["a"], "series": [{"name": "x", "values": ["one"]}]}`, "must be a number"},
+		{`{"filename": "c.png", "type": "pie", "labels": ["a","b"], "series": [{"name": "x", "values": [0, 0]}]}`, "at least one value above zero"},
+		{`{"filename": "c.png", "type": "bar", "labels": ["a","b"], "series": [{"name": "x", "values": [1, 2]}, {"name": "y", "values": [1, 2, 3]}]}`, `series 2 ("y") has 3 values for 2 labels`},
+		{`{"filename": "c.png", "type": "bar", "labels": [], "series": [{"name": "x", "values": []}]}`, "at least 1"},
 	} {
 		_, err := run(t, r, GenerateChart, tt.args)
 		wantArgError(t, err, GenerateChart, tt.want)
@@ -375,20 +548,46 @@ func TestGenerateChartBadInput(t *testing.T) {
 }
 
 func jsonString(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		case '\n':
-			b.WriteString(`\n`)
-		default:
-			b.WriteRune(r)
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// The largest chart the limits allow draws in reasonable time; negative bars draw too.
+func TestGenerateChartLimits(t *testing.T) {
+	labels := make([]string, MaxChartPoints)
+	series := make([]chartSeries, MaxChartSeries)
+	for i := range labels {
+		labels[i] = fmt.Sprintf("day %d", i+1)
+	}
+	for s := range series {
+		series[s].Name = fmt.Sprintf("metric %d", s+1)
+		series[s].Values = make([]float64, len(labels))
+		for i := range labels {
+			series[s].Values[i] = float64((i*(s+3))%97) - 20
 		}
 	}
-	b.WriteByte('"')
-	return b.String()
+	for _, typ := range []string{"line", "bar"} {
+		start := time.Now()
+		data, err := drawChart(generateChartArgs{Type: typ, Title: "All", XTitle: "Day", YTitle: "Value", Labels: labels, Series: series})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 20*time.Second {
+			t.Errorf("%s: %v to draw", typ, d)
+		}
+		if _, err := png.Decode(bytes.NewReader(data)); err != nil {
+			t.Errorf("%s: %v", typ, err)
+		}
+	}
+}
+
+func TestNiceStep(t *testing.T) {
+	for raw, want := range map[float64]float64{58.5: 100, 0.3: 0.5, 7: 10, 1: 1, 1.2: 2, 2.2: 2.5, 31: 50, 1234: 2000} {
+		if got := niceStep(raw); math.Abs(got-want) > 1e-9 {
+			t.Errorf("niceStep(%v) = %v, want %v", raw, got, want)
+		}
+	}
 }

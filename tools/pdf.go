@@ -2,14 +2,22 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"image"
 	_ "image/jpeg" // workspace images embedded in a PDF
 	_ "image/png"
 	"io"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
 
 	"github.com/go-pdf/fpdf"
 	"github.com/yuin/goldmark"
@@ -22,6 +30,7 @@ import (
 	"golang.org/x/image/font/gofont/goitalic"
 	"golang.org/x/image/font/gofont/gomono"
 	"golang.org/x/image/font/gofont/goregular"
+	"golang.org/x/image/font/sfnt"
 )
 
 // The PDF renderer: Markdown (goldmark, with GitHub tables) laid out with fpdf in the Go fonts, which
@@ -35,6 +44,9 @@ type generatePDFArgs struct {
 }
 
 func (a *generatePDFArgs) filePath() string { return a.Filename }
+
+// maxPDFBytes bounds a generated PDF: more than other generated files, since images make it large.
+const maxPDFBytes = 4 * MaxFileBytes
 
 func (r *Registry) generatePDF(ctx context.Context, e entry, inv Invocation) (Output, error) {
 	var args generatePDFArgs
@@ -50,6 +62,7 @@ func (r *Registry) generatePDF(ctx context.Context, e entry, inv Invocation) (Ou
 	if err != nil {
 		return Output{}, err
 	}
+	defer root.Close()
 	images := func(p string) ([]byte, error) {
 		clean, err := cleanPath(GeneratePDF, p, false)
 		if err != nil {
@@ -60,23 +73,97 @@ func (r *Registry) generatePDF(ctx context.Context, e entry, inv Invocation) (Ou
 			return nil, fmt.Errorf("%s is not a file of the workspace", p)
 		}
 		defer f.Close()
-		return io.ReadAll(io.LimitReader(f, MaxFileBytes*4))
+		return io.ReadAll(io.LimitReader(f, maxPDFBytes))
 	}
-	data, pages, err := renderPDF(args.Title, args.Markdown, images, r.now())
-	root.Close()
+	doc, err := renderPDF(args.Title, args.Markdown, images, r.now())
 	if err != nil {
 		return Output{}, err
 	}
-	if len(data) > MaxFileBytes*4 {
+	data := doc.data
+	if len(data) > maxPDFBytes {
 		return Output{}, argErrorf(GeneratePDF, "the PDF would be %s; the limit is 4 MB: use fewer or smaller images", humanBytes(int64(len(data))))
 	}
-	shape := fmt.Sprintf("%d page(s), %s", pages, humanBytes(int64(len(data))))
-	return r.saveAndShare(ctx, inv, GeneratePDF, rel, data, shape, "exactly this content")
+	// The PDF library's font subsetting does not give the same bytes twice for the same text, and the
+	// file carries its creation time. So a repeated call (an activity retried after a crash, an
+	// operator's reset, the model asking again) would find "different" content and ask a person to
+	// approve replacing the file with itself. The file records what it was made from instead: made
+	// from the same source, the workspace's file is the result.
+	if old := sameSourcePDF(root, rel, doc.source); old != nil {
+		data = old
+	}
+	shape := fmt.Sprintf("%d page(s), %s", doc.pages, humanBytes(int64(len(data))))
+	out, err := r.saveAndShare(ctx, inv, GeneratePDF, rel, data, shape, "exactly this content")
+	if err != nil || out.NeedsApproval != nil {
+		return out, err
+	}
+	if notes := doc.notes(); notes != "" {
+		out.Content += " " + notes
+	}
+	return out, nil
+}
+
+// renderedPDF is a laid-out document and what the model should hear about it.
+type renderedPDF struct {
+	data  []byte
+	pages int
+	// source is the digest of what the PDF was made from (title, Markdown, the images' bytes),
+	// recorded in the file (xmpPacket).
+	source  string
+	missing []string // images that could not be included
+	dropped []rune   // distinct characters the fonts lack, in order of appearance
+	nDrop   int
+}
+
+func (p *renderedPDF) notes() string {
+	var notes []string
+	if len(p.missing) > 0 {
+		notes = append(notes, fmt.Sprintf("These images could not be included (they are not PNG or JPEG files of the workspace), "+
+			"so the PDF says so in their place: %s.", strings.Join(p.missing, ", ")))
+	}
+	if p.nDrop > 0 {
+		quoted := make([]string, len(p.dropped))
+		for i, r := range p.dropped {
+			quoted[i] = strconv.QuoteRune(r)
+		}
+		notes = append(notes, fmt.Sprintf("%d character(s) were left out because the PDF's fonts cover Latin, Greek and "+
+			"Cyrillic script but not these: %s.", p.nDrop, strings.Join(quoted, ", ")))
+	}
+	return strings.Join(notes, " ")
+}
+
+// sameSourcePDF returns the workspace's file rel when it is a PDF made from source, else nil.
+func sameSourcePDF(root *os.Root, rel, source string) []byte {
+	f, err := root.Open(rel)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	old, err := io.ReadAll(io.LimitReader(f, maxPDFBytes+1))
+	if err != nil || len(old) > maxPDFBytes || !bytes.Contains(old, []byte(sourceAttr(source))) {
+		return nil
+	}
+	return old
+}
+
+func sourceAttr(source string) string { return `lucy:source="` + source + `"` }
+
+// xmpPacket is the PDF's XMP metadata: the source digest in Lucy's namespace. fpdf writes it as an
+// uncompressed metadata stream without linking it from the catalogue, so viewers do not show it; the
+// check above needs only its bytes.
+func xmpPacket(source string) []byte {
+	return []byte(`<?xpacket begin="\ufeff" id="W5M0MpCehiHzreSzNTczkc9d"?>
+<x:xmpmeta xmlns:x="adobe:ns:meta/">
+ <rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">
+  <rdf:Description rdf:about="" xmlns:lucy="https://github.com/lucy-agent/lucy/ns/1.0/" ` + sourceAttr(source) + `/>
+ </rdf:RDF>
+</x:xmpmeta>
+<?xpacket end="r"?>`)
 }
 
 // pdfDoc lays out one document.
 type pdfDoc struct {
 	pdf    *fpdf.Fpdf
+	out    *renderedPDF
 	images func(string) ([]byte, error)
 	width  float64 // text width
 	left   float64
@@ -86,7 +173,6 @@ type pdfDoc struct {
 	size         float64
 	lineH        float64
 	nImages      int
-	missing      []string
 }
 
 const (
@@ -95,8 +181,11 @@ const (
 	bodySize = 10.5
 )
 
-// renderPDF renders Markdown to PDF bytes and returns the page count.
-func renderPDF(title, markdown string, images func(string) ([]byte, error), now time.Time) ([]byte, int, error) {
+// pdfLayoutVersion is part of a PDF's source digest: a change of layout makes new files of old sources.
+const pdfLayoutVersion = "1"
+
+// renderPDF renders Markdown to PDF.
+func renderPDF(title, markdown string, images func(string) ([]byte, error), now time.Time) (*renderedPDF, error) {
 	pdf := fpdf.New("P", "mm", "A4", "")
 	pdf.AddUTF8FontFromBytes(fontSans, "", goregular.TTF)
 	pdf.AddUTF8FontFromBytes(fontSans, "B", gobold.TTF)
@@ -105,6 +194,7 @@ func renderPDF(title, markdown string, images func(string) ([]byte, error), now 
 	pdf.AddUTF8FontFromBytes(fontMono, "", gomono.TTF)
 	pdf.SetMargins(18, 18, 18)
 	pdf.SetAutoPageBreak(true, 18)
+	pdf.SetCatalogSort(true) // resources in a fixed order rather than map order
 	pdf.SetCreationDate(now)
 	pdf.SetModificationDate(now)
 	pdf.SetProducer("Lucy", true)
@@ -118,27 +208,121 @@ func renderPDF(title, markdown string, images func(string) ([]byte, error), now 
 		pdf.CellFormat(0, 5, fmt.Sprintf("%d", pdf.PageNo()), "", 0, "C", false, 0, "")
 		pdf.SetTextColor(0, 0, 0)
 	})
+	source := sha256.New()
+	fmt.Fprintf(source, "%s\x00%d:%s\x00%d:%s", pdfLayoutVersion, len(title), title, len(markdown), markdown)
+	out := &renderedPDF{}
 	pdf.AddPage()
 	w, _ := pdf.GetPageSize()
 	l, _, rm, _ := pdf.GetMargins()
-	d := &pdfDoc{pdf: pdf, images: images, width: w - l - rm, left: l, size: bodySize, lineH: 5.4}
+	d := &pdfDoc{pdf: pdf, out: out, width: w - l - rm, left: l, size: bodySize, lineH: 5.4}
+	d.images = func(p string) ([]byte, error) {
+		data, err := images(p)
+		fmt.Fprintf(source, "\x00%d:%s", len(p), p)
+		if err == nil {
+			sum := sha256.Sum256(data)
+			source.Write(sum[:])
+		}
+		return data, err
+	}
 	if title != "" {
 		pdf.SetFont(fontSans, "B", 20)
-		pdf.MultiCell(0, 9, title, "", "L", false)
+		pdf.MultiCell(0, 9, d.clean(title), "", "L", false)
 		pdf.Ln(3)
 	}
 	src := []byte(markdown)
 	md := goldmark.New(goldmark.WithExtensions(extension.Table, extension.Strikethrough))
 	doc := md.Parser().Parse(text.NewReader(src))
 	d.blocks(doc, src, 0)
+	out.source = "sha256:" + hex.EncodeToString(source.Sum(nil))
+	pdf.SetXmpMetadata(xmpPacket(out.source))
 	if err := pdf.Error(); err != nil {
-		return nil, 0, fmt.Errorf("%s: lay out the PDF: %w", GeneratePDF, err)
+		return nil, fmt.Errorf("%s: lay out the PDF: %w", GeneratePDF, err)
 	}
 	var buf bytes.Buffer
 	if err := pdf.Output(&buf); err != nil {
-		return nil, 0, fmt.Errorf("%s: write the PDF: %w", GeneratePDF, err)
+		return nil, fmt.Errorf("%s: write the PDF: %w", GeneratePDF, err)
 	}
-	return buf.Bytes(), pdf.PageNo(), nil
+	out.data, out.pages = buf.Bytes(), pdf.PageNo()
+	return out, nil
+}
+
+// fontRunes is the set of characters the embedded Go fonts draw (all five faces cover the same
+// 709, in the Basic Multilingual Plane). Any other character would print as an empty box.
+var fontRunes = sync.OnceValue(func() map[rune]bool {
+	f, err := sfnt.Parse(goregular.TTF)
+	if err != nil {
+		panic(err) // the font is part of the binary
+	}
+	var buf sfnt.Buffer
+	set := map[rune]bool{}
+	for r := rune(0); r <= 0xFFFF; r++ {
+		if g, err := f.GlyphIndex(&buf, r); err == nil && g != 0 {
+			set[r] = true
+		}
+	}
+	return set
+})
+
+// glyphSubstitutes stand in for symbols models like to write that the fonts lack.
+var glyphSubstitutes = map[rune]string{
+	'✓': "√", '✔': "√", '✅': "√", '☑': "√", '✗': "×", '✘': "×", '❌': "×", '☐': "□",
+	'★': "*", '⭐': "*", '▶': "►", '➜': "→", '➔': "→", '\t': " ",
+}
+
+// clean returns s with the characters the fonts lack replaced or left out (and noted for the model);
+// invisible format characters (zero-width joiners, variation selectors) go silently.
+func (d *pdfDoc) clean(s string) string {
+	ok := fontRunes()
+	all := true
+	for _, r := range s {
+		if !ok[r] && r != '\n' {
+			all = false
+			break
+		}
+	}
+	if all {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		switch sub, has := glyphSubstitutes[r]; {
+		case ok[r] || r == '\n':
+			b.WriteRune(r)
+		case has:
+			b.WriteString(sub)
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r):
+		default:
+			d.out.nDrop++
+			if len(d.out.dropped) < 8 && !slices.Contains(d.out.dropped, r) {
+				d.out.dropped = append(d.out.dropped, r)
+			}
+		}
+	}
+	return b.String()
+}
+
+// expandTabs replaces tabs with spaces to the next multiple of four columns, as editors show code.
+func expandTabs(code string) string {
+	if !strings.Contains(code, "\t") {
+		return code
+	}
+	var b strings.Builder
+	col := 0
+	for _, r := range code {
+		switch r {
+		case '\t':
+			n := 4 - col%4
+			b.WriteString(strings.Repeat(" ", n))
+			col += n
+		case '\n':
+			b.WriteRune(r)
+			col = 0
+		default:
+			b.WriteRune(r)
+			col++
+		}
+	}
+	return b.String()
 }
 
 func (d *pdfDoc) font() {
@@ -221,7 +405,7 @@ func (d *pdfDoc) block(n ast.Node, src []byte, indent float64) {
 		p.SetFillColor(244, 244, 244)
 		p.SetFont(fontMono, "", 9)
 		p.SetX(d.left + indent)
-		p.MultiCell(d.width-indent, 4.6, strings.TrimRight(code.String(), "\n"), "", "L", true)
+		p.MultiCell(d.width-indent, 4.6, d.clean(expandTabs(strings.TrimRight(code.String(), "\n"))), "", "L", true)
 		p.Ln(2)
 	case *ast.Blockquote:
 		y := p.GetY()
@@ -278,13 +462,13 @@ func (d *pdfDoc) inlines(n ast.Node, src []byte, lineH float64) {
 			if x.SoftLineBreak() {
 				s += " "
 			}
-			p.Write(lineH, s)
+			p.Write(lineH, d.clean(s))
 			if x.HardLineBreak() {
 				p.Ln(lineH)
 			}
 		case *ast.String:
 			d.font()
-			p.Write(lineH, string(x.Value))
+			p.Write(lineH, d.clean(string(x.Value)))
 		case *ast.CodeSpan:
 			d.code = true
 			d.font()
@@ -294,7 +478,7 @@ func (d *pdfDoc) inlines(n ast.Node, src []byte, lineH float64) {
 					b.Write(t.Segment.Value(src))
 				}
 			}
-			p.Write(lineH, b.String())
+			p.Write(lineH, d.clean(b.String()))
 			d.code = false
 		case *ast.Emphasis:
 			if x.Level >= 2 {
@@ -315,11 +499,11 @@ func (d *pdfDoc) inlines(n ast.Node, src []byte, lineH float64) {
 			dest := string(x.Destination)
 			if dest != "" && !strings.Contains(nodeText(x, src), dest) {
 				d.font()
-				p.Write(lineH, " ("+dest+")")
+				p.Write(lineH, d.clean(" ("+dest+")"))
 			}
 		case *ast.AutoLink:
 			d.font()
-			p.Write(lineH, string(x.URL(src)))
+			p.Write(lineH, d.clean(string(x.URL(src))))
 		case *ast.Image:
 			d.image(string(x.Destination), nodeText(x, src))
 		case *extast.Strikethrough:
@@ -341,9 +525,9 @@ func (d *pdfDoc) image(dest, caption string) {
 		cfg, format, err = image.DecodeConfig(bytes.NewReader(data))
 	}
 	if err != nil || (format != "png" && format != "jpeg") {
-		d.missing = append(d.missing, dest)
+		d.out.missing = append(d.out.missing, dest)
 		d.font()
-		p.Write(d.lineH, "[image "+dest+" could not be included]")
+		p.Write(d.lineH, d.clean("[image "+dest+" could not be included]"))
 		return
 	}
 	d.nImages++
@@ -358,20 +542,24 @@ func (d *pdfDoc) image(dest, caption string) {
 	p.ImageOptions(name, d.left, p.GetY(), w, h, true, fpdf.ImageOptions{ImageType: strings.ToUpper(format)}, 0, "")
 	if caption != "" {
 		p.SetFont(fontSans, "I", 9)
-		p.MultiCell(w, 4.5, caption, "", "C", false)
+		p.MultiCell(w, 4.5, d.clean(caption), "", "C", false)
 	}
 }
 
-// table lays out a GitHub table: columns share the width by their content, cells wrap, the header
-// is bold on a light fill.
+// table lays out a GitHub table: columns share the width by their content, cells wrap and keep
+// their column's alignment (| ---: |), the header is bold on a light fill.
 func (d *pdfDoc) table(t *extast.Table, src []byte, indent float64) {
 	p := d.pdf
 	var rows [][]string
+	align := map[int]string{}
 	header := 0
 	for r := t.FirstChild(); r != nil; r = r.NextSibling() {
 		var row []string
 		for c := r.FirstChild(); c != nil; c = c.NextSibling() {
-			row = append(row, strings.TrimSpace(nodeText(c, src)))
+			if cell, ok := c.(*extast.TableCell); ok {
+				align[len(row)] = map[extast.Alignment]string{extast.AlignRight: "R", extast.AlignCenter: "C"}[cell.Alignment]
+			}
+			row = append(row, d.clean(strings.TrimSpace(nodeText(c, src))))
 		}
 		if _, ok := r.(*extast.TableHeader); ok {
 			header = 1
@@ -431,7 +619,7 @@ func (d *pdfDoc) table(t *extast.Table, src []byte, indent float64) {
 			p.Rect(x, y, widths[ci], h, map[bool]string{true: "FD", false: "D"}[ri < header])
 			for li, line := range split[ci] {
 				p.SetXY(x+1, y+0.8+float64(li)*lh)
-				p.CellFormat(widths[ci]-2, lh, line, "", 0, "L", false, 0, "")
+				p.CellFormat(widths[ci]-2, lh, line, "", 0, cmp.Or(align[ci], "L"), false, 0, "")
 			}
 			x += widths[ci]
 		}
