@@ -315,6 +315,9 @@ func (r *Registry) CheckMonitor(ctx context.Context, spec MonitorSpec, last Moni
 			}
 		case last.Status == "alert" && last.Hash != "" && hash != last.Hash:
 			alert = fmt.Sprintf("🟢 *%s*: the page can be read again, and it changed. %s", name, evidence)
+		case last.Status == "alert" && last.Hash == "":
+			// Never read before: this text is the first to compare with, there is nothing to say of it.
+			alert = fmt.Sprintf("🟢 *%s*: the page can be read now; changes from this text will be reported.", name)
 		case last.Status == "alert":
 			alert = fmt.Sprintf("🟢 *%s*: the page can be read again (unchanged).", name)
 		case last.Hash != "" && hash != last.Hash:
