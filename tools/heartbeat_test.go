@@ -180,3 +180,16 @@ func TestCreateHeartbeatBadInput(t *testing.T) {
 		wantArgError(t, err, CreateHeartbeat, tt.want)
 	}
 }
+
+func TestCheckHeartbeatBadInput(t *testing.T) {
+	r := newTestRegistry(t, Deps{})
+	_, err := run(t, r, CheckHeartbeat, `{}`)
+	wantArgError(t, err, CheckHeartbeat, `"name"`)
+	_, err = run(t, r, CheckHeartbeat, `{"name": "!!!"}`)
+	wantArgError(t, err, CheckHeartbeat, "not a usable name")
+	// Without Temporal's schedules the tool says so and checks nothing.
+	out, err := run(t, r, CheckHeartbeat, `{"name": "api"}`)
+	if err != nil || !out.IsError || !strings.Contains(out.Content, "not available") {
+		t.Errorf("no schedules: %+v, %v", out, err)
+	}
+}
