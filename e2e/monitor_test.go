@@ -18,8 +18,8 @@ import (
 )
 
 // A monitor against a real server: created through its tool (first check at once), flipped down and
-// up by a test server, one alert per change and none when nothing changed, its state kept in the
-// schedule, deleted through its tool.
+// up by a test server, one alert per change and none when nothing changed (nor when someone asks
+// for a check), its state kept in the schedule, deleted through its tool.
 func TestMonitorAlertsOncePerChange(t *testing.T) {
 	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: "ok"} })
 	var down atomic.Bool
@@ -79,7 +79,17 @@ func TestMonitorAlertsOncePerChange(t *testing.T) {
 	if a := alerts(); len(a) != 0 {
 		t.Fatalf("alerts while up: %q", a)
 	}
+	s.mustTool(t, r, human, tools.CheckHeartbeat, `{"name": "site health"}`, "checked just now: OK: HTTP 200",
+		"same as its last scheduled check", "Next scheduled check")
+	s.toolRefused(t, r, human, tools.CheckHeartbeat, `{"name": "no such site"}`, `no monitor named "no such site"`)
 	down.Store(true)
+	// Asking only looks: it sees the failure, alerts nobody and records nothing, so the next
+	// firing still sees the change and alerts.
+	s.mustTool(t, r, human, tools.CheckHeartbeat, `{"name": "site health"}`, "checked just now: FAILING: HTTP 503",
+		"found it OK", "next scheduled check alerts")
+	if a := alerts(); len(a) != 0 {
+		t.Fatalf("lucy_check_heartbeat posted: %q", a)
+	}
 	fire(true)
 	fire(true) // still down: no second alert
 	if a := alerts(); len(a) != 1 || !strings.Contains(a[0], "is failing") || !strings.Contains(a[0], "HTTP 503") {

@@ -61,6 +61,7 @@ func TestArgValidation(t *testing.T) {
 		{CreateHeartbeat, `{"name": "x", "kind": "http"}`, []string{`missing required field "url"`}},
 		{ListHeartbeats, `{"x": 1}`, []string{`"x"`}},
 		{DeleteHeartbeat, `{}`, []string{`missing required field "name"`}},
+		{CheckHeartbeat, `{"name": "x", "kind": "http"}`, []string{`"kind"`}},
 		{RunScript, `{}`, []string{`missing required field "code"`}},
 		{DelegateResearch, `{}`, []string{`missing required field "task"`}},
 		{DelegateCode, `{"task": ""}`, []string{`"task" must not be empty`}},

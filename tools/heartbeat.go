@@ -33,6 +33,7 @@ const (
 	CreateHeartbeat = "lucy_create_heartbeat"
 	ListHeartbeats  = "lucy_list_heartbeats"
 	DeleteHeartbeat = "lucy_delete_heartbeat"
+	CheckHeartbeat  = "lucy_check_heartbeat"
 )
 
 // Check kinds.
@@ -140,6 +141,18 @@ var heartbeatTools = []entry{
 		spec:  Spec{Name: ListHeartbeats, Description: "List the workspace's monitors with what they check, their state and last check.", Idempotent: true, Human: "checking your monitors"},
 		props: func() []prop { return nil },
 		run:   (*Registry).listHeartbeats,
+	},
+	{
+		spec: Spec{
+			Name: CheckHeartbeat,
+			Description: "Run a monitor's check now and say what it finds beside its recorded state (\"is the site up?\"). " +
+				"It only looks: it posts no alert and records nothing; the monitor's own next check does that.",
+			Idempotent: true,
+			Human:      "checking a monitor",
+		},
+		required: []string{"name"},
+		props:    func() []prop { return []prop{heartbeatNameProp()} },
+		run:      (*Registry).checkHeartbeat,
 	},
 	{
 		spec: Spec{
@@ -315,6 +328,9 @@ func (r *Registry) CheckMonitor(ctx context.Context, spec MonitorSpec, last Moni
 			}
 		case last.Status == "alert" && last.Hash != "" && hash != last.Hash:
 			alert = fmt.Sprintf("🟢 *%s*: the page can be read again, and it changed. %s", name, evidence)
+		case last.Status == "alert" && last.Hash == "":
+			// Never read before: this text is the first to compare with, there is nothing to say of it.
+			alert = fmt.Sprintf("🟢 *%s*: the page can be read now; changes from this text will be reported.", name)
 		case last.Status == "alert":
 			alert = fmt.Sprintf("🟢 *%s*: the page can be read again (unchanged).", name)
 		case last.Hash != "" && hash != last.Hash:
@@ -606,6 +622,69 @@ func (r *Registry) listHeartbeats(ctx context.Context, e entry, inv Invocation) 
 		return Output{Content: "There are no monitors in this workspace."}, nil
 	}
 	return Output{Content: fmt.Sprintf("%d monitor(s):\n", n) + strings.TrimRight(b.String(), "\n")}, nil
+}
+
+// checkHeartbeat runs the check inline and compares it with the recorded state without saving
+// anything: the state and the alerts stay the firings' alone, so asking never swallows an alert
+// (had it saved "down", the next firing would see no change and post nothing).
+func (r *Registry) checkHeartbeat(ctx context.Context, e entry, inv Invocation) (Output, error) {
+	var args cronNameArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	slug, err := slugArg(CheckHeartbeat, "", args.Name)
+	if err != nil {
+		return Output{}, err
+	}
+	api, out := r.schedulesAPI(CheckHeartbeat)
+	if out != nil {
+		return *out, nil
+	}
+	id := scheduleID(heartbeatPrefix, inv.Team, slug)
+	d, spec, last, err := r.describeMonitor(ctx, api, id)
+	if isNotFound(err) {
+		return Output{IsError: true, Content: fmt.Sprintf("Error: there is no monitor named %q (%s). Use %s to see them.", args.Name, id, ListHeartbeats)}, nil
+	}
+	if err != nil {
+		return Output{}, r.scheduleFailed(CheckHeartbeat, err)
+	}
+	res := r.CheckMonitor(ctx, spec, last)
+	now := "OK"
+	if res.State.Status != "ok" {
+		now = "FAILING"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s), checked just now: %s: %s.", spec.DisplayName(), describeCheck(spec.Check), now, res.State.Evidence)
+	switch last.Status {
+	case "":
+		b.WriteString(" Its scheduled checks have not run yet.")
+	case res.State.Status:
+		fmt.Fprintf(&b, " The same as its last scheduled check (%s, %s since %s).", last.CheckedAt.Format("Jan 2 15:04 UTC"),
+			strings.ToLower(stateWord(last.Status)), last.Since.Format("Jan 2 15:04 UTC"))
+	default:
+		fmt.Fprintf(&b, " Its last scheduled check (%s) found it %s: %s. The next scheduled check alerts <#%s> if the change holds.",
+			last.CheckedAt.Format("Jan 2 15:04 UTC"), stateWord(last.Status), last.Evidence, spec.Channel)
+	}
+	if spec.Check.Kind == CheckPage && spec.Check.Contains == "" && spec.Check.NotContains == "" && res.State.Hash != "" && last.Hash != "" {
+		if res.State.Hash == last.Hash {
+			b.WriteString(" The text is unchanged since the last scheduled check.")
+		} else {
+			b.WriteString(" The text changed since the last scheduled check, which will report it.")
+		}
+	}
+	if d.Schedule.State != nil && d.Schedule.State.Paused {
+		b.WriteString(" The monitor is paused.")
+	} else if len(d.Info.NextActionTimes) > 0 {
+		fmt.Fprintf(&b, " Next scheduled check: %s.", d.Info.NextActionTimes[0].UTC().Format("15:04 UTC"))
+	}
+	return Output{Content: b.String()}, nil
+}
+
+func stateWord(status string) string {
+	if status == "ok" {
+		return "OK"
+	}
+	return "FAILING"
 }
 
 func (r *Registry) deleteHeartbeat(ctx context.Context, e entry, inv Invocation) (Output, error) {

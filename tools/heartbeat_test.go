@@ -108,6 +108,24 @@ func TestMonitorAlertsOnlyOnChange(t *testing.T) {
 		t.Errorf("change alerts %q", alerts)
 	}
 
+	// page changes, unreadable from the start: down, first text (no "unchanged" claim: there was
+	// nothing to compare with), down, back unchanged, back changed.
+	pages := []struct {
+		status int
+		body   string
+	}{{500, "x"}, {200, "v1"}, {404, "x"}, {200, "v1"}, {500, "x"}, {200, "v2"}}
+	alerts = steps(t, r, spec, func(i int) { f.set(pages[i].status, "text/plain", pages[i].body) })
+	want := []string{"0:🔴 *docs*: the page could not be read: HTTP 500", "1:🟢 *docs*: the page can be read now",
+		"2:🔴", "3:🟢 *docs*: the page can be read again (unchanged)", "4:🔴", "5:🟢 *docs*: the page can be read again, and it changed"}
+	if len(alerts) != len(want) {
+		t.Fatalf("unreadable change alerts %q", alerts)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(alerts[i], w) {
+			t.Errorf("unreadable change alert %d = %q, want %q…", i, alerts[i], w)
+		}
+	}
+
 	// json threshold: price 30, 30, 18 (< 20: alert), 15, 25 (clears), 25.
 	spec = MonitorSpec{Name: "price", Check: MonitorCheck{Kind: CheckJSON, URL: url, Path: "$.data.items[0].price", Op: "<", Threshold: 20}}
 	prices := []float64{30, 30, 18, 15, 25, 25}
@@ -160,5 +178,18 @@ func TestCreateHeartbeatBadInput(t *testing.T) {
 	} {
 		_, err := run(t, r, CreateHeartbeat, tt.args)
 		wantArgError(t, err, CreateHeartbeat, tt.want)
+	}
+}
+
+func TestCheckHeartbeatBadInput(t *testing.T) {
+	r := newTestRegistry(t, Deps{})
+	_, err := run(t, r, CheckHeartbeat, `{}`)
+	wantArgError(t, err, CheckHeartbeat, `"name"`)
+	_, err = run(t, r, CheckHeartbeat, `{"name": "!!!"}`)
+	wantArgError(t, err, CheckHeartbeat, "not a usable name")
+	// Without Temporal's schedules the tool says so and checks nothing.
+	out, err := run(t, r, CheckHeartbeat, `{"name": "api"}`)
+	if err != nil || !out.IsError || !strings.Contains(out.Content, "not available") {
+		t.Errorf("no schedules: %+v, %v", out, err)
 	}
 }

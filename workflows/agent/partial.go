@@ -75,6 +75,8 @@ func HumanToolName(name string) string {
 		return "removing a monitor"
 	case "lucy_list_heartbeats":
 		return "checking your monitors"
+	case "lucy_check_heartbeat":
+		return "checking a monitor"
 	case "lucy_resolve_custom_integration":
 		return "setting up a custom integration"
 	case "lucy_delete_custom_integration":

@@ -13,6 +13,7 @@ func TestHumanToolName(t *testing.T) {
 		{"lucy_generate_excel", "creating a spreadsheet"},
 		{"lucy_send_email", "sending an email"},
 		{"lucy_create_heartbeat", "setting up a monitor"},
+		{"lucy_check_heartbeat", "checking a monitor"},
 		{"lucy_create_cron", "creating a scheduled task"},
 		{"lucy_custom_polar_list_products", "pulling data from Polar"},
 		{"lucy_custom_polarsh_get_subscribers", "pulling data from Polarsh"},

@@ -1,0 +1,176 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// firing is what one monitor firing did.
+type firing struct {
+	posts []activities.PostInput
+	saved []tools.MonitorState
+	// order is "check", "post", "save" as the activities ran.
+	order []string
+	err   error
+}
+
+// fireMonitor runs one firing of the monitor workflow in the test environment: the check is the
+// real one (tools.Registry.CheckMonitor against the test's server), the post and the save to the
+// schedule are recorded. postErr, when set, fails every post.
+func fireMonitor(t *testing.T, reg *tools.Registry, spec tools.MonitorSpec, last tools.MonitorState, postErr error) firing {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	env := suite.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(Monitor, workflow.RegisterOptions{Name: MonitorWorkflowName})
+	var f firing
+	acts := &activities.Activities{Tools: reg}
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.MonitorInput) (tools.MonitorResult, error) {
+		f.order = append(f.order, "check")
+		return acts.CheckMonitor(ctx, in)
+	}, activity.RegisterOptions{Name: "CheckMonitor"})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.PostInput) (activities.PostResult, error) {
+		f.order = append(f.order, "post")
+		if postErr != nil {
+			return activities.PostResult{}, postErr
+		}
+		f.posts = append(f.posts, in)
+		return activities.PostResult{TS: "300.1"}, nil
+	}, activity.RegisterOptions{Name: "PostMessage"})
+	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.MonitorInput) error {
+		f.order = append(f.order, "save")
+		f.saved = append(f.saved, in.Last)
+		return nil
+	}, activity.RegisterOptions{Name: "SaveMonitorState"})
+	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "heartbeat:" + spec.Team + ":" + spec.Slug + "-2026-05-01T18:00:00Z"})
+	env.ExecuteWorkflow(MonitorWorkflowName, spec, last)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("the firing did not complete")
+	}
+	f.err = env.GetWorkflowError()
+	return f
+}
+
+func monitorRegistry(t *testing.T) *tools.Registry {
+	// The test's site is on loopback; production refuses private addresses.
+	return tools.NewRegistry(tools.Deps{DataDir: t.TempDir(), Log: zerolog.Nop(), AllowPrivateNetworks: true})
+}
+
+// A monitor's firings carry the state from one to the next through the schedule (here: the state
+// one firing saves is the next one's input). Only a change posts, once, with the evidence; the
+// state is saved after the post.
+func TestMonitorFiringsAlertOnChange(t *testing.T) {
+	var status atomic.Int32
+	status.Store(200)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(int(status.Load()))
+		fmt.Fprint(w, "hello")
+	}))
+	t.Cleanup(site.Close)
+	reg := monitorRegistry(t)
+	spec := tools.MonitorSpec{Team: "T1", Slug: "api", Name: "api", Channel: "C9", ThreadTS: "500.1", Creator: "U1", EveryMinutes: 5,
+		Check: tools.MonitorCheck{Kind: tools.CheckHTTP, URL: site.URL}}
+
+	codes := []int32{200, 200, 503, 500, 200, 200}
+	wantPost := []string{"", "", "is failing: HTTP 503", "", "is OK again: HTTP 200", ""}
+	wantStatus := []string{"ok", "ok", "alert", "alert", "ok", "ok"}
+	var last tools.MonitorState
+	for i, code := range codes {
+		status.Store(code)
+		f := fireMonitor(t, reg, spec, last, nil)
+		if f.err != nil {
+			t.Fatalf("firing %d: %v", i, f.err)
+		}
+		if len(f.saved) != 1 {
+			t.Fatalf("firing %d saved %d states", i, len(f.saved))
+		}
+		st := f.saved[0]
+		if st.Status != wantStatus[i] {
+			t.Errorf("firing %d: status %q, want %q", i, st.Status, wantStatus[i])
+		}
+		switch {
+		case wantPost[i] == "" && len(f.posts) != 0:
+			t.Errorf("firing %d posted %q though nothing changed", i, f.posts[0].Text)
+		case wantPost[i] != "":
+			if len(f.posts) != 1 || !strings.Contains(f.posts[0].Text, wantPost[i]) {
+				t.Fatalf("firing %d posted %+v, want one post with %q", i, f.posts, wantPost[i])
+			}
+			p := f.posts[0]
+			if p.Team != "T1" || p.Channel != "C9" || p.ThreadTS != "500.1" || p.Key != "alert" ||
+				!strings.HasPrefix(p.RunID, "heartbeat:T1:api-2026-05-01T18:00:00Z/") {
+				// The test environment has no first run ID; the e2e test runs on a real server.
+				t.Errorf("firing %d: the alert is not keyed to the firing's workflow: %+v", i, p)
+			}
+			if got := strings.Join(f.order, ","); got != "check,post,save" {
+				t.Errorf("firing %d ran %s; the state must be saved after the alert is posted", i, got)
+			}
+		}
+		// Since moves only when the status does.
+		if i > 0 && st.Status == last.Status && !st.Since.Equal(last.Since) {
+			t.Errorf("firing %d: since moved from %s to %s without a change", i, last.Since, st.Since)
+		}
+		last = st
+	}
+}
+
+// A firing whose alert cannot be posted fails without saving the new state, so the next firing
+// still sees the change and alerts then: a change is never lost. A monitor that fails from its
+// first check says so at once.
+func TestMonitorFiringKeepsTheChangeWhenThePostFails(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "down", http.StatusBadGateway)
+	}))
+	t.Cleanup(site.Close)
+	reg := monitorRegistry(t)
+	spec := tools.MonitorSpec{Team: "T1", Slug: "gw", Name: "gateway", Channel: "C9", Creator: "U1",
+		Check: tools.MonitorCheck{Kind: tools.CheckHTTP, URL: site.URL, ExpectStatus: 200}}
+	up := tools.MonitorState{Status: "ok"}
+
+	f := fireMonitor(t, reg, spec, up, temporal.NewNonRetryableApplicationError("channel_not_found", "SlackError", nil))
+	if f.err == nil || !strings.Contains(f.err.Error(), "post the alert") {
+		t.Fatalf("a failed post: workflow error %v", f.err)
+	}
+	if len(f.saved) != 0 {
+		t.Fatalf("the state was saved though the alert was not posted: %+v", f.saved)
+	}
+	f = fireMonitor(t, reg, spec, up, nil)
+	if f.err != nil || len(f.posts) != 1 || !strings.Contains(f.posts[0].Text, "HTTP 502") || !strings.Contains(f.posts[0].Text, "expected 200") {
+		t.Fatalf("the next firing: err %v, posts %+v", f.err, f.posts)
+	}
+
+	f = fireMonitor(t, reg, spec, tools.MonitorState{}, nil)
+	if f.err != nil || len(f.posts) != 1 || !strings.Contains(f.posts[0].Text, "from its first check") {
+		t.Fatalf("first check already failing: err %v, posts %+v", f.err, f.posts)
+	}
+}
+
+// A schedule whose action lost its arguments (an operator's edit) fails at once, checking nothing.
+func TestMonitorRefusesAnIncompleteSpec(t *testing.T) {
+	f := fireMonitor(t, monitorRegistry(t), tools.MonitorSpec{Team: "T1", Slug: "x", Check: tools.MonitorCheck{Kind: tools.CheckHTTP, URL: "https://example.com"}}, tools.MonitorState{}, nil)
+	var app *temporal.ApplicationError
+	if f.err == nil || !errors.As(f.err, &app) || app.Type() != "BadMonitor" || !app.NonRetryable() {
+		t.Fatalf("error %v, want a non-retryable BadMonitor", f.err)
+	}
+	if len(f.order) != 0 {
+		t.Errorf("activities ran: %v", f.order)
+	}
+}
