@@ -123,7 +123,8 @@ func TestSlackFaults(t *testing.T) {
 	})
 }
 
-// lastRunOrEmpty is the last run a lane started, "" while none.
+// lastRunOrEmpty is the last run a lane started (runs are children of the lane, so the last one is
+// in its history), "" while none.
 func (s *stack) lastRunOrEmpty(root string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

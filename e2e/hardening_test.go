@@ -224,16 +224,9 @@ func TestLongThreadAndBigToolArgumentsStayUnderThePayloadLimit(t *testing.T) {
 // currentOrLastRun returns the run workflow ID of the lane's last run.
 func (s *stack) currentOrLastRun(t *testing.T, root string) string {
 	t.Helper()
-	key := workflows.LaneKey{Team: team, Channel: channel, ThreadTS: root}
-	// Runs are children of the lane: the last one started is in the lane's history.
-	last := ""
-	for _, ev := range s.history(t, workflows.LaneID(key)) {
-		if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
-			last = a.GetWorkflowId()
-		}
-	}
+	last := s.lastRunOrEmpty(root)
 	if last == "" {
-		t.Fatalf("lane %s started no run", workflows.LaneID(key))
+		t.Fatalf("lane %s started no run", workflows.LaneID(workflows.LaneKey{Team: team, Channel: channel, ThreadTS: root}))
 	}
 	return last
 }
