@@ -126,6 +126,9 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 		if ctx.Err() != nil { // safe boundary: after a tool batch; completed results stay in history
 			return "", RunCancelled, ""
 		}
+		if r.aborted != "" { // an operator chose abort while the run was parked on a failing tool
+			return agent.PartialResults(r.records, "", r.aborted), RunFailed, r.aborted
+		}
 		if r.unanswered != "" { // a question went unanswered: end with what there is
 			return agent.PartialResults(r.records, "", r.unanswered), RunPartial, "question unanswered"
 		}

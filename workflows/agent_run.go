@@ -150,6 +150,11 @@ type run struct {
 	// failures counts resume-retries after model failures; lastFailure is the last one's message.
 	failures    int
 	lastFailure string
+	// toolFailures counts, per tool, the calls in a row that failed for a reason of the system
+	// (toolFailure); a call that completes resets its tool's count. aborted is why an operator
+	// stopped the run while it was parked on a failing tool ("" otherwise).
+	toolFailures map[string]int
+	aborted      string
 
 	placeholder string
 	approvalCh  workflow.ReceiveChannel
@@ -175,7 +180,7 @@ func newRun(ctx workflow.Context, in RunInput) *run {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	r := &run{
 		in: in, id: id, start: workflow.Now(ctx), tier: "default",
-		caps: agent.ToolCaps{Counts: map[string]int{}}, withdrawn: map[string]bool{},
+		caps: agent.ToolCaps{Counts: map[string]int{}}, withdrawn: map[string]bool{}, toolFailures: map[string]int{},
 	}
 	r.log = workflow.GetLogger(ctx)
 	r.status = RunStatus{Run: id, Objective: objective(in.Message.Text), Phase: "preparing", StartedAt: r.start.UTC().Format(time.RFC3339), Usage: map[string]Usage{}}

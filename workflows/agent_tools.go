@@ -155,6 +155,7 @@ launch:
 			results[i] = r.inlineResult(c, "Not done: the file changed while the approval was pending, so nothing was "+
 				"changed. Read it again, and ask the person before trying again.", false)
 		case err == nil:
+			delete(r.toolFailures, c.Name)
 			results[i] = tmsg{
 				wire: activities.Entry{Role: "tool", Ref: ids[i], ToolCallID: c.ID}, role: "tool", text: res.Content,
 				toolName: c.Name, isError: res.IsError || strings.HasPrefix(res.Content, "Error"),
@@ -251,7 +252,66 @@ func (r *run) toolFailure(ctx workflow.Context, c activities.ToolCall, err error
 			return r.inlineResult(c, "Error: invalid arguments for "+c.Name+": "+msg, true)
 		}
 	}
+	if r.sub == nil && systemFailure(err) {
+		r.toolFailures[c.Name]++
+		if r.toolFailures[c.Name] >= toolFailuresBeforePark && hardened(ctx, changeToolFailureParks) {
+			return r.parkFailingTool(ctx, c, spec, msg)
+		}
+	}
 	return r.inlineResult(c, "Error executing "+c.Name+": "+msg, true)
+}
+
+// toolFailuresBeforePark is how many calls of one tool in a row must fail for a reason of the
+// system before the run parks: the first failure goes to the model, which may well find another
+// way; the second means the tool itself is down, and guessing on without it helps nobody.
+const toolFailuresBeforePark = 2
+
+// systemFailure tells a tool activity that failed because of the system (a transient error that
+// outlived its retries, a timeout, a panic in the tool's code) from one the tool reported as its
+// answer (ErrToolFailed: "no such file") or a bad call, which the model should read and handle.
+func systemFailure(err error) bool {
+	var te *temporal.TimeoutError
+	var pe *temporal.PanicError
+	var appErr *temporal.ApplicationError
+	switch {
+	case errors.As(err, &te), errors.As(err, &pe):
+		return true
+	case errors.As(err, &appErr):
+		return appErr.Type() == activities.ErrToolTransient || appErr.Type() == "PanicError"
+	}
+	return false
+}
+
+// parkFailingTool parks the run on a tool that keeps failing, the way a failing model does
+// (waitForHuman): retry runs the call again (and parks again if it fails again), skip tells the
+// model the step was skipped, abort ends the run with what it has.
+func (r *run) parkFailingTool(ctx workflow.Context, c activities.ToolCall, spec activities.ToolFlags, detail string) tmsg {
+	human := agent.HumanToolName(c.Name)
+	r.log.Warn("agent_run.tool_keeps_failing", "run", r.id, "tool", c.Name, "failures", r.toolFailures[c.Name])
+	times := fmt.Sprintf("%d times", r.toolFailures[c.Name])
+	if r.toolFailures[c.Name] == 2 {
+		times = "twice"
+	}
+	switch r.waitForHuman(ctx, fmt.Sprintf("I tried %s %s and it keeps failing (%s), so I paused this request.",
+		human, times, cut(detail, 200))) {
+	case ResumeRetry:
+		var res activities.ToolResult
+		id := r.nextID("tool")
+		if err := r.executeTool(ctx, id, spec, c, spec.Destructive, "").Get(ctx, &res); err != nil {
+			if ctx.Err() != nil {
+				return r.inlineResult(c, "Stopped while retrying "+c.Name+".", true)
+			}
+			return r.toolFailure(ctx, c, err)
+		}
+		delete(r.toolFailures, c.Name)
+		return tmsg{wire: activities.Entry{Role: "tool", Ref: id, ToolCallID: c.ID}, role: "tool", text: res.Content, toolName: c.Name, isError: res.IsError}
+	case ResumeSkip:
+		return r.inlineResult(c, "The operator chose to skip this step after "+c.Name+" kept failing ("+cut(detail, 200)+"). "+
+			"Go on without it, and say in your answer what is missing.", true)
+	default:
+		r.aborted = "stopped by an operator after " + human + " kept failing"
+		return r.inlineResult(c, "Stopped by the operator: "+c.Name+" kept failing.", true)
+	}
 }
 
 // summarizeResult shortens a result above TOOL_RESULT_SUMMARY_THRESHOLD with a cheap model; the full

@@ -865,3 +865,93 @@ func TestCompactionFiresBeforeThePayloadTrimOnALongRun(t *testing.T) {
 		t.Fatalf("compaction at call %d, trim at call %d: compaction must come first", compactedAt, trimmedAt)
 	}
 }
+
+// A tool that keeps failing for a reason of the system parks the run the way a failing model does:
+// the first failure goes to the model, the second in a row of the same tool waits for `resume`.
+// retry runs the call again, skip goes on without it, abort ends the run.
+func TestAToolThatKeepsFailingParksTheRun(t *testing.T) {
+	for _, action := range []string{ResumeRetry, ResumeSkip, ResumeAbort} {
+		t.Run(action, func(t *testing.T) {
+			h := newHarness(t)
+			down := true
+			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+				if n <= 2 {
+					return calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://e.example/%d", n)})), nil
+				}
+				return text("Here is the page."), nil
+			}
+			h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+				if down {
+					return activities.ToolResult{}, temporal.NewApplicationError("fetch e.example: 503 Service Unavailable", activities.ErrToolTransient)
+				}
+				return activities.ToolResult{Content: "the page", Chars: 8}, nil
+			}
+			h.env.RegisterDelayedCallback(func() {
+				down = false
+				h.env.SignalWorkflow(SignalResume, Resume{Action: action})
+			}, time.Hour)
+			res, err := h.runAgent(runInput("read the page at e.example please"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var notice string
+			for _, p := range h.posts {
+				if strings.Contains(p.Text, "keeps failing") {
+					notice = p.Text
+				}
+			}
+			if !strings.Contains(notice, "twice") || !strings.Contains(notice, "503") || !strings.Contains(notice, "retry") {
+				t.Errorf("parked notice %q, want it to say the tool failed twice, why, and how to resume (posts %+v)", notice, h.posts)
+			}
+			want := map[string]string{ResumeRetry: RunCompleted, ResumeSkip: RunCompleted, ResumeAbort: RunFailed}[action]
+			if res.Status != want {
+				t.Errorf("status %s (%s), want %s", res.Status, res.Reason, want)
+			}
+			// The first failure went to the model as an error, without parking.
+			if !h.sawInline(1, "503") {
+				t.Errorf("the model did not read the first failure: %v", h.inlineTexts(1))
+			}
+			switch action {
+			case ResumeRetry: // the call ran again and its result reached the model
+				if n := len(h.modelCalls); n != 3 {
+					t.Errorf("%d model calls, want 3", n)
+				}
+			case ResumeSkip:
+				if !h.sawInline(2, "skip this step") {
+					t.Errorf("the model was not told the step was skipped: %v", h.inlineTexts(2))
+				}
+			case ResumeAbort:
+				if n := len(h.modelCalls); n != 2 {
+					t.Errorf("%d model calls after abort, want 2 (no more turns)", n)
+				}
+			}
+		})
+	}
+}
+
+// A tool's own answer ("no such file", ErrToolFailed) and a bad call are the model's to handle,
+// however often they happen: they never park the run.
+func TestToolErrorsOfTheToolsOwnDoNotPark(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n <= 3 {
+			return calls(toolCall(fmt.Sprint("c", n), "lucy_read_file", map[string]string{"path": fmt.Sprintf("missing%d.md", n)})), nil
+		}
+		return text("None of those files exist."), nil
+	}
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		return activities.ToolResult{}, temporal.NewNonRetryableApplicationError("no such file", activities.ErrToolFailed, nil)
+	}
+	res, err := h.runAgent(runInput("read my three files"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range h.posts {
+		if strings.Contains(p.Text, "keeps failing") {
+			t.Errorf("parked on the tool's own error: %q", p.Text)
+		}
+	}
+	if res.Status != RunCompleted {
+		t.Errorf("status %s (%s)", res.Status, res.Reason)
+	}
+}

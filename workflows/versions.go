@@ -47,6 +47,11 @@ const (
 	// that the requester's "retry", "skip" or "abort" in the thread resumes it (and its notice says
 	// so). Read where the run parks, not at the start: only a run that parks records it.
 	changeResumeInThread = "resume-in-thread"
+	// changeToolFailureParks (issue 11), in the agent run: a tool whose activity fails for a reason
+	// of the system (transient errors after all its retries, a timeout, a panic) on
+	// toolFailuresBeforePark calls in a row parks the run for `resume` like a failing model does,
+	// and "abort" ends the run. Read where the run parks: only a run that parks records it.
+	changeToolFailureParks = "tool-failure-parks"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker
