@@ -224,6 +224,22 @@ func slackCodeError(op string, se slack.SlackErrorResponse) error {
 	return temporal.NewNonRetryableApplicationError(scrubTokens(msg), ErrSlackPermanent, nil, code)
 }
 
+// slackOperatorFixes are the Slack refusals that a person fixes outside Lucy — a new token, the app
+// reinstalled, a scope added, Lucy invited back to the channel — after which the same call works.
+// A run that meets one with an answer in hand waits for `resume` instead of throwing the answer away.
+var slackOperatorFixes = map[string]bool{
+	"invalid_auth": true, "not_authed": true, "account_inactive": true, "token_revoked": true, "token_expired": true,
+	"missing_scope": true, "no_permission": true, "not_in_channel": true, "channel_not_found": true,
+	"is_archived": true, "restricted_action": true, "team_access_not_granted": true,
+}
+
+// SlackNeedsOperator reports whether err is a Slack refusal that an operator can fix (see
+// slackOperatorFixes), and the error code if so.
+func SlackNeedsOperator(err error) (string, bool) {
+	code := slackErrorCode(err)
+	return code, slackOperatorFixes[code]
+}
+
 // tokenPattern matches Slack tokens (bot, user, app, config, refresh).
 var tokenPattern = regexp.MustCompile(`xox[a-z]-[0-9A-Za-z-]+|xapp-[0-9A-Za-z-]+`)
 

@@ -123,6 +123,66 @@ func TestSlackFaults(t *testing.T) {
 	})
 }
 
+// Slack refusals that an operator fixes (a revoked token, Lucy removed from the channel), met while
+// the answer is delivered: the answer is kept, the run waits, and `resume` after the fix posts it once,
+// without asking the model again.
+func TestSlackRefusalWaitsForTheFix(t *testing.T) {
+	for _, code := range []string{"invalid_auth", "not_in_channel"} {
+		t.Run(code, func(t *testing.T) {
+			hold := make(chan struct{})
+			var calls atomic.Int32
+			s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+				calls.Add(1)
+				return fakellm.Reply{Content: "The plan has three phases.", Hold: hold}
+			})
+			root := s.say("<@ULUCY> summarize the launch plan", "")
+			s.event("app_mention", "Ev-"+code, "<@ULUCY> summarize the launch plan", root, "", human)
+			s.waitFor("the model call", 30*time.Second, func() bool { return calls.Load() > 0 })
+			// Now the token is revoked (or Lucy is removed from the channel): every write fails.
+			for _, m := range []string{"chat.update", "chat.postMessage"} {
+				s.slack.FailNext(m, localslack.Failure{SlackError: code, Times: 1000})
+			}
+			close(hold)
+			run := s.lastRunOrEmpty(root)
+			s.waitFor("the run to wait for the fix", 60*time.Second, func() bool { return s.runPhase(run) == "waiting_for_human" })
+			if s.answered(root, "three phases") {
+				t.Fatal("answered although Slack refused every write")
+			}
+			s.slack.ClearFailures() // the operator reinstalled the app (or invited Lucy back)
+			if err := s.client.SignalWorkflow(context.Background(), run, "", workflows.SignalResume,
+				workflows.Resume{Action: workflows.ResumeRetry}); err != nil {
+				t.Fatal(err)
+			}
+			s.waitFor("the kept answer", 60*time.Second, func() bool { return s.answered(root, "three phases") })
+			s.waitFor("the run to complete", 30*time.Second, func() bool {
+				return s.runStatus(t, run) == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+			})
+			n := 0
+			for _, m := range s.botMessages(root) {
+				n += strings.Count(m.Text, "three phases")
+			}
+			if n != 1 || calls.Load() != 1 {
+				t.Errorf("%d answers and %d model calls, want 1 and 1", n, calls.Load())
+			}
+		})
+	}
+}
+
+// runPhase is what the run's status query says it is doing ("" if it cannot be asked).
+func (s *stack) runPhase(run string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := s.client.QueryWorkflow(ctx, run, "", workflows.QueryStatus)
+	if err != nil {
+		return ""
+	}
+	var st workflows.RunStatus
+	if v.Get(&st) != nil {
+		return ""
+	}
+	return st.Phase
+}
+
 // lastRunOrEmpty is the last run a lane started (runs are children of the lane, so the last one is
 // in its history), "" while none.
 func (s *stack) lastRunOrEmpty(root string) string {

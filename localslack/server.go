@@ -334,6 +334,13 @@ func (s *Server) FailNext(method string, f Failure) {
 	s.failures[method] = append(s.failures[method], f)
 }
 
+// ClearFailures drops the failures still queued for every method: the operator fixed the cause.
+func (s *Server) ClearFailures() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.failures)
+}
+
 // Revision is a counter of changes to the workspace (posts, edits, reactions, ephemerals, files).
 func (s *Server) Revision() uint64 {
 	s.mu.Lock()

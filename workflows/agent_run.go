@@ -229,7 +229,25 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 	}
 	r.status.Phase = "finishing"
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if err := r.deliver(dctx, answer); err != nil {
+	err = r.deliver(dctx, answer)
+	for err != nil && r.sub == nil {
+		// Slack refused the answer for a reason someone fixes outside Lucy (a revoked token, Lucy
+		// removed from the channel): keep the answer and wait for `resume` rather than lose the work.
+		code, fixable := activities.SlackNeedsOperator(err)
+		if !fixable || !hardened(ctx, changeSlackRefusalParks) {
+			break
+		}
+		r.log.Error("agent_run.answer_refused_by_slack", "run", r.id, "code", code, "error", err)
+		if r.waitForHuman(ctx, "I finished, but Slack refused my answer ("+cut(failureText(err), 300)+"), so I am keeping it "+
+			"until that is fixed.") != ResumeRetry {
+			break
+		}
+		err = r.deliver(dctx, answer)
+	}
+	if err != nil && ctx.Err() != nil { // "cancel that" while the answer waited
+		return r.cancelled(ctx)
+	}
+	if err != nil {
 		r.status.Phase = "done"
 		r.log.Error("agent_run.failed", "run", r.id, "error", err)
 		return RunResult{Status: RunFailed, Turns: r.turn, Tier: r.tier, Reason: err.Error(), Usage: r.status.Usage}, err
@@ -521,6 +539,9 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,
 	}).Get(ctx, &res)
 	var appErr *temporal.ApplicationError
+	if _, fixable := activities.SlackNeedsOperator(err); err != nil && fixable && r.sub == nil && hardened(ctx, changeSlackRefusalParks) {
+		return err // not "ask me for a shorter version": the run keeps the answer and waits for the fix (run)
+	}
 	if err != nil && errors.As(err, &appErr) && appErr.Type() == activities.ErrSlackPermanent && r.placeholder != "" {
 		// Slack refused the answer itself (too long, invalid blocks…): tell the person in the
 		// placeholder rather than leave it "Thinking…" forever. The run still fails, visibly.

@@ -955,3 +955,45 @@ func TestToolErrorsOfTheToolsOwnDoNotPark(t *testing.T) {
 		t.Errorf("status %s (%s)", res.Status, res.Reason)
 	}
 }
+
+// An answer Slack refuses for a reason an operator fixes (a revoked token, Lucy removed from the
+// channel) is kept: the run waits for `resume`, and retry posts it once the cause is fixed. A refusal
+// that is a bug (msg_too_long) is not waited on: the run fails visibly.
+func TestAnAnswerSlackRefusesWaitsForTheFix(t *testing.T) {
+	for _, code := range []string{"invalid_auth", "not_in_channel"} {
+		t.Run(code, func(t *testing.T) {
+			h := newHarness(t)
+			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) { return text("The plan has three phases."), nil }
+			h.deliverErr = temporal.NewNonRetryableApplicationError("chat.update: "+code+": fix it", activities.ErrSlackPermanent, nil, code)
+			h.env.RegisterDelayedCallback(func() {
+				h.mu.Lock()
+				h.deliverErr = nil
+				h.mu.Unlock()
+				h.env.SignalWorkflow(SignalResume, Resume{Action: ResumeRetry})
+			}, 2*time.Hour)
+			res, err := h.runAgent(runInput("summarize the launch plan"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != RunCompleted || len(h.delivered) != 1 || h.delivered[0] != "The plan has three phases." {
+				t.Errorf("status %s, delivered %q: the kept answer was not posted after the fix", res.Status, h.delivered)
+			}
+			if n := len(h.modelCalls); n != 1 {
+				t.Errorf("%d model calls: the answer was computed again instead of kept", n)
+			}
+		})
+	}
+	t.Run("msg_too_long", func(t *testing.T) {
+		h := newHarness(t)
+		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) { return text("The plan has three phases."), nil }
+		h.deliverErr = temporal.NewNonRetryableApplicationError("chat.update: msg_too_long", activities.ErrSlackPermanent, nil, "msg_too_long")
+		if _, err := h.runAgent(runInput("summarize the launch plan")); err == nil {
+			t.Error("a bug-class refusal did not fail the run")
+		}
+		for _, p := range h.posts {
+			if strings.Contains(p.Text, "Slack refused my answer") {
+				t.Errorf("waited on a refusal no operator can fix: %q", p.Text)
+			}
+		}
+	})
+}

@@ -52,6 +52,10 @@ const (
 	// toolFailuresBeforePark calls in a row parks the run for `resume` like a failing model does,
 	// and "abort" ends the run. Read where the run parks: only a run that parks records it.
 	changeToolFailureParks = "tool-failure-parks"
+	// changeSlackRefusalParks (issue 11), in the agent run: an answer that Slack refuses for a reason
+	// an operator fixes (invalid_auth, a revoked token, not_in_channel…) is kept and the run waits for
+	// `resume`; retry delivers it again. Read where the delivery fails: only such a run records it.
+	changeSlackRefusalParks = "slack-refusal-parks"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker
