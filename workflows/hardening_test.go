@@ -963,7 +963,9 @@ func TestAnAnswerSlackRefusesWaitsForTheFix(t *testing.T) {
 	for _, code := range []string{"invalid_auth", "not_in_channel"} {
 		t.Run(code, func(t *testing.T) {
 			h := newHarness(t)
-			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) { return text("The plan has three phases."), nil }
+			h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+				return text("The plan has three phases."), nil
+			}
 			h.deliverErr = temporal.NewNonRetryableApplicationError("chat.update: "+code+": fix it", activities.ErrSlackPermanent, nil, code)
 			h.env.RegisterDelayedCallback(func() {
 				h.mu.Lock()
@@ -985,7 +987,9 @@ func TestAnAnswerSlackRefusesWaitsForTheFix(t *testing.T) {
 	}
 	t.Run("msg_too_long", func(t *testing.T) {
 		h := newHarness(t)
-		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) { return text("The plan has three phases."), nil }
+		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+			return text("The plan has three phases."), nil
+		}
 		h.deliverErr = temporal.NewNonRetryableApplicationError("chat.update: msg_too_long", activities.ErrSlackPermanent, nil, "msg_too_long")
 		if _, err := h.runAgent(runInput("summarize the launch plan")); err == nil {
 			t.Error("a bug-class refusal did not fail the run")
