@@ -89,6 +89,9 @@ type Config struct {
 	// calls get an error result, so a model that asks for fifty calls at once cannot make one turn
 	// run unbounded work.
 	MaxToolCalls int
+	// UserEventsPerMinute is how many messages one person may hand to Lucy per minute, per gateway
+	// replica (LUCY_USER_EVENTS_PER_MINUTE; 0: no limit). "cancel that" is never limited.
+	UserEventsPerMinute int
 
 	// ScriptTimeout and ScriptMemoryMB bound each lucy_run_script (LUCY_SCRIPT_TIMEOUT,
 	// LUCY_SCRIPT_MEMORY_MB); its CPU time is bounded to the timeout too.
@@ -147,6 +150,9 @@ const (
 	OpenRouterBaseURL   = "https://openrouter.ai/api/v1"
 	OpenAIBaseURL       = "https://api.openai.com/v1"
 	DefaultMaxToolCalls = 10
+	// DefaultUserEventsPerMinute: a person typing fast sends a few messages a minute; a script or a
+	// runaway integration posting as them sends hundreds, each of which would start a model call.
+	DefaultUserEventsPerMinute = 20
 	// MaxToolCallsLimit bounds LUCY_MAX_TOOL_CALLS: every call of one reply and its result land in one
 	// turn of workflow history.
 	MaxToolCallsLimit = 64
@@ -251,6 +257,7 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.MaxToolCalls = DefaultMaxToolCalls
+	c.UserEventsPerMinute = DefaultUserEventsPerMinute
 	c.ScriptTimeout, c.ScriptMemoryMB = DefaultScriptTimeout, DefaultScriptMemoryMB
 	if v := strings.TrimSpace(getenv("LUCY_SCRIPT_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
@@ -272,6 +279,13 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("LUCY_MAX_TOOL_CALLS %q is not a number from 1 to %d (tool calls run per model reply; default %d)", v, MaxToolCallsLimit, DefaultMaxToolCalls)
 		}
 		c.MaxToolCalls = n
+	}
+	if v := strings.TrimSpace(getenv("LUCY_USER_EVENTS_PER_MINUTE")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 10000 {
+			return nil, fmt.Errorf("LUCY_USER_EVENTS_PER_MINUTE %q is not a number from 0 (no limit) to 10000 (messages one person may send Lucy per minute; default %d)", v, DefaultUserEventsPerMinute)
+		}
+		c.UserEventsPerMinute = n
 	}
 	if err := c.loadSearch(getenv); err != nil {
 		return nil, err

@@ -27,6 +27,8 @@ type Options struct {
 	Log  zerolog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// UserEventsPerMinute limits the messages one person hands to Lucy (0: no limit); see floodGuard.
+	UserEventsPerMinute int
 }
 
 // Gateway turns Slack events into durable signals to lane workflows. It keeps no state between
@@ -39,6 +41,7 @@ type Gateway struct {
 	log     zerolog.Logger
 	now     func() time.Time
 	metrics *metrics
+	flood   *floodGuard
 }
 
 // New returns a Gateway.
@@ -48,7 +51,7 @@ func New(o Options) *Gateway {
 	}
 	return &Gateway{
 		h: o.Handoff, botUser: o.BotUserID, botID: o.BotID, team: o.Team,
-		log: o.Log, now: o.Now, metrics: newMetrics(),
+		log: o.Log, now: o.Now, metrics: newMetrics(), flood: newFloodGuard(o.UserEventsPerMinute),
 	}
 }
 
@@ -64,6 +67,7 @@ const (
 	outcomeError        = "error"        // the hand-off failed; Slack will redeliver
 	outcomeUnauthorized = "unauthorized" // bad or stale signature
 	outcomeOtherTeam    = "other_team"   // from a workspace Lucy is not installed in
+	outcomeFlood        = "rate_limited" // over LUCY_USER_EVENTS_PER_MINUTE for its sender
 )
 
 // HandleEvent normalizes one Events API inner event and hands it to its lane. It returns nil when the
@@ -96,6 +100,16 @@ func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner
 		g.metrics.event(typ, outcomeIgnored)
 		g.log.Debug().Str("eventId", eventID).Str("type", typ).Msg("event ignored")
 		return nil
+	}
+	if control, _ := controlIntent(m.Text); control != controlCancel { // "cancel that" always gets through
+		if ok, log := g.flood.allow(m.Team+"/"+m.User, m.Channel+"/"+m.TS, g.now()); !ok {
+			g.metrics.event(typ, outcomeFlood)
+			if log {
+				g.log.Warn().Str("workspace", m.Team).Str("user", m.User).Str("eventId", eventID).
+					Int("perMinute", g.flood.perMinute).Msg("event from a flooding user ignored (LUCY_USER_EVENTS_PER_MINUTE)")
+			}
+			return nil // acknowledged: Slack must not deliver it again
+		}
 	}
 	m.ReceivedAt = g.now().UTC().Format(time.RFC3339Nano)
 	start := g.now()

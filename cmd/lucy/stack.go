@@ -232,7 +232,7 @@ func shutdown(hs *http.Server) {
 // newGateway builds the gateway core; with Slack credentials it asks Slack who the bot is, so that
 // its own messages are ignored.
 func newGateway(ctx context.Context, cfg *config.Config, c client.Client, log zerolog.Logger) (*gateway.Gateway, error) {
-	o := gateway.Options{Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log}
+	o := gateway.Options{Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log, UserEventsPerMinute: cfg.UserEventsPerMinute}
 	if cfg.SlackBotToken != "" {
 		api := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
 		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
