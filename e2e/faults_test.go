@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -165,6 +168,43 @@ func TestSlackRefusalWaitsForTheFix(t *testing.T) {
 				t.Errorf("%d answers and %d model calls, want 1 and 1", n, calls.Load())
 			}
 		})
+	}
+}
+
+// A tool that keeps failing (a site answering 503 through every retry of two calls in a row) parks
+// the run, the thread says so, and the requester's "retry" once the site is back finishes the work.
+func TestAToolThatKeepsFailingParksUntilRetry(t *testing.T) {
+	var up atomic.Bool
+	var hits atomic.Int32
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if !up.Load() {
+			http.Error(w, "maintenance", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprint(w, "<html><body><p>Status: all systems normal.</p></body></html>")
+	}))
+	defer site.Close()
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "tool" && strings.Contains(last.Text(), "all systems normal") {
+			return fakellm.Reply{Content: "The status page says all systems are normal."}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call(fmt.Sprint("c", n), "lucy_web_fetch", `{"url":"`+site.URL+`/status"}`)}}
+	})
+	root := s.say("<@ULUCY> what does our status page say?", "")
+	s.event("app_mention", "Ev-site", "<@ULUCY> what does our status page say?", root, "", human)
+	s.waitFor("the pause notice", 90*time.Second, func() bool { return s.answered(root, "keeps failing") })
+	if !s.answered(root, "503") || !s.answered(root, "retry") {
+		t.Errorf("the notice does not say why and how to resume: %+v", s.botMessages(root))
+	}
+	parkedHits := hits.Load()
+	up.Store(true)
+	rts := s.say("retry", root)
+	s.event("message", "Ev-retry-site", "retry", rts, root, human)
+	s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(root, "all systems are normal") })
+	if n := hits.Load() - parkedHits; n != 1 {
+		t.Errorf("the site was fetched %d times after retry, want 1", n)
 	}
 }
 
