@@ -4,9 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
+	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -116,6 +121,55 @@ var scenarios = []struct {
 		}
 		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("p1", "delegate_to_research_agent", `{"task":"List the workspace files and say what they are"}`)}}
 	}, nil},
+	{"tool-parks", "<@ULUCY> what does our status page say?", func(n int, req fakellm.Request) fakellm.Reply {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" && strings.Contains(last.Text(), "all systems normal") {
+			return fakellm.Reply{Content: "The status page says all systems are normal."}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call(fmt.Sprint("c", n), "lucy_web_fetch", `{"url":"`+statusSite().URL+`/status"}`)}}
+	}, func(s *stack, ts string) {
+		s.waitFor("the pause notice", 90*time.Second, func() bool { return s.answered(ts, "keeps failing") })
+		statusSiteUp.Store(true)
+		rts := s.say("retry", ts)
+		s.event("message", "Ev-retry", "retry", rts, ts, human)
+		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "all systems are normal") })
+	}},
+	{"slack-refusal", "<@ULUCY> summarize the launch plan", func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "The plan has three phases.", Hold: refusalHold}
+	}, func(s *stack, ts string) {
+		s.waitFor("the model call", 30*time.Second, func() bool { return len(s.llm.Requests()) > 0 })
+		for _, m := range []string{"chat.update", "chat.postMessage"} {
+			s.slack.FailNext(m, localslack.Failure{SlackError: "token_revoked", Times: 1000})
+		}
+		close(refusalHold)
+		run := s.lastRunOrEmpty(ts)
+		s.waitFor("the run to wait for the fix", 60*time.Second, func() bool { return s.runPhase(run) == "waiting_for_human" })
+		s.slack.ClearFailures()
+		if err := s.client.SignalWorkflow(context.Background(), run, "", workflows.SignalResume, workflows.Resume{Action: workflows.ResumeRetry}); err != nil {
+			panic(err)
+		}
+		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "three phases") })
+	}},
+}
+
+// statusSite is a web page that answers 503 until statusSiteUp (the tool-parks scenario).
+var (
+	statusSiteOnce sync.Once
+	statusSiteSrv  *httptest.Server
+	statusSiteUp   atomic.Bool
+	refusalHold    = make(chan struct{})
+)
+
+func statusSite() *httptest.Server {
+	statusSiteOnce.Do(func() {
+		statusSiteSrv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !statusSiteUp.Load() {
+				http.Error(w, "maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			fmt.Fprint(w, "<html><body><p>Status: all systems normal.</p></body></html>")
+		}))
+	})
+	return statusSiteSrv
 }
 
 // holdForever keeps a model call in flight until the run is cancelled.
