@@ -98,7 +98,7 @@ func New(version string, log zerolog.Logger) *Metrics {
 	})
 	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lucy_tool_calls_total",
-		Help: "Tool executions (activity attempts) by tool and outcome: ok, error (a result the model reads), failed (the activity failed).",
+		Help: "Tool executions (activity attempts) by tool and outcome: ok, error (an error result the model reads), needs_approval (nothing done: the person is asked), failed (the activity failed).",
 	}, []string{"tool", "outcome"})
 	m.modelCalls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "lucy_model_calls_total",
@@ -189,6 +189,8 @@ const (
 	ToolOK     = "ok"     // the tool returned a result
 	ToolError  = "error"  // the tool returned an error result, which the model reads
 	ToolFailed = "failed" // the activity failed (bad arguments, transient or permanent failure)
+	// ToolNeedsApproval: the tool did nothing and asks for the person's approval first.
+	ToolNeedsApproval = "needs_approval"
 )
 
 // ToolCall counts one tool execution.
