@@ -25,6 +25,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/tools"
 )
@@ -85,6 +86,9 @@ type Activities struct {
 	// client (encryption, compression), history cannot be read with any other converter. nil means
 	// the SDK's default, as for a client dialled without one.
 	DataConverter converter.DataConverter
+	// Metrics counts tool calls, model calls, tokens and estimated cost (nil: not counted). Activities
+	// never replay, so they count directly; workflow code counts through its SDK metrics handler.
+	Metrics *metrics.Metrics
 
 	legacyKnowledge sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
 }

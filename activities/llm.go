@@ -151,6 +151,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	}
 	a.sample(&params, in.Tier, model, in.MaxTokens, in.Temperature)
 	comp, err := a.complete(ctx, params)
+	a.countModelCall(model, comp, err)
 	if err != nil {
 		return ModelReply{}, err
 	}
@@ -261,6 +262,7 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) (Completion
 	}}
 	a.sample(&params, in.Tier, model, in.MaxTokens, nil)
 	comp, err := a.complete(ctx, params)
+	a.countModelCall(model, comp, err)
 	if err != nil {
 		return Completion{}, err
 	}
@@ -281,6 +283,16 @@ func (a *Activities) model(tier string) (string, error) {
 		return m, nil
 	}
 	return "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("no model configured for tier %q (set LUCY_MODEL_%s)", tier, strings.ToUpper(tier)), ErrConfig, nil)
+}
+
+// countModelCall counts one call to the provider with the tokens it reported (per attempt: a
+// retried call costs again).
+func (a *Activities) countModelCall(model string, comp *openai.ChatCompletion, err error) {
+	if err != nil || comp == nil {
+		a.Metrics.ModelCall(model, err, 0, 0)
+		return
+	}
+	a.Metrics.ModelCall(model, nil, comp.Usage.PromptTokens, comp.Usage.CompletionTokens)
 }
 
 // complete sends the request. The caller heartbeats throughout (CallModel, Complete), so that

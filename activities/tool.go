@@ -11,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/tools"
 )
 
@@ -84,6 +85,7 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		if ctx.Err() != nil {
 			return ToolResult{}, ctx.Err()
 		}
+		a.Metrics.ToolCall(in.Name, metrics.ToolFailed)
 		var argErr *tools.ArgError
 		if errors.As(err, &argErr) {
 			return ToolResult{}, temporal.NewNonRetryableApplicationError(argErr.Error(), ErrToolArgs, nil)
@@ -93,6 +95,14 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 			return ToolResult{}, temporal.NewApplicationError(err.Error(), ErrToolTransient)
 		}
 		return ToolResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrToolFailed, nil)
+	}
+	switch {
+	case out.NeedsApproval != nil:
+		a.Metrics.ToolCall(in.Name, metrics.ToolNeedsApproval)
+	case out.IsError:
+		a.Metrics.ToolCall(in.Name, metrics.ToolError)
+	default:
+		a.Metrics.ToolCall(in.Name, metrics.ToolOK)
 	}
 	res := ToolResult{Content: out.Content, IsError: out.IsError, Artifacts: out.Artifacts, Chars: utf8.RuneCountInString(out.Content)}
 	res.Content = capChars(res.Content, ToolResultMaxChars)

@@ -61,6 +61,9 @@ type Config struct {
 	UIPort       int    // LUCY_UI_PORT
 
 	HTTPAddr string // LUCY_HTTP_ADDR
+	// WorkerHTTPAddr (LUCY_WORKER_HTTP_ADDR) is where `lucy worker` serves /healthz, /readyz and
+	// /metrics. `lucy dev` serves them once, on HTTPAddr, for the whole process.
+	WorkerHTTPAddr string
 
 	// Slack
 	SlackBotToken string // SLACK_BOT_TOKEN (xoxb-)
@@ -146,10 +149,14 @@ const (
 	DefaultTemporalPort = 7233
 	DefaultUIPort       = 8233
 	DefaultHTTPAddr     = ":3000"
-	DefaultSlackAPIURL  = "https://slack.com/api/"
-	OpenRouterBaseURL   = "https://openrouter.ai/api/v1"
-	OpenAIBaseURL       = "https://api.openai.com/v1"
-	DefaultMaxToolCalls = 10
+	// DefaultWorkerHTTPAddr listens on every interface, like DefaultHTTPAddr: Kubernetes probes and
+	// Prometheus reach a pod on its own address, not on loopback. 9090 is not the gateway's port, so
+	// a worker and a gateway run side by side on one machine without settings.
+	DefaultWorkerHTTPAddr = ":9090"
+	DefaultSlackAPIURL    = "https://slack.com/api/"
+	OpenRouterBaseURL     = "https://openrouter.ai/api/v1"
+	OpenAIBaseURL         = "https://api.openai.com/v1"
+	DefaultMaxToolCalls   = 10
 	// DefaultUserEventsPerMinute: a person typing fast sends a few messages a minute; a script or a
 	// runaway integration posting as them sends hundreds, each of which would start a model call.
 	DefaultUserEventsPerMinute = 20
@@ -193,6 +200,7 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		TemporalTLSKey:     env("TEMPORAL_TLS_KEY", ""),
 		DataDir:            env("LUCY_DATA_DIR", DefaultDataDir),
 		HTTPAddr:           env("LUCY_HTTP_ADDR", DefaultHTTPAddr),
+		WorkerHTTPAddr:     env("LUCY_WORKER_HTTP_ADDR", DefaultWorkerHTTPAddr),
 		SlackBotToken:      env("SLACK_BOT_TOKEN", ""),
 		SlackUserToken:     env("SLACK_USER_TOKEN", ""),
 		SlackAppToken:      env("SLACK_APP_TOKEN", ""),
@@ -235,6 +243,9 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("LUCY_HTTP_ADDR %q is not [host]:port (for example :3000)", c.HTTPAddr)
+	}
+	if _, _, err := net.SplitHostPort(c.WorkerHTTPAddr); err != nil {
+		return nil, fmt.Errorf("LUCY_WORKER_HTTP_ADDR %q is not [host]:port (for example :9090)", c.WorkerHTTPAddr)
 	}
 	if !strings.HasSuffix(c.SlackAPIURL, "/") {
 		c.SlackAPIURL += "/"
@@ -471,6 +482,7 @@ func (c *Config) Redacted() map[string]any {
 		"temporalAddress": c.TemporalAddress, "namespace": c.TemporalNamespace, "dataDir": c.DataDir,
 		"gateway": string(c.Gateway), "slackAPI": c.SlackAPIURL, "llmProvider": c.Provider,
 		"llmBaseURL": c.LLMBaseURL, "models": c.Models, "httpAddr": c.HTTPAddr,
+		"workerHttpAddr":  c.WorkerHTTPAddr,
 		"approvalKeyFrom": c.ApprovalKeySource, "maxToolCalls": c.MaxToolCalls,
 	}
 }

@@ -38,13 +38,14 @@
 //
 // # Metrics
 //
-// /metrics serves, in the Prometheus text format:
+// /metrics serves the process's registry (package metrics), among it:
 //
 //   - lucy_gateway_events_total{type,outcome}: type is the inner event type (app_mention, message, …),
 //     the interaction type (block_actions) or, for refused requests, the endpoint (events,
 //     interactivity); outcome is message, status, cancel, approval, ignored, malformed, lane_gone,
-//     error, unauthorized or challenge.
-//   - lucy_gateway_handoff_seconds_sum and _count: time spent in Temporal calls that hand events off.
+//     error, unauthorized, other_team or challenge.
+//   - lucy_gateway_handoff_seconds (histogram): time spent in Temporal calls that hand events off,
+//     which is what the acknowledgement to Slack waits for.
 //
 // # Approvals
 //

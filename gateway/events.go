@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 
 	"github.com/lucy-agent/lucy/intent"
+	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -29,6 +30,12 @@ type Options struct {
 	Now func() time.Time
 	// UserEventsPerMinute limits the messages one person hands to Lucy (0: no limit); see floodGuard.
 	UserEventsPerMinute int
+	// Metrics is the process's registry, served on /metrics; nil gives the gateway one of its own.
+	// `lucy dev` passes the one its worker reports into, so that one /metrics shows both.
+	Metrics *metrics.Metrics
+	// Ready, when set, is checked by /readyz after Temporal: `lucy dev` passes its worker's
+	// readiness, so that the one process answers ready only when both halves are.
+	Ready func(context.Context) error
 }
 
 // Gateway turns Slack events into durable signals to lane workflows. It keeps no state between
@@ -40,7 +47,8 @@ type Gateway struct {
 	team    string
 	log     zerolog.Logger
 	now     func() time.Time
-	metrics *metrics
+	metrics *metrics.Metrics
+	ready   func(context.Context) error
 	flood   *floodGuard
 }
 
@@ -49,9 +57,12 @@ func New(o Options) *Gateway {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New("", o.Log)
+	}
 	return &Gateway{
 		h: o.Handoff, botUser: o.BotUserID, botID: o.BotID, team: o.Team,
-		log: o.Log, now: o.Now, metrics: newMetrics(), flood: newFloodGuard(o.UserEventsPerMinute),
+		log: o.Log, now: o.Now, metrics: o.Metrics, ready: o.Ready, flood: newFloodGuard(o.UserEventsPerMinute),
 	}
 }
 
@@ -87,23 +98,23 @@ func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner
 		// The bot token (and the workspace files, knowledge and lanes keyed by team) belong to the
 		// installed workspace; an event signed with the app's secret but from elsewhere (another
 		// installation sharing the secret, a replay) starts nothing.
-		g.metrics.event(typ, outcomeOtherTeam)
+		g.metrics.GatewayEvent(typ, outcomeOtherTeam)
 		g.log.Warn().Str("eventId", eventID).Str("workspace", teamID).Str("installed", g.team).Msg("event from another workspace ignored")
 		return nil
 	}
 	m, ok, err := g.normalize(ctx, eventID, teamID, inner)
 	if err != nil {
-		g.metrics.event(typ, outcomeError)
+		g.metrics.GatewayEvent(typ, outcomeError)
 		return err
 	}
 	if !ok {
-		g.metrics.event(typ, outcomeIgnored)
+		g.metrics.GatewayEvent(typ, outcomeIgnored)
 		g.log.Debug().Str("eventId", eventID).Str("type", typ).Msg("event ignored")
 		return nil
 	}
 	if control, _ := controlIntent(m.Text); control != controlCancel { // "cancel that" always gets through
 		if ok, log := g.flood.allow(m.Team+"/"+m.User, m.Channel+"/"+m.TS, g.now()); !ok {
-			g.metrics.event(typ, outcomeFlood)
+			g.metrics.GatewayEvent(typ, outcomeFlood)
 			if log {
 				g.log.Warn().Str("workspace", m.Team).Str("user", m.User).Str("eventId", eventID).
 					Int("perMinute", g.flood.perMinute).Msg("event from a flooding user ignored (LUCY_USER_EVENTS_PER_MINUTE)")
@@ -114,12 +125,12 @@ func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner
 	m.ReceivedAt = g.now().UTC().Format(time.RFC3339Nano)
 	start := g.now()
 	outcome, err := handOff(ctx, g.h, m)
-	g.metrics.handoff(g.now().Sub(start))
+	g.metrics.Handoff(g.now().Sub(start))
 	if err != nil {
-		g.metrics.event(typ, outcomeError)
+		g.metrics.GatewayEvent(typ, outcomeError)
 		return err
 	}
-	g.metrics.event(typ, outcome)
+	g.metrics.GatewayEvent(typ, outcome)
 	g.log.Info().Str("eventId", eventID).Str("kind", m.Kind).Str("workspace", m.Team).Str("channel", m.Channel).
 		Str("thread", m.ThreadTS).Str("user", m.User).Str("outcome", outcome).Msg("event handed off")
 	return nil

@@ -70,12 +70,17 @@ func (g *Gateway) registerOps(mux *http.ServeMux) {
 			_, _ = io.WriteString(w, "temporal unreachable\n")
 			return
 		}
+		if g.ready != nil {
+			if err := g.ready(ctx); err != nil {
+				g.log.Warn().Err(err).Msg("not ready")
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = io.WriteString(w, err.Error()+"\n")
+				return
+			}
+		}
 		_, _ = io.WriteString(w, "ready\n")
 	})
-	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		_ = g.metrics.write(w)
-	})
+	mux.Handle("GET /metrics", g.metrics.Handler())
 }
 
 // verified reads the raw body (capped) and checks Slack's signature and timestamp on it before next
@@ -103,7 +108,7 @@ func (g *Gateway) verified(secret, endpoint string, next func(http.ResponseWrite
 			return
 		}
 		if err != nil {
-			g.metrics.event(endpoint, outcomeUnauthorized)
+			g.metrics.GatewayEvent(endpoint, outcomeUnauthorized)
 			g.log.Warn().Err(err).Str("endpoint", endpoint).Str("remote", r.RemoteAddr).Msg("slack request refused")
 			http.Error(w, "invalid signature", http.StatusUnauthorized)
 			return
@@ -118,20 +123,20 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, body []byt
 		Challenge string `json:"challenge"`
 	}
 	if err := json.Unmarshal(body, &outer); err != nil {
-		g.metrics.event("unknown", outcomeMalformed)
+		g.metrics.GatewayEvent("unknown", outcomeMalformed)
 		http.Error(w, "malformed event", http.StatusBadRequest)
 		return
 	}
 	switch outer.Type {
 	case slackevents.URLVerification:
-		g.metrics.event(outer.Type, "challenge")
+		g.metrics.GatewayEvent(outer.Type, "challenge")
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, outer.Challenge)
 		return
 	case slackevents.CallbackEvent:
 	default:
 		// app_rate_limited and anything new: nothing to hand off, nothing to retry.
-		g.metrics.event(outer.Type, outcomeIgnored)
+		g.metrics.GatewayEvent(outer.Type, outcomeIgnored)
 		g.log.Warn().Str("type", outer.Type).Msg("events API envelope ignored")
 		w.WriteHeader(http.StatusOK)
 		return
@@ -142,7 +147,7 @@ func (g *Gateway) serveEvents(w http.ResponseWriter, r *http.Request, body []byt
 	if err != nil || !ok {
 		// An inner event type slack-go does not know, or one that does not decode: a retry would
 		// not decode either.
-		g.metrics.event("unknown", outcomeMalformed)
+		g.metrics.GatewayEvent("unknown", outcomeMalformed)
 		g.log.Warn().Err(err).Msg("event callback ignored: cannot decode inner event")
 		w.WriteHeader(http.StatusOK)
 		return
@@ -168,7 +173,7 @@ func (g *Gateway) serveInteractivity(w http.ResponseWriter, r *http.Request, bod
 		err = json.Unmarshal([]byte(form.Get("payload")), &cb)
 	}
 	if err != nil {
-		g.metrics.event("interactivity", outcomeMalformed)
+		g.metrics.GatewayEvent("interactivity", outcomeMalformed)
 		g.log.Warn().Err(err).Msg("interactivity payload refused: cannot decode")
 		http.Error(w, "malformed payload", http.StatusBadRequest)
 		return

@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/workflows"
@@ -321,12 +325,12 @@ func TestMetricsCount(t *testing.T) {
 	body := w.Body.String()
 	for _, want := range []string{
 		"# TYPE lucy_gateway_events_total counter",
-		`lucy_gateway_events_total{type="app_mention",outcome="message"} 1`,
-		`lucy_gateway_events_total{type="app_mention",outcome="error"} 1`,
-		`lucy_gateway_events_total{type="message",outcome="ignored"} 1`,
-		`lucy_gateway_events_total{type="events",outcome="unauthorized"} 1`,
-		`lucy_gateway_events_total{type="block_actions",outcome="approval"} 1`,
-		"# TYPE lucy_gateway_handoff_seconds summary",
+		`lucy_gateway_events_total{outcome="message",type="app_mention"} 1`,
+		`lucy_gateway_events_total{outcome="error",type="app_mention"} 1`,
+		`lucy_gateway_events_total{outcome="ignored",type="message"} 1`,
+		`lucy_gateway_events_total{outcome="unauthorized",type="events"} 1`,
+		`lucy_gateway_events_total{outcome="approval",type="block_actions"} 1`,
+		"# TYPE lucy_gateway_handoff_seconds histogram",
 		"lucy_gateway_handoff_seconds_count 3",
 	} {
 		if !strings.Contains(body, want) {
@@ -338,8 +342,17 @@ func TestMetricsCount(t *testing.T) {
 	}
 }
 
-func TestLabelValueEscaping(t *testing.T) {
-	if got, want := labelValue("a\"b\\c\nd"), `"a\"b\\c\nd"`; got != want {
-		t.Errorf("labelValue = %s, want %s", got, want)
+// In `lucy dev` the one /readyz also answers for the worker: Options.Ready failing makes it 503.
+func TestReadyzAsksTheExtraCheck(t *testing.T) {
+	var workerErr error = errors.New("worker not polling")
+	g := New(Options{Handoff: &fakeHandoff{}, Log: zerolog.New(zerolog.NewTestWriter(t)),
+		Ready: func(context.Context) error { return workerErr }})
+	get := func() int { return serve(g.OpsHandler(), httptest.NewRequest(http.MethodGet, "/readyz", nil)).Code }
+	if c := get(); c != http.StatusServiceUnavailable {
+		t.Errorf("/readyz = %d with the worker not ready, want 503", c)
+	}
+	workerErr = nil
+	if c := get(); c != http.StatusOK {
+		t.Errorf("/readyz = %d with the worker ready, want 200", c)
 	}
 }

@@ -34,11 +34,11 @@ func (g *Gateway) HandleInteraction(ctx context.Context, cb slack.InteractionCal
 		typ = "unknown"
 	}
 	if cb.Type != slack.InteractionTypeBlockActions {
-		g.metrics.event(typ, outcomeIgnored)
+		g.metrics.GatewayEvent(typ, outcomeIgnored)
 		return nil
 	}
 	if g.team != "" && cb.Team.ID != "" && cb.Team.ID != g.team {
-		g.metrics.event(typ, outcomeOtherTeam)
+		g.metrics.GatewayEvent(typ, outcomeOtherTeam)
 		g.log.Warn().Str("workspace", cb.Team.ID).Str("installed", g.team).Msg("click from another workspace ignored")
 		return nil
 	}
@@ -49,12 +49,12 @@ func (g *Gateway) HandleInteraction(ctx context.Context, cb slack.InteractionCal
 		}
 		handled = true
 		if err := g.approval(ctx, cb, a); err != nil {
-			g.metrics.event(typ, outcomeError)
+			g.metrics.GatewayEvent(typ, outcomeError)
 			return err
 		}
 	}
 	if !handled {
-		g.metrics.event(typ, outcomeIgnored)
+		g.metrics.GatewayEvent(typ, outcomeIgnored)
 	}
 	return nil
 }
@@ -64,12 +64,12 @@ func (g *Gateway) approval(ctx context.Context, cb slack.InteractionCallback, a 
 	log := g.log.With().Str("actionId", a.ActionID).Str("user", cb.User.ID).Logger()
 	var v ApprovalValue
 	if err := json.Unmarshal([]byte(a.Value), &v); err != nil || v.Fingerprint == "" {
-		g.metrics.event(typ, outcomeMalformed)
+		g.metrics.GatewayEvent(typ, outcomeMalformed)
 		log.Warn().Err(err).Str("value", a.Value).Msg("approval button with a malformed value ignored")
 		return nil
 	}
 	if _, err := workflows.ParseLaneID(v.Lane); err != nil {
-		g.metrics.event(typ, outcomeMalformed)
+		g.metrics.GatewayEvent(typ, outcomeMalformed)
 		log.Warn().Err(err).Msg("approval button with a malformed lane ignored")
 		return nil
 	}
@@ -83,16 +83,16 @@ func (g *Gateway) approval(ctx context.Context, cb slack.InteractionCallback, a 
 	}
 	start := g.now()
 	err := g.h.Approval(ctx, v.Lane, ap)
-	g.metrics.handoff(g.now().Sub(start))
+	g.metrics.Handoff(g.now().Sub(start))
 	if errors.Is(err, ErrLaneGone) {
-		g.metrics.event(typ, outcomeLaneGone)
+		g.metrics.GatewayEvent(typ, outcomeLaneGone)
 		log.Info().Str("lane", v.Lane).Msg("approval click for a lane that has ended ignored")
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("hand off approval to %s: %w", v.Lane, err)
 	}
-	g.metrics.event(typ, outcomeApproval)
+	g.metrics.GatewayEvent(typ, outcomeApproval)
 	log.Info().Str("lane", v.Lane).Bool("approved", ap.Approved).Msg("approval handed off")
 	return nil
 }

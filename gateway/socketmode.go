@@ -57,14 +57,14 @@ func (g *Gateway) onEventsAPI(ctx context.Context) socketmode.SocketmodeHandlerF
 		log := g.log.With().Str("envelopeId", evt.Request.EnvelopeID).Logger()
 		ev, ok := evt.Data.(slackevents.EventsAPIEvent)
 		if !ok {
-			g.metrics.event("unknown", outcomeMalformed)
+			g.metrics.GatewayEvent("unknown", outcomeMalformed)
 			log.Warn().Msg("events_api envelope without an event acknowledged and ignored")
 			g.ack(ctx, c, evt.Request, log)
 			return
 		}
 		cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
 		if !ok {
-			g.metrics.event(ev.Type, outcomeIgnored)
+			g.metrics.GatewayEvent(ev.Type, outcomeIgnored)
 			log.Warn().Str("type", ev.Type).Msg("events_api envelope ignored")
 			g.ack(ctx, c, evt.Request, log)
 			return
@@ -91,7 +91,7 @@ func (g *Gateway) onInteractive(ctx context.Context) socketmode.SocketmodeHandle
 		log := g.log.With().Str("envelopeId", evt.Request.EnvelopeID).Logger()
 		cb, ok := evt.Data.(slack.InteractionCallback)
 		if !ok {
-			g.metrics.event("interactivity", outcomeMalformed)
+			g.metrics.GatewayEvent("interactivity", outcomeMalformed)
 			log.Warn().Msg("interactive envelope without a payload acknowledged and ignored")
 			g.ack(ctx, c, evt.Request, log)
 			return
@@ -113,7 +113,7 @@ func (g *Gateway) onOther(ctx context.Context) socketmode.SocketmodeHandlerFunc 
 		log := g.log.With().Str("type", string(evt.Type)).Logger()
 		log.Debug().Msg("socket mode event ignored")
 		if evt.Request != nil && evt.Request.EnvelopeID != "" {
-			g.metrics.event(string(evt.Type), outcomeIgnored)
+			g.metrics.GatewayEvent(string(evt.Type), outcomeIgnored)
 			g.ack(ctx, c, evt.Request, log)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
+	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/tools"
@@ -48,6 +49,8 @@ type Deps struct {
 	// activities read payloads back from history with it. nil means the SDK's default, as for a
 	// client dialled without one.
 	DataConverter converter.DataConverter
+	// Metrics is the process's registry, which the activities count into (nil: not counted).
+	Metrics *metrics.Metrics
 }
 
 // DataConverter returns the data converter of Lucy's Temporal clients; every process dials with
@@ -107,6 +110,7 @@ func NewActivities(d Deps) *activities.Activities {
 		DataDir:       cfg.DataDir,
 		Log:           d.Log,
 		DataConverter: d.DataConverter,
+		Metrics:       d.Metrics,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
@@ -81,11 +82,14 @@ func (r *run) manageContext(ctx workflow.Context, model string, window int) (ask
 	case agent.StageR1:
 		after := r.compact(ctx, agent.CompactionKeepTail, "")
 		r.log.Info("agent.compaction.run", "run", r.id, "stage", "R1", "tokensBefore", tokens, "tokensAfter", after, "messages", len(r.msgs))
+		count(r.metrics, metrics.WorkflowCompactions, "stage", "R1")
 	case agent.StageR2:
 		after := r.compact(ctx, agent.DeepPruneKeepTail, "[deep pruned] ")
 		r.log.Info("agent.recovery.fired", "run", r.id, "stage", "R2", "tokensBefore", tokens, "tokensAfter", after, "messages", len(r.msgs))
+		count(r.metrics, metrics.WorkflowCompactions, "stage", "R2")
 	case agent.StageR3:
 		r.log.Info("agent.recovery.fired", "run", r.id, "stage", "R3", "tokens", tokens)
+		count(r.metrics, metrics.WorkflowCompactions, "stage", "R3")
 		return true
 	}
 	// The payload cap drops the oldest tool results: a safety net after compaction, not before it.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
@@ -27,6 +29,7 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 		}
 		r.absorbFolded(ctx)
 		r.turn++
+		count(r.metrics, metrics.WorkflowTurns)
 		r.status.Phase = "thinking"
 
 		if r.softFired && !final {
@@ -56,9 +59,11 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 				if r.overflows == 1 {
 					after := r.compact(ctx, agent.CompactionKeepTail, "")
 					r.log.Info("agent.compaction.run", "run", r.id, "stage", "R1", "trigger", "context_length", "tokensBefore", tokens, "tokensAfter", after)
+					count(r.metrics, metrics.WorkflowCompactions, "stage", "R1")
 				} else {
 					after := r.compact(ctx, agent.DeepPruneKeepTail, "[deep pruned] ")
 					r.log.Info("agent.recovery.fired", "run", r.id, "stage", "R2", "trigger", "context_length", "tokensBefore", tokens, "tokensAfter", after)
+					count(r.metrics, metrics.WorkflowCompactions, "stage", "R2")
 				}
 				r.turn--
 				continue
@@ -256,6 +261,7 @@ func (r *run) escalate(t agent.Trigger) {
 	r.tier = agent.Escalate(r.tier, agent.EscalationTarget(r.tier, t))
 	if r.tier != prev {
 		r.log.Info("agent.model.escalated", "run", r.id, "trigger", string(t), "from", prev, "to", r.tier)
+		count(r.metrics, metrics.WorkflowEscalations, "trigger", string(t))
 	}
 	r.status.Tier = r.tier
 }
@@ -287,6 +293,7 @@ func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, resu
 	}
 	if d := r.loop.Observe(batch); d.Fired {
 		r.log.Warn("agent.loop.detected", "run", r.id, "tier", d.Kind, "tool", d.Tool, "level", d.Level)
+		count(r.metrics, metrics.WorkflowLoopDetections, "level", strconv.Itoa(d.Level))
 		r.appendInline("user", runtimeNote(d.Message))
 		if d.ForceTool == agent.ToolAskHuman && r.sub != nil {
 			return "going in circles"

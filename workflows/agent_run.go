@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -84,9 +85,12 @@ const QuestionTTL = 24 * time.Hour
 func AgentRun(ctx workflow.Context, in RunInput) (RunResult, error) {
 	r := newRun(ctx, in)
 	if err := r.setup(ctx); err != nil {
+		countRun(ctx, "", err)
 		return RunResult{}, err
 	}
-	return r.run(ctx)
+	res, err := r.run(ctx)
+	countRun(ctx, res.Status, err)
+	return res, err
 }
 
 // run is the state of one agent run. It lives in workflow memory and is rebuilt by replay.
@@ -96,6 +100,9 @@ type run struct {
 	log    logger
 	start  time.Time
 	status RunStatus
+	// metrics counts what the run does (turns, escalations, loops, compactions, approvals); the
+	// SDK silences it during replay (see metrics.go).
+	metrics client.MetricsHandler
 
 	route activities.Route
 	tier  string
@@ -183,6 +190,7 @@ func newRun(ctx workflow.Context, in RunInput) *run {
 		caps: agent.ToolCaps{Counts: map[string]int{}}, withdrawn: map[string]bool{}, toolFailures: map[string]int{},
 	}
 	r.log = workflow.GetLogger(ctx)
+	r.metrics = workflow.GetMetricsHandler(ctx)
 	r.status = RunStatus{Run: id, Objective: objective(in.Message.Text), Phase: "preparing", StartedAt: r.start.UTC().Format(time.RFC3339), Usage: map[string]Usage{}}
 	r.lastCheck = r.start
 	return r

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
@@ -386,6 +387,7 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, deta
 		}
 		r.notifyLane(ctx, fp)
 		r.log.Info("agent.approval.requested", "run", r.id, "tool", c.Name, "fingerprint", fp)
+		count(r.metrics, metrics.WorkflowApprovals, "decision", "requested")
 		decision, by := r.awaitApproval(ctx, fp, expires, res.TS)
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		r.notifyLane(dctx, "")
@@ -406,6 +408,7 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, deta
 			r.log.Warn("agent.approval.resolve_failed", "run", r.id, "error", err)
 		}
 		r.log.Info("agent.approval.decided", "run", r.id, "tool", c.Name, "decision", decision, "by", by)
+		count(r.metrics, metrics.WorkflowApprovals, "decision", approvalOutcome(decision))
 		switch decision {
 		case "cancelled":
 			return false, ""
@@ -446,6 +449,7 @@ func (r *run) awaitApproval(ctx workflow.Context, fp string, expires time.Time, 
 				// Not from the gateway (a signal sent by hand, or forged): nobody in Slack did this,
 				// so nobody is told; the log says it happened.
 				r.log.Warn("agent.approval.unsigned", "run", r.id, "user", ap.User, "source", ap.Source, "reason", chk.Reason)
+				count(r.metrics, metrics.WorkflowApprovals, "decision", "unsigned")
 			case ap.Fingerprint != fp:
 				r.refuse(ctx, ap, "That approval request is no longer active (it expired or was replaced). Use the latest one in the thread.")
 			case !chk.Allowed:
@@ -506,6 +510,7 @@ func (r *run) mayApprove(ctx workflow.Context, user string) bool {
 
 func (r *run) refuse(ctx workflow.Context, ap Approval, text string) {
 	r.log.Info("agent.approval.refused", "run", r.id, "user", ap.User)
+	count(r.metrics, metrics.WorkflowApprovals, "decision", "refused")
 	if ap.User == "" {
 		return
 	}

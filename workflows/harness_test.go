@@ -64,12 +64,18 @@ type harness struct {
 	order []string
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t *testing.T) *harness { t.Helper(); return newHarnessWith(t, nil) }
+
+// newHarnessWith is newHarness with the suite's settings changed by configure first (nil: none).
+func newHarnessWith(t *testing.T, configure func(*testsuite.WorkflowTestSuite)) *harness {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if testing.Verbose() {
 		suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))))
+	}
+	if configure != nil {
+		configure(&suite)
 	}
 	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment(), admins: map[string]bool{}}
 	h.route = activities.Route{Intent: "chat", Tier: "default", Tools: []string{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/intent"
+	"github.com/lucy-agent/lucy/metrics"
 )
 
 // Lane limits.
@@ -228,6 +229,7 @@ func (l *lane) dedupe(keys []string) bool {
 func (l *lane) onMessage(ctx workflow.Context, m Message) {
 	if l.dedupe(m.DedupeKeys()) {
 		l.log.Info("lane.duplicate", "lane", l.id, "ts", m.TS, "eventId", m.EventID)
+		count(workflow.GetMetricsHandler(ctx), metrics.WorkflowDedupeHits, "kind", "message")
 		return
 	}
 	if m.Control == "status" {
@@ -383,6 +385,7 @@ func (l *lane) onCancel(ctx workflow.Context, cr CancelRequest) {
 		keys = append(keys, "ev:"+cr.EventID)
 	}
 	if l.dedupe(keys) {
+		count(workflow.GetMetricsHandler(ctx), metrics.WorkflowDedupeHits, "kind", "cancel")
 		return
 	}
 	dropped := 0
@@ -400,12 +403,14 @@ func (l *lane) onCancel(ctx workflow.Context, cr CancelRequest) {
 		return
 	}
 	l.log.Info("lane.cancel", "lane", l.id, "run", l.cur.id, "by", cr.User, "droppedQueued", dropped)
+	count(workflow.GetMetricsHandler(ctx), metrics.WorkflowCancellations)
 	l.cur.cancel()
 	l.react(ctx, cr.Channel, cr.TS, "stop", "octagonal_sign")
 }
 
 func (l *lane) onApproval(ctx workflow.Context, ap Approval) {
 	if ap.EventID != "" && l.dedupe([]string{"ap:" + ap.EventID}) {
+		count(workflow.GetMetricsHandler(ctx), metrics.WorkflowDedupeHits, "kind", "approval")
 		return
 	}
 	if l.cur == nil {

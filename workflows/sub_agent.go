@@ -58,9 +58,12 @@ func SubAgent(ctx workflow.Context, in SubAgentInput) (SubAgentResult, error) {
 	r := newRun(ctx, runIn)
 	r.sub = &in
 	if err := r.setup(ctx); err != nil {
+		countRun(ctx, "", err)
 		return SubAgentResult{}, err
 	}
-	return r.runSub(ctx)
+	res, err := r.runSub(ctx)
+	countRun(ctx, res.Report.Status, err)
+	return res, err
 }
 
 func (r *run) runSub(ctx workflow.Context) (SubAgentResult, error) {

@@ -115,6 +115,28 @@ func TestDevStartsServesAndStops(t *testing.T) {
 	c.Close()
 	first.say(t, "hello there, please say hello back to me", 1)
 
+	// One process, one set of operational endpoints on LUCY_HTTP_ADDR: ready (Temporal answers and
+	// the worker polls), and /metrics with the SDK's, the workflows' and the activities' series.
+	if resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", hport)); err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("/readyz of lucy dev: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	waitFor(t, "the run's metrics on /metrics", 10*time.Second, func() bool {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", hport))
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, name := range []string{"\ntemporal_request_total", "\nlucy_runs_total{", "\nlucy_turns_total{", "\nlucy_model_calls_total{"} {
+			if !strings.Contains(string(b), name) {
+				return false
+			}
+		}
+		return true
+	})
+
 	// The local workspace is not served on LUCY_HTTP_ADDR, which may face the network, but on a
 	// loopback port of its own that the file in the data directory names.
 	resp, err = http.Get(fmt.Sprintf("http://127.0.0.1:%d/local/slack/api/auth.test?token=xoxb-local", hport))
@@ -242,7 +264,7 @@ func TestStartupErrors(t *testing.T) {
 		{"no llm", []string{"dev"}, map[string]string{}, "no LLM configured"},
 		{"bad bot token", []string{"dev"}, map[string]string{"OPENAI_API_KEY": "k", "SLACK_BOT_TOKEN": "xoxp-1", "SLACK_APP_TOKEN": "xapp-1"}, "xoxb-"},
 		{"http port in use", []string{"dev"}, map[string]string{"OPENAI_API_KEY": "k", "LUCY_HTTP_ADDR": busy.Addr().String()}, "already in use"},
-		{"unreachable temporal", []string{"worker"}, map[string]string{"OPENAI_API_KEY": "k", "SLACK_BOT_TOKEN": "xoxb-1", "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead), "LUCY_TEMPORAL_CONNECT_TIMEOUT": "2s"}, "cannot reach Temporal"},
+		{"unreachable temporal", []string{"worker"}, map[string]string{"OPENAI_API_KEY": "k", "SLACK_BOT_TOKEN": "xoxb-1", "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead), "LUCY_TEMPORAL_CONNECT_TIMEOUT": "2s", "LUCY_WORKER_HTTP_ADDR": "127.0.0.1:0"}, "cannot reach Temporal"},
 		{"unknown command", []string{"fly"}, map[string]string{}, "unknown command"},
 		{"chat without dev", []string{"chat"}, map[string]string{"LUCY_DATA_DIR": t.TempDir(), "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead)}, "start `lucy dev` first, with the same LUCY_DATA_DIR"},
 		{"chat after dev crashed", []string{"chat"}, map[string]string{"LUCY_DATA_DIR": staleDir, "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead)}, "is `lucy dev` still running"},

@@ -23,11 +23,13 @@ import (
 	"github.com/lucy-agent/lucy/devserver"
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/logging"
+	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/worker"
 )
 
-// dial connects to Temporal and fails fast with an actionable message when it is unreachable.
-func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger) (client.Client, error) {
+// dial connects to Temporal and fails fast with an actionable message when it is unreachable. m
+// receives the SDK's metrics (nil: none).
+func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metrics.Metrics) (client.Client, error) {
 	opts := client.Options{
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
@@ -36,6 +38,9 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger) (client.C
 		Logger: logging.NewTemporal(log),
 		// The worker's activities decode history with the same converter (worker.Deps).
 		DataConverter: worker.DataConverter(cfg),
+		// The SDK's metrics, and what workflows count through workflow.GetMetricsHandler, go to
+		// the process's Prometheus registry.
+		MetricsHandler: m.TemporalHandler(),
 	}
 	if cfg.TemporalAPIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
@@ -140,7 +145,11 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		defer srv.Stop()
 		cfg.TemporalAddress = srv.FrontendAddress()
 	}
-	c, err := dial(ctx, cfg, log)
+	// One registry for the whole process: the worker's SDK metrics, the workflows' and activities'
+	// counters and the gateway's, all on LUCY_HTTP_ADDR's /metrics.
+	m := metrics.New(version, log)
+	defer m.Close()
+	c, err := dial(ctx, cfg, log, m)
 	if err != nil {
 		return err
 	}
@@ -153,15 +162,17 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	defer local.Close()
 	acts := worker.NewActivities(worker.Deps{
 		Config: cfg, Client: c, Log: log, LocalSlackURL: local.info.URL, LocalSlackToken: local.info.Token,
-		DataConverter: worker.DataConverter(cfg),
+		DataConverter: worker.DataConverter(cfg), Metrics: m,
 	})
-	w := worker.New(c, acts)
-	if err := w.Start(); err != nil {
+	health := worker.NewHealth()
+	w := health.NewWorker(c, acts)
+	if err := health.Start(w); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
-	defer w.Stop()
+	defer health.Stop(w)
 
-	gw, err := newGateway(ctx, cfg, c, log)
+	// The gateway's /readyz checks Temporal itself; the worker's polling is added to it.
+	gw, err := newGateway(ctx, cfg, c, log, m, func(context.Context) error { return health.Polling() })
 	if err != nil {
 		return err
 	}
@@ -231,8 +242,8 @@ func shutdown(hs *http.Server) {
 
 // newGateway builds the gateway core; with Slack credentials it asks Slack who the bot is, so that
 // its own messages are ignored.
-func newGateway(ctx context.Context, cfg *config.Config, c client.Client, log zerolog.Logger) (*gateway.Gateway, error) {
-	o := gateway.Options{Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log, UserEventsPerMinute: cfg.UserEventsPerMinute}
+func newGateway(ctx context.Context, cfg *config.Config, c client.Client, log zerolog.Logger, m *metrics.Metrics, ready func(context.Context) error) (*gateway.Gateway, error) {
+	o := gateway.Options{Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log, Metrics: m, Ready: ready, UserEventsPerMinute: cfg.UserEventsPerMinute}
 	if cfg.SlackBotToken != "" {
 		api := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
 		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -251,30 +262,45 @@ func socketMode(ctx context.Context, cfg *config.Config, gw *gateway.Gateway) er
 	return gw.RunSocketMode(ctx, api)
 }
 
-// runWorker runs workflows and activities against TEMPORAL_ADDRESS.
+// runWorker runs workflows and activities against TEMPORAL_ADDRESS, and serves /healthz, /readyz
+// and /metrics on LUCY_WORKER_HTTP_ADDR.
 func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := config.Load(config.ModeWorker, getenv)
 	if err != nil {
 		return err
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
-	c, err := dial(ctx, cfg, log)
+	// Listen first: a taken port is a configuration mistake, said at once rather than after the
+	// wait for Temporal.
+	ln, err := listen(cfg.WorkerHTTPAddr, "LUCY_WORKER_HTTP_ADDR")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	m := metrics.New(version, log)
+	defer m.Close()
+	// /healthz answers while the worker waits for Temporal, /readyz says 503 until it polls.
+	health := worker.NewHealth()
+	hs := newHTTPServer(worker.OpsHandler(health, m, log), slackTimeouts)
+	go func() { _ = hs.Serve(ln) }()
+	defer shutdown(hs)
+	c, err := dial(ctx, cfg, log, m)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	w := worker.New(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg)}))
-	log.Info().Interface("config", cfg.Redacted()).Msg("worker starting")
+	w := health.NewWorker(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg), Metrics: m}))
+	log.Info().Interface("config", cfg.Redacted()).Str("ops", ln.Addr().String()).Msg("worker starting")
 	_, stopCodec, err := serveCodec(cfg, false, log)
 	if err != nil {
 		return err
 	}
 	defer stopCodec()
-	if err := w.Start(); err != nil {
+	if err := health.Start(w); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	<-ctx.Done()
-	w.Stop()
+	health.Stop(w)
 	return nil
 }
 
@@ -290,12 +316,14 @@ func runGateway(ctx context.Context, getenv func(string) string, stderr io.Write
 		return err
 	}
 	defer ln.Close()
-	c, err := dial(ctx, cfg, log)
+	m := metrics.New(version, log)
+	defer m.Close()
+	c, err := dial(ctx, cfg, log, m)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	gw, err := newGateway(ctx, cfg, c, log)
+	gw, err := newGateway(ctx, cfg, c, log, m, nil)
 	if err != nil {
 		return err
 	}
@@ -338,7 +366,7 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 	if err := ensureApprovalKey(cfg, false); err != nil {
 		return err
 	}
-	c, err := dial(ctx, cfg, log)
+	c, err := dial(ctx, cfg, log, nil)
 	if err != nil {
 		return err
 	}

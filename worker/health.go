@@ -1,0 +1,125 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// readyTimeout bounds the Temporal health check behind /readyz (the gateway uses the same).
+const readyTimeout = 2 * time.Second
+
+// Health knows whether this process's worker polls the task queue, for /readyz. The SDK has no
+// "is polling" query, so Health tracks it: ready from a successful Start until Stop or a fatal
+// error of the worker (OnFatalError: the namespace is gone, the credentials were revoked), and,
+// while ready, only if Temporal answers a health check, because pollers cannot poll a server they
+// cannot reach.
+type Health struct {
+	mu     sync.Mutex
+	client client.Client // set by NewWorker
+	state  error         // nil while polling; why not otherwise
+}
+
+// errNotStarted is the state before Start.
+var errNotStarted = errors.New("worker not started")
+
+// NewHealth returns the health of a worker that is not built yet: not ready.
+func NewHealth() *Health { return &Health{state: errNotStarted} }
+
+func (h *Health) set(err error) {
+	h.mu.Lock()
+	h.state = err
+	h.mu.Unlock()
+}
+
+// Polling reports why the worker does not poll (nil when it does), without asking Temporal.
+func (h *Health) Polling() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state
+}
+
+// Ready is nil when the worker polls and Temporal answers.
+func (h *Health) Ready(ctx context.Context) error {
+	if err := h.Polling(); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	c := h.client
+	h.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+		return errors.New("temporal unreachable")
+	}
+	return nil
+}
+
+// NewWorker creates the worker like New, with Health told of its fatal errors and asking c whether
+// Temporal answers.
+func (h *Health) NewWorker(c client.Client, acts *activities.Activities) sdkworker.Worker {
+	h.mu.Lock()
+	h.client = c
+	h.mu.Unlock()
+	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
+		OnFatalError: func(err error) { h.set(errors.New("worker stopped: " + err.Error())) },
+	})
+	Register(w, acts)
+	return w
+}
+
+// Start starts w and marks the worker ready once its pollers run.
+func (h *Health) Start(w sdkworker.Worker) error {
+	if err := w.Start(); err != nil {
+		h.set(errors.New("worker failed to start"))
+		return err
+	}
+	h.set(nil)
+	return nil
+}
+
+// Stop marks the worker not ready first (so that a load balancer stops sending work during the
+// graceful stop), then stops it.
+func (h *Health) Stop(w sdkworker.Worker) {
+	h.set(errors.New("worker stopping"))
+	w.Stop()
+}
+
+// OpsHandler serves the worker's operational endpoints:
+//
+//	GET /healthz  200 while the process is up
+//	GET /readyz   200 when the worker polls and Temporal answers, 503 otherwise
+//	GET /metrics  the process's Prometheus registry: the Temporal SDK's metrics and Lucy's own
+func OpsHandler(h *Health, m *metrics.Metrics, log zerolog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := h.Ready(ctx); err != nil {
+			log.Debug().Err(err).Msg("worker not ready")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, err.Error()+"\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	mux.Handle("GET /metrics", m.Handler())
+	return mux
+}
