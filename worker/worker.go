@@ -5,6 +5,7 @@ package worker
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -224,9 +225,20 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 	}
 }
 
-// New creates a worker on the `lucy` task queue with everything registered.
+// New creates a worker on the `lucy` task queue with everything registered. Stop cancels in-flight
+// activities at once, which suits `lucy dev` and tests: Ctrl-C should not wait for a model call, and
+// Temporal retries the activities on the next start.
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+	return NewGraceful(c, acts, 0)
+}
+
+// NewGraceful is New for `lucy worker`: on Stop it stops polling at once, then lets in-flight
+// activities run for up to stopTimeout (LUCY_WORKER_STOP_TIMEOUT) before cancelling them. A
+// cancelled side-effecting tool is not retried blindly (the run waits for a human) and a cancelled
+// model call is paid for twice, so a rolling deploy should let them finish; the pod's grace period
+// must be longer than stopTimeout (deploy/k8s/worker.yaml).
+func NewGraceful(c client.Client, acts *activities.Activities, stopTimeout time.Duration) sdkworker.Worker {
+	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{WorkerStopTimeout: stopTimeout})
 	Register(w, acts)
 	return w
 }

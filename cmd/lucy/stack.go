@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -28,26 +27,15 @@ import (
 
 // dial connects to Temporal and fails fast with an actionable message when it is unreachable.
 func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger) (client.Client, error) {
-	opts := client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		// Workflow logs (agent_run.completed, agent.loop.detected, …) go through this logger, so it
-		// keeps the configured level.
-		Logger: logging.NewTemporal(log),
-		// The worker's activities decode history with the same converter (worker.Deps).
-		DataConverter: worker.DataConverter(cfg),
+	opts, err := cfg.TemporalClientOptions()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.TemporalAPIKey != "" {
-		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
-		opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	if cfg.TemporalTLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TemporalTLSCert, cfg.TemporalTLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("load TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY: %w", err)
-		}
-		opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-	}
+	// Workflow logs (agent_run.completed, agent.loop.detected, …) go through this logger, so it
+	// keeps the configured level.
+	opts.Logger = logging.NewTemporal(log)
+	// The worker's activities decode history with the same converter (worker.Deps).
+	opts.DataConverter = worker.DataConverter(cfg)
 	// Retry with backoff for up to LUCY_TEMPORAL_CONNECT_TIMEOUT, so a worker started during a
 	// rolling restart of the cluster waits for it instead of crash-looping; then fail with one line.
 	bo := backoff.NewExponentialBackOff()
@@ -263,7 +251,7 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return err
 	}
 	defer c.Close()
-	w := worker.New(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg)}))
+	w := worker.NewGraceful(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg)}), cfg.WorkerStopTimeout)
 	log.Info().Interface("config", cfg.Redacted()).Msg("worker starting")
 	_, stopCodec, err := serveCodec(cfg, false, log)
 	if err != nil {
@@ -274,6 +262,7 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return fmt.Errorf("start worker: %w", err)
 	}
 	<-ctx.Done()
+	log.Info().Dur("stopTimeout", cfg.WorkerStopTimeout).Msg("worker stopping: letting in-flight activities finish")
 	w.Stop()
 	return nil
 }
