@@ -54,6 +54,10 @@ type Config struct {
 	// ConnectTimeout is how long a process keeps retrying to reach Temporal at start
 	// (LUCY_TEMPORAL_CONNECT_TIMEOUT): long enough to ride out a rolling restart of the cluster.
 	ConnectTimeout time.Duration
+	// WorkerStopTimeout is how long `lucy worker` lets in-flight activities finish after SIGTERM
+	// before cancelling them (LUCY_WORKER_STOP_TIMEOUT); a Kubernetes pod's
+	// terminationGracePeriodSeconds must be longer.
+	WorkerStopTimeout time.Duration
 
 	// Embedded development stack
 	DataDir      string // LUCY_DATA_DIR
@@ -167,6 +171,10 @@ const (
 	DefaultScriptTimeout  = 10 * time.Second
 	MaxScriptTimeout      = 5 * time.Minute
 	DefaultScriptMemoryMB = 512
+	// DefaultWorkerStopTimeout covers every activity but the long tools (30 minutes): model calls
+	// (usually well under a minute), tools (2 minutes) and Slack writes.
+	DefaultWorkerStopTimeout = 5 * time.Minute
+	MaxWorkerStopTimeout     = time.Hour
 )
 
 // defaultModels are per provider; a custom endpoint (vLLM, Ollama, LiteLLM) has no sensible default
@@ -185,6 +193,7 @@ var defaultModels = map[string]map[string]string{
 
 // Load reads the configuration for mode from getenv and validates it.
 func Load(mode Mode, getenv func(string) string) (*Config, error) {
+	getenv = guard(getenv)
 	env := func(k, def string) string {
 		if v := strings.TrimSpace(getenv(k)); v != "" {
 			return v
@@ -237,6 +246,14 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("LUCY_TEMPORAL_CONNECT_TIMEOUT %q is not a duration (for example 30s or 2m)", v)
 		}
 		c.ConnectTimeout = d
+	}
+	c.WorkerStopTimeout = DefaultWorkerStopTimeout
+	if v := strings.TrimSpace(getenv("LUCY_WORKER_STOP_TIMEOUT")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > MaxWorkerStopTimeout {
+			return nil, fmt.Errorf("LUCY_WORKER_STOP_TIMEOUT %q is not a duration from 0s to %s (default %s)", v, MaxWorkerStopTimeout, DefaultWorkerStopTimeout)
+		}
+		c.WorkerStopTimeout = d
 	}
 	if (c.TemporalTLSCert == "") != (c.TemporalTLSKey == "") {
 		return nil, errors.New("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY must be set together (paths to the client certificate and key)")
@@ -433,7 +450,7 @@ func (c *Config) loadLLM(getenv func(string) string) error {
 	}
 	defaults := defaultModels[c.Provider]
 	for _, tier := range Tiers {
-		m := strings.TrimSpace(getenv("LUCY_MODEL_" + strings.ToUpper(tier)))
+		m := strings.TrimSpace(getenv(tierVariable("LUCY_MODEL_", tier)))
 		if m == "" {
 			m = defaults[tier]
 		}
@@ -442,7 +459,7 @@ func (c *Config) loadLLM(getenv func(string) string) error {
 	c.Sampling = map[string]Sampling{}
 	for _, tier := range Tiers {
 		s := DefaultSampling(tier)
-		name := "LUCY_TEMPERATURE_" + strings.ToUpper(tier)
+		name := tierVariable("LUCY_TEMPERATURE_", tier)
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil || f < 0 || f > 2 {
@@ -450,7 +467,7 @@ func (c *Config) loadLLM(getenv func(string) string) error {
 			}
 			s.Temperature = f
 		}
-		name = "LUCY_MAX_OUTPUT_TOKENS_" + strings.ToUpper(tier)
+		name = tierVariable("LUCY_MAX_OUTPUT_TOKENS_", tier)
 		if v := strings.TrimSpace(getenv(name)); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 16 || n > 200000 {

@@ -68,14 +68,14 @@ func (h *Health) Ready(ctx context.Context) error {
 }
 
 // NewWorker creates the worker like New, with Health told of its fatal errors and asking c whether
-// Temporal answers.
-func (h *Health) NewWorker(c client.Client, acts *activities.Activities) sdkworker.Worker {
+// Temporal answers; stopTimeout is how long Stop lets in-flight activities finish (gracefulStop).
+func (h *Health) NewWorker(c client.Client, acts *activities.Activities, stopTimeout time.Duration) sdkworker.Worker {
 	h.mu.Lock()
 	h.client = c
 	h.mu.Unlock()
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{
-		OnFatalError: func(err error) { h.set(errors.New("worker stopped: " + err.Error())) },
-	})
+	o := gracefulStop(stopTimeout)
+	o.OnFatalError = func(err error) { h.set(errors.New("worker stopped: " + err.Error())) }
+	w := sdkworker.New(c, workflows.TaskQueue, o)
 	Register(w, acts)
 	return w
 }

@@ -5,6 +5,7 @@ package worker
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -228,9 +229,20 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 	}
 }
 
-// New creates a worker on the `lucy` task queue with everything registered.
+// New creates a worker on the `lucy` task queue with everything registered. Stop cancels in-flight
+// activities at once, which suits `lucy dev` and tests: Ctrl-C should not wait for a model call, and
+// Temporal retries the activities on the next start.
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
-	w := sdkworker.New(c, workflows.TaskQueue, sdkworker.Options{})
+	w := sdkworker.New(c, workflows.TaskQueue, gracefulStop(0))
 	Register(w, acts)
 	return w
+}
+
+// gracefulStop documents WorkerStopTimeout for `lucy worker`: on Stop the worker stops polling at
+// once, then lets in-flight activities run for up to LUCY_WORKER_STOP_TIMEOUT before cancelling them.
+// A cancelled side-effecting tool is not retried blindly (the run waits for a human) and a cancelled
+// model call is paid for twice, so a rolling deploy should let them finish; the pod's grace period
+// must be longer (deploy/k8s/worker.yaml).
+func gracefulStop(stopTimeout time.Duration) sdkworker.Options {
+	return sdkworker.Options{WorkerStopTimeout: stopTimeout}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -30,29 +29,18 @@ import (
 // dial connects to Temporal and fails fast with an actionable message when it is unreachable. m
 // receives the SDK's metrics (nil: none).
 func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metrics.Metrics) (client.Client, error) {
-	opts := client.Options{
-		HostPort:  cfg.TemporalAddress,
-		Namespace: cfg.TemporalNamespace,
-		// Workflow logs (agent_run.completed, agent.loop.detected, …) go through this logger, so it
-		// keeps the configured level.
-		Logger: logging.NewTemporal(log),
-		// The worker's activities decode history with the same converter (worker.Deps).
-		DataConverter: worker.DataConverter(cfg),
-		// The SDK's metrics, and what workflows count through workflow.GetMetricsHandler, go to
-		// the process's Prometheus registry.
-		MetricsHandler: m.TemporalHandler(),
+	opts, err := cfg.TemporalClientOptions()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.TemporalAPIKey != "" {
-		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
-		opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	if cfg.TemporalTLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TemporalTLSCert, cfg.TemporalTLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("load TEMPORAL_TLS_CERT/TEMPORAL_TLS_KEY: %w", err)
-		}
-		opts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
-	}
+	// Workflow logs (agent_run.completed, agent.loop.detected, …) go through this logger, so it
+	// keeps the configured level.
+	opts.Logger = logging.NewTemporal(log)
+	// The worker's activities decode history with the same converter (worker.Deps).
+	opts.DataConverter = worker.DataConverter(cfg)
+	// The SDK's metrics, and what workflows count through workflow.GetMetricsHandler, go to the
+	// process's Prometheus registry.
+	opts.MetricsHandler = m.TemporalHandler()
 	// Retry with backoff for up to LUCY_TEMPORAL_CONNECT_TIMEOUT, so a worker started during a
 	// rolling restart of the cluster waits for it instead of crash-looping; then fail with one line.
 	bo := backoff.NewExponentialBackOff()
@@ -165,7 +153,7 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		DataConverter: worker.DataConverter(cfg), Metrics: m,
 	})
 	health := worker.NewHealth()
-	w := health.NewWorker(c, acts)
+	w := health.NewWorker(c, acts, 0)
 	if err := health.Start(w); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -289,7 +277,7 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return err
 	}
 	defer c.Close()
-	w := health.NewWorker(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg), Metrics: m}))
+	w := health.NewWorker(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg), Metrics: m}), cfg.WorkerStopTimeout)
 	log.Info().Interface("config", cfg.Redacted()).Str("ops", ln.Addr().String()).Msg("worker starting")
 	_, stopCodec, err := serveCodec(cfg, false, log)
 	if err != nil {
@@ -300,6 +288,7 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return fmt.Errorf("start worker: %w", err)
 	}
 	<-ctx.Done()
+	log.Info().Dur("stopTimeout", cfg.WorkerStopTimeout).Msg("worker stopping: letting in-flight activities finish")
 	health.Stop(w)
 	return nil
 }

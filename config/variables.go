@@ -1,0 +1,72 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// fixedVariables are the environment variables Load reads, apart from the per-tier ones
+// (tierVariables). Load reads through guard, which refuses any name missing here, so this list and
+// Load cannot drift apart: deploy files are checked against Variables (package deploy's tests), and
+// a variable added to Load without being listed fails every test that loads a configuration.
+var fixedVariables = []string{
+	// Temporal
+	"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY",
+	"LUCY_TEMPORAL_CONNECT_TIMEOUT",
+	// `lucy worker`'s graceful stop
+	"LUCY_WORKER_STOP_TIMEOUT",
+	// Embedded development stack and local files
+	"LUCY_DATA_DIR", "LUCY_TEMPORAL_PORT", "LUCY_UI_PORT",
+	// HTTP listeners (the gateway's, and the worker's health and metrics)
+	"LUCY_HTTP_ADDR", "LUCY_WORKER_HTTP_ADDR",
+	// Slack
+	"SLACK_BOT_TOKEN", "SLACK_USER_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL",
+	// Approvals
+	"LUCY_ADMIN_USERS", "LUCY_APPROVAL_KEY",
+	// Limits
+	"LUCY_MAX_TOOL_CALLS", "LUCY_SCRIPT_TIMEOUT", "LUCY_SCRIPT_MEMORY_MB", "LUCY_USER_EVENTS_PER_MINUTE",
+	// Payload encryption and the Web UI's codec endpoint
+	"LUCY_PAYLOAD_KEYS", "LUCY_CODEC_ADDR",
+	// LLM
+	"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENROUTER_API_KEY", "LUCY_CONTEXT_WINDOW",
+	// Web search
+	"LUCY_SEARCH_PROVIDER", "LUCY_SEARCH_API_KEY", "LUCY_SEARCH_MODEL", "LUCY_SEARCH_BASE_URL",
+	// Logging
+	"LUCY_LOG_LEVEL", "LUCY_LOG_FORMAT",
+}
+
+// tierPrefixes are the per-tier variables: the prefix followed by the tier's name in upper case
+// (LUCY_MODEL_FAST, LUCY_TEMPERATURE_FRONTIER, …).
+var tierPrefixes = []string{"LUCY_MODEL_", "LUCY_TEMPERATURE_", "LUCY_MAX_OUTPUT_TOKENS_"}
+
+func tierVariable(prefix, tier string) string { return prefix + strings.ToUpper(tier) }
+
+// Variables returns, sorted, the name of every environment variable Load reads: what an operator
+// may set in a deployment. (LUCY_SANDBOX_CHILD is not one: the binary sets it on the script
+// sandbox's child process, and a worker started with it would run as a sandbox child.)
+func Variables() []string {
+	out := slices.Clone(fixedVariables)
+	for _, p := range tierPrefixes {
+		for _, tier := range Tiers {
+			out = append(out, tierVariable(p, tier))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// guard wraps getenv so that Load can read only listed variables. Reading an unlisted one is a bug in
+// this package, not an operator's mistake, hence the panic: it fails the first test that reaches it.
+func guard(getenv func(string) string) func(string) string {
+	known := map[string]bool{}
+	for _, v := range Variables() {
+		known[v] = true
+	}
+	return func(k string) string {
+		if !known[k] {
+			panic(fmt.Sprintf("config: Load reads %s, which is not in Variables (add it to fixedVariables)", k))
+		}
+		return getenv(k)
+	}
+}
