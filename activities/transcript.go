@@ -14,7 +14,8 @@ package activities
 //
 // The activity resolves the references by reading its own workflow's history from Temporal. This
 // needs no store beside Temporal, works across any number of workers, survives Reset (the copied
-// history carries the referenced events) and keeps everything visible in the Web UI.
+// history carries the referenced events) and keeps everything visible in the Web UI. Each worker
+// keeps what it has read per run (CachedHistory), so a call reads only what the last turn added.
 
 import (
 	"context"
@@ -23,9 +24,7 @@ import (
 	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 )
@@ -65,37 +64,6 @@ type RecordedActivity struct {
 // HistoryReader returns the completed activities of a workflow run by activity ID.
 type HistoryReader interface {
 	Activities(ctx context.Context, workflowID, runID string) (map[string]RecordedActivity, error)
-}
-
-// TemporalHistory reads activities from the Temporal frontend.
-type TemporalHistory struct {
-	Client client.Client
-}
-
-// Activities implements HistoryReader.
-func (h TemporalHistory) Activities(ctx context.Context, workflowID, runID string) (map[string]RecordedActivity, error) {
-	it := h.Client.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	scheduled := map[int64]RecordedActivity{}
-	ids := map[int64]string{}
-	out := map[string]RecordedActivity{}
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			return nil, fmt.Errorf("read history of %s: %w", workflowID, err)
-		}
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
-			scheduled[ev.GetEventId()] = RecordedActivity{Type: a.GetActivityType().GetName(), Input: a.GetInput()}
-			ids[ev.GetEventId()] = a.GetActivityId()
-		}
-		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
-			rec, ok := scheduled[a.GetScheduledEventId()]
-			if ok {
-				rec.Result = a.GetResult()
-				out[ids[a.GetScheduledEventId()]] = rec
-			}
-		}
-	}
-	return out, nil
 }
 
 // resolver turns transcript references into messages for one activity execution.

@@ -14,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/workflows"
 )
@@ -25,10 +26,14 @@ type turnBytes struct {
 	naive     map[int]int // bytes a design that re-sends the full transcript would write at turn n
 	total     int
 	turns     int
+	// readBytes is what the worker's activities read of history to resolve transcript references.
+	readBytes int64
 	maxCallIn int // largest CallModel input in bytes
 }
 
 func longRun(t testing.TB, s *stack, page *httptest.Server) turnBytes {
+	cache := s.acts.History.(*activities.CachedHistory)
+	_, readBefore := cache.Read()
 	ts := s.say("<@ULUCY> read every page and file, one per step, and tell me what changed", "")
 	s.event("app_mention", "Ev-long", "<@ULUCY> read every page and file, one per step, and tell me what changed", ts, "", human)
 	s.waitFor("the 50-turn run", 5*time.Minute, func() bool {
@@ -62,6 +67,8 @@ func longRun(t testing.TB, s *stack, page *httptest.Server) turnBytes {
 		res.perTurn[turn] += n
 	}
 	res.turns = turn
+	_, readAfter := cache.Read()
+	res.readBytes = readAfter - readBefore
 	return res
 }
 
@@ -126,6 +133,12 @@ func TestHistoryStaysFlat(t *testing.T) {
 	if r.maxCallIn > 4096 {
 		t.Errorf("a CallModel input is %d bytes: bodies are being re-sent", r.maxCallIn)
 	}
+	// Resolving references reads each event about once: re-reading the whole history on every call
+	// would read about turns/2 times the history.
+	t.Logf("history read to resolve references: %d bytes for a history of %d bytes", r.readBytes, r.total)
+	if r.readBytes > int64(r.total)*2 {
+		t.Errorf("activities read %d history bytes for a %d-byte history: the cache is not used", r.readBytes, r.total)
+	}
 }
 
 func avg(m map[int]int, from, to int) int {
@@ -149,5 +162,6 @@ func BenchmarkHistoryBytesPerTurn(b *testing.B) {
 		b.ReportMetric(float64(r.perTurn[25]), "B/turn@25")
 		b.ReportMetric(float64(r.perTurn[50]), "B/turn@50")
 		b.ReportMetric(float64(r.total), "B/run")
+		b.ReportMetric(float64(r.readBytes)/float64(r.turns), "read-B/turn")
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 
+	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/internal/fakellm"
@@ -58,6 +59,8 @@ type stack struct {
 	log      zerolog.Logger
 	// dc is the data converter of the client and the worker; nil is the SDK default.
 	dc converter.DataConverter
+	// acts are the running worker's activities (their history cache, for the benchmarks).
+	acts *activities.Activities
 }
 
 func newStack(t *testing.T, llm fakellm.Handler) *stack {
@@ -114,6 +117,7 @@ func newStackWith(tb testing.TB, llm fakellm.Handler, dc converter.DataConverter
 
 func (s *stack) startWorker(log zerolog.Logger) {
 	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: log, AllowPrivateNetworks: true, DataConverter: s.dc})
+	s.acts = acts
 	s.worker = sdkworker.New(s.client, workflows.TaskQueue, sdkworker.Options{})
 	worker.Register(s.worker, acts)
 	if err := s.worker.Start(); err != nil {

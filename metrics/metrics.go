@@ -73,6 +73,7 @@ type Metrics struct {
 	modelCalls    *prometheus.CounterVec
 	tokens        *prometheus.CounterVec
 	cost          *prometheus.CounterVec
+	historyRead   *prometheus.CounterVec
 }
 
 // New builds a registry with the Go runtime and process collectors, Lucy's collectors and the tally
@@ -112,7 +113,11 @@ func New(version string, log zerolog.Logger) *Metrics {
 		Name: "lucy_model_cost_usd_total",
 		Help: "Estimated cost in US dollars from Lucy's list prices, by model; models not in the list are not counted.",
 	}, []string{"model"})
-	reg.MustRegister(build, m.gatewayEvents, m.handoff, m.toolCalls, m.modelCalls, m.tokens, m.cost)
+	m.historyRead = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "lucy_history_read_total",
+		Help: "What activities read of their run's history to resolve transcript references, by unit (events, bytes); the per-worker cache keeps it to what is new since the last read.",
+	}, []string{"unit"})
+	reg.MustRegister(build, m.gatewayEvents, m.handoff, m.toolCalls, m.modelCalls, m.tokens, m.cost, m.historyRead)
 
 	reporter := tallyprom.NewReporter(tallyprom.Options{
 		Registerer: reg,
@@ -199,6 +204,15 @@ func (m *Metrics) ToolCall(tool, outcome string) {
 		return
 	}
 	m.toolCalls.WithLabelValues(tool, outcome).Inc()
+}
+
+// HistoryRead counts history events (and their bytes) read to resolve transcript references.
+func (m *Metrics) HistoryRead(events, bytes int) {
+	if m == nil {
+		return
+	}
+	m.historyRead.WithLabelValues("events").Add(float64(events))
+	m.historyRead.WithLabelValues("bytes").Add(float64(bytes))
 }
 
 // ModelCall counts one call to the provider and, when it answered, its tokens and estimated cost.

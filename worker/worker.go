@@ -100,7 +100,7 @@ func NewActivities(d Deps) *activities.Activities {
 		Models:        cfg.Models,
 		Sampling:      sampling(cfg),
 		Slack:         func(team string) activities.SlackAPI { return slackFor(team) },
-		History:       activities.TemporalHistory{Client: d.Client},
+		History:       &activities.CachedHistory{Client: d.Client, Namespace: cfg.TemporalNamespace, Metrics: d.Metrics},
 		Temporal:      d.Client,
 		Prompts:       prompts.FS,
 		Tools:         reg,

@@ -1,0 +1,173 @@
+package activities
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+
+	commonpb "go.temporal.io/api/common/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/lucy-agent/lucy/metrics"
+)
+
+// CachedHistory is the worker's HistoryReader. Every model call and every tool call with arguments
+// by reference resolves its transcript against the run's history; reading the whole history each
+// time costs N²/2 event reads over an N-turn run (tens of MB for 50 turns). But a completed activity
+// never changes for a given run and activity ID, and history only grows. So the worker keeps what it
+// has read per run and, on the next call, reads history newest first (GetWorkflowExecutionHistoryReverse)
+// only down to the last event it already has: each call reads what the previous turn added.
+//
+// The cache holds payloads as recorded (encrypted when a payload codec is on) and is bounded by
+// bytes, least recently used runs first. A reset run has a new run ID and starts cold; so does a run
+// whose activities land on another worker, which reads what it lacks the same way.
+type CachedHistory struct {
+	Client    client.Client
+	Namespace string
+	// MaxBytes bounds the payload bytes kept for all runs (DefaultHistoryCacheBytes when 0).
+	MaxBytes int
+	// PageSize is the number of events asked for per page (100 when 0).
+	PageSize int32
+	Metrics  *metrics.Metrics
+
+	mu    sync.Mutex
+	runs  map[runKey]*list.Element // of *runHistory, most recently used at the front
+	lru   list.List
+	bytes int
+
+	events, read atomic.Int64 // events and bytes read from the server, for benchmarks and tests
+}
+
+// DefaultHistoryCacheBytes keeps about 30 long runs (50 turns, ~2 MB of payloads each) on a worker.
+const DefaultHistoryCacheBytes = 64 << 20
+
+type runKey struct{ workflowID, runID string }
+
+type scheduledActivity struct {
+	id    string
+	typ   string
+	input *commonpb.Payloads
+}
+
+type runHistory struct {
+	key       runKey
+	mu        sync.Mutex // one reader per run at a time; other runs read in parallel
+	last      int64      // the newest event ID read
+	scheduled map[int64]scheduledActivity
+	recs      map[string]RecordedActivity
+	bytes     int
+}
+
+// Activities implements HistoryReader: the completed activities of the run, from the cache plus
+// the events added since it was last read.
+func (h *CachedHistory) Activities(ctx context.Context, workflowID, runID string) (map[string]RecordedActivity, error) {
+	run := h.run(runKey{workflowID, runID})
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	before := run.bytes
+	if err := h.readNew(ctx, run); err != nil {
+		return nil, err
+	}
+	h.grew(run, run.bytes-before)
+	// A copy: the caller reads it without the run's lock while another call may add to the cache.
+	return maps.Clone(run.recs), nil
+}
+
+// run returns the run's cache entry, created empty if needed, and marks it recently used.
+func (h *CachedHistory) run(k runKey) *runHistory {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.runs == nil {
+		h.runs = map[runKey]*list.Element{}
+	}
+	if e, ok := h.runs[k]; ok {
+		h.lru.MoveToFront(e)
+		return e.Value.(*runHistory)
+	}
+	r := &runHistory{key: k, scheduled: map[int64]scheduledActivity{}, recs: map[string]RecordedActivity{}}
+	h.runs[k] = h.lru.PushFront(r)
+	return r
+}
+
+// grew accounts a run's new bytes and evicts the least recently used runs over the bound (never
+// the run that just grew: its caller is using it).
+func (h *CachedHistory) grew(run *runHistory, n int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.bytes += n
+	limit := h.MaxBytes
+	if limit <= 0 {
+		limit = DefaultHistoryCacheBytes
+	}
+	for h.bytes > limit {
+		e := h.lru.Back()
+		old := e.Value.(*runHistory)
+		if old == run {
+			break
+		}
+		h.lru.Remove(e)
+		delete(h.runs, old.key)
+		h.bytes -= old.bytes // read without old.mu: a reader still holding it keeps its own copy
+	}
+}
+
+// readNew reads the run's events newer than run.last, newest first, and adds them oldest first.
+func (h *CachedHistory) readNew(ctx context.Context, run *runHistory) error {
+	size := h.PageSize
+	if size <= 0 {
+		size = 100
+	}
+	var fresh []*historypb.HistoryEvent // newest first
+	var token []byte
+	n, b := 0, 0
+read:
+	for {
+		resp, err := h.Client.WorkflowService().GetWorkflowExecutionHistoryReverse(ctx, &workflowservice.GetWorkflowExecutionHistoryReverseRequest{
+			Namespace:       h.Namespace,
+			Execution:       &commonpb.WorkflowExecution{WorkflowId: run.key.workflowID, RunId: run.key.runID},
+			MaximumPageSize: size,
+			NextPageToken:   token,
+		})
+		if err != nil {
+			return fmt.Errorf("read history of %s: %w", run.key.workflowID, err)
+		}
+		for _, ev := range resp.GetHistory().GetEvents() {
+			if ev.GetEventId() <= run.last {
+				break read
+			}
+			n++
+			b += proto.Size(ev)
+			fresh = append(fresh, ev)
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	h.events.Add(int64(n))
+	h.read.Add(int64(b))
+	h.Metrics.HistoryRead(n, b)
+	for i := len(fresh) - 1; i >= 0; i-- {
+		ev := fresh[i]
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			run.scheduled[ev.GetEventId()] = scheduledActivity{id: a.GetActivityId(), typ: a.GetActivityType().GetName(), input: a.GetInput()}
+			run.bytes += proto.Size(a.GetInput())
+		}
+		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {
+			if s, ok := run.scheduled[a.GetScheduledEventId()]; ok {
+				run.recs[s.id] = RecordedActivity{Type: s.typ, Input: s.input, Result: a.GetResult()}
+				run.bytes += proto.Size(a.GetResult())
+			}
+		}
+		run.last = ev.GetEventId()
+	}
+	return nil
+}
+
+// Read returns the events and bytes this cache has read from the server so far.
+func (h *CachedHistory) Read() (events, bytes int64) { return h.events.Load(), h.read.Load() }
