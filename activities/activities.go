@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"io/fs"
 	"sync"
+	"sync/atomic"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -91,6 +92,8 @@ type Activities struct {
 	Metrics *metrics.Metrics
 
 	legacyKnowledge sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
+	resetRuns       sync.Map // run ID -> whether it is a reset run (resetRun)
+	resetRunsSize   atomic.Int64
 }
 
 // dataConverter returns DataConverter or, when unset, the SDK's default.

@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 
 	"github.com/lucy-agent/lucy/output"
@@ -177,12 +179,69 @@ func postKey(m slack.Message) (run, key string, ok bool) {
 	return run, key, key != ""
 }
 
-// attemptRetried reports whether this post may already exist: a later attempt of the activity, or
-// any attempt of a run an operator Reset from the Web UI (a reset re-runs the activities after the
-// reset point as attempt 1, under a new run ID). Checking always costs one conversations.replies
-// call per post, a few per agent run; posting twice in someone's thread costs more.
-func attemptRetried(ctx context.Context) bool {
-	return activity.IsActivity(ctx)
+// mayHavePosted reports whether this post may already exist: a later attempt of the activity, or any
+// attempt of a run an operator Reset from the Web UI (a reset re-runs the activities after the reset
+// point as attempt 1, under a new run ID). Only then is the thread read before posting: reading it for
+// every post cost a conversations.replies call (Slack's Tier 3 limit) per post of every run.
+func (a *Activities) mayHavePosted(ctx context.Context) bool {
+	if !activity.IsActivity(ctx) {
+		return false
+	}
+	info := activity.GetInfo(ctx)
+	if info.Attempt > 1 {
+		return true
+	}
+	return a.resetRun(ctx, info.WorkflowNamespace, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+}
+
+// resetRun reports whether the run is the result of a Reset: its first event names another original
+// run. The answer never changes for a run, so each worker asks once per run (a bounded memo). When
+// it cannot tell (no client, Temporal unreachable) it says yes: a lookup too many is cheap, a post
+// too many is not.
+func (a *Activities) resetRun(ctx context.Context, namespace, workflowID, runID string) bool {
+	if a.Temporal == nil {
+		return true
+	}
+	if v, ok := a.resetRuns.Load(runID); ok {
+		return v.(bool)
+	}
+	resp, err := a.Temporal.WorkflowService().GetWorkflowExecutionHistory(ctx, &workflowservice.GetWorkflowExecutionHistoryRequest{
+		Namespace: namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: workflowID, RunId: runID}, MaximumPageSize: 1,
+	})
+	if err != nil || len(resp.GetHistory().GetEvents()) == 0 {
+		return true
+	}
+	started := resp.GetHistory().GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
+	reset := started == nil || (started.GetOriginalExecutionRunId() != "" && started.GetOriginalExecutionRunId() != runID)
+	if a.resetRunsSize.Add(1) > maxResetMemo { // bound the memo: forget everything now and then
+		a.resetRuns.Clear()
+		a.resetRunsSize.Store(1)
+	}
+	a.resetRuns.Store(runID, reset)
+	return reset
+}
+
+// maxResetMemo bounds resetRun's memo (run IDs are 36 bytes: about a megabyte).
+const maxResetMemo = 20000
+
+// postedAfter is the oldest ts a run's own posts can have: the message that started it, the last
+// part of an agent run's workflow ID (…:run:{n}:{message ts}). Other workflows ("" here) post from
+// the start of their thread or channel.
+func postedAfter(run string) string {
+	i := strings.LastIndex(run, ":run:")
+	if i < 0 {
+		return ""
+	}
+	rest := run[i+len(":run:"):]
+	j := strings.IndexByte(rest, ':')
+	if j < 0 {
+		return ""
+	}
+	ts := rest[j+1:]
+	if _, err := strconv.ParseFloat(ts, 64); err != nil {
+		return ""
+	}
+	return ts
 }
 
 // slackPart is one message to post.
@@ -228,8 +287,9 @@ func findOwnPosts(ctx context.Context, api SlackAPI, channel, threadTS, run stri
 		note(h.Messages)
 		return found, nil
 	}
+	// Only what came after the run's message: a long thread is not paged through from its start.
 	params := &slack.GetConversationRepliesParameters{
-		ChannelID: channel, Timestamp: threadTS, Limit: lookupPageSize, IncludeAllMetadata: true,
+		ChannelID: channel, Timestamp: threadTS, Limit: lookupPageSize, IncludeAllMetadata: true, Oldest: postedAfter(run),
 	}
 	for range maxThreadPages {
 		msgs, more, next, err := api.GetConversationRepliesContext(ctx, params)
@@ -253,7 +313,7 @@ func (a *Activities) postParts(ctx context.Context, op, team, channel, threadTS,
 	}
 	api := a.Slack(team)
 	existing := map[string]string{}
-	if attemptRetried(ctx) {
+	if a.mayHavePosted(ctx) {
 		var err error
 		if existing, err = findOwnPosts(ctx, api, channel, threadTS, run); err != nil {
 			return nil, a.slackFail(op+": look for an earlier attempt's post", team, channel, err)
@@ -309,7 +369,7 @@ func (a *Activities) PostPlaceholder(ctx context.Context, in PostInput) (PostRes
 		m.Text = "…"
 	}
 	parts := []slackPart{{key: key, text: m.Text, blocks: m.Blocks}}
-	if key != placeholderKey || !attemptRetried(ctx) {
+	if key != placeholderKey || !a.mayHavePosted(ctx) {
 		tss, err := a.postParts(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID, parts)
 		return postResult(tss), err
 	}

@@ -856,3 +856,17 @@ func TestQuestionDeliveredUnderItsOwnKeyStaysInTheThread(t *testing.T) {
 		t.Fatalf("thread %+v: the question should be in it, as Lucy's", th.Messages)
 	}
 }
+
+func TestPostedAfterIsTheRunsMessage(t *testing.T) {
+	for run, want := range map[string]string{
+		"lane:T1:C1:1700000000.000100:run:3:1700000050.000200": "1700000050.000200",
+		"lane:T1:C1:1700000000.000100:run:3":                   "",
+		"cron:T1:daily:01abc":                                  "",
+		"lane:T1:C1:1.0:run:1:not-a-ts":                        "",
+		"run-1":                                                "",
+	} {
+		if got := postedAfter(run); got != want {
+			t.Errorf("postedAfter(%q) = %q, want %q", run, got, want)
+		}
+	}
+}

@@ -100,3 +100,23 @@ func (s *stack) runStatusOf(t *testing.T, id, runID string) enumspb.WorkflowExec
 	}
 	return d.GetWorkflowExecutionInfo().GetStatus()
 }
+
+// A first attempt of a run that was never reset posts without reading the thread first: the lookup
+// for an earlier attempt's post costs a conversations.replies call (Slack's Tier 3 limit) and is
+// made only when a post may exist (TestResetDoesNotDoublePost covers that side).
+func TestFirstAttemptsPostWithoutLookingUp(t *testing.T) {
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "The plan has three phases."}
+	})
+	root := s.say("<@ULUCY> summarize the launch plan", "")
+	s.event("app_mention", "Ev-nolookup", "<@ULUCY> summarize the launch plan", root, "", human)
+	s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(root, "three phases") })
+	s.waitFor("the run to finish", 30*time.Second, func() bool {
+		st, err := s.laneStatus(root)
+		return err == nil && st.Runs == 1 && !st.Busy
+	})
+	// One read: the run loads the thread to answer in context. Before, every post looked up first.
+	if n := s.slack.Calls("conversations.replies"); n != 1 {
+		t.Errorf("conversations.replies called %d times for one simple answer, want 1 (the thread's load)", n)
+	}
+}
