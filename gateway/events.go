@@ -50,6 +50,7 @@ type Gateway struct {
 	metrics *metrics.Metrics
 	ready   func(context.Context) error
 	flood   *floodGuard
+	lanes   *laneCache
 }
 
 // New returns a Gateway.
@@ -62,7 +63,7 @@ func New(o Options) *Gateway {
 	}
 	return &Gateway{
 		h: o.Handoff, botUser: o.BotUserID, botID: o.BotID, team: o.Team,
-		log: o.Log, now: o.Now, metrics: o.Metrics, ready: o.Ready, flood: newFloodGuard(o.UserEventsPerMinute),
+		log: o.Log, now: o.Now, metrics: o.Metrics, ready: o.Ready, flood: newFloodGuard(o.UserEventsPerMinute), lanes: newLaneCache(),
 	}
 }
 
@@ -131,6 +132,7 @@ func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner
 		return err
 	}
 	g.metrics.GatewayEvent(typ, outcome)
+	g.lanes.remember(m.Key(), true, g.now()) // the hand-off started or reached the lane
 	g.log.Info().Str("eventId", eventID).Str("kind", m.Kind).Str("workspace", m.Team).Str("channel", m.Channel).
 		Str("thread", m.ThreadTS).Str("user", m.User).Str("outcome", outcome).Msg("event handed off")
 	return nil
@@ -188,10 +190,14 @@ func (g *Gateway) fromMessage(ctx context.Context, eventID, team string, ev *sla
 		return m, true, nil
 	case ev.ThreadTimeStamp != "" && ev.ThreadTimeStamp != ev.TimeStamp:
 		// A reply without a mention is for Lucy only in a thread she is part of.
+		if exists, ok := g.lanes.get(m.Key(), g.now()); ok {
+			return m, exists, nil
+		}
 		exists, err := g.h.LaneExists(ctx, m.Key())
 		if err != nil {
 			return workflows.Message{}, false, fmt.Errorf("look up lane of %s: %w", eventID, err)
 		}
+		g.lanes.remember(m.Key(), exists, g.now())
 		return m, exists, nil
 	}
 	return workflows.Message{}, false, nil

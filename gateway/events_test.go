@@ -254,7 +254,8 @@ func TestHandleEventDirect(t *testing.T) {
 	f.err = nil
 	f.laneErr = errTemporalDown
 	reply := slackevents.EventsAPIInnerEvent{Type: "message", Data: &slackevents.MessageEvent{
-		Type: "message", User: "U2", Text: "more", TimeStamp: "1.000300", ThreadTimeStamp: "1.000100", Channel: "C1", ChannelType: "channel"}}
+		Type: "message", User: "U2", Text: "more", TimeStamp: "1.000300", ThreadTimeStamp: "1.000200", Channel: "C1", ChannelType: "channel"}}
+	// (Another thread than the mention's: that one's lane is known to exist since its hand-off.)
 	if err := g.HandleEvent(context.Background(), "Ev3", testTeam, reply); !errors.Is(err, errTemporalDown) {
 		t.Fatalf("err = %v, want the lane lookup's error", err)
 	}

@@ -32,6 +32,7 @@ type fakeHandoff struct {
 	statuses  map[workflows.LaneKey]workflows.LaneStatus
 	err       error // returned by Message, Cancel and Approval
 	laneErr   error // returned by LaneExists
+	laneCalls int   // LaneExists calls
 	readyErr  error
 	// onMessage and onCancel, when set, run after a hand-off was recorded (outside the lock); their
 	// error is returned.
@@ -125,6 +126,7 @@ func (f *fakeHandoff) RunStatus(context.Context, string) (workflows.RunStatus, e
 func (f *fakeHandoff) LaneExists(_ context.Context, key workflows.LaneKey) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.laneCalls++
 	if f.laneErr != nil {
 		return false, f.laneErr
 	}
