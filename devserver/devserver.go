@@ -464,11 +464,10 @@ func serverOptions(bindHost, dialHost string, ports map[primitives.ServiceName]i
 	if err != nil {
 		return nil, fmt.Errorf("temporal claim mapper: %w", err)
 	}
-	dynConf := dynamicconfig.StaticClient{
-		dynamicconfig.HistoryCacheHostLevelMaxSize.Key():                 8096,  // as the Temporal CLI dev server
-		dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key(): 100,   // Web UI list pages
-		dynamicconfig.EnableServerVersionCheck.Key():                     false, // local and offline: no phoning home
-	}
+	dynConf := DynamicConfig()
+	dynConf[dynamicconfig.HistoryCacheHostLevelMaxSize.Key()] = 8096                // as the Temporal CLI dev server
+	dynConf[dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key()] = 100 // Web UI list pages
+	dynConf[dynamicconfig.EnableServerVersionCheck.Key()] = false                   // local and offline: no phoning home
 	return []temporal.ServerOption{
 		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
@@ -478,6 +477,25 @@ func serverOptions(bindHost, dialHost string, ports map[primitives.ServiceName]i
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
 		temporal.WithDynamicConfigClient(dynConf),
 	}, nil
+}
+
+// DynamicConfig is the server's dynamic configuration that sets the speed of `lucy dev` (and of the
+// tests and benchmarks, which use it on their in-process server so that they measure what `lucy dev`
+// runs).
+//
+// The embedded server has one history shard (persisted: it cannot change for an existing database),
+// and each shard's queue processors read their tasks at most MaxPollRPS times a second, 20 by
+// default: sized for clusters of hundreds of shards. With one shard, every workflow task that follows
+// an activity waited for the transfer queue's next poll: 40 ms on average once its burst was spent,
+// twice per turn of the agent loop (measured: 100 ms of orchestration per turn, 20 ms with this), and
+// it capped the whole server at about 20 workflow tasks a second. The polls read a local SQLite
+// database; a few hundred a second cost little.
+func DynamicConfig() dynamicconfig.StaticClient {
+	return dynamicconfig.StaticClient{
+		dynamicconfig.TransferProcessorMaxPollRPS.Key():   2000,
+		dynamicconfig.TimerProcessorMaxPollRPS.Key():      500,
+		dynamicconfig.VisibilityProcessorMaxPollRPS.Key(): 500,
+	}
 }
 
 // recoverFatal runs f, turning a serverLogger.Fatal panic into an error.

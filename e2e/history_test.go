@@ -22,10 +22,10 @@ import (
 // longRun drives a 50-turn agent run: each turn calls one tool (rotating, so the loop detectors stay
 // quiet), results of about 2,000 characters each. It returns the run's history events' sizes.
 type turnBytes struct {
-	perTurn   map[int]int // history bytes written during turn n
-	naive     map[int]int // bytes a design that re-sends the full transcript would write at turn n
-	total     int
-	turns     int
+	perTurn map[int]int // history bytes written during turn n
+	naive   map[int]int // bytes a design that re-sends the full transcript would write at turn n
+	total   int
+	turns   int
 	// readBytes is what the worker's activities read of history to resolve transcript references.
 	readBytes int64
 	maxCallIn int // largest CallModel input in bytes

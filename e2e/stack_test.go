@@ -23,11 +23,13 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/server/common/dynamicconfig"
 	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
 
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/config"
+	"github.com/lucy-agent/lucy/devserver"
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
@@ -93,6 +95,10 @@ func newStackWith(tb testing.TB, llm fakellm.Handler, dc converter.DataConverter
 	if testing.Verbose() {
 		log = logging.New(testWriter{tb}, "info", "console")
 	}
+	// The dev server's speed settings (and temporaltest's own: search attributes seen at once).
+	dyn := devserver.DynamicConfig()
+	dyn[dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key()] = true
+	serverOpts = append([]temporal.ServerOption{temporal.WithDynamicConfigClient(dyn)}, serverOpts...)
 	s.srv = temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc}))
 	tb.Cleanup(s.srv.Stop)
 	s.client = s.srv.GetDefaultClient()
