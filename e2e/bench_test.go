@@ -3,12 +3,18 @@ package e2e
 import (
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slack-go/slack"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
 )
@@ -131,4 +137,162 @@ func (s *stack) seedFile(tb testing.TB, name, content string) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// load sends `rate` new conversations a second for `d` (each a message in the local workspace and
+// its signed app_mention to the gateway) and returns each event's acknowledgement time and thread.
+func (s *stack) load(b *testing.B, rate int, d time.Duration) (acks []time.Duration, threads []string) {
+	n := int(d.Seconds() * float64(rate))
+	acks, threads = make([]time.Duration, n), make([]string, n)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		<-tick.C
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			text := fmt.Sprintf("<@ULUCY> question number %d", i)
+			_, ts, err := s.user.PostMessage(channel, slack.MsgOptionText(text, false))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			threads[i] = ts
+			start := time.Now()
+			resp := s.event("app_mention", fmt.Sprintf("Ev-load-%d", i), text, ts, "", human)
+			acks[i] = time.Since(start)
+			if resp.StatusCode != http.StatusOK {
+				b.Errorf("event %d acknowledged with %d", i, resp.StatusCode)
+			}
+		}(i)
+	}
+	wg.Wait()
+	return acks, threads
+}
+
+// answeredOnce waits until every thread has Lucy's answer and returns how many threads got none
+// (lost) and how many got more than one (duplicated).
+func (s *stack) answeredOnce(threads []string, timeout time.Duration) (lost, duplicated int, last time.Time) {
+	deadline := time.Now().Add(timeout)
+	pending := map[string]bool{}
+	for _, ts := range threads {
+		pending[ts] = true
+	}
+	for len(pending) > 0 && time.Now().Before(deadline) {
+		for ts := range pending {
+			if s.answered(ts, "Answer to question") {
+				delete(pending, ts)
+			}
+		}
+		if len(pending) > 0 {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	last = time.Now()
+	for _, ts := range threads {
+		n := 0
+		for _, m := range s.botMessages(ts) {
+			n += strings.Count(m.Text, "Answer to question")
+		}
+		if n == 0 {
+			lost++
+		}
+		if n > 1 {
+			duplicated++
+		}
+	}
+	return lost, duplicated, last
+}
+
+func instantAnswer(n int, req fakellm.Request) fakellm.Reply {
+	return fakellm.Reply{Content: "Answer to question."}
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), ds...)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// BenchmarkAckLatency: new conversations at 100 events a second (60 s with -bench-long, else 10 s);
+// every event's acknowledgement time (what Slack waits for: the durable hand-off to Temporal), and
+// then every conversation answered exactly once.
+func BenchmarkAckLatency(b *testing.B) {
+	d := 10 * time.Second
+	if *benchLong {
+		d = time.Minute
+	}
+	for i := 0; i < b.N; i++ {
+		s := newStackTB(b, instantAnswer)
+		start := time.Now()
+		acks, threads := s.load(b, 100, d)
+		lost, dup, last := s.answeredOnce(threads, 10*time.Minute)
+		b.Logf("%d events at 100/s for %s: ack p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d lost, %d duplicated; all answered %.1f s after the first event",
+			len(acks), d, ms(percentile(acks, .5)), ms(percentile(acks, .99)), ms(percentile(acks, 1)), lost, dup, last.Sub(start).Seconds())
+		b.ReportMetric(ms(percentile(acks, .5)), "ack-p50-ms")
+		b.ReportMetric(ms(percentile(acks, .99)), "ack-p99-ms")
+		b.ReportMetric(float64(lost), "lost")
+		b.ReportMetric(float64(dup), "duplicated")
+	}
+}
+
+// BenchmarkConversationsPerSecond: 300 new conversations sent as fast as the gateway takes them
+// (at 200 a second), each answered by an instant model: conversations answered end to end per second.
+func BenchmarkConversationsPerSecond(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		s := newStackTB(b, instantAnswer)
+		start := time.Now()
+		_, threads := s.load(b, 200, 1500*time.Millisecond)
+		lost, dup, last := s.answeredOnce(threads, 10*time.Minute)
+		rate := float64(len(threads)) / last.Sub(start).Seconds()
+		b.Logf("%d conversations answered in %.1f s: %.1f a second end to end; %d lost, %d duplicated", len(threads), last.Sub(start).Seconds(), rate, lost, dup)
+		b.ReportMetric(rate, "conversations/s")
+	}
+}
+
+// BenchmarkIdleLanesAndActiveRuns: 1,000 conversations answered and left idle (200 without
+// -bench-long), then 100 runs active at once (their model calls held open): the memory of the one
+// process that holds the server, the worker and the gateway, after a GC.
+func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
+	idle := 200
+	if *benchLong {
+		idle = 1000
+	}
+	for i := 0; i < b.N; i++ {
+		release := make(chan struct{})
+		var holding atomic.Bool
+		s := newStackTB(b, func(n int, req fakellm.Request) fakellm.Reply {
+			if holding.Load() {
+				return fakellm.Reply{Content: "Answer to question.", Hold: release}
+			}
+			return fakellm.Reply{Content: "Answer to question."}
+		})
+		base := heapMB()
+		_, threads := s.load(b, 100, time.Duration(idle)*10*time.Millisecond)
+		if lost, _, _ := s.answeredOnce(threads, 10*time.Minute); lost > 0 {
+			b.Fatalf("%d of %d conversations unanswered", lost, len(threads))
+		}
+		idleMB, idleG := heapMB(), runtime.NumGoroutine()
+		holding.Store(true)
+		before := len(s.llm.Requests())
+		_, active := s.load(b, 100, time.Second)
+		s.waitFor("100 runs in their model call", 2*time.Minute, func() bool { return len(s.llm.Requests())-before >= len(active) })
+		activeMB, activeG := heapMB(), runtime.NumGoroutine()
+		close(release)
+		if lost, _, _ := s.answeredOnce(active, 5*time.Minute); lost > 0 {
+			b.Errorf("%d of the active runs unanswered", lost)
+		}
+		b.Logf("heap in use: %.0f MB at start, %.0f MB with %d idle lanes (%d goroutines), %.0f MB with %d runs active at once (%d goroutines)",
+			base, idleMB, idle, idleG, activeMB, len(active), activeG)
+		b.ReportMetric(idleMB, "MB-idle")
+		b.ReportMetric(activeMB, "MB-active")
+	}
+}
+
+func heapMB() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse) / (1 << 20)
 }
