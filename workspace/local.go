@@ -68,6 +68,9 @@ func (l *Local) root(team, rel string, allowRoot bool) (*os.Root, error) {
 	return root, nil
 }
 
+// Lock implements Dirs.
+func (l *Local) Lock(team string) func() { return l.lock(team) }
+
 func (l *Local) lock(team string) func() {
 	m, _ := l.locks.LoadOrStore(team, &sync.Mutex{})
 	mu := m.(*sync.Mutex)

@@ -76,6 +76,9 @@ type Store interface {
 type Dirs interface {
 	// Dir returns the team's folder, creating it on first use.
 	Dir(team string) (string, error)
+	// Lock takes the team's write lock (the one conditional writes hold) and returns its release:
+	// a program writing in Dir holds it.
+	Lock(team string) func()
 }
 
 // ValidTeam reports whether a team ID is safe as a folder name and a key segment.
