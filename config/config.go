@@ -129,6 +129,17 @@ type Config struct {
 
 	LogLevel  string // LUCY_LOG_LEVEL
 	LogFormat string // LUCY_LOG_FORMAT
+
+	// Workspace store (LUCY_WORKSPACE_STORE): where the teams' files live. Empty S3Bucket means the
+	// local folder LUCY_DATA_DIR/workspaces/<team>/, right for `lucy dev` and for one worker; with
+	// several workers set s3://bucket/prefix so that they all see the same files.
+	S3Bucket   string // from s3://<bucket>/…
+	S3Prefix   string // from s3://…/<prefix>, without slashes at either end
+	S3Endpoint string // LUCY_S3_ENDPOINT: an http(s) URL; empty means AWS S3
+	S3Region   string // LUCY_S3_REGION
+	// S3AccessKey and S3SecretKey (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN);
+	// empty means the machine's role (instance metadata, web identity).
+	S3AccessKey, S3SecretKey, S3SessionToken string
 }
 
 // Sampling is one tier's generation settings.
@@ -329,10 +340,82 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, errors.New("LUCY_CODEC_ADDR is set but LUCY_PAYLOAD_KEYS is not: there is nothing to decode")
 		}
 	}
+	if err := c.loadWorkspaceStore(getenv); err != nil {
+		return nil, err
+	}
 	if err := c.loadLLM(getenv); err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// loadWorkspaceStore reads LUCY_WORKSPACE_STORE and the S3 settings it needs.
+func (c *Config) loadWorkspaceStore(getenv func(string) string) error {
+	store := strings.TrimSpace(getenv("LUCY_WORKSPACE_STORE"))
+	c.S3Endpoint = strings.TrimSpace(getenv("LUCY_S3_ENDPOINT"))
+	c.S3Region = strings.TrimSpace(getenv("LUCY_S3_REGION"))
+	if store == "" || store == "local" {
+		for _, k := range []string{"LUCY_S3_ENDPOINT", "LUCY_S3_REGION"} {
+			if strings.TrimSpace(getenv(k)) != "" {
+				return fmt.Errorf("%s is set but LUCY_WORKSPACE_STORE is not s3://bucket/prefix: set it to use the bucket, or unset %s", k, k)
+			}
+		}
+		c.S3Endpoint, c.S3Region = "", ""
+		return nil
+	}
+	rest, ok := strings.CutPrefix(store, "s3://")
+	if !ok {
+		return fmt.Errorf("LUCY_WORKSPACE_STORE %q is not \"local\" or s3://bucket/prefix (for example s3://acme-lucy/workspaces)", store)
+	}
+	bucket, prefix, _ := strings.Cut(rest, "/")
+	if !validBucket(bucket) {
+		return fmt.Errorf("LUCY_WORKSPACE_STORE %q: %q is not a bucket name (3 to 63 lowercase letters, digits, dots and hyphens)", store, bucket)
+	}
+	prefix = strings.Trim(prefix, "/")
+	for _, seg := range strings.Split(prefix, "/") {
+		if prefix != "" && (seg == "" || seg == "." || seg == "..") {
+			return fmt.Errorf("LUCY_WORKSPACE_STORE %q: the prefix %q has an empty, \".\" or \"..\" segment", store, prefix)
+		}
+	}
+	c.S3Bucket, c.S3Prefix = bucket, prefix
+	if c.S3Endpoint != "" {
+		u, err := url.Parse(c.S3Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("LUCY_S3_ENDPOINT %q is not an http(s) URL without a path (for example https://s3.eu-west-1.amazonaws.com or http://minio:9000)", c.S3Endpoint)
+		}
+	}
+	c.S3AccessKey = strings.TrimSpace(getenv("AWS_ACCESS_KEY_ID"))
+	c.S3SecretKey = strings.TrimSpace(getenv("AWS_SECRET_ACCESS_KEY"))
+	c.S3SessionToken = strings.TrimSpace(getenv("AWS_SESSION_TOKEN"))
+	if (c.S3AccessKey == "") != (c.S3SecretKey == "") {
+		return errors.New("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must be set together for LUCY_WORKSPACE_STORE (or neither, to use the machine's IAM role)")
+	}
+	if c.S3SessionToken != "" && c.S3AccessKey == "" {
+		return errors.New("AWS_SESSION_TOKEN is set without AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: a session token goes with temporary keys")
+	}
+	return nil
+}
+
+// validBucket applies S3's bucket naming rules (the ones every S3-compatible store accepts).
+func validBucket(b string) bool {
+	if len(b) < 3 || len(b) > 63 || strings.Contains(b, "..") {
+		return false
+	}
+	for i, r := range b {
+		ok := r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || (r == '-' || r == '.') && i > 0 && i < len(b)-1
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// WorkspaceStore names the workspace store for logs: "local" or "s3://bucket/prefix".
+func (c *Config) WorkspaceStore() string {
+	if c.S3Bucket == "" {
+		return "local"
+	}
+	return "s3://" + c.S3Bucket + "/" + c.S3Prefix
 }
 
 func port(v, name string) (int, error) {
@@ -501,6 +584,7 @@ func (c *Config) Redacted() map[string]any {
 		"llmBaseURL": c.LLMBaseURL, "models": c.Models, "httpAddr": c.HTTPAddr,
 		"workerHttpAddr":  c.WorkerHTTPAddr,
 		"approvalKeyFrom": c.ApprovalKeySource, "maxToolCalls": c.MaxToolCalls,
+		"workspaceStore": c.WorkspaceStore(), "s3Endpoint": c.S3Endpoint,
 	}
 }
 

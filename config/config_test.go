@@ -343,3 +343,57 @@ func TestPayloadKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestWorkspaceStore(t *testing.T) {
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "k"))
+	if err != nil || c.S3Bucket != "" || c.WorkspaceStore() != "local" {
+		t.Fatalf("default: %+v %v", c, err)
+	}
+	c, err = Load(ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1",
+		"LUCY_WORKSPACE_STORE", "s3://acme-lucy/prod/workspaces/", "LUCY_S3_ENDPOINT", "http://minio:9000", "LUCY_S3_REGION", "eu-west-1",
+		"AWS_ACCESS_KEY_ID", "AKIA", "AWS_SECRET_ACCESS_KEY", "secret-key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.S3Bucket != "acme-lucy" || c.S3Prefix != "prod/workspaces" || c.S3Endpoint != "http://minio:9000" || c.S3Region != "eu-west-1" ||
+		c.S3AccessKey != "AKIA" || c.S3SecretKey != "secret-key" || c.WorkspaceStore() != "s3://acme-lucy/prod/workspaces" {
+		t.Errorf("s3 settings: %+v", c)
+	}
+	for k, v := range c.Redacted() {
+		if strings.Contains(stringOf(v), "secret-key") {
+			t.Errorf("Redacted()[%s] leaks the S3 secret", k)
+		}
+	}
+	// No keys: the machine's role.
+	if c, err = Load(ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_WORKSPACE_STORE", "s3://acme-lucy")); err != nil || c.S3Prefix != "" {
+		t.Errorf("bucket only: %+v %v", c, err)
+	}
+
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"not a store", []string{"LUCY_WORKSPACE_STORE", "/mnt/shared"}, `LUCY_WORKSPACE_STORE "/mnt/shared" is not "local" or s3://bucket/prefix`},
+		{"gcs scheme", []string{"LUCY_WORKSPACE_STORE", "gs://b"}, "is not \"local\" or s3://bucket/prefix"},
+		{"no bucket", []string{"LUCY_WORKSPACE_STORE", "s3://"}, "is not a bucket name"},
+		{"bad bucket", []string{"LUCY_WORKSPACE_STORE", "s3://Acme_Bucket/x"}, `"Acme_Bucket" is not a bucket name`},
+		{"dot-dot prefix", []string{"LUCY_WORKSPACE_STORE", "s3://acme/a/../b"}, `".." segment`},
+		{"bad endpoint", []string{"LUCY_WORKSPACE_STORE", "s3://acme", "LUCY_S3_ENDPOINT", "minio:9000"}, "LUCY_S3_ENDPOINT \"minio:9000\" is not an http(s) URL"},
+		{"endpoint with path", []string{"LUCY_WORKSPACE_STORE", "s3://acme", "LUCY_S3_ENDPOINT", "https://host/acme"}, "without a path"},
+		{"key without secret", []string{"LUCY_WORKSPACE_STORE", "s3://acme", "AWS_ACCESS_KEY_ID", "AKIA"}, "must be set together"},
+		{"session token alone", []string{"LUCY_WORKSPACE_STORE", "s3://acme", "AWS_SESSION_TOKEN", "t"}, "AWS_SESSION_TOKEN is set without"},
+		{"endpoint without store", []string{"LUCY_S3_ENDPOINT", "http://minio:9000"}, "LUCY_S3_ENDPOINT is set but LUCY_WORKSPACE_STORE is not s3://"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(ModeWorker, env(append([]string{"OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1"}, tt.env...)...))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+		})
+	}
+}

@@ -155,6 +155,7 @@ func TestVariablesAreWhatLoadReads(t *testing.T) {
 		"LUCY_SEARCH_PROVIDER", "brave", "LUCY_SEARCH_API_KEY", "k",
 		"LUCY_PAYLOAD_KEYS", "k1:" + strings.Repeat("A", 43) + "=", "LUCY_CODEC_ADDR", "127.0.0.1:8234",
 		"TEMPORAL_TLS_CERT", certPath, "TEMPORAL_TLS_KEY", keyPath,
+		"LUCY_WORKSPACE_STORE", "s3://bucket/prefix", "AWS_ACCESS_KEY_ID", "AKIA", "AWS_SECRET_ACCESS_KEY", "secret", "AWS_SESSION_TOKEN", "token",
 	}
 	for _, m := range []Mode{ModeDev, ModeWorker, ModeGateway, ModeChat} {
 		if _, err := Load(m, spy(env(full...))); err != nil {

@@ -113,6 +113,7 @@ func (s *Server) store(cs *channelState, m *Message) {
 	if m.ThreadTS != "" {
 		cs.replies[m.ThreadTS] = append(cs.replies[m.ThreadTS], m)
 	}
+	s.touchMessage(m)
 	s.bump()
 }
 
@@ -150,6 +151,7 @@ func (s *Server) chatUpdate(c *call) (reply, *apiError) {
 		m.Metadata = md
 	}
 	m.Edited = s.nextTS()
+	s.touchMessage(m)
 	s.bump()
 	return reply{"channel": cs.info.ID, "ts": m.TS, "text": m.Text, "message": s.wire(cs, m, true)}, nil
 }
@@ -224,10 +226,12 @@ func (s *Server) reactionsAdd(c *call) (reply, *apiError) {
 			}
 		}
 		r.Users = append(r.Users, user)
+		s.touchMessage(m)
 		s.bump()
 		return reply{}, nil
 	}
 	m.Reactions = append(m.Reactions, Reaction{Name: name, Users: []string{user}})
+	s.touchMessage(m)
 	s.bump()
 	return reply{}, nil
 }
@@ -250,6 +254,7 @@ func (s *Server) reactionsRemove(c *call) (reply, *apiError) {
 			if len(r.Users) == 0 {
 				m.Reactions = append(m.Reactions[:i:i], m.Reactions[i+1:]...)
 			}
+			s.touchMessage(m)
 			s.bump()
 			return reply{}, nil
 		}
@@ -268,6 +273,7 @@ func (s *Server) filesGetUploadURLExternal(c *call) (reply, *apiError) {
 	s.fileSeq++
 	id := fmt.Sprintf("F%09d", s.fileSeq)
 	s.files[id] = &File{ID: id, Name: name, Title: name, Size: size}
+	s.touchFile(s.files[id]) // written at the next change (the upload), with the ID counter it moves
 	return reply{"upload_url": c.base + "_upload/" + id, "file_id": id}, nil
 }
 
@@ -297,6 +303,7 @@ func (s *Server) serveUpload(w http.ResponseWriter, r *http.Request, id string) 
 	f, ok := s.files[id]
 	if ok {
 		f.Content, f.Uploaded, f.Size = content, true, len(content)
+		s.touchFile(f)
 		s.bump()
 	}
 	s.mu.Unlock()
@@ -380,6 +387,7 @@ func (s *Server) filesCompleteUploadExternal(c *call) (reply, *apiError) {
 			f.Title = refs[i].Title
 		}
 		f.URL = c.base + "_files/" + f.ID + "/" + f.Name
+		s.touchFile(f)
 		out = append(out, map[string]any{"id": f.ID, "title": f.Title})
 	}
 	for _, cs := range targets {

@@ -180,6 +180,7 @@ type Server struct {
 	failures   map[string][]Failure
 	revision   uint64
 	changed    chan struct{} // closed and replaced on every change
+	journal    *journal      // nil unless made by Open
 }
 
 type channelState struct {
@@ -380,6 +381,7 @@ func (s *Server) WaitForMessage(ctx context.Context, channel, threadTS string, p
 
 // bump records a change and wakes every waiter. Callers hold s.mu.
 func (s *Server) bump() {
+	s.flushJournal()
 	s.revision++
 	close(s.changed)
 	s.changed = make(chan struct{})

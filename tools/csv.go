@@ -60,26 +60,18 @@ func (r *Registry) generateCSV(ctx context.Context, e entry, inv Invocation) (Ou
 // different content waits for a person's approval (checkReplace). same says what "the file already
 // holds" means for this kind of file ("exactly these rows").
 func (r *Registry) saveAndShare(ctx context.Context, inv Invocation, tool, rel string, data []byte, shape, same string) (Output, error) {
-	root, err := r.workspace(inv.Team)
+	st, err := r.workspace(inv.Team)
 	if err != nil {
 		return Output{}, err
 	}
-	defer root.Close()
 	unlock := r.lock(inv.Team)
-	what, hold, err := checkReplace(root, tool, rel, data, inv)
-	if err != nil || hold != nil {
-		unlock()
-		if err != nil {
-			return Output{}, err
-		}
-		return *hold, nil
-	}
-	if what != "" { // "": the file already holds this content; share it all the same
-		err = writeAtomic(root, rel, data)
-	}
+	what, hold, err := replaceFile(ctx, st, tool, rel, data, inv)
 	unlock()
 	if err != nil {
-		return fileFailed(tool, rel, err)
+		return Output{}, err
+	}
+	if hold != nil {
+		return *hold, nil
 	}
 	var made string
 	switch what {

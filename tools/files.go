@@ -3,24 +3,33 @@ package tools
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/lucy-agent/lucy/workspace"
 )
 
-// Workspace files. Every team has its own folder, DataDir/workspaces/<team>/, and every operation goes
-// through an *os.Root opened on it, so that neither ".." nor a symbolic link can lead outside it; the
-// lexical checks in cleanPath come first only to give the model a precise message.
+// Workspace files. Every team has its own space in the workspace store (package workspace): a folder
+// DataDir/workspaces/<team>/ by default, or keys <prefix>/<team>/ of an S3-compatible bucket shared
+// by every worker. The lexical checks in cleanPath give the model a precise message; the store checks
+// again and confines every access to the team's space (os.Root on disk).
+//
+// Writes that replace what a file holds are conditional on the version that was read (If-Match), and
+// creations on there being no file yet (If-None-Match), so that two runs (on one worker or on two)
+// writing the same file at once never lose a change silently: the one that loses reads the file
+// again and decides again, and an approval given for the old content is asked for again.
 
-const tmpPrefix = ".lucy-tmp-" // in-progress atomic writes; hidden from listings
+const tmpPrefix = workspace.TmpPrefix // in-progress atomic writes of the local store; hidden from listings
+
+// maxWriteAttempts bounds how often a write re-reads a file that another writer changed in between
+// before it gives up and tells the model.
+const maxWriteAttempts = 3
 
 // cleanPath validates a model-given workspace path and returns it cleaned, with forward slashes.
 // allowRoot accepts "" and "." as the workspace itself (for listings).
@@ -57,40 +66,18 @@ func cleanPath(tool, p string, allowRoot bool) (string, error) {
 	return p, nil
 }
 
-// validTeam reports whether a team ID is safe as a folder name.
-func validTeam(team string) bool {
-	if team == "" || len(team) > 64 {
-		return false
+// workspace returns the store of the teams' files, after checking the team ID.
+func (r *Registry) workspace(team string) (workspace.Store, error) {
+	if r.store == nil {
+		return nil, errors.New("workspace: tools.Deps.DataDir (or Deps.Workspace) is not set")
 	}
-	for _, c := range team {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// workspace opens the team's workspace folder, creating it on first use. The caller closes it.
-func (r *Registry) workspace(team string) (*os.Root, error) {
-	if r.deps.DataDir == "" {
-		return nil, errors.New("workspace: tools.Deps.DataDir is not set")
-	}
-	if !validTeam(team) {
+	if !workspace.ValidTeam(team) {
 		return nil, fmt.Errorf("workspace: invalid team ID %q", team)
 	}
-	dir := filepath.Join(r.deps.DataDir, "workspaces", team)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return nil, fmt.Errorf("workspace: %w", err)
-	}
-	return root, nil
+	return r.store, nil
 }
 
-// lock serializes the writes to one team's workspace on this worker, so that two parallel edits of a
-// file cannot lose one another's change.
+// lock serializes the writes to one team's workspace on this worker (see Registry.files).
 func (r *Registry) lock(team string) func() {
 	m, _ := r.files.LoadOrStore(team, &sync.Mutex{})
 	mu := m.(*sync.Mutex)
@@ -109,6 +96,11 @@ func fileFailed(tool, rel string, err error) (Output, error) {
 		return toolError("a part of %s is a file, not a folder.", rel), nil
 	case errors.Is(err, syscall.EISDIR):
 		return toolError("%s is a folder, not a file.", rel), nil
+	case errors.Is(err, workspace.ErrNotRegular):
+		return toolError("%s is not a regular file; choose another name.", rel), nil
+	case errors.Is(err, workspace.ErrPrecondition):
+		return toolError("%s was changed by another run again and again while this one wrote it; read it again "+
+			"and retry.", rel), nil
 	case errors.Is(err, fs.ErrPermission):
 		return toolError("permission denied for %s.", rel), nil
 	case errors.Is(err, syscall.ENOSPC):
@@ -117,57 +109,26 @@ func fileFailed(tool, rel string, err error) (Output, error) {
 	return Output{}, fmt.Errorf("%s %s: %w", tool, rel, err)
 }
 
-// readText reads a workspace text file of at most MaxFileBytes.
-func readText(root *os.Root, tool, rel string) (string, *Output, error) {
-	info, err := root.Stat(rel)
-	if err != nil {
-		out, err := fileFailed(tool, rel, err)
-		return "", &out, err
-	}
-	if info.IsDir() {
+// readText reads a workspace text file of at most MaxFileBytes, with the ETag of what it read.
+func readText(ctx context.Context, st workspace.Store, team, tool, rel string) (string, string, *Output, error) {
+	data, info, err := st.Read(ctx, team, rel)
+	if errors.Is(err, syscall.EISDIR) {
 		out := toolError("%s is a folder; use lucy_list_files to see its files.", rel)
-		return "", &out, nil
+		return "", "", &out, nil
 	}
-	if info.Size() > MaxFileBytes {
-		out := toolError("%s is %s, more than the 1 MB limit for text files.", rel, humanBytes(info.Size()))
-		return "", &out, nil
-	}
-	data, err := root.ReadFile(rel)
 	if err != nil {
 		out, err := fileFailed(tool, rel, err)
-		return "", &out, err
+		return "", "", &out, err
+	}
+	if info.Size > MaxFileBytes {
+		out := toolError("%s is %s, more than the 1 MB limit for text files.", rel, humanBytes(info.Size))
+		return "", "", &out, nil
 	}
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {
 		out := toolError("%s is a binary file (%s); only text files can be read or edited.", rel, humanBytes(int64(len(data))))
-		return "", &out, nil
+		return "", "", &out, nil
 	}
-	return string(data), nil, nil
-}
-
-// writeAtomic replaces rel with data through a temporary file and a rename, so that a reader (or a
-// crash) never sees half a file. It creates the parent folders.
-func writeAtomic(root *os.Root, rel string, data []byte) error {
-	if dir := path.Dir(rel); dir != "." {
-		if err := root.MkdirAll(dir, 0o750); err != nil {
-			return err
-		}
-	}
-	tmp := path.Join(path.Dir(rel), tmpPrefix+rand.Text()[:12])
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = root.Rename(tmp, rel)
-	}
-	if err != nil {
-		_ = root.Remove(tmp)
-	}
-	return err
+	return string(data), info.ETag, nil, nil
 }
 
 // pathed is the arguments of a tool that works on one workspace path.
@@ -192,48 +153,35 @@ type listFilesArgs struct {
 	Path string `json:"path"`
 }
 
-func (r *Registry) listFiles(_ context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) listFiles(ctx context.Context, e entry, inv Invocation) (Output, error) {
 	var args listFilesArgs
 	dir, err := decodePath(e, inv, ListFiles, true, &args)
 	if err != nil {
 		return Output{}, err
 	}
-	root, err := r.workspace(inv.Team)
+	st, err := r.workspace(inv.Team)
 	if err != nil {
 		return Output{}, err
 	}
-	defer root.Close()
-	if info, err := root.Stat(dir); err != nil {
+	if info, err := st.Stat(ctx, inv.Team, dir); err != nil {
 		return fileFailed(ListFiles, dir, err)
-	} else if !info.IsDir() {
+	} else if !info.Dir {
 		return toolError("%s is a file, not a folder; use lucy_read_file to read it.", dir), nil
 	}
-
-	var lines []string
-	var total int64
-	count := 0
-	err = fs.WalkDir(root.FS(), dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if strings.HasPrefix(d.Name(), tmpPrefix) || d.IsDir() {
-			return nil
-		}
-		info, err := d.Info()
-		if err != nil {
-			return nil // removed while we walked
-		}
-		count++
-		total += info.Size()
-		if count <= maxListedFiles {
-			lines = append(lines, fmt.Sprintf("%s  (%s, modified %s)", p, humanBytes(info.Size()),
-				info.ModTime().UTC().Format("2006-01-02 15:04 UTC")))
-		}
-		return nil
-	})
+	files, err := st.List(ctx, inv.Team, dir)
 	if err != nil {
 		return fileFailed(ListFiles, dir, err)
 	}
+	var lines []string
+	var total int64
+	for i, f := range files {
+		total += f.Size
+		if i < maxListedFiles {
+			lines = append(lines, fmt.Sprintf("%s  (%s, modified %s)", f.Path, humanBytes(f.Size),
+				f.ModTime.UTC().Format("2006-01-02 15:04 UTC")))
+		}
+	}
+	count := len(files)
 	where := "The workspace"
 	if dir != "." {
 		where = dir + "/"
@@ -255,18 +203,17 @@ type readFileArgs struct {
 	Offset int    `json:"offset"`
 }
 
-func (r *Registry) readFile(_ context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) readFile(ctx context.Context, e entry, inv Invocation) (Output, error) {
 	var args readFileArgs
 	rel, err := decodePath(e, inv, ReadFile, false, &args)
 	if err != nil {
 		return Output{}, err
 	}
-	root, err := r.workspace(inv.Team)
+	st, err := r.workspace(inv.Team)
 	if err != nil {
 		return Output{}, err
 	}
-	defer root.Close()
-	text, failed, err := readText(root, ReadFile, rel)
+	text, _, failed, err := readText(ctx, st, inv.Team, ReadFile, rel)
 	if failed != nil || err != nil {
 		return *failed, err
 	}
@@ -292,7 +239,7 @@ type writeFileArgs struct {
 	Content string `json:"content"`
 }
 
-func (r *Registry) writeFile(_ context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) writeFile(ctx context.Context, e entry, inv Invocation) (Output, error) {
 	var args writeFileArgs
 	rel, err := decodePath(e, inv, WriteFile, false, &args)
 	if err != nil {
@@ -301,15 +248,13 @@ func (r *Registry) writeFile(_ context.Context, e entry, inv Invocation) (Output
 	if len(args.Content) > MaxFileBytes {
 		return Output{}, argErrorf(WriteFile, "content is %s; the limit is 1 MB per file", humanBytes(int64(len(args.Content))))
 	}
-	root, err := r.workspace(inv.Team)
+	st, err := r.workspace(inv.Team)
 	if err != nil {
 		return Output{}, err
 	}
-	defer root.Close()
 	defer r.lock(inv.Team)()
-
 	data := []byte(args.Content)
-	what, hold, err := checkReplace(root, WriteFile, rel, data, inv)
+	what, hold, err := replaceFile(ctx, st, WriteFile, rel, data, inv)
 	if err != nil {
 		return Output{}, err
 	}
@@ -322,37 +267,58 @@ func (r *Registry) writeFile(_ context.Context, e entry, inv Invocation) (Output
 			Artifacts: []string{rel},
 		}, nil
 	}
-	if err := writeAtomic(root, rel, data); err != nil {
-		return fileFailed(WriteFile, rel, err)
-	}
 	return Output{
 		Content:   fmt.Sprintf("Wrote %s to %s (%s).", humanBytes(int64(len(data))), rel, what),
 		Artifacts: []string{rel},
 	}, nil
 }
 
-// checkReplace decides, under the workspace lock, whether writing data to rel (replacing the whole
-// file) may go ahead. It returns what the write does for the result ("created it", "replaced the
-// previous 2.1 KB"), "" when rel already holds data (nothing to write), or hold: the result to return
-// instead, for a call that must wait for approval or cannot write there at all.
-func checkReplace(root *os.Root, tool, rel string, data []byte, inv Invocation) (what string, hold *Output, err error) {
-	cur, exists, out, err := readCurrent(root, tool, rel)
+// replaceFile writes data to rel (replacing the whole file) when checkReplace lets it, conditionally
+// on the file still being what checkReplace saw; when another writer got there first, it looks again
+// (at most maxWriteAttempts times). It returns what the write did for the result ("created it",
+// "replaced the previous 2.1 KB"), "" when rel already holds data (nothing written), or hold: the
+// result to return instead (approval needed, or a failure the model should see).
+func replaceFile(ctx context.Context, st workspace.Store, tool, rel string, data []byte, inv Invocation) (what string, hold *Output, err error) {
+	for attempt := 1; ; attempt++ {
+		what, hold, cond, err := checkReplace(ctx, st, tool, rel, data, inv)
+		if err != nil || hold != nil || what == "" {
+			return what, hold, err
+		}
+		_, err = st.Write(ctx, inv.Team, rel, data, cond)
+		if errors.Is(err, workspace.ErrPrecondition) && attempt < maxWriteAttempts {
+			continue
+		}
+		if err != nil {
+			out, err := fileFailed(tool, rel, err)
+			return "", &out, err
+		}
+		return what, nil, nil
+	}
+}
+
+// checkReplace decides whether writing data to rel (replacing the whole file) may go ahead. It
+// returns what the write does for the result ("created it", "replaced the previous 2.1 KB"), "" when
+// rel already holds data (nothing to write), or hold: the result to return instead, for a call that
+// must wait for approval or cannot write there at all. cond makes the write conditional on what was
+// seen: no file yet, or this version of it.
+func checkReplace(ctx context.Context, st workspace.Store, tool, rel string, data []byte, inv Invocation) (what string, hold *Output, cond workspace.Cond, err error) {
+	cur, exists, out, err := readCurrent(ctx, st, inv.Team, tool, rel)
 	switch {
 	case out != nil || err != nil:
-		return "", out, err
+		return "", out, cond, err
 	case !exists:
-		return "created it", nil, nil
+		return "created it", nil, workspace.Cond{IfNoneMatch: true}, nil
 	case cur.data != nil && bytes.Equal(cur.data, data):
-		return "", nil, nil
+		return "", nil, cond, nil
 	case cur.size == 0:
-		return "filled the empty file", nil, nil
+		return "filled the empty file", nil, workspace.Cond{IfMatch: cur.etag}, nil
 	case mayProceed(inv, cur.hash):
-		return fmt.Sprintf("replaced the previous %s, as approved", humanBytes(cur.size)), nil, nil
+		return fmt.Sprintf("replaced the previous %s, as approved", humanBytes(cur.size)), nil, workspace.Cond{IfMatch: cur.etag}, nil
 	}
 	o := holdForApproval(inv, rel,
 		fmt.Sprintf("overwriting %s (%s) with different content (%s)", rel, humanBytes(cur.size), humanBytes(int64(len(data)))),
 		overwriteSummary(rel, cur.size, len(data)), changeDetails(cur, data), cur.hash)
-	return "", &o, nil
+	return "", &o, cond, nil
 }
 
 type editFileArgs struct {
@@ -361,7 +327,7 @@ type editFileArgs struct {
 	New  string `json:"new"`
 }
 
-func (r *Registry) editFile(_ context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) editFile(ctx context.Context, e entry, inv Invocation) (Output, error) {
 	var args editFileArgs
 	rel, err := decodePath(e, inv, EditFile, false, &args)
 	if err != nil {
@@ -370,14 +336,29 @@ func (r *Registry) editFile(_ context.Context, e entry, inv Invocation) (Output,
 	if args.Old == args.New {
 		return Output{}, argErrorf(EditFile, "\"old\" and \"new\" are the same, so nothing would change")
 	}
-	root, err := r.workspace(inv.Team)
+	st, err := r.workspace(inv.Team)
 	if err != nil {
 		return Output{}, err
 	}
-	defer root.Close()
 	defer r.lock(inv.Team)()
+	// The edit is made on what was read and written only if the file is still that: another
+	// worker's change in between makes it read and match again.
+	for attempt := 1; ; attempt++ {
+		out, err := editOnce(ctx, st, rel, args, inv)
+		if errors.Is(err, workspace.ErrPrecondition) {
+			if attempt < maxWriteAttempts {
+				continue
+			}
+			return fileFailed(EditFile, rel, err)
+		}
+		return out, err
+	}
+}
 
-	text, failed, err := readText(root, EditFile, rel)
+// editOnce makes the edit on the file as it is now. A lost race is returned as an error wrapping
+// workspace.ErrPrecondition, for the caller to try again.
+func editOnce(ctx context.Context, st workspace.Store, rel string, args editFileArgs, inv Invocation) (Output, error) {
+	text, etag, failed, err := readText(ctx, st, inv.Team, EditFile, rel)
 	if failed != nil || err != nil {
 		return *failed, err
 	}
@@ -410,7 +391,10 @@ func (r *Registry) editFile(_ context.Context, e entry, inv Invocation) (Output,
 			return holdForApproval(inv, rel, what, summary, changeDetails(before, []byte(updated)), guard), nil
 		}
 	}
-	if err := writeAtomic(root, rel, []byte(updated)); err != nil {
+	if _, err := st.Write(ctx, inv.Team, rel, []byte(updated), workspace.Cond{IfMatch: etag}); err != nil {
+		if errors.Is(err, workspace.ErrPrecondition) {
+			return Output{}, err
+		}
 		return fileFailed(EditFile, rel, err)
 	}
 	line := strings.Count(text[:strings.Index(text, args.Old)], "\n") + 1
@@ -425,30 +409,28 @@ type deleteFileArgs struct {
 	Path string `json:"path"`
 }
 
-func (r *Registry) deleteFile(_ context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) deleteFile(ctx context.Context, e entry, inv Invocation) (Output, error) {
 	var args deleteFileArgs
 	rel, err := decodePath(e, inv, DeleteFile, false, &args)
 	if err != nil {
 		return Output{}, err
 	}
-	root, err := r.workspace(inv.Team)
+	st, err := r.workspace(inv.Team)
 	if err != nil {
 		return Output{}, err
 	}
-	defer root.Close()
 	defer r.lock(inv.Team)()
-
-	info, err := root.Lstat(rel)
-	if err != nil {
+	info, err := st.Stat(ctx, inv.Team, rel)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) { // a dangling link has no Stat; Delete removes it
 		return fileFailed(DeleteFile, rel, err)
 	}
-	if info.IsDir() {
+	if info.Dir {
 		return toolError("%s is a folder; only files can be deleted.", rel), nil
 	}
-	if err := root.Remove(rel); err != nil {
+	if err := st.Delete(ctx, inv.Team, rel); err != nil {
 		return fileFailed(DeleteFile, rel, err)
 	}
-	return Output{Content: fmt.Sprintf("Deleted %s (%s).", rel, humanBytes(info.Size()))}, nil
+	return Output{Content: fmt.Sprintf("Deleted %s (%s).", rel, humanBytes(info.Size))}, nil
 }
 
 // humanBytes renders a size for people and models: 512 bytes, 1.2 KB, 3.4 MB.

@@ -2,14 +2,19 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
-	"os"
+	"io/fs"
 	"strings"
+	"syscall"
 	"unicode/utf8"
+
+	"github.com/lucy-agent/lucy/workspace"
 )
 
 // Replacing what a file holds destroys it as surely as deleting it, and lucy_delete_file waits for a
@@ -26,7 +31,9 @@ import (
 // A call that waits does nothing and returns Output.NeedsApproval; the workflow asks the person and
 // makes the same call again with Invocation.Approved. The request carries a Guard, the hash of the file
 // as it was shown; an approved call with a Guard re-checks it under the workspace lock and asks again if
-// the file changed in the meantime, so an approval never applies to content nobody saw.
+// the file changed in the meantime, so an approval never applies to content nobody saw. The write is
+// conditional on the version it checked (workspace.Cond), so a change by another worker between the
+// check and the write makes it check again.
 
 // editMostMinBytes is the least an edit must replace or remove before "most of the file" needs
 // approval.
@@ -39,54 +46,38 @@ const (
 	detailLineRunes = 100 // characters shown of each line
 )
 
-// current is a workspace file as a write found it, under the workspace lock.
+// current is a workspace file as a write found it.
 type current struct {
 	size int64
 	data []byte // the whole content; nil when it is larger than MaxFileBytes
-	hash string // "sha256:<hex>" of the whole content
+	hash string // "sha256:<hex>" of the whole content: the Guard a person approves
+	etag string // the store's version of it: the write is conditional on it
 }
 
 func contentHash(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
 
 // readCurrent reads rel for a write that would replace it. exists is false when there is no such
 // file; out is set when rel is something a write must not replace (a folder, a device).
-func readCurrent(root *os.Root, tool, rel string) (cur current, exists bool, out *Output, err error) {
-	f, err := root.Open(rel)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return current{}, false, nil, nil
-		}
-		o, err := fileFailed(tool, rel, err)
-		return current{}, true, &o, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		o, err := fileFailed(tool, rel, err)
-		return current{}, true, &o, err
-	}
+func readCurrent(ctx context.Context, st workspace.Store, team, tool, rel string) (cur current, exists bool, out *Output, err error) {
+	data, info, err := st.Read(ctx, team, rel)
 	switch {
-	case info.IsDir():
+	case errors.Is(err, fs.ErrNotExist):
+		return current{}, false, nil, nil
+	case errors.Is(err, syscall.EISDIR):
 		o := toolError("%s is a folder; choose a file name inside it.", rel)
 		return current{}, true, &o, nil
-	case !info.Mode().IsRegular(): // a FIFO would block the read below
+	case errors.Is(err, workspace.ErrNotRegular):
 		o := toolError("%s is not a regular file; choose another name.", rel)
 		return current{}, true, &o, nil
-	}
-	h := sha256.New()
-	var buf bytes.Buffer
-	w := io.Writer(h)
-	if info.Size() <= MaxFileBytes {
-		w = io.MultiWriter(h, &buf)
-	}
-	n, err := io.Copy(w, f)
-	if err != nil {
+	case err != nil:
 		o, err := fileFailed(tool, rel, err)
 		return current{}, true, &o, err
 	}
-	cur = current{size: n, hash: contentHash(h)}
-	if n <= MaxFileBytes {
-		cur.data = buf.Bytes()
+	h := sha256.New()
+	h.Write(data)
+	cur = current{size: int64(len(data)), hash: contentHash(h), etag: info.ETag}
+	if cur.size <= MaxFileBytes {
+		cur.data = data
 	}
 	return cur, true, nil, nil
 }

@@ -10,8 +10,6 @@ import (
 	"image"
 	_ "image/jpeg" // workspace images embedded in a PDF
 	_ "image/png"
-	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"unicode"
 
 	"github.com/go-pdf/fpdf"
+	"github.com/lucy-agent/lucy/workspace"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
@@ -58,22 +57,23 @@ func (r *Registry) generatePDF(ctx context.Context, e entry, inv Invocation) (Ou
 	if strings.TrimSpace(args.Markdown) == "" {
 		return Output{}, argErrorf(GeneratePDF, "\"markdown\" is blank: give the document's content")
 	}
-	root, err := r.workspace(inv.Team)
+	st, err := r.workspace(inv.Team)
 	if err != nil {
 		return Output{}, err
 	}
-	defer root.Close()
 	images := func(p string) ([]byte, error) {
 		clean, err := cleanPath(GeneratePDF, p, false)
 		if err != nil {
 			return nil, err
 		}
-		f, err := root.Open(clean)
+		data, _, err := st.Read(ctx, inv.Team, clean)
 		if err != nil {
 			return nil, fmt.Errorf("%s is not a file of the workspace", p)
 		}
-		defer f.Close()
-		return io.ReadAll(io.LimitReader(f, maxPDFBytes))
+		if len(data) > maxPDFBytes {
+			data = data[:maxPDFBytes]
+		}
+		return data, nil
 	}
 	doc, err := renderPDF(args.Title, args.Markdown, images, r.now())
 	if err != nil {
@@ -88,7 +88,7 @@ func (r *Registry) generatePDF(ctx context.Context, e entry, inv Invocation) (Ou
 	// operator's reset, the model asking again) would find "different" content and ask a person to
 	// approve replacing the file with itself. The file records what it was made from instead: made
 	// from the same source, the workspace's file is the result.
-	if old := sameSourcePDF(root, rel, doc.source); old != nil {
+	if old := sameSourcePDF(ctx, st, inv.Team, rel, doc.source); old != nil {
 		data = old
 	}
 	shape := fmt.Sprintf("%d page(s), %s", doc.pages, humanBytes(int64(len(data))))
@@ -132,13 +132,8 @@ func (p *renderedPDF) notes() string {
 }
 
 // sameSourcePDF returns the workspace's file rel when it is a PDF made from source, else nil.
-func sameSourcePDF(root *os.Root, rel, source string) []byte {
-	f, err := root.Open(rel)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	old, err := io.ReadAll(io.LimitReader(f, maxPDFBytes+1))
+func sameSourcePDF(ctx context.Context, st workspace.Store, team, rel, source string) []byte {
+	old, _, err := st.Read(ctx, team, rel)
 	if err != nil || len(old) > maxPDFBytes || !bytes.Contains(old, []byte(sourceAttr(source))) {
 		return nil
 	}

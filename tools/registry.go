@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/lucy-agent/lucy/sandbox"
+	"github.com/lucy-agent/lucy/workspace"
 )
 
 // Invocation is one tool call as the activity receives it: the model's call plus where it happens.
@@ -78,9 +79,13 @@ type Deps struct {
 	// connects to no private address (so DNS rebinding cannot reach one). A client given here gets the
 	// redirect checks, and the address checks before each request.
 	HTTP *http.Client
-	// DataDir is the root of local files: workspace files live under DataDir/workspaces/<team>/.
+	// DataDir is the root of local files: workspace files live under DataDir/workspaces/<team>/
+	// unless Workspace is set.
 	DataDir string
-	Log     zerolog.Logger
+	// Workspace is where the teams' workspace files live (LUCY_WORKSPACE_STORE); nil means the
+	// local folder under DataDir.
+	Workspace workspace.Store
+	Log       zerolog.Logger
 	// AllowPrivateNetworks lets lucy_web_fetch reach loopback, private, link-local and reserved
 	// addresses. Tests set it to fetch from httptest; production leaves it false so that the model
 	// cannot probe the internal network or a cloud metadata endpoint.
@@ -111,7 +116,11 @@ type Registry struct {
 	http  *http.Client
 	now   func() time.Time
 	log   zerolog.Logger
-	files sync.Map // team -> *sync.Mutex: serializes writes within one workspace on this worker
+	store workspace.Store // Deps.Workspace, or the local folder; nil without either
+	// files (team -> *sync.Mutex) serializes the writes within one workspace on this worker, so
+	// that its own parallel edits of a file queue up instead of racing; writers on other workers
+	// are kept apart by the store's conditional writes.
+	files sync.Map
 	// searchHTTP reaches the operator's search provider (not a URL the model chose, so no private
 	// address checks).
 	searchHTTP *http.Client
@@ -126,6 +135,10 @@ func NewRegistry(d Deps) *Registry {
 		now:          time.Now,
 		log:          d.Log.With().Str("component", "tools").Logger(),
 		fetchTimeout: 20 * time.Second,
+	}
+	r.store = d.Workspace
+	if r.store == nil && d.DataDir != "" {
+		r.store = workspace.NewLocal(d.DataDir)
 	}
 	r.http = r.newFetchClient(d.HTTP)
 	r.searchHTTP = &http.Client{Timeout: time.Minute}

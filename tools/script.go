@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
+	"os"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/lucy-agent/lucy/sandbox"
+	"github.com/lucy-agent/lucy/workspace"
 )
 
 // RunScript runs JavaScript the model writes in the sandbox (package sandbox): no network, no host
@@ -61,21 +62,30 @@ func (r *Registry) runScript(ctx context.Context, e entry, inv Invocation) (Outp
 		}
 		cmd = self
 	}
-	root, err := r.workspace(inv.Team) // creates the folder on first use and checks the team ID
+	st, err := r.workspace(inv.Team)
 	if err != nil {
 		return Output{}, err
 	}
-	root.Close()
-	dir := filepath.Join(r.deps.DataDir, "workspaces", inv.Team)
 	limits := r.deps.ScriptLimits
 	if limits.Wall <= 0 {
 		limits = sandbox.DefaultLimits
 	}
 	limits.MaxFileBytes = MaxFileBytes
-	// A script writes files: one at a time per workspace, like the other file tools.
-	unlock := r.lock(inv.Team)
-	res, err := sandbox.Run(ctx, cmd, sandbox.Request{Code: args.Code, Dir: dir, Limits: limits})
-	unlock()
+	var res sandbox.Result
+	if local, ok := st.(workspace.Dirs); ok {
+		// The script works on the team's folder itself. It only creates files (the sandbox refuses
+		// to replace one it did not write), and it holds the workspace's write lock, so that a
+		// tool's write cannot slip between its check and its write.
+		var dir string
+		if dir, err = local.Dir(inv.Team); err != nil {
+			return Output{}, err
+		}
+		unlock := local.Lock(inv.Team)
+		res, err = sandbox.Run(ctx, cmd, sandbox.Request{Code: args.Code, Dir: dir, Limits: limits})
+		unlock()
+	} else {
+		res, err = r.runStaged(ctx, st, cmd, inv.Team, args.Code, limits)
+	}
 	if err != nil {
 		if errors.Is(err, sandbox.ErrSandbox) {
 			return Output{}, &TransientError{Tool: RunScript, Err: err}
@@ -83,6 +93,56 @@ func (r *Registry) runScript(ctx context.Context, e entry, inv Invocation) (Outp
 		return Output{}, err
 	}
 	return scriptOutput(res), nil
+}
+
+// maxStagedBytes bounds the workspace a script on a shared store is given: it is copied to this
+// machine for each script.
+const maxStagedBytes = 64 << 20
+
+// runStaged runs a script on a copy of the team's workspace in a temporary folder, for a store that
+// is not a folder of this machine (S3), and saves the files the script created. They are saved
+// create-only: a file that another run created under the same name meanwhile is kept, and the
+// script's result says which of its files were not saved.
+func (r *Registry) runStaged(ctx context.Context, st workspace.Store, cmd sandbox.Command, team, code string, limits sandbox.Limits) (sandbox.Result, error) {
+	dir, err := os.MkdirTemp("", "lucy-script-")
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	if _, err := workspace.Stage(ctx, st, team, dir, maxStagedBytes); err != nil {
+		return sandbox.Result{}, fmt.Errorf("%s: copy the workspace for the script: %w", RunScript, err)
+	}
+	res, err := sandbox.Run(ctx, cmd, sandbox.Request{Code: code, Dir: dir, Limits: limits})
+	if err != nil {
+		return res, err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return res, err
+	}
+	defer root.Close()
+	saved := res.Written[:0:0]
+	var lost []string
+	for _, rel := range res.Written {
+		data, err := root.ReadFile(rel)
+		if err == nil {
+			_, err = st.Write(ctx, team, rel, data, workspace.Cond{IfNoneMatch: true})
+		}
+		switch {
+		case errors.Is(err, workspace.ErrPrecondition):
+			lost = append(lost, rel)
+		case err != nil:
+			return res, fmt.Errorf("%s: save %s: %w", RunScript, rel, err)
+		default:
+			saved = append(saved, rel)
+		}
+	}
+	res.Written = saved
+	if len(lost) > 0 {
+		res.Error = strings.TrimSpace(res.Error + fmt.Sprintf(" These files were not saved: another run created files "+
+			"with the same names while the script ran: %s.", strings.Join(lost, ", ")))
+	}
+	return res, nil
 }
 
 // scriptShownChars is how much of a script's console output the model reads; the notes come first so

@@ -3,6 +3,8 @@
 package worker
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workflows"
+	"github.com/lucy-agent/lucy/workspace"
 )
 
 // LocalTeam is the team ID of the terminal conversation's local workspace (`lucy dev`, `lucy chat`).
@@ -52,6 +55,39 @@ type Deps struct {
 	DataConverter converter.DataConverter
 	// Metrics is the process's registry, which the activities count into (nil: not counted).
 	Metrics *metrics.Metrics
+	// Workspace is the store of the teams' files; nil builds it from Config (WorkspaceStore).
+	Workspace workspace.Store
+}
+
+// WorkspaceStore returns the store of the teams' files that cfg names (LUCY_WORKSPACE_STORE): the
+// local folder under LUCY_DATA_DIR, or the S3 bucket.
+func WorkspaceStore(cfg *config.Config) (workspace.Store, error) {
+	if cfg.S3Bucket == "" {
+		return workspace.NewLocal(cfg.DataDir), nil
+	}
+	s, err := workspace.NewS3(workspace.S3Config{
+		Bucket: cfg.S3Bucket, Prefix: cfg.S3Prefix, Endpoint: cfg.S3Endpoint, Region: cfg.S3Region,
+		AccessKey: cfg.S3AccessKey, SecretKey: cfg.S3SecretKey, SessionToken: cfg.S3SessionToken,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("LUCY_WORKSPACE_STORE: %w", err)
+	}
+	return s, nil
+}
+
+// CheckWorkspaceStore makes one request to a shared store, so that a wrong bucket, endpoint or key
+// stops the worker at start rather than at a person's first file. The local folder needs none.
+func CheckWorkspaceStore(ctx context.Context, store workspace.Store) error {
+	s3, ok := store.(*workspace.S3)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := s3.Check(ctx); err != nil {
+		return fmt.Errorf("LUCY_WORKSPACE_STORE: %w (check the bucket, LUCY_S3_ENDPOINT, LUCY_S3_REGION and the AWS_* keys)", err)
+	}
+	return nil
 }
 
 // DataConverter returns the data converter of Lucy's Temporal clients; every process dials with
@@ -77,6 +113,13 @@ func NewActivities(d Deps) *activities.Activities {
 	// A nil HTTP client lets the tools build their own, which also refuses private addresses at
 	// connect time (DNS rebinding).
 	httpClient := d.HTTP
+	store := d.Workspace
+	if store == nil {
+		var err error
+		if store, err = WorkspaceStore(cfg); err != nil {
+			panic(err) // unreachable: config.Load validated the settings NewS3 parses
+		}
+	}
 	var schedules client.ScheduleClient
 	if d.Client != nil {
 		schedules = d.Client.ScheduleClient()
@@ -92,6 +135,7 @@ func NewActivities(d Deps) *activities.Activities {
 		Slack:                func(team string) tools.SlackAPI { return slackFor(team) },
 		HTTP:                 httpClient,
 		DataDir:              cfg.DataDir,
+		Workspace:            store,
 		Log:                  d.Log,
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
 	})

@@ -20,13 +20,19 @@ import (
 // of a running `lucy dev` is and which token it takes.
 const localWorkspaceFile = "local-workspace.json"
 
+// localJournalFile is the file in LUCY_DATA_DIR where the local workspace keeps its messages and
+// files, so that a terminal conversation still has its history after `lucy dev` restarts (its lane
+// workflow does, in the embedded server's database, and reads the thread back).
+const localJournalFile = "local-slack.jsonl"
+
 // localWorkspaceInfo is the content of localWorkspaceFile.
 type localWorkspaceInfo struct {
 	URL   string `json:"url"`   // API base URL, ending in /api/
 	Token string `json:"token"` // bot token, random at each start
 }
 
-// localWorkspace is the in-memory Slack workspace behind the terminal conversation. It holds people's
+// localWorkspace is the local Slack workspace behind the terminal conversation (in memory, journaled
+// to localJournalFile). It holds people's
 // conversations and files, so it listens on loopback only, on a port of its own (never on
 // LUCY_HTTP_ADDR, which may face the network), and takes a token made at start that only the owner
 // of LUCY_DATA_DIR can read.
@@ -35,6 +41,7 @@ type localWorkspace struct {
 	path string // localWorkspaceFile, in the data directory
 	hs   *http.Server
 	ln   net.Listener
+	ws   *localslack.Server
 }
 
 // startLocalWorkspace serves a new local workspace and writes localWorkspaceFile, replacing the one a
@@ -43,9 +50,14 @@ func startLocalWorkspace(dataDir string) (*localWorkspace, error) {
 	token := "xoxb-local-" + rand.Text()
 	// Timestamps follow the clock: they name lane workflows, which outlive this process in the
 	// SQLite database, so a restart must never hand out a ts an earlier conversation already used.
-	ws := localslack.New(localslack.Options{Token: token, Team: worker.LocalTeam, TeamName: "Local", Now: time.Now})
+	ws, err := localslack.Open(localslack.Options{Token: token, Team: worker.LocalTeam, TeamName: "Local", Now: time.Now},
+		filepath.Join(dataDir, localJournalFile))
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		ws.Close()
 		return nil, fmt.Errorf("listen on loopback for the local workspace: %w", err)
 	}
 	lw := &localWorkspace{
@@ -53,9 +65,11 @@ func startLocalWorkspace(dataDir string) (*localWorkspace, error) {
 		path: filepath.Join(dataDir, localWorkspaceFile),
 		hs:   newHTTPServer(ws.Handler(), localTimeouts),
 		ln:   ln,
+		ws:   ws,
 	}
 	if err := writeFileAtomic(lw.path, lw.info); err != nil {
 		ln.Close()
+		ws.Close()
 		return nil, err
 	}
 	go func() { _ = lw.hs.Serve(ln) }()
@@ -66,6 +80,7 @@ func startLocalWorkspace(dataDir string) (*localWorkspace, error) {
 // directory has replaced it since.
 func (lw *localWorkspace) Close() {
 	shutdown(lw.hs)
+	_ = lw.ws.Close() // every change was written when it was made; a write error has nowhere to go now
 	if info, err := readLocalWorkspace(filepath.Dir(lw.path)); err == nil && info.Token == lw.info.Token {
 		_ = os.Remove(lw.path)
 	}

@@ -146,3 +146,37 @@ func TestReadLocalWorkspaceErrors(t *testing.T) {
 		t.Errorf("damaged file: err = %v", err)
 	}
 }
+
+// A terminal conversation keeps its history across a restart of `lucy dev`: the second local
+// workspace on the same data directory (a new port, a new token) answers conversations.replies for a
+// thread of the first.
+func TestLocalWorkspaceKeepsThreadsAcrossRestart(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	first, err := startLocalWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := slack.New(first.info.Token, slack.OptionAPIURL(first.info.URL))
+	_, root, err := api.PostMessageContext(ctx, "DLOCAL", slack.MsgOptionText("what is 2+2?", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.PostMessageContext(ctx, "DLOCAL", slack.MsgOptionText("4", false), slack.MsgOptionTS(root)); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+
+	second := startLocal(t, dir)
+	api = slack.New(second.info.Token, slack.OptionAPIURL(second.info.URL))
+	msgs, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "DLOCAL", Timestamp: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2 || msgs[0].Text != "what is 2+2?" || msgs[1].Text != "4" {
+		t.Fatalf("thread after restart: %+v", msgs)
+	}
+	if st, err := os.Stat(filepath.Join(dir, localJournalFile)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("journal %s: %v (mode 0600 wanted: it holds people's conversations)", localJournalFile, err)
+	}
+}

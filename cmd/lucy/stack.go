@@ -148,9 +148,16 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		return err
 	}
 	defer local.Close()
+	store, err := worker.WorkspaceStore(cfg)
+	if err != nil {
+		return err
+	}
+	if err := worker.CheckWorkspaceStore(ctx, store); err != nil {
+		return err
+	}
 	acts := worker.NewActivities(worker.Deps{
 		Config: cfg, Client: c, Log: log, LocalSlackURL: local.info.URL, LocalSlackToken: local.info.Token,
-		DataConverter: worker.DataConverter(cfg), Metrics: m,
+		DataConverter: worker.DataConverter(cfg), Metrics: m, Workspace: store,
 	})
 	health := worker.NewHealth()
 	w := health.NewWorker(c, acts, 0)
@@ -277,7 +284,15 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return err
 	}
 	defer c.Close()
-	w := health.NewWorker(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg), Metrics: m}), cfg.WorkerStopTimeout)
+	store, err := worker.WorkspaceStore(cfg)
+	if err != nil {
+		return err
+	}
+	if err := worker.CheckWorkspaceStore(ctx, store); err != nil {
+		return err
+	}
+	w := health.NewWorker(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg),
+		Metrics: m, Workspace: store}), cfg.WorkerStopTimeout)
 	log.Info().Interface("config", cfg.Redacted()).Str("ops", ln.Addr().String()).Msg("worker starting")
 	_, stopCodec, err := serveCodec(cfg, false, log)
 	if err != nil {
