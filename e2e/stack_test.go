@@ -31,6 +31,7 @@ import (
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/logging"
+	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/worker"
 	"github.com/lucy-agent/lucy/workflows"
@@ -93,6 +94,12 @@ func newStackWith(tb testing.TB, llm fakellm.Handler, dc converter.DataConverter
 	s.srv = temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc}))
 	tb.Cleanup(s.srv.Stop)
 	s.client = s.srv.GetDefaultClient()
+	// As `lucy dev` does: the runs set Lucy's search attributes.
+	sactx, cancelSA := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelSA()
+	if err := searchattr.Register(sactx, s.client, s.srv.GetDefaultNamespace()); err != nil {
+		tb.Fatal(err)
+	}
 	models := map[string]string{}
 	for _, tier := range config.Tiers {
 		models[tier] = "model-" + tier

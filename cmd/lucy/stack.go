@@ -24,6 +24,7 @@ import (
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/worker"
 )
 
@@ -154,6 +155,14 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		return err
 	}
 	defer c.Close()
+	// The runs set Lucy's search attributes, which a namespace must know first: `lucy dev` registers
+	// them (once; later starts find them), on its embedded server or on the one TEMPORAL_ADDRESS names.
+	sactx, cancelSA := context.WithTimeout(ctx, 30*time.Second)
+	err = searchattr.Register(sactx, c, cfg.TemporalNamespace)
+	cancelSA()
+	if err != nil {
+		return fmt.Errorf("%w; or register them yourself:\n%s", err, searchattr.CreateCommands(cfg.TemporalNamespace))
+	}
 
 	local, err := startLocalWorkspace(cfg.DataDir)
 	if err != nil {
@@ -289,6 +298,14 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return err
 	}
 	defer c.Close()
+	// A run that set an attribute the namespace lacks would be stuck (its workflow task fails and
+	// retries): refuse to start instead, with the commands that fix it.
+	sactx, cancelSA := context.WithTimeout(ctx, 30*time.Second)
+	err = searchattr.Check(sactx, c, cfg.TemporalNamespace)
+	cancelSA()
+	if err != nil {
+		return err
+	}
 	w := health.NewWorker(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg), Metrics: m}))
 	log.Info().Interface("config", cfg.Redacted()).Str("ops", ln.Addr().String()).Msg("worker starting")
 	_, stopCodec, err := serveCodec(cfg, false, log)
