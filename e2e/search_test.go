@@ -59,8 +59,12 @@ func TestRunSearchAttributesMemoAndSummary(t *testing.T) {
 
 	lane := s.findOne(fmt.Sprintf("WorkflowType='lane' AND LucyChannel='%s' AND LucyWorkspace='%s' AND WorkflowId='%s'",
 		channel, team, workflows.LaneID(workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts})))
-	if lane == nil {
-		t.Fatal("lane not found")
+	ld, err := s.client.DescribeWorkflowExecution(ctx, lane.GetExecution().GetWorkflowId(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := ld.GetExecutionConfig().GetUserMetadata().GetSummary(); p == nil || dc.FromPayload(p, &summary) != nil || summary != "Thread: what is 2+2?" {
+		t.Errorf("lane summary %q", summary)
 	}
 	// A filter on another outcome does not find it.
 	if n := s.count(fmt.Sprintf("WorkflowType='agent_run' AND LucyOutcome='failed' AND LucyChannel='%s'", channel)); n != 0 {

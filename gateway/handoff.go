@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/workflows"
 )
@@ -55,10 +57,22 @@ type temporalHandoff struct {
 	key signing.Key
 }
 
-func laneStartOptions(id string) client.StartWorkflowOptions {
+func laneStartOptions(id, summary string) client.StartWorkflowOptions {
 	// SignalWithStart defaults to WorkflowIDReusePolicy AllowDuplicate and conflict policy
-	// UseExisting: a running lane gets the signal, a closed one is started afresh.
-	return client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}
+	// UseExisting: a running lane gets the signal, a closed one is started afresh. The summary is
+	// the Web UI's one line for the lane (it goes through the data converter, so it is encrypted
+	// with the payloads). No search attributes here: the lane upserts its own, so that a hand-off
+	// never depends on the namespace having them (the worker checks that before it polls).
+	return client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, StaticSummary: summary}
+}
+
+// laneSummary is the first words of the message that starts a lane ("Thread: what is 2+2?").
+func laneSummary(m workflows.Message) string {
+	s := "Thread: " + strings.Join(strings.Fields(intent.StripMentions(m.Text)), " ")
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:79]) + "…"
+	}
+	return s
 }
 
 func (h temporalHandoff) Message(ctx context.Context, m workflows.Message) error {
@@ -66,7 +80,7 @@ func (h temporalHandoff) Message(ctx context.Context, m workflows.Message) error
 	m.Sig = h.key.SignMessage(signing.Message{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, TS: m.TS, User: m.User, Text: m.Text})
 	key := m.Key()
 	id := workflows.LaneID(key)
-	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalMessage, m, laneStartOptions(id),
+	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalMessage, m, laneStartOptions(id, laneSummary(m)),
 		workflows.LaneWorkflowName, workflows.LaneInput{Key: key}); err != nil {
 		return fmt.Errorf("signal %s to %s: %w", workflows.SignalMessage, id, err)
 	}
@@ -75,7 +89,7 @@ func (h temporalHandoff) Message(ctx context.Context, m workflows.Message) error
 
 func (h temporalHandoff) Cancel(ctx context.Context, key workflows.LaneKey, c workflows.CancelRequest) error {
 	id := workflows.LaneID(key)
-	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalCancel, c, laneStartOptions(id),
+	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalCancel, c, laneStartOptions(id, "Thread (started by a cancel request)"),
 		workflows.LaneWorkflowName, workflows.LaneInput{Key: key}); err != nil {
 		return fmt.Errorf("signal %s to %s: %w", workflows.SignalCancel, id, err)
 	}

@@ -41,7 +41,8 @@ func TestTemporalHandoffSignalsWithStart(t *testing.T) {
 	ctx := context.Background()
 	c := mocks.NewClient(t)
 	h := NewTemporalHandoff(c, testApprovalKey)
-	opts := client.StartWorkflowOptions{ID: testLaneID, TaskQueue: workflows.TaskQueue}
+	// The lane's one line in the Web UI: the first words of the message that starts it.
+	opts := client.StartWorkflowOptions{ID: testLaneID, TaskQueue: workflows.TaskQueue, StaticSummary: "Thread: hi"}
 	input := workflows.LaneInput{Key: testKey}
 
 	m := workflows.Message{EventID: "Ev1", Team: "T1", Channel: "C1", TS: "1700000000.000300", ThreadTS: testKey.ThreadTS, User: "U1", Text: "hi", Kind: "message"}
@@ -54,6 +55,7 @@ func TestTemporalHandoffSignalsWithStart(t *testing.T) {
 	}
 
 	cr := workflows.CancelRequest{EventID: "Ev2", Channel: "C1", TS: "1700000000.000400", User: "U1", Text: "stop"}
+	opts.StaticSummary = "Thread (started by a cancel request)"
 	c.On("SignalWithStartWorkflow", ctx, testLaneID, workflows.SignalCancel, cr, opts, workflows.LaneWorkflowName, input).
 		Return(nil, serviceerror.NewUnavailable("down")).Once()
 	var unavailable *serviceerror.Unavailable

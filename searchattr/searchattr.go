@@ -41,7 +41,8 @@ var (
 	// Tier is the model tier of a run: the routed one, then the one it ended on (escalations).
 	Tier = temporal.NewSearchAttributeKeyKeyword("LucyTier")
 	// Outcome is how a run, a sub-agent or a job's firing ended: completed, needs_input, partial,
-	// cancelled, failed.
+	// cancelled, failed; a firing also skipped (no free job slot) or unfinished (it stopped
+	// waiting for its run before the next firing).
 	Outcome = temporal.NewSearchAttributeKeyKeyword("LucyOutcome")
 )
 
