@@ -22,6 +22,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/server/temporal"
 	"go.temporal.io/server/temporaltest"
@@ -76,6 +77,20 @@ func newStackTB(tb testing.TB, llm fakellm.Handler, serverOpts ...temporal.Serve
 // as for encryption); nil is the SDK default.
 func newStackWith(tb testing.TB, llm fakellm.Handler, dc converter.DataConverter, serverOpts ...temporal.ServerOption) *stack {
 	tb.Helper()
+	return newStackOpts(tb, llm, stackOptions{dc: dc, serverOpts: serverOpts})
+}
+
+// stackOptions tune a stack beyond the defaults.
+type stackOptions struct {
+	dc         converter.DataConverter
+	serverOpts []temporal.ServerOption
+	// interceptors go on the client, which the worker and the gateway share (tracing).
+	interceptors []interceptor.ClientInterceptor
+}
+
+func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
+	tb.Helper()
+	dc, serverOpts := o.dc, o.serverOpts
 	if testing.Short() {
 		tb.Skip("end-to-end test")
 	}
@@ -91,7 +106,7 @@ func newStackWith(tb testing.TB, llm fakellm.Handler, dc converter.DataConverter
 	if testing.Verbose() {
 		log = logging.New(testWriter{tb}, "info", "console")
 	}
-	s.srv = temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc}))
+	s.srv = temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc, Interceptors: o.interceptors}))
 	tb.Cleanup(s.srv.Stop)
 	s.client = s.srv.GetDefaultClient()
 	// As `lucy dev` does: the runs set Lucy's search attributes.

@@ -25,12 +25,14 @@ import (
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/searchattr"
+	"github.com/lucy-agent/lucy/tracing"
 	"github.com/lucy-agent/lucy/worker"
 )
 
 // dial connects to Temporal and fails fast with an actionable message when it is unreachable. m
-// receives the SDK's metrics (nil: none).
-func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metrics.Metrics) (client.Client, error) {
+// receives the SDK's metrics (nil: none); tr's interceptor, when tracing is on, traces every call
+// of the client and of the worker built on it.
+func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metrics.Metrics, tr *tracing.Tracing) (client.Client, error) {
 	opts := client.Options{
 		HostPort:  cfg.TemporalAddress,
 		Namespace: cfg.TemporalNamespace,
@@ -42,6 +44,7 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metric
 		// The SDK's metrics, and what workflows count through workflow.GetMetricsHandler, go to
 		// the process's Prometheus registry.
 		MetricsHandler: m.TemporalHandler(),
+		Interceptors:   tr.Interceptors,
 	}
 	if cfg.TemporalAPIKey != "" {
 		opts.Credentials = client.NewAPIKeyStaticCredentials(cfg.TemporalAPIKey)
@@ -74,6 +77,19 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metric
 			cfg.TemporalAddress, cfg.TemporalNamespace, cfg.ConnectTimeout, firstLine(err))
 	}
 	return c, nil
+}
+
+// startTracing turns OpenTelemetry tracing on when the OTEL_ variables ask for it (off by default;
+// package tracing). mode names the process in the default service name.
+func startTracing(ctx context.Context, getenv func(string) string, mode string, log zerolog.Logger) (*tracing.Tracing, error) {
+	tr, err := tracing.Setup(ctx, getenv, mode)
+	if err != nil {
+		return nil, err
+	}
+	if tr.Description != "" {
+		log.Info().Str("exporter", tr.Description).Msg("OpenTelemetry tracing on")
+	}
+	return tr, nil
 }
 
 func maxLevel(a, b zerolog.Level) zerolog.Level {
@@ -150,7 +166,12 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	// counters and the gateway's, all on LUCY_HTTP_ADDR's /metrics.
 	m := metrics.New(version, log)
 	defer m.Close()
-	c, err := dial(ctx, cfg, log, m)
+	tr, err := startTracing(ctx, getenv, "dev", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown(context.Background())
+	c, err := dial(ctx, cfg, log, m, tr)
 	if err != nil {
 		return err
 	}
@@ -293,7 +314,12 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 	hs := newHTTPServer(worker.OpsHandler(health, m, log), slackTimeouts)
 	go func() { _ = hs.Serve(ln) }()
 	defer shutdown(hs)
-	c, err := dial(ctx, cfg, log, m)
+	tr, err := startTracing(ctx, getenv, "worker", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown(context.Background())
+	c, err := dial(ctx, cfg, log, m, tr)
 	if err != nil {
 		return err
 	}
@@ -335,7 +361,12 @@ func runGateway(ctx context.Context, getenv func(string) string, stderr io.Write
 	defer ln.Close()
 	m := metrics.New(version, log)
 	defer m.Close()
-	c, err := dial(ctx, cfg, log, m)
+	tr, err := startTracing(ctx, getenv, "gateway", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown(context.Background())
+	c, err := dial(ctx, cfg, log, m, tr)
 	if err != nil {
 		return err
 	}
@@ -383,7 +414,12 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 	if err := ensureApprovalKey(cfg, false); err != nil {
 		return err
 	}
-	c, err := dial(ctx, cfg, log, nil)
+	tr, err := startTracing(ctx, getenv, "chat", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown(context.Background())
+	c, err := dial(ctx, cfg, log, nil, tr)
 	if err != nil {
 		return err
 	}
