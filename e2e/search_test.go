@@ -49,6 +49,20 @@ func TestRunSearchAttributesMemoAndSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// What the attributes cost: the change ID's marker and its TemporalChangeVersion upsert, and
+	// the two upserts (routed, ended), in a run's history.
+	upserts := 0
+	iter := s.client.GetWorkflowHistory(ctx, runID, "", false, 0)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetUpsertWorkflowSearchAttributesEventAttributes() != nil {
+			upserts++
+		}
+	}
+	t.Logf("the run's history: %d events, %d of them search-attribute upserts", d.GetWorkflowExecutionInfo().GetHistoryLength(), upserts)
 	var objective, summary string
 	if p := d.GetWorkflowExecutionInfo().GetMemo().GetFields()["objective"]; p == nil || dc.FromPayload(p, &objective) != nil || objective != "what is 2+2?" {
 		t.Errorf("memo objective %q (memo %v)", objective, d.GetWorkflowExecutionInfo().GetMemo())
