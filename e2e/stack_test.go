@@ -22,6 +22,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/interceptor"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/server/common/dynamicconfig"
 	"go.temporal.io/server/temporal"
@@ -34,6 +35,7 @@ import (
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/logging"
+	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/worker"
 	"github.com/lucy-agent/lucy/workflows"
@@ -80,6 +82,20 @@ func newStackTB(tb testing.TB, llm fakellm.Handler, serverOpts ...temporal.Serve
 // as for encryption); nil is the SDK default.
 func newStackWith(tb testing.TB, llm fakellm.Handler, dc converter.DataConverter, serverOpts ...temporal.ServerOption) *stack {
 	tb.Helper()
+	return newStackOpts(tb, llm, stackOptions{dc: dc, serverOpts: serverOpts})
+}
+
+// stackOptions tune a stack beyond the defaults.
+type stackOptions struct {
+	dc         converter.DataConverter
+	serverOpts []temporal.ServerOption
+	// interceptors go on the client, which the worker and the gateway share (tracing).
+	interceptors []interceptor.ClientInterceptor
+}
+
+func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
+	tb.Helper()
+	dc, serverOpts := o.dc, o.serverOpts
 	if testing.Short() {
 		tb.Skip("end-to-end test")
 	}
@@ -99,9 +115,15 @@ func newStackWith(tb testing.TB, llm fakellm.Handler, dc converter.DataConverter
 	dyn := devserver.DynamicConfig()
 	dyn[dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key()] = true
 	serverOpts = append([]temporal.ServerOption{temporal.WithDynamicConfigClient(dyn)}, serverOpts...)
-	s.srv = temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc}))
+	s.srv = temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc, Interceptors: o.interceptors}))
 	tb.Cleanup(s.srv.Stop)
 	s.client = s.srv.GetDefaultClient()
+	// As `lucy dev` does: the runs set Lucy's search attributes.
+	sactx, cancelSA := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelSA()
+	if err := searchattr.Register(sactx, s.client, s.srv.GetDefaultNamespace()); err != nil {
+		tb.Fatal(err)
+	}
 	models := map[string]string{}
 	for _, tier := range config.Tiers {
 		models[tier] = "model-" + tier

@@ -4,11 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/workflows"
 )
@@ -55,27 +61,64 @@ type temporalHandoff struct {
 	key signing.Key
 }
 
-func laneStartOptions(id string) client.StartWorkflowOptions {
+func laneStartOptions(id, summary string) client.StartWorkflowOptions {
 	// SignalWithStart defaults to WorkflowIDReusePolicy AllowDuplicate and conflict policy
-	// UseExisting: a running lane gets the signal, a closed one is started afresh.
-	return client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue}
+	// UseExisting: a running lane gets the signal, a closed one is started afresh. The summary is
+	// the Web UI's one line for the lane (it goes through the data converter, so it is encrypted
+	// with the payloads). No search attributes here: the lane upserts its own, so that a hand-off
+	// never depends on the namespace having them (the worker checks that before it polls).
+	return client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, StaticSummary: summary}
 }
 
-func (h temporalHandoff) Message(ctx context.Context, m workflows.Message) error {
+// laneSummary is the first words of the message that starts a lane ("Thread: what is 2+2?").
+func laneSummary(m workflows.Message) string {
+	s := "Thread: " + strings.Join(strings.Fields(intent.StripMentions(m.Text)), " ")
+	if r := []rune(s); len(r) > 80 {
+		s = string(r[:79]) + "…"
+	}
+	return s
+}
+
+// tracer is OpenTelemetry's global tracer: a no-op unless package tracing turned tracing on.
+var tracer = otel.Tracer("github.com/lucy-agent/lucy/gateway")
+
+// handoffSpan starts the span of one hand-off: the root of the trace that the Temporal client's
+// tracing interceptor continues into the lane, the run and their activities (through the
+// signal-with-start's headers). IDs only as attributes: never what anybody wrote.
+func handoffSpan(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return tracer.Start(ctx, "lucy.handoff."+name, trace.WithSpanKind(trace.SpanKindProducer), trace.WithAttributes(attrs...))
+}
+
+// endSpan records err on span and ends it.
+func endSpan(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "hand-off failed")
+	}
+	span.End()
+}
+
+func (h temporalHandoff) Message(ctx context.Context, m workflows.Message) (err error) {
+	ctx, span := handoffSpan(ctx, "message", attribute.String("slack.team", m.Team), attribute.String("slack.channel", m.Channel),
+		attribute.String("slack.ts", m.TS), attribute.String("slack.event_id", m.EventID), attribute.String("slack.event_type", m.Kind))
+	defer func() { endSpan(span, err) }()
 	// Whatever Sig the caller set is replaced: only this signature is the gateway's word.
 	m.Sig = h.key.SignMessage(signing.Message{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, TS: m.TS, User: m.User, Text: m.Text})
 	key := m.Key()
 	id := workflows.LaneID(key)
-	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalMessage, m, laneStartOptions(id),
+	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalMessage, m, laneStartOptions(id, laneSummary(m)),
 		workflows.LaneWorkflowName, workflows.LaneInput{Key: key}); err != nil {
 		return fmt.Errorf("signal %s to %s: %w", workflows.SignalMessage, id, err)
 	}
 	return nil
 }
 
-func (h temporalHandoff) Cancel(ctx context.Context, key workflows.LaneKey, c workflows.CancelRequest) error {
+func (h temporalHandoff) Cancel(ctx context.Context, key workflows.LaneKey, c workflows.CancelRequest) (err error) {
+	ctx, span := handoffSpan(ctx, "cancel", attribute.String("slack.team", key.Team), attribute.String("slack.channel", key.Channel),
+		attribute.String("slack.ts", c.TS), attribute.String("slack.event_id", c.EventID))
+	defer func() { endSpan(span, err) }()
 	id := workflows.LaneID(key)
-	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalCancel, c, laneStartOptions(id),
+	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalCancel, c, laneStartOptions(id, "Thread (started by a cancel request)"),
 		workflows.LaneWorkflowName, workflows.LaneInput{Key: key}); err != nil {
 		return fmt.Errorf("signal %s to %s: %w", workflows.SignalCancel, id, err)
 	}
@@ -86,7 +129,10 @@ func (h temporalHandoff) Approval(ctx context.Context, laneID string, a workflow
 	// Signed as a button click whatever a.Source says: a message's approval carries the message's own
 	// signature, which the lane copies; a button signature never verifies as a message's.
 	a.Sig = h.key.SignApproval(signing.Approval{Lane: laneID, Fingerprint: a.Fingerprint, User: a.User, Approved: a.Approved})
-	err := h.c.SignalWorkflow(ctx, laneID, "", workflows.SignalApproval, a)
+	ctx, span := handoffSpan(ctx, "approval", attribute.String("lucy.lane", laneID), attribute.String("slack.event_id", a.EventID))
+	var err error
+	defer func() { endSpan(span, err) }()
+	err = h.c.SignalWorkflow(ctx, laneID, "", workflows.SignalApproval, a)
 	if isNotFound(err) {
 		return fmt.Errorf("signal %s to %s: %w", workflows.SignalApproval, laneID, ErrLaneGone)
 	}

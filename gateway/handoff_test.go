@@ -41,20 +41,22 @@ func TestTemporalHandoffSignalsWithStart(t *testing.T) {
 	ctx := context.Background()
 	c := mocks.NewClient(t)
 	h := NewTemporalHandoff(c, testApprovalKey)
-	opts := client.StartWorkflowOptions{ID: testLaneID, TaskQueue: workflows.TaskQueue}
+	// The lane's one line in the Web UI: the first words of the message that starts it.
+	opts := client.StartWorkflowOptions{ID: testLaneID, TaskQueue: workflows.TaskQueue, StaticSummary: "Thread: hi"}
 	input := workflows.LaneInput{Key: testKey}
 
 	m := workflows.Message{EventID: "Ev1", Team: "T1", Channel: "C1", TS: "1700000000.000300", ThreadTS: testKey.ThreadTS, User: "U1", Text: "hi", Kind: "message"}
 	signed := m
 	signed.Sig = testApprovalKey.SignMessage(signing.Message{Team: "T1", Channel: "C1", ThreadTS: testKey.ThreadTS, TS: m.TS, User: "U1", Text: "hi"})
-	c.On("SignalWithStartWorkflow", ctx, testLaneID, workflows.SignalMessage, signed, opts, workflows.LaneWorkflowName, input).
+	c.On("SignalWithStartWorkflow", anyCtx, testLaneID, workflows.SignalMessage, signed, opts, workflows.LaneWorkflowName, input).
 		Return(&mocks.WorkflowRun{}, nil).Once()
 	if err := h.Message(ctx, m); err != nil {
 		t.Fatal(err)
 	}
 
 	cr := workflows.CancelRequest{EventID: "Ev2", Channel: "C1", TS: "1700000000.000400", User: "U1", Text: "stop"}
-	c.On("SignalWithStartWorkflow", ctx, testLaneID, workflows.SignalCancel, cr, opts, workflows.LaneWorkflowName, input).
+	opts.StaticSummary = "Thread (started by a cancel request)"
+	c.On("SignalWithStartWorkflow", anyCtx, testLaneID, workflows.SignalCancel, cr, opts, workflows.LaneWorkflowName, input).
 		Return(nil, serviceerror.NewUnavailable("down")).Once()
 	var unavailable *serviceerror.Unavailable
 	if err := h.Cancel(ctx, testKey, cr); !errors.As(err, &unavailable) {
@@ -70,15 +72,15 @@ func TestTemporalHandoffApproval(t *testing.T) {
 	signed := a
 	signed.Sig = testApprovalKey.SignApproval(signing.Approval{Lane: testLaneID, Fingerprint: "fp", User: "U1", Approved: true})
 
-	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, signed).Return(nil).Once()
+	c.On("SignalWorkflow", anyCtx, testLaneID, "", workflows.SignalApproval, signed).Return(nil).Once()
 	if err := h.Approval(ctx, testLaneID, a); err != nil {
 		t.Fatal(err)
 	}
-	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, signed).Return(serviceerror.NewNotFound("workflow execution already completed")).Once()
+	c.On("SignalWorkflow", anyCtx, testLaneID, "", workflows.SignalApproval, signed).Return(serviceerror.NewNotFound("workflow execution already completed")).Once()
 	if err := h.Approval(ctx, testLaneID, a); !errors.Is(err, ErrLaneGone) {
 		t.Fatalf("err = %v, want ErrLaneGone", err)
 	}
-	c.On("SignalWorkflow", ctx, testLaneID, "", workflows.SignalApproval, signed).Return(serviceerror.NewUnavailable("down")).Once()
+	c.On("SignalWorkflow", anyCtx, testLaneID, "", workflows.SignalApproval, signed).Return(serviceerror.NewUnavailable("down")).Once()
 	if err := h.Approval(ctx, testLaneID, a); err == nil || errors.Is(err, ErrLaneGone) {
 		t.Fatalf("err = %v, want a retryable error", err)
 	}
@@ -221,3 +223,6 @@ func TestTemporalHandoffLaneExistsRunStatusReady(t *testing.T) {
 		t.Fatal("Ready hid an unavailable Temporal")
 	}
 }
+
+// anyCtx matches the context a hand-off passes on: the caller's, with the hand-off's span in it.
+var anyCtx = mock.MatchedBy(func(context.Context) bool { return true })

@@ -12,6 +12,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/lucy-agent/lucy/searchattr"
 )
 
 // Recurring jobs (seed 000 "Cron tools", seed 003 "Cron Engine"): each is a Temporal Schedule with ID
@@ -240,9 +243,30 @@ func (r *Registry) createCron(ctx context.Context, e entry, inv Invocation) (Out
 
 // jobAction is the schedule's action: a scheduled_job workflow with the job as its input. Temporal
 // appends the firing time to the workflow ID, so every firing has its own.
+// Each firing carries the job's workspace, channel and creator as search attributes (IDs only,
+// see package searchattr) and a one-line summary, so the Web UI lists "the firings of #ops".
 func jobAction(id string, job JobSpec) *client.ScheduleWorkflowAction {
-	return &client.ScheduleWorkflowAction{ID: id, Workflow: ScheduledJobWorkflow, Args: []any{job}, TaskQueue: TaskQueue, Memo: jobMemo(job)}
+	return &client.ScheduleWorkflowAction{ID: id, Workflow: ScheduledJobWorkflow, Args: []any{job}, TaskQueue: TaskQueue, Memo: jobMemo(job),
+		TypedSearchAttributes: scheduleAttrs(job.Team, job.Channel, job.Creator),
+		StaticSummary:         cutRunes("Job "+job.DisplayName()+": "+oneLine(job.Instruction), 80)}
 }
+
+// scheduleAttrs are the search attributes of a schedule's firings: the non-empty of workspace,
+// channel and creator.
+func scheduleAttrs(team, channel, creator string) temporal.SearchAttributes {
+	var u []temporal.SearchAttributeUpdate
+	for _, kv := range []struct {
+		k temporal.SearchAttributeKeyKeyword
+		v string
+	}{{searchattr.Workspace, team}, {searchattr.Channel, channel}, {searchattr.User, creator}} {
+		if kv.v != "" {
+			u = append(u, kv.k.ValueSet(kv.v))
+		}
+	}
+	return temporal.NewSearchAttributes(u...)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // jobMemo is what the Web UI shows on each firing's workflow: who made the job, where it posts and
 // what it does. The instruction is in memos, never in search attributes (those are indexed and

@@ -242,7 +242,9 @@ func (r *Registry) createHeartbeat(ctx context.Context, e entry, inv Invocation)
 // monitorAction starts the monitor workflow with the spec and the last state.
 func monitorAction(id string, spec MonitorSpec, st MonitorState) *client.ScheduleWorkflowAction {
 	return &client.ScheduleWorkflowAction{ID: id, Workflow: MonitorWorkflow, Args: []any{spec, st}, TaskQueue: TaskQueue,
-		Memo: map[string]any{"creator": spec.Creator, "channel": spec.Channel, "check": describeCheck(spec.Check)}}
+		Memo:                  map[string]any{"creator": spec.Creator, "channel": spec.Channel, "check": describeCheck(spec.Check)},
+		TypedSearchAttributes: scheduleAttrs(spec.Team, spec.Channel, spec.Creator),
+		StaticSummary:         cutRunes("Monitor "+spec.Name+": "+oneLine(describeCheck(spec.Check)), 80)}
 }
 
 func (r *Registry) validateCheck(ctx context.Context, c MonitorCheck, hasThreshold bool) error {

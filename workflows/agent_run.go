@@ -90,6 +90,7 @@ func AgentRun(ctx workflow.Context, in RunInput) (RunResult, error) {
 	}
 	res, err := r.run(ctx)
 	countRun(ctx, res.Status, err)
+	r.endAttrs(ctx, res.Status, err)
 	return res, err
 }
 
@@ -144,6 +145,8 @@ type run struct {
 
 	// hardened: this execution runs with changeRunHardening (versions.go).
 	hardened bool
+	// searchAttrs: this execution upserts its search attributes (changeSearchAttributes).
+	searchAttrs bool
 	// batchReply is the CallModel activity ID whose reply holds the tool batch being run.
 	batchReply string
 	// finishedWhileStopping are tools that completed after "cancel that" (their outcome is real).
@@ -198,6 +201,7 @@ func newRun(ctx workflow.Context, in RunInput) *run {
 
 func (r *run) setup(ctx workflow.Context) error {
 	r.hardened = hardened(ctx, changeRunHardening)
+	r.searchAttrs = hardened(ctx, changeSearchAttributes)
 	r.loop.PerBatch = r.hardened
 	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
 	r.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
@@ -468,6 +472,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 	}
 	r.status.Tier = r.tier
 	r.log.Info("agent.routed", "run", r.id, "intent", r.route.Intent, "tier", r.tier)
+	r.routedAttrs(ctx)
 
 	var sp activities.SystemPrompt
 	surface := "slack"

@@ -10,6 +10,7 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/searchattr"
 )
 
 // Lane limits.
@@ -48,6 +49,8 @@ type lane struct {
 	log  logger
 	// hardened: this execution runs with changeLaneHardening (versions.go).
 	hardened bool
+	// searchAttrs: this execution upserts its search attributes (changeSearchAttributes).
+	searchAttrs bool
 
 	cur      *current
 	starting bool
@@ -88,6 +91,12 @@ func newLane(ctx workflow.Context, in LaneInput) *lane {
 
 func (l *lane) setup(ctx workflow.Context) error {
 	l.hardened = hardened(ctx, changeLaneHardening)
+	l.searchAttrs = hardened(ctx, changeSearchAttributes)
+	if l.searchAttrs {
+		// The lane's own: its start (the gateway's SignalWithStart, a job's child start) does not
+		// set them, so that neither depends on the namespace having them; the worker checks that.
+		upsertAttrs(ctx, l.log, setIf(setIf(nil, searchattr.Workspace, l.key.Team), searchattr.Channel, l.key.Channel)...)
+	}
 	l.msgCh = workflow.GetSignalChannel(ctx, SignalMessage)
 	l.cancelCh = workflow.GetSignalChannel(ctx, SignalCancel)
 	l.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
@@ -452,17 +461,22 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 		id = RunID(l.key, n, m.TS)
 	}
 	cctx, cancel := workflow.WithCancel(ctx)
-	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
-		WorkflowID:          id,
-		TaskQueue:           TaskQueue,
-		WaitForCancellation: true,
-		ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
-	})
 	in := RunInput{
 		Lane: l.key, Number: n, Message: m, Requester: m.User,
 		UserName: person.Name, UserTZ: person.TZ, ChannelName: l.st.ChannelName, PriorJournal: l.st.LastJournal,
 		Scheduled: m.Kind == KindScheduled, ApprovalTTL: m.ApprovalTTL,
 	}
+	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
+		WorkflowID:          id,
+		TaskQueue:           TaskQueue,
+		WaitForCancellation: true,
+		ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
+		// Workspace, channel and requester, a memo and a one-line summary for the Web UI's list
+		// (search.go). The SDK matches a child's start on its type only: older histories replay.
+		TypedSearchAttributes: runStartAttrs(in),
+		Memo:                  runMemo(in),
+		StaticSummary:         runSummary(in),
+	})
 	f := workflow.ExecuteChildWorkflow(cctx, AgentRunWorkflowName, in)
 	l.cur = &current{id: id, number: n, requester: m.User, job: m.Job, future: f, cancel: cancel}
 	l.log.Info("lane.run_started", "lane", l.id, "run", id)

@@ -2,7 +2,6 @@ package workflows
 
 import (
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/metrics"
@@ -31,16 +30,7 @@ func count(h client.MetricsHandler, name string, tags ...string) {
 
 // countRun counts a finished run (or sub-agent) by its outcome.
 func countRun(ctx workflow.Context, status string, err error) {
-	outcome := status
-	switch {
-	case err != nil && temporal.IsCanceledError(err):
-		outcome = RunCancelled
-	case err != nil:
-		outcome = RunFailed
-	case outcome == "":
-		outcome = RunCompleted
-	}
-	count(workflow.GetMetricsHandler(ctx), metrics.WorkflowRuns, "outcome", outcome)
+	count(workflow.GetMetricsHandler(ctx), metrics.WorkflowRuns, "outcome", runOutcome(status, err))
 }
 
 // approvalOutcome is the decision tag of a decided approval: approved, denied, cancelled or

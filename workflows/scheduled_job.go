@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/tools"
 )
 
@@ -71,6 +72,12 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	// schedule) share a workflow ID, so posts name the execution's first run ID too, which a Reset
 	// keeps.
 	postID := id + "/" + info.FirstRunID
+	// How the firing ended, as LucyOutcome (the schedule's action set workspace, channel and
+	// creator): "skipped", "unfinished" (it stopped waiting), or its run's outcome.
+	outcome := func(string) {}
+	if hardened(ctx, changeSearchAttributes) {
+		outcome = func(o string) { upsertAttrs(ctx, log, searchattr.Outcome.ValueSet(o)) }
+	}
 	if err := job.Validate(); err != nil {
 		// A hand-made schedule with a bad input: nothing to post to, so the failure is the
 		// workflow's, visible in the Web UI; the schedule goes on.
@@ -95,6 +102,7 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 
 	if !acquireJobSlot(ctx, job.Team, id, min(JobSlotWaitMax, untilNext/2)) {
 		log.Warn("job.skipped_no_slot", "job", id)
+		outcome("skipped")
 		postJobNote(ctx, job, postID, "skipped", fmt.Sprintf("⏭️ Skipped this run of *%s*: %d scheduled jobs of this workspace were "+
 			"already running. The next run happens as scheduled.", job.DisplayName(), MaxJobsPerTeam))
 		return nil
@@ -109,6 +117,7 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	if err != nil {
 		// Lucy cannot post where the job reports (removed from the channel, a deleted channel):
 		// the failure is visible in the Web UI, and the next firing tries again.
+		outcome(RunFailed)
 		return fmt.Errorf("post the job's header: %w", err)
 	}
 	thread := job.ThreadTS
@@ -125,6 +134,7 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	}
 	key := m.Key()
 	if err := signalOrStartLane(ctx, key, m); err != nil {
+		outcome(RunFailed)
 		return fmt.Errorf("hand the job to its thread: %w", err)
 	}
 
@@ -145,6 +155,12 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	sel.AddFuture(workflow.NewTimer(timerCtx, wait), func(workflow.Future) {})
 	sel.Select(ctx)
 	cancelTimer()
+	switch {
+	case !got:
+		outcome("unfinished")
+	case done.Status != "":
+		outcome(done.Status)
+	}
 	switch {
 	case !got:
 		log.Warn("job.run_unfinished", "job", id)

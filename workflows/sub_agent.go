@@ -63,6 +63,7 @@ func SubAgent(ctx workflow.Context, in SubAgentInput) (SubAgentResult, error) {
 	}
 	res, err := r.runSub(ctx)
 	countRun(ctx, res.Report.Status, err)
+	r.endAttrs(ctx, res.Report.Status, err)
 	return res, err
 }
 
@@ -209,6 +210,10 @@ func (r *run) delegate(ctx workflow.Context, calls []activities.ToolCall, idx []
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID: id,
 			TaskQueue:  TaskQueue,
+			// Where and for whom, as the run's own (search.go); the summary names the sub-agent.
+			TypedSearchAttributes: runStartAttrs(r.in),
+			Memo:                  map[string]any{"parent": r.id, "agent": spec.Name, "task": cut(task.Task, 500)},
+			StaticSummary:         cut(spec.Name+": "+objective(task.Task), summaryLen),
 			// "cancel that" cancels the child and waits until it has stopped (its side-effecting tool
 			// finished or stopped, its approval prompt resolved) before the run says "Stopped.".
 			WaitForCancellation: true,

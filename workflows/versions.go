@@ -56,6 +56,14 @@ const (
 	// an operator fixes (invalid_auth, a revoked token, not_in_channel…) is kept and the run waits for
 	// `resume`; retry delivers it again. Read where the delivery fails: only such a run records it.
 	changeSlackRefusalParks = "slack-refusal-parks"
+	// changeSearchAttributes (issue 12): a lane upserts its workspace and channel (LucyWorkspace,
+	// LucyChannel); an agent run or a sub-agent upserts its intent and tier once routed and its
+	// outcome (and the tier it ended on) when it ends; a job's firing upserts its outcome. An
+	// upsert is a command, so a history recorded before it replays without. Read at the start of
+	// each workflow. (Attributes, memo and summary given to a child at its start are not versioned:
+	// the SDK matches a child's start on its workflow type only, so they replay either way, which
+	// the recorded histories prove.)
+	changeSearchAttributes = "search-attributes"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker

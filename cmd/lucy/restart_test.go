@@ -15,6 +15,7 @@ import (
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/workflows"
 )
@@ -40,6 +41,8 @@ func TestServerRestartMidRun(t *testing.T) {
 	}
 	srv := startServer()
 	defer func() { srv.Stop() }()
+	// As an operator does once for a cluster: `lucy worker` refuses a namespace without them.
+	registerSearchAttributes(t, srv.FrontendAddress())
 
 	ls, slackURL := localslack.NewTestServer(t, localslack.Options{Token: "xoxb-test", Team: "T1"})
 	inFlight, release := make(chan struct{}, 1), make(chan struct{})
@@ -103,4 +106,19 @@ func TestServerRestartMidRun(t *testing.T) {
 		t.Errorf("%d answers, want 1", n)
 	}
 	w.stop(t)
+}
+
+// registerSearchAttributes registers Lucy's search attributes on the server at addr.
+func registerSearchAttributes(t *testing.T, addr string) {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := searchattr.Register(ctx, c, "default"); err != nil {
+		t.Fatal(err)
+	}
 }

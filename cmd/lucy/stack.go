@@ -23,12 +23,15 @@ import (
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/searchattr"
+	"github.com/lucy-agent/lucy/tracing"
 	"github.com/lucy-agent/lucy/worker"
 )
 
 // dial connects to Temporal and fails fast with an actionable message when it is unreachable. m
-// receives the SDK's metrics (nil: none).
-func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metrics.Metrics) (client.Client, error) {
+// receives the SDK's metrics (nil: none); tr's interceptor, when tracing is on, traces every call
+// of the client and of the worker built on it.
+func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metrics.Metrics, tr *tracing.Tracing) (client.Client, error) {
 	opts, err := cfg.TemporalClientOptions()
 	if err != nil {
 		return nil, err
@@ -41,6 +44,7 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metric
 	// The SDK's metrics, and what workflows count through workflow.GetMetricsHandler, go to the
 	// process's Prometheus registry.
 	opts.MetricsHandler = m.TemporalHandler()
+	opts.Interceptors = tr.Interceptors
 	// Retry with backoff for up to LUCY_TEMPORAL_CONNECT_TIMEOUT, so a worker started during a
 	// rolling restart of the cluster waits for it instead of crash-looping; then fail with one line.
 	bo := backoff.NewExponentialBackOff()
@@ -61,6 +65,19 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metric
 			cfg.TemporalAddress, cfg.TemporalNamespace, cfg.ConnectTimeout, firstLine(err))
 	}
 	return c, nil
+}
+
+// startTracing turns OpenTelemetry tracing on when the OTEL_ variables ask for it (off by default;
+// package tracing). mode names the process in the default service name.
+func startTracing(ctx context.Context, getenv func(string) string, mode string, log zerolog.Logger) (*tracing.Tracing, error) {
+	tr, err := tracing.Setup(ctx, getenv, mode)
+	if err != nil {
+		return nil, err
+	}
+	if tr.Description != "" {
+		log.Info().Str("exporter", tr.Description).Msg("OpenTelemetry tracing on")
+	}
+	return tr, nil
 }
 
 func maxLevel(a, b zerolog.Level) zerolog.Level {
@@ -137,11 +154,24 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	// counters and the gateway's, all on LUCY_HTTP_ADDR's /metrics.
 	m := metrics.New(version, log)
 	defer m.Close()
-	c, err := dial(ctx, cfg, log, m)
+	tr, err := startTracing(ctx, getenv, "dev", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown(context.Background())
+	c, err := dial(ctx, cfg, log, m, tr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	// The runs set Lucy's search attributes, which a namespace must know first: `lucy dev` registers
+	// them (once; later starts find them), on its embedded server or on the one TEMPORAL_ADDRESS names.
+	sactx, cancelSA := context.WithTimeout(ctx, 30*time.Second)
+	err = searchattr.Register(sactx, c, cfg.TemporalNamespace)
+	cancelSA()
+	if err != nil {
+		return fmt.Errorf("%w; or register them yourself:\n%s", err, searchattr.CreateCommands(cfg.TemporalNamespace))
+	}
 
 	local, err := startLocalWorkspace(cfg.DataDir)
 	if err != nil {
@@ -279,11 +309,24 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 	hs := newHTTPServer(worker.OpsHandler(health, m, log), slackTimeouts)
 	go func() { _ = hs.Serve(ln) }()
 	defer shutdown(hs)
-	c, err := dial(ctx, cfg, log, m)
+	tr, err := startTracing(ctx, getenv, "worker", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown(context.Background())
+	c, err := dial(ctx, cfg, log, m, tr)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	// A run that set an attribute the namespace lacks would be stuck (its workflow task fails and
+	// retries): refuse to start instead, with the commands that fix it.
+	sactx, cancelSA := context.WithTimeout(ctx, 30*time.Second)
+	err = searchattr.Check(sactx, c, cfg.TemporalNamespace)
+	cancelSA()
+	if err != nil {
+		return err
+	}
 	store, err := worker.WorkspaceStore(cfg)
 	if err != nil {
 		return err
@@ -322,7 +365,12 @@ func runGateway(ctx context.Context, getenv func(string) string, stderr io.Write
 	defer ln.Close()
 	m := metrics.New(version, log)
 	defer m.Close()
-	c, err := dial(ctx, cfg, log, m)
+	tr, err := startTracing(ctx, getenv, "gateway", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown(context.Background())
+	c, err := dial(ctx, cfg, log, m, tr)
 	if err != nil {
 		return err
 	}
@@ -370,7 +418,12 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 	if err := ensureApprovalKey(cfg, false); err != nil {
 		return err
 	}
-	c, err := dial(ctx, cfg, log, nil)
+	tr, err := startTracing(ctx, getenv, "chat", log)
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown(context.Background())
+	c, err := dial(ctx, cfg, log, nil, tr)
 	if err != nil {
 		return err
 	}
