@@ -75,6 +75,9 @@ type Activities struct {
 	// MaxToolCalls is how many tool calls of one model reply the workflow runs (LUCY_MAX_TOOL_CALLS),
 	// recorded in Route so that a changed setting cannot change what a running workflow replays.
 	MaxToolCalls int
+	// ModelConcurrency bounds concurrent calls to one model from this worker (0: no bound).
+	ModelConcurrency int
+	modelSlots       modelSlots
 	// ContextWindow overrides the model's context window in tokens (LUCY_CONTEXT_WINDOW); 0 = known per model.
 	ContextWindow int
 	// DataDir holds the tools' workspace files (DataDir/workspaces/<team>/) and, out of the tools'

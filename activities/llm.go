@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -301,11 +302,46 @@ func (a *Activities) complete(ctx context.Context, params openai.ChatCompletionN
 	if a.Model == nil {
 		return nil, temporal.NewNonRetryableApplicationError("no LLM client configured", ErrConfig, nil)
 	}
+	release, err := a.modelSlots.acquire(ctx, string(params.Model), a.ModelConcurrency)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	comp, err := a.Model.New(ctx, params)
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}
 	return comp, nil
+}
+
+// modelSlots bounds the calls this worker makes at once to each model (LUCY_MODEL_CONCURRENCY).
+// A call waits for a slot while its activity heartbeats, so a cancelled run stops waiting at once
+// and a long wait never times the attempt out before its StartToClose timeout.
+type modelSlots struct {
+	mu    sync.Mutex
+	slots map[string]chan struct{}
+}
+
+func (s *modelSlots) acquire(ctx context.Context, model string, n int) (release func(), err error) {
+	if n <= 0 {
+		return func() {}, nil
+	}
+	s.mu.Lock()
+	if s.slots == nil {
+		s.slots = map[string]chan struct{}{}
+	}
+	ch := s.slots[model]
+	if ch == nil {
+		ch = make(chan struct{}, n)
+		s.slots[model] = ch
+	}
+	s.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // heartbeat records a heartbeat at once, then every HeartbeatEvery until stopped. The first one is

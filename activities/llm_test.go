@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -451,5 +453,58 @@ func TestToolCallIDsAreUnique(t *testing.T) {
 	}
 	if reply.ToolCalls[1].ID != "call_0" || reply.ToolCalls[3].ID != "call_abc" {
 		t.Errorf("good IDs were changed: %+v", reply.ToolCalls)
+	}
+}
+
+// A worker makes at most ModelConcurrency calls to one model at once; the others wait for a slot,
+// and a call whose run is cancelled while it waits gives up at once.
+func TestModelCallsWaitForASlot(t *testing.T) {
+	release := make(chan struct{})
+	var inFlight, most atomic.Int32
+	srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply {
+		now := inFlight.Add(1)
+		for {
+			m := most.Load()
+			if now <= m || most.CompareAndSwap(m, now) {
+				break
+			}
+		}
+		<-release
+		inFlight.Add(-1)
+		return fakellm.Reply{Content: "ok"}
+	})
+	a := llmActivities(t, srv, fakeHistory{})
+	a.ModelConcurrency = 2
+	params := openai.ChatCompletionNewParams{Model: "m-default", Messages: toOpenAI([]Message{{Role: "user", Content: "hi"}})}
+	var wg sync.WaitGroup
+	errs := make(chan error, 5)
+	for i := 0; i < 5; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, err := a.complete(context.Background(), params); errs <- err }()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for inFlight.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // a third call, if let through, would arrive now
+	if n := inFlight.Load(); n != 2 {
+		t.Errorf("%d calls in flight, want 2", n)
+	}
+	// A waiting call of a cancelled run gives up without a slot.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := a.complete(ctx, params); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled waiter: %v", err)
+	}
+	close(release)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if most.Load() != 2 {
+		t.Errorf("at most %d calls were in flight, want 2", most.Load())
 	}
 }

@@ -99,6 +99,9 @@ type Config struct {
 	// UserEventsPerMinute is how many messages one person may hand to Lucy per minute, per gateway
 	// replica (LUCY_USER_EVENTS_PER_MINUTE; 0: no limit). "cancel that" is never limited.
 	UserEventsPerMinute int
+	// ModelConcurrency bounds the model calls one worker makes at once to one model
+	// (LUCY_MODEL_CONCURRENCY); the rest wait, heartbeating, for a slot.
+	ModelConcurrency int
 
 	// ScriptTimeout and ScriptMemoryMB bound each lucy_run_script (LUCY_SCRIPT_TIMEOUT,
 	// LUCY_SCRIPT_MEMORY_MB); its CPU time is bounded to the timeout too.
@@ -175,6 +178,10 @@ const (
 	// DefaultUserEventsPerMinute: a person typing fast sends a few messages a minute; a script or a
 	// runaway integration posting as them sends hundreds, each of which would start a model call.
 	DefaultUserEventsPerMinute = 20
+	// DefaultModelConcurrency: a provider's rate limits are per key and model; 16 calls in flight per
+	// model and worker keeps a burst of runs from turning into a burst of 429s, and HPA-scaled
+	// workers multiply it.
+	DefaultModelConcurrency = 16
 	// MaxToolCallsLimit bounds LUCY_MAX_TOOL_CALLS: every call of one reply and its result land in one
 	// turn of workflow history.
 	MaxToolCallsLimit = 64
@@ -297,6 +304,7 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	}
 	c.MaxToolCalls = DefaultMaxToolCalls
 	c.UserEventsPerMinute = DefaultUserEventsPerMinute
+	c.ModelConcurrency = DefaultModelConcurrency
 	c.ScriptTimeout, c.ScriptMemoryMB = DefaultScriptTimeout, DefaultScriptMemoryMB
 	if v := strings.TrimSpace(getenv("LUCY_SCRIPT_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
@@ -318,6 +326,13 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("LUCY_MAX_TOOL_CALLS %q is not a number from 1 to %d (tool calls run per model reply; default %d)", v, MaxToolCallsLimit, DefaultMaxToolCalls)
 		}
 		c.MaxToolCalls = n
+	}
+	if v := strings.TrimSpace(getenv("LUCY_MODEL_CONCURRENCY")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return nil, fmt.Errorf("LUCY_MODEL_CONCURRENCY %q is not a number from 1 to 1000 (model calls one worker makes at once to one model; default %d)", v, DefaultModelConcurrency)
+		}
+		c.ModelConcurrency = n
 	}
 	if v := strings.TrimSpace(getenv("LUCY_USER_EVENTS_PER_MINUTE")); v != "" {
 		n, err := strconv.Atoi(v)

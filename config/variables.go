@@ -26,6 +26,7 @@ var fixedVariables = []string{
 	"LUCY_ADMIN_USERS", "LUCY_APPROVAL_KEY",
 	// Limits
 	"LUCY_MAX_TOOL_CALLS", "LUCY_SCRIPT_TIMEOUT", "LUCY_SCRIPT_MEMORY_MB", "LUCY_USER_EVENTS_PER_MINUTE",
+	"LUCY_MODEL_CONCURRENCY",
 	// Payload encryption and the Web UI's codec endpoint
 	"LUCY_PAYLOAD_KEYS", "LUCY_CODEC_ADDR",
 	// LLM

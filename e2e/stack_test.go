@@ -146,7 +146,7 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 func (s *stack) startWorker(log zerolog.Logger) {
 	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: log, AllowPrivateNetworks: true, DataConverter: s.dc})
 	s.acts = acts
-	s.worker = sdkworker.New(s.client, workflows.TaskQueue, sdkworker.Options{})
+	s.worker = sdkworker.New(s.client, workflows.TaskQueue, worker.Options(0))
 	worker.Register(s.worker, acts)
 	if err := s.worker.Start(); err != nil {
 		s.tb.Fatal(err)

@@ -68,12 +68,12 @@ func (h *Health) Ready(ctx context.Context) error {
 }
 
 // NewWorker creates the worker like New, with Health told of its fatal errors and asking c whether
-// Temporal answers; stopTimeout is how long Stop lets in-flight activities finish (gracefulStop).
+// Temporal answers; stopTimeout is how long Stop lets in-flight activities finish (Options).
 func (h *Health) NewWorker(c client.Client, acts *activities.Activities, stopTimeout time.Duration) sdkworker.Worker {
 	h.mu.Lock()
 	h.client = c
 	h.mu.Unlock()
-	o := gracefulStop(stopTimeout)
+	o := Options(stopTimeout)
 	o.OnFatalError = func(err error) { h.set(errors.New("worker stopped: " + err.Error())) }
 	w := sdkworker.New(c, workflows.TaskQueue, o)
 	Register(w, acts)

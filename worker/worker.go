@@ -140,22 +140,23 @@ func NewActivities(d Deps) *activities.Activities {
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
 	})
 	return &activities.Activities{
-		Model:         model,
-		Models:        cfg.Models,
-		Sampling:      sampling(cfg),
-		Slack:         func(team string) activities.SlackAPI { return slackFor(team) },
-		History:       &activities.CachedHistory{Client: d.Client, Namespace: cfg.TemporalNamespace, Metrics: d.Metrics},
-		Temporal:      d.Client,
-		Prompts:       prompts.FS,
-		Tools:         reg,
-		Admins:        cfg.AdminUsers,
-		ApprovalKey:   cfg.ApprovalKey,
-		MaxToolCalls:  cfg.MaxToolCalls,
-		ContextWindow: cfg.ContextWindow,
-		DataDir:       cfg.DataDir,
-		Log:           d.Log,
-		DataConverter: d.DataConverter,
-		Metrics:       d.Metrics,
+		Model:            model,
+		Models:           cfg.Models,
+		Sampling:         sampling(cfg),
+		Slack:            func(team string) activities.SlackAPI { return slackFor(team) },
+		History:          &activities.CachedHistory{Client: d.Client, Namespace: cfg.TemporalNamespace, Metrics: d.Metrics},
+		Temporal:         d.Client,
+		Prompts:          prompts.FS,
+		Tools:            reg,
+		Admins:           cfg.AdminUsers,
+		ApprovalKey:      cfg.ApprovalKey,
+		MaxToolCalls:     cfg.MaxToolCalls,
+		ModelConcurrency: cfg.ModelConcurrency,
+		ContextWindow:    cfg.ContextWindow,
+		DataDir:          cfg.DataDir,
+		Log:              d.Log,
+		DataConverter:    d.DataConverter,
+		Metrics:          d.Metrics,
 	}
 }
 
@@ -277,16 +278,34 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 // activities at once, which suits `lucy dev` and tests: Ctrl-C should not wait for a model call, and
 // Temporal retries the activities on the next start.
 func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
-	w := sdkworker.New(c, workflows.TaskQueue, gracefulStop(0))
+	w := sdkworker.New(c, workflows.TaskQueue, Options(0))
 	Register(w, acts)
 	return w
 }
 
-// gracefulStop documents WorkerStopTimeout for `lucy worker`: on Stop the worker stops polling at
-// once, then lets in-flight activities run for up to LUCY_WORKER_STOP_TIMEOUT before cancelling them.
-// A cancelled side-effecting tool is not retried blindly (the run waits for a human) and a cancelled
-// model call is paid for twice, so a rolling deploy should let them finish; the pod's grace period
-// must be longer (deploy/k8s/worker.yaml).
-func gracefulStop(stopTimeout time.Duration) sdkworker.Options {
-	return sdkworker.Options{WorkerStopTimeout: stopTimeout}
+// Options are the worker's settings. stopTimeout is how long Stop lets in-flight activities finish
+// (LUCY_WORKER_STOP_TIMEOUT for `lucy worker`, 0 for `lucy dev` and tests): a cancelled side-effecting
+// tool is not retried blindly (the run waits for a human) and a cancelled model call is paid for
+// twice, so a rolling deploy should let them finish; the pod's grace period must be longer
+// (deploy/k8s/worker.yaml).
+//
+// The sizes, measured with the e2e benchmarks (docs/benchmarks.md):
+//   - 8 pollers per kind instead of the SDK's 2: with 2, a workflow task that follows an activity
+//     often waited for a poller while the other was in a long poll, and 300 conversations at once
+//     were answered at 11 a second instead of 14;
+//   - at most MaxActivities activities at once instead of 1,000: Lucy's activities are mostly waits
+//     on a model or a web page, so many fit, but not so many that a burst of runs makes one worker
+//     open a thousand provider connections; model calls are bounded further per model
+//     (LUCY_MODEL_CONCURRENCY, activities.Activities.ModelConcurrency), and what does not fit waits
+//     in Temporal's task queue for this or another worker.
+func Options(stopTimeout time.Duration) sdkworker.Options {
+	return sdkworker.Options{
+		WorkerStopTimeout:                  stopTimeout,
+		MaxConcurrentWorkflowTaskPollers:   8,
+		MaxConcurrentActivityTaskPollers:   8,
+		MaxConcurrentActivityExecutionSize: MaxActivities,
+	}
 }
+
+// MaxActivities is how many activities one worker runs at once.
+const MaxActivities = 256
