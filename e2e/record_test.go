@@ -121,6 +121,11 @@ var scenarios = []struct {
 		}
 		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("p1", "delegate_to_research_agent", `{"task":"List the workspace files and say what they are"}`)}}
 	}, nil},
+	// fast-start: the thread loads beside the placeholder, routing and the person's lookup are local
+	// activities (change ID fast-start).
+	{"fast-start", "<@ULUCY> what is the capital of Italy?", func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "Rome."}
+	}, nil},
 	{"tool-parks", "<@ULUCY> what does our status page say?", func(n int, req fakellm.Request) fakellm.Reply {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" && strings.Contains(last.Text(), "all systems normal") {
 			return fakellm.Reply{Content: "The status page says all systems are normal."}

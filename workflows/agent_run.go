@@ -434,6 +434,17 @@ func (r *run) gateIssues(answer string) []string {
 // thread history, and the supervisor's plan for complex tasks.
 func (r *run) prepare(ctx workflow.Context) error {
 	m := r.in.Message
+	fast := r.hardened && hardened(ctx, changeFastStart)
+	var th activities.ThreadHistory
+	threadFuture := func() workflow.Future {
+		return workflow.ExecuteActivity(quick(ctx, "thread"), a.LoadThread, activities.LoadThreadInput{
+			Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, UpTo: m.TS, Limit: agent.MaxContextMessages,
+		})
+	}
+	var thread workflow.Future
+	if fast { // the thread loads while the placeholder is posted
+		thread = threadFuture()
+	}
 	if !r.in.Scheduled {
 		ph, err := r.post(ctx, a.PostPlaceholder, activities.PostInput{
 			Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder", Text: "_Thinking…_",
@@ -446,11 +457,11 @@ func (r *run) prepare(ctx workflow.Context) error {
 
 	// A hardened run reads the thread first, so that routing knows how deep the thread is: a short
 	// "and for Q4?" deep in a thread is a follow-up, not a new lookup.
-	var th activities.ThreadHistory
 	loadThread := func() error {
-		return workflow.ExecuteActivity(quick(ctx, "thread"), a.LoadThread, activities.LoadThreadInput{
-			Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, UpTo: m.TS, Limit: agent.MaxContextMessages,
-		}).Get(ctx, &th)
+		if thread == nil {
+			thread = threadFuture()
+		}
+		return thread.Get(ctx, &th)
 	}
 	depth := 0
 	if r.hardened {
@@ -463,7 +474,13 @@ func (r *run) prepare(ctx workflow.Context) error {
 			}
 		}
 	}
-	if err := workflow.ExecuteActivity(quick(ctx, "route"), a.Route, activities.RouteInput{Text: m.Text, ThreadDepth: depth}).Get(ctx, &r.route); err != nil {
+	var routed workflow.Future
+	if fast {
+		routed = workflow.ExecuteLocalActivity(local(ctx), a.Route, activities.RouteInput{Text: m.Text, ThreadDepth: depth})
+	} else {
+		routed = workflow.ExecuteActivity(quick(ctx, "route"), a.Route, activities.RouteInput{Text: m.Text, ThreadDepth: depth})
+	}
+	if err := routed.Get(ctx, &r.route); err != nil {
 		return fmt.Errorf("route: %w", err)
 	}
 	r.tier = r.route.Tier

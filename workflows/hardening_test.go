@@ -574,8 +574,15 @@ func TestRoutingGetsTheThreadDepth(t *testing.T) {
 	if _, err := h.runAgent(in); err != nil {
 		t.Fatal(err)
 	}
-	if len(h.routes) != 1 || h.routes[0].ThreadDepth != 4 {
-		t.Fatalf("route inputs %+v, want ThreadDepth 4", h.routes)
+	// (Routing is a local activity since fast-start; the test environment may call a local
+	// activity's mock more than once for one execution, so every call must carry the depth.)
+	if len(h.routes) == 0 {
+		t.Fatal("never routed")
+	}
+	for _, r := range h.routes {
+		if r.ThreadDepth != 4 {
+			t.Fatalf("route inputs %+v, want ThreadDepth 4", h.routes)
+		}
 	}
 }
 

@@ -495,9 +495,14 @@ func (l *lane) resolve(ctx workflow.Context, m Message) Person {
 		return p
 	}
 	var ci activities.ContextInfo
-	err := workflow.ExecuteActivity(quick(ctx, "resolve-"+m.TS), a.ResolveContext, activities.ResolveContextInput{
-		Team: m.Team, Channel: m.Channel, User: m.User,
-	}).Get(ctx, &ci)
+	in := activities.ResolveContextInput{Team: m.Team, Channel: m.Channel, User: m.User}
+	var resolved workflow.Future
+	if l.hardened && hardened(ctx, changeFastStart) { // two Slack reads: no task queue round trip for them
+		resolved = workflow.ExecuteLocalActivity(local(ctx), a.ResolveContext, in)
+	} else {
+		resolved = workflow.ExecuteActivity(quick(ctx, "resolve-"+m.TS), a.ResolveContext, in)
+	}
+	err := resolved.Get(ctx, &ci)
 	if err != nil {
 		l.log.Warn("lane.resolve_failed", "lane", l.id, "error", err)
 		return p

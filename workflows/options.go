@@ -21,6 +21,18 @@ func quick(ctx workflow.Context, id string) workflow.Context {
 	})
 }
 
+// local is for short, idempotent steps that run inside the workflow task (local activities): no task
+// queue round trip and no workflow task of their own. Only steps that take well under a second (a
+// classification, a couple of Slack reads) belong here: a local activity holds its workflow task.
+func local(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 10 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second, MaximumAttempts: 5,
+		},
+	})
+}
+
 // llmHeartbeat is the heartbeat timeout of model calls: activities heartbeat every second, the SDK
 // throttles to 80% of this, so a cancelled run reaches an in-flight call in about 4 seconds.
 const llmHeartbeat = 5 * time.Second

@@ -64,6 +64,12 @@ const (
 	// the SDK matches a child's start on its workflow type only, so they replay either way, which
 	// the recorded histories prove.)
 	changeSearchAttributes = "search-attributes"
+	// changeFastStart (issue 12), in the agent run and the lane: fewer round trips before the first
+	// model call. The run loads the thread while it posts its placeholder, and routes with a local
+	// activity (a pure classification: no task queue, no workflow task of its own); the lane resolves
+	// the person and channel with a local activity. Read at the start of the run's preparation and at
+	// the lane's first lookup of a person.
+	changeFastStart = "fast-start"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker
