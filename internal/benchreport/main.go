@@ -1,0 +1,118 @@
+// Command benchreport turns the output of `go test -bench` into docs/benchmarks.md: each benchmark's
+// figures (the metrics it reports) and the sentences it logs, with the machine, the date and the
+// command, so that a figure in the docs can always be traced to a run. `go tool task bench` runs it.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+type bench struct {
+	name    string
+	metrics []string // "100.5 ms/turn"
+	notes   []string // what the benchmark logged
+}
+
+func main() {
+	command := flag.String("command", "go tool task bench", "the command that produced the input")
+	flag.Parse()
+	benches, header, err := parse(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchreport:", err)
+		os.Exit(1)
+	}
+	if len(benches) == 0 {
+		fmt.Fprintln(os.Stderr, "benchreport: no benchmark results in the input")
+		os.Exit(1)
+	}
+	write(os.Stdout, benches, header, *command)
+}
+
+// parse reads `go test -bench` output: "goos:"/"cpu:" header lines, result lines
+// ("BenchmarkX-2  1  123 ns/op  4.5 ms/turn"), and the indented log lines that follow a result.
+func parse(r io.Reader) ([]*bench, map[string]string, error) {
+	header := map[string]string{}
+	var out []*bench
+	var cur *bench
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		trimmed := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "goos:"), strings.HasPrefix(line, "goarch:"), strings.HasPrefix(line, "cpu:"):
+			k, v, _ := strings.Cut(line, ":")
+			header[k] = strings.TrimSpace(v)
+		case strings.HasPrefix(line, "pkg:"):
+			cur = nil
+		case strings.HasPrefix(line, "Benchmark"):
+			f := strings.Fields(line)
+			if len(f) < 3 {
+				continue
+			}
+			b := &bench{name: strings.TrimPrefix(trimSuffixProcs(f[0]), "Benchmark")}
+			for i := 2; i+1 < len(f); i += 2 {
+				if f[i+1] == "ns/op" && f[1] == "1" { // one iteration: ns/op is the whole run's time, not a figure
+					continue
+				}
+				b.metrics = append(b.metrics, f[i]+" "+f[i+1])
+			}
+			out = append(out, b)
+			cur = b
+		case cur != nil && strings.HasPrefix(line, "    ") && trimmed != "":
+			// "    bench_test.go:99: 50 turns in …": drop the file:line prefix.
+			if _, rest, ok := strings.Cut(trimmed, ": "); ok && strings.Contains(trimmed[:len(trimmed)-len(rest)], ".go:") {
+				trimmed = rest
+			}
+			cur.notes = append(cur.notes, trimmed)
+		case trimmed == "PASS", strings.HasPrefix(trimmed, "ok "), strings.HasPrefix(trimmed, "FAIL"):
+			cur = nil
+		}
+	}
+	return out, header, sc.Err()
+}
+
+func trimSuffixProcs(name string) string {
+	if i := strings.LastIndexByte(name, '-'); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+func write(w io.Writer, benches []*bench, header map[string]string, command string) {
+	fmt.Fprintf(w, "# Benchmarks\n\nWritten by `%s` on %s. Machine: %s, %s/%s, %d CPUs (GOMAXPROCS %d), %s.\n\n",
+		command, time.Now().UTC().Format("2006-01-02 15:04 MST"), orUnknown(header["cpu"]), orUnknown(header["goos"]),
+		orUnknown(header["goarch"]), runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	fmt.Fprintln(w, "The end-to-end benchmarks run the real gateway and worker against the embedded Temporal server (SQLite,")
+	fmt.Fprintln(w, "as `lucy dev` runs it) with the local Slack workspace and a fake model that answers at once unless")
+	fmt.Fprintln(w, "said otherwise; everything shares the machine's CPUs. They print figures and never fail on speed.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| benchmark | figures |")
+	fmt.Fprintln(w, "| --- | --- |")
+	for _, b := range benches {
+		fmt.Fprintf(w, "| %s | %s |\n", b.name, strings.Join(b.metrics, ", "))
+	}
+	for _, b := range benches {
+		if len(b.notes) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n## %s\n\n", b.name)
+		for _, n := range b.notes {
+			fmt.Fprintf(w, "- %s\n", n)
+		}
+	}
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
