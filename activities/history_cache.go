@@ -42,6 +42,7 @@ type CachedHistory struct {
 	bytes int
 
 	events, read atomic.Int64 // events and bytes read from the server, for benchmarks and tests
+	memoHits     atomic.Int64 // model calls whose Base transcript came from the memo
 }
 
 // DefaultHistoryCacheBytes keeps about 30 long runs (50 turns, ~2 MB of payloads each) on a worker.
@@ -62,6 +63,41 @@ type runHistory struct {
 	scheduled map[int64]scheduledActivity
 	recs      map[string]RecordedActivity
 	bytes     int
+	// lastCall and lastTranscript: the resolved transcript of the latest model call's input
+	// (transcriptMemo), which the next call extends; its text is counted in bytes.
+	lastCall       string
+	lastTranscript []Message
+	lastBytes      int
+}
+
+// Transcript implements transcriptMemo.
+func (h *CachedHistory) Transcript(workflowID, runID, callID string) ([]Message, bool) {
+	run := h.run(runKey{workflowID, runID})
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	if run.lastCall != callID || run.lastTranscript == nil {
+		return nil, false
+	}
+	h.memoHits.Add(1)
+	return run.lastTranscript, true
+}
+
+// RememberTranscript implements transcriptMemo.
+func (h *CachedHistory) RememberTranscript(workflowID, runID, callID string, msgs []Message) {
+	run := h.run(runKey{workflowID, runID})
+	run.mu.Lock()
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content) + len(m.ReasoningDetails)
+		for _, c := range m.ToolCalls {
+			n += len(c.Arguments)
+		}
+	}
+	grew := n - run.lastBytes
+	run.lastCall, run.lastTranscript, run.lastBytes = callID, msgs, n
+	run.bytes += grew
+	run.mu.Unlock()
+	h.grew(run, grew)
 }
 
 // Activities implements HistoryReader: the completed activities of the run, from the cache plus
@@ -168,6 +204,9 @@ read:
 	}
 	return nil
 }
+
+// MemoHits is how many model calls found their Base's resolved transcript in the memo.
+func (h *CachedHistory) MemoHits() int64 { return h.memoHits.Load() }
 
 // Read returns the events and bytes this cache has read from the server so far.
 func (h *CachedHistory) Read() (events, bytes int64) { return h.events.Load(), h.read.Load() }

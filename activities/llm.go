@@ -131,6 +131,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	if err != nil {
 		return ModelReply{}, err
 	}
+	res.remember(ctx, msgs)
 	model, err := a.model(in.Tier)
 	if err != nil {
 		return ModelReply{}, err

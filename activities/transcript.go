@@ -21,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -70,6 +71,19 @@ type HistoryReader interface {
 type resolver struct {
 	recs map[string]RecordedActivity
 	dc   converter.DataConverter
+	// memo, when the history reader keeps one, holds the resolved transcript of the run's latest
+	// model call, which the next call names as its Base: resolving it again would decode every
+	// earlier call's input, once per turn.
+	memo       transcriptMemo
+	wid, runID string
+}
+
+// transcriptMemo is implemented by CachedHistory.
+type transcriptMemo interface {
+	// Transcript returns the resolved transcript of the CallModel callID's input, if remembered.
+	Transcript(workflowID, runID, callID string) ([]Message, bool)
+	// RememberTranscript keeps msgs as the resolved transcript of callID's input (the latest only).
+	RememberTranscript(workflowID, runID, callID string, msgs []Message)
 }
 
 func (a *Activities) newResolver(ctx context.Context, needed bool) (*resolver, error) {
@@ -81,6 +95,8 @@ func (a *Activities) newResolver(ctx context.Context, needed bool) (*resolver, e
 		return nil, temporal.NewNonRetryableApplicationError("transcript references need a history reader", ErrConfig, nil)
 	}
 	info := activity.GetInfo(ctx)
+	r.wid, r.runID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
+	r.memo, _ = a.History.(transcriptMemo)
 	recs, err := a.History.Activities(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -127,6 +143,13 @@ func (r *resolver) toolCall(ref, callID string) (ToolCall, error) {
 		fmt.Sprintf("the reply of %s has no tool call %q", ref, callID), ErrTranscriptRef, nil)
 }
 
+// remember keeps msgs as the resolved transcript of this activity's own input (see memo).
+func (r *resolver) remember(ctx context.Context, msgs []Message) {
+	if r.memo != nil && activity.IsActivity(ctx) {
+		r.memo.RememberTranscript(r.wid, r.runID, activity.GetInfo(ctx).ActivityID, slices.Clip(msgs))
+	}
+}
+
 func needsHistory(t Transcript, extra ...[]Entry) bool {
 	if t.Base != "" {
 		return true
@@ -144,6 +167,16 @@ func needsHistory(t Transcript, extra ...[]Entry) bool {
 // transcript resolves Base (recursively) then Entries.
 func (r *resolver) transcript(t Transcript, depth int) ([]Message, error) {
 	var out []Message
+	if t.Base != "" && r.memo != nil {
+		if msgs, ok := r.memo.Transcript(r.wid, r.runID, t.Base); ok {
+			entries, err := r.entries(t.Entries)
+			if err != nil {
+				return nil, err
+			}
+			// A new array: the memo's messages are shared with whoever reads them next.
+			return append(slices.Clip(msgs), entries...), nil
+		}
+	}
 	if t.Base != "" {
 		if depth > 1000 {
 			return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("transcript base chain too deep at %s", t.Base), ErrTranscriptRef, nil)

@@ -28,12 +28,15 @@ type turnBytes struct {
 	turns   int
 	// readBytes is what the worker's activities read of history to resolve transcript references.
 	readBytes int64
+	// memoHits counts model calls that extended the previous call's resolved transcript.
+	memoHits int64
 	maxCallIn int // largest CallModel input in bytes
 }
 
 func longRun(t testing.TB, s *stack, page *httptest.Server) turnBytes {
 	cache := s.acts.History.(*activities.CachedHistory)
 	_, readBefore := cache.Read()
+	hitsBefore := cache.MemoHits()
 	ts := s.say("<@ULUCY> read every page and file, one per step, and tell me what changed", "")
 	s.event("app_mention", "Ev-long", "<@ULUCY> read every page and file, one per step, and tell me what changed", ts, "", human)
 	s.waitFor("the 50-turn run", 5*time.Minute, func() bool {
@@ -69,6 +72,7 @@ func longRun(t testing.TB, s *stack, page *httptest.Server) turnBytes {
 	res.turns = turn
 	_, readAfter := cache.Read()
 	res.readBytes = readAfter - readBefore
+	res.memoHits = cache.MemoHits() - hitsBefore
 	return res
 }
 
@@ -138,6 +142,11 @@ func TestHistoryStaysFlat(t *testing.T) {
 	t.Logf("history read to resolve references: %d bytes for a history of %d bytes", r.readBytes, r.total)
 	if r.readBytes > int64(r.total)*2 {
 		t.Errorf("activities read %d history bytes for a %d-byte history: the cache is not used", r.readBytes, r.total)
+	}
+	// Each model call extends the previous call's resolved transcript instead of decoding every
+	// earlier call's input again (the few that do not: the first, and calls after a compaction).
+	if r.memoHits < int64(r.turns)*3/4 {
+		t.Errorf("%d of %d model calls found the previous transcript resolved", r.memoHits, r.turns)
 	}
 }
 
