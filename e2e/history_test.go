@@ -29,7 +29,7 @@ type turnBytes struct {
 	// readBytes is what the worker's activities read of history to resolve transcript references.
 	readBytes int64
 	// memoHits counts model calls that extended the previous call's resolved transcript.
-	memoHits int64
+	memoHits  int64
 	maxCallIn int // largest CallModel input in bytes
 }
 
