@@ -299,6 +299,12 @@ func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
 //     (LUCY_MODEL_CONCURRENCY, activities.Activities.ModelConcurrency), and what does not fit waits
 //     in Temporal's task queue for this or another worker.
 func Options(stopTimeout time.Duration) sdkworker.Options {
+	// The SDK keeps the workflows it has run in a cache shared by the process's workers (10,000 by
+	// default). A lane waits up to 7 days between messages, so a busy worker's cache fills with idle
+	// lanes: measured, about 270 KB each for the worker and the embedded server together
+	// (BenchmarkIdleLanesAndActiveRuns). StickyCacheSize bounds the worker's share; a lane that
+	// was evicted is replayed from its (short) history when its next message comes, in milliseconds.
+	sdkworker.SetStickyWorkflowCacheSize(StickyCacheSize)
 	return sdkworker.Options{
 		WorkerStopTimeout:                  stopTimeout,
 		MaxConcurrentWorkflowTaskPollers:   8,
@@ -306,6 +312,10 @@ func Options(stopTimeout time.Duration) sdkworker.Options {
 		MaxConcurrentActivityExecutionSize: MaxActivities,
 	}
 }
+
+// StickyCacheSize is how many workflows (lanes, runs) a worker process keeps in memory between their
+// workflow tasks.
+const StickyCacheSize = 2000
 
 // MaxActivities is how many activities one worker runs at once.
 const MaxActivities = 256
