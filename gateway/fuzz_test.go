@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/lucy-agent/lucy/metrics"
 )
 
 // The gateway's parsers take whatever reaches the public endpoint. The fuzzers sign every input with
@@ -79,11 +82,16 @@ func FuzzInteractivityEndpoint(f *testing.F) {
 
 // newQuietGateway is newTestGateway without the per-request log lines, which would flood a fuzzing
 // run's output.
+// fuzzMetrics is one registry for every fuzzed input: a registry of its own per input (what New
+// makes without one) starts a reporting goroutine each time, and the fuzzer slowed to a few inputs
+// a second.
+var fuzzMetrics = sync.OnceValue(func() *metrics.Metrics { return metrics.New("", zerolog.Nop()) })
+
 func newQuietGateway(t *testing.T, h Handoff) *Gateway {
 	t.Helper()
 	return New(Options{
 		Handoff: h, BotUserID: testBotUser, BotID: testBotID, Team: testTeam,
-		Log: zerolog.Nop(),
+		Log: zerolog.Nop(), Metrics: fuzzMetrics(),
 		Now: func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) },
 	})
 }
