@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
+
+	"github.com/lucy-agent/lucy/ops"
 )
 
 const (
@@ -21,8 +24,6 @@ const (
 	// anyway, so waiting longer only holds a connection open; a hand-off cut short that did reach
 	// Temporal is deduplicated by the lane when the retry arrives.
 	ackBudget = 2500 * time.Millisecond
-	// readyTimeout bounds the Temporal health check behind /readyz.
-	readyTimeout = 2 * time.Second
 )
 
 // HTTPHandler serves the HTTP Events API and the operational endpoints:
@@ -56,31 +57,18 @@ func (g *Gateway) OpsHandler() http.Handler {
 }
 
 func (g *Gateway) registerOps(mux *http.ServeMux) {
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := g.h.Ready(ctx); err != nil {
-			g.log.Warn().Err(err).Msg("not ready")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, "temporal unreachable\n")
-			return
-		}
-		if g.ready != nil {
-			if err := g.ready(ctx); err != nil {
-				g.log.Warn().Err(err).Msg("not ready")
-				w.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = io.WriteString(w, err.Error()+"\n")
-				return
-			}
-		}
-		_, _ = io.WriteString(w, "ready\n")
-	})
-	mux.Handle("GET /metrics", g.metrics.Handler())
+	ops.Register(mux, g.readiness, g.metrics, g.log)
+}
+
+// readiness is ready when Temporal answers and, in `lucy dev`, the worker beside the gateway polls.
+func (g *Gateway) readiness(ctx context.Context) error {
+	if err := g.h.Ready(ctx); err != nil {
+		return fmt.Errorf("temporal unreachable: %w", err)
+	}
+	if g.ready != nil {
+		return g.ready(ctx)
+	}
+	return nil
 }
 
 // verified reads the raw body (capped) and checks Slack's signature and timestamp on it before next

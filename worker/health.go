@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -14,11 +13,9 @@ import (
 
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/ops"
 	"github.com/lucy-agent/lucy/workflows"
 )
-
-// readyTimeout bounds the Temporal health check behind /readyz (the gateway uses the same).
-const readyTimeout = 2 * time.Second
 
 // Health knows whether this process's worker polls the task queue, for /readyz. The SDK has no
 // "is polling" query, so Health tracks it: ready from a successful Start until Stop or a fatal
@@ -97,29 +94,10 @@ func (h *Health) Stop(w sdkworker.Worker) {
 	w.Stop()
 }
 
-// OpsHandler serves the worker's operational endpoints:
-//
-//	GET /healthz  200 while the process is up
-//	GET /readyz   200 when the worker polls and Temporal answers, 503 otherwise
-//	GET /metrics  the process's Prometheus registry: the Temporal SDK's metrics and Lucy's own
+// OpsHandler serves the worker's /healthz, /readyz (the worker polls and Temporal answers) and
+// /metrics (the Temporal SDK's metrics and Lucy's own), as package ops does for every process.
 func OpsHandler(h *Health, m *metrics.Metrics, log zerolog.Logger) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = io.WriteString(w, "ok\n")
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := h.Ready(ctx); err != nil {
-			log.Debug().Err(err).Msg("worker not ready")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, err.Error()+"\n")
-			return
-		}
-		_, _ = io.WriteString(w, "ready\n")
-	})
-	mux.Handle("GET /metrics", m.Handler())
+	ops.Register(mux, h.Ready, m, log)
 	return mux
 }
