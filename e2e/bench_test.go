@@ -40,21 +40,9 @@ func (c *turnClock) handle(n int, req fakellm.Request) fakellm.Reply {
 	c.calls++
 	c.mu.Unlock()
 	time.Sleep(c.latency)
-	sys := ""
-	if len(req.Messages) > 0 && req.Messages[0].Role == "system" {
-		sys = req.Messages[0].Text()
-	}
-	if strings.Contains(sys, "You supervise") {
-		return fakellm.Reply{Content: "C"}
-	}
-	if len(req.Tools) == 0 {
-		return fakellm.Reply{Content: "summary"}
-	}
-	turn := 0
-	for _, m := range req.Messages {
-		if m.Role == "assistant" {
-			turn++
-		}
+	turn, side := loopTurn(req)
+	if side != nil {
+		return *side
 	}
 	c.mu.Lock()
 	if c.first.IsZero() {

@@ -76,6 +76,24 @@ func longRun(t testing.TB, s *stack, page *httptest.Server) turnBytes {
 	return res
 }
 
+// loopTurn tells the agent loop's model calls from the supervisor's and the summarizer's: for those
+// it returns the reply a quiet supervisor or summarizer gives (side); for the loop's, the turn (the
+// assistant messages so far).
+func loopTurn(req fakellm.Request) (turn int, side *fakellm.Reply) {
+	if len(req.Messages) > 0 && req.Messages[0].Role == "system" && strings.Contains(req.Messages[0].Text(), "You supervise") {
+		return 0, &fakellm.Reply{Content: "C"}
+	}
+	if len(req.Tools) == 0 {
+		return 0, &fakellm.Reply{Content: "summary"}
+	}
+	for _, m := range req.Messages {
+		if m.Role == "assistant" {
+			turn++
+		}
+	}
+	return turn, nil
+}
+
 func newLongStack(t testing.TB) (*stack, *httptest.Server) {
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")
@@ -83,21 +101,9 @@ func newLongStack(t testing.TB) (*stack, *httptest.Server) {
 	}))
 	t.Cleanup(page.Close)
 	s := newStackTB(t, func(n int, req fakellm.Request) fakellm.Reply {
-		sys := ""
-		if len(req.Messages) > 0 && req.Messages[0].Role == "system" {
-			sys = req.Messages[0].Text()
-		}
-		if strings.Contains(sys, "You supervise") {
-			return fakellm.Reply{Content: "C"}
-		}
-		if len(req.Tools) == 0 {
-			return fakellm.Reply{Content: "summary"}
-		}
-		turn := 0
-		for _, m := range req.Messages {
-			if m.Role == "assistant" {
-				turn++
-			}
+		turn, side := loopTurn(req)
+		if side != nil {
+			return *side
 		}
 		if turn >= 49 {
 			return fakellm.Reply{Content: "Everything read: nothing changed that needs your attention."}
