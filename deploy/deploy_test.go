@@ -190,7 +190,9 @@ func envFileNames(r io.Reader) ([]string, error) {
 	return names, sc.Err()
 }
 
-func TestCompose(t *testing.T) {
+// loadCompose parses compose/compose.yaml.
+func loadCompose(t *testing.T) *composeFile {
+	t.Helper()
 	data, err := os.ReadFile("compose/compose.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -199,6 +201,11 @@ func TestCompose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return f
+}
+
+func TestCompose(t *testing.T) {
+	f := loadCompose(t)
 	failAll(t, checkCompose(f))
 }
 
@@ -541,14 +548,7 @@ func TestChecksCatchMistakes(t *testing.T) {
 		}
 	})
 	t.Run("compose", func(t *testing.T) {
-		data, err := os.ReadFile("compose/compose.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, err := parseCompose(data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f := loadCompose(t)
 		w := f.Services["worker"]
 		w.Environment["LUCY_NOT_A_SETTING"] = "1"
 		w.StopGracePeriod = "30s"

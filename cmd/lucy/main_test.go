@@ -19,7 +19,6 @@ import (
 	"github.com/slack-go/slack"
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -347,18 +346,13 @@ func TestDevWithEncryptedPayloads(t *testing.T) {
 	}
 
 	// A raw history payload is ciphertext; the endpoint decodes it as the UI would.
-	c, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", tport)})
-	if err != nil {
-		t.Fatal(err)
+	c, runs := agentRuns(t, tport, "")
+	if len(runs) == 0 {
+		t.Fatal("no agent_run in the dev stack")
 	}
-	defer c.Close()
+	run := runs[0].GetExecution()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	it, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: "WorkflowType = 'agent_run'"})
-	if err != nil || len(it.GetExecutions()) == 0 {
-		t.Fatalf("list runs: %v %v", it, err)
-	}
-	run := it.GetExecutions()[0].GetExecution()
 	var enc *commonpb.Payload
 	hist := c.GetWorkflowHistory(ctx, run.GetWorkflowId(), run.GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for hist.HasNext() && enc == nil {

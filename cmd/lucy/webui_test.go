@@ -13,6 +13,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
@@ -46,18 +47,13 @@ func TestWebUIResumesAParkedRun(t *testing.T) {
 	fmt.Fprintln(p.stdin, "summarize the launch plan for me please")
 	waitFor(t, "the run to park", time.Minute, func() bool { return strings.Contains(p.stdout.String(), "paused this request") })
 
-	c, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", tport)})
-	if err != nil {
-		t.Fatal(err)
+	c, runs := agentRuns(t, tport, "ExecutionStatus = 'Running'")
+	if len(runs) != 1 {
+		t.Fatalf("%d parked runs, want 1", len(runs))
 	}
-	defer c.Close()
+	run := runs[0].GetExecution()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	it, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: "WorkflowType = 'agent_run' AND ExecutionStatus = 'Running'"})
-	if err != nil || len(it.GetExecutions()) != 1 {
-		t.Fatalf("list parked runs: %v %v", it, err)
-	}
-	run := it.GetExecutions()[0].GetExecution()
 	url := fmt.Sprintf("http://127.0.0.1:%d/namespaces/default/workflows/%s/%s/history", uiport, run.GetWorkflowId(), run.GetRunId())
 	fixed.Store(true) // the operator fixed the key, then resumes the run from the UI
 
@@ -90,6 +86,28 @@ func TestWebUIResumesAParkedRun(t *testing.T) {
 		t.Errorf("run status %s, want completed", st)
 	}
 	p.stop(t)
+}
+
+// agentRuns connects to the dev stack's frontend on tport (closed with the test) and lists its
+// agent_run workflows matching the visibility query and (empty: all).
+func agentRuns(t *testing.T, tport int, and string) (client.Client, []*workflowpb.WorkflowExecutionInfo) {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", tport)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q := "WorkflowType = 'agent_run'"
+	if and != "" {
+		q += " AND " + and
+	}
+	it, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q})
+	if err != nil {
+		t.Fatalf("list runs (%s): %v", q, err)
+	}
+	return c, it.GetExecutions()
 }
 
 // webUIBrowser returns the script directory once Chromium and playwright-core are installed, and
