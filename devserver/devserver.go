@@ -2,11 +2,9 @@ package devserver
 
 import (
 	"context"
-	stdsql "database/sql"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -29,23 +27,14 @@ import (
 	"go.temporal.io/server/common/cluster"
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/dynamicconfig"
-	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/membership/static"
-	"go.temporal.io/server/common/metrics"
-	"go.temporal.io/server/common/persistence/sql"
-	"go.temporal.io/server/common/persistence/sql/sqlplugin"
-	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/common/primitives"
-	"go.temporal.io/server/common/resolver"
-	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
-	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 const (
 	defaultHost      = "127.0.0.1"
 	defaultNamespace = "default"
-	dbFileName       = "temporal.db"
 	lockFileName     = "temporal.db.lock"
 	clusterName      = "active" // persisted in the database: never change it
 	retention        = 7 * 24 * time.Hour
@@ -55,7 +44,7 @@ const (
 
 // Options configures the embedded development stack.
 type Options struct {
-	DataDir      string         // SQLite file lives at DataDir/temporal.db (create DataDir if missing)
+	DataDir      string         // SQLite files live in it: temporal.db, visibility.db (created if missing)
 	Namespace    string         // registered at start if missing (retention 7 days); default "default"
 	Host         string         // IP address to bind the frontend and UI to; default "127.0.0.1"
 	FrontendPort int            // gRPC frontend, e.g. 7233; 0 picks a free port
@@ -172,7 +161,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		srvLog:       newServerLogger(o.Logger),
 	}
 
-	sqlConf, err := prepareDatabase(filepath.Join(o.DataDir, dbFileName), o.Namespace)
+	stores, err := prepareDatabases(o.DataDir, o.Namespace)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +170,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	for svc, l := range internal {
 		ports[svc] = l.Addr().(*net.TCPAddr).Port
 	}
-	opts, err := serverOptions(o.Host, dialHost, ports, sqlConf, s.srvLog)
+	opts, err := serverOptions(o.Host, dialHost, ports, stores, s.srvLog)
 	if err != nil {
 		return nil, err
 	}
@@ -331,103 +320,23 @@ func (e *portInUseError) Error() string { return e.msg }
 
 func (e *portInUseError) Unwrap() error { return syscall.EADDRINUSE }
 
-// prepareDatabase creates the SQLite schema on first start (into a temporary
-// file renamed into place, so that an interrupted set-up is never mistaken for
-// a database) and registers the namespace if it is missing.
-func prepareDatabase(path, namespace string) (*config.SQL, error) {
-	conf := &config.SQL{
-		PluginName:        sqliteplugin.PluginName,
-		DatabaseName:      path,
-		ConnectAttributes: map[string]string{"mode": "rwc"},
-	}
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		// A unique name matters: the SQLite plugin keeps one connection per
-		// file name open for the life of the process.
-		f, err := os.CreateTemp(filepath.Dir(path), dbFileName+".init-*")
-		if err != nil {
-			return nil, fmt.Errorf("cannot create the Temporal database in %s: %w", filepath.Dir(path), err)
-		}
-		tmp := f.Name()
-		_ = f.Close()
-		tmpConf := *conf
-		tmpConf.DatabaseName = tmp
-		tmpConf.ConnectAttributes = map[string]string{"mode": "rwc"}
-		if err := sqliteschema.SetupSchema(&tmpConf); err != nil {
-			_ = os.Remove(tmp)
-			return nil, fmt.Errorf("cannot set up the Temporal database schema in %s: %w", tmp, err)
-		}
-		if err := checkSchemaVersion(&tmpConf); err != nil {
-			_ = os.Remove(tmp)
-			return nil, err
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			_ = os.Remove(tmp)
-			return nil, fmt.Errorf("cannot create the Temporal database %s: %w", path, err)
-		}
-	} else if err != nil {
-		return nil, fmt.Errorf("cannot read the Temporal database %s: %w", path, err)
-	} else if err := checkSchemaVersion(conf); err != nil {
-		return nil, err
-	}
-
-	ns, err := sqliteschema.NewNamespaceConfig(clusterName, namespace, false, nil)
-	if err != nil {
-		return nil, fmt.Errorf("namespace %q: %w", namespace, err)
-	}
-	ns.Detail.Config.Retention = durationpb.New(retention)
-	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
-		return nil, fmt.Errorf("cannot register namespace %q in %s: %w (if the file is damaged or from another Temporal version, move it away)", namespace, path, err)
-	}
-	return conf, nil
-}
-
-// checkSchemaVersion compares the schema version recorded in the database with
-// the one this build of the Temporal server creates, recording it if missing.
-// The server does not check SQLite schema versions itself, and its SQLite
-// schema has no version table: without this, a database created by an older
-// go.temporal.io/server would fail later with missing tables or columns.
-func checkSchemaVersion(conf *config.SQL) error {
-	want := map[string]string{"temporal": sqliteschema.Version, "temporal_visibility": sqliteschema.VisibilityVersion}
-	db, err := sql.NewSQLAdminDB(sqlplugin.DbKindUnknown, conf, resolver.NewNoopResolver(), log.NewNoopLogger(), metrics.NoopMetricsHandler)
-	if err != nil {
-		return fmt.Errorf("cannot open the Temporal database %s: %w", conf.DatabaseName, err)
-	}
-	defer func() { _ = db.Close() }()
-	if _, err := db.ReadSchemaVersion("temporal"); err != nil && strings.Contains(err.Error(), "no such table") {
-		if err := db.CreateSchemaVersionTables(); err != nil {
-			return fmt.Errorf("cannot record the schema version in %s: %w", conf.DatabaseName, err)
-		}
-	}
-	for name, version := range want {
-		got, err := db.ReadSchemaVersion(name)
-		switch {
-		case errors.Is(err, stdsql.ErrNoRows):
-			if err := db.UpdateSchemaVersion(name, version, version); err != nil {
-				return fmt.Errorf("cannot record the schema version in %s: %w", conf.DatabaseName, err)
-			}
-		case err != nil:
-			return fmt.Errorf("cannot read the schema version in %s: %w (if the file is damaged, move it away)", conf.DatabaseName, err)
-		case got != version:
-			return fmt.Errorf("the Temporal database %s has %s schema version %s but this build of lucy needs %s: move the file away to start afresh (the dev server's workflow history is lost)", conf.DatabaseName, name, got, version)
-		}
-	}
-	return nil
-}
-
 // serverOptions builds the Temporal server configuration: one process running
 // frontend, history, matching and worker services with static membership (no
-// ringpop, so no membership ports), SQLite for both persistence and visibility,
+// ringpop, so no membership ports), SQLite for persistence and visibility (two files),
 // no metrics listener, no pprof, no frontend HTTP API, no archival.
-func serverOptions(bindHost, dialHost string, ports map[primitives.ServiceName]int, sqlConf *config.SQL, logger serverLogger) ([]temporal.ServerOption, error) {
+func serverOptions(bindHost, dialHost string, ports map[primitives.ServiceName]int, stores databases, logger serverLogger) ([]temporal.ServerOption, error) {
 	frontendAddr := net.JoinHostPort(dialHost, strconv.Itoa(ports[primitives.FrontendService]))
 	conf := &config.Config{}
 	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
 	conf.Global.Membership.BroadcastAddress = "127.0.0.1"
 	conf.Persistence = config.Persistence{
-		DefaultStore:     sqliteplugin.PluginName,
-		VisibilityStore:  sqliteplugin.PluginName,
+		DefaultStore:     defaultStore,
+		VisibilityStore:  visibilityStore,
 		NumHistoryShards: 1, // persisted: never change it for an existing database
-		DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: sqlConf}},
+		DataStores: map[string]config.DataStore{
+			defaultStore:    {SQL: stores.persistence},
+			visibilityStore: {SQL: stores.visibility},
+		},
 	}
 	conf.ClusterMetadata = &cluster.Config{
 		FailoverVersionIncrement: 10,

@@ -3,11 +3,14 @@ package devserver
 import (
 	"bytes"
 	"context"
+	stdsql "database/sql"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -200,19 +203,7 @@ func TestLifecycle(t *testing.T) {
 			t.Fatalf("result = %q, %v", got, err)
 		}
 		// What the Web UI's workflow list does: a visibility query.
-		poll(t, 15*time.Second, "ListWorkflow", func() error {
-			resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-				Namespace: ns,
-				Query:     fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed'", wfID),
-			})
-			if err != nil {
-				return err
-			}
-			if len(resp.GetExecutions()) != 1 {
-				return fmt.Errorf("%d executions listed", len(resp.GetExecutions()))
-			}
-			return nil
-		})
+		pollListed(t, c, ns, wfID)
 	})
 
 	t.Run("busy data directory", func(t *testing.T) {
@@ -336,10 +327,82 @@ func TestPortInUse(t *testing.T) {
 	release()
 }
 
+// pollListed waits until the workflow list (a visibility query, what the Web UI's list does) shows
+// the completed workflow wfID.
+func pollListed(t *testing.T, c client.Client, ns, wfID string) {
+	t.Helper()
+	poll(t, 15*time.Second, "ListWorkflow", func() error {
+		resp, err := c.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: ns,
+			Query:     fmt.Sprintf("WorkflowId = %q AND ExecutionStatus = 'Completed'", wfID),
+		})
+		if err != nil {
+			return err
+		}
+		if len(resp.GetExecutions()) != 1 {
+			return fmt.Errorf("%d executions listed", len(resp.GetExecutions()))
+		}
+		return nil
+	})
+}
+
+// TestOldLayoutKeepsItsWorkflowList: a data directory from before visibility.db, whose workflow list
+// is in temporal.db, still lists its workflows after the upgrade, from the new file.
+func TestOldLayoutKeepsItsWorkflowList(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, Options{DataDir: dir, Logger: testLogger(t)})
+	c := dial(t, s, "default")
+	w := worker.New(c, "devserver-test", worker.Options{})
+	w.RegisterWorkflowWithOptions(greet, workflow.RegisterOptions{Name: "greet"})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	const wfID = "devserver-test-old-layout"
+	run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: wfID, TaskQueue: "devserver-test"}, "greet", "lucy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Get(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	pollListed(t, c, "default", wfID)
+	w.Stop()
+	c.Close()
+	if err := s.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The old layout: the list in temporal.db, no visibility.db.
+	persistence, visibility := filepath.Join(dir, persistenceFile), filepath.Join(dir, visibilityFile)
+	if err := copyVisibility(visibility, persistence); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{visibility, visibility + "-wal", visibility + "-shm"} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+
+	s = startServer(t, Options{DataDir: dir, Logger: testLogger(t)})
+	pollListed(t, dial(t, s, "default"), "default", wfID)
+	if _, err := os.Stat(visibility); err != nil {
+		t.Fatalf("no %s after the upgrade: %v", visibilityFile, err)
+	}
+	db, err := stdsql.Open(sqliteDriver, "file:"+persistence+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM executions_visibility").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%s still holds %d rows of the workflow list (%v)", persistenceFile, n, err)
+	}
+}
+
 // TestSchemaVersion: a database whose recorded schema version differs from
 // this build's is refused with an actionable error instead of failing later.
 func TestSchemaVersion(t *testing.T) {
-	path := filepath.Join(t.TempDir(), dbFileName)
+	path := filepath.Join(t.TempDir(), persistenceFile)
 	conf, err := prepareDatabase(path, "default")
 	if err != nil {
 		t.Fatal(err)

@@ -18,14 +18,16 @@
 //     matching and worker listen on free loopback ports picked by the kernel at
 //     each start (as the CLI does), which are never needed from outside.
 //     No metrics, pprof or frontend-HTTP listeners are opened.
-//   - SQLite in DataDir/temporal.db for both persistence and visibility (so the
-//     Web UI's workflow list and search attributes work). The schema is created
-//     on first start and reused afterwards, so workflows, schedules and
-//     histories survive a restart. The schema version is recorded in the file
-//     and checked at start (the server does not check it for SQLite), so a
+//   - SQLite in DataDir: temporal.db for persistence, visibility.db for
+//     visibility (the Web UI's workflow list and search attributes), both in
+//     WAL mode; why two files and why WAL is told in sqlite.go. The schema is
+//     created on first start and reused afterwards, so workflows, schedules and
+//     histories survive a restart; a data directory from before visibility.db
+//     has its workflow list moved there. The schema version is recorded in each
+//     file and checked at start (the server does not check it for SQLite), so a
 //     database from an incompatible go.temporal.io/server is refused with a
 //     clear error. DataDir/temporal.db.lock prevents two servers from sharing
-//     the file.
+//     the files.
 //   - Options.Namespace, registered at start if missing, with a 7-day
 //     retention.
 //   - The Web UI on Options.Host:Options.UIPort, pointed at the frontend,

@@ -23,6 +23,12 @@ import (
 // lanes) run at full size; without it they run a shorter version and say so in their output.
 var benchLong = flag.Bool("bench-long", false, "run the long benchmarks at full size")
 
+// newBenchStack is the stack every benchmark measures: the server `lucy dev` runs (package devserver,
+// its SQLite files on this machine's disk), not the tests' in-memory one.
+func newBenchStack(b *testing.B, llm fakellm.Handler) *stack {
+	return newStackOpts(b, llm, stackOptions{devServer: true})
+}
+
 // turnClock is a fake model for a run of `turns` turns, one local tool call per turn, that answers
 // after `latency`, and records when the loop's calls arrive.
 type turnClock struct {
@@ -68,7 +74,7 @@ func (c *turnClock) handle(n int, req fakellm.Request) fakellm.Reply {
 // turn: the wall time from the loop's first model call to its last, less the time the fake model
 // took for every call in between, divided by the turns between them.
 func runTurns(b *testing.B, c *turnClock) (perTurn time.Duration, wall time.Duration) {
-	s := newStackTB(b, c.handle)
+	s := newBenchStack(b, c.handle)
 	s.seedFile(b, "notes.md", strings.Repeat("note line\n", 200))
 	ts := s.say("<@ULUCY> check the time, the files and the notes, one per step", "")
 	s.event("app_mention", "Ev-bench", "<@ULUCY> check the time, the files and the notes, one per step", ts, "", human)
@@ -212,7 +218,7 @@ func BenchmarkAckLatency(b *testing.B) {
 		d = time.Minute
 	}
 	for i := 0; i < b.N; i++ {
-		s := newStackTB(b, instantAnswer)
+		s := newBenchStack(b, instantAnswer)
 		start := time.Now()
 		acks, threads := s.load(b, 100, d)
 		lost, dup, last := s.answeredOnce(threads, 10*time.Minute)
@@ -229,7 +235,7 @@ func BenchmarkAckLatency(b *testing.B) {
 // (at 200 a second), each answered by an instant model: conversations answered end to end per second.
 func BenchmarkConversationsPerSecond(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		s := newStackTB(b, instantAnswer)
+		s := newBenchStack(b, instantAnswer)
 		start := time.Now()
 		_, threads := s.load(b, 200, 1500*time.Millisecond)
 		lost, dup, last := s.answeredOnce(threads, 10*time.Minute)
@@ -250,7 +256,7 @@ func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		release := make(chan struct{})
 		var holding atomic.Bool
-		s := newStackTB(b, func(n int, req fakellm.Request) fakellm.Reply {
+		s := newBenchStack(b, func(n int, req fakellm.Request) fakellm.Reply {
 			if holding.Load() {
 				return fakellm.Reply{Content: "Answer to question.", Hold: release}
 			}

@@ -27,7 +27,7 @@ func (s *stack) startWorkerProcess(t *testing.T) *workerProc {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
 		envWorkerProcess+"=1",
-		"TEMPORAL_ADDRESS="+s.srv.GetFrontendHostPort(), "TEMPORAL_NAMESPACE="+s.cfg.TemporalNamespace,
+		"TEMPORAL_ADDRESS="+s.frontend, "TEMPORAL_NAMESPACE="+s.cfg.TemporalNamespace,
 		"SLACK_BOT_TOKEN=xoxb-test", "SLACK_API_URL="+s.slackURL,
 		"OPENAI_BASE_URL="+s.llm.BaseURL(), "OPENAI_API_KEY=sk-test", "LUCY_MODEL_DEFAULT=model-default",
 		"LUCY_DATA_DIR="+s.cfg.DataDir, "LUCY_LOG_LEVEL=error",

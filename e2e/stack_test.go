@@ -51,7 +51,7 @@ const (
 // stack is one running Lucy.
 type stack struct {
 	tb       testing.TB
-	srv      *temporaltest.TestServer
+	frontend string // the Temporal server's host:port
 	client   client.Client
 	worker   sdkworker.Worker
 	slack    *localslack.Server
@@ -91,6 +91,9 @@ type stackOptions struct {
 	serverOpts []temporal.ServerOption
 	// interceptors go on the client, which the worker and the gateway share (tracing).
 	interceptors []interceptor.ClientInterceptor
+	// devServer runs the embedded server `lucy dev` runs (package devserver: SQLite files in a
+	// temporary directory) instead of temporaltest's in-memory one: the benchmarks measure that.
+	devServer bool
 }
 
 func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
@@ -111,17 +114,23 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 	if testing.Verbose() {
 		log = logging.New(testWriter{tb}, "info", "console")
 	}
-	// The dev server's speed settings (and temporaltest's own: search attributes seen at once).
-	dyn := devserver.DynamicConfig()
-	dyn[dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key()] = true
-	serverOpts = append([]temporal.ServerOption{temporal.WithDynamicConfigClient(dyn)}, serverOpts...)
-	s.srv = temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc, Interceptors: o.interceptors}))
-	tb.Cleanup(s.srv.Stop)
-	s.client = s.srv.GetDefaultClient()
+	clientOpts := client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc, Interceptors: o.interceptors}
+	namespace := "default"
+	if o.devServer {
+		s.frontend = s.startDevServer(clientOpts)
+	} else {
+		// The dev server's speed settings (and temporaltest's own: search attributes seen at once).
+		dyn := devserver.DynamicConfig()
+		dyn[dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key()] = true
+		serverOpts = append([]temporal.ServerOption{temporal.WithDynamicConfigClient(dyn)}, serverOpts...)
+		srv := temporaltest.NewServer(temporaltest.WithBaseServerOptions(serverOpts...), temporaltest.WithBaseClientOptions(clientOpts))
+		tb.Cleanup(srv.Stop)
+		s.client, s.frontend, namespace = srv.GetDefaultClient(), srv.GetFrontendHostPort(), srv.GetDefaultNamespace()
+	}
 	// As `lucy dev` does: the runs set Lucy's search attributes.
 	sactx, cancelSA := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancelSA()
-	if err := searchattr.Register(sactx, s.client, s.srv.GetDefaultNamespace()); err != nil {
+	if err := searchattr.Register(sactx, s.client, namespace); err != nil {
 		tb.Fatal(err)
 	}
 	models := map[string]string{}
@@ -129,7 +138,7 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 		models[tier] = "model-" + tier
 	}
 	s.cfg = &config.Config{
-		TemporalNamespace: s.srv.GetDefaultNamespace(), DataDir: tb.TempDir(), SlackBotToken: "xoxb-test", SlackAPIURL: s.slackURL,
+		TemporalNamespace: namespace, DataDir: tb.TempDir(), SlackBotToken: "xoxb-test", SlackAPIURL: s.slackURL,
 		LLMBaseURL: s.llm.BaseURL(), LLMAPIKey: "sk-test", Provider: "custom", Models: models, AdminUsers: []string{"UADMIN"},
 		// As config.Load derives it for the worker and the gateway alike.
 		ApprovalKey: signing.FromBotToken("xoxb-test"), ApprovalKeySource: "SLACK_BOT_TOKEN", MaxToolCalls: config.DefaultMaxToolCalls,
@@ -143,10 +152,30 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 	return s
 }
 
+// startDevServer starts the server `lucy dev` runs, with its own data directory, and dials it.
+func (s *stack) startDevServer(clientOpts client.Options) (frontend string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	srv, err := devserver.Start(ctx, devserver.Options{DataDir: s.tb.TempDir(), Logger: zerolog.Nop()})
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	s.tb.Cleanup(func() { _ = srv.Stop() })
+	clientOpts.HostPort, clientOpts.Namespace = srv.FrontendAddress(), "default"
+	c, err := client.DialContext(ctx, clientOpts)
+	if err != nil {
+		s.tb.Fatal(err)
+	}
+	s.tb.Cleanup(c.Close)
+	s.client = c
+	return srv.FrontendAddress()
+}
+
 func (s *stack) startWorker(log zerolog.Logger) {
 	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: log, AllowPrivateNetworks: true, DataConverter: s.dc})
 	s.acts = acts
-	s.worker = sdkworker.New(s.client, workflows.TaskQueue, worker.Options(0))
+	// Both temporaltest's server and devserver's keep their storage in SQLite, as `lucy dev` does.
+	s.worker = sdkworker.New(s.client, workflows.TaskQueue, worker.Options(worker.Sizing{EmbeddedServer: true}))
 	worker.Register(s.worker, acts)
 	if err := s.worker.Start(); err != nil {
 		s.tb.Fatal(err)

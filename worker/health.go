@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/client"
@@ -65,12 +64,12 @@ func (h *Health) Ready(ctx context.Context) error {
 }
 
 // NewWorker creates the worker like New, with Health told of its fatal errors and asking c whether
-// Temporal answers; stopTimeout is how long Stop lets in-flight activities finish (Options).
-func (h *Health) NewWorker(c client.Client, acts *activities.Activities, stopTimeout time.Duration) sdkworker.Worker {
+// Temporal answers.
+func (h *Health) NewWorker(c client.Client, acts *activities.Activities, s Sizing) sdkworker.Worker {
 	h.mu.Lock()
 	h.client = c
 	h.mu.Unlock()
-	o := Options(stopTimeout)
+	o := Options(s)
 	o.OnFatalError = func(err error) { h.set(errors.New("worker stopped: " + err.Error())) }
 	w := sdkworker.New(c, workflows.TaskQueue, o)
 	Register(w, acts)

@@ -70,7 +70,7 @@ func TestWorkerOpsEndpoints(t *testing.T) {
 	}
 	defer c.Close()
 	acts := NewActivities(Deps{Config: &config.Config{DataDir: t.TempDir()}, Client: c, Log: zerolog.Nop(), Metrics: m})
-	w := health.NewWorker(c, acts, 0)
+	w := health.NewWorker(c, acts, Sizing{EmbeddedServer: true})
 	if code, _ := get("/readyz"); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz = %d before the worker started, want 503", code)
 	}

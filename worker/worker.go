@@ -274,40 +274,59 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 	}
 }
 
-// New creates a worker on the `lucy` task queue with everything registered. Stop cancels in-flight
-// activities at once, which suits `lucy dev` and tests: Ctrl-C should not wait for a model call, and
-// Temporal retries the activities on the next start.
-func New(c client.Client, acts *activities.Activities) sdkworker.Worker {
-	w := sdkworker.New(c, workflows.TaskQueue, Options(0))
+// New creates a worker on the `lucy` task queue with everything registered, sized by s.
+func New(c client.Client, acts *activities.Activities, s Sizing) sdkworker.Worker {
+	w := sdkworker.New(c, workflows.TaskQueue, Options(s))
 	Register(w, acts)
 	return w
 }
 
-// Options are the worker's settings. stopTimeout is how long Stop lets in-flight activities finish
-// (LUCY_WORKER_STOP_TIMEOUT for `lucy worker`, 0 for `lucy dev` and tests): a cancelled side-effecting
-// tool is not retried blindly (the run waits for a human) and a cancelled model call is paid for
-// twice, so a rolling deploy should let them finish; the pod's grace period must be longer
-// (deploy/k8s/worker.yaml).
+// Sizing is what a worker is sized for.
+type Sizing struct {
+	// StopTimeout is how long Stop lets in-flight activities finish (LUCY_WORKER_STOP_TIMEOUT for
+	// `lucy worker`, 0 for `lucy dev` and tests, where Ctrl-C should not wait for a model call and
+	// Temporal retries the activities on the next start): a cancelled side-effecting tool is not
+	// retried blindly (the run waits for a human) and a cancelled model call is paid for twice, so a
+	// rolling deploy should let them finish; the pod's grace period must be longer
+	// (deploy/k8s/worker.yaml).
+	StopTimeout time.Duration
+	// EmbeddedServer is set when the worker polls a server whose storage is one SQLite connection
+	// (`lucy dev`'s, package devserver, and the tests' temporaltest): see Options.
+	EmbeddedServer bool
+}
+
+// Options are the worker's settings for s.
 //
 // The sizes, measured with the e2e benchmarks (docs/benchmarks.md):
-//   - 8 pollers per kind instead of the SDK's 2: with 2, a workflow task that follows an activity
-//     often waited for a poller while the other was in a long poll, and 300 conversations at once
-//     were answered at 11 a second instead of 14;
+//   - 8 activity pollers instead of the SDK's 2: with 2, an activity often waited for a poller while
+//     the other was in a long poll, and 300 conversations at once were answered at 11 a second
+//     instead of 14;
+//   - 8 workflow task pollers against a cluster, 2 against an embedded server. Each workflow task a
+//     worker takes is a few transactions on the server's database, and an embedded server has a
+//     single SQLite connection that the gateway's hand-offs wait for too: with 8, a backlog of
+//     conversations kept so many transactions queued that acknowledging Slack took 115 ms at the
+//     99th percentile at 100 events a second (BenchmarkAckLatency); with 2, 45 ms, for about a tenth
+//     fewer conversations answered a second while the backlog lasts. A cluster's database has a
+//     pool of connections, and there the extra pollers keep workflow tasks from waiting;
 //   - at most MaxActivities activities at once instead of 1,000: Lucy's activities are mostly waits
 //     on a model or a web page, so many fit, but not so many that a burst of runs makes one worker
 //     open a thousand provider connections; model calls are bounded further per model
 //     (LUCY_MODEL_CONCURRENCY, activities.Activities.ModelConcurrency), and what does not fit waits
 //     in Temporal's task queue for this or another worker.
-func Options(stopTimeout time.Duration) sdkworker.Options {
+func Options(s Sizing) sdkworker.Options {
 	// The SDK keeps the workflows it has run in a cache shared by the process's workers (10,000 by
 	// default). A lane waits up to 7 days between messages, so a busy worker's cache fills with idle
 	// lanes: measured, about 270 KB each for the worker and the embedded server together
 	// (BenchmarkIdleLanesAndActiveRuns). StickyCacheSize bounds the worker's share; a lane that
 	// was evicted is replayed from its (short) history when its next message comes, in milliseconds.
 	sdkworker.SetStickyWorkflowCacheSize(StickyCacheSize)
+	workflowPollers := 8
+	if s.EmbeddedServer {
+		workflowPollers = 2
+	}
 	return sdkworker.Options{
-		WorkerStopTimeout:                  stopTimeout,
-		MaxConcurrentWorkflowTaskPollers:   8,
+		WorkerStopTimeout:                  s.StopTimeout,
+		MaxConcurrentWorkflowTaskPollers:   workflowPollers,
 		MaxConcurrentActivityTaskPollers:   8,
 		MaxConcurrentActivityExecutionSize: MaxActivities,
 	}

@@ -190,7 +190,9 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		DataConverter: worker.DataConverter(cfg), Metrics: m, Workspace: store,
 	})
 	health := worker.NewHealth()
-	w := health.NewWorker(c, acts, 0)
+	// Against the embedded server, sized for its one SQLite connection; `lucy dev` may also run
+	// against a cluster (TEMPORAL_ADDRESS).
+	w := health.NewWorker(c, acts, worker.Sizing{EmbeddedServer: srv != nil})
 	if err := health.Start(w); err != nil {
 		return fmt.Errorf("start worker: %w", err)
 	}
@@ -335,7 +337,7 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return err
 	}
 	w := health.NewWorker(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg),
-		Metrics: m, Workspace: store}), cfg.WorkerStopTimeout)
+		Metrics: m, Workspace: store}), worker.Sizing{StopTimeout: cfg.WorkerStopTimeout})
 	log.Info().Interface("config", cfg.Redacted()).Str("ops", ln.Addr().String()).Msg("worker starting")
 	_, stopCodec, err := serveCodec(cfg, false, log)
 	if err != nil {
