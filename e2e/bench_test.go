@@ -277,8 +277,9 @@ func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 		if lost, _, _ := s.answeredOnce(active, 5*time.Minute); lost > 0 {
 			b.Errorf("%d of the active runs unanswered", lost)
 		}
-		// The process also holds whatever earlier benchmarks left (the SDK's workflow cache is
-		// process-wide): the figures are what this one added.
+		// `go tool task bench` runs each benchmark in a process of its own; run after others in one
+		// process, "at start" also holds what they left (their servers' SQLite databases, the SDK's
+		// process-wide workflow cache): the figures are what this one added.
 		b.Logf("heap in use: %.0f MB at start; +%.0f MB with %d idle lanes (%.0f KB each, %d goroutines); +%.0f MB more with %d runs active at once (%d goroutines)",
 			base, idleMB-base, idle, (idleMB-base)*1024/float64(idle), idleG, activeMB-idleMB, len(active), activeG)
 		b.ReportMetric((idleMB-base)*1024/float64(idle), "KB/idle-lane")
