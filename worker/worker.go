@@ -298,9 +298,9 @@ type Sizing struct {
 // Options are the worker's settings for s.
 //
 // The sizes, measured with the e2e benchmarks (docs/benchmarks.md):
-//   - 8 activity pollers instead of the SDK's 2: with 2, an activity often waited for a poller while
-//     the other was in a long poll, and 300 conversations at once were answered at 11 a second
-//     instead of 14;
+//   - 8 activity pollers instead of the SDK's 2: with 2 pollers of each kind, a task often waited
+//     for a poller while the other was in a long poll, and 300 conversations at once were answered
+//     at 11 a second instead of 14 with 8 of each (measured on temporaltest's server);
 //   - 8 workflow task pollers against a cluster, 2 against an embedded server. Each workflow task a
 //     worker takes is a few transactions on the server's database, and an embedded server has a
 //     single SQLite connection that the gateway's hand-offs wait for too: with 8, a backlog of
