@@ -349,7 +349,11 @@ func pollListed(t *testing.T, c client.Client, ns, wfID string) {
 // TestOldLayoutKeepsItsWorkflowList: a data directory from before visibility.db, whose workflow list
 // is in temporal.db, still lists its workflows after the upgrade, from the new file.
 func TestOldLayoutKeepsItsWorkflowList(t *testing.T) {
-	dir := t.TempDir()
+	// The server's SQLite plugin keeps every database it opened open, by file name, for the life of
+	// the process: the upgraded start gets a directory of another name (the files moved there), so
+	// that it opens the files afresh, as a new process would.
+	root := t.TempDir()
+	dir := filepath.Join(root, "before")
 	s := startServer(t, Options{DataDir: dir, Logger: testLogger(t)})
 	c := dial(t, s, "default")
 	w := worker.New(c, "devserver-test", worker.Options{})
@@ -372,9 +376,15 @@ func TestOldLayoutKeepsItsWorkflowList(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The old layout: the list in temporal.db, no visibility.db.
+	// The old layout: the list in temporal.db, no visibility.db. The server re-runs its latest
+	// visibility tasks after a restart, which would list wfID again by itself: the row that must
+	// survive is renamed to a workflow this server never ran.
 	persistence, visibility := filepath.Join(dir, persistenceFile), filepath.Join(dir, visibilityFile)
 	if err := copyVisibility(visibility, persistence); err != nil {
+		t.Fatal(err)
+	}
+	const before = "devserver-test-listed-before-the-upgrade"
+	if err := execSQLite(persistence, "UPDATE executions_visibility SET workflow_id = '"+before+"', run_id = '5f0c6a52-0d1e-4b7e-9a57-000000000001' WHERE workflow_id = '"+wfID+"'"); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{visibility, visibility + "-wal", visibility + "-shm"} {
@@ -383,8 +393,13 @@ func TestOldLayoutKeepsItsWorkflowList(t *testing.T) {
 		}
 	}
 
+	dir = filepath.Join(root, "after")
+	if err := os.Rename(filepath.Join(root, "before"), dir); err != nil {
+		t.Fatal(err)
+	}
+	persistence, visibility = filepath.Join(dir, persistenceFile), filepath.Join(dir, visibilityFile)
 	s = startServer(t, Options{DataDir: dir, Logger: testLogger(t)})
-	pollListed(t, dial(t, s, "default"), "default", wfID)
+	pollListed(t, dial(t, s, "default"), "default", before)
 	if _, err := os.Stat(visibility); err != nil {
 		t.Fatalf("no %s after the upgrade: %v", visibilityFile, err)
 	}
@@ -397,6 +412,26 @@ func TestOldLayoutKeepsItsWorkflowList(t *testing.T) {
 	if err := db.QueryRow("SELECT count(*) FROM executions_visibility").Scan(&n); err != nil || n != 0 {
 		t.Fatalf("%s still holds %d rows of the workflow list (%v)", persistenceFile, n, err)
 	}
+	// Both files in WAL mode (the mode is stored in the file): see sqlite.go for why.
+	for _, f := range []string{persistence, visibility} {
+		if mode := journalMode(t, f); mode != "wal" {
+			t.Errorf("%s: journal mode %q, want wal", f, mode)
+		}
+	}
+}
+
+func journalMode(t *testing.T, path string) string {
+	t.Helper()
+	db, err := stdsql.Open(sqliteDriver, "file:"+path+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	return mode
 }
 
 // TestSchemaVersion: a database whose recorded schema version differs from
