@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/internal/fakellm"
+)
+
+// envDevProcess makes the test binary run `lucy dev` instead of the tests (TestMain), so that a test
+// can kill it with SIGKILL, server, worker and gateway at once, as a crash or the OOM killer would.
+const envDevProcess = "LUCY_TEST_DEV_PROCESS"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envDevProcess) == "1" {
+		os.Exit(run(context.Background(), []string{"dev"}, os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// `lucy dev` killed with SIGKILL while a model call is in flight, then started again on the same
+// data directory: the conversation is answered exactly once. This is what the embedded server's
+// SQLite settings promise (WAL, synchronous=NORMAL: devserver/sqlite.go): a crash of the process
+// loses no commit.
+func TestDevKilledMidRunAnswersOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts lucy dev twice")
+	}
+	inFlight, killed := make(chan struct{}, 1), make(chan struct{})
+	llm := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if n == 1 {
+			inFlight <- struct{}{}
+			<-killed // the process dies with this call in flight
+		}
+		return fakellm.Reply{Content: "The plan has three phases."}
+	})
+	dataDir := t.TempDir()
+	env := []string{
+		envDevProcess + "=1", "LUCY_DATA_DIR=" + dataDir, "LUCY_TEMPORAL_PORT=" + fmt.Sprint(freePort(t)),
+		"LUCY_UI_PORT=" + fmt.Sprint(freePort(t)), "LUCY_HTTP_ADDR=127.0.0.1:" + fmt.Sprint(freePort(t)),
+		"OPENAI_BASE_URL=" + llm.BaseURL(), "LUCY_MODEL_DEFAULT=fake", "LUCY_LOG_LEVEL=warn",
+	}
+	first := startDevProcess(t, env)
+	if _, err := io.WriteString(first.stdin, "summarize the launch plan\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inFlight:
+	case <-time.After(time.Minute):
+		t.Fatalf("the model was never called: %s", first.out.String())
+	}
+	first.kill()
+	close(killed)
+
+	second := startDevProcess(t, env)
+	defer second.kill()
+	local, err := readLocalWorkspace(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := slack.New(local.Token, slack.OptionAPIURL(local.URL))
+	answers := func() int {
+		hist, err := api.GetConversationHistory(&slack.GetConversationHistoryParameters{ChannelID: "CLOCAL", Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, root := range hist.Messages {
+			if root.Text != "summarize the launch plan" {
+				continue
+			}
+			replies, _, _, err := api.GetConversationReplies(&slack.GetConversationRepliesParameters{ChannelID: "CLOCAL", Timestamp: root.Timestamp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range replies {
+				if m.BotID != "" && strings.Contains(m.Text, "three phases") {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	restarted := time.Now()
+	waitFor(t, "the answer after the restart", 2*time.Minute, func() bool { return answers() > 0 })
+	t.Logf("answered %v after the restart", time.Since(restarted).Round(100*time.Millisecond))
+	time.Sleep(2 * time.Second) // a second answer, if any, would come right after the first
+	if n := answers(); n != 1 {
+		t.Errorf("%d answers in the thread, want 1", n)
+	}
+}
+
+// killableDev is `lucy dev` in a process of its own, its terminal on pipes.
+type killableDev struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	out    *syncBuffer
+	exited chan struct{}
+}
+
+// startDevProcess starts `lucy dev` in a new process and waits for its banner.
+func startDevProcess(t *testing.T, env []string) *killableDev {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	p := &killableDev{cmd: cmd, out: &syncBuffer{}, exited: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = p.out, p.out
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	t.Cleanup(p.kill)
+	waitFor(t, "the startup banner", 3*time.Minute, func() bool {
+		select {
+		case <-p.exited:
+			t.Fatalf("lucy dev exited: %s", p.out.String())
+		default:
+		}
+		return strings.Contains(p.out.String(), "Gateway: terminal")
+	})
+	return p
+}
+
+// kill ends the process with SIGKILL: no deferred function, no graceful stop, no flush.
+func (p *killableDev) kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.exited
+}
