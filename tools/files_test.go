@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -253,26 +252,6 @@ func TestFileLimits(t *testing.T) {
 		t.Errorf("the parts do not join up to the file (%d bytes read, want %d)", got.Len(), len(long))
 	}
 	wantToolError(t, mustRun(t, r, ReadFile, fmt.Sprintf(`{"path": "long.txt", "offset": %d}`, len(long))), "past the end")
-}
-
-func TestConcurrentEdits(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
-	var content strings.Builder
-	for i := range 20 {
-		fmt.Fprintf(&content, "item %02d: todo\n", i)
-	}
-	mustRun(t, r, WriteFile, fmt.Sprintf(`{"path": "list.txt", "content": %q}`, content.String()))
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Go(func() {
-			mustRun(t, r, EditFile, fmt.Sprintf(`{"path": "list.txt", "old": "item %02d: todo", "new": "item %02d: done"}`, i, i))
-		})
-	}
-	wg.Wait()
-	got := mustRun(t, r, ReadFile, `{"path": "list.txt"}`).Content
-	if strings.Contains(got, "todo") {
-		t.Errorf("parallel edits lost an update:\n%s", got)
-	}
 }
 
 // jsonArgs encodes arguments as the model would send them.
