@@ -93,6 +93,7 @@ type stackOptions struct {
 	interceptors []interceptor.ClientInterceptor
 	// devServer runs the embedded server `lucy dev` runs (package devserver: SQLite files in a
 	// temporary directory) instead of temporaltest's in-memory one: the benchmarks measure that.
+	// serverOpts do not apply to it.
 	devServer bool
 }
 
