@@ -476,3 +476,106 @@ func mimeOf(name string) string {
 	}
 	return "application/octet-stream"
 }
+
+// members returns the people in a conversation (Channel.Members, or its default).
+func (s *Server) members(ch Channel) []string {
+	switch {
+	case ch.Members != nil:
+		return ch.Members
+	case ch.IsIM:
+		return []string{ch.User, s.opts.BotUserID}
+	}
+	var all []string
+	for _, id := range s.userOrder {
+		if !s.users[id].IsBot {
+			all = append(all, id)
+		}
+	}
+	if !ch.BotNotMember {
+		all = append(all, s.opts.BotUserID)
+	}
+	return all
+}
+
+func (s *Server) isMember(ch Channel, user string) bool {
+	if user == s.opts.BotUserID {
+		return !ch.BotNotMember
+	}
+	for _, m := range s.members(ch) {
+		if m == user {
+			return true
+		}
+	}
+	return false
+}
+
+// conversationsMembers serves conversations.members. As Slack's, a private conversation the caller is
+// not in is channel_not_found, not an empty list.
+func (s *Server) conversationsMembers(c *call) (reply, *apiError) {
+	cs, ok := s.channels[c.p.Get("channel")]
+	if !ok || (channelType(cs.info) != "public_channel" && !s.isMember(cs.info, c.who.user)) {
+		return nil, errCode("channel_not_found")
+	}
+	all := s.members(cs.info)
+	start, aerr := offsetCursor(c.p.Get("cursor"))
+	if aerr != nil {
+		return nil, aerr
+	}
+	limit := pageLimit(c.p, 100, 1000)
+	start = min(start, len(all))
+	end := min(start+limit, len(all))
+	next := ""
+	if end < len(all) {
+		next = encodeCursor("off:" + strconv.Itoa(end))
+	}
+	return reply{"members": append([]string{}, all[start:end]...), "response_metadata": map[string]any{"next_cursor": next}}, nil
+}
+
+// usersConversations serves users.conversations: the conversations a person (the caller by default) is
+// in, of the given types. As with Slack's, a caller sees another person's non-public conversations
+// only where it is a member too.
+func (s *Server) usersConversations(c *call) (reply, *apiError) {
+	user := c.p.Get("user")
+	if user == "" {
+		user = c.who.user
+	}
+	if _, ok := s.users[user]; !ok {
+		return nil, errCode("user_not_found")
+	}
+	types := map[string]bool{}
+	for _, t := range strings.Split(c.p.Get("types"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			types[t] = true
+		}
+	}
+	if len(types) == 0 {
+		types["public_channel"] = true
+	}
+	var all []Channel
+	for _, id := range s.chanOrder {
+		ch := s.channels[id].info
+		if !types[channelType(ch)] || (ch.IsArchived && boolParam(c.p, "exclude_archived")) || !s.isMember(ch, user) {
+			continue
+		}
+		if channelType(ch) != "public_channel" && user != c.who.user && !s.isMember(ch, c.who.user) {
+			continue
+		}
+		all = append(all, ch)
+	}
+	start, aerr := offsetCursor(c.p.Get("cursor"))
+	if aerr != nil {
+		return nil, aerr
+	}
+	limit := pageLimit(c.p, 100, 1000)
+	start = min(start, len(all))
+	end := min(start+limit, len(all))
+	chans := []map[string]any{}
+	for _, ch := range all[start:end] {
+		chans = append(chans, s.channelJSON(ch))
+	}
+	next := ""
+	if end < len(all) {
+		next = encodeCursor("off:" + strconv.Itoa(end))
+	}
+	return reply{"channels": chans, "response_metadata": map[string]any{"next_cursor": next}}, nil
+}

@@ -83,6 +83,10 @@ type Channel struct {
 	// BotNotMember: the bot was never invited (or was removed): conversations.info and .list say
 	// is_member false, and the bot's chat.postMessage there fails with not_in_channel, as Slack's does.
 	BotNotMember bool
+	// Members are the people in the conversation. Nil means everyone: every person of the workspace
+	// for a channel (a small workspace where all are in every channel, as in `lucy dev`), the
+	// person and the bot for a DM. The bot's own membership is BotNotMember, not this list.
+	Members []string
 }
 
 // Metadata is Slack message metadata.
@@ -500,6 +504,8 @@ var handlers = map[string]handler{
 	"conversations.history":        (*Server).conversationsHistory,
 	"conversations.info":           (*Server).conversationsInfo,
 	"conversations.list":           (*Server).conversationsList,
+	"conversations.members":        (*Server).conversationsMembers,
+	"users.conversations":          (*Server).usersConversations,
 	"search.messages":              (*Server).searchMessages,
 	"files.getUploadURLExternal":   (*Server).filesGetUploadURLExternal,
 	"files.completeUploadExternal": (*Server).filesCompleteUploadExternal,
@@ -755,5 +761,15 @@ func (s *Server) serveWait(ctx context.Context, p url.Values) reply {
 		case <-ctx.Done():
 			return reply{"revision": rev, "changed": false}
 		}
+	}
+}
+
+// SetMembers replaces the people in a conversation (Channel.Members): tests use it for someone who
+// joins or leaves a channel.
+func (s *Server) SetMembers(channel string, members []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cs, ok := s.channels[channel]; ok {
+		cs.info.Members = append([]string{}, members...)
 	}
 }

@@ -244,7 +244,8 @@ var coreTools = []entry{
 		spec: Spec{
 			Name: GetChannelHistory,
 			Description: "Read the most recent messages of a Slack channel, oldest first, with each message's ts and reply " +
-				"count. Use lucy_get_thread to read a thread's replies.",
+				"count. Use lucy_get_thread to read a thread's replies. Only channels the person you work for is a member of " +
+				"(and the current conversation); never another direct-message conversation.",
 			Idempotent: true,
 			Human:      "reading the channel",
 		},
@@ -258,10 +259,11 @@ var coreTools = []entry{
 	},
 	{
 		spec: Spec{
-			Name:        GetThread,
-			Description: "Read a Slack thread: its root message and replies, oldest first.",
-			Idempotent:  true,
-			Human:       "reading a thread",
+			Name: GetThread,
+			Description: "Read a Slack thread: its root message and replies, oldest first. Only in channels the person you " +
+				"work for is a member of.",
+			Idempotent: true,
+			Human:      "reading a thread",
 		},
 		required: []string{"channel", "ts"},
 		props: func() []prop {
@@ -288,7 +290,7 @@ var coreTools = []entry{
 		spec: Spec{
 			Name: ListSlackChannels,
 			Description: "List the Slack channels Lucy can see, with their IDs, member counts, topics and whether Lucy is " +
-				"a member (she can only read channels she is in).",
+				"a member (she can only read channels she is in). Only channels the person you work for is a member of are listed.",
 			Idempotent: true,
 			Human:      "looking up channels",
 		},
@@ -302,7 +304,8 @@ var coreTools = []entry{
 		spec: Spec{
 			Name: PostMessage,
 			Description: "Post a message in another Slack channel (not the current thread: your final answer goes there " +
-				"by itself). A person must approve it first. Uses Slack mrkdwn formatting.",
+				"by itself), or to a person by user ID as a direct message. Only in channels the person you work for is a member " +
+				"of. A person must approve it first. Uses Slack mrkdwn formatting.",
 			Destructive: true,
 			Human:       "posting a message",
 		},

@@ -36,6 +36,27 @@ func run(tb testing.TB, r *Registry, name, args string) (Output, error) {
 	})
 }
 
+// runFor calls the tool with args for user, in the test team's conversation CLOCAL.
+func runFor(tb testing.TB, r *Registry, user, name, args string) (Output, error) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return r.Run(ctx, Invocation{
+		Name: name, Arguments: args, Team: testTeam, Channel: "CLOCAL", ThreadTS: "1700000000.000100",
+		User: user, RunID: "lane:TTEST:CLOCAL:1700000000.000100/run-1", CallID: "call_1",
+	})
+}
+
+// mustRunFor is runFor for a call that must succeed without a Go error.
+func mustRunFor(tb testing.TB, r *Registry, user, name, args string) Output {
+	tb.Helper()
+	out, err := runFor(tb, r, user, name, args)
+	if err != nil {
+		tb.Fatalf("%s(%s) as %s: unexpected error: %v", name, args, user, err)
+	}
+	return out
+}
+
 // mustRun runs a call that must succeed without a Go error and returns its output.
 func mustRun(tb testing.TB, r *Registry, name, args string) Output {
 	tb.Helper()

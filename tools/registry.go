@@ -64,6 +64,9 @@ type SlackAPI interface {
 	// time zone, and whether Lucy can post where a job or monitor reports.
 	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
 	GetConversationInfoContext(ctx context.Context, input *slack.GetConversationInfoInput) (*slack.Channel, error)
+	// GetConversationsForUserContext (users.conversations) tells which conversations the requester is
+	// in: the access rule (access.go).
+	GetConversationsForUserContext(ctx context.Context, params *slack.GetConversationsForUserParameters) ([]slack.Channel, string, error)
 	// UploadFileContext is slack-go's files v2 upload (files.getUploadURLExternal, the upload itself,
 	// files.completeUploadExternal); slack-go v0.35 renamed UploadFileV2Context to it.
 	UploadFileContext(ctx context.Context, params slack.UploadFileParameters) (*slack.FileSummary, error)
@@ -126,6 +129,10 @@ type Registry struct {
 	searchHTTP *http.Client
 
 	fetchTimeout time.Duration // 20 s; tests shorten it
+	// members caches each requester's conversations for the access rule (access.go).
+	members membershipCache
+	// searchOwners caches the user ID behind each team's SLACK_USER_TOKEN (slack_search.go).
+	searchOwners sync.Map
 }
 
 // NewRegistry returns a Registry over d.

@@ -139,23 +139,29 @@ func TestSearchSlackHistory(t *testing.T) {
 	w.say(t, "CPLANS", "secret Q3 launch plans")
 
 	out := mustRun(t, w.r, SearchSlackHistory, `{"query": "q3 LAUNCH"}`)
-	wantOK(t, out, "without SLACK_USER_TOKEN", "#general", "October 14", "#secret-plans", "2 match(es)")
+	wantOK(t, out, "only with SLACK_USER_TOKEN", "#general", "October 14", "#secret-plans", "2 match(es)")
 	if strings.Contains(out.Content, "slipped") {
 		t.Error("the fallback claims to search threads")
 	}
 
+	// Alice's user token searches with Alice's access, so only Alice's own requests use it.
 	user := slack.New("xoxp-alice", slack.OptionAPIURL(w.base))
 	w.r.deps.SlackUser = func(string) SlackSearchAPI { return user }
-	out = mustRun(t, w.r, SearchSlackHistory, `{"query": "q3 launch", "count": 2}`)
+	out = mustRunFor(t, w.r, "UALICE", SearchSlackHistory, `{"query": "q3 launch", "count": 2}`)
 	wantOK(t, out, "3 match(es) in the workspace, newest 2 shown", "#secret-plans", "slipped a week", "/archives/")
-	out = mustRun(t, w.r, SearchSlackHistory, `{"query": "launch in:#general"}`)
+	out = mustRunFor(t, w.r, "UALICE", SearchSlackHistory, `{"query": "launch in:#general"}`)
 	wantOK(t, out, "1 match(es)", "October 14")
-
-	// A bot token given as the user token: Slack's refusal reaches the model.
-	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(w.base))
-	w.r.deps.SlackUser = func(string) SlackSearchAPI { return bot }
-	out, err := run(t, w.r, SearchSlackHistory, `{"query": "launch"}`)
-	if err == nil && !strings.Contains(out.Content, "not_allowed_token_type") {
-		t.Errorf("bot token search: %+v", out)
+	searches := w.srv.Calls("search.messages")
+	out = mustRun(t, w.r, SearchSlackHistory, `{"query": "q3 launch"}`) // ULOCAL: not the token's owner
+	wantOK(t, out, "only for its owner's requests", "2 match(es)")
+	if n := w.srv.Calls("search.messages"); n != searches {
+		t.Errorf("someone else's request searched with Alice's token (%d searches, want %d)", n, searches)
 	}
+
+	// A bot token given as the user token belongs to nobody who asks: the bot-token search runs.
+	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(w.base))
+	w.r = newTestRegistry(t, w.r.deps)
+	w.r.deps.SlackUser = func(string) SlackSearchAPI { return bot }
+	out = mustRunFor(t, w.r, "UALICE", SearchSlackHistory, `{"query": "launch"}`)
+	wantOK(t, out, "only for its owner's requests")
 }

@@ -232,6 +232,9 @@ func (r *Registry) channelHistory(ctx context.Context, e entry, inv Invocation) 
 	if out != nil || err != nil {
 		return deref(out), err
 	}
+	if out, err := r.checkConversation(ctx, api, GetChannelHistory, inv, ch.id, ch.label); out != nil || err != nil {
+		return deref(out), err
+	}
 	resp, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{
 		ChannelID: ch.id,
 		Limit:     args.Limit,
@@ -273,9 +276,20 @@ func (r *Registry) listChannels(ctx context.Context, e entry, inv Invocation) (O
 	if err != nil {
 		return slackFailed(ctx, ListSlackChannels, err)
 	}
+	// The list shows only what the requester may see (access.go): the channels they are in. An
+	// admin sees every channel Lucy can.
+	var mine map[string]bool
+	if !r.isAdmin(inv.User) {
+		if mine, err = r.channelsOf(ctx, api, inv.Team, inv.User); err != nil {
+			return slackFailed(ctx, ListSlackChannels, err)
+		}
+	}
 	q := strings.ToLower(strings.TrimSpace(args.Query))
 	var lines []string
 	for _, c := range channels {
+		if mine != nil && !mine[c.ID] && c.ID != inv.Channel {
+			continue
+		}
 		if q != "" && !strings.Contains(strings.ToLower(c.Name+" "+c.Topic.Value+" "+c.Purpose.Value), q) {
 			continue
 		}
@@ -300,13 +314,16 @@ func (r *Registry) listChannels(ctx context.Context, e entry, inv Invocation) (O
 	}
 	if len(lines) == 0 {
 		if q != "" {
-			return Output{Content: fmt.Sprintf("No channel matches %q.", args.Query)}, nil
+			return Output{Content: fmt.Sprintf("No channel that <@%s> may see matches %q.", inv.User, args.Query)}, nil
 		}
-		return Output{Content: "Lucy cannot see any channel."}, nil
+		return Output{Content: "Lucy cannot see any channel that <@" + inv.User + "> is a member of."}, nil
 	}
 	head := fmt.Sprintf("%d channel(s):\n", len(lines))
 	if truncated {
 		head = fmt.Sprintf("%d channel(s) among the first %d of the workspace:\n", len(lines), maxListedChannels)
+	}
+	if mine != nil {
+		head = "Channels <@" + inv.User + "> is a member of (Lucy lists and reads only those for them). " + head
 	}
 	return Output{Content: head + strings.Join(lines, "\n")}, nil
 }
@@ -332,6 +349,9 @@ func (r *Registry) getThread(ctx context.Context, e entry, inv Invocation) (Outp
 	}
 	ch, out, err := r.resolveChannel(ctx, api, GetThread, args.Channel, false)
 	if out != nil || err != nil {
+		return deref(out), err
+	}
+	if out, err := r.checkConversation(ctx, api, GetThread, inv, ch.id, ch.label); out != nil || err != nil {
 		return deref(out), err
 	}
 	params := &slack.GetConversationRepliesParameters{ChannelID: ch.id, Timestamp: ts, Limit: 200}
@@ -388,6 +408,14 @@ func (r *Registry) postMessage(ctx context.Context, e entry, inv Invocation) (Ou
 	ch, out, err := r.resolveChannel(ctx, api, PostMessage, args.Channel, true)
 	if out != nil || err != nil {
 		return deref(out), err
+	}
+	// A direct message to a person by user ID (U…) is Lucy writing to them, which anyone may ask for
+	// (with approval, as for any post elsewhere); every conversation ID goes through the access rule,
+	// so the person who approves is one who may post there.
+	if id := ch.id; id[0] != 'U' && id[0] != 'W' {
+		if out, err := r.checkConversation(ctx, api, PostMessage, inv, id, ch.label); out != nil || err != nil {
+			return deref(out), err
+		}
 	}
 
 	var opts []slack.MsgOption

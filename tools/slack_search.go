@@ -18,6 +18,8 @@ const SearchSlackHistory = "lucy_search_slack_history"
 // SlackSearchAPI is the user-token client's part the search uses.
 type SlackSearchAPI interface {
 	SearchMessagesContext(ctx context.Context, query string, params slack.SearchParameters) (*slack.SearchMessages, error)
+	// AuthTestContext names the token's owner: only that person's requests search with it.
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
 }
 
 var _ SlackSearchAPI = (*slack.Client)(nil)
@@ -62,14 +64,38 @@ func (r *Registry) searchSlackHistory(ctx context.Context, e entry, inv Invocati
 	}
 	if r.deps.SlackUser != nil {
 		if api := r.deps.SlackUser(inv.Team); api != nil {
-			return r.searchWithUserToken(ctx, api, args)
+			// A user token searches with its owner's access: everything they can read, their own DMs
+			// included. Lending that to every requester would let anyone read the owner's channels,
+			// so only the owner's own requests use it; everyone else gets the bot-token search,
+			// limited to their channels.
+			owner, err := r.searchTokenOwner(ctx, inv.Team, api)
+			if err != nil {
+				return slackFailed(ctx, SearchSlackHistory, err)
+			}
+			if owner == inv.User {
+				return r.searchWithUserToken(ctx, api, args)
+			}
 		}
 	}
 	bot, out := r.slackAPI(inv.Team)
 	if out != nil {
 		return *out, nil
 	}
-	return r.searchRecentHistory(ctx, bot, args)
+	return r.searchRecentHistory(ctx, bot, inv, args)
+}
+
+// searchTokenOwner returns the user ID behind the team's user token (auth.test, once per process:
+// a token belongs to one person for its whole life).
+func (r *Registry) searchTokenOwner(ctx context.Context, team string, api SlackSearchAPI) (string, error) {
+	if v, ok := r.searchOwners.Load(team); ok {
+		return v.(string), nil
+	}
+	resp, err := api.AuthTestContext(ctx)
+	if err != nil {
+		return "", err
+	}
+	r.searchOwners.Store(team, resp.UserID)
+	return resp.UserID, nil
 }
 
 func (r *Registry) searchWithUserToken(ctx context.Context, api SlackSearchAPI, args slackSearchArgs) (Output, error) {
@@ -104,14 +130,21 @@ func (r *Registry) searchWithUserToken(ctx context.Context, api SlackSearchAPI, 
 
 // searchRecentHistory is the bot-token fallback: the recent messages of the channels Lucy is a member
 // of, every word of the query present (case-insensitive), newest first.
-func (r *Registry) searchRecentHistory(ctx context.Context, api SlackAPI, args slackSearchArgs) (Output, error) {
+func (r *Registry) searchRecentHistory(ctx context.Context, api SlackAPI, inv Invocation, args slackSearchArgs) (Output, error) {
 	channels, _, err := listAllChannels(ctx, api)
 	if err != nil {
 		return slackFailed(ctx, SearchSlackHistory, err)
 	}
+	// Only channels the requester is in (access.go); an admin's search covers all of Lucy's.
+	var theirs map[string]bool
+	if !r.isAdmin(inv.User) {
+		if theirs, err = r.channelsOf(ctx, api, inv.Team, inv.User); err != nil {
+			return slackFailed(ctx, SearchSlackHistory, err)
+		}
+	}
 	var mine []slack.Channel
 	for _, ch := range channels {
-		if ch.IsMember {
+		if ch.IsMember && (theirs == nil || theirs[ch.ID] || ch.ID == inv.Channel) {
 			mine = append(mine, ch)
 		}
 	}
@@ -146,8 +179,9 @@ func (r *Registry) searchRecentHistory(ctx context.Context, api SlackAPI, args s
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].msg.Timestamp > hits[j].msg.Timestamp })
 	var b strings.Builder
-	fmt.Fprintf(&b, "Searched the last %d messages of the %d channel(s) I am in for %q (without SLACK_USER_TOKEN I "+
-		"cannot use Slack's full search: older messages, threads and channels I am not in were not searched", read, len(mine), args.Query)
+	fmt.Fprintf(&b, "Searched the last %d messages of the %d channel(s) both Lucy and <@%s> are in for %q (Slack's full search "+
+		"is used only with SLACK_USER_TOKEN and only for its owner's requests: older messages, threads and other channels "+
+		"were not searched", read, len(mine), inv.User, args.Query)
 	if skipped > 0 {
 		fmt.Fprintf(&b, "; %d more channels were skipped", skipped)
 	}

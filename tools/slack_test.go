@@ -24,7 +24,7 @@ func newSlackWorkspace(t *testing.T) *slackWorkspace {
 	t.Helper()
 	srv, base := localslack.NewTestServer(t, localslack.Options{
 		Team:       testTeam,
-		Users:      []localslack.User{{ID: "UALICE", Name: "alice", RealName: "Alice"}},
+		Users:      []localslack.User{{ID: "ULOCAL", Name: "local", RealName: "Local Person"}, {ID: "UALICE", Name: "alice", RealName: "Alice"}},
 		UserTokens: map[string]string{"xoxp-alice": "UALICE"},
 		Channels: []localslack.Channel{
 			{ID: "CLOCAL", Name: "general"},
@@ -80,7 +80,9 @@ func TestChannelHistory(t *testing.T) {
 	wantOK(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "<#CRANDOM|random>"}`), "CRANDOM has no messages.")
 	wantToolError(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "#nope"}`), "no channel named #nope",
 		"lucy_list_slack_channels")
-	wantToolError(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "CNOPE"}`), "cannot find that channel")
+	// An ID nobody is in reads as one the requester is not in: whether a channel exists is not
+	// given away either.
+	wantToolError(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "CNOPE"}`), "is not a member of CNOPE")
 	_, err := run(t, w.r, GetChannelHistory, `{"channel": "UALICE"}`)
 	wantArgError(t, err, GetChannelHistory, "is a user ID")
 }
@@ -155,7 +157,7 @@ func TestListSlackChannels(t *testing.T) {
 		t.Errorf("archived channels or DMs are listed:\n%s", out.Content)
 	}
 	wantOK(t, mustRun(t, w.r, ListSlackChannels, `{"query": "PLANS"}`), "1 channel(s):", "#secret-plans")
-	wantOK(t, mustRun(t, w.r, ListSlackChannels, `{"query": "zzz"}`), `No channel matches "zzz".`)
+	wantOK(t, mustRun(t, w.r, ListSlackChannels, `{"query": "zzz"}`), `No channel that <@ULOCAL> may see matches "zzz".`)
 }
 
 func TestGetThread(t *testing.T) {
