@@ -3,10 +3,12 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/tools"
 )
@@ -46,4 +48,32 @@ func (a *Activities) ClosedWorkflows(ctx context.Context, ids []string) ([]strin
 		}
 	}
 	return closed, nil
+}
+
+// ScheduleAccessInput asks whether a job's or monitor's creator may still use its channel.
+type ScheduleAccessInput struct {
+	Team    string `json:"team"`
+	Channel string `json:"channel"`
+	Creator string `json:"creator"`
+}
+
+// ScheduleAccess is the verdict: Denied says why the creator may no longer use the channel ("" when
+// they may).
+type ScheduleAccess struct {
+	Denied string `json:"denied,omitempty"`
+}
+
+// CheckScheduleAccess applies the access rule (tools.Registry.ScheduleAccess) at a firing: a job runs
+// as its creator, so a creator who left the job's channel (or lost the right to it) loses the job's
+// access to it too. A check that cannot be made fails the activity (retried by its policy): the
+// firing must not go ahead on a guess.
+func (a *Activities) CheckScheduleAccess(ctx context.Context, in ScheduleAccessInput) (ScheduleAccess, error) {
+	if a.Tools == nil {
+		return ScheduleAccess{}, temporal.NewNonRetryableApplicationError("no tools configured", ErrConfig, nil)
+	}
+	denied, err := a.Tools.ScheduleAccess(ctx, in.Team, in.Creator, in.Channel)
+	if err != nil {
+		return ScheduleAccess{}, fmt.Errorf("check %s's access to %s: %w", in.Creator, in.Channel, err)
+	}
+	return ScheduleAccess{Denied: denied}, nil
 }

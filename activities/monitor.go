@@ -2,6 +2,8 @@ package activities
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -19,6 +21,16 @@ type MonitorInput struct {
 func (a *Activities) CheckMonitor(ctx context.Context, in MonitorInput) (tools.MonitorResult, error) {
 	if a.Tools == nil {
 		return tools.MonitorResult{}, temporal.NewNonRetryableApplicationError("no tools configured", ErrConfig, nil)
+	}
+	// A monitor posts as its creator: one who may no longer use its channel (left it, or lost the
+	// right) loses the monitor's access to it, checked at every firing. A check that cannot be made
+	// fails the activity (retried by its policy): no alert goes out on a guess.
+	denied, err := a.Tools.ScheduleAccess(ctx, in.Spec.Team, in.Spec.Creator, in.Spec.Channel)
+	if err != nil {
+		return tools.MonitorResult{}, fmt.Errorf("check %s's access to %s: %w", in.Spec.Creator, in.Spec.Channel, err)
+	}
+	if denied != "" {
+		return tools.MonitorWithoutAccess(in.Spec, in.Last, denied, time.Now()), nil
 	}
 	return a.Tools.CheckMonitor(ctx, in.Spec, in.Last), nil
 }

@@ -266,6 +266,7 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 		"PostApprovalPrompt":    acts.PostApprovalPrompt,
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
 		"JobTiming":             acts.JobTiming,
+		"CheckScheduleAccess":   acts.CheckScheduleAccess,
 		"ClosedWorkflows":       acts.ClosedWorkflows,
 		"CheckMonitor":          acts.CheckMonitor,
 		"SaveMonitorState":      acts.SaveMonitorState,

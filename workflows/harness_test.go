@@ -127,6 +127,7 @@ func (h *harness) register() {
 	reg("PostApprovalPrompt", acts.PostApprovalPrompt)
 	reg("ResolveApprovalPrompt", acts.ResolveApprovalPrompt)
 	reg("JobTiming", acts.JobTiming)
+	reg("CheckScheduleAccess", acts.CheckScheduleAccess)
 	reg("ClosedWorkflows", acts.ClosedWorkflows)
 	reg("CheckMonitor", acts.CheckMonitor)
 	reg("SaveMonitorState", acts.SaveMonitorState)

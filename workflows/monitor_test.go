@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -21,6 +22,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/tools"
 )
 
@@ -71,8 +73,58 @@ func fireMonitor(t *testing.T, reg *tools.Registry, spec tools.MonitorSpec, last
 }
 
 func monitorRegistry(t *testing.T) *tools.Registry {
+	_, base := monitorSlack(t)
+	return monitorRegistryOn(base)
+}
+
+// monitorSlack is a Slack workspace for monitors: team T1, where U1 and U2 are in #ops (C9). Each
+// firing checks that the creator may still use the monitor's channel.
+func monitorSlack(t *testing.T) (*localslack.Server, string) {
+	return localslack.NewTestServer(t, localslack.Options{
+		Team:     "T1",
+		Users:    []localslack.User{{ID: "U1", Name: "ada"}, {ID: "U2", Name: "bob"}},
+		Channels: []localslack.Channel{{ID: "C9", Name: "ops"}},
+	})
+}
+
+// monitorRegistryOn is a tool registry whose Slack is the workspace at base.
+func monitorRegistryOn(base string) *tools.Registry {
+	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
 	// The test's site is on loopback; production refuses private addresses.
-	return tools.NewRegistry(tools.Deps{DataDir: t.TempDir(), Log: zerolog.Nop(), AllowPrivateNetworks: true})
+	return tools.NewRegistry(tools.Deps{Log: zerolog.Nop(), AllowPrivateNetworks: true,
+		Slack: func(string) tools.SlackAPI { return bot }})
+}
+
+// A monitor posts as its creator: once the creator has left its channel, the firing checks nothing,
+// says once in the channel that the monitor stopped, and stays quiet after that.
+func TestMonitorStopsWhenItsCreatorLeavesTheChannel(t *testing.T) {
+	var hits atomic.Int32
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer site.Close()
+	slackSrv, base := monitorSlack(t)
+	reg := monitorRegistryOn(base)
+	spec := tools.MonitorSpec{Team: "T1", Slug: "api", Name: "api", Channel: "C9", Creator: "U1", EveryMinutes: 5,
+		Check: tools.MonitorCheck{Kind: tools.CheckHTTP, URL: site.URL}}
+
+	f := fireMonitor(t, reg, spec, tools.MonitorState{Status: "ok"}, nil)
+	if f.err != nil || len(f.posts) != 0 || hits.Load() != 1 {
+		t.Fatalf("a member's monitor: err %v, posts %v, checks %d", f.err, f.posts, hits.Load())
+	}
+
+	slackSrv.SetMembers("C9", []string{"U2", localslack.DefaultBotUserID})
+	reg = monitorRegistryOn(base) // a fresh registry: no membership cached
+	f = fireMonitor(t, reg, spec, tools.MonitorState{Status: "ok"}, nil)
+	if f.err != nil || len(f.posts) != 1 || !strings.Contains(f.posts[0].Text, "stopped checking") ||
+		!strings.Contains(f.posts[0].Text, "<@U1> is not a member of <#C9>") {
+		t.Fatalf("after the creator left: err %v, posts %+v", f.err, f.posts)
+	}
+	if hits.Load() != 1 {
+		t.Errorf("the monitor still checked its URL after its creator left (%d checks)", hits.Load())
+	}
+	f = fireMonitor(t, reg, spec, f.saved[len(f.saved)-1], nil)
+	if f.err != nil || len(f.posts) != 0 {
+		t.Errorf("the next firing: err %v, posts %+v (want none: said once)", f.err, f.posts)
+	}
 }
 
 // A monitor's firings carry the state from one to the next through the schedule (here: the state

@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -84,6 +85,32 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), "BadJob", nil)
 	}
 	log.Info("job.fired", "job", id, "team", job.Team, "name", job.DisplayName())
+
+	// A firing runs as the job's creator, so it may only use the job's channel while the creator
+	// still may: someone who left the channel loses their job's access to it. Checked at each
+	// firing, before anything is posted or a slot is taken.
+	if workflow.GetVersion(ctx, changeJobAccess, workflow.DefaultVersion, 1) >= 1 {
+		var acc activities.ScheduleAccess
+		if err := workflow.ExecuteActivity(quick(ctx, "access"), a.CheckScheduleAccess, activities.ScheduleAccessInput{
+			Team: job.Team, Channel: job.Channel, Creator: job.Creator,
+		}).Get(ctx, &acc); err != nil {
+			// Not known: this firing does not run on a guess, and says nothing in a channel it
+			// may no longer use. The failure is the workflow's, visible in the Web UI; the next
+			// firing checks again.
+			outcome(RunFailed)
+			return fmt.Errorf("check the creator's access to the job's channel: %w", err)
+		}
+		if acc.Denied != "" {
+			log.Warn("job.skipped_no_access", "job", id, "creator", job.Creator)
+			outcome("skipped")
+			if strings.HasPrefix(job.Channel, "D") {
+				return nil // someone else's DM: nobody there asked for this job
+			}
+			postJobNote(ctx, job, postID, "no-access", fmt.Sprintf("⏭️ Skipped this run of *%s*: %s Its creator or an "+
+				"admin can move it to another channel or delete it.", job.DisplayName(), acc.Denied))
+			return nil
+		}
+	}
 
 	// When the next firing comes, an approval asked in this one expires before it (a job that
 	// runs every hour does not wait a day for a click).

@@ -70,6 +70,10 @@ const (
 	// the person and channel with a local activity. Read at the start of the run's preparation and at
 	// the lane's first lookup of a person.
 	changeFastStart = "fast-start"
+	// changeJobAccess (issue 19), in a job's firing: the firing first checks that the job's creator
+	// may still use its channel (CheckScheduleAccess: a member, or an admin, or the creator's own DM)
+	// and is skipped with a note when not. Read at the start of the firing.
+	changeJobAccess = "job-access"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker
