@@ -106,9 +106,13 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 	s := &stack{tb: tb, dc: dc}
 	s.slack, s.slackURL = localslack.NewTestServer(tb, localslack.Options{
 		Token: "xoxb-test", Team: team, UserTokens: map[string]string{"xoxp-human": human, "xoxp-other": "UOTHER"},
-		Users: []localslack.User{{ID: human, Name: "ada", RealName: "Ada Lovelace", TZ: "Europe/London"}, {ID: "UOTHER", Name: "bob"}},
+		Users: []localslack.User{{ID: human, Name: "ada", RealName: "Ada Lovelace", TZ: "Europe/London"}, {ID: "UOTHER", Name: "bob"},
+			{ID: "UADMIN", Name: "root", RealName: "Admin"}},
 		Channels: []localslack.Channel{{ID: channel, Name: "general"}, {ID: "DLOCAL", IsIM: true, User: human},
-			{ID: "CSECRET", Name: "secret", BotNotMember: true}},
+			{ID: "CSECRET", Name: "secret", BotNotMember: true},
+			// Bob's: a private channel Ada is not in, and his DM with Lucy (the access rule).
+			{ID: "CBOB", Name: "bob-private", IsPrivate: true, Members: []string{"UOTHER", "ULUCY"}},
+			{ID: "DBOB", IsIM: true, User: "UOTHER"}},
 	})
 	s.llm = fakellm.New(tb, llm)
 	log := logging.New(io.Discard, "error", "json")
