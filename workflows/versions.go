@@ -70,6 +70,14 @@ const (
 	// the person and channel with a local activity. Read at the start of the run's preparation and at
 	// the lane's first lookup of a person.
 	changeFastStart = "fast-start"
+	// changeCancelRights (issue 19), in the lane: a cancel may stop only what its sender may stop. A
+	// running request is stopped by its requester (a job's firing: the job's creator) or an admin
+	// (LUCY_ADMIN_USERS, asked of the worker by the IsAdmin activity); "cancel everything" drops the
+	// sender's own queued messages, and everyone's only for an admin. Anyone else is told, in the
+	// thread and to them alone, who can stop it, and nothing is cancelled. Read where a cancel that
+	// would reach someone else's run or queued message arrives: only a lane that gets one records it,
+	// and an older history replays such a cancel as it was (anyone stopped anything).
+	changeCancelRights = "cancel-rights"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker
