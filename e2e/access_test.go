@@ -61,8 +61,8 @@ func TestAccessRefusedThroughTheStack(t *testing.T) {
 	}
 
 	answer := ask(human, "Ev-access-1")
-	for _, want := range []string{"<@"+human+"> is not a member of CBOB", "direct-message conversation other than this one",
-		"<@"+human+"> is not a member of #bob-private"} {
+	for _, want := range []string{"<@" + human + "> is not a member of CBOB", "direct-message conversation other than this one",
+		"<@" + human + "> is not a member of #bob-private"} {
 		if !strings.Contains(answer, want) && !strings.Contains(answer, strings.ReplaceAll(want, "<@"+human+">", "@ada")) {
 			t.Errorf("the model was not told %q; it saw:\n%s", want, answer)
 		}

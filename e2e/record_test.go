@@ -154,6 +154,18 @@ var scenarios = []struct {
 		}
 		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "three phases") })
 	}},
+	// cancel-rights: someone who did not ask says "cancel that"; the lane refuses (change ID
+	// cancel-rights: an admin check, a refusal to them alone) and the run answers.
+	{"cancel-rights", "<@ULUCY> summarize the incident report", func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "The incident lasted 28 minutes.", Hold: cancelRightsHold}
+	}, func(s *stack, ts string) {
+		s.waitFor("the model call", 30*time.Second, func() bool { return len(s.llm.Requests()) > 0 })
+		cts := s.say("<@ULUCY> cancel that", ts)
+		s.event("message", "Ev-other-stop", "<@ULUCY> cancel that", cts, ts, "UOTHER")
+		s.waitFor("the refusal", 30*time.Second, func() bool { return len(s.slack.Ephemerals(channel)) > 0 })
+		close(cancelRightsHold)
+		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "28 minutes") })
+	}},
 }
 
 // statusSite is a web page that answers 503 until statusSiteUp (the tool-parks scenario).
@@ -162,6 +174,8 @@ var (
 	statusSiteSrv  *httptest.Server
 	statusSiteUp   atomic.Bool
 	refusalHold    = make(chan struct{})
+	// cancelRightsHold keeps the cancel-rights scenario's model call in flight until the refusal.
+	cancelRightsHold = make(chan struct{})
 )
 
 func statusSite() *httptest.Server {

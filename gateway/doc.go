@@ -5,8 +5,8 @@
 // # Hand-off before acknowledgement
 //
 // Every Slack event becomes a signal to the lane workflow of its thread (lane:{team}:{channel}:{thread_ts})
-// with SignalWithStart, which returns once Temporal has persisted the signal, whether or not a worker
-// is running. Only then is Slack acknowledged: HTTP answers 200, Socket Mode sends the envelope's ack.
+// with SignalWithStart (a cancel: a plain signal, see below), which returns once Temporal has
+// persisted the signal, whether or not a worker is running. Only then is Slack acknowledged: HTTP answers 200, Socket Mode sends the envelope's ack.
 // When the hand-off fails, HTTP answers 500 and Socket Mode does not ack, and Slack delivers the event
 // again, so an acknowledged event is never lost.
 //
@@ -25,7 +25,12 @@
 //
 // "cancel that" becomes the lane's `cancel` signal; "what are you working on?" becomes a message with
 // Control "status", which the lane answers from its run's status without starting a run. Neither
-// starts agent work. Slack events and the terminal share this one path (handOff).
+// starts agent work. A cancel is a plain signal, never a SignalWithStart: in a thread without a
+// running lane it is acknowledged and dropped (outcome ignored), unanswered, since the gateway never
+// posts. Who may stop what is the lane's decision (the requester or an admin). A cancel is charged
+// to its sender's LUCY_USER_EVENTS_PER_MINUTE like any message, but over the limit it still reaches a
+// running lane: stopping a run must always work. Slack events and the terminal share this one path
+// (handOff).
 //
 // # Front ends
 //
@@ -42,8 +47,9 @@
 //
 //   - lucy_gateway_events_total{type,outcome}: type is the inner event type (app_mention, message, …),
 //     the interaction type (block_actions) or, for refused requests, the endpoint (events,
-//     interactivity); outcome is message, status, cancel, approval, ignored, malformed, lane_gone,
-//     error, unauthorized, other_team or challenge.
+//     interactivity); outcome is message, status, cancel, approval, ignored (also a cancel with
+//     nothing to cancel), malformed, lane_gone, error, unauthorized, other_team, rate_limited or
+//     challenge.
 //   - lucy_gateway_handoff_seconds (histogram): time spent in Temporal calls that hand events off,
 //     which is what the acknowledgement to Slack waits for.
 //

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -73,7 +74,7 @@ const (
 	outcomeStatus       = "status"       // handed to the lane as a status question
 	outcomeCancel       = "cancel"       // handed to the lane as a cancel request
 	outcomeApproval     = "approval"     // a button click handed to the lane
-	outcomeIgnored      = "ignored"      // not for Lucy (her own message, an edit, a channel message without mention)
+	outcomeIgnored      = "ignored"      // not for Lucy (her own message, an edit, a channel message without mention), or a cancel with nothing to cancel
 	outcomeMalformed    = "malformed"    // unreadable; retrying cannot help
 	outcomeLaneGone     = "lane_gone"    // a click on a prompt whose lane has ended
 	outcomeError        = "error"        // the hand-off failed; Slack will redeliver
@@ -113,15 +114,21 @@ func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner
 		g.log.Debug().Str("eventId", eventID).Str("type", typ).Msg("event ignored")
 		return nil
 	}
-	if control, _ := controlIntent(m.Text); control != controlCancel { // "cancel that" always gets through
-		if ok, log := g.flood.allow(m.Team+"/"+m.User, m.Channel+"/"+m.TS, g.now()); !ok {
-			g.metrics.GatewayEvent(typ, outcomeFlood)
-			if log {
-				g.log.Warn().Str("workspace", m.Team).Str("user", m.User).Str("eventId", eventID).
-					Int("perMinute", g.flood.perMinute).Msg("event from a flooding user ignored (LUCY_USER_EVENTS_PER_MINUTE)")
-			}
-			return nil // acknowledged: Slack must not deliver it again
+	// A cancel is charged like any message: each costs a call on Temporal, and "stop" in ever new
+	// DMs must not be a way around the limit. Over the limit it still goes to a running lane
+	// (stopping a run must always work); where there is none, the hand-off drops it anyway, since a
+	// cancel never starts a lane.
+	control := controlNone
+	if m.Text != "" {
+		control, _ = controlIntent(m.Text)
+	}
+	if ok, log := g.flood.allow(m.Team+"/"+m.User, m.Channel+"/"+m.TS, g.now()); !ok && control != controlCancel {
+		g.metrics.GatewayEvent(typ, outcomeFlood)
+		if log {
+			g.log.Warn().Str("workspace", m.Team).Str("user", m.User).Str("eventId", eventID).
+				Int("perMinute", g.flood.perMinute).Msg("event from a flooding user ignored (LUCY_USER_EVENTS_PER_MINUTE)")
 		}
+		return nil // acknowledged: Slack must not deliver it again
 	}
 	m.ReceivedAt = g.now().UTC().Format(time.RFC3339Nano)
 	start := g.now()
@@ -132,6 +139,14 @@ func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner
 		return err
 	}
 	g.metrics.GatewayEvent(typ, outcome)
+	if outcome == outcomeIgnored {
+		// A cancel in a thread without a running lane. The gateway never posts, so the person gets
+		// no reply. The lane cache is left alone: a message handed off meanwhile by another event may
+		// have just started the lane.
+		g.log.Debug().Str("eventId", eventID).Str("workspace", m.Team).Str("channel", m.Channel).
+			Str("thread", m.ThreadTS).Str("user", m.User).Msg("nothing to cancel")
+		return nil
+	}
 	g.lanes.remember(m.Key(), true, g.now()) // the hand-off started or reached the lane
 	g.log.Info().Str("eventId", eventID).Str("kind", m.Kind).Str("workspace", m.Team).Str("channel", m.Channel).
 		Str("thread", m.ThreadTS).Str("user", m.User).Str("outcome", outcome).Msg("event handed off")
@@ -253,9 +268,10 @@ func controlIntent(text string) (control string, dropQueued bool) {
 }
 
 // handOff applies the control-intent rules to a normalized message and hands it to its lane. It is
-// the one path shared by Slack events and the terminal. A cancel becomes the `cancel` signal; a
-// status question becomes a message with Control "status", which the lane answers from the run's
-// status without starting a run; anything else is a message.
+// the one path shared by Slack events and the terminal. A cancel becomes the `cancel` signal to a
+// running lane, and outcome ignored (no error) when there is none; a status question becomes a
+// message with Control "status", which the lane answers from the run's status without starting a
+// run; anything else is a message.
 func handOff(ctx context.Context, h Handoff, m workflows.Message) (outcome string, err error) {
 	control, drop := controlNone, false
 	if m.Text != "" {
@@ -266,7 +282,11 @@ func handOff(ctx context.Context, h Handoff, m workflows.Message) (outcome strin
 		c := workflows.CancelRequest{
 			EventID: m.EventID, Channel: m.Channel, TS: m.TS, User: m.User, Text: m.Text, DropQueued: drop,
 		}
-		if err := h.Cancel(ctx, m.Key(), c); err != nil {
+		err := h.Cancel(ctx, m.Key(), c)
+		if errors.Is(err, ErrLaneGone) {
+			return outcomeIgnored, nil
+		}
+		if err != nil {
 			return outcomeError, fmt.Errorf("hand off cancel %s/%s: %w", m.Channel, m.TS, err)
 		}
 		return outcomeCancel, nil

@@ -198,7 +198,8 @@ func TestControlIntents(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakeHandoff{}
+			// The thread has a running lane: a cancel goes only to one.
+			f := &fakeHandoff{lanes: map[workflows.LaneKey]bool{{Team: testTeam, Channel: "C1", ThreadTS: "1700000000.000100"}: true}}
 			h := newTestGateway(t, f).HTTPHandler(testSecret)
 			w := postEvent(t, h, "EvC", map[string]any{"type": "app_mention", "user": "U1", "text": tc.text,
 				"ts": "1700000000.000300", "thread_ts": "1700000000.000100", "channel": "C1"})

@@ -27,6 +27,7 @@ type fakeHandoff struct {
 	mu        sync.Mutex
 	messages  []workflows.Message
 	cancels   []cancelCall
+	noLane    []cancelCall // cancels to a thread without a running lane (ErrLaneGone)
 	approvals []approvalCall
 	lanes     map[workflows.LaneKey]bool // LaneExists answers
 	statuses  map[workflows.LaneKey]workflows.LaneStatus
@@ -77,9 +78,16 @@ func (f *fakeHandoff) Message(_ context.Context, m workflows.Message) error {
 	return nil
 }
 
+// Cancel behaves as the Temporal one does: a lane runs once a message was handed to it (or when the
+// test says so in lanes); a cancel to a thread without one is ErrLaneGone and recorded in noLane.
 func (f *fakeHandoff) Cancel(_ context.Context, key workflows.LaneKey, c workflows.CancelRequest) error {
 	f.mu.Lock()
 	err, hook := f.err, f.onCancel
+	if err == nil && !f.laneRuns(key) {
+		f.noLane = append(f.noLane, cancelCall{key, c})
+		f.mu.Unlock()
+		return fmt.Errorf("signal cancel: %w", ErrLaneGone)
+	}
 	if err == nil {
 		f.cancels = append(f.cancels, cancelCall{key, c})
 	}
@@ -91,6 +99,19 @@ func (f *fakeHandoff) Cancel(_ context.Context, key workflows.LaneKey, c workflo
 		return hook(key, c)
 	}
 	return nil
+}
+
+// laneRuns reports whether key's lane runs; f.mu is held.
+func (f *fakeHandoff) laneRuns(key workflows.LaneKey) bool {
+	if f.lanes[key] {
+		return true
+	}
+	for _, m := range f.messages {
+		if m.Key() == key {
+			return true
+		}
+	}
+	return false
 }
 
 func (f *fakeHandoff) Approval(_ context.Context, lane string, a workflows.Approval) error {
@@ -145,6 +166,12 @@ func (f *fakeHandoff) gotCancels() []cancelCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]cancelCall(nil), f.cancels...)
+}
+
+func (f *fakeHandoff) gotNoLane() []cancelCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]cancelCall(nil), f.noLane...)
 }
 
 func (f *fakeHandoff) gotApprovals() []approvalCall {

@@ -27,8 +27,10 @@ type Handoff interface {
 	// safe to acknowledge Slack afterwards. The message is signed (Message.Sig): a "yes, do it" in it
 	// can then approve a proposal, which an unsigned one sent straight to Temporal cannot.
 	Message(ctx context.Context, m workflows.Message) error
-	// Cancel signals a cancel request to the lane, starting it if needed: the lane itself answers
-	// "nothing to cancel", so the gateway never has to know what is running.
+	// Cancel signals a cancel request to the thread's running lane, which decides what there is to
+	// stop and who may stop it. It never starts a lane: a "stop" in a fresh DM or a new top-level
+	// mention would otherwise open a lane that lives a week for nothing. A thread without a running
+	// lane yields ErrLaneGone: there is nothing to cancel.
 	Cancel(ctx context.Context, key workflows.LaneKey, c workflows.CancelRequest) error
 	// Approval signals a button click to a running lane, signed over (lane, fingerprint, user,
 	// decision) (Approval.Sig). A lane that is gone (closed or never existed) yields ErrLaneGone:
@@ -45,7 +47,8 @@ type Handoff interface {
 	Ready(ctx context.Context) error
 }
 
-// ErrLaneGone is returned by Handoff.Approval when the lane workflow no longer runs.
+// ErrLaneGone is returned by Handoff.Approval and Handoff.Cancel when the lane workflow does not run
+// (it closed, or never existed).
 var ErrLaneGone = errors.New("lane workflow is not running")
 
 // NewTemporalHandoff returns the Handoff backed by a Temporal client. It signs every message and
@@ -113,13 +116,19 @@ func (h temporalHandoff) Message(ctx context.Context, m workflows.Message) (err 
 	return nil
 }
 
-func (h temporalHandoff) Cancel(ctx context.Context, key workflows.LaneKey, c workflows.CancelRequest) (err error) {
+func (h temporalHandoff) Cancel(ctx context.Context, key workflows.LaneKey, c workflows.CancelRequest) error {
 	ctx, span := handoffSpan(ctx, "cancel", attribute.String("slack.team", key.Team), attribute.String("slack.channel", key.Channel),
 		attribute.String("slack.ts", c.TS), attribute.String("slack.event_id", c.EventID))
-	defer func() { endSpan(span, err) }()
 	id := workflows.LaneID(key)
-	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalCancel, c, laneStartOptions(id, "Thread (started by a cancel request)"),
-		workflows.LaneWorkflowName, workflows.LaneInput{Key: key}); err != nil {
+	// A plain signal: Temporal answers NotFound for a lane that never ran and for one that closed,
+	// authoritatively and in the one call the hand-off makes anyway.
+	err := h.c.SignalWorkflow(ctx, id, "", workflows.SignalCancel, c)
+	if isNotFound(err) {
+		endSpan(span, nil) // nothing to cancel is not a failed hand-off
+		return fmt.Errorf("signal %s to %s: %w", workflows.SignalCancel, id, ErrLaneGone)
+	}
+	endSpan(span, err)
+	if err != nil {
 		return fmt.Errorf("signal %s to %s: %w", workflows.SignalCancel, id, err)
 	}
 	return nil

@@ -54,14 +54,30 @@ func TestTemporalHandoffSignalsWithStart(t *testing.T) {
 		t.Fatal(err)
 	}
 
+}
+
+// A cancel is a plain signal: it never starts a lane. A thread whose lane never ran or has closed
+// (NotFound) yields ErrLaneGone; any other failure is returned for Slack to deliver again.
+func TestTemporalHandoffCancelStartsNothing(t *testing.T) {
+	ctx := context.Background()
+	c := mocks.NewClient(t)
+	h := NewTemporalHandoff(c, testApprovalKey)
 	cr := workflows.CancelRequest{EventID: "Ev2", Channel: "C1", TS: "1700000000.000400", User: "U1", Text: "stop"}
-	opts.StaticSummary = "Thread (started by a cancel request)"
-	c.On("SignalWithStartWorkflow", anyCtx, testLaneID, workflows.SignalCancel, cr, opts, workflows.LaneWorkflowName, input).
-		Return(nil, serviceerror.NewUnavailable("down")).Once()
+
+	c.On("SignalWorkflow", anyCtx, testLaneID, "", workflows.SignalCancel, cr).Return(nil).Once()
+	if err := h.Cancel(ctx, testKey, cr); err != nil {
+		t.Fatal(err)
+	}
+	c.On("SignalWorkflow", anyCtx, testLaneID, "", workflows.SignalCancel, cr).Return(serviceerror.NewNotFound("workflow not found")).Once()
+	if err := h.Cancel(ctx, testKey, cr); !errors.Is(err, ErrLaneGone) {
+		t.Fatalf("Cancel err = %v, want ErrLaneGone", err)
+	}
+	c.On("SignalWorkflow", anyCtx, testLaneID, "", workflows.SignalCancel, cr).Return(serviceerror.NewUnavailable("down")).Once()
 	var unavailable *serviceerror.Unavailable
-	if err := h.Cancel(ctx, testKey, cr); !errors.As(err, &unavailable) {
+	if err := h.Cancel(ctx, testKey, cr); !errors.As(err, &unavailable) || errors.Is(err, ErrLaneGone) {
 		t.Fatalf("Cancel err = %v, want the Temporal error wrapped", err)
 	}
+	// (mocks.NewClient fails the test on any call not set up above, SignalWithStartWorkflow included.)
 }
 
 func TestTemporalHandoffApproval(t *testing.T) {

@@ -183,6 +183,11 @@ func (s *termSession) send(ctx context.Context, line string) (workflows.Message,
 		return workflows.Message{}, false
 	}
 	s.t.Log.Debug().Str("thread", s.root).Str("ts", ts).Str("outcome", outcome).Msg("terminal line handed off")
+	if outcome == outcomeIgnored {
+		// A cancel with no lane in the thread: nobody there to answer it, so the terminal says so
+		// itself (in Slack the gateway, which never posts, leaves it unanswered).
+		fmt.Fprintln(s.t.Out, "(nothing to cancel in this thread)")
+	}
 	return m, true
 }
 

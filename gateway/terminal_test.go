@@ -265,6 +265,25 @@ func TestTerminalCancelWhileWorking(t *testing.T) {
 	}
 }
 
+// "stop" as the first line of a thread has nothing to cancel: no lane is started, the terminal says
+// so, and the next line starts the conversation in that thread as usual.
+func TestTerminalCancelWithNothingRunning(t *testing.T) {
+	h := &fakeHandoff{}
+	r := startTerminal(t, h)
+	r.lines("stop")
+	r.out.waitFor(t, "(nothing to cancel in this thread)", 1)
+	r.out.waitFor(t, "you> ", 2)
+	if n := h.handoffs(); n != 0 || len(h.gotNoLane()) != 1 {
+		t.Fatalf("%d hand-offs, %d cancels without a lane; want none and one", n, len(h.gotNoLane()))
+	}
+	r.lines("hello")
+	r.out.waitFor(t, "lucy> Done: the answer", 1)
+	_ = r.in.Close()
+	if err := r.wait(t); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestTerminalEndsOnContextAndEOF(t *testing.T) {
 	h := &fakeHandoff{}
 	r := startTerminal(t, h)

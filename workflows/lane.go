@@ -397,6 +397,10 @@ func (l *lane) onCancel(ctx workflow.Context, cr CancelRequest) {
 		count(workflow.GetMetricsHandler(ctx), metrics.WorkflowDedupeHits, "kind", "cancel")
 		return
 	}
+	if l.reachesOthers(cr) && hardened(ctx, changeCancelRights) && !l.isAdmin(ctx, cr.User) {
+		l.cancelOwn(ctx, cr)
+		return
+	}
 	dropped := 0
 	if cr.DropQueued {
 		dropped = len(l.st.Queue)
@@ -415,6 +419,91 @@ func (l *lane) onCancel(ctx workflow.Context, cr CancelRequest) {
 	count(workflow.GetMetricsHandler(ctx), metrics.WorkflowCancellations)
 	l.cur.cancel()
 	l.react(ctx, cr.Channel, cr.TS, "stop", "octagonal_sign")
+}
+
+// reachesOthers reports whether cr would stop or drop what someone else asked for: a request that
+// runs for another person, or (cancel everything) another person's queued message. A cancel
+// without a sender (a signal sent by hand) speaks for nobody.
+func (l *lane) reachesOthers(cr CancelRequest) bool {
+	if l.cur != nil && (cr.User == "" || cr.User != l.cur.requester) {
+		return true
+	}
+	if cr.DropQueued {
+		for _, m := range l.st.Queue {
+			if cr.User == "" || m.User != cr.User {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isAdmin asks the worker whether user is in LUCY_ADMIN_USERS. The check is made here, where the
+// cancel is enforced, rather than taken from a flag in the cancel signal: the signal is not signed,
+// so anyone who can signal the namespace could set such a flag; the gateway's replicas would each
+// need the admin list (and agree on it); and the worker's list is the one approvals use
+// (CheckApproval), so a changed list applies to both at once, in lanes already open. It is a local
+// activity: a lookup in memory, not worth a task queue round trip while someone waits for a stop.
+// If the check itself fails, the sender is not taken for an admin (they may say it again).
+func (l *lane) isAdmin(ctx workflow.Context, user string) bool {
+	if user == "" {
+		return false
+	}
+	var ok bool
+	if err := workflow.ExecuteLocalActivity(local(ctx), a.IsAdmin, user).Get(ctx, &ok); err != nil {
+		l.log.Warn("lane.admin_check_failed", "lane", l.id, "user", user, "error", err)
+		return false
+	}
+	return ok
+}
+
+// cancelOwn applies a cancel from someone who is not an admin to what is theirs (changeCancelRights):
+// their own running request, their own queued messages for "cancel everything". What others asked
+// for goes on, and the sender is told who can stop the running request.
+func (l *lane) cancelOwn(ctx workflow.Context, cr CancelRequest) {
+	dropped := 0
+	if cr.DropQueued && cr.User != "" {
+		keep := make([]Message, 0, len(l.st.Queue))
+		for _, m := range l.st.Queue {
+			if m.User == cr.User {
+				dropped++
+				continue
+			}
+			keep = append(keep, m)
+		}
+		l.st.Queue = keep
+	}
+	if l.cur != nil && cr.User != "" && cr.User == l.cur.requester {
+		l.log.Info("lane.cancel", "lane", l.id, "run", l.cur.id, "by", cr.User, "droppedQueued", dropped)
+		count(workflow.GetMetricsHandler(ctx), metrics.WorkflowCancellations)
+		l.cur.cancel()
+		l.react(ctx, cr.Channel, cr.TS, "stop", "octagonal_sign")
+		return
+	}
+	l.log.Info("lane.cancel_refused", "lane", l.id, "by", cr.User, "droppedQueued", dropped)
+	if dropped > 0 {
+		l.react(ctx, cr.Channel, cr.TS, "stop", "octagonal_sign")
+	}
+	text := "Only the people who asked, or an admin, can drop the other queued requests."
+	if l.cur != nil {
+		who := "(who asked)"
+		if l.cur.job != "" {
+			who = "(whose scheduled job this is)"
+		}
+		text = "Only <@" + l.cur.requester + "> " + who + " or an admin can stop this."
+	}
+	if dropped > 0 {
+		text = "I dropped your queued messages. " + text
+	}
+	if cr.User == "" {
+		return // nobody in Slack to tell: the log says it happened
+	}
+	err := workflow.ExecuteActivity(slackOptions(ctx, "cancel-refused-"+cr.TS), a.PostEphemeral, activities.EphemeralInput{
+		Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, User: cr.User, Text: text,
+	}).Get(ctx, nil)
+	if err != nil {
+		l.log.Warn("lane.ephemeral_failed", "lane", l.id, "error", err)
+	}
 }
 
 func (l *lane) onApproval(ctx workflow.Context, ap Approval) {

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/lucy-agent/lucy/activities"
 )
 
@@ -312,5 +315,163 @@ func TestCancelWhileAwaitingApprovalResolvesThePrompt(t *testing.T) {
 	}
 	if len(h.resolved) != 1 || h.resolved[0].Outcome != "Cancelled" {
 		t.Errorf("prompt not resolved as cancelled: %+v", h.resolved)
+	}
+}
+
+// runsStarted returns the agent runs that called the model, in order (run workflow IDs).
+func (h *harness) runsStarted() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, r := range h.modelRuns {
+		if len(out) == 0 || out[len(out)-1] != r {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Who may stop a running request: its requester or an admin. Anyone else is told so, privately,
+// and the run goes on to its answer.
+func TestLaneCancelRights(t *testing.T) {
+	for _, tc := range []struct {
+		name, by string
+		admin    bool
+		stopped  bool
+	}{
+		{name: "requester", by: "U1", stopped: true},
+		{name: "admin", by: "UADMIN", admin: true, stopped: true},
+		{name: "someone else", by: "U2"},
+		{name: "nobody (a signal sent by hand)", by: ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			if tc.admin {
+				h.admins[tc.by] = true
+			}
+			h.modelMock.After(time.Minute)
+			h.runLane(msg("100.1", "U1", "research the competitors in depth"),
+				signalAt(30*time.Second, SignalCancel, CancelRequest{EventID: "EvC", Channel: "C1", TS: "100.2", User: tc.by, Text: "cancel that"}))
+			if tc.stopped {
+				if len(h.delivered) != 0 || !h.reacted("100.2", "octagonal_sign") {
+					t.Fatalf("not stopped: delivered %v, reactions %+v", h.delivered, h.reactions)
+				}
+				if len(h.ephemerals) != 0 {
+					t.Errorf("refusal sent for an allowed cancel: %+v", h.ephemerals)
+				}
+				return
+			}
+			if len(h.delivered) != 1 || h.delivered[0] != "Done." {
+				t.Fatalf("a refused cancel stopped the run: delivered %v, updates %v", h.delivered, h.updates)
+			}
+			if h.reacted("100.2", "octagonal_sign") {
+				t.Error("a refused cancel was marked as done")
+			}
+			if tc.by == "" {
+				if len(h.ephemerals) != 0 {
+					t.Errorf("refusal sent to nobody: %+v", h.ephemerals)
+				}
+				return
+			}
+			if len(h.ephemerals) != 1 || h.ephemerals[0].User != tc.by || h.ephemerals[0].ThreadTS != "100.1" ||
+				h.ephemerals[0].Text != "Only <@U1> (who asked) or an admin can stop this." {
+				t.Fatalf("refusal %+v, want one to %s in the thread", h.ephemerals, tc.by)
+			}
+			for _, p := range h.posts {
+				if strings.Contains(p.Text, "Only <@") {
+					t.Errorf("refusal posted to everyone: %q", p.Text)
+				}
+			}
+		})
+	}
+}
+
+// "cancel everything" from someone who neither asked for the running request nor is an admin drops
+// only their own queued messages: the run and everyone else's queued requests go on.
+func TestLaneCancelEverythingByAnotherDropsOnlyTheirOwn(t *testing.T) {
+	h := newHarness(t)
+	h.modelMock.After(time.Minute)
+	h.runLane(msg("100.1", "U1", "write the weekly summary please"),
+		signalAt(5*time.Second, SignalMessage, msg("100.2", "U2", "then list the open incidents")),
+		signalAt(6*time.Second, SignalMessage, msg("100.3", "U3", "and draft the changelog")),
+		signalAt(7*time.Second, SignalMessage, msg("100.4", "U2", "and count the tickets")),
+		signalAt(10*time.Second, SignalCancel, CancelRequest{EventID: "EvC", Channel: "C1", TS: "100.5", User: "U2", Text: "cancel everything", DropQueued: true}))
+	want := []string{RunID(laneKey, 1, "100.1"), RunID(laneKey, 2, "100.3")}
+	if got := h.runsStarted(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("runs %v, want %v (the requester's and U3's; U2's two dropped)", got, want)
+	}
+	if len(h.delivered) != 2 {
+		t.Errorf("delivered %v, want two answers", h.delivered)
+	}
+	if !h.reacted("100.5", "octagonal_sign") {
+		t.Errorf("the dropped messages were not acknowledged: %+v", h.reactions)
+	}
+	if len(h.ephemerals) != 1 || h.ephemerals[0].User != "U2" ||
+		h.ephemerals[0].Text != "I dropped your queued messages. Only <@U1> (who asked) or an admin can stop this." {
+		t.Errorf("refusal %+v", h.ephemerals)
+	}
+}
+
+// The requester's "cancel everything" stops their run and drops their own queued messages, not
+// what others asked for meanwhile; an admin's drops everything.
+func TestLaneCancelEverythingByRequesterAndAdmin(t *testing.T) {
+	for _, tc := range []struct {
+		by   string
+		want []string
+	}{
+		{by: "U1", want: []string{RunID(laneKey, 1, "100.1"), RunID(laneKey, 2, "100.3")}},
+		{by: "UADMIN", want: []string{RunID(laneKey, 1, "100.1")}},
+	} {
+		t.Run(tc.by, func(t *testing.T) {
+			h := newHarness(t)
+			h.admins["UADMIN"] = true
+			h.modelMock.After(time.Minute)
+			h.runLane(msg("100.1", "U1", "write the weekly summary please"),
+				signalAt(5*time.Second, SignalMessage, msg("100.2", "U1", "then list the open incidents")),
+				signalAt(6*time.Second, SignalMessage, msg("100.3", "U3", "and draft the changelog")),
+				signalAt(10*time.Second, SignalCancel, CancelRequest{EventID: "EvC", Channel: "C1", TS: "100.5", User: tc.by, Text: "cancel everything", DropQueued: true}))
+			if got := h.runsStarted(); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Fatalf("runs %v, want %v", got, tc.want)
+			}
+			if len(h.ephemerals) != 0 {
+				t.Errorf("refusal for an allowed cancel: %+v", h.ephemerals)
+			}
+		})
+	}
+}
+
+// A recurring job's firing runs as a request of the job's creator: they (or an admin) may stop it,
+// not whoever else is in its thread.
+func TestLaneCancelOfAJobFiringIsTheCreators(t *testing.T) {
+	for _, tc := range []struct {
+		by      string
+		stopped bool
+	}{{by: "U2"}, {by: "U9", stopped: true}} {
+		t.Run(tc.by, func(t *testing.T) {
+			h := newHarness(t)
+			h.modelMock.After(time.Minute)
+			h.env.OnSignalExternalWorkflow(mock.Anything, "cron:T1:standup-1", "", SignalJobDone, mock.Anything).Return(nil)
+			job := Message{EventID: "job:cron:T1:standup-1", Team: "T1", Channel: "C1", TS: "100.1", ThreadTS: "100.1",
+				User: "U9", Text: "post the standup summary", Kind: KindScheduled, Job: "cron:T1:standup-1"}
+			h.runLane(job, signalAt(30*time.Second, SignalCancel, CancelRequest{EventID: "EvC", Channel: "C1", TS: "100.2", User: tc.by, Text: "stop"}))
+			if stopped := len(h.delivered) == 0; stopped != tc.stopped {
+				t.Fatalf("stopped = %v, want %v (delivered %v)", stopped, tc.stopped, h.delivered)
+			}
+			if !tc.stopped && (len(h.ephemerals) != 1 || h.ephemerals[0].Text != "Only <@U9> (whose scheduled job this is) or an admin can stop this.") {
+				t.Errorf("refusal %+v", h.ephemerals)
+			}
+		})
+	}
+}
+
+// A lane that took a cancel before changeCancelRights replays it as it was: anyone stopped the run.
+func TestLaneCancelRightsOldPath(t *testing.T) {
+	h := newHarness(t)
+	h.env.OnGetVersion(changeCancelRights, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	h.modelMock.After(time.Minute)
+	h.runLane(msg("100.1", "U1", "research the competitors in depth"),
+		signalAt(30*time.Second, SignalCancel, CancelRequest{EventID: "EvC", Channel: "C1", TS: "100.2", User: "U2", Text: "cancel that"}))
+	if len(h.delivered) != 0 || len(h.ephemerals) != 0 {
+		t.Fatalf("old path: delivered %v, ephemerals %+v; want the run stopped as before", h.delivered, h.ephemerals)
 	}
 }

@@ -74,6 +74,14 @@ const (
 	// may still use its channel (CheckScheduleAccess: a member, or an admin, or the creator's own DM)
 	// and is skipped with a note when not. Read at the start of the firing.
 	changeJobAccess = "job-access"
+	// changeCancelRights (issue 19), in the lane: a cancel may stop only what its sender may stop. A
+	// running request is stopped by its requester (a job's firing: the job's creator) or an admin
+	// (LUCY_ADMIN_USERS, asked of the worker by the IsAdmin activity); "cancel everything" drops the
+	// sender's own queued messages, and everyone's only for an admin. Anyone else is told, in the
+	// thread and to them alone, who can stop it, and nothing is cancelled. Read where a cancel that
+	// would reach someone else's run or queued message arrives: only a lane that gets one records it,
+	// and an older history replays such a cancel as it was (anyone stopped anything).
+	changeCancelRights = "cancel-rights"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker
