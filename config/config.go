@@ -103,6 +103,11 @@ type Config struct {
 	// (LUCY_MODEL_CONCURRENCY); the rest wait, heartbeating, for a slot.
 	ModelConcurrency int
 
+	// Schedules bound the recurring jobs and monitors: how many a workspace and one person may have
+	// (admins only the workspace's), and the least time between two firings of a job or two checks
+	// of a monitor.
+	Schedules ScheduleLimits
+
 	// ScriptTimeout and ScriptMemoryMB bound each lucy_run_script (LUCY_SCRIPT_TIMEOUT,
 	// LUCY_SCRIPT_MEMORY_MB); its CPU time is bounded to the timeout too.
 	ScriptTimeout  time.Duration
@@ -143,6 +148,13 @@ type Config struct {
 	// S3AccessKey and S3SecretKey (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN);
 	// empty means the machine's role (instance metadata, web identity).
 	S3AccessKey, S3SecretKey, S3SessionToken string
+}
+
+// ScheduleLimits are LUCY_MAX_JOBS_PER_TEAM, LUCY_MAX_JOBS_PER_USER, LUCY_MAX_MONITORS_PER_TEAM,
+// LUCY_MAX_MONITORS_PER_USER, LUCY_MIN_JOB_INTERVAL and LUCY_MIN_MONITOR_INTERVAL.
+type ScheduleLimits struct {
+	JobsPerTeam, JobsPerUser, MonitorsPerTeam, MonitorsPerUser int
+	MinJobInterval, MinMonitorInterval                         time.Duration
 }
 
 // Sampling is one tier's generation settings.
@@ -193,6 +205,19 @@ const (
 	// (usually well under a minute), tools (2 minutes) and Slack writes.
 	DefaultWorkerStopTimeout = 5 * time.Minute
 	MaxWorkerStopTimeout     = time.Hour
+	// Recurring jobs and monitors. A job's firing is a whole agent run as its creator (model calls,
+	// tools, a post); every quarter of an hour allows "every 15 minutes" and refuses the every-minute
+	// job (1,440 runs a day). A monitor's check is one HTTP request that posts only when its state
+	// changes: its minimum is its default interval, 5 minutes. Fifty per workspace and ten per person
+	// are many more than a team uses, and few enough that a flood stops early.
+	DefaultMaxJobsPerTeam     = 50
+	DefaultMaxJobsPerUser     = 10
+	DefaultMaxMonitorsPerTeam = 50
+	DefaultMaxMonitorsPerUser = 10
+	DefaultMinJobInterval     = 15 * time.Minute
+	DefaultMinMonitorInterval = 5 * time.Minute
+	MaxSchedulesLimit         = 10000
+	MaxMinScheduleInterval    = 24 * time.Hour
 )
 
 // defaultModels are per provider; a custom endpoint (vLLM, Ollama, LiteLLM) has no sensible default
@@ -341,6 +366,9 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		}
 		c.UserEventsPerMinute = n
 	}
+	if err := c.loadScheduleLimits(getenv); err != nil {
+		return nil, err
+	}
 	if err := c.loadSearch(getenv); err != nil {
 		return nil, err
 	}
@@ -362,6 +390,57 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// loadScheduleLimits reads the limits of recurring jobs and monitors.
+func (c *Config) loadScheduleLimits(getenv func(string) string) error {
+	l := ScheduleLimits{JobsPerTeam: DefaultMaxJobsPerTeam, JobsPerUser: DefaultMaxJobsPerUser, MonitorsPerTeam: DefaultMaxMonitorsPerTeam,
+		MonitorsPerUser: DefaultMaxMonitorsPerUser, MinJobInterval: DefaultMinJobInterval, MinMonitorInterval: DefaultMinMonitorInterval}
+	for _, n := range []struct {
+		name, what string
+		v          *int
+	}{
+		{"LUCY_MAX_JOBS_PER_TEAM", "recurring jobs one workspace may have", &l.JobsPerTeam},
+		{"LUCY_MAX_JOBS_PER_USER", "recurring jobs one person may have", &l.JobsPerUser},
+		{"LUCY_MAX_MONITORS_PER_TEAM", "monitors one workspace may have", &l.MonitorsPerTeam},
+		{"LUCY_MAX_MONITORS_PER_USER", "monitors one person may have", &l.MonitorsPerUser},
+	} {
+		v := strings.TrimSpace(getenv(n.name))
+		if v == "" {
+			continue
+		}
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 1 || k > MaxSchedulesLimit {
+			return fmt.Errorf("%s %q is not a number from 1 to %d (%s; default %d)", n.name, v, MaxSchedulesLimit, n.what, *n.v)
+		}
+		*n.v = k
+	}
+	for _, d := range []struct {
+		name, what string
+		v          *time.Duration
+	}{
+		{"LUCY_MIN_JOB_INTERVAL", "the least time between two runs of a recurring job", &l.MinJobInterval},
+		{"LUCY_MIN_MONITOR_INTERVAL", "the least time between two checks of a monitor", &l.MinMonitorInterval},
+	} {
+		v := strings.TrimSpace(getenv(d.name))
+		if v == "" {
+			continue
+		}
+		x, err := time.ParseDuration(v)
+		if err != nil || x < time.Minute || x > MaxMinScheduleInterval || x%time.Minute != 0 {
+			return fmt.Errorf("%s %q is not a whole number of minutes from 1m to %s, such as 15m or 1h (%s; default %s)",
+				d.name, v, "24h", d.what, *d.v)
+		}
+		*d.v = x
+	}
+	if l.JobsPerUser > l.JobsPerTeam {
+		return fmt.Errorf("LUCY_MAX_JOBS_PER_USER (%d) is above LUCY_MAX_JOBS_PER_TEAM (%d): one person cannot have more jobs than the workspace; lower the first or raise the second", l.JobsPerUser, l.JobsPerTeam)
+	}
+	if l.MonitorsPerUser > l.MonitorsPerTeam {
+		return fmt.Errorf("LUCY_MAX_MONITORS_PER_USER (%d) is above LUCY_MAX_MONITORS_PER_TEAM (%d): one person cannot have more monitors than the workspace; lower the first or raise the second", l.MonitorsPerUser, l.MonitorsPerTeam)
+	}
+	c.Schedules = l
+	return nil
 }
 
 // loadWorkspaceStore reads LUCY_WORKSPACE_STORE and the S3 settings it needs.

@@ -397,3 +397,43 @@ func TestWorkspaceStore(t *testing.T) {
 		})
 	}
 }
+
+func TestScheduleLimits(t *testing.T) {
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ScheduleLimits{JobsPerTeam: 50, JobsPerUser: 10, MonitorsPerTeam: 50, MonitorsPerUser: 10,
+		MinJobInterval: 15 * time.Minute, MinMonitorInterval: 5 * time.Minute}
+	if c.Schedules != want {
+		t.Errorf("defaults %+v, want %+v", c.Schedules, want)
+	}
+	c, err = Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_JOBS_PER_TEAM", "200", "LUCY_MAX_JOBS_PER_USER", "20",
+		"LUCY_MAX_MONITORS_PER_TEAM", "30", "LUCY_MAX_MONITORS_PER_USER", "3", "LUCY_MIN_JOB_INTERVAL", "1h", "LUCY_MIN_MONITOR_INTERVAL", "1m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = ScheduleLimits{JobsPerTeam: 200, JobsPerUser: 20, MonitorsPerTeam: 30, MonitorsPerUser: 3,
+		MinJobInterval: time.Hour, MinMonitorInterval: time.Minute}
+	if c.Schedules != want {
+		t.Errorf("set %+v, want %+v", c.Schedules, want)
+	}
+	for _, tc := range []struct {
+		kv   []string
+		want string
+	}{
+		{[]string{"LUCY_MAX_JOBS_PER_TEAM", "0"}, `LUCY_MAX_JOBS_PER_TEAM "0" is not a number from 1 to 10000`},
+		{[]string{"LUCY_MAX_MONITORS_PER_USER", "many"}, `LUCY_MAX_MONITORS_PER_USER "many" is not a number`},
+		{[]string{"LUCY_MIN_JOB_INTERVAL", "30s"}, `LUCY_MIN_JOB_INTERVAL "30s" is not a whole number of minutes from 1m to 24h`},
+		{[]string{"LUCY_MIN_MONITOR_INTERVAL", "90s"}, `LUCY_MIN_MONITOR_INTERVAL "90s"`},
+		{[]string{"LUCY_MIN_JOB_INTERVAL", "15"}, `LUCY_MIN_JOB_INTERVAL "15"`},
+		{[]string{"LUCY_MIN_MONITOR_INTERVAL", "48h"}, `LUCY_MIN_MONITOR_INTERVAL "48h"`},
+		{[]string{"LUCY_MAX_JOBS_PER_USER", "60"}, "LUCY_MAX_JOBS_PER_USER (60) is above LUCY_MAX_JOBS_PER_TEAM (50)"},
+		{[]string{"LUCY_MAX_MONITORS_PER_TEAM", "5"}, "LUCY_MAX_MONITORS_PER_USER (10) is above LUCY_MAX_MONITORS_PER_TEAM (5)"},
+	} {
+		_, err := Load(ModeDev, env(append([]string{"OPENAI_API_KEY", "k"}, tc.kv...)...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.kv, err, tc.want)
+		}
+	}
+}

@@ -39,11 +39,19 @@ func (s *stack) cronTools() *tools.Registry {
 	})
 }
 
+// tool calls a tool as user; a call that asks for approval is approved, as a person would in the
+// thread: made again with Approved and the request's Guard, as the agent run does.
 func (s *stack) tool(r *tools.Registry, user, name, args string) (tools.Output, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return r.Run(ctx, tools.Invocation{Name: name, Arguments: args, Team: team, Channel: channel, ThreadTS: "1700000000.000100",
-		User: user, RunID: "test-run", CallID: "call-1"})
+	inv := tools.Invocation{Name: name, Arguments: args, Team: team, Channel: channel, ThreadTS: "1700000000.000100",
+		User: user, RunID: "test-run", CallID: "call-1"}
+	out, err := r.Run(ctx, inv)
+	if err == nil && out.NeedsApproval != nil {
+		inv.Approved, inv.Guard = true, out.NeedsApproval.Guard
+		out, err = r.Run(ctx, inv)
+	}
+	return out, err
 }
 
 func (s *stack) mustTool(t *testing.T, r *tools.Registry, user, name, args string, want ...string) string {
@@ -127,8 +135,10 @@ func TestRecurringJobThroughItsTools(t *testing.T) {
 	s.mustTool(t, r, human, tools.ListCrons, `{}`, "30 8 * * 1-5", "paused", "holidays")
 	s.mustTool(t, r, human, tools.ResumeCron, `{"name":"daily numbers"}`, "Resumed")
 
-	// A firing, now: a header in the channel, the loop's answer in its thread, no "Thinking…".
-	s.mustTool(t, r, "UOTHER", tools.TriggerCron, `{"name":"daily numbers"}`, "Started")
+	// A firing, now: a header in the channel, the loop's answer in its thread, no "Thinking…". A run
+	// acts as the job's creator, so only they (or an admin) may start one.
+	s.toolRefused(t, r, "UOTHER", tools.TriggerCron, `{"name":"daily numbers"}`, "only <@"+human+">")
+	s.mustTool(t, r, human, tools.TriggerCron, `{"name":"daily numbers"}`, "Started")
 	var header localslack.Message
 	s.waitFor("the job's result", 60*time.Second, func() bool {
 		for _, m := range s.slack.Messages(channel, "") {

@@ -97,7 +97,9 @@ var cronTools = []entry{
 				"posts the result in a channel. Turn the person's words into a 5-field cron expression (minute hour " +
 				"day-of-month month day-of-week) in their time zone: \"every weekday at 9am\" is \"0 9 * * 1-5\", \"every Monday " +
 				"at 8:30\" is \"30 8 * * 1\", \"first of the month at noon\" is \"0 12 1 * *\". The result shows the next " +
-				"three runs: check them against what was asked.",
+				"three runs: check them against what was asked. A person must approve the job first: the approval shows the " +
+				"whole instruction, the schedule and the channel. A schedule that runs more often than the operator's minimum " +
+				"(15 minutes unless set otherwise) is refused, and so is a job beyond the workspace's or the person's limit.",
 			Human: "creating a scheduled task",
 		},
 		required: []string{"name", "schedule", "instruction"},
@@ -124,7 +126,7 @@ var cronTools = []entry{
 		spec: Spec{
 			Name: ModifyCron,
 			Description: "Change a recurring job's schedule, instruction, time zone or channel. Only its creator or an " +
-				"admin may. Give only what changes.",
+				"admin may, and a person must approve the change first. Give only what changes.",
 			Human: "updating a scheduled task",
 		},
 		required: []string{"name"},
@@ -152,7 +154,7 @@ var cronTools = []entry{
 		run:      (*Registry).deleteCron,
 	},
 	{
-		spec:     Spec{Name: TriggerCron, Description: "Run a recurring job once now, besides its schedule.", Human: "running a scheduled task"},
+		spec:     Spec{Name: TriggerCron, Description: "Run a recurring job once now, besides its schedule. Only its creator or an admin may; a person must approve it first.", Human: "running a scheduled task"},
 		required: []string{"name"},
 		props:    func() []prop { return []prop{cronNameProp()} },
 		run:      (*Registry).triggerCron,
@@ -166,7 +168,7 @@ var cronTools = []entry{
 		run: (*Registry).pauseCron,
 	},
 	{
-		spec:     Spec{Name: ResumeCron, Description: "Resume a paused recurring job. Only its creator or an admin may.", Human: "resuming a scheduled task"},
+		spec:     Spec{Name: ResumeCron, Description: "Resume a paused recurring job. Only its creator or an admin may; a person must approve it first.", Human: "resuming a scheduled task"},
 		required: []string{"name"},
 		props:    func() []prop { return []prop{cronNameProp()} },
 		run:      (*Registry).resumeCron,
@@ -199,6 +201,9 @@ func (r *Registry) createCron(ctx context.Context, e entry, inv Invocation) (Out
 	if err != nil {
 		return Output{}, err
 	}
+	if err := checkCronInterval(CreateCron, args.Schedule, tz, r.limits().MinJobInterval); err != nil {
+		return Output{}, err
+	}
 	api, out := r.schedulesAPI(CreateCron)
 	if out != nil {
 		return *out, nil
@@ -216,6 +221,25 @@ func (r *Registry) createCron(ctx context.Context, e entry, inv Invocation) (Out
 	job := JobSpec{Team: inv.Team, Slug: slug, Name: strings.TrimSpace(args.Name), Channel: channel, ThreadTS: thread,
 		Creator: inv.User, Instruction: strings.TrimSpace(args.Instruction), Cron: strings.TrimSpace(args.Schedule), TZ: tz}
 	id := scheduleID(cronPrefix, inv.Team, slug)
+	// Refuse before asking: a job of that name, or one job too many, would fail after the approval.
+	if out, err := r.refuseExisting(ctx, api, CreateCron, id, "a job named %q already exists (%s). Pick another name, "+
+		"or change that one with "+ModifyCron+".", job.Name); err != nil || out != nil {
+		return deref(out), err
+	}
+	l := r.limits()
+	if out, err := r.checkQuota(ctx, api, CreateCron, jobQuota, inv.Team, inv.User, l.JobsPerTeam, l.JobsPerUser); err != nil || out != nil {
+		return deref(out), err
+	}
+	guard := specGuard(struct {
+		Tool string
+		Job  JobSpec
+	}{CreateCron, job})
+	if !approvedFor(inv, guard) {
+		summary := fmt.Sprintf("I'd like to create the recurring job *%s*: it will run by itself on a schedule, as <@%s>, "+
+			"and post in <#%s>.", mrkdwnEscape(job.Name), job.Creator, job.Channel)
+		return holdSchedule(inv, fmt.Sprintf("creating the recurring job %q", job.Name), summary,
+			jobDetails(job, cronText(job), next), guard), nil
+	}
 	_, err = api.Create(ctx, client.ScheduleOptions{
 		ID:            id,
 		Spec:          client.ScheduleSpec{CronExpressions: []string{job.Cron}, TimeZoneName: tz},
@@ -233,12 +257,49 @@ func (r *Registry) createCron(ctx context.Context, e entry, inv Invocation) (Out
 	if err != nil {
 		return Output{}, r.scheduleFailed(CreateCron, err)
 	}
-	where := "<#" + channel + ">, a new thread each time"
-	if thread != "" {
-		where = "this thread"
-	}
 	return Output{Content: fmt.Sprintf("Created the recurring job %q (%s): %s, time zone %s. It posts in %s. Next runs: %s.",
-		job.Name, id, job.Cron, tz, where, fmtTimes(next))}, nil
+		job.Name, id, job.Cron, tz, jobWhere(job), fmtTimes(next))}, nil
+}
+
+// refuseExisting returns an error Output when the schedule id exists (format takes the name and id).
+func (r *Registry) refuseExisting(ctx context.Context, api client.ScheduleClient, tool, id, format, name string) (*Output, error) {
+	_, err := api.GetHandle(ctx, id).Describe(ctx)
+	switch {
+	case err == nil:
+		return &Output{IsError: true, Content: "Error: " + fmt.Sprintf(format, name, id)}, nil
+	case isNotFound(err):
+		return nil, nil
+	}
+	return nil, r.scheduleFailed(tool, err)
+}
+
+// jobWhere says where a job posts: "<#C…>, a new thread at each run" or "<#C…>, always in one thread".
+func jobWhere(job JobSpec) string {
+	if job.ThreadTS != "" {
+		return "<#" + job.Channel + ">, always in the same thread (the one it was created in)"
+	}
+	return "<#" + job.Channel + ">, a new thread at each run"
+}
+
+// cronText shows a job's schedule: its expression and time zone.
+func cronText(job JobSpec) string {
+	if job.Cron == "" {
+		return "a schedule set in the Temporal Web UI (its Schedules page shows it)"
+	}
+	return codeSpan(job.Cron) + ", time zone " + mrkdwnEscape(firstNonEmpty(job.TZ, "UTC"))
+}
+
+// jobDetails shows a person everything a job will do: the whole instruction and whom it runs as, the
+// schedule with its next firings, and where it posts.
+func jobDetails(job JobSpec, schedule string, next []time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "*Instruction*, carried out at each run as <@%s>, with the tools Lucy has:\n%s\n", job.Creator, quoteText(job.Instruction))
+	fmt.Fprintf(&b, "*Schedule:* %s", schedule)
+	if len(next) > 0 {
+		fmt.Fprintf(&b, ". Next runs: %s", fmtTimes(next))
+	}
+	fmt.Fprintf(&b, "\n*Posts in:* %s", jobWhere(job))
+	return b.String()
 }
 
 // jobAction is the schedule's action: a scheduled_job workflow with the job as its input. Temporal
@@ -331,13 +392,14 @@ func (r *Registry) jobOf(d *client.ScheduleDescription) (JobSpec, error) {
 	return job, nil
 }
 
-// manageable checks that the person may change the job.
+// manageable checks that the person may act on the job: its creator or an admin.
 func (r *Registry) manageable(tool string, inv Invocation, job JobSpec) *Output {
 	if r.mayManage(inv.User, job.Creator) {
 		return nil
 	}
-	return &Output{IsError: true, Content: fmt.Sprintf("Error: only <@%s>, who created %q, or an admin may change or delete it. "+
-		"Nothing was changed.", job.Creator, job.DisplayName())}
+	verb := map[string]string{ModifyCron: "change", DeleteCron: "delete", TriggerCron: "run", PauseCron: "pause", ResumeCron: "resume"}[tool]
+	return &Output{IsError: true, Content: fmt.Sprintf("Error: only <@%s>, who created %q, or an admin may %s it. "+
+		"Nothing was changed.", job.Creator, job.DisplayName(), firstNonEmpty(verb, "change"))}
 }
 
 func (r *Registry) listCrons(ctx context.Context, e entry, inv Invocation) (Output, error) {
@@ -427,6 +489,9 @@ type modifyCronArgs struct {
 	Channel     string `json:"channel"`
 }
 
+// errJobChanged aborts a modification whose job changed after it was approved.
+var errJobChanged = errors.New("the job changed after the approval")
+
 func (r *Registry) modifyCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
 	var args modifyCronArgs
 	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
@@ -436,13 +501,14 @@ func (r *Registry) modifyCron(ctx context.Context, e entry, inv Invocation) (Out
 	if out != nil {
 		return *out, nil
 	}
-	h, _, job, out, err := r.describeJob(ctx, api, ModifyCron, inv.Team, args.Name)
+	h, _, before, out, err := r.describeJob(ctx, api, ModifyCron, inv.Team, args.Name)
 	if err != nil || out != nil {
 		return deref(out), err
 	}
-	if out := r.manageable(ModifyCron, inv, job); out != nil {
+	if out := r.manageable(ModifyCron, inv, before); out != nil {
 		return *out, nil
 	}
+	job := before
 	if args.Schedule != "" {
 		job.Cron = strings.TrimSpace(args.Schedule)
 	}
@@ -457,6 +523,10 @@ func (r *Registry) modifyCron(ctx context.Context, e entry, inv Invocation) (Out
 		if next, err = parseCron(ModifyCron, job.Cron, job.TZ); err != nil {
 			return Output{}, err
 		}
+		// Checked on every change, not only of the schedule: the job as saved keeps to today's limit.
+		if err := checkCronInterval(ModifyCron, job.Cron, job.TZ, r.limits().MinJobInterval); err != nil {
+			return Output{}, err
+		}
 	}
 	if args.Instruction != "" {
 		job.Instruction = strings.TrimSpace(args.Instruction)
@@ -468,7 +538,26 @@ func (r *Registry) modifyCron(ctx context.Context, e entry, inv Invocation) (Out
 		}
 		job.Channel, job.ThreadTS = ch, ""
 	}
+	if job == before {
+		return Output{Content: fmt.Sprintf("%q already is %s (%s), posting in <#%s>, with that instruction: nothing to change.",
+			job.DisplayName(), job.Cron, job.TZ, job.Channel)}, nil
+	}
+	// The Guard covers the job as it was, too: an approval is for this change of that job.
+	guard := specGuard(struct {
+		Tool          string
+		Before, After JobSpec
+	}{ModifyCron, before, job})
+	if !approvedFor(inv, guard) {
+		summary := fmt.Sprintf("I'd like to change the recurring job *%s* (created by <@%s>).", mrkdwnEscape(job.DisplayName()), job.Creator)
+		details := jobChanges(before, job) + "\n*The job after the change:*\n" + jobDetails(job, cronText(job), next)
+		return holdSchedule(inv, fmt.Sprintf("changing the recurring job %q", job.DisplayName()), summary, details, guard), nil
+	}
 	err = h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+		// The update is conditional on the schedule as read here: a change between the check above and
+		// now makes it fail instead of overwriting what nobody approved.
+		if now, err := r.jobOf(&in.Description); err != nil || now != before {
+			return nil, errJobChanged
+		}
 		s := in.Description.Schedule
 		if job.Cron != "" {
 			s.Spec = &client.ScheduleSpec{CronExpressions: []string{job.Cron}, TimeZoneName: job.TZ}
@@ -482,6 +571,13 @@ func (r *Registry) modifyCron(ctx context.Context, e entry, inv Invocation) (Out
 		s.Action = act
 		return &client.ScheduleUpdate{Schedule: &s}, nil
 	}})
+	if errors.Is(err, errJobChanged) {
+		// Changed between the check and the update: ask again, showing the change as it would be now.
+		// Without a Guard the call cannot pass as approved, so this recurses once.
+		again := inv
+		again.Guard = ""
+		return r.modifyCron(ctx, e, again)
+	}
 	if err != nil {
 		return Output{}, r.scheduleFailed(ModifyCron, err)
 	}
@@ -490,6 +586,22 @@ func (r *Registry) modifyCron(ctx context.Context, e entry, inv Invocation) (Out
 		msg += " Next runs: " + fmtTimes(next) + "."
 	}
 	return Output{Content: msg}, nil
+}
+
+// jobChanges lists what a modification changes, old and new.
+func jobChanges(before, after JobSpec) string {
+	var b strings.Builder
+	b.WriteString("*Changes:*")
+	if before.Cron != after.Cron || firstNonEmpty(before.TZ, "UTC") != after.TZ {
+		fmt.Fprintf(&b, "\n• schedule: %s → %s", cronText(before), cronText(after))
+	}
+	if before.Channel != after.Channel || before.ThreadTS != after.ThreadTS {
+		fmt.Fprintf(&b, "\n• posts in: %s → %s", jobWhere(before), jobWhere(after))
+	}
+	if before.Instruction != after.Instruction {
+		fmt.Fprintf(&b, "\n• the instruction is replaced; it was:\n%s", quoteText(before.Instruction))
+	}
+	return b.String()
 }
 
 type cronNameArgs struct {
@@ -507,14 +619,36 @@ func (r *Registry) deleteCron(ctx context.Context, e entry, inv Invocation) (Out
 }
 
 func (r *Registry) triggerCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
-	return r.onJob(ctx, e, inv, TriggerCron, false, func(h client.ScheduleHandle, job JobSpec, _ cronNameArgs) (string, error) {
-		// Allow-all: a person asking for a run now gets one even if a scheduled run is under way.
-		if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}); err != nil {
-			return "", err
-		}
-		where := "<#" + job.Channel + ">"
-		return fmt.Sprintf("Started %q now; its result will be posted in %s.", job.DisplayName(), where), nil
-	})
+	var args cronNameArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	api, out := r.schedulesAPI(TriggerCron)
+	if out != nil {
+		return *out, nil
+	}
+	h, _, job, out, err := r.describeJob(ctx, api, TriggerCron, inv.Team, args.Name)
+	if err != nil || out != nil {
+		return deref(out), err
+	}
+	// A run acts as the job's creator: only they, or an admin, may start one.
+	if out := r.manageable(TriggerCron, inv, job); out != nil {
+		return *out, nil
+	}
+	guard := specGuard(struct {
+		Tool, ID string
+		Job      JobSpec
+	}{TriggerCron, h.GetID(), job})
+	if !approvedFor(inv, guard) {
+		summary := fmt.Sprintf("I'd like to run the recurring job *%s* once now, besides its schedule.", mrkdwnEscape(job.DisplayName()))
+		return holdSchedule(inv, fmt.Sprintf("running the recurring job %q now", job.DisplayName()), summary,
+			jobDetails(job, "once, now (its schedule stays "+cronText(job)+")", nil), guard), nil
+	}
+	// Allow-all: a person asking for a run now gets one even if a scheduled run is under way.
+	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}); err != nil {
+		return Output{}, r.scheduleFailed(TriggerCron, err)
+	}
+	return Output{Content: fmt.Sprintf("Started %q now; its result will be posted in <#%s>.", job.DisplayName(), job.Channel)}, nil
 }
 
 func (r *Registry) pauseCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
@@ -531,12 +665,47 @@ func (r *Registry) pauseCron(ctx context.Context, e entry, inv Invocation) (Outp
 }
 
 func (r *Registry) resumeCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
-	return r.onJob(ctx, e, inv, ResumeCron, true, func(h client.ScheduleHandle, job JobSpec, _ cronNameArgs) (string, error) {
-		if err := h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: "resumed by " + inv.User}); err != nil {
-			return "", err
+	var args cronNameArgs
+	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+		return Output{}, err
+	}
+	api, out := r.schedulesAPI(ResumeCron)
+	if out != nil {
+		return *out, nil
+	}
+	h, d, job, out, err := r.describeJob(ctx, api, ResumeCron, inv.Team, args.Name)
+	if err != nil || out != nil {
+		return deref(out), err
+	}
+	if out := r.manageable(ResumeCron, inv, job); out != nil {
+		return *out, nil
+	}
+	if d.Schedule.State == nil || !d.Schedule.State.Paused {
+		return Output{Content: fmt.Sprintf("%q is not paused: it runs on its schedule. Nothing to resume.", job.DisplayName())}, nil
+	}
+	var next []time.Time
+	if job.Cron != "" {
+		tz := firstNonEmpty(job.TZ, "UTC")
+		if next, err = parseCron(ResumeCron, job.Cron, tz); err != nil {
+			return Output{}, err
 		}
-		return fmt.Sprintf("Resumed %q.", job.DisplayName()), nil
-	})
+		if err := checkCronInterval(ResumeCron, job.Cron, tz, r.limits().MinJobInterval); err != nil {
+			return Output{}, err
+		}
+	}
+	guard := specGuard(struct {
+		Tool, ID string
+		Job      JobSpec
+	}{ResumeCron, h.GetID(), job})
+	if !approvedFor(inv, guard) {
+		summary := fmt.Sprintf("I'd like to resume the paused recurring job *%s*: it will run again on its schedule.", mrkdwnEscape(job.DisplayName()))
+		return holdSchedule(inv, fmt.Sprintf("resuming the recurring job %q", job.DisplayName()), summary,
+			jobDetails(job, cronText(job), next), guard), nil
+	}
+	if err := h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: "resumed by " + inv.User}); err != nil {
+		return Output{}, r.scheduleFailed(ResumeCron, err)
+	}
+	return Output{Content: fmt.Sprintf("Resumed %q.", job.DisplayName())}, nil
 }
 
 // onJob runs one action on an existing job, checking first, when owned, that the person may.

@@ -115,7 +115,9 @@ var heartbeatTools = []entry{
 				"expected status, by default any 2xx/3xx, within max_latency_ms if given), \"page\" (the page's text " +
 				"contains `contains`, or does not contain `not_contains`, or, with neither, any change of its text), " +
 				"\"json\" (the number at `path`, like \"data.items.0.price\", compared with `threshold` by `op`; the " +
-				"alert fires when the comparison becomes true and clears when it stops). No model runs at each check.",
+				"alert fires when the comparison becomes true and clears when it stops). No model runs at each check. A person " +
+				"must approve the monitor first (the approval shows the URL, the condition, the interval and the channel); " +
+				"the first check runs once it is approved. A monitor beyond the workspace's or the person's limit is refused.",
 			Human: "setting up a monitor",
 		},
 		required: []string{"name", "kind", "url"},
@@ -124,7 +126,7 @@ var heartbeatTools = []entry{
 				heartbeatNameProp(),
 				enumProp("kind", "What to check.", CheckHTTP, CheckPage, CheckJSON),
 				strProp("url", "The http(s) URL to check.", 1, 2048),
-				intProp("every_minutes", "How often to check, in minutes (default 5).", minEveryMinutes, maxEveryMinutes),
+				intProp("every_minutes", "How often to check, in minutes (default 5). The operator sets a minimum (5 unless set otherwise).", minEveryMinutes, maxEveryMinutes),
 				intProp("expect_status", "http: the status that means up (default: any 2xx or 3xx).", 100, 599),
 				intProp("max_latency_ms", "http: slower than this counts as down.", 1, 120000),
 				strProp("contains", "page: alert when the text stops containing this.", 1, 500),
@@ -199,9 +201,16 @@ func (r *Registry) createHeartbeat(ctx context.Context, e entry, inv Invocation)
 	if err := r.validateCheck(ctx, check, args.Threshold != nil); err != nil {
 		return Output{}, err
 	}
+	l := r.limits()
+	minEvery := int((l.MinMonitorInterval + time.Minute - 1) / time.Minute)
 	every := args.EveryMinutes
 	if every == 0 {
-		every = defaultEvery
+		every = max(defaultEvery, minEvery)
+	}
+	if every < minEvery {
+		return Output{}, argErrorf(CreateHeartbeat, "every_minutes is %d; a monitor may check at most once every %s "+
+			"(LUCY_MIN_MONITOR_INTERVAL): use every_minutes %d or more, or ask an operator to lower the limit",
+			every, fmtGap(l.MinMonitorInterval), minEvery)
 	}
 	api, out := r.schedulesAPI(CreateHeartbeat)
 	if out != nil {
@@ -218,6 +227,24 @@ func (r *Registry) createHeartbeat(ctx context.Context, e entry, inv Invocation)
 	spec := MonitorSpec{Team: inv.Team, Slug: slug, Name: strings.TrimSpace(args.Name), Channel: channel, Creator: inv.User,
 		EveryMinutes: every, Check: check}
 	id := scheduleID(heartbeatPrefix, inv.Team, slug)
+	// Refuse before asking what would fail after the approval.
+	if out, err := r.refuseExisting(ctx, api, CreateHeartbeat, id, "a monitor named %q already exists (%s). Pick another name, "+
+		"or delete that one first.", spec.Name); err != nil || out != nil {
+		return deref(out), err
+	}
+	if out, err := r.checkQuota(ctx, api, CreateHeartbeat, monitorQuota, inv.Team, inv.User, l.MonitorsPerTeam, l.MonitorsPerUser); err != nil || out != nil {
+		return deref(out), err
+	}
+	guard := specGuard(struct {
+		Tool string
+		Spec MonitorSpec
+	}{CreateHeartbeat, spec})
+	if !approvedFor(inv, guard) {
+		summary := fmt.Sprintf("I'd like to create the monitor *%s*: it will fetch a URL every %d minute(s), as long as it exists, "+
+			"and post in <#%s> when what it finds changes.", mrkdwnEscape(spec.Name), every, channel)
+		return holdSchedule(inv, fmt.Sprintf("creating the monitor %q", spec.Name), summary, monitorDetails(spec), guard), nil
+	}
+	// Only now, approved: the schedule, and with it the first check.
 	_, err = api.Create(ctx, client.ScheduleOptions{
 		ID:            id,
 		Spec:          client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: time.Duration(every) * time.Minute}}},
@@ -237,6 +264,22 @@ func (r *Registry) createHeartbeat(ctx context.Context, e entry, inv Invocation)
 	}
 	return Output{Content: fmt.Sprintf("Created the monitor %q (%s): %s, every %d minute(s). Alerts go to <#%s> when its state "+
 		"changes; the first check runs now and posts only if it already fails.", spec.Name, id, describeCheck(check), every, channel)}, nil
+}
+
+// monitorDetails shows a person everything a monitor will do: what it fetches, how often, what it
+// compares, and where it posts (and, for a page, that its alerts quote the page).
+func monitorDetails(spec MonitorSpec) string {
+	c := spec.Check
+	var b strings.Builder
+	fmt.Fprintf(&b, "*Kind:* %s\n*URL:* %s (fetched at every check, from Lucy's servers)\n*Condition:* %s\n",
+		c.Kind, codeSpan(c.URL), mrkdwnEscape(RedactCredentials(describeCheck(c))))
+	fmt.Fprintf(&b, "*Every:* %d minute(s); the first check runs as soon as this is approved\n", spec.EveryMinutes)
+	fmt.Fprintf(&b, "*Alerts in:* <#%s>, only when the state changes, with the evidence", spec.Channel)
+	if c.Kind == CheckPage {
+		b.WriteString(" (which quotes the page's text)")
+	}
+	fmt.Fprintf(&b, "\n*Created by:* <@%s>", spec.Creator)
+	return b.String()
 }
 
 // monitorAction starts the monitor workflow with the spec and the last state.

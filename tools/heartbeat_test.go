@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -8,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	commonpb "go.temporal.io/api/common/v1"
 )
 
 // flipper is a server whose answer the test changes.
@@ -192,4 +195,78 @@ func TestCheckHeartbeatBadInput(t *testing.T) {
 	if err != nil || !out.IsError || !strings.Contains(out.Content, "not available") {
 		t.Errorf("no schedules: %+v, %v", out, err)
 	}
+}
+
+// A monitor relaying a page into a channel must not exist, nor check anything, without a person's
+// approval showing its kind, URL, condition, interval and channel; a stale approval asks again.
+func TestCreateHeartbeatNeedsApproval(t *testing.T) {
+	e := newSchedEnv(t, ScheduleLimits{})
+	args := `{"name":"status page","kind":"page","url":"https://status.example.com/feed?since=2026","every_minutes":10,"channel":"#ops"}`
+	need := e.ask(t, "ULOCAL", CreateHeartbeat, args)
+	if len(e.f.ids()) != 0 {
+		t.Fatalf("a monitor exists before the approval: %v", e.f.ids())
+	}
+	wantContains(t, need.Summary, "status page", "every 10 minute(s)", "<#COPS>")
+	wantContains(t, need.Details, "*Kind:* page", "`https://status.example.com/feed?since=2026`", "changes",
+		"*Every:* 10 minute(s)", "first check runs as soon as this is approved", "<#COPS>", "quotes the page's text")
+
+	// Approved for another URL: asks again, creates nothing.
+	other := e.ask(t, "ULOCAL", CreateHeartbeat, strings.Replace(args, "status.example.com", "elsewhere.example.com", 1))
+	out, err := e.call(t, "ULOCAL", CreateHeartbeat, args, true, other.Guard)
+	if err != nil || out.NeedsApproval == nil {
+		t.Fatalf("stale approval: %v %+v, want a new request", err, out)
+	}
+	if len(e.f.ids()) != 0 {
+		t.Fatalf("a stale approval created %v", e.f.ids())
+	}
+
+	out, err = e.call(t, "ULOCAL", CreateHeartbeat, args, true, need.Guard)
+	if err != nil || out.IsError || out.NeedsApproval != nil {
+		t.Fatalf("approved: %v %+v", err, out)
+	}
+	wantContains(t, out.Content, "Created the monitor", "heartbeat:TTEST:status-page")
+	s, ok := e.f.get("heartbeat:TTEST:status-page")
+	if !ok || !s.triggerImmediately || len(s.spec.Intervals) != 1 || s.spec.Intervals[0].Every != 10*time.Minute {
+		t.Fatalf("stored monitor %+v", s)
+	}
+	var spec MonitorSpec
+	if err := json.Unmarshal(s.action.Args[0].(*commonpb.Payload).GetData(), &spec); err != nil {
+		t.Fatal(err)
+	}
+	if spec.Check.URL != "https://status.example.com/feed?since=2026" || spec.Channel != "COPS" || spec.Creator != "ULOCAL" {
+		t.Errorf("spec %+v", spec)
+	}
+
+	// A name in use is refused before asking.
+	out, err = e.call(t, "ULOCAL", CreateHeartbeat, args, false, "")
+	if err != nil || out.NeedsApproval != nil {
+		t.Fatalf("%v %+v", err, out)
+	}
+	wantToolError(t, out, "already exists")
+}
+
+func TestHeartbeatMinimumIntervalAndQuotas(t *testing.T) {
+	e := newSchedEnv(t, ScheduleLimits{MonitorsPerTeam: 4, MonitorsPerUser: 1})
+	mon := func(name string, every int) string {
+		return fmt.Sprintf(`{"name":%q,"kind":"http","url":"https://example.com/%s","every_minutes":%d}`, name, name, every)
+	}
+	_, err := e.call(t, "ULOCAL", CreateHeartbeat, mon("fast", 1), false, "")
+	wantArgError(t, err, CreateHeartbeat, "every_minutes is 1", "5 minutes", "LUCY_MIN_MONITOR_INTERVAL")
+	e.approve(t, "ULOCAL", CreateHeartbeat, mon("a", 5))
+
+	out, err := e.call(t, "ULOCAL", CreateHeartbeat, mon("b", 5), false, "")
+	if err != nil || out.NeedsApproval != nil {
+		t.Fatalf("%v %+v", err, out)
+	}
+	wantToolError(t, out, "<@ULOCAL> already has 1 monitors", "LUCY_MAX_MONITORS_PER_USER=1", DeleteHeartbeat)
+	e.approve(t, "UOTHER", CreateHeartbeat, mon("b", 5))
+	e.approve(t, "UADMIN", CreateHeartbeat, mon("c", 5))
+	e.approve(t, "UADMIN", CreateHeartbeat, mon("d", 5)) // admins: the workspace's limit only
+	out, _ = e.call(t, "UADMIN", CreateHeartbeat, mon("e", 5), false, "")
+	wantToolError(t, out, "this workspace has 4 monitors", "LUCY_MAX_MONITORS_PER_TEAM=4")
+
+	// The default interval follows an operator's higher minimum.
+	e20 := newSchedEnv(t, ScheduleLimits{MinMonitorInterval: 20 * time.Minute})
+	need := e20.ask(t, "ULOCAL", CreateHeartbeat, `{"name":"slow","kind":"http","url":"https://example.com/"}`)
+	wantContains(t, need.Details, "*Every:* 20 minute(s)")
 }

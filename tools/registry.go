@@ -111,6 +111,10 @@ type Deps struct {
 	SlackUser func(team string) SlackSearchAPI
 	// Admins are the Slack user IDs that may manage anyone's jobs and monitors (LUCY_ADMIN_USERS).
 	Admins []string
+	// ScheduleLimits bound the jobs and monitors of a workspace and a person, and how often they
+	// fire (LUCY_MAX_JOBS_PER_*, LUCY_MAX_MONITORS_PER_*, LUCY_MIN_*_INTERVAL); zero fields mean
+	// DefaultScheduleLimits.
+	ScheduleLimits ScheduleLimits
 }
 
 // Registry runs tools. It is safe for concurrent use.

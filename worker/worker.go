@@ -132,6 +132,7 @@ func NewActivities(d Deps) *activities.Activities {
 		ScriptLimits:         scriptLimits(cfg),
 		DataConverter:        d.DataConverter,
 		Admins:               cfg.AdminUsers,
+		ScheduleLimits:       scheduleLimits(cfg),
 		Slack:                func(team string) tools.SlackAPI { return slackFor(team) },
 		HTTP:                 httpClient,
 		DataDir:              cfg.DataDir,
@@ -195,6 +196,13 @@ func scriptLimits(cfg *config.Config) sandbox.Limits {
 		l.MemoryBytes = int64(cfg.ScriptMemoryMB) << 20
 	}
 	return l
+}
+
+// scheduleLimits are the tools' limits on recurring jobs and monitors, from the configuration.
+func scheduleLimits(cfg *config.Config) tools.ScheduleLimits {
+	l := cfg.Schedules
+	return tools.ScheduleLimits{JobsPerTeam: l.JobsPerTeam, JobsPerUser: l.JobsPerUser, MonitorsPerTeam: l.MonitorsPerTeam,
+		MonitorsPerUser: l.MonitorsPerUser, MinJobInterval: l.MinJobInterval, MinMonitorInterval: l.MinMonitorInterval}
 }
 
 // NewChatModel builds the Chat Completions client. Temporal owns retries, so the client makes none

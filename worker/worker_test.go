@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/activity"
@@ -15,6 +16,7 @@ import (
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/signing"
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // The activities decode history with the converter the client was dialled with: a codec on the
@@ -133,5 +135,24 @@ func TestSlackClientsUseTheLocalToken(t *testing.T) {
 	onlyLocal := SlackClients(&config.Config{SlackAPIURL: remoteURL}, localURL, "xoxb-local-given")
 	if _, err := onlyLocal("TOTHER").AuthTestContext(ctx); err != nil {
 		t.Errorf("local-only client: %v", err)
+	}
+}
+
+// The schedule limits reach the tools as configured, and the tools' own defaults (for a Registry
+// built without them) are the configuration's.
+func TestScheduleLimitsReachTheTools(t *testing.T) {
+	cfg, err := config.Load(config.ModeDev, env("OPENAI_API_KEY", "sk-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scheduleLimits(cfg); got != tools.DefaultScheduleLimits {
+		t.Errorf("configuration defaults %+v, tools defaults %+v", got, tools.DefaultScheduleLimits)
+	}
+	cfg, err = config.Load(config.ModeDev, env("OPENAI_API_KEY", "sk-test", "LUCY_MAX_JOBS_PER_USER", "3", "LUCY_MIN_MONITOR_INTERVAL", "10m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := scheduleLimits(cfg); got.JobsPerUser != 3 || got.MinMonitorInterval != 10*time.Minute || got.JobsPerTeam != 50 {
+		t.Errorf("set: %+v", got)
 	}
 }
