@@ -192,3 +192,27 @@ func MonitorWithoutAccess(spec MonitorSpec, last MonitorState, denied string, no
 	return MonitorResult{State: st, Alert: fmt.Sprintf("⏸️ *%s* stopped checking: %s Its creator or an admin can move it "+
 		"to another channel or delete it.", spec.DisplayName(), denied)}
 }
+
+// scheduleVisible tells whether a job or monitor (made by creator, posting in channel) may be listed
+// for inv's requester: a schedule shows its channel, its instruction or URL, which are the
+// channel's business. Their own, those of the request's conversation and of the channels they are
+// in; never one in someone else's DM; an admin sees all. One that cannot be read (readable false)
+// shows to admins only.
+func (r *Registry) scheduleVisible(ctx context.Context, inv Invocation, creator, channel string, readable bool) (bool, error) {
+	switch {
+	case r.isAdmin(inv.User):
+		return true, nil
+	case !readable:
+		return false, nil
+	case creator != "" && creator == inv.User, channel == inv.Channel:
+		return true, nil
+	case channel == "" || channel[0] == 'D':
+		return false, nil
+	}
+	api, unavailable := r.slackAPI(inv.Team)
+	if unavailable != nil {
+		return false, nil
+	}
+	mine, err := r.channelsOf(ctx, api, inv.Team, inv.User)
+	return mine[channel], err
+}

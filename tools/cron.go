@@ -214,7 +214,7 @@ func (r *Registry) createCron(ctx context.Context, e entry, inv Invocation) (Out
 	} else if args.InThisThread {
 		thread = inv.ThreadTS
 	}
-	channel, out, err = r.checkPostable(ctx, CreateCron, inv.Team, channel)
+	channel, out, err = r.checkPostable(ctx, CreateCron, inv.Team, inv.User, inv.Channel, channel)
 	if err != nil || out != nil {
 		return deref(out), err
 	}
@@ -426,8 +426,13 @@ func (r *Registry) listCrons(ctx context.Context, e entry, inv Invocation) (Outp
 		if err != nil {
 			return Output{}, r.scheduleFailed(ListCrons, err)
 		}
-		n++
 		job, jerr := r.jobOf(d)
+		if ok, err := r.scheduleVisible(ctx, inv, job.Creator, job.Channel, jerr == nil); err != nil {
+			return slackFailed(ctx, ListCrons, err)
+		} else if !ok {
+			continue
+		}
+		n++
 		name := job.DisplayName()
 		if jerr != nil {
 			name = strings.TrimPrefix(e.ID, cronPrefix+":"+inv.Team+":")
@@ -464,9 +469,11 @@ func (r *Registry) listCrons(ctx context.Context, e entry, inv Invocation) (Outp
 		fmt.Fprintf(&b, "\n  Instruction: %s\n", cutRunes(job.Instruction, 200))
 	}
 	if n == 0 {
-		return Output{Content: "There are no recurring jobs in this workspace."}, nil
+		return Output{Content: "There are no recurring jobs in this workspace that <@" + inv.User + "> may see (their own, " +
+			"and those of the channels they are in)."}, nil
 	}
-	return Output{Content: fmt.Sprintf("%d recurring job(s):\n", n) + b.String()}, nil
+	return Output{Content: fmt.Sprintf("%d recurring job(s) that <@%s> may see (their own, and those of the channels they "+
+		"are in):\n", n, inv.User) + b.String()}, nil
 }
 
 // memoStrings decodes the string fields of a schedule's memo.
@@ -532,7 +539,7 @@ func (r *Registry) modifyCron(ctx context.Context, e entry, inv Invocation) (Out
 		job.Instruction = strings.TrimSpace(args.Instruction)
 	}
 	if args.Channel != "" {
-		ch, out, err := r.checkPostable(ctx, ModifyCron, inv.Team, args.Channel)
+		ch, out, err := r.checkPostable(ctx, ModifyCron, inv.Team, job.Creator, creatorsConversation(inv, job.Creator), args.Channel)
 		if err != nil || out != nil {
 			return deref(out), err
 		}
@@ -744,4 +751,14 @@ func (r *Registry) scheduleFailed(tool string, err error) error {
 		return &TransientError{Tool: tool, Err: err}
 	}
 	return fmt.Errorf("%s: %w", tool, err)
+}
+
+// creatorsConversation is the conversation of the request when its requester is creator (who then
+// may use it as any request's own), and "" otherwise: an admin changing someone's job from a channel
+// the creator is not in must not move the job there.
+func creatorsConversation(inv Invocation, creator string) string {
+	if inv.User == creator {
+		return inv.Channel
+	}
+	return ""
 }

@@ -29,7 +29,8 @@ func newSchedEnv(t *testing.T, limits ScheduleLimits) *schedEnv {
 		Users: []localslack.User{{ID: "ULOCAL", Name: "lou", TZ: "Europe/London"}, {ID: "UOTHER", Name: "otto", TZ: "UTC"},
 			{ID: "UADMIN", Name: "ada", TZ: "UTC"}},
 		Channels: []localslack.Channel{{ID: "CLOCAL", Name: "general"}, {ID: "COPS", Name: "ops"},
-			{ID: "CSECRET", Name: "secret", BotNotMember: true}},
+			{ID: "CSECRET", Name: "secret", BotNotMember: true},
+			{ID: "CPRIV", Name: "otto-private", IsPrivate: true, Members: []string{"UOTHER", localslack.DefaultBotUserID}}},
 	})
 	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
 	f := newFakeSchedules()
@@ -388,4 +389,43 @@ func createForeign(e *schedEnv, id string) error {
 	_, err := e.f.Create(context.Background(), client.ScheduleOptions{ID: id, Memo: map[string]any{"creator": "ULOCAL"},
 		Action: jobAction(id, JobSpec{Team: "TOTHER", Channel: "C1", Creator: "ULOCAL", Instruction: "x"})})
 	return err
+}
+
+// Jobs and monitors act as their creator, so they may only post where the creator may (refused
+// before any approval is asked), and the lists show a person only the jobs and monitors of their
+// own and of the channels they are in: a job's instruction and channel are that channel's business.
+func TestSchedulesFollowTheAccessRule(t *testing.T) {
+	e := newSchedEnv(t, ScheduleLimits{})
+	out, err := e.call(t, "ULOCAL", CreateCron, `{"name": "leak", "schedule": "0 9 * * *", "instruction": "post the plans", "channel": "#otto-private"}`, false, "")
+	if err != nil || !out.IsError || !strings.Contains(out.Content, "<@ULOCAL> is not a member of <#CPRIV>") || out.NeedsApproval != nil {
+		t.Fatalf("a job in a channel its creator is not in: %v %+v", err, out)
+	}
+	out, err = e.call(t, "ULOCAL", CreateHeartbeat, `{"name": "leak", "kind": "http", "url": "https://example.com", "channel": "CPRIV"}`, false, "")
+	if err != nil || !out.IsError || !strings.Contains(out.Content, "is not a member of <#CPRIV>") {
+		t.Fatalf("a monitor in a channel its creator is not in: %v %+v", err, out)
+	}
+	if e.state() != "" {
+		t.Fatalf("refused creations left schedules:\n%s", e.state())
+	}
+
+	e.approve(t, "UOTHER", CreateCron, `{"name": "private digest", "schedule": "0 9 * * *", "instruction": "summarize the private plans", "channel": "CPRIV"}`)
+	e.approve(t, "UOTHER", CreateCron, `{"name": "ops digest", "schedule": "0 9 * * *", "instruction": "summarize ops", "channel": "#ops"}`)
+	e.approve(t, "ULOCAL", CreateCron, `{"name": "my digest", "schedule": "0 9 * * *", "instruction": "summarize general"}`)
+
+	out, err = e.call(t, "ULOCAL", ListCrons, `{}`, false, "")
+	if err != nil || out.IsError {
+		t.Fatal(err, out)
+	}
+	for _, want := range []string{"ops digest", "my digest", "2 recurring job(s)"} {
+		if !strings.Contains(out.Content, want) {
+			t.Errorf("the list lacks %q:\n%s", want, out.Content)
+		}
+	}
+	if strings.Contains(out.Content, "private") {
+		t.Errorf("the list shows a job of a private channel the requester is not in:\n%s", out.Content)
+	}
+	out, _ = e.call(t, "UADMIN", ListCrons, `{}`, false, "")
+	if !strings.Contains(out.Content, "private digest") || !strings.Contains(out.Content, "3 recurring job(s)") {
+		t.Errorf("an admin does not see every job:\n%s", out.Content)
+	}
 }

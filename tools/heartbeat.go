@@ -220,7 +220,7 @@ func (r *Registry) createHeartbeat(ctx context.Context, e entry, inv Invocation)
 	if args.Channel != "" {
 		channel = args.Channel
 	}
-	channel, out, err = r.checkPostable(ctx, CreateHeartbeat, inv.Team, channel)
+	channel, out, err = r.checkPostable(ctx, CreateHeartbeat, inv.Team, inv.User, inv.Channel, channel)
 	if err != nil || out != nil {
 		return deref(out), err
 	}
@@ -640,6 +640,11 @@ func (r *Registry) listHeartbeats(ctx context.Context, e entry, inv Invocation) 
 		if isNotFound(err) {
 			continue
 		}
+		if ok, verr := r.scheduleVisible(ctx, inv, spec.Creator, spec.Channel, err == nil); verr != nil {
+			return slackFailed(ctx, ListHeartbeats, verr)
+		} else if !ok {
+			continue
+		}
 		n++
 		if err != nil {
 			fmt.Fprintf(&b, "- %s: not readable (%v)\n", le.ID, err)
@@ -664,9 +669,11 @@ func (r *Registry) listHeartbeats(ctx context.Context, e entry, inv Invocation) 
 		fmt.Fprintf(&b, "; alerts in <#%s>; created by <@%s>\n", spec.Channel, spec.Creator)
 	}
 	if n == 0 {
-		return Output{Content: "There are no monitors in this workspace."}, nil
+		return Output{Content: "There are no monitors in this workspace that <@" + inv.User + "> may see (their own, and " +
+			"those of the channels they are in)."}, nil
 	}
-	return Output{Content: fmt.Sprintf("%d monitor(s):\n", n) + strings.TrimRight(b.String(), "\n")}, nil
+	return Output{Content: fmt.Sprintf("%d monitor(s) that <@%s> may see (their own, and those of the channels they are in):\n",
+		n, inv.User) + strings.TrimRight(b.String(), "\n")}, nil
 }
 
 // checkHeartbeat runs the check inline and compares it with the recorded state without saving

@@ -149,7 +149,11 @@ func (r *Registry) userTZ(ctx context.Context, team, user string) string {
 
 // checkPostable resolves where a schedule reports and checks that Lucy can post there: a channel she
 // is a member of, or a direct message. It returns the channel ID, or an Output for the model.
-func (r *Registry) checkPostable(ctx context.Context, tool, team, channel string) (string, *Output, error) {
+//
+// The job or monitor posts as creator, so creator must be allowed to use the channel too (access.go):
+// the conversation of the request itself (current), or a channel the creator is in, or their own DM
+// with Lucy; an admin any channel.
+func (r *Registry) checkPostable(ctx context.Context, tool, team, creator, current, channel string) (string, *Output, error) {
 	api, out := r.slackAPI(team)
 	if out != nil {
 		return "", out, nil
@@ -166,6 +170,16 @@ func (r *Registry) checkPostable(ctx context.Context, tool, team, channel string
 	if !ch.IsIM && !ch.IsMember {
 		return "", &Output{IsError: true, Content: fmt.Sprintf("Error: I'm not a member of <#%s>, so I can't post there. "+
 			"Ask someone to invite me (/invite @Lucy) or pick another channel.", ref.id)}, nil
+	}
+	if ref.id != current {
+		denied, err := r.ScheduleAccess(ctx, team, creator, ref.id)
+		if err != nil {
+			o, err := slackFailed(ctx, tool, err)
+			return "", &o, err
+		}
+		if denied != "" {
+			return "", &Output{IsError: true, Content: "Error: " + denied + " Nothing was created or changed."}, nil
+		}
 	}
 	return ref.id, nil, nil
 }

@@ -152,9 +152,11 @@ launch:
 		}
 		switch {
 		case err == nil && res.NeedsApproval != nil:
-			// Asked once already: the file changed while the person decided. Don't ask in a loop.
-			results[i] = r.inlineResult(c, "Not done: the file changed while the approval was pending, so nothing was "+
-				"changed. Read it again, and ask the person before trying again.", false)
+			// Asked once already: what the person approved (a file, a job) changed while they
+			// decided. Don't ask in a loop. (Only the words the model reads changed here: replay-safe.)
+			results[i] = r.inlineResult(c, "Not done: what the person approved changed while the approval was pending "+
+				"(the file, or the job or monitor, was changed meanwhile), so nothing was changed. Look at it again, and ask the "+
+				"person before trying again.", false)
 		case err == nil:
 			delete(r.toolFailures, c.Name)
 			results[i] = tmsg{
