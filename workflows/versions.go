@@ -70,6 +70,14 @@ const (
 	// the person and channel with a local activity. Read at the start of the run's preparation and at
 	// the lane's first lookup of a person.
 	changeFastStart = "fast-start"
+	// changeApprovalShowsAll (issue 19), in the agent run and sub-agents: an approval's fingerprint,
+	// which the gateway signs with the person's decision and which names the prompt's activities,
+	// covers the exact summary and details the prompt shows and the tool's arguments as the model
+	// wrote them (fingerprintShown), no longer only the tool and its whitespace-normalized
+	// arguments: a tool's NeedsApproval details can differ from its arguments, and an approval is
+	// of what the person was shown. Read inside approve(), where the fingerprint is computed: only
+	// a run that asks for approval records it.
+	changeApprovalShowsAll = "approval-shows-all"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker
