@@ -20,6 +20,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/output"
 )
@@ -32,6 +33,10 @@ type PostInput struct {
 	// Key is unique within RunID: "placeholder", "status-<ts>", … It makes the post idempotent.
 	Key  string
 	Text string // Markdown
+	// AllowedMentions are the special mentions (<!channel>, <!here>, a user group) the requester's own
+	// message asked for (output.RequestedMentions): the only ones the post may carry. Every other
+	// one is neutralized; none (a monitor's alert, a job's notice) neutralizes them all.
+	AllowedMentions []string `json:",omitempty"`
 }
 
 // PostResult is what a post produced: TS is the first (or only) message, TSs all of them in order.
@@ -49,6 +54,8 @@ type DeliverInput struct {
 	// run asks mid-way is delivered the same way under its own prefix, so that it stays in the
 	// thread's history (placeholders do not) and never collides with the final answer's parts.
 	KeyPrefix string
+	// AllowedMentions: as PostInput's.
+	AllowedMentions []string `json:",omitempty"`
 }
 
 // UpdateInput rewrites one of Lucy's messages.
@@ -251,10 +258,11 @@ type slackPart struct {
 	blocks []slack.Block
 }
 
-// renderOne renders Markdown into a single Slack message: the first part of it. ok is false when
-// nothing is left to post (output.Render drops empty text and text that is only Lucy's machinery).
-func renderOne(markdown string) (m output.Message, ok bool) {
-	if parts := output.Render(markdown); len(parts) > 0 {
+// renderOne renders Markdown into a single Slack message: the first part of it, with the special
+// mentions in allowed and no other. ok is false when nothing is left to post (output.Render drops
+// empty text and text that is only Lucy's machinery).
+func renderOne(markdown string, allowed []string) (m output.Message, ok bool) {
+	if parts := output.RenderAllowing(markdown, allowed); len(parts) > 0 {
 		return parts[0], true
 	}
 	return output.Message{}, false
@@ -364,7 +372,7 @@ func (a *Activities) PostPlaceholder(ctx context.Context, in PostInput) (PostRes
 	if key == "" {
 		key = placeholderKey
 	}
-	m, ok := renderOne(in.Text)
+	m, ok := renderOne(in.Text, in.AllowedMentions)
 	if !ok {
 		m.Text = "…"
 	}
@@ -393,7 +401,7 @@ func (a *Activities) PostPlaceholder(ctx context.Context, in PostInput) (PostRes
 // to nothing posts nothing.
 func (a *Activities) PostMessage(ctx context.Context, in PostInput) (PostResult, error) {
 	var parts []slackPart
-	for i, m := range output.Render(in.Text) {
+	for i, m := range output.RenderAllowing(in.Text, in.AllowedMentions) {
 		parts = append(parts, slackPart{key: fmt.Sprintf("%s#%d", in.Key, i), text: m.Text, blocks: m.Blocks})
 	}
 	tss, err := a.postParts(ctx, "post message", in.Team, in.Channel, in.ThreadTS, in.RunID, parts)
@@ -404,7 +412,7 @@ func (a *Activities) PostMessage(ctx context.Context, in PostInput) (PostResult,
 // is idempotent), further parts follow as replies keyed "answer#<i>". It returns every ts in order.
 func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostResult, error) {
 	const op = "deliver answer"
-	rendered := output.Render(in.Markdown)
+	rendered := output.RenderAllowing(in.Markdown, in.AllowedMentions)
 	if len(rendered) == 0 {
 		a.Log.Warn().Str("workspace", in.Team).Str("channel", in.Channel).Str("run", in.RunID).
 			Msg("the answer renders to nothing; the placeholder says it is done")
@@ -456,7 +464,8 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 // UpdateMessage rewrites one of Lucy's messages (progress notes on the placeholder, "Stopped."). Its
 // metadata is kept, so a placeholder stays a placeholder.
 func (a *Activities) UpdateMessage(ctx context.Context, in UpdateInput) error {
-	m, ok := renderOne(in.Text)
+	m, ok := renderOne(in.Text, nil) // progress and notes never ping: they need no one's attention
+
 	if !ok { // Slack refuses an empty message; the old text is better than a failed run
 		a.Log.Debug().Str("workspace", in.Team).Str("channel", in.Channel).Msg("update renders to nothing; skipped")
 		return nil
@@ -497,7 +506,7 @@ func (a *Activities) React(ctx context.Context, in ReactInput) error {
 // button). Ephemeral messages cannot be looked up afterwards; showing one twice on a retry is harmless.
 func (a *Activities) PostEphemeral(ctx context.Context, in EphemeralInput) error {
 	api := a.Slack(in.Team)
-	m, ok := renderOne(in.Text)
+	m, ok := renderOne(in.Text, nil)
 	if !ok {
 		return nil
 	}
@@ -525,28 +534,86 @@ type ApprovalValue struct {
 }
 
 // PostApprovalPrompt asks for approval with Approve and Deny buttons; idempotent by the metadata key
-// "approval-<fingerprint>".
+// "approval-<fingerprint>". It shows the summary and the details whole, mentions neutralized (a
+// prompt never pings): details too long for the prompt go first, in messages of their own keyed
+// "approval-<fingerprint>#<i>". TS is the prompt's ts, TSs every message in order.
 func (a *Activities) PostApprovalPrompt(ctx context.Context, in ApprovalPromptInput) (PostResult, error) {
-	blocks, text, err := approvalBlocks(in)
+	parts, err := approvalParts(in)
 	if err != nil {
 		return PostResult{}, err
 	}
-	tss, err := a.postParts(ctx, "post approval prompt", in.Team, in.Channel, in.ThreadTS, in.RunID,
-		[]slackPart{{key: approvalPrefix + in.Fingerprint, text: text, blocks: blocks}})
-	return postResult(tss), err
+	tss, err := a.postParts(ctx, "post approval prompt", in.Team, in.Channel, in.ThreadTS, in.RunID, parts)
+	if err != nil || len(tss) == 0 {
+		return PostResult{}, err
+	}
+	return PostResult{TS: tss[len(tss)-1], TSs: tss}, nil
 }
 
-// approvalBlocks lays out an approval prompt; text is the notification fallback.
-func approvalBlocks(in ApprovalPromptInput) (blocks []slack.Block, text string, err error) {
+// Room for the details of an approval. Slack documents 3,000 characters a section and 50 blocks a
+// message, but refuses a message whose blocks hold much more than 12,000 characters in all
+// (msg_blocks_too_long, undocumented; slackapi/bolt-js issue 2509 measured about 13,200), so a
+// message carries at most approvalMessageChars of text to approve: three full sections.
+const (
+	approvalMessageChars = 9000
+	// maxApprovalParts bounds the messages a prompt's details take: 12 messages of 9,000 characters
+	// show a post of Slack's maximum 40,000 characters two and a half times over. Longer details
+	// (a tool's arguments can be any size) are refused, not clipped: nobody approves what they
+	// were not shown.
+	maxApprovalParts = 12
+)
+
+// ErrApprovalTooLong is the error type of a prompt whose details are too long to show
+// (maxApprovalParts): nothing was posted and the action is not done.
+const ErrApprovalTooLong = "ApprovalTooLong"
+
+// approvalParts lays out an approval prompt: the messages with the details that do not fit in the
+// prompt, then the prompt itself (last). Summary and details are shown whole, in sections of at
+// most maxSectionChars cut by output.SplitVerbatim, with every special mention neutralized.
+func approvalParts(in ApprovalPromptInput) ([]slackPart, error) {
 	value, err := json.Marshal(ApprovalValue{Lane: in.LaneID, Fingerprint: in.Fingerprint})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	summary := clipSlackText(strings.TrimSpace(in.Summary), maxSectionChars)
-	blocks = append(blocks, slack.NewSectionBlock(mrkdwnText(summary), nil, nil, slack.SectionBlockOptionBlockID("lucy_approval_summary")))
-	if d := strings.TrimSpace(in.Details); d != "" {
-		blocks = append(blocks, slack.NewSectionBlock(mrkdwnText(clipSlackText(d, maxSectionChars)), nil, nil,
-			slack.SectionBlockOptionBlockID("lucy_approval_details")))
+	summary := output.NeutralizeMentions(strings.TrimSpace(in.Summary), nil)
+	details := output.NeutralizeMentions(strings.TrimSpace(in.Details), nil)
+	key := approvalPrefix + in.Fingerprint
+
+	var blocks []slack.Block
+	for i, c := range output.SplitVerbatim(summary, maxSectionChars) {
+		blocks = append(blocks, slack.NewSectionBlock(mrkdwnText(c), nil, nil, slack.SectionBlockOptionBlockID(numberedID("lucy_approval_summary", i))))
+	}
+	chunks := output.SplitVerbatim(details, maxSectionChars)
+	chars := utf8.RuneCountInString(details)
+	var parts []slackPart
+	if len(chunks) > 0 {
+		// Whatever does not fit in the prompt next to the summary goes in messages before it.
+		inPrompt := chars+utf8.RuneCountInString(summary) <= approvalMessageChars
+		if !inPrompt {
+			groups := groupChunks(chunks, approvalMessageChars)
+			if len(groups) > maxApprovalParts {
+				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+					"the details to approve are too long to show (%s characters; at most about %s)",
+					thousands(chars), thousands(maxApprovalParts*approvalMessageChars)), ErrApprovalTooLong, nil)
+			}
+			n := 0
+			for g, group := range groups {
+				head := fmt.Sprintf("Part %d of %d of what I'm asking approval for (the buttons follow the last part):", g+1, len(groups))
+				pb := []slack.Block{slack.NewContextBlock("lucy_approval_part", mrkdwnText("_"+head+"_"))}
+				for _, c := range group {
+					pb = append(pb, slack.NewSectionBlock(mrkdwnText(c), nil, nil, slack.SectionBlockOptionBlockID(numberedID("lucy_approval_details", n))))
+					n++
+				}
+				parts = append(parts, slackPart{key: fmt.Sprintf("%s#%d", key, g+1), text: head, blocks: pb})
+			}
+			blocks = append(blocks, slack.NewContextBlock("lucy_approval_length", mrkdwnText(fmt.Sprintf(
+				"_The %d messages above show in full what you approve: %s characters._", len(groups), thousands(chars)))))
+		} else {
+			blocks = append(blocks, slack.NewContextBlock("lucy_approval_length", mrkdwnText(fmt.Sprintf(
+				"_Below, in full, what you approve: %s characters._", thousands(chars)))))
+			for i, c := range chunks {
+				blocks = append(blocks, slack.NewSectionBlock(mrkdwnText(c), nil, nil, slack.SectionBlockOptionBlockID(numberedID("lucy_approval_details", i))))
+			}
+		}
 	}
 	who := "Only an admin can approve"
 	if in.Requester != "" {
@@ -562,7 +629,43 @@ func approvalBlocks(in ApprovalPromptInput) (blocks []slack.Block, text string, 
 	deny := slack.NewButtonBlockElement(DenyActionID, string(value), plainText("Deny"))
 	deny.Style = slack.StyleDanger
 	blocks = append(blocks, slack.NewActionBlock(ApprovalBlockID, approve, deny))
-	return blocks, "Approval needed: " + summary, nil
+	parts = append(parts, slackPart{key: key, text: "Approval needed: " + clipSlackText(summary, maxSectionChars), blocks: blocks})
+	return parts, nil
+}
+
+// numberedID is base for the first block of its kind in a message and base_<i+1> for the others:
+// block IDs must be unique within a message.
+func numberedID(base string, i int) string {
+	if i == 0 {
+		return base
+	}
+	return fmt.Sprintf("%s_%d", base, i+1)
+}
+
+// groupChunks packs chunks, in order, into groups of at most max characters (a chunk longer than
+// max is a group of its own).
+func groupChunks(chunks []string, max int) [][]string {
+	var groups [][]string
+	size := 0
+	for _, c := range chunks {
+		n := utf8.RuneCountInString(c)
+		if len(groups) == 0 || size+n > max {
+			groups = append(groups, nil)
+			size = 0
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], c)
+		size += n
+	}
+	return groups
+}
+
+// thousands writes n with comma separators: 12,345.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // ResolveApprovalPrompt replaces the prompt's buttons with its outcome.
@@ -577,7 +680,7 @@ func (a *Activities) ResolveApprovalPrompt(ctx context.Context, in ResolveApprov
 }
 
 func resolvedApprovalBlocks(in ResolveApprovalInput) ([]slack.Block, string) {
-	summary := clipSlackText(strings.TrimSpace(in.Summary), maxSectionChars)
+	summary := clipSlackText(output.NeutralizeMentions(strings.TrimSpace(in.Summary), nil), maxSectionChars)
 	outcome := strings.TrimSpace(in.Outcome)
 	blocks := []slack.Block{
 		slack.NewSectionBlock(mrkdwnText(summary), nil, nil, slack.SectionBlockOptionBlockID("lucy_approval_summary")),

@@ -515,11 +515,15 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestApprovalPromptBlocks(t *testing.T) {
-	blocks, text, err := approvalBlocks(approvalInput("1700000000.000100"))
+	parts, err := approvalParts(approvalInput("1700000000.000100"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "approval_prompt.golden.json", indentJSON(t, blocks))
+	if len(parts) != 1 || parts[0].key != "approval-fp-42" {
+		t.Fatalf("a short prompt is one message keyed by its fingerprint: %+v", parts)
+	}
+	text := parts[0].text
+	golden(t, "approval_prompt.golden.json", indentJSON(t, parts[0].blocks))
 	if !strings.HasPrefix(text, "Approval needed: I'd like to") {
 		t.Errorf("fallback text = %q", text)
 	}

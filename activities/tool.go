@@ -40,6 +40,9 @@ type ExecuteToolInput struct {
 	// the tool re-checks that the file still holds what the person was shown, and asks again
 	// (NeedsApproval, nothing done) if it changed in between. Empty skips that check.
 	Guard string `json:"guard,omitempty"`
+	// AllowedMentions are the special mentions the requester's message asked for
+	// (output.RequestedMentions): the only ones a tool that posts to Slack lets through.
+	AllowedMentions []string `json:"allowedMentions,omitempty"`
 }
 
 // ToolResult is what the model sees of a tool call.
@@ -80,6 +83,7 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	out, err := a.Tools.Run(ctx, tools.Invocation{
 		Name: in.Name, Arguments: args, Team: in.Team, Channel: in.Channel, ThreadTS: in.ThreadTS,
 		User: in.User, RunID: in.RunID, CallID: in.CallID, Approved: in.Approved, Guard: in.Guard,
+		AllowedMentions: in.AllowedMentions,
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -21,7 +21,8 @@
 //     do not exist. This layer translates what has a Slack equivalent and renders tables as aligned
 //     code blocks. It also escapes &, < and >, which Slack reads as control characters: unescaped,
 //     "a <b> c" loses its middle and a <!channel> inside a pasted log notifies a whole channel. Only
-//     Slack tokens the model wrote in prose on purpose (<@U123>, <!here>) stay live.
+//     Slack tokens the model wrote in prose on purpose (<@U123>, <!here>) stay live, and of those
+//     the special mentions only until the next step.
 //  3. [Detone] (mrkdwn in, mrkdwn out; the seed's _validate_tone and _deai). Lucy should sound like a
 //     capable colleague, not a chatbot: stock openers ("Certainly!", "Great question!"), closers
 //     ("I hope this helps!", "Feel free to reach out"), AI tells ("delve") and exclamation marks
@@ -31,6 +32,12 @@
 //     answers are cut at the most natural boundary that fits, and a code block that has to be cut is
 //     closed and reopened, so every message renders on its own.
 //
+// Before splitting, [Render] also runs [NeutralizeMentions]: every special mention (<!channel>,
+// <!here>, <!everyone>, user groups, and the plain words @channel, @here and @everyone) becomes
+// visible text that notifies nobody, unless the requester's own message asked for that mention
+// ([RequestedMentions], [RenderAllowing]), because the model's text may come from a fetched page
+// that wants a channel pinged. Code stays as written: ToMrkdwn has escaped any token in it.
+//
 // Finally [Render] adds a few contextual emoji (the seed's enhance_blocks; before splitting, so that
 // the limits hold for the final text) and turns each chunk into one [Message]: the mrkdwn as fallback
 // text plus section and divider blocks within Slack's limits.
@@ -38,7 +45,8 @@
 // # Using it from workflows
 //
 // [Message] holds slack.Block values, which must not cross the Temporal boundary (DESIGN.md rule 2).
-// Pass the Markdown answer to the posting activity and call [Render] there.
+// Pass the Markdown answer to the posting activity and call [Render] there. [RequestedMentions] is a
+// pure function of the requester's message: workflow code calls it and passes the result along.
 //
 // # Slack conventions this package relies on
 //
@@ -46,5 +54,7 @@
 //     ToMrkdwn drops language tags, and [Split] and [Render] use this simple prefix rule.
 //   - &, < and > are escaped as &amp;, &lt; and &gt; everywhere, code included: that is Slack's wire
 //     encoding and Slack decodes it before display, so code still reads verbatim. Only Slack's own
-//     tokens (<@U123>, <#C123|general>, <!here>, <https://x|links>) stay raw.
+//     tokens (<@U123>, <#C123|general>, <!here>, <https://x|links>) stay raw, a special mention
+//     only when it is allowed.
+//   - No post sets link_names or parse=full, which would turn more plain words into mentions.
 package output

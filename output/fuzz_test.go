@@ -1,6 +1,7 @@
 package output
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -65,6 +66,61 @@ func FuzzRender(f *testing.F) {
 	f.Fuzz(func(t *testing.T, md string) {
 		for i, m := range Render(md) {
 			checkMessage(t, i, m)
+		}
+	})
+}
+
+// FuzzNeutralizeMentions checks that no special mention token survives unless allowed, whatever the
+// text, and that neutralizing twice changes nothing.
+func FuzzNeutralizeMentions(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s, false)
+	}
+	f.Add("<!channel> <!here|@here> <!subteam^S1|@eng> @everyone `@here` <!group>", false)
+	f.Add("<!channel> <!channel|x> <<!here>>", true)
+	f.Fuzz(func(t *testing.T, s string, allowChannel bool) {
+		var allowed []string
+		if allowChannel {
+			allowed = []string{MentionChannel}
+		}
+		out := NeutralizeMentions(s, allowed)
+		if again := NeutralizeMentions(out, allowed); again != out {
+			t.Errorf("not idempotent on %q: %q -> %q", s, out, again)
+		}
+		for i := strings.Index(out, "<!"); i >= 0; {
+			if end, key, _, ok := mentionToken(out, i); ok && !slices.Contains(allowed, key) {
+				t.Fatalf("%q left the mention %q in %q", s, out[i:end], out)
+			}
+			j := strings.Index(out[i+2:], "<!")
+			if j < 0 {
+				break
+			}
+			i += 2 + j
+		}
+	})
+}
+
+// FuzzSplitVerbatim checks that the chunks respect the limit, are never blank and, for text
+// without code blocks, join back to the input.
+func FuzzSplitVerbatim(f *testing.F) {
+	for _, s := range fuzzSeeds {
+		f.Add(s, 40)
+	}
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		max = minSplit + (max%400+400)%400
+		chunks := SplitVerbatim(s, max)
+		var joined strings.Builder
+		for i, c := range chunks {
+			if n := utf8.RuneCountInString(c); n > max {
+				t.Fatalf("chunk %d has %d runes, max %d", i, n, max)
+			}
+			if strings.TrimSpace(c) == "" {
+				t.Fatalf("chunk %d is blank", i)
+			}
+			joined.WriteString(strings.ReplaceAll(c, zeroWidth, ""))
+		}
+		if !strings.Contains(s, "```") && !strings.Contains(s, zeroWidth) && joined.String() != s {
+			t.Fatalf("joined chunks differ from %q:\n%q", s, chunks)
 		}
 	})
 }

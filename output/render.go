@@ -31,20 +31,28 @@ var lineEmoji = []struct {
 }
 
 // Render runs the whole output pipeline on the model's Markdown answer and returns the messages to
-// post, in order: Sanitize, ToMrkdwn, Detone, contextual emoji, Split(MaxChunk), then Block Kit.
+// post, in order: Sanitize, ToMrkdwn, Detone, contextual emoji, NeutralizeMentions (no special
+// mention is let through: see RenderAllowing), Split(MaxChunk), then Block Kit.
 //
 // Each chunk becomes one message whose Text is the chunk and whose Blocks are mrkdwn sections, with a
 // divider wherever the answer had a horizontal rule. A code block never spans two sections of a
 // message. Every section holds at most MaxChunk characters and every message at most MaxBlocks blocks.
 // Empty or whitespace-only input, or an answer that was nothing but internal content, gives nil.
 //
-// The emoji are added before splitting so that the length limits hold for the final text.
+// The emoji are added and mentions neutralized before splitting so that the length limits hold for
+// the final text.
 func Render(markdown string) []Message {
+	return RenderAllowing(markdown, nil)
+}
+
+// RenderAllowing is Render letting through the special mentions in allowed (the keys
+// RequestedMentions returns for the requester's message); every other one is neutralized.
+func RenderAllowing(markdown string, allowed []string) []Message {
 	if strings.TrimSpace(markdown) == "" {
 		return nil
 	}
 	markdown = strings.ToValidUTF8(markdown, "\uFFFD") // Slack counts and shows characters, not bytes
-	text := addEmoji(Detone(ToMrkdwn(Sanitize(markdown))))
+	text := NeutralizeMentions(addEmoji(Detone(ToMrkdwn(Sanitize(markdown)))), allowed)
 	if strings.TrimSpace(text) == "" {
 		return nil
 	}

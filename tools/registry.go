@@ -37,6 +37,10 @@ type Invocation struct {
 	// (another run wrote it), so that an approval never applies to content nobody was shown. Empty
 	// means no check.
 	Guard string
+	// AllowedMentions are the special mentions (<!channel>, <!here>, a user group) the requester's
+	// own message asked for (output.RequestedMentions). A tool that posts to Slack neutralizes every
+	// other one: the text it posts may come from a page the model read.
+	AllowedMentions []string
 }
 
 // Output is a tool's result for the model. IsError is set when the call was valid but failed in a way the

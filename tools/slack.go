@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/output"
 )
 
 // postMetadataType marks the messages lucy_post_message posts, with the run and call that posted them,
@@ -429,7 +431,10 @@ func (r *Registry) postMessage(ctx context.Context, e entry, inv Invocation) (Ou
 			EventPayload: map[string]any{"run": inv.RunID, "call": inv.CallID},
 		}))
 	}
-	opts = append(opts, slack.MsgOptionText(args.Text, false))
+	// The text is posted as the model wrote it (mrkdwn), except for special mentions the requester
+	// did not ask for: those show as text and notify nobody.
+	text := output.NeutralizeMentions(args.Text, inv.AllowedMentions)
+	opts = append(opts, slack.MsgOptionText(text, false))
 	channelID, ts, err := api.PostMessageContext(ctx, ch.id, opts...)
 	if err != nil {
 		return slackFailed(ctx, PostMessage, err)
@@ -437,7 +442,11 @@ func (r *Registry) postMessage(ctx context.Context, e entry, inv Invocation) (Ou
 	if channelID == "" {
 		channelID = ch.id
 	}
-	return Output{Content: fmt.Sprintf("Posted the message in %s (ts %s)%s.", ch.label, ts, permalink(ctx, api, channelID, ts))}, nil
+	note := ""
+	if text != args.Text {
+		note = " Special mentions (@channel, @here, @everyone, user groups) the requester did not ask for were posted as plain text, without notifying anyone."
+	}
+	return Output{Content: fmt.Sprintf("Posted the message in %s (ts %s)%s.%s", ch.label, ts, permalink(ctx, api, channelID, ts), note)}, nil
 }
 
 // findOwnPost looks for a message this very call already posted (a re-run after a crash or a retry

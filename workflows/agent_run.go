@@ -567,6 +567,7 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	var res activities.PostResult
 	err := workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, activities.DeliverInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,
+		AllowedMentions: r.allowedMentions(),
 	}).Get(ctx, &res)
 	var appErr *temporal.ApplicationError
 	if _, fixable := activities.SlackNeedsOperator(err); err != nil && fixable && r.sub == nil && hardened(ctx, changeSlackRefusalParks) {
@@ -737,7 +738,7 @@ func (r *run) ask(ctx workflow.Context, question string) (answer string, ok bool
 	var res activities.PostResult
 	if err := workflow.ExecuteActivity(slackOptions(ctx, id), a.DeliverAnswer, activities.DeliverInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder,
-		Markdown: question, KeyPrefix: id,
+		Markdown: question, KeyPrefix: id, AllowedMentions: r.allowedMentions(),
 	}).Get(ctx, &res); err != nil {
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		r.tellLaneAwaitingAnswer(dctx, false)

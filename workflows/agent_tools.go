@@ -49,6 +49,7 @@ func (r *run) toolInput(c activities.ToolCall, approved bool, guard string) acti
 	in := activities.ExecuteToolInput{
 		Name: c.Name, Arguments: c.Arguments, CallID: c.ID, Team: m.Team, Channel: m.Channel,
 		ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id, Approved: approved, Guard: guard,
+		AllowedMentions: r.allowedMentions(),
 	}
 	if len(c.Arguments) > argsInlineLimit && r.batchReply != "" {
 		in.Arguments, in.ArgsRef = "", r.batchReply
@@ -358,6 +359,18 @@ func fingerprint(tool, args, actor string, at time.Time) string {
 	return hex.EncodeToString(h[:8])
 }
 
+// fingerprintShown identifies one proposal by everything its prompt shows and does: the tool, its
+// arguments as the model wrote them, the summary and details shown, the actor and the time. Each
+// field goes in with its length, so that no two different proposals hash the same bytes; 128 bits,
+// because the gateway's signature over it is what approves the action.
+func fingerprintShown(tool, args, summary, details, actor string, at time.Time) string {
+	h := sha256.New()
+	for _, f := range []string{tool, args, summary, details, actor, strconv.FormatInt(at.UnixNano(), 10)} {
+		h.Write([]byte(strconv.Itoa(len(f)) + ":" + f))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
 // approve posts the approval prompt for a destructive call and waits — durably, across worker
 // restarts and deploys — for the requester (or an admin) to approve or deny it, by button or by a
 // "yes, do it" in the thread. An expired proposal re-prompts once, then counts as not approved.
@@ -371,9 +384,13 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, deta
 	r.status.Phase = "awaiting_approval"
 	r.pause(ctx)
 	defer func() { r.status.Phase = prev; r.unpause(ctx) }()
+	showsAll := workflow.GetVersion(ctx, changeApprovalShowsAll, workflow.DefaultVersion, 1) >= 1
 	for attempt := 1; attempt <= 2; attempt++ {
 		now := workflow.Now(ctx)
 		fp := fingerprint(c.Name, c.Arguments, r.in.Requester, now)
+		if showsAll {
+			fp = fingerprintShown(c.Name, c.Arguments, summary, details, r.in.Requester, now)
+		}
 		expires := now.Add(ttl)
 		var res activities.PostResult
 		err := workflow.ExecuteActivity(slackOptions(ctx, "approval-"+fp), a.PostApprovalPrompt, activities.ApprovalPromptInput{
@@ -383,6 +400,11 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, deta
 		if err != nil {
 			if ctx.Err() != nil {
 				return false, ""
+			}
+			var appErr *temporal.ApplicationError
+			if errors.As(err, &appErr) && appErr.Type() == activities.ErrApprovalTooLong {
+				return false, "Not done: " + appErr.Message() + ", and nothing is done without the person seeing all of it " +
+					"first. Do it in smaller parts."
 			}
 			r.log.Error("agent.approval.prompt_failed", "run", r.id, "error", err)
 			return false, "I couldn't ask for approval, so I did not do this. Tell the person it needs their approval."

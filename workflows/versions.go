@@ -82,6 +82,14 @@ const (
 	// would reach someone else's run or queued message arrives: only a lane that gets one records it,
 	// and an older history replays such a cancel as it was (anyone stopped anything).
 	changeCancelRights = "cancel-rights"
+	// changeApprovalShowsAll (issue 19), in the agent run and sub-agents: an approval's fingerprint,
+	// which the gateway signs with the person's decision and which names the prompt's activities,
+	// covers the exact summary and details the prompt shows and the tool's arguments as the model
+	// wrote them (fingerprintShown), no longer only the tool and its whitespace-normalized
+	// arguments: a tool's NeedsApproval details can differ from its arguments, and an approval is
+	// of what the person was shown. Read inside approve(), where the fingerprint is computed: only
+	// a run that asks for approval records it.
+	changeApprovalShowsAll = "approval-shows-all"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker
