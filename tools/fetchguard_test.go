@@ -148,7 +148,6 @@ func TestLinkSource(t *testing.T) {
 	}
 }
 
-
 // A composed URL that carries data waits for approval and nothing is requested; the approved call
 // with the request's Guard fetches; a link the run has seen is fetched without approval.
 func TestWebFetchHoldsDataURLs(t *testing.T) {
@@ -227,7 +226,10 @@ func TestWebFetchHoldsDataURLs(t *testing.T) {
 	t.Run("no data, not seen", func(t *testing.T) {
 		before := hits.Load()
 		out, err := r.Run(context.Background(), Invocation{Name: WebFetch, Arguments: fmt.Sprintf(`{"url": %q}`, srv.URL+"/plain?q=launch+date"),
-			Team: testTeam, Seen: func(context.Context, []string) (bool, error) { t.Error("Seen asked for a URL without data"); return false, nil }})
+			Team: testTeam, Seen: func(context.Context, []string) (bool, error) {
+				t.Error("Seen asked for a URL without data")
+				return false, nil
+			}})
 		if err != nil {
 			t.Fatal(err)
 		}
