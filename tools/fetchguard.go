@@ -194,6 +194,14 @@ func randomRun(run string) bool {
 // urlGuard is the Guard of a fetch a person approves: a hash of exactly the URL requested.
 func urlGuard(target string) string { return textHash(target) }
 
+// SeenQuery is what Invocation.Seen looks for: a URL under the spellings Forms (SeenForms), or a
+// lucy_web_fetch call of this request approved with Guard (the person approved this very URL, so
+// reading its next part or reading it again needs no second approval).
+type SeenQuery struct {
+	Forms []string
+	Guard string
+}
+
 // SeenForms returns the spellings under which the URL target (as the model gave it, trimmed) is
 // looked for in what the run has seen: as given and as the request will send it, without the
 // fragment (which is never sent). A link found under any of them came from there.
@@ -271,11 +279,12 @@ func holdFetch(u *url.URL, target, why string) Output {
 // mayFetch decides a URL that carries data: approved for exactly this URL, or seen by the run.
 // seen is asked only when needed: it reads the run's history.
 func mayFetch(ctx context.Context, inv Invocation, target string, forms []string) (bool, error) {
-	if inv.Approved && inv.Guard == urlGuard(target) {
+	guard := urlGuard(target)
+	if inv.Approved && inv.Guard == guard {
 		return true, nil
 	}
 	if inv.Seen == nil {
 		return false, nil
 	}
-	return inv.Seen(ctx, forms)
+	return inv.Seen(ctx, SeenQuery{Forms: forms, Guard: guard})
 }

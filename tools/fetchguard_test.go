@@ -161,8 +161,8 @@ func TestWebFetchHoldsDataURLs(t *testing.T) {
 		return r.Run(context.Background(), inv)
 	}
 
-	var asked [][]string
-	unseen := func(_ context.Context, forms []string) (bool, error) { asked = append(asked, forms); return false, nil }
+	var asked []SeenQuery
+	unseen := func(_ context.Context, q SeenQuery) (bool, error) { asked = append(asked, q); return false, nil }
 	out, err := call(Invocation{Seen: unseen})
 	if err != nil {
 		t.Fatal(err)
@@ -174,8 +174,8 @@ func TestWebFetchHoldsDataURLs(t *testing.T) {
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("%d request(s) reached the server before approval", n)
 	}
-	if len(asked) != 1 || !slices.Contains(asked[0], target) {
-		t.Errorf("Seen asked for %v, want the URL among the forms", asked)
+	if len(asked) != 1 || !slices.Contains(asked[0].Forms, target) || asked[0].Guard != need.Guard {
+		t.Errorf("Seen asked for %+v, want the URL among the forms and the Guard of the request", asked)
 	}
 	wantContains(t, out.Content, "Nothing was fetched", `the query parameter "d" is 1,500 characters long`)
 	wantContains(t, need.Summary, "carries data", `the query parameter "d" is 1,500 characters long`, "127.0.0.1")
@@ -203,8 +203,8 @@ func TestWebFetchHoldsDataURLs(t *testing.T) {
 		}
 	})
 	t.Run("seen", func(t *testing.T) {
-		seen := func(_ context.Context, forms []string) (bool, error) {
-			return SeenIn(forms, NormalizeSeen("[the export]("+target+")")), nil
+		seen := func(_ context.Context, q SeenQuery) (bool, error) {
+			return SeenIn(q.Forms, NormalizeSeen("[the export]("+target+")")), nil
 		}
 		before := hits.Load()
 		out, err := call(Invocation{Seen: seen})
@@ -217,7 +217,7 @@ func TestWebFetchHoldsDataURLs(t *testing.T) {
 		}
 	})
 	t.Run("history unreadable", func(t *testing.T) {
-		broken := func(context.Context, []string) (bool, error) { return false, fmt.Errorf("frontend unavailable") }
+		broken := func(context.Context, SeenQuery) (bool, error) { return false, fmt.Errorf("frontend unavailable") }
 		_, err := call(Invocation{Seen: broken})
 		if err == nil || !strings.Contains(err.Error(), "frontend unavailable") {
 			t.Fatalf("err = %v, want the history error", err)
@@ -226,7 +226,7 @@ func TestWebFetchHoldsDataURLs(t *testing.T) {
 	t.Run("no data, not seen", func(t *testing.T) {
 		before := hits.Load()
 		out, err := r.Run(context.Background(), Invocation{Name: WebFetch, Arguments: fmt.Sprintf(`{"url": %q}`, srv.URL+"/plain?q=launch+date"),
-			Team: testTeam, Seen: func(context.Context, []string) (bool, error) {
+			Team: testTeam, Seen: func(context.Context, SeenQuery) (bool, error) {
 				t.Error("Seen asked for a URL without data")
 				return false, nil
 			}})
