@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -68,6 +69,12 @@ type runHistory struct {
 	lastCall       string
 	lastTranscript []Message
 	lastBytes      int
+	// What started the run, its sub-agents and the person's messages signalled to it, for the
+	// fetch guard (RunRecord).
+	input    *commonpb.Payloads
+	parent   Execution
+	children []Execution
+	messages []*commonpb.Payloads
 }
 
 // Transcript implements transcriptMemo.
@@ -113,6 +120,23 @@ func (h *CachedHistory) Activities(ctx context.Context, workflowID, runID string
 	h.grew(run, run.bytes-before)
 	// A copy: the caller reads it without the run's lock while another call may add to the cache.
 	return maps.Clone(run.recs), nil
+}
+
+// Run implements RunReader: the completed activities of the run, what started it, its children
+// and the person's messages signalled to it.
+func (h *CachedHistory) Run(ctx context.Context, workflowID, runID string) (RunRecord, error) {
+	run := h.run(runKey{workflowID, runID})
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	before := run.bytes
+	if err := h.readNew(ctx, run); err != nil {
+		return RunRecord{}, err
+	}
+	h.grew(run, run.bytes-before)
+	return RunRecord{
+		Activities: maps.Clone(run.recs), Input: run.input, Parent: run.parent,
+		Children: slices.Clone(run.children), Messages: slices.Clone(run.messages),
+	}, nil
 }
 
 // run returns the run's cache entry, created empty if needed, and marks it recently used.
@@ -192,6 +216,18 @@ read:
 		ev := fresh[i]
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
 			run.scheduled[ev.GetEventId()] = scheduledActivity{id: a.GetActivityId(), typ: a.GetActivityType().GetName(), input: a.GetInput()}
+			run.bytes += proto.Size(a.GetInput())
+		}
+		if a := ev.GetWorkflowExecutionStartedEventAttributes(); a != nil {
+			run.input = a.GetInput()
+			run.parent = Execution{ID: a.GetParentWorkflowExecution().GetWorkflowId(), RunID: a.GetParentWorkflowExecution().GetRunId()}
+			run.bytes += proto.Size(a.GetInput())
+		}
+		if a := ev.GetChildWorkflowExecutionStartedEventAttributes(); a != nil {
+			run.children = append(run.children, Execution{ID: a.GetWorkflowExecution().GetWorkflowId(), RunID: a.GetWorkflowExecution().GetRunId()})
+		}
+		if a := ev.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == messageSignal {
+			run.messages = append(run.messages, a.GetInput())
 			run.bytes += proto.Size(a.GetInput())
 		}
 		if a := ev.GetActivityTaskCompletedEventAttributes(); a != nil {

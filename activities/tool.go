@@ -80,14 +80,20 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	if err != nil {
 		return ToolResult{}, err
 	}
+	var historyErr error
 	out, err := a.Tools.Run(ctx, tools.Invocation{
 		Name: in.Name, Arguments: args, Team: in.Team, Channel: in.Channel, ThreadTS: in.ThreadTS,
 		User: in.User, RunID: in.RunID, CallID: in.CallID, Approved: in.Approved, Guard: in.Guard,
 		AllowedMentions: in.AllowedMentions,
+		Seen:            a.seenFunc(ctx, &historyErr),
 	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ToolResult{}, ctx.Err()
+		}
+		if historyErr != nil {
+			// The fetch guard could not read the run's history: retryable, like a transcript's.
+			return ToolResult{}, historyErr
 		}
 		a.Metrics.ToolCall(in.Name, metrics.ToolFailed)
 		var argErr *tools.ArgError

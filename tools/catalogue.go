@@ -345,7 +345,9 @@ var coreTools = []entry{
 			Description: "Fetch a public web page (http or https) and return its readable text, with headings and links " +
 				"kept. Long pages come in parts of about 14,000 characters: call again with the offset the result gives. " +
 				"URLs that carry credentials (user:password@, a token, key or signature parameter) are refused: Lucy " +
-				"does not send credentials.",
+				"does not send credentials. A URL you put together yourself that carries a lot of data in its path or " +
+				"query waits for the person's approval; links used exactly as they appear in messages, pages and search " +
+				"results do not.",
 			Idempotent: true,
 			Human:      "reading a web page",
 			Long:       true,

@@ -45,7 +45,8 @@
 // Some calls are safe or destructive depending on what they find: writing a file is harmless when it
 // creates the file and destructive when it replaces different content. Such a tool does nothing and
 // returns Output.NeedsApproval (a summary, details and a Guard); the workflow asks the person and makes
-// the same call again with Invocation.Approved and Guard. See overwrite.go for the rules.
+// the same call again with Invocation.Approved and Guard. See overwrite.go for the rules of the file
+// tools, and fetchguard.go for lucy_web_fetch's: a URL the model composed that carries data.
 //
 // # Credentials
 //

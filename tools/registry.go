@@ -41,6 +41,12 @@ type Invocation struct {
 	// own message asked for (output.RequestedMentions). A tool that posts to Slack neutralizes every
 	// other one: the text it posts may come from a page the model read.
 	AllowedMentions []string
+	// Seen reports whether the run has seen a URL (SeenQuery): in the person's messages, the
+	// thread, the results of tools that bring in outside text (LinkSource), or as a fetch a person
+	// approved in this request. lucy_web_fetch asks it only for a URL that carries data
+	// (URLCarriesData), and fetches without approval what the run has seen. Nil means nothing
+	// counts as seen. An error is the system's (history unreadable), not the model's.
+	Seen func(ctx context.Context, q SeenQuery) (bool, error)
 }
 
 // Output is a tool's result for the model. IsError is set when the call was valid but failed in a way the

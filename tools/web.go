@@ -202,10 +202,22 @@ func (r *Registry) webFetch(ctx context.Context, e entry, inv Invocation) (Outpu
 		return Output{}, argErrorf(WebFetch, "%q is not an absolute http or https URL; give one like https://example.com/page",
 			truncate(RedactCredentials(args.URL), 200))
 	}
+	forms := SeenForms(strings.TrimSpace(args.URL), u)
 	u.Fragment = ""
 	shown := redact(u)
 	if err := refuseCredentials(u, shown); err != nil {
 		return Output{}, err
+	}
+	// Before the host is looked up: a DNS query alone would send data written into a host name.
+	if data, why := URLCarriesData(u); data {
+		target := u.String()
+		ok, err := mayFetch(ctx, inv, target, forms)
+		if err != nil {
+			return Output{}, fmt.Errorf("look for %s in what the run has seen: %w", shown, err)
+		}
+		if !ok {
+			return holdFetch(u, target, why), nil
+		}
 	}
 	if err := r.checkHost(ctx, u.Hostname()); err != nil {
 		return Output{}, refusePrivate(shown)

@@ -133,6 +133,7 @@ type run struct {
 	narrations  int
 	capStops    int
 	withdrawn   map[string]bool // tools withdrawn at their per-tool cap (hardened runs)
+	fetches     fetchBudget     // lucy_web_fetch calls of the request (fetch_cap.go)
 	failedEdits int
 	retryDepth  int
 	timedOut    bool

@@ -124,7 +124,12 @@ launch:
 			}
 			ids[i] = r.nextID("tool")
 			futures[i] = r.executeTool(ctx, ids[i], spec, c, true, "")
+		case c.Name == tools.WebFetch && r.fetchLimitReached(ctx):
+			results[i] = r.inlineResult(c, r.fetches.refusal(r.sub != nil), true)
 		default:
+			if c.Name == tools.WebFetch {
+				r.fetches.Used++
+			}
 			ids[i] = r.nextID("tool")
 			futures[i] = r.executeTool(ctx, ids[i], spec, c, false, "")
 		}

@@ -27,6 +27,9 @@ type SubAgentInput struct {
 	// Budget is the time the sub-agent may work, waits for a person excluded; zero means
 	// agent.SubBudget. Tests shorten it.
 	Budget time.Duration `json:"budget,omitempty"`
+	// FetchesLeft is the sub-agent's share of the request's lucy_web_fetch calls (fetch_cap.go);
+	// nil (a parent that predates the cap) means a cap of its own.
+	FetchesLeft *int `json:"fetchesLeft,omitempty"`
 }
 
 // SubAgentResult is what a sub-agent gives its parent: the report the parent model reads, and the
@@ -35,6 +38,8 @@ type SubAgentResult struct {
 	Report agent.Report     `json:"report"`
 	Tier   string           `json:"tier"`
 	Usage  map[string]Usage `json:"usage,omitempty"`
+	// Fetches is how many lucy_web_fetch calls it made: they count toward its parent's cap.
+	Fetches int `json:"fetches,omitempty"`
 }
 
 // SubAgent is a sub-agent as a workflow (seed 000 "Sub-Agent System"): the run's loop code with the
@@ -57,6 +62,9 @@ func SubAgent(ctx workflow.Context, in SubAgentInput) (SubAgentResult, error) {
 	runIn.PriorJournal = ""
 	r := newRun(ctx, runIn)
 	r.sub = &in
+	if in.FetchesLeft != nil {
+		r.fetches.limit = in.FetchesLeft
+	}
 	if err := r.setup(ctx); err != nil {
 		countRun(ctx, "", err)
 		return SubAgentResult{}, err
@@ -110,7 +118,7 @@ func (r *run) runSub(ctx workflow.Context) (SubAgentResult, error) {
 	}
 	r.status.Phase = "done"
 	r.log.Info("sub_agent.completed", "run", r.id, "status", status, "turns", r.turn, "tier", r.tier)
-	return SubAgentResult{Report: rep, Tier: r.tier, Usage: r.status.Usage}, nil
+	return SubAgentResult{Report: rep, Tier: r.tier, Usage: r.status.Usage, Fetches: r.fetches.Used}, nil
 }
 
 // prepareSub records the sub-agent's tools (their flags, as the worker's catalogue has them), builds
@@ -192,6 +200,7 @@ func (r *run) delegate(ctx workflow.Context, calls []activities.ToolCall, idx []
 	r.status.Phase = "delegating"
 	defer func() { r.status.Phase = prev }()
 	var started []delegation
+	fetchShare := r.fetches.share(len(idx))
 	for _, i := range idx {
 		c := calls[i]
 		spec, _ := agent.SubAgentForTool(c.Name)
@@ -206,7 +215,8 @@ func (r *run) delegate(ctx workflow.Context, calls []activities.ToolCall, idx []
 		}
 		r.subs++
 		id := SubAgentID(r.id, r.subs)
-		in := SubAgentInput{Run: r.in, Parent: r.id, Spec: spec, Task: task, Placeholder: r.placeholder, Budget: r.in.SubAgentBudget}
+		in := SubAgentInput{Run: r.in, Parent: r.id, Spec: spec, Task: task, Placeholder: r.placeholder, Budget: r.in.SubAgentBudget,
+			FetchesLeft: fetchShare}
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID: id,
 			TaskQueue:  TaskQueue,
@@ -236,10 +246,12 @@ func (r *run) delegate(ctx workflow.Context, calls []activities.ToolCall, idx []
 			continue // cancelled: the child was asked to stop and has stopped
 		case err != nil:
 			r.log.Warn("agent.delegation.failed", "run", r.id, "child", d.id, "error", err)
+			r.fetches.Used += *fetchShare // it may have spent its share; its result does not say
 			results[d.i] = r.inlineResult(c, "Error: the "+d.spec.Human+" failed ("+cut(failureText(err), 300)+
 				"); nothing it found came back. Try again with a narrower task, or do it yourself with your tools.", true)
 		default:
 			r.mergeUsage(res.Usage)
+			r.fetches.Used += res.Fetches
 			rep := res.Report
 			results[d.i] = r.inlineResult(c, rep.Render(), rep.Status == RunFailed)
 			r.log.Info("agent.delegation.done", "run", r.id, "child", d.id, "status", rep.Status, "turns", rep.Turns)

@@ -90,6 +90,12 @@ const (
 	// of what the person was shown. Read inside approve(), where the fingerprint is computed: only
 	// a run that asks for approval records it.
 	changeApprovalShowsAll = "approval-shows-all"
+	// changeFetchCap (issue 19), in the agent run and the sub-agent: lucy_web_fetch calls beyond the
+	// request's cap (agent.MaxFetchesPerRequest, shared with its sub-agents) are refused, and the
+	// model is told why. Read where a run first reaches the cap: only a run that reaches it records
+	// it. (The share a run gives its sub-agents and the count they report are input and result
+	// fields: they replay either way.)
+	changeFetchCap = "fetch-cap"
 )
 
 // hardened reports whether this execution runs with changeID's new behaviour. It records the marker

@@ -68,6 +68,13 @@ func appendUnique(list []string, s string) []string {
 	return append(list, s)
 }
 
+// MaxFetchesPerRequest caps the lucy_web_fetch calls of one request, its sub-agents included. The
+// seeds give no number. Research reads tens of pages at most (a research sub-agent has 12 turns), and
+// 60 leaves room for a long one; it also bounds what fetches can carry out without approval (a URL
+// without data holds at most a couple of hundred characters, tools.URLCarriesData) to about 12 KB a
+// request, where the 50 turns of 10 calls each would otherwise allow 500 fetches.
+const MaxFetchesPerRequest = 60
+
 // CapExempt reports whether a tool is exempt from the per-tool cap. Seed 000 exempts search tools and
 // the hosted code workbench, whose place Lucy's sandbox (lucy_run_script) takes; we also exempt the other read-only lookups (list, get, read, fetch), because
 // calling them many times with different inputs is how research works, and the run-journal tools,
