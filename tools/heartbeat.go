@@ -273,6 +273,14 @@ func monitorDetails(spec MonitorSpec) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "*Kind:* %s\n*URL:* %s (fetched at every check, from Lucy's servers)\n*Condition:* %s\n",
 		c.Kind, codeSpan(c.URL), mrkdwnEscape(RedactCredentials(describeCheck(c))))
+	// A monitor fetches its URL every few minutes for good: one that carries data (a model that read
+	// a page could have put a channel's text in it) is said so in plain words, with what carries it.
+	if u, err := url.Parse(c.URL); err == nil {
+		if carries, why := URLCarriesData(u); carries {
+			fmt.Fprintf(&b, ":warning: *This URL carries data* in its address (%s): whatever it holds is sent to that "+
+				"site at every check. Approve only if you know why it must.\n", mrkdwnEscape(why))
+		}
+	}
 	fmt.Fprintf(&b, "*Every:* %d minute(s); the first check runs as soon as this is approved\n", spec.EveryMinutes)
 	fmt.Fprintf(&b, "*Alerts in:* <#%s>, only when the state changes, with the evidence", spec.Channel)
 	if c.Kind == CheckPage {

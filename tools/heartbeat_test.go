@@ -209,6 +209,13 @@ func TestCreateHeartbeatNeedsApproval(t *testing.T) {
 	wantContains(t, need.Summary, "status page", "every 10 minute(s)", "<#COPS>")
 	wantContains(t, need.Details, "*Kind:* page", "`https://status.example.com/feed?since=2026`", "changes",
 		"*Every:* 10 minute(s)", "first check runs as soon as this is approved", "<#COPS>", "quotes the page's text")
+	if strings.Contains(need.Details, "carries data") {
+		t.Errorf("an ordinary URL is flagged as carrying data:\n%s", need.Details)
+	}
+	// A monitor whose URL carries data (a channel's text, base64 in the query) says so in its prompt.
+	leak := strings.Replace(args, "since=2026", "d="+strings.Repeat("QmFua3MgYW5kIHNhbGFyaWVz", 20), 1)
+	leak = strings.Replace(leak, "status page", "leak page", 1)
+	wantContains(t, e.ask(t, "ULOCAL", CreateHeartbeat, leak).Details, "This URL carries data", "sent to that site at every check")
 
 	// Approved for another URL: asks again, creates nothing.
 	other := e.ask(t, "ULOCAL", CreateHeartbeat, strings.Replace(args, "status.example.com", "elsewhere.example.com", 1))
