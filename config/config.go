@@ -178,7 +178,13 @@ const (
 	DefaultDataDir      = ".lucy"
 	DefaultTemporalPort = 7233
 	DefaultUIPort       = 8233
-	DefaultHTTPAddr     = ":3000"
+	// DefaultHTTPAddr is `lucy gateway`'s: every interface, since Slack's Events API, probes and
+	// Prometheus reach a pod on its own address.
+	DefaultHTTPAddr = ":3000"
+	// DefaultDevHTTPAddr is `lucy dev`'s: loopback, since on a laptop /metrics, /readyz and the
+	// Slack endpoints have no business on the café's network (a tunnel for the Events API connects
+	// to loopback too). LUCY_HTTP_ADDR=:3000 opens it up.
+	DefaultDevHTTPAddr = "127.0.0.1:3000"
 	// DefaultWorkerHTTPAddr listens on every interface, like DefaultHTTPAddr: Kubernetes probes and
 	// Prometheus reach a pod on its own address, not on loopback. 9090 is not the gateway's port, so
 	// a worker and a gateway run side by side on one machine without settings.
@@ -234,6 +240,13 @@ var defaultModels = map[string]map[string]string{
 	},
 }
 
+func defaultHTTPAddr(mode Mode) string {
+	if mode == ModeDev {
+		return DefaultDevHTTPAddr
+	}
+	return DefaultHTTPAddr
+}
+
 // Load reads the configuration for mode from getenv and validates it.
 func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	getenv = guard(getenv)
@@ -251,7 +264,7 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		TemporalTLSCert:    env("TEMPORAL_TLS_CERT", ""),
 		TemporalTLSKey:     env("TEMPORAL_TLS_KEY", ""),
 		DataDir:            env("LUCY_DATA_DIR", DefaultDataDir),
-		HTTPAddr:           env("LUCY_HTTP_ADDR", DefaultHTTPAddr),
+		HTTPAddr:           env("LUCY_HTTP_ADDR", defaultHTTPAddr(mode)),
 		WorkerHTTPAddr:     env("LUCY_WORKER_HTTP_ADDR", DefaultWorkerHTTPAddr),
 		SlackBotToken:      env("SLACK_BOT_TOKEN", ""),
 		SlackUserToken:     env("SLACK_USER_TOKEN", ""),
@@ -302,7 +315,7 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		return nil, errors.New("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY must be set together (paths to the client certificate and key)")
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("LUCY_HTTP_ADDR %q is not [host]:port (for example :3000)", c.HTTPAddr)
+		return nil, fmt.Errorf("LUCY_HTTP_ADDR %q is not [host]:port (for example %s)", c.HTTPAddr, defaultHTTPAddr(mode))
 	}
 	if _, _, err := net.SplitHostPort(c.WorkerHTTPAddr); err != nil {
 		return nil, fmt.Errorf("LUCY_WORKER_HTTP_ADDR %q is not [host]:port (for example :9090)", c.WorkerHTTPAddr)

@@ -25,7 +25,7 @@ func TestDefaults(t *testing.T) {
 	checks := []struct{ name, got, want string }{
 		{"namespace", c.TemporalNamespace, "default"},
 		{"data dir", c.DataDir, ".lucy"},
-		{"http addr", c.HTTPAddr, ":3000"},
+		{"http addr", c.HTTPAddr, "127.0.0.1:3000"}, // loopback in dev: /metrics and /readyz stay on this machine
 		{"worker http addr", c.WorkerHTTPAddr, ":9090"},
 		{"slack api", c.SlackAPIURL, "https://slack.com/api/"},
 		{"gateway", string(c.Gateway), "terminal"},
@@ -434,6 +434,30 @@ func TestScheduleLimits(t *testing.T) {
 		_, err := Load(ModeDev, env(append([]string{"OPENAI_API_KEY", "k"}, tc.kv...)...))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.kv, err, tc.want)
+		}
+	}
+}
+
+// `lucy dev` keeps its HTTP listener (/metrics, /readyz, the Slack endpoints) on loopback unless told
+// otherwise; `lucy gateway` listens on every interface, where Slack and the probes reach it.
+func TestHTTPAddrDefaults(t *testing.T) {
+	base := []string{"OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "SLACK_SIGNING_SECRET", "s"}
+	for _, tc := range []struct {
+		mode  Mode
+		extra []string
+		want  string
+	}{
+		{ModeDev, nil, "127.0.0.1:3000"},
+		{ModeDev, []string{"LUCY_HTTP_ADDR", ":3000"}, ":3000"},
+		{ModeGateway, nil, ":3000"},
+		{ModeGateway, []string{"LUCY_HTTP_ADDR", "127.0.0.1:4000"}, "127.0.0.1:4000"},
+	} {
+		c, err := Load(tc.mode, env(append(append([]string{}, base...), tc.extra...)...))
+		if err != nil {
+			t.Fatalf("%s %v: %v", tc.mode, tc.extra, err)
+		}
+		if c.HTTPAddr != tc.want {
+			t.Errorf("%s %v: LUCY_HTTP_ADDR = %q, want %q", tc.mode, tc.extra, c.HTTPAddr, tc.want)
 		}
 	}
 }

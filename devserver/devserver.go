@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/rs/zerolog"
 	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiapi "github.com/temporalio/ui-server/v2/server/api"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiserveroptions "github.com/temporalio/ui-server/v2/server/server_options"
 	"go.temporal.io/api/workflowservice/v1"
@@ -62,6 +66,8 @@ type Server struct {
 
 	temporal temporal.Server
 	ui       *uiserver.Server
+	uiProxy  *http.Server // the UI port: Host check, then ui-server
+	uiInner  string       // host:port of ui-server itself, behind the proxy
 	uiDone   chan struct{}
 	unlock   func()
 	logger   zerolog.Logger
@@ -199,29 +205,63 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 		return nil, err
 	}
 
-	// The UI server's Start blocks and calls log.Fatal on a listen error; its
-	// port is still reserved by uiL, released just before Start binds it.
-	s.ui = uiserver.NewServer(uiserveroptions.WithConfigProvider(&uiconfig.Config{
-		Host:                bracketIPv6(o.Host),
-		Port:                uiPort,
-		TemporalGRPCAddress: s.frontendAddr,
-		EnableUI:            true, // embedded assets
-		DefaultNamespace:    o.Namespace,
-		HideLogs:            true, // no banner, no access log on stdout
-		DisableNewsFetch:    true, // local and offline
-		Codec:               uiconfig.Codec{Endpoint: o.CodecEndpoint},
-		CORS: uiconfig.CORS{
-			AllowOrigins:   []string{s.uiURL, "http://" + net.JoinHostPort("localhost", strconv.Itoa(uiPort))},
-			CookieInsecure: true, // plain HTTP on loopback: the CSRF cookie must not require HTTPS
-		},
-		// No Auth: local use only, bound to 127.0.0.1 by default.
-	}))
-	_ = uiL.Close()
+	// The Web UI is ui-server behind a reverse proxy of ours: ui-server gives no way to wrap its
+	// HTTP handler, and every request must pass the Host check (AllowHosts) before it reaches it.
+	// The proxy serves the UI port on the listener reserved above; ui-server listens on a free
+	// loopback port of its own, which nothing but the proxy uses.
+	innerL, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("cannot find a free port for the Temporal Web UI: %w", err)
+	}
+	undo = append(undo, func() { _ = innerL.Close() })
+	innerAddr := innerL.Addr().String()
+	s.uiInner = innerAddr
+	s.ui = uiserver.NewServer(
+		uiserveroptions.WithConfigProvider(&uiconfig.Config{
+			Host:                "127.0.0.1",
+			Port:                innerL.Addr().(*net.TCPAddr).Port,
+			TemporalGRPCAddress: s.frontendAddr,
+			EnableUI:            true, // embedded assets
+			DefaultNamespace:    o.Namespace,
+			HideLogs:            true, // no banner, no access log on stdout
+			DisableNewsFetch:    true, // local and offline
+			Codec:               uiconfig.Codec{Endpoint: o.CodecEndpoint},
+			CORS: uiconfig.CORS{
+				// The proxy passes Origin and Host through: these are the origins the browser sees.
+				AllowOrigins:   []string{s.uiURL, "http://" + net.JoinHostPort("localhost", strconv.Itoa(uiPort))},
+				CookieInsecure: true, // plain HTTP on loopback: the CSRF cookie must not require HTTPS
+			},
+			// No Auth: local use only, bound to 127.0.0.1 by default, Host checked by the proxy.
+		}),
+		// The inner port is loopback and changes at each start, but a rebinding page could still
+		// find it by trying ports: the Temporal API under it (listing, starting, signalling,
+		// terminating workflows) checks Host as well. Only the raw history download escapes this
+		// middleware in ui-server, and it needs a run ID that the API would have to list first.
+		uiserveroptions.WithAPIMiddleware([]uiapi.Middleware{apiHostCheck(o.Host)}),
+	)
+	// The UI server's Start blocks and calls log.Fatal on a listen error; its port is held by
+	// innerL until just before Start binds it.
+	_ = innerL.Close()
 	go func() {
 		defer close(s.uiDone)
 		_ = s.ui.Start() // returns nil once Stop closes it
 	}()
 	undo = append(undo, s.stopUI)
+
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(&url.URL{Scheme: "http", Host: innerAddr})
+			r.Out.Host = r.In.Host // what the browser asked for, for the CORS and Host checks behind
+		},
+		ErrorLog: stdlog.New(io.Discard, "", 0),
+	}
+	s.uiProxy = &http.Server{
+		Handler:           AllowHosts(proxy, o.Host),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          stdlog.New(io.Discard, "", 0),
+	}
+	go func() { _ = s.uiProxy.Serve(uiL) }()
 	if err := waitUI(ctx, s.uiURL, s.uiDone); err != nil {
 		return nil, err
 	}
@@ -244,6 +284,9 @@ func (s *Server) Stop() error {
 }
 
 func (s *Server) stopUI() {
+	if s.uiProxy != nil {
+		_ = s.uiProxy.Close()
+	}
 	s.ui.Stop()
 	select {
 	case <-s.uiDone:

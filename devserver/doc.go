@@ -33,6 +33,10 @@
 //   - The Web UI on Options.Host:Options.UIPort, pointed at the frontend,
 //     without authentication and with all actions (signal, reset, terminate...)
 //     enabled: it binds to 127.0.0.1 by default and is for local use only.
+//     The port is a reverse proxy of this package in front of ui-server (which
+//     listens on a free loopback port of its own), so that every request passes
+//     AllowHosts first: a page that rebinds its DNS name to 127.0.0.1 sends its
+//     own name in Host and is refused (DNS rebinding).
 //
 // Every port is reserved before anything starts, so a busy port is a one-line
 // error naming the environment variable to change, never a crash: both the

@@ -71,10 +71,30 @@ func (g *Gateway) readiness(ctx context.Context) error {
 	return nil
 }
 
-// verified reads the raw body (capped) and checks Slack's signature and timestamp on it before next
-// sees anything.
+// verified checks Slack's signature and timestamp on the raw body (capped) before next sees
+// anything. The headers come first: a request without a well-formed X-Slack-Signature ("v0=" and
+// 64 hex digits) and a fresh X-Slack-Request-Timestamp is refused before a byte of its body is read,
+// so that an unsigned sender cannot make the gateway buffer up to maxBodyBytes for nothing.
 func (g *Gateway) verified(secret, endpoint string, next func(http.ResponseWriter, *http.Request, []byte)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		refuse := func(err error) {
+			g.metrics.GatewayEvent(endpoint, outcomeUnauthorized)
+			g.log.Warn().Err(err).Str("endpoint", endpoint).Str("remote", r.RemoteAddr).Msg("slack request refused")
+			// Do not keep the connection: the unread body would otherwise be drained first.
+			w.Header().Set("Connection", "close")
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+		}
+		// Headers only: presence, form of the signature, timestamp parsed and within 5 minutes.
+		sv, err := slack.NewSecretsVerifier(r.Header, secret)
+		if errors.Is(err, slack.ErrInvalidConfiguration) {
+			// Our mistake, not the caller's: 500 makes Slack retry once the secret is configured.
+			http.Error(w, "signing secret not configured", http.StatusInternalServerError)
+			return
+		}
+		if err != nil {
+			refuse(err)
+			return
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
 		if err != nil {
 			var tooBig *http.MaxBytesError
@@ -85,20 +105,9 @@ func (g *Gateway) verified(secret, endpoint string, next func(http.ResponseWrite
 			http.Error(w, "cannot read request body", http.StatusBadRequest)
 			return
 		}
-		sv, err := slack.NewSecretsVerifier(r.Header, secret)
-		if err == nil {
-			_, _ = sv.Write(body)
-			err = sv.Ensure()
-		}
-		if errors.Is(err, slack.ErrInvalidConfiguration) {
-			// Our mistake, not the caller's: 500 makes Slack retry once the secret is configured.
-			http.Error(w, "signing secret not configured", http.StatusInternalServerError)
-			return
-		}
-		if err != nil {
-			g.metrics.GatewayEvent(endpoint, outcomeUnauthorized)
-			g.log.Warn().Err(err).Str("endpoint", endpoint).Str("remote", r.RemoteAddr).Msg("slack request refused")
-			http.Error(w, "invalid signature", http.StatusUnauthorized)
+		_, _ = sv.Write(body)
+		if err := sv.Ensure(); err != nil {
+			refuse(err)
 			return
 		}
 		next(w, r, body)

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -354,5 +356,55 @@ func TestReadyzAsksTheExtraCheck(t *testing.T) {
 	workerErr = nil
 	if c := get(); c != http.StatusOK {
 		t.Errorf("/readyz = %d with the worker ready, want 200", c)
+	}
+}
+
+// failingBody fails the test if anything reads it: the request must be refused on its headers.
+type failingBody struct{ t *testing.T }
+
+func (b failingBody) Read([]byte) (int, error) {
+	b.t.Error("the body was read before the signature headers were checked")
+	return 0, errors.New("must not be read")
+}
+
+// An unsigned sender must not make the gateway read (up to maxBodyBytes of) its body: without
+// well-formed X-Slack-Signature and X-Slack-Request-Timestamp headers the request is refused with
+// 401 before a byte is read, on both Slack endpoints.
+func TestSignatureHeadersCheckedBeforeTheBody(t *testing.T) {
+	now := strconv.FormatInt(time.Now().Unix(), 10)
+	goodSig := "v0=" + strings.Repeat("ab", 32)
+	for _, tc := range []struct {
+		name, sig, ts string
+	}{
+		{"no headers", "", ""},
+		{"no signature", "", now},
+		{"no timestamp", goodSig, ""},
+		{"timestamp not a number", goodSig, "yesterday"},
+		{"stale timestamp", goodSig, strconv.FormatInt(time.Now().Add(-time.Hour).Unix(), 10)},
+		{"signature without v0=", strings.Repeat("ab", 32), now},
+		{"signature not hex", "v0=" + strings.Repeat("zz", 32), now},
+		{"signature too short", "v0=abcd", now},
+	} {
+		for _, path := range []string{"/slack/events", "/slack/interactivity"} {
+			t.Run(tc.name+" "+path, func(t *testing.T) {
+				f := &fakeHandoff{}
+				h := newTestGateway(t, f).HTTPHandler(testSecret)
+				r := httptest.NewRequest(http.MethodPost, path, nil)
+				r.Body = io.NopCloser(failingBody{t})
+				r.ContentLength = maxBodyBytes
+				if tc.sig != "" {
+					r.Header.Set("X-Slack-Signature", tc.sig)
+				}
+				if tc.ts != "" {
+					r.Header.Set("X-Slack-Request-Timestamp", tc.ts)
+				}
+				if w := serve(h, r); w.Code != http.StatusUnauthorized {
+					t.Fatalf("status = %d, want 401", w.Code)
+				}
+				if n := f.handoffs(); n != 0 {
+					t.Fatalf("%d hand-offs, want none", n)
+				}
+			})
+		}
 	}
 }

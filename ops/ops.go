@@ -2,7 +2,8 @@
 // worker's alike, so that probes and scrapers meet the same answers everywhere:
 //
 //	GET /healthz  200 while the process is up
-//	GET /readyz   200 when ready says so, 503 with the reason otherwise
+//	GET /readyz   "ready" (200) when ready says so, "not ready" (503) otherwise; the reason goes to
+//	              the log, not to whoever asked
 //	GET /metrics  the process's Prometheus registry
 package ops
 
@@ -33,9 +34,11 @@ func Register(mux *http.ServeMux, ready func(context.Context) error, m *metrics.
 		defer cancel()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := ready(ctx); err != nil {
+			// The reason can name internal addresses, namespaces and server errors: the operator
+			// reads it in the log; a prober (anyone who reaches the port) learns only the status.
 			log.Warn().Err(err).Msg("not ready")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = io.WriteString(w, err.Error()+"\n")
+			_, _ = io.WriteString(w, "not ready\n")
 			return
 		}
 		_, _ = io.WriteString(w, "ready\n")

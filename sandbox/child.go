@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
@@ -37,7 +38,10 @@ func Main(in io.Reader, out io.Writer) int {
 		return 2
 	}
 	res := runScript(req)
-	if err := json.NewEncoder(out).Encode(res); err != nil {
+	// Without HTML escaping, "<" costs 1 byte, not 6: what fitJSON counts.
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
 		return 2
 	}
 	return 0
@@ -73,29 +77,70 @@ func confine(l Limits) error {
 	return nil
 }
 
-// console collects the script's output up to a cap.
+// console collects the script's output up to a cap, measured on its JSON encoding: the result
+// travels to the parent as JSON, where a character can take up to 6 bytes (a control character,
+// an invalid byte), and the parent reads a bounded frame. What is kept is a prefix of what was
+// printed, at most max bytes however it is counted.
 type console struct {
 	buf     strings.Builder
 	max     int
+	used    int // the JSON encoding's size of buf
+	full    bool
 	dropped int64
 }
 
 func (c *console) write(s string) {
-	if room := c.max - c.buf.Len(); room > 0 {
-		if len(s) > room {
-			cut := room
-			for cut > 0 && !utf8.RuneStart(s[cut]) {
-				cut--
-			}
-			c.buf.WriteString(s[:cut])
-			c.dropped += int64(len(s) - cut)
-			return
-		}
-		c.buf.WriteString(s)
+	if c.full {
+		c.dropped += int64(len(s))
 		return
 	}
-	c.dropped += int64(len(s))
+	n, cost := fitJSON(s, c.max-c.used)
+	c.buf.WriteString(s[:n])
+	c.used += cost
+	if n < len(s) {
+		c.full = true // later, shorter writes are dropped too: the output stays a prefix
+		c.dropped += int64(len(s) - n)
+	}
 }
+
+// fitJSON returns how many bytes of s (a whole number of characters) fit in budget bytes once
+// encoded as a JSON string by the child's encoder (SetEscapeHTML(false)), and their encoded size.
+// It counts the worst case where the encoder has a choice, so the real encoding is never larger.
+func fitJSON(s string, budget int) (n, cost int) {
+	for n < len(s) {
+		r, size := utf8.DecodeRuneInString(s[n:])
+		c := size
+		switch {
+		case r == utf8.RuneError && size == 1:
+			c = 6 // an invalid byte becomes \ufffd
+		case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+			c = 2
+		case r < 0x20, r == '\u2028', r == '\u2029':
+			c = 6 // \u00XX, \u2028, \u2029
+		}
+		if cost+c > budget {
+			break
+		}
+		n, cost = n+size, cost+c
+	}
+	return n, cost
+}
+
+// clipJSON shortens s so that its JSON encoding stays within max bytes, marking a cut with "…".
+func clipJSON(s string, max int) string {
+	n, _ := fitJSON(s, max)
+	if n == len(s) {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// The value and the error are clipped to these encoded sizes: with the output and the written
+// files' names, they make up the frame the parent reads (maxResultBytes).
+const (
+	maxValueJSON = 4000
+	maxErrorJSON = 4000
+)
 
 func runScript(req Request) (res Result) {
 	vm := goja.New()
@@ -111,6 +156,7 @@ func runScript(req Request) (res Result) {
 	defer files.root.Close()
 	defer func() {
 		res.Output, res.Dropped, res.Written = out.buf.String(), out.dropped, files.written
+		res.Error = clipJSON(res.Error, maxErrorJSON)
 		if res.Dropped > 0 && res.Stopped == "" {
 			res.Stopped = "output"
 		}
@@ -161,10 +207,7 @@ func runScript(req Request) (res Result) {
 	case err != nil:
 		res.Error = scriptError(err)
 	case v != nil && !goja.IsUndefined(v) && !goja.IsNull(v):
-		res.Value = display(vm, v)
-		if len(res.Value) > 4000 {
-			res.Value = res.Value[:4000] + "…"
-		}
+		res.Value = clipJSON(display(vm, v), maxValueJSON)
 	}
 	return res
 }
@@ -290,6 +333,14 @@ func (f *files) object(vm *goja.Runtime) *goja.Object {
 		rel, err := clean(p)
 		if err != nil {
 			throw(err)
+		}
+		// The names of written files travel back in the result: bounded, so that they fit the
+		// frame the parent reads (maxResultBytes), and printable.
+		if len(rel) > maxNameBytes {
+			throw(fmt.Errorf("a file name may be at most %d bytes long (this one is %d)", maxNameBytes, len(rel)))
+		}
+		if !utf8.ValidString(rel) || strings.ContainsFunc(rel, unicode.IsControl) {
+			throw(fmt.Errorf("%q: a file name may not contain control characters or invalid UTF-8", rel))
 		}
 		if int64(len(text)) > f.limits.MaxFileBytes {
 			throw(fmt.Errorf("%s would be %d bytes; the limit is %d", rel, len(text), f.limits.MaxFileBytes))

@@ -14,8 +14,9 @@
 //     kills only the child; the worker reads its exit and says so.
 //   - Time: the child interrupts the interpreter at the wall limit, and the parent kills the whole
 //     process group a moment later if it has not exited.
-//   - Output: the child keeps at most OutputBytes of console output (the rest is counted and
-//     dropped), and the parent reads at most a bounded amount from the pipe.
+//   - Output: the child keeps at most OutputBytes of console output, measured on the JSON that
+//     carries it to the parent (the rest is counted and dropped), and the parent reads at most a
+//     bounded amount from the pipe, which a result always fits.
 package sandbox
 
 import (
@@ -98,9 +99,22 @@ func Self() (Command, error) {
 // IsChild reports whether this process is a sandbox child.
 func IsChild() bool { return os.Getenv(EnvChild) == "1" }
 
-// maxResultBytes bounds what the parent reads from the child: the capped output plus the JSON
-// around it.
-func maxResultBytes(l Limits) int64 { return int64(l.OutputBytes)*2 + 64<<10 }
+// maxNameBytes bounds the name of a file a script writes.
+const maxNameBytes = 1024
+
+// maxResultBytes bounds what the parent reads from the child. The child keeps each field of the
+// result within a bound measured on its JSON encoding, whatever the characters: the output within
+// OutputBytes, the value and the error within 4,000 bytes each, each written file's name within
+// twice maxNameBytes (printable UTF-8 encodes at most 6 bytes for 3). The rest is margin.
+func maxResultBytes(l Limits) int64 {
+	if l.OutputBytes <= 0 {
+		l.OutputBytes = DefaultLimits.OutputBytes
+	}
+	if l.MaxFilesWritten <= 0 {
+		l.MaxFilesWritten = DefaultLimits.MaxFilesWritten
+	}
+	return int64(l.OutputBytes)*2 + 64<<10 + int64(l.MaxFilesWritten)*(2*maxNameBytes+8)
+}
 
 // ErrSandbox marks failures of the sandbox itself (the child could not start or answered nothing
 // readable), as opposed to a script that failed.
@@ -205,21 +219,26 @@ func firstLine(b []byte) string {
 }
 
 // limitedBuffer keeps the first max bytes written and discards the rest, so a child that floods
-// its pipe cannot grow the worker's memory.
+// its pipe cannot grow the worker's memory. The buffer is a field, not embedded: an embedded
+// bytes.Buffer would promote its ReadFrom, and os/exec's copy (io.Copy) would then read the whole
+// pipe through it, past max.
 type limitedBuffer struct {
-	bytes.Buffer
+	buf bytes.Buffer
 	max int64
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - int64(b.Len()); room > 0 {
+	if room := b.max - int64(b.buf.Len()); room > 0 {
 		if int64(len(p)) > room {
-			b.Buffer.Write(p[:room])
+			b.buf.Write(p[:room])
 		} else {
-			b.Buffer.Write(p)
+			b.buf.Write(p)
 		}
 	}
 	return len(p), nil
 }
+
+// Bytes is what was kept.
+func (b *limitedBuffer) Bytes() []byte { return b.buf.Bytes() }
 
 var _ io.Writer = (*limitedBuffer)(nil)

@@ -161,3 +161,75 @@ func TestTheChildSeesNoEnvironment(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// The output cap is measured on the JSON that carries the result to the parent, so no choice of
+// characters can grow the frame past what the parent reads: each of these prints 64 KB or more of
+// the characters JSON escapes the most (6 bytes for 1: HTML-sensitive characters under the default
+// encoder, control characters, invalid UTF-8; 6 for 3: U+2028). The script succeeds, keeps at most
+// 64 KB of output and says the rest was dropped.
+func TestWorstCaseEscapesFitTheFrame(t *testing.T) {
+	for _, tc := range []struct {
+		name, code, unit string
+	}{
+		{"html", `console.log("<".repeat(65536))`, "<"},
+		{"html mixed", `console.log("<>&".repeat(30000))`, ""},
+		{"control", `console.log("\u0001".repeat(65536))`, "\x01"},
+		{"line separator", `console.log("\u2028".repeat(40000))`, "\u2028"},
+		{"invalid utf-8", `console.log("\ud800".repeat(65536))`, ""}, // a lone surrogate: invalid UTF-8 in Go
+		{"many lines", `for (let i = 0; i < 100000; i++) console.log("\u0002<\u2028")`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, _ := run(t, tc.code+"; 42")
+			if res.Error != "" || res.Value != "42" {
+				t.Fatalf("the script did not succeed: value %q, error %q, stopped %q", res.Value, res.Error, res.Stopped)
+			}
+			if len(res.Output) > DefaultLimits.OutputBytes || len(res.Output) == 0 {
+				t.Errorf("kept %d bytes of output, want 1 to %d", len(res.Output), DefaultLimits.OutputBytes)
+			}
+			if res.Stopped != "output" || res.Dropped == 0 {
+				t.Errorf("stopped %q, dropped %d: the truncation is not reported", res.Stopped, res.Dropped)
+			}
+			if tc.unit != "" && strings.Trim(res.Output, tc.unit) != "" {
+				t.Errorf("the kept output is not a prefix of what was printed: %q…", res.Output[:40])
+			}
+			if tc.name == "html" && len(res.Output) != DefaultLimits.OutputBytes {
+				t.Errorf("kept %d bytes of \"<\", want all %d the cap allows", len(res.Output), DefaultLimits.OutputBytes)
+			}
+		})
+	}
+}
+
+// The value and the error are capped the same way: a thrown 1 MB string of control characters is
+// reported, clipped, not a sandbox failure.
+func TestWorstCaseValueAndErrorFitTheFrame(t *testing.T) {
+	res, _ := run(t, `throw new Error("\u0001".repeat(1 << 20))`)
+	if res.Error == "" || len(res.Error) > 8<<10 {
+		t.Errorf("error of %d bytes, want 1 to 8 KB", len(res.Error))
+	}
+	res, _ = run(t, `"<\u0001".repeat(1 << 20)`)
+	if res.Value == "" || len(res.Value) > 8<<10 || !strings.HasSuffix(res.Value, "…") {
+		t.Errorf("value of %d bytes, want a clipped value up to 8 KB", len(res.Value))
+	}
+}
+
+// Written files' names travel in the result too: a name with control characters, invalid UTF-8 or
+// of more than 1,024 bytes is refused, so that twenty of them still fit the frame.
+func TestWrittenNamesFitTheFrame(t *testing.T) {
+	res, _ := run(t, `files.write("a\u0001b.txt", "x")`)
+	if !strings.Contains(res.Error, "control") {
+		t.Errorf("control character in a name: %+v", res)
+	}
+	res, _ = run(t, `files.write("d/".repeat(600) + "f.txt", "x")`)
+	if !strings.Contains(res.Error, "1024") {
+		t.Errorf("long name: %+v", res)
+	}
+	// Everything at its worst at once: 64 KB of control characters, a clipped value, and twenty
+	// names of 1,022 bytes of U+2028 (four levels of 255 bytes, the file system's limit).
+	res, _ = run(t, `const c = "\u2028".repeat(85);
+		for (let i = 10; i < 30; i++) files.write(["\u2028".repeat(84) + i, c, c, c].join("/"), "x");
+		console.log("\u0001".repeat(1 << 20));
+		"\u0001".repeat(1 << 20)`)
+	if res.Error != "" || len(res.Written) != 20 || len(res.Written[0]) != 1022 || res.Stopped != "output" || !strings.HasSuffix(res.Value, "…") {
+		t.Errorf("twenty long names: error %q, %d written, stopped %q", res.Error, len(res.Written), res.Stopped)
+	}
+}

@@ -466,7 +466,15 @@ func serveCodec(cfg *config.Config, dev bool, log zerolog.Logger) (string, func(
 	if err != nil {
 		return "", nil, err
 	}
-	hs := newHTTPServer(http.StripPrefix("/codec", h), slackTimeouts)
+	var handler http.Handler = http.StripPrefix("/codec", h)
+	if dev {
+		// The endpoint decrypts for anyone: a DNS-rebinding page must not reach it through a name
+		// of its own that resolves to this machine (devserver.AllowHosts). The address it listens
+		// on (LUCY_CODEC_ADDR) is allowed too; every interface allows any IP literal.
+		host, _, _ := net.SplitHostPort(ln.Addr().String())
+		handler = devserver.AllowHosts(handler, host)
+	}
+	hs := newHTTPServer(handler, slackTimeouts)
 	go func() { _ = hs.Serve(ln) }()
 	url := "http://" + ln.Addr().String() + "/codec"
 	log.Info().Str("endpoint", url).Msg("codec endpoint for the Web UI")
