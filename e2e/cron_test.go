@@ -310,3 +310,59 @@ func TestAtMostFiveFiringsPerWorkspace(t *testing.T) {
 		return n == 6
 	})
 }
+
+// A firing runs as the job's creator: once the creator has left the job's channel, the firing
+// checks, posts a short note instead of running, and ends "skipped" (LucyOutcome); nothing reaches
+// the model. With -record it saves the firing (change ID job-access).
+func TestJobFiringSkippedWhenItsCreatorLeftTheChannel(t *testing.T) {
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if isScheduledRun(req) {
+			return fakellm.Reply{Content: "Daily numbers: 42 signups."}
+		}
+		return fakellm.Reply{Content: "ok"}
+	})
+	r := s.cronTools()
+	s.mustTool(t, r, human, tools.CreateCron, `{"name":"daily numbers","schedule":"0 9 * * 1-5","instruction":"Post yesterday's signup numbers."}`,
+		"cron:T1:daily-numbers")
+	// Ada leaves #general: Bob and Lucy stay.
+	s.slack.SetMembers(channel, []string{"UOTHER", "ULUCY"})
+	s.mustTool(t, r, "UADMIN", tools.TriggerCron, `{"name":"daily numbers"}`, "Started")
+
+	var note localslack.Message
+	s.waitFor("the skip note", 60*time.Second, func() bool {
+		for _, m := range s.slack.Messages(channel, "") {
+			if m.BotID != "" && strings.Contains(m.Text, "Skipped this run") {
+				note = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(note.Text, "<@"+human+"> is not a member of <#"+channel+">") {
+		t.Errorf("the note does not say why: %q", note.Text)
+	}
+	for _, m := range s.slack.Messages(channel, "") {
+		if strings.Contains(m.Text, "⏰ Scheduled job") {
+			t.Errorf("the firing still posted its header: %q", m.Text)
+		}
+	}
+	for _, req := range s.llm.Requests() {
+		if isScheduledRun(req) {
+			t.Fatal("the skipped firing reached the model")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := s.client.ScheduleClient().GetHandle(ctx, "cron:T1:daily-numbers").Describe(ctx)
+	if err != nil || len(d.Info.RecentActions) == 0 {
+		t.Fatalf("describe: %v %+v", err, d)
+	}
+	firing := d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
+	s.waitFor("the firing to end", 30*time.Second, func() bool {
+		desc, err := s.client.DescribeWorkflowExecution(ctx, firing, "")
+		return err == nil && desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	})
+	if *record {
+		s.saveHistory(t, firing, "job-no-access-firing.json")
+	}
+}

@@ -166,6 +166,20 @@ var scenarios = []struct {
 		close(cancelRightsHold)
 		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "28 minutes") })
 	}},
+	// approval-shows-all: a post the requester approves; its fingerprint covers the exact text
+	// shown (change ID approval-shows-all).
+	{"approval-shows-all", "<@ULUCY> tell #general that standup moves to 10:30", func(n int, req fakellm.Request) fakellm.Reply {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			return fakellm.Reply{Content: "Done: " + last.Text()}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("p1", "lucy_post_message",
+			`{"channel":"#general","text":"Standup moves to 10:30 from tomorrow."}`)}}
+	}, func(s *stack, ts string) {
+		var value string
+		s.waitFor("the approval prompt", 60*time.Second, func() bool { value = s.approvalValue(ts); return value != "" })
+		s.click(human, value, "lucy_approve")
+		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "Posted the message") })
+	}},
 }
 
 // statusSite is a web page that answers 503 until statusSiteUp (the tool-parks scenario).
