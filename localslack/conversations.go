@@ -167,15 +167,7 @@ func (s *Server) conversationsInfo(c *call) (reply, *apiError) {
 }
 
 func (s *Server) conversationsList(c *call) (reply, *apiError) {
-	types := map[string]bool{}
-	for _, t := range strings.Split(c.p.Get("types"), ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			types[t] = true
-		}
-	}
-	if len(types) == 0 {
-		types["public_channel"] = true
-	}
+	types := typesParam(c.p)
 	var all []Channel
 	for _, id := range s.chanOrder {
 		ch := s.channels[id].info
@@ -184,6 +176,25 @@ func (s *Server) conversationsList(c *call) (reply, *apiError) {
 		}
 		all = append(all, ch)
 	}
+	return s.channelsPage(c, all)
+}
+
+// typesParam reads the "types" parameter of the conversation lists (public channels by default).
+func typesParam(p url.Values) map[string]bool {
+	types := map[string]bool{}
+	for _, t := range strings.Split(p.Get("types"), ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			types[t] = true
+		}
+	}
+	if len(types) == 0 {
+		types["public_channel"] = true
+	}
+	return types
+}
+
+// channelsPage answers one page (cursor, limit) of a conversation list.
+func (s *Server) channelsPage(c *call, all []Channel) (reply, *apiError) {
 	start, aerr := offsetCursor(c.p.Get("cursor"))
 	if aerr != nil {
 		return nil, aerr
@@ -542,15 +553,7 @@ func (s *Server) usersConversations(c *call) (reply, *apiError) {
 	if _, ok := s.users[user]; !ok {
 		return nil, errCode("user_not_found")
 	}
-	types := map[string]bool{}
-	for _, t := range strings.Split(c.p.Get("types"), ",") {
-		if t = strings.TrimSpace(t); t != "" {
-			types[t] = true
-		}
-	}
-	if len(types) == 0 {
-		types["public_channel"] = true
-	}
+	types := typesParam(c.p)
 	var all []Channel
 	for _, id := range s.chanOrder {
 		ch := s.channels[id].info
@@ -562,20 +565,5 @@ func (s *Server) usersConversations(c *call) (reply, *apiError) {
 		}
 		all = append(all, ch)
 	}
-	start, aerr := offsetCursor(c.p.Get("cursor"))
-	if aerr != nil {
-		return nil, aerr
-	}
-	limit := pageLimit(c.p, 100, 1000)
-	start = min(start, len(all))
-	end := min(start+limit, len(all))
-	chans := []map[string]any{}
-	for _, ch := range all[start:end] {
-		chans = append(chans, s.channelJSON(ch))
-	}
-	next := ""
-	if end < len(all) {
-		next = encodeCursor("off:" + strconv.Itoa(end))
-	}
-	return reply{"channels": chans, "response_metadata": map[string]any{"next_cursor": next}}, nil
+	return s.channelsPage(c, all)
 }

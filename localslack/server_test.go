@@ -150,6 +150,65 @@ func TestLocalConversationsInfoAndList(t *testing.T) {
 	}
 }
 
+// Membership as Slack reports it: conversations.members pages through a conversation's people (a
+// private one the caller is not in is channel_not_found), users.conversations lists a person's
+// conversations, another person's non-public ones only where the caller is in them too.
+func TestLocalMembership(t *testing.T) {
+	ctx := context.Background()
+	opts := workspace()
+	opts.Channels = append(opts.Channels,
+		localslack.Channel{ID: "C4", Name: "bobs", IsPrivate: true, Members: []string{"U2", localslack.DefaultBotUserID}},
+		localslack.Channel{ID: "C5", Name: "ada-only", IsPrivate: true, Members: []string{"U1"}, BotNotMember: true},
+		localslack.Channel{ID: "G1", IsMPIM: true, Members: []string{"U1", "U2", localslack.DefaultBotUserID}})
+	srv, api := newClient(t, opts)
+
+	var members []string
+	params := &slack.GetUsersInConversationParameters{ChannelID: "C1", Limit: 1}
+	for {
+		page, next, err := api.GetUsersInConversationContext(ctx, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, page...)
+		if next == "" {
+			break
+		}
+		params.Cursor = next
+	}
+	if got := strings.Join(members, ","); got != "U1,U2,"+localslack.DefaultBotUserID {
+		t.Errorf("conversations.members C1 = %s", got)
+	}
+	if _, _, err := api.GetUsersInConversationContext(ctx, &slack.GetUsersInConversationParameters{ChannelID: "C5"}); slackCode(err) != "channel_not_found" {
+		t.Errorf("members of a private channel the bot is not in: %v", err)
+	}
+
+	ids := func(user string) string {
+		chans, _, err := api.GetConversationsForUserContext(ctx, &slack.GetConversationsForUserParameters{
+			UserID: user, Types: []string{"public_channel", "private_channel", "mpim"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range chans {
+			out = append(out, c.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	if got := ids("U2"); got != "C1,C2,C3,C4,G1" {
+		t.Errorf("users.conversations U2 = %s", got)
+	}
+	if got := ids("U1"); got != "C1,C2,C3,G1" { // C5 is Ada's, but not shared with the bot
+		t.Errorf("users.conversations U1 = %s", got)
+	}
+	srv.SetMembers("C4", []string{"U1", localslack.DefaultBotUserID})
+	if got := ids("U2"); got != "C1,C2,C3,G1" {
+		t.Errorf("after U2 left C4: %s", got)
+	}
+	if _, _, err := api.GetConversationsForUserContext(ctx, &slack.GetConversationsForUserParameters{UserID: "U404"}); slackCode(err) != "user_not_found" {
+		t.Errorf("unknown user: %v", err)
+	}
+}
+
 func TestLocalPostRepliesAndHistory(t *testing.T) {
 	ctx := context.Background()
 	s, api := newClient(t, workspace())
