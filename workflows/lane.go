@@ -561,7 +561,7 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 		WaitForCancellation: true,
 		ParentClosePolicy:   enums.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 		// Workspace, channel and requester, a memo and a one-line summary for the Web UI's list
-		// (search.go). The SDK matches a child's start on its type only: older histories replay.
+		// (search_attributes.go). The SDK matches a child's start on its type only: older histories replay.
 		TypedSearchAttributes: runStartAttrs(in),
 		Memo:                  runMemo(in),
 		StaticSummary:         runSummary(in),

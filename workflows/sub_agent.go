@@ -220,7 +220,7 @@ func (r *run) delegate(ctx workflow.Context, calls []activities.ToolCall, idx []
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID: id,
 			TaskQueue:  TaskQueue,
-			// Where and for whom, as the run's own (search.go); the summary names the sub-agent.
+			// Where and for whom, as the run's own (search_attributes.go); the summary names the sub-agent.
 			TypedSearchAttributes: runStartAttrs(r.in),
 			Memo:                  map[string]any{"parent": r.id, "agent": spec.Name, "task": cut(task.Task, 500)},
 			StaticSummary:         cut(spec.Name+": "+objective(task.Task), summaryLen),

@@ -98,9 +98,14 @@ const (
 	changeFetchCap = "fetch-cap"
 )
 
-// hardened reports whether this execution runs with changeID's new behaviour. It records the marker
-// on first use; call it at the start of the workflow, before any command, so that the decision is
-// taken once per execution.
+// hardened is the generic "is this execution past change X" check for every change ID above, not
+// only the two "hardening" batches it was first written for (its name is kept so as not to churn
+// the call sites). It reports whether this execution runs with changeID's new behaviour: true when
+// the execution reaches this point after the change was deployed, false when it replays a history
+// that passed this point without the change's marker (workflow.DefaultVersion). It records the marker
+// on first use; call it where each change ID's comment says (the start of the workflow, before any
+// command, unless the comment names a later point), so that the decision is taken once per
+// execution.
 func hardened(ctx workflow.Context, changeID string) bool {
 	return workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, 1) >= 1
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/metrics"
-	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/tracing"
 	"github.com/lucy-agent/lucy/worker"
 )
@@ -110,7 +109,9 @@ func listen(addr, name string) (net.Listener, error) {
 	return ln, nil
 }
 
-// runDev starts the whole stack in one process.
+// runDev starts the whole stack in one process: the worker (buildWorker, shared with `lucy worker`)
+// plus what only dev has: the embedded Temporal server and its Web UI, the codec endpoint on
+// loopback, the local workspace of the terminal conversation and the gateway in-process.
 func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg, err := config.Load(config.ModeDev, getenv)
 	if err != nil {
@@ -154,49 +155,20 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	// counters and the gateway's, all on LUCY_HTTP_ADDR's /metrics.
 	m := metrics.New(version, log)
 	defer m.Close()
-	tr, err := startTracing(ctx, getenv, "dev", log)
-	if err != nil {
-		return err
-	}
-	defer tr.Shutdown(context.Background())
-	c, err := dial(ctx, cfg, log, m, tr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	// The runs set Lucy's search attributes, which a namespace must know first: `lucy dev` registers
-	// them (once; later starts find them), on its embedded server or on the one TEMPORAL_ADDRESS names.
-	sactx, cancelSA := context.WithTimeout(ctx, 30*time.Second)
-	err = searchattr.Register(sactx, c, cfg.TemporalNamespace)
-	cancelSA()
-	if err != nil {
-		return fmt.Errorf("%w; or register them yourself:\n%s", err, searchattr.CreateCommands(cfg.TemporalNamespace))
-	}
-
-	local, err := startLocalWorkspace(cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	defer local.Close()
-	store, err := worker.WorkspaceStore(cfg)
-	if err != nil {
-		return err
-	}
-	if err := worker.CheckWorkspaceStore(ctx, store); err != nil {
-		return err
-	}
-	acts := worker.NewActivities(worker.Deps{
-		Config: cfg, Client: c, Log: log, LocalSlackURL: local.info.URL, LocalSlackToken: local.info.Token,
-		DataConverter: worker.DataConverter(cfg), Metrics: m, Workspace: store,
-	})
-	health := worker.NewHealth()
 	// Against the embedded server, sized for its one SQLite connection; `lucy dev` may also run
-	// against a cluster (TEMPORAL_ADDRESS).
-	w := health.NewWorker(c, acts, worker.Sizing{EmbeddedServer: srv != nil})
-	if err := health.Start(w); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+	// against a cluster (TEMPORAL_ADDRESS), on which it registers Lucy's search attributes too.
+	st, err := buildWorker(ctx, getenv, workerSetup{
+		mode: "dev", cfg: cfg, log: log, metrics: m, health: worker.NewHealth(),
+		registerSearchAttributes: true, localWorkspace: true, sizing: worker.Sizing{EmbeddedServer: srv != nil},
+	})
+	if err != nil {
+		return err
 	}
-	defer health.Stop(w)
+	defer st.close()
+	if err := st.start(); err != nil {
+		return err
+	}
+	c, health, local := st.client, st.health, st.local
 
 	// The gateway's /readyz checks Temporal itself; the worker's polling is added to it.
 	gw, err := newGateway(ctx, cfg, c, log, m, func(context.Context) error { return health.Polling() })
@@ -289,8 +261,9 @@ func socketMode(ctx context.Context, cfg *config.Config, gw *gateway.Gateway) er
 	return gw.RunSocketMode(ctx, api)
 }
 
-// runWorker runs workflows and activities against TEMPORAL_ADDRESS, and serves /healthz, /readyz
-// and /metrics on LUCY_WORKER_HTTP_ADDR.
+// runWorker runs workflows and activities against TEMPORAL_ADDRESS (buildWorker, shared with
+// `lucy dev`), serves /healthz, /readyz and /metrics on LUCY_WORKER_HTTP_ADDR, and on a stop lets
+// in-flight activities finish for LUCY_WORKER_STOP_TIMEOUT.
 func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := config.Load(config.ModeWorker, getenv)
 	if err != nil {
@@ -311,45 +284,26 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 	hs := newHTTPServer(worker.OpsHandler(health, m, log), slackTimeouts)
 	go func() { _ = hs.Serve(ln) }()
 	defer shutdown(hs)
-	tr, err := startTracing(ctx, getenv, "worker", log)
+	st, err := buildWorker(ctx, getenv, workerSetup{
+		mode: "worker", cfg: cfg, log: log, metrics: m, health: health,
+		sizing: worker.Sizing{StopTimeout: cfg.WorkerStopTimeout},
+	})
 	if err != nil {
 		return err
 	}
-	defer tr.Shutdown(context.Background())
-	c, err := dial(ctx, cfg, log, m, tr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	// A run that set an attribute the namespace lacks would be stuck (its workflow task fails and
-	// retries): refuse to start instead, with the commands that fix it.
-	sactx, cancelSA := context.WithTimeout(ctx, 30*time.Second)
-	err = searchattr.Check(sactx, c, cfg.TemporalNamespace)
-	cancelSA()
-	if err != nil {
-		return err
-	}
-	store, err := worker.WorkspaceStore(cfg)
-	if err != nil {
-		return err
-	}
-	if err := worker.CheckWorkspaceStore(ctx, store); err != nil {
-		return err
-	}
-	w := health.NewWorker(c, worker.NewActivities(worker.Deps{Config: cfg, Client: c, Log: log, DataConverter: worker.DataConverter(cfg),
-		Metrics: m, Workspace: store}), worker.Sizing{StopTimeout: cfg.WorkerStopTimeout})
+	defer st.close()
 	log.Info().Interface("config", cfg.Redacted()).Str("ops", ln.Addr().String()).Msg("worker starting")
 	_, stopCodec, err := serveCodec(cfg, false, log)
 	if err != nil {
 		return err
 	}
 	defer stopCodec()
-	if err := health.Start(w); err != nil {
-		return fmt.Errorf("start worker: %w", err)
+	if err := st.start(); err != nil {
+		return err
 	}
 	<-ctx.Done()
 	log.Info().Dur("stopTimeout", cfg.WorkerStopTimeout).Msg("worker stopping: letting in-flight activities finish")
-	health.Stop(w)
+	st.stop()
 	return nil
 }
 

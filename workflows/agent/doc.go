@@ -36,7 +36,7 @@
 //	tiers.go       seed 000 "Model Escalation Logic", "Escalation Triggers", "Model Escalation Order",
 //	               "Escalation Never Downgrades", the code tools (IsCodeCall); the empty-response ladder
 //	               itself is in the workflow (it needs the turn's reply)
-//	loop.go        seed 001 "Tool-Loop Detection" (identical and pattern thrash, the L1–L3 ladder,
+//	loop_detection.go seed 001 "Tool-Loop Detection" (identical and pattern thrash, the L1–L3 ladder,
 //	               "Force-tool via tool_choice"); seed 000 "Loop Detection" table
 //	caps.go        seed 000 "Per-tool-name cap" (4 → warning, 6 → stop, search/workbench exempt)
 //	stuck.go       seed 000 "Stuck detection" (3 consecutive tool errors)
