@@ -15,7 +15,7 @@ type ToolRecord struct {
 	Result  string `json:"result,omitempty"`
 }
 
-// HumanToolName says what a tool does in words a person understands (seed 000 _TOOL_HUMAN_NAMES):
+// HumanToolName says what a tool does in words a person understands:
 // "creating a spreadsheet", "pulling data from Polar". It never returns the raw name; unknown tools
 // get a description from their shape, then "working on it".
 func HumanToolName(name string) string {
@@ -34,7 +34,7 @@ func HumanToolName(name string) string {
 		return "setting up a monitor"
 	case "lucy_create_cron":
 		return "creating a scheduled task"
-	// The rest of seed 000's tool registration.
+	// The remaining tools, by what they do.
 	case "lucy_generate_pdf":
 		return "creating a PDF"
 	case "lucy_generate_csv":
@@ -129,7 +129,7 @@ func titleWord(s string) string {
 	return string(unicode.ToUpper(r)) + s[size:]
 }
 
-// Error classes (seed 000 "Error Classification").
+// Error classes, named in words a person understands.
 const (
 	ErrTimeout    = "a timeout"
 	ErrRateLimit  = "a rate limit"
@@ -138,8 +138,8 @@ const (
 	ErrNotFound   = "a not-found error"
 )
 
-// ErrorClass names the kind of failure a tool result describes, or "" if it shows none. Checked in the
-// seed's order, so "connection timed out" is a timeout. Status codes match as whole numbers only.
+// ErrorClass names the kind of failure a tool result describes, or "" if it shows none. Checked in a fixed
+// order, timeouts first, so "connection timed out" is a timeout. Status codes match as whole numbers only.
 func ErrorClass(result string) string {
 	s := strings.ToLower(result)
 	switch {
@@ -214,7 +214,7 @@ func reasonNote(reason string) string {
 	return " (" + r + ")"
 }
 
-// PartialResults is seed 000's _collect_partial_results: the message when the loop ends without a clean
+// PartialResults is the message when the loop ends without a clean
 // answer. Its three forms:
 //
 //   - partial success, when the model's last text says something useful once cleaned:
