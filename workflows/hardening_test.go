@@ -345,7 +345,7 @@ func TestQueuedTextIsBounded(t *testing.T) {
 	}
 }
 
-// Seed 000's empty-reply ladder counts empty replies in a row: an empty reply now and then in a long
+// The empty-reply ladder counts empty replies in a row: an empty reply now and then in a long
 // run neither escalates nor ends it.
 func TestEmptyRepliesCountOnlyInARow(t *testing.T) {
 	h := newHarness(t)
@@ -372,7 +372,7 @@ func TestEmptyRepliesCountOnlyInARow(t *testing.T) {
 	}
 }
 
-// Seed 000: three tool errors in a row inject an intervention and escalate the model at once.
+// Three tool errors in a row inject an intervention and escalate the model at once.
 func TestStuckDetectionEscalatesOnFirstFiring(t *testing.T) {
 	h := newHarness(t)
 	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {

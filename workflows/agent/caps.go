@@ -75,8 +75,9 @@ func appendUnique(list []string, s string) []string {
 // request, where the 50 turns of 10 calls each would otherwise allow 500 fetches.
 const MaxFetchesPerRequest = 60
 
-// CapExempt reports whether a tool is exempt from the per-tool cap. Seed 000 exempts search tools and
-// the hosted code workbench, whose place Lucy's sandbox (lucy_run_script) takes; we also exempt the other read-only lookups (list, get, read, fetch), because
+// CapExempt reports whether a tool is exempt from the per-tool cap: search tools and the code
+// workbench (Lucy's sandbox, lucy_run_script), and the other read-only lookups (list, get, read,
+// fetch), because
 // calling them many times with different inputs is how research works, and the run-journal tools,
 // which the model is asked to call often. Loop detection still catches any of them thrashing.
 func CapExempt(name string) bool {

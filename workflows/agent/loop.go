@@ -168,8 +168,8 @@ func (d *LoopDetector) pattern() (Detection, bool) {
 	return Detection{}, false
 }
 
-// loopMessage is the ladder's text. Seed 001 forces search_knowledge at L2; Lucy has no such tool, so L2
-// forces nothing and says more firmly what to do instead. L3 forces ask_human.
+// loopMessage is the ladder's text. L2 could force a knowledge search; Lucy has no such tool, so
+// L2 forces nothing and says more firmly what to do instead. L3 forces ask_human.
 func loopMessage(kind, tool string, count, level int) (msg, force string) {
 	var what string
 	if kind == LoopIdentical {

@@ -21,7 +21,7 @@ type ToolRecord struct {
 func HumanToolName(name string) string {
 	n := strings.ToLower(strings.TrimSpace(name))
 	switch n {
-	// Seed 000's table.
+	// Integrations and workspace tools.
 	case "lucy_spaces_init":
 		return "setting up the project"
 	case "lucy_spaces_deploy":
@@ -171,8 +171,8 @@ const (
 // PartialSummaryMaxChars caps the "what I found so far" part.
 const PartialSummaryMaxChars = 1500
 
-// closing is the message's last sentence for a reason. Seed 000 always says "Let me try a different
-// approach"; that is right when the workflow retries (errors, empty responses) and misleading when the
+// closing is the message's last sentence for a reason. "Let me try a different approach" for every
+// reason would be wrong: that is right when the workflow retries (errors, empty responses) and misleading when the
 // run is over, so reasons that end the run say what the person can do instead. reason is one of the
 // Reason constants or free text ("the turn limit", "repeating the same step too often"), sorted by its
 // words.
