@@ -8,8 +8,8 @@ import (
 
 // Delegation tools start a sub-agent: a child workflow of the run with its own prompt, model tier,
 // tools and a small budget, which returns a structured report. The workflow runs them (they are
-// Builtin); the registry of sub-agents is workflows/agent.SubAgents, and a test there checks that each
-// has its tool here. Each tool's description takes its step limit from that registry, so the model is
+// Builtin); the registry of sub-agents is workflows/agent.SubAgents, and a test in package workflows
+// checks that each has its tool here. Each tool's description takes its step limit from that registry, so the model is
 // told the limit the sub-agent really has.
 const (
 	DelegateResearch     = "delegate_to_research_agent"
@@ -28,7 +28,7 @@ func delegationNote(maxTurns int) string {
 }
 
 // subAgentTurns is the step limit of the sub-agent a delegation tool starts. A tool with no row in the
-// registry is a programming error the registry's test reports; the package cannot start without it.
+// registry is a programming error, caught at start: every test run of a package importing tools fails.
 func subAgentTurns(tool string) int {
 	s, ok := agent.SubAgentForTool(tool)
 	if !ok {
