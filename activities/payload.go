@@ -1,6 +1,6 @@
 package activities
 
-// Temporal refuses a payload over 2 MiB (FACTS.md 5): an activity whose result is larger cannot
+// Temporal refuses a payload over 2 MiB (its default blob size limit): an activity whose result is larger cannot
 // complete, and every retry would redo the work for the same refusal. Results whose size depends
 // on someone else — the model's reply, a Slack thread — are therefore measured or capped before
 // they are returned. Tool results are capped by ToolResultMaxChars, thread messages in slack.go.

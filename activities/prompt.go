@@ -29,7 +29,8 @@ type PromptInput struct {
 	// SubAgentPrompt, for a sub-agent, is its task prompt (sub_agents/<name>.md): the prompt is then the
 	// light persona (SOUL_LITE.md) and that file instead of SOUL + SYSTEM_CORE + modules.
 	SubAgentPrompt string `json:"subAgentPrompt,omitempty"`
-	// Scheduled: the run is a recurring job's firing (seed 000 is_cron_execution).
+	// Scheduled: the run is a recurring job's firing (the prompt then says no one is
+	// waiting in the thread).
 	Scheduled bool `json:"scheduled,omitempty"`
 }
 
@@ -43,9 +44,8 @@ type SystemPrompt struct {
 // MaxKnowledgeChars caps a team's knowledge notes in the prompt.
 const MaxKnowledgeChars = 12000
 
-// BuildSystemPrompt assembles SOUL + SYSTEM_CORE + modules + the team's knowledge notes + context, as the
-// seeds' build_system_prompt does. It runs as an activity so that a prompt edit never changes what a
-// running workflow replays.
+// BuildSystemPrompt assembles SOUL + SYSTEM_CORE + modules + the team's knowledge notes + context.
+// It runs as an activity so that a prompt edit never changes what a running workflow replays.
 func (a *Activities) BuildSystemPrompt(ctx context.Context, in PromptInput) (SystemPrompt, error) {
 	var parts []string
 	base := []string{"SOUL.md", "SYSTEM_CORE.md"}

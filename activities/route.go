@@ -17,7 +17,7 @@ type RouteInput struct {
 	Tools []string `json:"tools,omitempty"`
 }
 
-// Route is the seeds' ModelChoice: intent, model tier, prompt modules, and the tools offered.
+// Route is the router's model choice: intent, model tier, prompt modules, and the tools offered.
 type Route struct {
 	Intent  string   `json:"intent"`
 	Tier    string   `json:"tier"`
@@ -43,7 +43,7 @@ type ToolFlags struct {
 	Long        bool   `json:"long,omitempty"`
 }
 
-// Route classifies a message (seed 003 classify_and_route). It is a zero-cost heuristic today; it is
+// Route classifies a message. It is a zero-cost heuristic today; it is
 // an activity so that a smarter router (an LLM call) can replace it without touching workflow code
 // or breaking replay.
 func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {

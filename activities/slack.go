@@ -3,7 +3,7 @@ package activities
 // Slack Web API activities. Every post Lucy makes carries message metadata naming the run and a key
 // that is unique within the run; a retried attempt looks for its own message by that metadata before
 // posting again, and an edit (chat.update) is idempotent by nature, so a retried or resumed activity
-// never double-posts (DESIGN.md rule 4).
+// never double-posts (docs/architecture.md rule 4).
 
 import (
 	"context"

@@ -15,7 +15,8 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 )
 
-// ToolResultMaxChars caps a tool result before it enters history (seed: TOOL_RESULT_MAX_CHARS).
+// ToolResultMaxChars caps a tool result before it enters history (TOOL_RESULT_MAX_CHARS),
+// so that one result cannot fill the transcript or the history..
 const ToolResultMaxChars = 16000
 
 // ExecuteToolInput is one tool call.

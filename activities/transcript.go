@@ -3,7 +3,7 @@ package activities
 // Transcript references keep workflow history bounded.
 //
 // An agent run makes up to 50 model calls. Sending the whole transcript as the input of every call
-// would write it into history again and again (quadratic growth, DESIGN.md rule 5). Instead every body
+// would write it into history again and again (quadratic growth, docs/architecture.md rule 5). Instead every body
 // enters history exactly once — as the result of the activity that produced it (a tool result, a
 // model reply, the system prompt, the thread) or inline once (the user's message, the loop's own
 // short injections) — and later calls refer to it:

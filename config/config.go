@@ -163,7 +163,7 @@ type Sampling struct {
 	MaxOutputTokens int
 }
 
-// DefaultSampling is the seeds' ChatConfig (seed 000: temperature 0.7, max_tokens 4096), with more
+// DefaultSampling is the usual chat sampling (temperature 0.7, max_tokens 4096), with more
 // room on the frontier tier, whose reasoning models spend output tokens on thinking.
 func DefaultSampling(tier string) Sampling {
 	if tier == "frontier" {

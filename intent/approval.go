@@ -92,8 +92,8 @@ var approvalLex = newLexicon(0,
 	}},
 )
 
-// ApprovalAnswer reads a natural-language reply to a pending proposal (seed 002, confirmation guard
-// and appendix C: "yes, create it"). Yes: "yes", "yes do it", "go ahead", "approve(d)",
+// ApprovalAnswer reads a natural-language reply to a pending proposal (the confirmation
+// guard: "yes, create it"). Yes: "yes", "yes do it", "go ahead", "approve(d)",
 // "confirm(ed)", "ship it", "do it", "sounds good, go", "lgtm", "create it", 👍 :+1: :thumbsup:
 // :white_check_mark:. No: "no", "don't", "deny", "cancel it", "stop", "nope", "hold off", "not yet",
 // :x: :-1:. Anything else is Unclear, and the run keeps waiting: a question ("yes?"), a yes with

@@ -94,8 +94,7 @@ var cancelLex = newLexicon(cnFiller,
 // that", "nvm", "hold on, stop", "ok nevermind, I found it", "STOP!!!", "<@U0LUCY> scratch that".
 // A message that names something else is a request, not a cancel ("stop the EC2 instances in
 // us-east-1", "can you stop the deploy job", "cancel my 3pm"), and so is a question ("cancel?") or
-// a negation ("don't stop"). Seeds: 000 (background tasks: "Cancel that" / "nevermind") and 001
-// (cooperative cancellation).
+// a negation ("don't stop"). A cancel stops the run cooperatively, at its next safe point.
 func Cancel(text string) (isCancel bool, dropQueued bool) {
 	m := parse(text)
 	return cancelQuery(&m)
@@ -165,8 +164,7 @@ var statusLex = newLexicon(stFiller,
 // IsStatusQuery reports whether text asks what Lucy is doing or how a run is going: "what are you
 // working on?", "status?", "any progress?", "how's it going", "are you still working on it", "eta?".
 // It is conservative: a status question about anything else is a request ("what's the status of
-// the Q3 report", "any updates on the Jira ticket?", "send me a status report"). Seed: 000
-// (background tasks: "What are you working on?" → format_task_status) and 003 (edge cases).
+// the Q3 report", "any updates on the Jira ticket?", "send me a status report").
 func IsStatusQuery(text string) bool {
 	m := parse(text)
 	return statusQuery(&m)

@@ -21,23 +21,19 @@
 //   - StripMentions: removes <@U…> and broadcast mentions and collapses whitespace; the text the
 //     other classifiers and the agent see.
 //   - Cancel: "cancel that", "stop", "nvm", "hold on, stop"; dropQueued for "cancel everything".
-//     Seeds 000 (background tasks: "Cancel that" / "nevermind" → handle_task_cancellation) and 001
-//     (cooperative cancellation, lanes). Used by the gateway, which signals `cancel`.
-//   - IsStatusQuery: "what are you working on?", "status?", "any progress?". Seeds 000
-//     (format_task_status) and 003 (edge cases). Used by the gateway, which answers from the
-//     `status` query.
+//     Used by the gateway, which signals `cancel`.
+//   - IsStatusQuery: "what are you working on?", "status?", "any progress?". Used by the
+//     gateway, which answers from the `status` query.
 //   - ApprovalAnswer: Yes / No / Unclear for a natural-language reply to a pending proposal ("yes,
-//     create it", "go ahead", 👍, "hold off"). Seed 002 (confirmation guard, appendix C). Used by
+//     create it", "go ahead", 👍, "hold off"). The confirmation guard. Used by
 //     the lane, which sends the `approval` signal.
 //   - FastPath: greetings, thanks and acknowledgements answered at once from varied reply pools,
-//     picked by a seed the workflow passes. Seed 003 (FAST PATH CHECK).
-//   - Classify: intent, model tier, prompt modules and whether to plan. Seeds 003 (INTENT
-//     CLASSIFICATION, model tiers) and 000 (classify_and_route, _needs_plan). Used by the Route
+//     picked by a seed the workflow passes.
+//   - Classify: intent, model tier, prompt modules and whether to plan. Used by the Route
 //     activity.
 //   - ThreadInterrupt: Fold a message into the busy run of its thread when it adds to or corrects
-//     the task ("also include X", "actually make it Y"), or Queue it. Seeds 003 (edge cases:
-//     decide_thread_interrupt) and 001 (lanes).
-//   - Reaction: the emoji Lucy adds on receipt. Seed 003 (contextual emoji reaction).
+//     the task ("also include X", "actually make it Y"), or Queue it (lanes run one request at a time).
+//   - Reaction: the emoji Lucy adds on receipt.
 //
 // # Order of checks
 //

@@ -98,8 +98,8 @@ var controlEmoji = map[string]bool{
 	":heavy_multiplication_x:": true, ":rage:": true, ":angry:": true,
 }
 
-// FastPath answers greetings and acknowledgements without the agent loop (seed 003, "FAST PATH
-// CHECK": simple greetings/acks → instant reply, no agent). It matches only short messages made
+// FastPath answers greetings and acknowledgements without the agent loop (simple
+// greetings/acks → instant reply, no agent). It matches only short messages made
 // entirely of greeting, thanks, praise, acknowledgement, laughter and farewell phrases: "hi",
 // "hello lucy", "good morning", "thanks!", "thank you so much", "ty", "ok", "cool", "got it",
 // "great", "👍", "lol", "great job". Anything with a question or a request is not fast path ("hi,

@@ -48,7 +48,7 @@ var foldAnywhere = newLexicon(0, group{irFold, []string{
 }})
 
 // ThreadInterrupt decides what to do with a message that arrives in a thread while a run is busy
-// there (seed 003 edge cases, decide_thread_interrupt; seed 001 lanes). It folds the message into
+// there. It folds the message into
 // the running run when it adds to or corrects the current task: "also include X", "actually make
 // it Y", "and add…", "btw use the EU region", "oh and…", "wait, use…", "instead…", "use the EU
 // region instead", "include Q4 too". Anything else is queued as its own run after the current one.

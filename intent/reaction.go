@@ -71,9 +71,9 @@ var reactionLex = newLexicon(0,
 	}},
 )
 
-// Reaction picks the emoji Lucy adds to a message when she receives it (seed 003, "Contextual emoji
-// reaction"), as a Slack emoji name without colons. Greetings get "wave", thanks "heart", and the
-// other fast-path messages the reaction FastPath gives; a cancel gets "ok_hand" and a plain yes "+1".
+// Reaction picks the emoji Lucy adds to a message when she receives it, as a Slack emoji name
+// without colons. Greetings get "wave", thanks "heart", and the other fast-path messages the reaction
+// FastPath gives; a cancel gets "ok_hand" and a plain yes "+1".
 // Otherwise the first topic found, in this order: urgent/asap/outage → "zap" (friendlier than a
 // siren), bug/error/broken/crash → "bug", deploy/ship/release → "rocket", data/report/numbers/chart →
 // "bar_chart", research/find/search/compare → "mag", code/script/SQL → "computer",

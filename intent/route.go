@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Intents (Route.Intent), after seed 003's classify_and_route and seed 000's _needs_plan.
+// Intents (Route.Intent): what the router and the planner decide by.
 const (
 	IntentChat       = "chat"
 	IntentGreeting   = "greeting"
@@ -21,7 +21,7 @@ const (
 	IntentStatus     = "status"
 )
 
-// Model tiers (Route.Tier), seed 003's model tier table; LUCY_MODEL_<TIER> picks the model.
+// Model tiers (Route.Tier); LUCY_MODEL_<TIER> picks the model.
 const (
 	TierFast     = "fast"
 	TierDefault  = "default"
@@ -46,12 +46,12 @@ const (
 // question and an answer must exist for it to follow.
 const FollowUpDepth = 2
 
-// Route is the router's choice for one message (seed 003 ModelChoice).
+// Route is the router's choice for one message.
 type Route struct {
 	Intent  string   `json:"intent"`            // one of the Intent constants
 	Tier    string   `json:"tier"`              // one of the Tier constants
 	Modules []string `json:"modules,omitempty"` // Module constants, in the order of allModules; nil if none
-	Complex bool     `json:"complex,omitempty"` // worth a supervisor plan (seed 000 _needs_plan)
+	Complex bool     `json:"complex,omitempty"` // worth a supervisor plan (agent.NeedsPlan)
 }
 
 // Signals the router scans for. A phrase may carry several ("google doc": documents and
@@ -222,9 +222,8 @@ var allModules = []struct {
 }
 
 // Classify routes a message: its intent, the model tier that should handle it, the prompt modules
-// to load and whether it deserves a plan (seed 003 "INTENT CLASSIFICATION" and model tiers, seed 000
-// classify_and_route and _needs_plan). threadDepth is the number of earlier messages in the thread
-// (0 for a new top-level message). Like the seed's router it is a zero-cost heuristic; the
+// to load and whether it deserves a plan. threadDepth is the number of earlier messages in the thread
+// (0 for a new top-level message). It is a zero-cost heuristic; the
 // activity that calls it may later be swapped for a model.
 //
 // Rules, first match wins:
@@ -245,7 +244,7 @@ var allModules = []struct {
 //     verb (create, make, generate, export, draft, write, put together) or without data words →
 //     document, document tier;
 //     data words (data, numbers, metrics, analysis, chart, dashboard, revenue, churn, Q3, how many)
-//     → data, code tier (seed 003: the code tier does data analysis);
+//     → data, code tier (the code tier does data analysis);
 //     monitoring words (monitor, keep an eye on, alert me, let me know when) → monitoring, default;
 //     scheduling (schedule, remind, every Monday, daily, cron) or integration words (email,
 //     calendar, Jira, HubSpot, GitHub, Notion) → tool_use, default

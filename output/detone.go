@@ -81,8 +81,8 @@ var plainWords = map[string]string{
 	"utilise": "use", "utilises": "uses", "utilised": "used", "utilising": "using",
 }
 
-// Detone removes or softens the patterns that make an answer sound like a chatbot (the seed's tone
-// validation and de-AI layers):
+// Detone removes or softens the patterns that make an answer sound like a chatbot (tone validation
+// and de-AI):
 //
 //   - filler openers at the start of a line: "Certainly!", "Great question!", "I'd be happy to help!",
 //     "Here is the information you requested:";

@@ -1,6 +1,5 @@
 // Package output turns the model's final Markdown answer into Slack messages. It is Lucy's output
-// pipeline (the seed's pipeline/output.py, four layers) plus the Block Kit side of Slack delivery
-// (slack/blockkit.py and rich_output.py). Everything here is a pure function of its input: no I/O, no
+// pipeline (four layers) plus the Block Kit side of Slack delivery. Everything here is a pure function of its input: no I/O, no
 // clock, no randomness, so it is safe to call from an activity that may be retried and gives the same
 // messages every time, which is what lets the posting activity check for its own earlier post.
 //
@@ -23,7 +22,7 @@
 //     "a <b> c" loses its middle and a <!channel> inside a pasted log notifies a whole channel. Only
 //     Slack tokens the model wrote in prose on purpose (<@U123>, <!here>) stay live, and of those
 //     the special mentions only until the next step.
-//  3. [Detone] (mrkdwn in, mrkdwn out; the seed's _validate_tone and _deai). Lucy should sound like a
+//  3. [Detone] (mrkdwn in, mrkdwn out; tone validation and de-AI). Lucy should sound like a
 //     capable colleague, not a chatbot: stock openers ("Certainly!", "Great question!"), closers
 //     ("I hope this helps!", "Feel free to reach out"), AI tells ("delve") and exclamation marks
 //     in bulk are removed or softened with regular expressions. It only removes filler or swaps a
@@ -38,13 +37,13 @@
 // ([RequestedMentions], [RenderAllowing]), because the model's text may come from a fetched page
 // that wants a channel pinged. Code stays as written: ToMrkdwn has escaped any token in it.
 //
-// Finally [Render] adds a few contextual emoji (the seed's enhance_blocks; before splitting, so that
+// Finally [Render] adds a few contextual emoji (before splitting, so that
 // the limits hold for the final text) and turns each chunk into one [Message]: the mrkdwn as fallback
 // text plus section and divider blocks within Slack's limits.
 //
 // # Using it from workflows
 //
-// [Message] holds slack.Block values, which must not cross the Temporal boundary (DESIGN.md rule 2).
+// [Message] holds slack.Block values, which must not cross the Temporal boundary (docs/architecture.md rule 2).
 // Pass the Markdown answer to the posting activity and call [Render] there. [RequestedMentions] is a
 // pure function of the requester's message: workflow code calls it and passes the result along.
 //

@@ -17,7 +17,7 @@ type Message struct {
 	Blocks []slack.Block `json:"blocks"`
 }
 
-// Contextual emoji for lines that announce an outcome (the seed's enhance_blocks). A line gets one
+// Contextual emoji for lines that announce an outcome. A line gets one
 // only when it starts with the word, bold or not, followed by punctuation or the end of the line, so
 // "Done!" and "*Warning:* ..." match and "Completed 3 of 5 steps" does not.
 var lineEmoji = []struct {

@@ -31,7 +31,7 @@ const (
 const (
 	MaxFileBytes      = 1 << 20 // workspace files: read, written, edited or generated
 	MaxFetchBytes     = 2 << 20 // bytes of a web page read from the network
-	MaxOutputChars    = 16_000  // characters of one tool result (seed 000: TOOL_RESULT_MAX_CHARS)
+	MaxOutputChars    = 16_000  // characters of one tool result (TOOL_RESULT_MAX_CHARS)
 	MaxHistoryLimit   = 100     // messages per lucy_get_channel_history call
 	MaxMessageChars   = 40_000  // Slack's limit on a message's text
 	MaxCSVRows        = 10_000  // rows per lucy_generate_csv call
@@ -43,7 +43,7 @@ const (
 	maxThreadMessages = 200
 )
 
-// JournalSections are the list sections of the run journal, in display order (seed 001).
+// JournalSections are the list sections of the run journal, in display order.
 func JournalSections() []string {
 	return []string{"verified_findings", "decisions", "artifacts", "open_questions", "blockers"}
 }

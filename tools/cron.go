@@ -17,7 +17,7 @@ import (
 	"github.com/lucy-agent/lucy/searchattr"
 )
 
-// Recurring jobs (seed 000 "Cron tools", seed 003 "Cron Engine"): each is a Temporal Schedule with ID
+// Recurring jobs: each is a Temporal Schedule with ID
 // cron:{team}:{slug} whose firings start a scheduled_job workflow (workflows/scheduled_job.go) with
 // a JobSpec. The workflow hands the instruction to the agent loop through the lane of the thread it
 // posts in, so "cancel that" and "what are you working on?" reach a firing like any request.

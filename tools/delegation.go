@@ -1,9 +1,16 @@
 package tools
 
-// Delegation tools start a sub-agent (seed 000 "Sub-Agent System"): a child workflow of the run with its
-// own prompt, model tier, tools and a small budget, which returns a structured report. The workflow runs
-// them (they are Builtin); the registry of sub-agents is workflows/agent.SubAgents, and a test there
-// checks that each has its tool here.
+import (
+	"fmt"
+
+	"github.com/lucy-agent/lucy/workflows/agent"
+)
+
+// Delegation tools start a sub-agent: a child workflow of the run with its own prompt, model tier,
+// tools and a small budget, which returns a structured report. The workflow runs them (they are
+// Builtin); the registry of sub-agents is workflows/agent.SubAgents, and a test in package workflows
+// checks that each has its tool here. Each tool's description takes its step limit from that registry, so the model is
+// told the limit the sub-agent really has.
 const (
 	DelegateResearch     = "delegate_to_research_agent"
 	DelegateCode         = "delegate_to_code_agent"
@@ -11,13 +18,28 @@ const (
 	DelegateIntegrations = "delegate_to_integrations_agent"
 )
 
-const delegationNote = " It works alone with its own tools for up to 12 steps and about two minutes, then returns a " +
-	"JSON report (summary, actions taken, evidence with sources, open questions, confidence) that only you read. " +
-	"Give it a self-contained task: it does not see this conversation. Several delegations in one reply run in parallel."
+// delegationNote ends every delegation tool's description; maxTurns is the sub-agent's own limit
+// (SubAgentSpec.MaxTurns). Only the model reads it (through the schemas the model activity sends), never
+// workflow code, so changing it changes no recorded history.
+func delegationNote(maxTurns int) string {
+	return fmt.Sprintf(" It works alone with its own tools for up to %d steps and about two minutes, then returns a ", maxTurns) +
+		"JSON report (summary, actions taken, evidence with sources, open questions, confidence) that only you read. " +
+		"Give it a self-contained task: it does not see this conversation. Several delegations in one reply run in parallel."
+}
+
+// subAgentTurns is the step limit of the sub-agent a delegation tool starts. A tool with no row in the
+// registry is a programming error, caught at start: every test run of a package importing tools fails.
+func subAgentTurns(tool string) int {
+	s, ok := agent.SubAgentForTool(tool)
+	if !ok {
+		panic("tools: " + tool + " has no sub-agent in workflows/agent's registry")
+	}
+	return s.MaxTurns
+}
 
 func delegationEntry(name, human, desc string) entry {
 	return entry{
-		spec:     Spec{Name: name, Description: desc + delegationNote, Builtin: true, Human: human, Long: true},
+		spec:     Spec{Name: name, Description: desc + delegationNote(subAgentTurns(name)), Builtin: true, Human: human, Long: true},
 		required: []string{"task"},
 		props: func() []prop {
 			return []prop{

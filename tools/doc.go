@@ -12,7 +12,7 @@
 //
 // # Flags and retries
 //
-// Each Spec says how the workflow treats the tool (DESIGN.md rule 3, seed 001):
+// Each Spec says how the workflow treats the tool (docs/architecture.md rule 3):
 //
 //   - Idempotent tools are read-only and retried by Temporal: 0.5 s -> 2 s -> 8 s, three attempts.
 //     Side-effecting tools are attempted once; their error goes to the model, which decides whether to

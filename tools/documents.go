@@ -15,7 +15,7 @@ import (
 	"github.com/xuri/excelize/v2"
 )
 
-// Document tools (seed 004 "File Generator"): spreadsheets, PDF reports and charts, each written in
+// Document tools: spreadsheets, PDF reports and charts, each written in
 // the team's workspace and shared in the conversation's thread (saveAndShare). The PDF renderer is in
 // pdf.go.
 
@@ -189,7 +189,7 @@ func (r *Registry) generateExcel(ctx context.Context, e entry, inv Invocation) (
 	return r.saveAndShare(ctx, inv, GenerateExcel, rel, data, shape, "exactly this content")
 }
 
-// checkSheetName applies Excel's rules: 1 to 31 characters, none of : \ / ? * [ ], not starting or
+// checkSheetName applies Excel's rules: 1 to 31 characters, none of: \ / ? * [ ], not starting or
 // ending with an apostrophe.
 func checkSheetName(name string) error {
 	switch {

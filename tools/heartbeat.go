@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-// Heartbeat monitors (seed 003 "Heartbeat Monitor", seed 000 "Heartbeat tools"): a condition checked
+// Heartbeat monitors: a condition checked
 // on a schedule, alerting in a channel only when its state changes. Each monitor is a Temporal
 // Schedule heartbeat:{team}:{slug} whose firings start the monitor workflow
 // (workflows/monitor.go) with two arguments: the MonitorSpec and the last MonitorState.

@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// Recurring jobs and monitors are Temporal Schedules (DESIGN.md "Seed concept → Temporal"): durable,
+// Recurring jobs and monitors are Temporal Schedules (docs/architecture.md): durable,
 // shared by every replica, visible and editable in the Web UI's Schedules page. This file holds what
 // both kinds share: IDs, who may manage one, the requester's time zone, where it reports, and how a
 // schedule's spec is read.

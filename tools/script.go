@@ -14,7 +14,7 @@ import (
 
 // RunScript runs JavaScript the model writes in the sandbox (package sandbox): no network, no host
 // files, only the team's workspace through a `files` object, under time, CPU, memory and output
-// limits. Where the seeds had a hosted Python workbench and bash, Lucy has this: nothing to install,
+// limits. In place of a hosted Python workbench and bash, Lucy has this: nothing to install,
 // nothing to escape to.
 const RunScript = "lucy_run_script"
 

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// WebSearch searches the web through a configured provider (seed 004 "Web Search": an online model on
+// WebSearch searches the web through a configured provider (by default an online model on
 // OpenRouter). Providers: an OpenAI-compatible online model (OpenRouter's ":online" models, which
 // return url_citation annotations; Perplexity's sonar models, which return search_results), or a
 // search API (Brave Search, Tavily) that returns titles, URLs and snippets.
@@ -49,7 +49,7 @@ var DefaultSearchBase = map[string]string{
 
 // DefaultSearchModel is each online-model provider's default model.
 var DefaultSearchModel = map[string]string{
-	SearchOpenRouter: "google/gemini-2.5-flash:online", // the seed's grounded Gemini, with OpenRouter's web plugin
+	SearchOpenRouter: "google/gemini-2.5-flash:online", // grounded Gemini, with OpenRouter's web plugin
 	SearchPerplexity: "sonar",
 }
 

@@ -18,7 +18,7 @@ import (
 )
 
 // postMetadataType marks the messages lucy_post_message posts, with the run and call that posted them,
-// so that a re-run of the same call finds its message instead of posting it twice (DESIGN.md rule 4).
+// so that a re-run of the same call finds its message instead of posting it twice (docs/architecture.md rule 4).
 const postMetadataType = "lucy_tool_post"
 
 // slackAPI returns the team's Slack client, or the Output that tells the model Slack is unavailable.

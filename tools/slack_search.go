@@ -9,7 +9,7 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// SearchSlackHistory searches the workspace's messages (seed 000 "History tools"). Slack's
+// SearchSlackHistory searches the workspace's messages. Slack's
 // search.messages takes a user token (xoxp-, SLACK_USER_TOKEN), never a bot token: with one, the whole
 // workspace the user sees is searched with Slack's own syntax; without, Lucy reads the recent history
 // of the channels she is in and matches the words herself, and says so.

@@ -70,7 +70,7 @@ func (r *run) tokens() int {
 	return n
 }
 
-// manageContext runs the recovery ladder when the estimate crosses 70% of the window (seed 001):
+// manageContext runs the recovery ladder when the estimate crosses 70% of the window:
 // R1 compaction, R2 deep prune, R3 ask the human. It returns true when the loop must ask the human.
 func (r *run) manageContext(ctx workflow.Context, model string, window int) (askHuman bool) {
 	tokens := r.tokens()
@@ -163,17 +163,17 @@ func (r *run) compact(ctx workflow.Context, keepTail int, marker string) int {
 // replacing their bodies with a short note (the call/result pairing must stay valid).
 //
 // Which runs first: compaction (manageContext, at 70% of the window) keeps what mattered in a
-// summary, trimming loses it, so compaction must fire first. Seed 000's cap, MAX_PAYLOAD_CHARS
+// summary, trimming loses it, so compaction must fire first. The fixed cap, MAX_PAYLOAD_CHARS
 // (120,000 characters, about 30k tokens), would stop any 128k-window model from ever reaching 70%. In a
 // hardened run the cap therefore grows with the window, to 90% of it in characters, and stays at the
-// seed's 120,000 only for windows smaller than that: there compaction still fires first, at 70%.
+// fixed 120,000 only for windows smaller than that: there compaction still fires first, at 70%.
 func (r *run) trimPayload(window int) {
 	limit := agent.MaxPayloadChars
 	if r.hardened {
 		limit = agent.PayloadCap(window)
 	}
 	if r.sub != nil {
-		limit = agent.SubMaxPayloadChars // seed 000 SUB_MAX_PAYLOAD_CHARS
+		limit = agent.SubMaxPayloadChars // SUB_MAX_PAYLOAD_CHARS, 80,000
 	}
 	total := 0
 	for _, m := range r.msgs {

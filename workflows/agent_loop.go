@@ -19,7 +19,7 @@ import (
 // modelCallTimeout bounds one model call; long reasoning models can take minutes.
 const modelCallTimeout = 10 * time.Minute
 
-// loopUntilAnswer is seed 000's _agent_loop: call the model; a text-only answer ends the loop; tool
+// loopUntilAnswer is the agent loop: call the model; a text-only answer ends the loop; tool
 // calls run in parallel; detectors, the supervisor and the recovery ladder steer it.
 func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason string) {
 	final := false // the soft limit's "summarize what you have done" turn
@@ -109,7 +109,7 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 			continue
 		}
 		if r.hardened {
-			// The seed's ladder is for empty replies in a row: one good reply starts it again.
+			// The empty-reply ladder is for empty replies in a row: one good reply starts it again.
 			r.empties = 0
 		}
 		if len(reply.ToolCalls) == 0 {
@@ -266,7 +266,7 @@ func (r *run) escalate(t agent.Trigger) {
 	r.status.Tier = r.tier
 }
 
-// afterBatch runs the detectors of seed 001 over a finished tool batch. A non-empty return stops the
+// afterBatch runs the loop and stuck detectors over a finished tool batch. A non-empty return stops the
 // loop with partial results.
 func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, results []tmsg) string {
 	batch := make([]agent.Call, len(calls))
@@ -318,7 +318,7 @@ func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, resu
 	} else if len(v.Warn) > 0 {
 		r.appendInline("user", runtimeNote(v.Message))
 	}
-	r.stuck.EscalateFirst = r.hardened // seed 000: "inject intervention, escalate model if available"
+	r.stuck.EscalateFirst = r.hardened // "inject intervention, escalate model if available"
 	if v := r.stuck.Observe(errs); v.Fired {
 		r.log.Warn("agent.stuck.detected", "run", r.id, "errors", r.stuck.Consecutive)
 		r.appendInline("user", runtimeNote(v.Message))
@@ -331,7 +331,7 @@ func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, resu
 
 // withdraw handles tools that reached their per-tool cap (hardened runs): each is withdrawn from the
 // tools offered, so the cap counts per tool and one tool's cap does not end the run. The first stop
-// also escalates the model (seed 000 breaks the loop at the cap; a stronger model with the other
+// also escalates the model (ending the loop at the cap would be harsher; a stronger model with the other
 // tools is the gentler remedy).
 func (r *run) withdraw(v agent.CapVerdict) {
 	var fresh []string
@@ -419,7 +419,7 @@ func (r *run) supervise(ctx workflow.Context) (answer, status, reason string, do
 		case strings.TrimSpace(v.Guidance) == "":
 			r.log.Warn("agent.supervisor.empty_guidance", "run", r.id) // nothing to say is not guidance
 		default:
-			r.appendInline("system", "Supervisor guidance: "+v.Guidance) // seed 000: as a system message
+			r.appendInline("system", "Supervisor guidance: "+v.Guidance) // as a system message: guidance, not the person's words
 		}
 	case agent.DecisionReplan:
 		if !r.hardened {

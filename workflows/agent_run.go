@@ -29,11 +29,11 @@ type RunInput struct {
 	UserTZ      string `json:"userTz,omitempty"`
 	TeamName    string `json:"teamName,omitempty"`
 	ChannelName string `json:"channelName,omitempty"`
-	// Limits, zero means the seeds' defaults; tests shorten them.
+	// Limits, zero means the defaults of workflows/agent/limits.go; tests shorten them.
 	SoftLimit   time.Duration `json:"softLimit,omitempty"`
 	AbsoluteMax time.Duration `json:"absoluteMax,omitempty"`
 	ApprovalTTL time.Duration `json:"approvalTtl,omitempty"`
-	// PriorJournal is the run journal of the thread's previous run, rendered (seed 001: the journal
+	// PriorJournal is the run journal of the thread's previous run, rendered (the journal
 	// carries over, so a follow-up knows what was found and decided).
 	PriorJournal string `json:"priorJournal,omitempty"`
 	// SubAgentBudget is the time budget of the sub-agents this run starts; zero means
@@ -371,7 +371,7 @@ func (r *run) execute(ctx workflow.Context) (answer, status, reason string, err 
 	}
 }
 
-// gated applies seed 000's gates to a finished answer (hardened runs), once:
+// gated applies the quality and verification gates to a finished answer (hardened runs), once:
 //   - the verification gate (claims of work without the tool calls to back them) escalates one tier up
 //     and lets the loop go on, with its turn count and counters as they were, to do the work;
 //   - the quality gate (an answer that looks incomplete) gets one rewrite on the frontier model, with
@@ -533,8 +533,8 @@ func (r *run) prepare(ctx workflow.Context) error {
 	return nil
 }
 
-// makePlan asks the fast tier for a plan and injects it; a failed plan is not fatal (the seeds plan
-// only as an aid).
+// makePlan asks the fast tier for a plan and injects it; a failed plan is not fatal (a plan is
+// only an aid).
 func (r *run) makePlan(ctx workflow.Context, id, context string) {
 	var c activities.Completion
 	inline := agent.PlanPrompt(r.in.Message.Text, r.tools, r.route.Intent)
@@ -632,8 +632,8 @@ func failureText(err error) string {
 	return err.Error()
 }
 
-// cancelled cleans up on a disconnected context: the placeholder says it stopped (no apology, seed
-// 001), the lane's reaction marks the cancel message. Completed tool results stay in history.
+// cancelled cleans up on a disconnected context: the placeholder says it stopped (no
+// apology), the lane's reaction marks the cancel message. Completed tool results stay in history.
 func (r *run) cancelled(ctx workflow.Context) (RunResult, error) {
 	r.status.Phase = "done"
 	dctx, _ := workflow.NewDisconnectedContext(ctx)

@@ -227,7 +227,8 @@ func (r *run) inlineResult(c activities.ToolCall, text string, isErr bool) tmsg 
 }
 
 // toolFailure turns a failed tool activity into what the model reads. A side-effecting tool that
-// timed out may or may not have acted: the run does not guess, it waits for a human (DESIGN.md).
+// timed out may or may not have acted: the run does not guess, it waits for a human
+// (docs/architecture.md, "Rules that keep it durable").
 func (r *run) toolFailure(ctx workflow.Context, c activities.ToolCall, err error) tmsg {
 	spec, _ := r.spec(c.Name)
 	var te *temporal.TimeoutError
@@ -358,7 +359,7 @@ func cut(s string, n int) string {
 	return s
 }
 
-// fingerprint identifies one proposal (seed 002 appendix C): tool, normalized arguments, actor and time.
+// fingerprint identifies one proposal : tool, normalized arguments, actor and time.
 func fingerprint(tool, args, actor string, at time.Time) string {
 	h := sha256.Sum256([]byte(tool + "\x00" + strings.Join(strings.Fields(args), " ") + "\x00" + actor + "\x00" + strconv.FormatInt(at.UnixNano(), 10)))
 	return hex.EncodeToString(h[:8])

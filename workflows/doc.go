@@ -1,5 +1,5 @@
 // Package workflows holds Lucy's Temporal workflows: the lane (one per Slack thread, serializing runs)
-// and the agent run (the agent loop of seeds 000 and 001, one child workflow per request).
+// and the agent run (the agent loop with its resilience mechanisms, one child workflow per request).
 //
 // # Determinism
 //

@@ -345,7 +345,7 @@ func TestQueuedTextIsBounded(t *testing.T) {
 	}
 }
 
-// Seed 000's empty-reply ladder counts empty replies in a row: an empty reply now and then in a long
+// The empty-reply ladder counts empty replies in a row: an empty reply now and then in a long
 // run neither escalates nor ends it.
 func TestEmptyRepliesCountOnlyInARow(t *testing.T) {
 	h := newHarness(t)
@@ -372,7 +372,7 @@ func TestEmptyRepliesCountOnlyInARow(t *testing.T) {
 	}
 }
 
-// Seed 000: three tool errors in a row inject an intervention and escalate the model at once.
+// Three tool errors in a row inject an intervention and escalate the model at once.
 func TestStuckDetectionEscalatesOnFirstFiring(t *testing.T) {
 	h := newHarness(t)
 	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
@@ -637,7 +637,7 @@ func TestContextLength400CompactsAndMalformed400IsABug(t *testing.T) {
 	})
 }
 
-// The quality gate's remedy is one rewrite on the frontier model without tools (seed 000), not a
+// The quality gate's remedy is one rewrite on the frontier model without tools, not a
 // second loop; when the rewrite fails, the person gets the first answer (issue 8).
 func TestQualityGateIsOneRewrite(t *testing.T) {
 	for _, tc := range []struct {
@@ -748,7 +748,7 @@ func TestSupervisorGuidanceAndReplanContext(t *testing.T) {
 	})
 }
 
-// The run journal carries over (seed 001, issue 8): the thread's next run starts knowing what the
+// The run journal carries over (issue 8): the thread's next run starts knowing what the
 // previous one found and decided.
 func TestJournalCarriesOverToTheNextRun(t *testing.T) {
 	h := newHarness(t)

@@ -22,7 +22,8 @@ const (
 	LaneIdleTimeout = 7 * 24 * time.Hour
 	// ContextRefresh is how old cached names and time zones may get before they are re-resolved.
 	ContextRefresh = time.Hour
-	// MaxQueue bounds queued messages per lane (seed: MAX_QUEUE_DEPTH 50).
+	// MaxQueue bounds queued messages per lane (MAX_QUEUE_DEPTH 50), so that a
+	// flood of messages cannot grow a lane's state without bound.
 	MaxQueue = 50
 	// MaxQueuedChars bounds the text of queued messages: the queue is carried in the input of
 	// continue-as-new, and 50 messages at Slack's 40,000-character limit would exceed Temporal's

@@ -3,7 +3,7 @@ package workflows
 import "time"
 
 // The payloads that cross the Temporal boundary between the gateway and the workflows. Only plain
-// structs: no slack.* or openai.* types, no secrets (DESIGN.md rule 2).
+// structs: no slack.* or openai.* types, no secrets (docs/architecture.md rule 2).
 
 // Message is one human message normalized by the gateway (Slack, Socket Mode or the terminal). It is
 // the payload of the `message` signal.

@@ -8,7 +8,7 @@ import (
 )
 
 // Fixed names. They are the wire API between the gateway, the worker, operators and the Web UI
-// (DESIGN.md "Fixed names"); change them only with a migration.
+// (docs/architecture.md, "Fixed names"); change them only with a migration.
 const (
 	TaskQueue = tools.TaskQueue
 

@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Activity options live here so every policy is bounded and visible in one place (DESIGN.md rule 3:
+// Activity options live here so every policy is bounded and visible in one place (docs/architecture.md rule 3:
 // no activity may retry forever).
 
 // quick is for short, idempotent activities (routing, prompt assembly, Slack reads).
@@ -62,7 +62,7 @@ func slackOptions(ctx workflow.Context, id string) workflow.Context {
 	})
 }
 
-// toolOptions: idempotent tools retry 0.5 s → 2 s → 8 s, three attempts (seed 001); side-effecting
+// toolOptions: idempotent tools retry 0.5 s → 2 s → 8 s, three attempts; side-effecting
 // tools are attempted once and their error goes to the model. waitCancel makes a cancellation wait
 // until the activity has stopped (it heartbeats, so it learns of it within seconds).
 func toolOptions(ctx workflow.Context, id string, idempotent, long, waitCancel bool) workflow.Context {

@@ -18,7 +18,7 @@ import (
 // Recurring jobs. A job is a Temporal Schedule (tools/cron.go); each firing starts ScheduledJob,
 // which
 //
-//  1. takes one of its workspace's job slots (at most MaxJobsPerTeam firings run at once, seed 003
+//  1. takes one of its workspace's job slots (at most MaxJobsPerTeam firings run at once,
 //     MAX_BACKGROUND_TASKS), waiting for one up to half the time to the next firing;
 //  2. posts a short header where the job reports: a new message in its channel, or a reply in its
 //     thread;

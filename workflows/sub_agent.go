@@ -42,7 +42,7 @@ type SubAgentResult struct {
 	Fetches int `json:"fetches,omitempty"`
 }
 
-// SubAgent is a sub-agent as a workflow (seed 000 "Sub-Agent System"): the run's loop code with the
+// SubAgent is a sub-agent as a workflow : the run's loop code with the
 // registry's prompt, tier, tools, turn limit, payload cap and time budget. It does not talk to the
 // person: no placeholder of its own, no answer in the thread, no questions (it reports open ones).
 // Its progress shows in the parent's placeholder; a destructive tool asks for approval in the
@@ -161,7 +161,7 @@ func (r *run) offered(name string) bool {
 	return false
 }
 
-// maxTurns is the turn limit of the loop: the seeds' 50, or the sub-agent's own.
+// maxTurns is the turn limit of the loop: MaxToolTurns (50), or the sub-agent's own.
 func (r *run) maxTurns() int {
 	if r.sub != nil && r.sub.Spec.MaxTurns > 0 {
 		return r.sub.Spec.MaxTurns

@@ -353,7 +353,7 @@ func TestSubAgentRegistryMatchesTheCatalogue(t *testing.T) {
 	want := map[string]int{"research": 12, "code": 10, "integrations": 8, "document": 8}
 	for _, s := range agent.SubAgents() {
 		if want[s.Name] != s.MaxTurns {
-			t.Errorf("%s: max turns %d, want %d (seed 000)", s.Name, s.MaxTurns, want[s.Name])
+			t.Errorf("%s: max turns %d, want %d (the registry's limits)", s.Name, s.MaxTurns, want[s.Name])
 		}
 		if d, ok := tools.Lookup(s.DelegateTool()); !ok || !d.Builtin {
 			t.Errorf("%s: no builtin tool %s", s.Name, s.DelegateTool())

@@ -24,7 +24,7 @@ const (
 	//   - approvals are checked by the CheckApproval activity (gateway signature, requester or admin);
 	//   - model failures are told apart (unreachable, rejected, internal) and resume-retries are bounded;
 	//   - the empty-reply ladder counts empty replies in a row, and stuck detection escalates on its
-	//     first firing (seed 000; issue 8);
+	//     first firing ("inject intervention, escalate model if available"; issue 8);
 	//   - a tool that reaches its per-tool cap is withdrawn from the tools offered instead of a second
 	//     cap stop (of any tool) ending the run (issue 8);
 	//   - a question (ask_human, the supervisor's ASK_USER, recovery stage R3) is a durable wait for

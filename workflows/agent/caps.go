@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// ToolCaps is seed 000's per-tool-name cap: the CapWarnAt-th call of one tool warns (and escalates the
+// ToolCaps is the per-tool-name cap: the CapWarnAt-th call of one tool warns (and escalates the
 // model, TriggerLoop), the CapStopAt-th and later stop. Lookups, searches and the workbench are exempt
 // (CapExempt). Its zero value is ready.
 type ToolCaps struct {
@@ -19,7 +19,7 @@ type ToolCaps struct {
 type CapVerdict struct {
 	// Warn lists tools that reached CapWarnAt calls in this batch (reported once per tool).
 	Warn []string `json:"warn,omitempty"`
-	// Stop lists tools at CapStopAt calls or more: the run stops offering them (or stops, seed 000).
+	// Stop lists tools at CapStopAt calls or more: the run stops offering them (or the run stops).
 	Stop []string `json:"stop,omitempty"`
 	// Message is the text to inject for the model, empty when Warn and Stop are.
 	Message string `json:"message,omitempty"`
@@ -68,15 +68,16 @@ func appendUnique(list []string, s string) []string {
 	return append(list, s)
 }
 
-// MaxFetchesPerRequest caps the lucy_web_fetch calls of one request, its sub-agents included. The
-// seeds give no number. Research reads tens of pages at most (a research sub-agent has 12 turns), and
+// MaxFetchesPerRequest caps the lucy_web_fetch calls of one request, its sub-agents included. No
+// earlier limit existed to copy. Research reads tens of pages at most (a research sub-agent has 12 turns), and
 // 60 leaves room for a long one; it also bounds what fetches can carry out without approval (a URL
 // without data holds at most a couple of hundred characters, tools.URLCarriesData) to about 12 KB a
 // request, where the 50 turns of 10 calls each would otherwise allow 500 fetches.
 const MaxFetchesPerRequest = 60
 
-// CapExempt reports whether a tool is exempt from the per-tool cap. Seed 000 exempts search tools and
-// the hosted code workbench, whose place Lucy's sandbox (lucy_run_script) takes; we also exempt the other read-only lookups (list, get, read, fetch), because
+// CapExempt reports whether a tool is exempt from the per-tool cap: search tools and the code
+// workbench (Lucy's sandbox, lucy_run_script), and the other read-only lookups (list, get, read,
+// fetch), because
 // calling them many times with different inputs is how research works, and the run-journal tools,
 // which the model is asked to call often. Loop detection still catches any of them thrashing.
 func CapExempt(name string) bool {

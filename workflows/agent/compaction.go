@@ -45,7 +45,7 @@ type CompactionPlan struct {
 // Empty reports whether there is nothing to summarize.
 func (p CompactionPlan) Empty() bool { return len(p.Summarize) == 0 }
 
-// PlanCompaction is seed 001's "replace-and-tail with pinned tool results". The leading system messages
+// PlanCompaction is "replace-and-tail with pinned tool results". The leading system messages
 // (the system prompt) are always kept; the last keepTail messages stay verbatim (keepTail ≤ 0 means
 // CompactionKeepTail), extended backwards so that no kept tool result loses the assistant message that
 // called it; pinned messages are kept; everything else is summarized.
@@ -110,9 +110,9 @@ func pairSafeStart(msgs []Msg, lead, start int) int {
 }
 
 // pinLatest returns, in ascending order, the latest successful tool result per tool name among idx.
-// Failed results are skipped (seed 001: pinning a failure would tell the next turn "this is what you
+// Failed results are skipped (pinning a failure would tell the next turn "this is what you
 // know" about something that did not work): IsError, or text starting with "error" in any case, as
-// the seed's "Error executing …" results do.
+// "Error executing …" results do.
 func pinLatest(msgs []Msg, idx []int) []int {
 	var names []string
 	var latest []int
@@ -226,7 +226,7 @@ func calledTools(msgs []Msg, a Msg) []string {
 
 // PinnedText is the pinned tool results as plain text for the summary message: each under its tool
 // name, each capped at PinnedResultMaxChars, all at PinnedMaxChars (the latest results win). Plain text,
-// not tool messages, because their tool calls no longer exist after compaction (seed 001).
+// not tool messages, because their tool calls no longer exist after compaction.
 func PinnedText(msgs []Msg, plan CompactionPlan) string {
 	var blocks []string
 	size := 0
@@ -249,8 +249,8 @@ func PinnedText(msgs []Msg, plan CompactionPlan) string {
 // PinnedHeader introduces the pinned results in a summary message.
 const PinnedHeader = "Latest successful result of each tool used earlier:"
 
-// TruncationFallback is the deterministic summary used when the summarizer call fails (seed 001: work
-// never stalls waiting for compaction): the first line of each summarized message, tools with their
+// TruncationFallback is the deterministic summary used when the summarizer call fails (work never
+// stalls waiting for compaction): the first line of each summarized message, tools with their
 // outcomes, at most FallbackMaxChars. When it is too long the first lines (the request) and the most
 // recent ones are kept and the middle is elided.
 func TruncationFallback(msgs []Msg, plan CompactionPlan) string {

@@ -25,34 +25,32 @@
 // read by activities. Changing wording changes activity inputs, not the workflow's command sequence, so
 // it does not break replay; changing a threshold or a ladder does, and goes behind workflow.GetVersion.
 //
-// # Map of the seeds
+// # Map of the files
 //
-// The seeds' numbers are the specification and appear as named constants in limits.go. Seed 000 is
-// shared/seeds/000_de16e7659b7bf464.txt (agent orchestration), seed 001 is 001_b148d91c96610321.txt
-// (resilience).
+// The loop's numbers are its specification and appear as named constants in limits.go; the design
+// rules they serve are in docs/architecture.md.
 //
-//	limits.go      seed 000 "Soft Limits", "Safety Nets", "Key Constants"; seed 001 "Time Limits",
-//	               "Tool-Loop Detection", "Auto-Compaction", "Recovery Ladder" (all numbers)
-//	tiers.go       seed 000 "Model Escalation Logic", "Escalation Triggers", "Model Escalation Order",
-//	               "Escalation Never Downgrades", the code tools (IsCodeCall); the empty-response ladder
-//	               itself is in the workflow (it needs the turn's reply)
-//	loop_detection.go seed 001 "Tool-Loop Detection" (identical and pattern thrash, the L1–L3 ladder,
-//	               "Force-tool via tool_choice"); seed 000 "Loop Detection" table
-//	caps.go        seed 000 "Per-tool-name cap" (4 → warning, 6 → stop, search/workbench exempt)
-//	stuck.go       seed 000 "Stuck detection" (3 consecutive tool errors)
-//	responses.go   seed 000 "Handle empty response", "Detect narration"
-//	tokens.go      seed 001 "Token estimator"; context windows for the 70% threshold
-//	compaction.go  seed 001 "Auto-Compaction" (replace-and-tail with pinned tool results, deterministic
-//	               truncation fallback), "Pinning tool results by name"; seed 000 "Payload trimming"
-//	recovery.go    seed 001 "Recovery Ladder" (R1 compact, R2 deep prune, R3 ask the human, 4 max)
-//	supervisor.go  seed 000 "The Supervisor System" (should_check, evaluate_progress, decisions,
-//	               TurnReport)
-//	plan.go        seed 000 "Planning: create_plan()", "Planning Decision: _needs_plan()"
-//	gates.go       seed 000 "Quality Gate", "Verification Gate"
-//	partial.go     seed 000 "_collect_partial_results()", "Context-Aware Error Messages"
-//	progress.go    seed 000 "Progress messages" (turn 3, every 5 after), tool result caps
-//	journal.go     seed 001 "Run Journal" (three tools, digest, full render)
-//	subagents.go   seed 000 "Sub-Agent System" (the registry, delegation arguments, limits, progress);
-//	               seed 002 appendix A (the report a sub-agent returns)
-//	text.go        shared text helpers (lengths in characters, as the seeds count them)
+//	limits.go      every number: turn and time limits, safety nets, loop detection, compaction,
+//	               recovery ladder, progress cadence
+//	tiers.go       model escalation: its order, its triggers, never downgrading, the code tools
+//	               (IsCodeCall); the empty-response ladder itself is in the workflow (it needs the
+//	               turn's reply)
+//	loop_detection.go tool-loop detection (identical and pattern thrash, the L1–L3 ladder, forcing a
+//	               tool through tool_choice)
+//	caps.go        the per-tool-name cap (4 → warning, 6 → stop, search/workbench exempt)
+//	stuck.go       stuck detection (3 consecutive tool errors)
+//	responses.go   empty responses and narration without a tool call
+//	tokens.go      the token estimator; context windows for the 70% threshold
+//	compaction.go  auto-compaction (replace-and-tail with pinned tool results, deterministic truncation
+//	               fallback), pinning tool results by name, payload trimming
+//	recovery.go    the recovery ladder (R1 compact, R2 deep prune, R3 ask the human, 4 max)
+//	supervisor.go  the supervisor (when it checks, what it judges, its decisions, TurnReport)
+//	plan.go        planning: whether a request gets a plan, and the plan itself
+//	gates.go       the quality gate and the verification gate
+//	partial.go     partial results when a run ends early, and error messages in words
+//	progress.go    progress messages (turn 3, every 5 after), tool result caps
+//	journal.go     the run journal (three tools, digest, full render)
+//	subagents.go   the sub-agent registry, delegation arguments, limits, progress, and the report a
+//	               sub-agent returns
+//	text.go        shared text helpers (lengths in characters, never bytes)
 package agent

@@ -14,7 +14,7 @@ type GateResult struct {
 	Failed     bool     `json:"failed"`
 }
 
-// Quality gate penalties (seed 000 "Quality Gate").
+// Quality gate penalties.
 const (
 	PenaltyServiceConfusion  = 3
 	PenaltyCantFind          = 2
@@ -117,7 +117,7 @@ var (
 	suggestion    = regexp.MustCompile(`(?i)\b(?:you could (?:use|try)|you might (?:want to )?(?:use|try)|i(?:'d| would)? recommend|i suggest|consider using|try using|alternatively|instead,? (?:you can|use)|switch to)\b`)
 )
 
-// QualityGate is seed 000's _assess_response_quality: confidence 10 minus a penalty per issue:
+// QualityGate assesses an answer's quality: confidence 10 minus a penalty per issue:
 //
 //   - service confusion (-3): the request names services, and the response names others but none of
 //     them;
@@ -125,7 +125,7 @@ var (
 //   - very short (-2): a complex request (NeedsPlan) answered in under 100 characters;
 //   - unrelated suggestions (-2): the response recommends a service the request did not name.
 //
-// It fails at confidence ≤ 6 with issues. The seed skips it for frontier responses; the caller does.
+// It fails at confidence ≤ 6 with issues. It is skipped for frontier responses; the caller does that.
 func QualityGate(request, response, intent string) GateResult {
 	request, response = plainQuotes(request), plainQuotes(response)
 	conf := 10
@@ -170,7 +170,7 @@ func suggestedServices(response string) []string {
 	return out
 }
 
-// Verification gate thresholds (seed 000 "Verification Gate").
+// Verification gate thresholds.
 const (
 	VerifyDataShortChars    = 200
 	VerifyComplexWords      = 50
@@ -203,7 +203,7 @@ var deliverables = []deliverable{
 	{"a presentation", regexp.MustCompile(`(?i)\b(?:slides?|deck|presentation)\b`), regexp.MustCompile(`(?i)\b(?:slides?|deck|presentation)\b`)},
 }
 
-// VerificationGate is seed 000's _verify_output. Each check adds an issue:
+// VerificationGate checks an answer against the request and the run. Each check adds an issue:
 //
 //   - sample data: the request asks for all/every/complete data, the response looks like a sample;
 //   - multi-part: the request asks for two or more deliverables (spreadsheet, PDF, CSV, email, summary,

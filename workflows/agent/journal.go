@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Run journal tools (seed 001 "Run Journal"). They run inside the workflow, not as activities: the
+// Run journal tools. They run inside the workflow, not as activities: the
 // journal is workflow state.
 const (
 	ToolGetRunJournal         = "get_run_journal"
@@ -43,7 +43,7 @@ type Journal struct {
 	NextAction string `json:"nextAction,omitempty"`
 }
 
-// Journal sections as the tools name them (seed 001).
+// Journal sections as the tools name them.
 const (
 	SectionVerifiedFindings = "verified_findings"
 	SectionDecisions        = "decisions"
@@ -213,7 +213,7 @@ func (j Journal) IsEmpty() bool {
 		len(j.Decisions) == 0 && len(j.Artifacts) == 0 && len(j.OpenQuestions) == 0 && len(j.Blockers) == 0
 }
 
-// Digest is the compact journal for the system prompt (seed 001, about 500 characters): objective,
+// Digest is the compact journal for the system prompt (about 500 characters, so that it costs little in every prompt): objective,
 // current state, first blocker, next action and the most recent verified findings, each shortened so
 // that all fit. Empty for an empty journal.
 func (j Journal) Digest() string {

@@ -45,14 +45,13 @@ const (
 	LoopPattern   = "pattern"   // same name ≥ PatternThreshold times in the window, arguments differing
 )
 
-// LoopDetector is seed 001's "Tool-Loop Detection": two detectors over the last LoopWindow calls, and an
+// LoopDetector is tool-loop detection: two detectors over the last LoopWindow calls, and an
 // escalation ladder across firings. Its zero value is ready; it is plain data so it can live in
 // workflow state.
 //
 // The ladder is one ladder for both detectors and the whole run: thrash is thrash, whichever detector
-// sees it, and a model that needed a nudge once is likelier to need a directive next. The seed does not
-// say whether the level ever goes down; it does not here, within one run (seed 001 resets loop state per
-// conversation turn, which is a new run for us).
+// sees it, and a model that needed a nudge once is likelier to need a directive next. The level never
+// goes down within one run; a new request is a new run and starts at zero.
 type LoopDetector struct {
 	// Recent holds the last LoopWindow calls, oldest first, with normalized arguments.
 	Recent []Call `json:"recent,omitempty"`
@@ -169,8 +168,8 @@ func (d *LoopDetector) pattern() (Detection, bool) {
 	return Detection{}, false
 }
 
-// loopMessage is the ladder's text. Seed 001 forces search_knowledge at L2; Lucy has no such tool, so L2
-// forces nothing and says more firmly what to do instead. L3 forces ask_human.
+// loopMessage is the ladder's text. L2 could force a knowledge search; Lucy has no such tool, so
+// L2 forces nothing and says more firmly what to do instead. L3 forces ask_human.
 func loopMessage(kind, tool string, count, level int) (msg, force string) {
 	var what string
 	if kind == LoopIdentical {

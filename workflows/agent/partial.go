@@ -15,13 +15,13 @@ type ToolRecord struct {
 	Result  string `json:"result,omitempty"`
 }
 
-// HumanToolName says what a tool does in words a person understands (seed 000 _TOOL_HUMAN_NAMES):
+// HumanToolName says what a tool does in words a person understands:
 // "creating a spreadsheet", "pulling data from Polar". It never returns the raw name; unknown tools
 // get a description from their shape, then "working on it".
 func HumanToolName(name string) string {
 	n := strings.ToLower(strings.TrimSpace(name))
 	switch n {
-	// Seed 000's table.
+	// Integrations and workspace tools.
 	case "lucy_spaces_init":
 		return "setting up the project"
 	case "lucy_spaces_deploy":
@@ -34,7 +34,7 @@ func HumanToolName(name string) string {
 		return "setting up a monitor"
 	case "lucy_create_cron":
 		return "creating a scheduled task"
-	// The rest of seed 000's tool registration.
+	// The remaining tools, by what they do.
 	case "lucy_generate_pdf":
 		return "creating a PDF"
 	case "lucy_generate_csv":
@@ -129,7 +129,7 @@ func titleWord(s string) string {
 	return string(unicode.ToUpper(r)) + s[size:]
 }
 
-// Error classes (seed 000 "Error Classification").
+// Error classes, named in words a person understands.
 const (
 	ErrTimeout    = "a timeout"
 	ErrRateLimit  = "a rate limit"
@@ -138,8 +138,8 @@ const (
 	ErrNotFound   = "a not-found error"
 )
 
-// ErrorClass names the kind of failure a tool result describes, or "" if it shows none. Checked in the
-// seed's order, so "connection timed out" is a timeout. Status codes match as whole numbers only.
+// ErrorClass names the kind of failure a tool result describes, or "" if it shows none. Checked in a fixed
+// order, timeouts first, so "connection timed out" is a timeout. Status codes match as whole numbers only.
 func ErrorClass(result string) string {
 	s := strings.ToLower(result)
 	switch {
@@ -171,8 +171,8 @@ const (
 // PartialSummaryMaxChars caps the "what I found so far" part.
 const PartialSummaryMaxChars = 1500
 
-// closing is the message's last sentence for a reason. Seed 000 always says "Let me try a different
-// approach"; that is right when the workflow retries (errors, empty responses) and misleading when the
+// closing is the message's last sentence for a reason. "Let me try a different approach" for every
+// reason would be wrong: that is right when the workflow retries (errors, empty responses) and misleading when the
 // run is over, so reasons that end the run say what the person can do instead. reason is one of the
 // Reason constants or free text ("the turn limit", "repeating the same step too often"), sorted by its
 // words.
@@ -214,7 +214,7 @@ func reasonNote(reason string) string {
 	return " (" + r + ")"
 }
 
-// PartialResults is seed 000's _collect_partial_results: the message when the loop ends without a clean
+// PartialResults is the message when the loop ends without a clean
 // answer. Its three forms:
 //
 //   - partial success, when the model's last text says something useful once cleaned:

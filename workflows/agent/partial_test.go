@@ -43,7 +43,7 @@ func TestErrorClass(t *testing.T) {
 	tests := []struct{ result, want string }{
 		{"Error: request timed out after 30s", ErrTimeout},
 		{"context deadline exceeded", ErrTimeout},
-		{"connection timeout", ErrTimeout}, // the seed's order: timeout first
+		{"connection timeout", ErrTimeout}, // the fixed order: timeout first
 		{"HTTP 429 Too Many Requests", ErrRateLimit},
 		{"rate limit exceeded", ErrRateLimit},
 		{"dial tcp: ECONNREFUSED", ErrConnection},

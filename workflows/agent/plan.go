@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Intents for which seed 000's _needs_plan never plans, and those for which it plans substantial
+// Intents for which NeedsPlan never plans, and those for which it plans substantial
 // messages.
 var (
 	simpleIntents  = []string{"greeting", "fast", "follow_up", "status"}
@@ -22,7 +22,7 @@ func isOneOf(s string, set []string) bool {
 	return false
 }
 
-// NeedsPlan is seed 000's _needs_plan, exactly: never for simple intents; for complex intents when the
+// NeedsPlan says whether a request gets a supervisor plan: never for simple intents; for complex intents when the
 // message has at least 8 words; for other intents when it has more than 15 words (words as Python's
 // str.split counts them).
 func NeedsPlan(intent, message string) bool {
@@ -36,14 +36,14 @@ func NeedsPlan(intent, message string) bool {
 	return words > 15
 }
 
-// Plan is the supervisor's execution plan (seed 000 TaskPlan).
+// Plan is the supervisor's execution plan.
 type Plan struct {
 	Goal    string   `json:"goal"`
 	Steps   []string `json:"steps"`
 	Success string   `json:"success,omitempty"`
 }
 
-// Plan sizes (seed 000 create_plan).
+// Plan sizes: a plan is a short list the model reads each turn.
 const (
 	PlanMessageChars = 300
 	PlanMaxTools     = 30
@@ -132,7 +132,7 @@ func planField(line string, names ...string) (string, bool) {
 	return "", false
 }
 
-// Render is the plan as injected into the conversation (seed 000 "Format in conversation").
+// Render is the plan as injected into the conversation.
 func (p Plan) Render() string {
 	var b strings.Builder
 	b.WriteString("<execution_plan>\n")

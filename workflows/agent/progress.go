@@ -6,12 +6,12 @@ import (
 )
 
 // ShouldPostProgress reports whether a progress update is due at this turn: turn 3, then every 5 turns
-// (8, 13, 18, …), seed 000.
+// (8, 13, 18, …).
 func ShouldPostProgress(turn int) bool {
 	return turn >= ProgressFirstTurn && (turn-ProgressFirstTurn)%ProgressEvery == 0
 }
 
-// Progress wordings (seed 000 uses humanize pools for variety). {task} is the quoted task hint, or
+// Progress wordings (pools, for variety). {task} is the quoted task hint, or
 // "this" without one, so every wording must read well both ways.
 var (
 	progressFirst = []string{

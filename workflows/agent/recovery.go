@@ -1,6 +1,6 @@
 package agent
 
-// Stage is a rung of seed 001's recovery ladder.
+// Stage is a rung of the recovery ladder.
 type Stage int
 
 // Recovery stages.
@@ -11,7 +11,7 @@ const (
 	StageR3                // ask the human: force ToolAskHuman with AskHumanContext
 )
 
-// AskHumanContext is R3's question (seed 001).
+// AskHumanContext is R3's question.
 const AskHumanContext = "I've made progress but I'm losing context faster than I can recover. Keep going, change direction, or stop?"
 
 func (s Stage) String() string {
@@ -39,7 +39,7 @@ func (s Stage) KeepTail() int {
 	}
 }
 
-// Recovery is the recovery ladder's state for one run (seed 001 LoopState counters). Its zero value is
+// Recovery is the recovery ladder's state for one run (its counters). Its zero value is
 // ready.
 type Recovery struct {
 	// Used counts recoveries fired in this run, R1, R2 and R3 alike; at MaxRecoveries the ladder stops.

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Nudges injected after a response the loop cannot use (seed 000 "Loop Mechanics").
+// Nudges injected after a response the loop cannot use.
 const (
 	// NudgeEmpty follows an empty response (no text, no tool calls).
 	NudgeEmpty = "Your last reply was empty. Please continue: call the next tool you need, or write your answer to the person."

@@ -2,7 +2,7 @@ package agent
 
 import "fmt"
 
-// StuckDetector is seed 000's stuck detection: StuckErrorThreshold consecutive tool errors inject an
+// StuckDetector is stuck detection: StuckErrorThreshold consecutive tool errors inject an
 // intervention; if the errors go on (another StuckErrorThreshold in a row after it), the model is
 // escalated as well (TriggerToolErrors). Its zero value is ready.
 type StuckDetector struct {
@@ -10,8 +10,8 @@ type StuckDetector struct {
 	Consecutive int `json:"consecutive"`
 	// Interventions counts firings in this run.
 	Interventions int `json:"interventions"`
-	// EscalateFirst escalates on the first firing, as seed 000 says ("inject intervention, escalate
-	// model if available"). Runs recorded before it escalated only on the second firing.
+	// EscalateFirst escalates on the first firing ("inject intervention, escalate model if
+	// available"). Runs recorded before it escalated only on the second firing.
 	EscalateFirst bool `json:"escalateFirst,omitempty"`
 }
 

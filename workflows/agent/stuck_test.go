@@ -32,7 +32,7 @@ func TestStuckDetector(t *testing.T) {
 	}
 }
 
-// With EscalateFirst (seed 000) the first firing escalates too.
+// With EscalateFirst the first firing escalates too.
 func TestStuckDetectorEscalatesFirst(t *testing.T) {
 	s := StuckDetector{EscalateFirst: true}
 	if v := s.Observe([]bool{true, true, true}); !v.Fired || !v.Escalate {

@@ -7,19 +7,19 @@ import (
 	"time"
 )
 
-// Sub-agents (seed 000 "Sub-Agent System"): isolated agent loops with their own prompt, model tier,
+// Sub-agents: isolated agent loops with their own prompt, model tier,
 // tools and limits, started by the main agent's delegate_to_<name>_agent tools. In Lucy each is a
 // child workflow of the run (workflows.SubAgent) running the same loop code.
 const (
 	// SubMaxPayloadChars caps a sub-agent's transcript: above it the oldest tool results are dropped
-	// (seed 000 SUB_MAX_PAYLOAD_CHARS).
+	// (SUB_MAX_PAYLOAD_CHARS), smaller than the main run's MaxPayloadChars for a smaller task.
 	SubMaxPayloadChars = 80_000
-	// SubBudget is a sub-agent's time budget, waits for a person excluded (seed 000
-	// SUB_TIMEOUT_SECONDS). SubSummaryBefore it ends, the sub-agent gets one "report what you have" turn
+	// SubBudget is a sub-agent's time budget, waits for a person excluded
+	// (SUB_TIMEOUT_SECONDS, two minutes). SubSummaryBefore it ends, the sub-agent gets one "report what you have" turn
 	// instead of being cut off with nothing.
 	SubBudget        = 120 * time.Second
 	SubSummaryBefore = 25 * time.Second
-	// SubProgressEvery turns a sub-agent shows its progress in the parent's thread (seed 000).
+	// SubProgressEvery turns a sub-agent shows its progress in the parent's thread.
 	SubProgressEvery = 3
 	// SubReportMaxChars caps the report the parent model reads, like any tool result.
 	SubReportMaxChars = ToolResultMaxChars
@@ -34,8 +34,8 @@ type SubAgentSpec struct {
 	Prompt   string `json:"prompt"`
 	Tier     string `json:"tier"`
 	MaxTurns int    `json:"maxTurns"`
-	// MaxOutputTokens and Temperature go to every model call of the sub-agent (seed 000 SubAgentSpec:
-	// max_tokens 4096, temperature 0.4); the model activity leaves out what a model rejects.
+	// MaxOutputTokens and Temperature go to every model call of the sub-agent (max_tokens 4096,
+	// temperature 0.4 unless the row says otherwise); the model activity leaves out what a model rejects.
 	MaxOutputTokens int     `json:"maxOutputTokens"`
 	Temperature     float64 `json:"temperature"`
 	// Tools offered, besides the run-journal tools. Never ask_human (a sub-agent reports open
@@ -130,7 +130,7 @@ func SubAgentTask(d DelegationArgs) string {
 	return b.String()
 }
 
-// ReportInstruction asks for seed 002's report (appendix A): the parent model reads it, not a person.
+// ReportInstruction asks for the report of Report: the parent model reads it, not a person.
 const ReportInstruction = "When you are done, answer with only a JSON object, no prose around it:\n" +
 	`{"summary": "what you found or did, in a few sentences", "actions_taken": ["each thing you did"], ` +
 	`"evidence": [{"claim": "a fact", "source": "URL, file path, channel or message it comes from"}], ` +
@@ -142,7 +142,8 @@ type Evidence struct {
 	Source string `json:"source,omitempty"`
 }
 
-// Report is what a sub-agent hands back to the main agent (seed 002 appendix A, planner_report).
+// Report is what a sub-agent hands back to the main agent (a planner_report: summary,
+// actions, evidence with sources, open questions, confidence).
 type Report struct {
 	Agent         string     `json:"agent"`
 	Status        string     `json:"status"` // completed, partial, failed

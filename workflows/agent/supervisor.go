@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// ShouldCheck is seed 000's should_check: never before turn SupervisorFirstTurn, then when
+// ShouldCheck says whether a supervisor checkpoint is due: never before turn SupervisorFirstTurn, then when
 // SupervisorEvery has passed since the last checkpoint (or the start of the loop) or on every
 // SupervisorEveryTurns-th turn, whichever comes first. The caller measures the time with workflow.Now.
 func ShouldCheck(turn int, sinceLastCheck time.Duration) bool {
@@ -16,7 +16,7 @@ func ShouldCheck(turn int, sinceLastCheck time.Duration) bool {
 	return sinceLastCheck >= SupervisorEvery || turn%SupervisorEveryTurns == 0
 }
 
-// Decision is the supervisor's verdict (seed 000 "Supervisor Decisions"). The constants carry a
+// Decision is the supervisor's verdict. The constants carry a
 // Decision prefix because Escalate is already the tier function.
 type Decision string
 
@@ -115,7 +115,7 @@ func cutPrefixFold(s, prefix string) (string, bool) {
 	return s, false
 }
 
-// TurnReport is one tool call as the supervisor sees it (seed 000 TurnReport).
+// TurnReport is one tool call as the supervisor sees it.
 type TurnReport struct {
 	Turn            int    `json:"turn"`
 	ToolName        string `json:"toolName"`
@@ -125,13 +125,13 @@ type TurnReport struct {
 	ErrorSummary    string `json:"errorSummary,omitempty"`
 }
 
-// TurnReport field sizes (seed 000).
+// TurnReport field sizes: enough to judge a call, small enough for a fast-tier prompt.
 const (
 	ReportArgsChars   = 80
 	ReportResultChars = 100
 )
 
-// NewTurnReport builds a report from a finished tool call, cutting its fields to the seed's sizes.
+// NewTurnReport builds a report from a finished tool call, cutting its fields to those sizes.
 func NewTurnReport(turn int, name, args, result string, failed bool) TurnReport {
 	r := TurnReport{
 		Turn:            turn,
@@ -146,7 +146,7 @@ func NewTurnReport(turn int, name, args, result string, failed bool) TurnReport 
 	return r
 }
 
-// SupervisorInput is what the supervisor judges (seed 000 evaluate_progress).
+// SupervisorInput is what the supervisor judges.
 type SupervisorInput struct {
 	Request           string        `json:"request"`
 	Intent            string        `json:"intent,omitempty"`
@@ -160,7 +160,7 @@ type SupervisorInput struct {
 	Model             string        `json:"model,omitempty"`
 }
 
-// Supervisor prompt sizes (seed 000).
+// Supervisor prompt sizes, bounded so that a checkpoint stays a cheap fast-tier call.
 const (
 	SupervisorRequestChars = 150
 	SupervisorRecentTurns  = 3

@@ -6,8 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// Small text helpers shared by the files of this package. Lengths are in characters (runes), as the
-// seeds' Python len() counts them, never in bytes, so that a cap never splits a character.
+// Small text helpers shared by the files of this package. Lengths are in characters (runes), as
+// Python's len() counts them, never in bytes, so that a cap never splits a character.
 
 // clip returns s cut to at most n characters, ending in "…" when it was cut.
 func clip(s string, n int) string {

@@ -15,8 +15,8 @@ const (
 	TierFrontier = "frontier"
 )
 
-// escalationOrder is seed 000's "fast → default → code → research → frontier". The document tier is not
-// on that path; it ranks with code (same models and same kind of work in seed 003's tier table).
+// escalationOrder is "fast → default → code → research → frontier". The document tier is not on that
+// path; it ranks with code (same models and same kind of work).
 var escalationOrder = []string{TierFast, TierDefault, TierCode, TierResearch, TierFrontier}
 
 // TierRank is the tier's position on the escalation path (fast 0 … frontier 4; document ranks as code),
@@ -47,8 +47,7 @@ func NextTier(tier string) string {
 	return escalationOrder[r+1]
 }
 
-// Escalate returns the higher of current and target, so that escalation never downgrades (seed 000
-// "Escalation Never Downgrades"). On a tie (code and document) current is kept: moving sideways is not
+// Escalate returns the higher of current and target, so that escalation never downgrades. On a tie (code and document) current is kept: moving sideways is not
 // an escalation. A known tier beats an unknown one.
 func Escalate(current, target string) string {
 	if TierRank(target) > TierRank(current) {
@@ -57,7 +56,7 @@ func Escalate(current, target string) string {
 	return current
 }
 
-// Trigger is a reason to escalate the model (seed 000 "Escalation Triggers").
+// Trigger is a reason to escalate the model.
 type Trigger string
 
 // Escalation triggers.
@@ -74,16 +73,14 @@ const (
 )
 
 // EscalationTarget is the tier to use after trigger t fires while on current. It never returns a tier
-// below current. The table is seed 000's "Escalation Triggers":
+// below current. The triggers:
 //
 //	empty (2x), repeated edits, HTTP 400, quality gate → frontier
 //	tool errors, verification gate, tool loop           → next tier
 //	code tools                                          → at least code
 //	supervisor ESCALATE                                 → next tier
 //
-// The seed contradicts itself on the supervisor: its first trigger table says "switch to frontier", while
-// the supervisor's own decision table and the "Model Escalation Order" section say "upgrade to next
-// model tier … each escalation moves to the next tier". We take one step: the supervisor checks again
+// A supervisor ESCALATE could mean "switch to frontier" or "upgrade to the next tier"; we take one step: the supervisor checks again
 // within 3 turns and can escalate again, so a run that keeps struggling still reaches frontier, while a
 // run that needed only a little more help does not pay frontier prices for the rest of the request.
 // The per-tool cap ("4 calls → warning … escalate model, then stop") also takes one step.
@@ -102,9 +99,8 @@ func EscalationTarget(current string, t Trigger) string {
 	return Escalate(current, target)
 }
 
-// IsCodeCall reports whether a tool call moves the run to the code tier (seed 000 "Mid-loop model
-// escalation: code tools called"): running a script (lucy_run_script, Lucy's sandbox where the seed
-// had a hosted workbench and bash), or writing or editing a source file.
+// IsCodeCall reports whether a tool call moves the run to the code tier (code tools called mid-loop):
+// running a script (lucy_run_script, Lucy's sandbox, in place of a hosted workbench and bash), or writing or editing a source file.
 func IsCodeCall(name, args string) bool {
 	switch name {
 	case ToolRunScript:

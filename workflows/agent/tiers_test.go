@@ -101,7 +101,7 @@ func TestIsCodeCall(t *testing.T) {
 		{"lucy_write_file", `{"path":"notes.md","content":"x"}`, false},
 		{"lucy_write_file", `not json`, false},
 		{"lucy_read_file", `{"path":"main.go"}`, false},
-		{"COMPOSIO_REMOTE_WORKBENCH", `{}`, false}, // the seeds' hosted tools are not Lucy's
+		{"COMPOSIO_REMOTE_WORKBENCH", `{}`, false}, // hosted workbench tools are not Lucy's
 	}
 	for _, tt := range tests {
 		if got := IsCodeCall(tt.name, tt.args); got != tt.want {

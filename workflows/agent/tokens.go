@@ -5,8 +5,8 @@ import (
 	"unicode"
 )
 
-// Token estimate. Seed 001 counts tokens with tiktoken's cl100k_base as a proxy for every provider and
-// notes that precision does not matter for a 70% threshold. A tokenizer in workflow code would be a big
+// Token estimate. Counting with tiktoken's cl100k_base would only be a proxy for every provider anyway,
+// and precision does not matter for a 70% threshold. A tokenizer in workflow code would be a big
 // table to load and a dependency to keep in step with replay; we estimate instead, cheaply and
 // deterministically, in units of 1/12 token:
 //
