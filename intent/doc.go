@@ -18,8 +18,8 @@
 //
 // # Classifiers
 //
-//   - StripMentions: removes <@U…> and broadcast mentions and collapses whitespace; the text the
-//     other classifiers and the agent see.
+//   - Mentions: the classifiers read text through slackwire.StripMentions, which removes <@U…> and
+//     broadcast mentions and collapses whitespace; the agent sees the same text.
 //   - Cancel: "cancel that", "stop", "nvm", "hold on, stop"; dropQueued for "cancel everything".
 //     Seeds 000 (background tasks: "Cancel that" / "nevermind" → handle_task_cancellation) and 001
 //     (cooperative cancellation, lanes). Used by the gateway, which signals `cancel`.

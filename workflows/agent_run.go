@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
-	"github.com/lucy-agent/lucy/intent"
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
@@ -845,7 +845,7 @@ func (r *run) notifyLane(ctx workflow.Context, fingerprint string) {
 }
 
 func objective(text string) string {
-	t := strings.Join(strings.Fields(intent.StripMentions(text)), " ")
+	t := strings.Join(strings.Fields(slackwire.StripMentions(text)), " ")
 	if r := []rune(t); len(r) > 120 {
 		t = string(r[:120]) + "…"
 	}
