@@ -1,6 +1,7 @@
 package slackwire
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -63,6 +64,57 @@ func TestSubtypes(t *testing.T) {
 		}
 		if got := IsContentSubtype(tt.subtype); got != tt.content {
 			t.Errorf("IsContentSubtype(%q) = %v", tt.subtype, got)
+		}
+	}
+}
+
+// The cuts replaced copies that workflow code ran; these are those copies, and the cuts must give
+// byte-identical results so that recorded workflows replay.
+func oldHead(s string, n int) string { // workflows' cut, workflows/agent's head
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
+}
+
+func oldHeadEllipsis(s string, n int) string { // activities' truncate, tools' cutRunes, inline cuts
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+func oldClip(s string, n int) string { // activities' clipSlackText, the gateway's lane summary
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+func TestCutsMatchReplacedCopies(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 2))
+	alphabet := []rune("ab é日\n\t🙂")
+	for range 5000 {
+		rs := make([]rune, r.IntN(12))
+		for i := range rs {
+			rs[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		s := string(rs)
+		if !utf8.ValidString(s) {
+			t.Fatal("bad input")
+		}
+		n := r.IntN(14)
+		if got, want := Head(s, n), oldHead(s, n); got != want {
+			t.Fatalf("Head(%q, %d) = %q, the replaced copy gave %q", s, n, got, want)
+		}
+		if got, want := HeadEllipsis(s, n), oldHeadEllipsis(s, n); got != want {
+			t.Fatalf("HeadEllipsis(%q, %d) = %q, the replaced copy gave %q", s, n, got, want)
+		}
+		if n > 0 { // the old copy panicked for n <= 0 on a long s
+			if got, want := Clip(s, n), oldClip(s, n); got != want {
+				t.Fatalf("Clip(%q, %d) = %q, the replaced copy gave %q", s, n, got, want)
+			}
 		}
 	}
 }

@@ -3,6 +3,8 @@ package slackwire
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -169,4 +171,39 @@ func FuzzCompareTS(f *testing.F) {
 			t.Fatalf("CompareTS(%q, %q) = %d, parsed %d and %d", a, b, CompareTS(a, b), pa, pb)
 		}
 	})
+}
+
+// oldParse is the parser the activities and the local workspace had (the same but for the error). On
+// every timestamp ParseTS accepts it gave the same value; it also let through garbage ParseTS refuses.
+func oldParse(ts string) (int64, error) {
+	sec, frac, _ := strings.Cut(ts, ".")
+	s, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	frac = (frac + "000000")[:6]
+	f, err := strconv.ParseInt(frac, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return s*1_000_000 + f, nil
+}
+
+func TestParseTSMatchesReplacedCopies(t *testing.T) {
+	r := rand.New(rand.NewPCG(20, 3))
+	for range 20000 {
+		ts := randomTS(r)
+		got, err := ParseTS(ts)
+		if err != nil {
+			continue
+		}
+		if want, err := oldParse(ts); err != nil || got != want {
+			t.Fatalf("ParseTS(%q) = %d, the replaced copy gave %d, %v", ts, got, want, err)
+		}
+	}
+	for _, garbage := range []string{"1.-1", "-1.000001", "+1", "1.1234567"} {
+		if _, err := oldParse(garbage); err != nil {
+			t.Errorf("the old parser refused %q too", garbage)
+		}
+	}
 }

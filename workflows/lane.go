@@ -150,7 +150,7 @@ func (l *lane) run(ctx workflow.Context) error {
 func queuedForStatus(q []Message) []Message {
 	out := make([]Message, len(q))
 	for i, m := range q {
-		m.Text, m.Sig, m.StatusText = cut(m.Text, 300), "", ""
+		m.Text, m.Sig, m.StatusText = slackwire.Head(m.Text, 300), "", ""
 		out[i] = m
 	}
 	return out
