@@ -370,11 +370,7 @@ func (r *run) progress(ctx workflow.Context) {
 }
 
 func hint(text string) string {
-	t := strings.Join(strings.Fields(text), " ")
-	if r := []rune(t); len(r) > 60 {
-		t = string(r[:60])
-	}
-	return t
+	return slackwire.Head(strings.Join(strings.Fields(text), " "), 60)
 }
 
 // supervise runs the checkpoint every 3 turns or 60 seconds (never before turn 2).
