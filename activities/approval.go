@@ -6,6 +6,7 @@ import (
 
 	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/signing"
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Sources of an approval (workflows.Approval.Source).
@@ -97,10 +98,10 @@ func (a *Activities) authenticate(in CheckApprovalInput) string {
 		if in.Approved {
 			want = intent.Yes
 		}
-		if got := intent.ApprovalAnswer(intent.StripMentions(in.Text)); got != want {
+		if got := intent.ApprovalAnswer(slackwire.StripMentions(in.Text)); got != want {
 			return "message: the text says " + got.String() + ", the approval claims " + want.String()
 		}
-		if in.PromptTS != "" && !sentAfter(in.MessageTS, in.PromptTS) {
+		if in.PromptTS != "" && !slackwire.After(in.MessageTS, in.PromptTS) {
 			return "message: written before the approval prompt"
 		}
 		return ""
@@ -116,13 +117,4 @@ func (a *Activities) isAdmin(user string) bool {
 		}
 	}
 	return false
-}
-
-// sentAfter reports whether Slack timestamp ts is later than prompt. Unlike tsAfter, which orders
-// thread messages as best it can, it refuses when either does not parse: a check that cannot be
-// made must not let an approval through.
-func sentAfter(ts, prompt string) bool {
-	t, err1 := parseSlackTS(ts)
-	p, err2 := parseSlackTS(prompt)
-	return err1 == nil && err2 == nil && t > p
 }

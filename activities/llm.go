@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/tools"
 )
 
@@ -380,10 +381,10 @@ func modelError(ctx context.Context, err error) error {
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) {
 		// Network errors, timeouts, broken streams: retryable.
-		return temporal.NewApplicationError("model call failed: "+truncate(err.Error(), 200), ErrModelUnavailable)
+		return temporal.NewApplicationError("model call failed: "+slackwire.HeadEllipsis(err.Error(), 200), ErrModelUnavailable)
 	}
 	// Providers echo the key in some errors ("Incorrect API key provided: sk-…"): mask it.
-	msg := fmt.Sprintf("model call failed: HTTP %d: %s", apiErr.StatusCode, truncate(apiKeyRE.ReplaceAllString(apiErr.Message, "$1-…"), 200))
+	msg := fmt.Sprintf("model call failed: HTTP %d: %s", apiErr.StatusCode, slackwire.HeadEllipsis(apiKeyRE.ReplaceAllString(apiErr.Message, "$1-…"), 200))
 	switch code := apiErr.StatusCode; {
 	case code == http.StatusBadRequest:
 		return temporal.NewNonRetryableApplicationError(msg, badRequestType(apiErr), nil)

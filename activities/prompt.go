@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lucy-agent/lucy/slackwire"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -157,7 +158,7 @@ func (a *Activities) knowledge(team string) string {
 			break
 		}
 	}
-	return truncate(strings.TrimSpace(b.String()), MaxKnowledgeChars)
+	return slackwire.HeadEllipsis(strings.TrimSpace(b.String()), MaxKnowledgeChars)
 }
 
 // warnLegacyKnowledge logs once per team and worker process when the team's old knowledge folder holds

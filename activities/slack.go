@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/output"
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // PostInput is a message Lucy posts in a thread.
@@ -142,8 +142,8 @@ const (
 const (
 	defaultThreadLimit = 40
 	threadPageSize     = 100
-	maxThreadPages     = 50   // 5,000 messages: a thread longer than that is cut at the start
-	maxSectionChars    = 3000 // Slack's limit on a section block's text
+	maxThreadPages     = 50 // 5,000 messages: a thread longer than that is cut at the start
+	maxSectionChars    = slackwire.MaxSectionChars
 	maxUpdateChars     = 39000
 	lookupPageSize     = 200
 )
@@ -156,7 +156,7 @@ const (
 const (
 	// threadNewestMaxChars is Slack's own limit on a message's text: only attachment notes can
 	// take the newest message past it.
-	threadNewestMaxChars = 40000
+	threadNewestMaxChars = slackwire.MaxMessageChars
 	// threadOlderMaxChars caps every other message: about 1,000 tokens, enough for the gist of an
 	// earlier question or answer.
 	threadOlderMaxChars = 4000
@@ -471,9 +471,7 @@ func (a *Activities) UpdateMessage(ctx context.Context, in UpdateInput) error {
 		return nil
 	}
 	text := m.Text
-	if utf8.RuneCountInString(text) > maxUpdateChars {
-		text = string([]rune(text)[:maxUpdateChars]) + "…"
-	}
+	text = slackwire.HeadEllipsis(text, maxUpdateChars)
 	_, _, _, err := a.Slack(in.Team).UpdateMessageContext(ctx, in.Channel, in.TS,
 		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(m.Blocks...))
 	if err != nil {
@@ -629,7 +627,7 @@ func approvalParts(in ApprovalPromptInput) ([]slackPart, error) {
 	deny := slack.NewButtonBlockElement(DenyActionID, string(value), plainText("Deny"))
 	deny.Style = slack.StyleDanger
 	blocks = append(blocks, slack.NewActionBlock(ApprovalBlockID, approve, deny))
-	parts = append(parts, slackPart{key: key, text: "Approval needed: " + clipSlackText(summary, maxSectionChars), blocks: blocks})
+	parts = append(parts, slackPart{key: key, text: "Approval needed: " + slackwire.Clip(summary, maxSectionChars), blocks: blocks})
 	return parts, nil
 }
 
@@ -680,11 +678,11 @@ func (a *Activities) ResolveApprovalPrompt(ctx context.Context, in ResolveApprov
 }
 
 func resolvedApprovalBlocks(in ResolveApprovalInput) ([]slack.Block, string) {
-	summary := clipSlackText(output.NeutralizeMentions(strings.TrimSpace(in.Summary), nil), maxSectionChars)
+	summary := slackwire.Clip(output.NeutralizeMentions(strings.TrimSpace(in.Summary), nil), maxSectionChars)
 	outcome := strings.TrimSpace(in.Outcome)
 	blocks := []slack.Block{
 		slack.NewSectionBlock(mrkdwnText(summary), nil, nil, slack.SectionBlockOptionBlockID("lucy_approval_summary")),
-		slack.NewContextBlock("lucy_approval_outcome", mrkdwnText(clipSlackText(outcome, maxSectionChars))),
+		slack.NewContextBlock("lucy_approval_outcome", mrkdwnText(slackwire.Clip(outcome, maxSectionChars))),
 	}
 	return blocks, summary + " — " + outcome
 }
@@ -695,13 +693,6 @@ func mrkdwnText(s string) *slack.TextBlockObject {
 
 func plainText(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
-}
-
-func clipSlackText(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
 }
 
 // botIdentity is who Lucy is in a workspace, from auth.test.
@@ -757,7 +748,7 @@ func (a *Activities) LoadThread(ctx context.Context, in LoadThreadInput) (Thread
 			return ThreadHistory{}, a.slackFail(op, in.Team, in.Channel, err)
 		}
 		for _, m := range msgs {
-			if seen[m.Timestamp] || (in.UpTo != "" && tsAfter(m.Timestamp, in.UpTo)) {
+			if seen[m.Timestamp] || (in.UpTo != "" && slackwire.After(m.Timestamp, in.UpTo)) {
 				continue
 			}
 			seen[m.Timestamp] = true
@@ -815,12 +806,9 @@ func cutChars(s string, n int) string {
 	return cutText(s, i, "")
 }
 
-// contentSubtypes are the message subtypes that carry something someone said.
-var contentSubtypes = map[string]bool{"": true, "bot_message": true, "thread_broadcast": true, "file_share": true, "me_message": true}
-
 // threadMessage converts a Slack message for the model; ok is false for a message to leave out.
 func threadMessage(m slack.Message, me botIdentity) (ThreadMessage, bool) {
-	if !contentSubtypes[m.SubType] {
+	if !slackwire.IsContentSubtype(m.SubType) {
 		return ThreadMessage{}, false
 	}
 	mine := m.User != "" && m.User == me.UserID
@@ -834,7 +822,7 @@ func threadMessage(m slack.Message, me botIdentity) (ThreadMessage, bool) {
 	}
 	text := m.Text
 	if !mine && me.UserID != "" {
-		text = stripMention(text, me.UserID)
+		text = slackwire.StripMentionOf(text, me.UserID)
 	}
 	text = unescapeSlack(text)
 	for _, f := range m.Files {
@@ -864,49 +852,9 @@ func transientKey(key string) bool {
 	return key == placeholderKey || strings.HasPrefix(key, approvalPrefix) || strings.HasPrefix(key, "progress")
 }
 
-var (
-	slackSpaces      = regexp.MustCompile(`[ \t]{2,}`)
-	slackSpacedPunct = regexp.MustCompile(`[ \t]+([,.!?;:])`)
-)
-
-// stripMention removes <@BOT> and <@BOT|name> from text, and the gap they leave.
-func stripMention(text, bot string) string {
-	re := regexp.MustCompile(`<@` + regexp.QuoteMeta(bot) + `(\|[^>]*)?>`)
-	if !re.MatchString(text) {
-		return text
-	}
-	text = re.ReplaceAllString(text, "")
-	text = slackSpacedPunct.ReplaceAllString(slackSpaces.ReplaceAllString(text, " "), "$1")
-	return strings.TrimLeft(strings.TrimSpace(text), ",.!?;: ")
-}
-
 // unescapeSlack undoes Slack's escaping of &, < and > in message text.
 func unescapeSlack(s string) string {
 	return strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&").Replace(s)
-}
-
-// tsAfter reports whether Slack timestamp a is later than b.
-func tsAfter(a, b string) bool {
-	pa, errA := parseSlackTS(a)
-	pb, errB := parseSlackTS(b)
-	if errA != nil || errB != nil {
-		return a > b
-	}
-	return pa > pb
-}
-
-func parseSlackTS(ts string) (int64, error) {
-	sec, frac, _ := strings.Cut(ts, ".")
-	s, err := strconv.ParseInt(sec, 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	frac = (frac + "000000")[:6]
-	f, err := strconv.ParseInt(frac, 10, 64)
-	if err != nil {
-		return 0, err
-	}
-	return s*1_000_000 + f, nil
 }
 
 // teamInfoAPI is team.info, which *slack.Client has; SlackAPI does not require it, so fakes may lack it.

@@ -28,6 +28,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Entry is one message of a transcript, by reference or inline.
@@ -316,17 +318,9 @@ func renderDocument(msgs []Message) string {
 		}
 		fmt.Fprintf(&b, "[%s]\n%s\n", role, strings.TrimSpace(m.Content))
 		for _, c := range m.ToolCalls {
-			fmt.Fprintf(&b, "(called %s with %s)\n", c.Name, truncate(c.Arguments, 300))
+			fmt.Fprintf(&b, "(called %s with %s)\n", c.Name, slackwire.HeadEllipsis(c.Arguments, 300))
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
-}
-
-func truncate(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
 }

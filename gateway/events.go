@@ -12,6 +12,7 @@ import (
 
 	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -184,12 +185,8 @@ func (g *Gateway) fromMention(eventID, team string, ev *slackevents.AppMentionEv
 	}, true, nil
 }
 
-// humanSubtypes are the message subtypes that are still a person saying something new. Every other
-// subtype (message_changed, message_deleted, channel_join, bot_message, ...) is not for Lucy.
-var humanSubtypes = map[string]bool{"": true, "file_share": true, "thread_broadcast": true, "me_message": true}
-
 func (g *Gateway) fromMessage(ctx context.Context, eventID, team string, ev *slackevents.MessageEvent) (workflows.Message, bool, error) {
-	if !humanSubtypes[ev.SubType] || g.fromBot(ev.User, ev.BotID) || ev.Channel == "" || ev.TimeStamp == "" {
+	if !slackwire.IsPersonSubtype(ev.SubType) || g.fromBot(ev.User, ev.BotID) || ev.Channel == "" || ev.TimeStamp == "" {
 		return workflows.Message{}, false, nil
 	}
 	if ev.Message != nil && (ev.Message.Hidden || ev.Message.BotID != "") {
@@ -257,7 +254,7 @@ const (
 // controlIntent classifies the text (mentions stripped) of a message. dropQueued is set for
 // "cancel everything".
 func controlIntent(text string) (control string, dropQueued bool) {
-	text = intent.StripMentions(text)
+	text = slackwire.StripMentions(text)
 	if cancel, drop := intent.Cancel(text); cancel {
 		return controlCancel, drop
 	}

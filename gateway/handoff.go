@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/signing"
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -75,11 +75,7 @@ func laneStartOptions(id, summary string) client.StartWorkflowOptions {
 
 // laneSummary is the first words of the message that starts a lane ("Thread: what is 2+2?").
 func laneSummary(m workflows.Message) string {
-	s := "Thread: " + strings.Join(strings.Fields(intent.StripMentions(m.Text)), " ")
-	if r := []rune(s); len(r) > 80 {
-		s = string(r[:79]) + "…"
-	}
-	return s
+	return slackwire.Clip("Thread: "+strings.Join(strings.Fields(slackwire.StripMentions(m.Text)), " "), 80)
 }
 
 // tracer is OpenTelemetry's global tracer: a no-op unless package tracing turned tracing on.

@@ -8,13 +8,13 @@ import (
 	"html"
 	"io"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -281,7 +281,7 @@ func (s *termSession) printReplies(ctx context.Context, after string) (answered 
 			if text != "" {
 				fmt.Fprintf(s.t.Out, "lucy> %s\n", text)
 			}
-			if tsAfter(msg.Timestamp, after) {
+			if slackwire.After(msg.Timestamp, after) {
 				answered = true
 			}
 		}
@@ -360,18 +360,4 @@ func plainMrkdwn(s string) string {
 	s = mrkdwnItalic.ReplaceAllString(s, "$1$2")
 	s = mrkdwnStrike.ReplaceAllString(s, "$1")
 	return html.UnescapeString(strings.TrimRight(s, "\n"))
-}
-
-// tsAfter reports whether Slack timestamp a is later than b ("1700000000.000200" > "1700000000.000100").
-func tsAfter(a, b string) bool {
-	as, af, _ := strings.Cut(a, ".")
-	bs, bf, _ := strings.Cut(b, ".")
-	ai, _ := strconv.ParseInt(as, 10, 64)
-	bi, _ := strconv.ParseInt(bs, 10, 64)
-	if ai != bi {
-		return ai > bi
-	}
-	afi, _ := strconv.ParseInt(af, 10, 64)
-	bfi, _ := strconv.ParseInt(bf, 10, 64)
-	return afi > bfi
 }

@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -346,9 +349,28 @@ func TestMessageTextApprovalHint(t *testing.T) {
 	}
 }
 
-func TestTSAfter(t *testing.T) {
-	if !tsAfter("1700000000.000200", "1700000000.000100") || tsAfter("1700000000.000100", "1700000000.000100") ||
-		!tsAfter("1700000001.000000", "1700000000.999999") {
-		t.Error("tsAfter orders timestamps wrongly")
+// printReplies orders timestamps by time, not by the digits of the fraction: "1.5" is 1.500000,
+// later than "1.000010" (comparing the fractions 5 and 10 as numbers said otherwise).
+func TestPrintRepliesOrdersTimestamps(t *testing.T) {
+	for _, tc := range []struct {
+		reply, after string
+		want         bool
+	}{
+		{"1.5", "1.000010", true},
+		{"1.000010", "1.5", false},
+		{"1700000000.000200", "1700000000.000100", true},
+		{"1700000000.000100", "1700000000.000100", false},
+		{"1700000001.000000", "1700000000.999999", true},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, `{"ok":true,"messages":[{"ts":%q,"text":"done","bot_id":"B1"}],"has_more":false}`, tc.reply)
+		}))
+		term := &Terminal{Out: io.Discard, Slack: slack.New("xoxb-test", slack.OptionAPIURL(srv.URL+"/")),
+			Channel: "DLOCAL", User: "ULOCAL", Log: zerolog.Nop()}
+		s := &termSession{t: term, root: "1.000000", seen: map[string]string{}}
+		if got := s.printReplies(context.Background(), tc.after); got != tc.want {
+			t.Errorf("reply %s after %s: answered = %v, want %v", tc.reply, tc.after, got, tc.want)
+		}
+		srv.Close()
 	}
 }

@@ -18,8 +18,8 @@
 //
 // # Classifiers
 //
-//   - StripMentions: removes <@U…> and broadcast mentions and collapses whitespace; the text the
-//     other classifiers and the agent see.
+//   - Mentions: the classifiers read text through slackwire.StripMentions, which removes <@U…> and
+//     broadcast mentions and collapses whitespace; the agent sees the same text.
 //   - Cancel: "cancel that", "stop", "nvm", "hold on, stop"; dropQueued for "cancel everything".
 //     Used by the gateway, which signals `cancel`.
 //   - IsStatusQuery: "what are you working on?", "status?", "any progress?". Used by the

@@ -1,6 +1,10 @@
 package intent
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/lucy-agent/lucy/slackwire"
+)
 
 // Resume answers, the actions of the `resume` signal a parked run waits for.
 const (
@@ -26,7 +30,7 @@ var politeWords = map[string]bool{"please": true, "thanks": true, "thank": true,
 // "abort", or "" for anything else. The lane routes it only from the requester and only while the
 // run waits.
 func ResumeAnswer(text string) string {
-	m := parse(StripMentions(text))
+	m := parse(slackwire.StripMentions(text))
 	if m.question || m.code || len(m.links) > 0 || m.wordCount() > 6 {
 		return ""
 	}

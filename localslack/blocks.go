@@ -5,13 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Block Kit limits Slack enforces on messages (https://docs.slack.dev/reference/block-kit/blocks). The
 // server checks the ones Lucy can get wrong, so that tests catch a layout Slack would reject.
 const (
 	maxBlocks          = 50
-	maxSectionText     = 3000
+	maxSectionText     = slackwire.MaxSectionChars
 	maxSectionFields   = 10
 	maxFieldText       = 2000
 	maxHeaderText      = 150

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Read-only methods: identity (auth.test, team.info, users.info) and conversations (info, list,
@@ -230,14 +232,14 @@ type window struct {
 func parseWindow(p url.Values) (window, *apiError) {
 	w := window{latest: 1 << 62, inclusive: boolParam(p, "inclusive")}
 	if v := p.Get("oldest"); v != "" {
-		t, err := parseTS(v)
+		t, err := slackwire.ParseTS(v)
 		if err != nil {
 			return w, errCode("invalid_ts_oldest")
 		}
 		w.oldest = t
 	}
 	if v := p.Get("latest"); v != "" {
-		t, err := parseTS(v)
+		t, err := slackwire.ParseTS(v)
 		if err != nil {
 			return w, errCode("invalid_ts_latest")
 		}
@@ -247,7 +249,7 @@ func parseWindow(p url.Values) (window, *apiError) {
 }
 
 func (w window) has(ts string) bool {
-	t, _ := parseTS(ts)
+	t, _ := slackwire.ParseTS(ts)
 	if w.inclusive {
 		return t >= w.oldest && t <= w.latest
 	}
@@ -337,13 +339,13 @@ func pageByTS(msgs []*Message, p url.Values, def int, from func(a, b int64) bool
 		if !ok || !found {
 			return nil, "", errCode("invalid_cursor")
 		}
-		at, err := parseTS(ts)
+		at, err := slackwire.ParseTS(ts)
 		if err != nil {
 			return nil, "", errCode("invalid_cursor")
 		}
 		start = len(msgs)
 		for i, m := range msgs {
-			t, _ := parseTS(m.TS)
+			t, _ := slackwire.ParseTS(m.TS)
 			if from(t, at) {
 				start = i
 				break

@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // maxTextLen is Slack's limit on a message's text.
-const maxTextLen = 40000
+const maxTextLen = slackwire.MaxMessageChars
 
 func encodeCursor(v string) string { return base64.RawURLEncoding.EncodeToString([]byte(v)) }
 

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Persistence. The local workspace of `lucy dev` holds the terminal's conversations, and the lane
@@ -118,8 +120,8 @@ func (s *Server) load(path string) error {
 	for _, m := range msgs {
 		sorted = append(sorted, m)
 	}
-	us := func(ts string) int64 { n, _ := parseTS(ts); return n }
-	slices.SortFunc(sorted, func(a, b *Message) int { return int(max(-1, min(1, us(a.TS)-us(b.TS)))) })
+	slices.SortFunc(sorted, func(a, b *Message) int { return slackwire.CompareTS(a.TS, b.TS) })
+	us := func(ts string) int64 { n, _ := slackwire.ParseTS(ts); return n } // "" (never edited) is 0
 	for _, m := range sorted {
 		cs, ok := s.channels[m.Channel]
 		if !ok {

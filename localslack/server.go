@@ -410,24 +410,6 @@ func (s *Server) now() time.Time {
 
 func formatTS(us int64) string { return fmt.Sprintf("%d.%06d", us/1e6, us%1e6) }
 
-// parseTS turns "1700000000.000100" into microseconds.
-func parseTS(ts string) (int64, error) {
-	sec, frac, _ := strings.Cut(ts, ".")
-	s, err := strconv.ParseInt(sec, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad ts %q", ts)
-	}
-	if len(frac) > 6 {
-		frac = frac[:6]
-	}
-	frac += strings.Repeat("0", 6-len(frac))
-	f, err := strconv.ParseInt(frac, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("bad ts %q", ts)
-	}
-	return s*1e6 + f, nil
-}
-
 func copyMessage(m *Message) Message {
 	c := *m
 	c.Blocks = append(json.RawMessage(nil), m.Blocks...)

@@ -6,10 +6,12 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // MaxChunk is the most characters one message carries: Slack's limit for the text of a section block.
-const MaxChunk = 3000
+const MaxChunk = slackwire.MaxSectionChars
 
 // minSplit is the smallest max Split honours: room for a reopened fence ("```\n"), a closing one
 // ("\n```"), an invisible separator and a few characters of text.

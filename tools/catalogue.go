@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"strings"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Tool names. They are part of the wire format: they appear in workflow history and in the model's
@@ -33,7 +35,6 @@ const (
 	MaxFetchBytes     = 2 << 20 // bytes of a web page read from the network
 	MaxOutputChars    = 16_000  // characters of one tool result (TOOL_RESULT_MAX_CHARS)
 	MaxHistoryLimit   = 100     // messages per lucy_get_channel_history call
-	MaxMessageChars   = 40_000  // Slack's limit on a message's text
 	MaxCSVRows        = 10_000  // rows per lucy_generate_csv call
 	maxPathLen        = 512
 	defaultHistory    = 20
@@ -42,6 +43,9 @@ const (
 	maxListedChannels = 1000
 	maxThreadMessages = 200
 )
+
+// MaxMessageChars is Slack's limit on a message's text.
+const MaxMessageChars = slackwire.MaxMessageChars
 
 // JournalSections are the list sections of the run journal, in display order.
 func JournalSections() []string {

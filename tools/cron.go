@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/searchattr"
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Recurring jobs: each is a Temporal Schedule with ID
@@ -309,7 +310,7 @@ func jobDetails(job JobSpec, schedule string, next []time.Time) string {
 func jobAction(id string, job JobSpec) *client.ScheduleWorkflowAction {
 	return &client.ScheduleWorkflowAction{ID: id, Workflow: ScheduledJobWorkflow, Args: []any{job}, TaskQueue: TaskQueue, Memo: jobMemo(job),
 		TypedSearchAttributes: scheduleAttrs(job.Team, job.Channel, job.Creator),
-		StaticSummary:         cutRunes("Job "+job.DisplayName()+": "+oneLine(job.Instruction), 80)}
+		StaticSummary:         slackwire.HeadEllipsis("Job "+job.DisplayName()+": "+oneLine(job.Instruction), 80)}
 }
 
 // scheduleAttrs are the search attributes of a schedule's firings: the non-empty of workspace,
@@ -334,14 +335,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // listed everywhere).
 func jobMemo(job JobSpec) map[string]any {
 	return map[string]any{"creator": job.Creator, "channel": job.Channel, "threadTs": job.ThreadTS, "name": job.Name,
-		"cron": job.Cron, "tz": job.TZ, "instruction": cutRunes(job.Instruction, 500)}
-}
-
-func cutRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n]) + "…"
-	}
-	return s
+		"cron": job.Cron, "tz": job.TZ, "instruction": slackwire.HeadEllipsis(job.Instruction, 500)}
 }
 
 func (r *Registry) dataConverter() converter.DataConverter {
@@ -466,7 +460,7 @@ func (r *Registry) listCrons(ctx context.Context, e entry, inv Invocation) (Outp
 		if job.ThreadTS != "" {
 			b.WriteString(" (in one thread)")
 		}
-		fmt.Fprintf(&b, "\n  Instruction: %s\n", cutRunes(job.Instruction, 200))
+		fmt.Fprintf(&b, "\n  Instruction: %s\n", slackwire.HeadEllipsis(job.Instruction, 200))
 	}
 	if n == 0 {
 		return Output{Content: "There are no recurring jobs in this workspace that <@" + inv.User + "> may see (their own, " +

@@ -16,6 +16,8 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Heartbeat monitors: a condition checked
@@ -295,7 +297,7 @@ func monitorAction(id string, spec MonitorSpec, st MonitorState) *client.Schedul
 	return &client.ScheduleWorkflowAction{ID: id, Workflow: MonitorWorkflow, Args: []any{spec, st}, TaskQueue: TaskQueue,
 		Memo:                  map[string]any{"creator": spec.Creator, "channel": spec.Channel, "check": describeCheck(spec.Check)},
 		TypedSearchAttributes: scheduleAttrs(spec.Team, spec.Channel, spec.Creator),
-		StaticSummary:         cutRunes("Monitor "+spec.Name+": "+oneLine(describeCheck(spec.Check)), 80)}
+		StaticSummary:         slackwire.HeadEllipsis("Monitor "+spec.Name+": "+oneLine(describeCheck(spec.Check)), 80)}
 }
 
 func (r *Registry) validateCheck(ctx context.Context, c MonitorCheck, hasThreshold bool) error {

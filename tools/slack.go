@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/lucy-agent/lucy/output"
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // postMetadataType marks the messages lucy_post_message posts, with the run and call that posted them,
@@ -341,7 +342,7 @@ func (r *Registry) getThread(ctx context.Context, e entry, inv Invocation) (Outp
 		return Output{}, err
 	}
 	ts := strings.TrimSpace(args.TS)
-	if !validTS(ts) {
+	if !slackwire.IsMessageTS(ts) {
 		return Output{}, argErrorf(GetThread, "%q is not a Slack message ts; it looks like \"1714572202.000100\" "+
 			"(lucy_get_channel_history shows each message's ts)", args.TS)
 	}
@@ -529,21 +530,6 @@ func tsTime(ts string) string {
 		return "?"
 	}
 	return time.Unix(n, 0).UTC().Format("2006-01-02 15:04 UTC")
-}
-
-// validTS matches a Slack message ts: seconds, a dot, microseconds.
-func validTS(ts string) bool {
-	sec, frac, ok := strings.Cut(ts, ".")
-	return ok && sec != "" && frac != "" && len(sec) <= 12 && len(frac) <= 6 && allDigits(sec) && allDigits(frac)
-}
-
-func allDigits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
 }
 
 func firstNonEmpty(vals ...string) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
@@ -83,7 +84,7 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 			switch r.waitForHuman(ctx, "I couldn't reach the language model, so I paused this request.") {
 			case ResumeRetry:
 				r.turn--
-				r.appendInline("user", runtimeNote("Previous attempt failed: the model call errored ("+cut(err.Error(), 200)+"). Continue where you left off."))
+				r.appendInline("user", runtimeNote("Previous attempt failed: the model call errored ("+slackwire.Head(err.Error(), 200)+"). Continue where you left off."))
 				continue
 			case ResumeSkip:
 				return agent.PartialResults(r.records, "", "a problem with the language model"), RunPartial, "model unavailable"
@@ -163,7 +164,7 @@ const maxModelResumes = 5
 // unchanged after a retry ends the run: retrying the same thing again cannot help.
 func (r *run) modelFailed(ctx workflow.Context, err error) (status, why string, stop bool) {
 	kind := activities.ModelFailureKind(err)
-	detail := cut(strings.TrimPrefix(failureText(err), "model call failed: "), 200)
+	detail := slackwire.Head(strings.TrimPrefix(failureText(err), "model call failed: "), 200)
 	var says string
 	switch kind {
 	case activities.ModelFailureRejected:
@@ -369,11 +370,7 @@ func (r *run) progress(ctx workflow.Context) {
 }
 
 func hint(text string) string {
-	t := strings.Join(strings.Fields(text), " ")
-	if r := []rune(t); len(r) > 60 {
-		t = string(r[:60])
-	}
-	return t
+	return slackwire.Head(strings.Join(strings.Fields(text), " "), 60)
 }
 
 // supervise runs the checkpoint every 3 turns or 60 seconds (never before turn 2).

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
-	"github.com/lucy-agent/lucy/intent"
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
@@ -251,7 +251,7 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 			break
 		}
 		r.log.Error("agent_run.answer_refused_by_slack", "run", r.id, "code", code, "error", err)
-		if r.waitForHuman(ctx, "I finished, but Slack refused my answer ("+cut(failureText(err), 300)+"), so I am keeping it "+
+		if r.waitForHuman(ctx, "I finished, but Slack refused my answer ("+slackwire.Head(failureText(err), 300)+"), so I am keeping it "+
 			"until that is fixed.") != ResumeRetry {
 			break
 		}
@@ -270,7 +270,7 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 		"elapsed", workflow.Now(ctx).Sub(r.start).String())
 	res := RunResult{Status: status, Turns: r.turn, Tier: r.tier, Reason: reason, Usage: r.status.Usage, Unread: r.unreadFolds()}
 	if r.hardened && !r.journal.IsEmpty() {
-		res.Journal = cut(r.journal.Render(), MaxCarriedJournal)
+		res.Journal = slackwire.Head(r.journal.Render(), MaxCarriedJournal)
 	}
 	return res, nil
 }
@@ -577,7 +577,7 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	if err != nil && errors.As(err, &appErr) && appErr.Type() == activities.ErrSlackPermanent && r.placeholder != "" {
 		// Slack refused the answer itself (too long, invalid blocks…): tell the person in the
 		// placeholder rather than leave it "Thinking…" forever. The run still fails, visibly.
-		note := "I finished, but Slack would not accept my answer (" + cut(appErr.Message(), 160) + "). Ask me for a shorter version."
+		note := "I finished, but Slack would not accept my answer (" + slackwire.Head(appErr.Message(), 160) + "). Ask me for a shorter version."
 		if uerr := workflow.ExecuteActivity(slackOptions(ctx, "deliver-failed"), a.UpdateMessage, activities.UpdateInput{
 			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: note,
 		}).Get(ctx, nil); uerr != nil {
@@ -614,7 +614,7 @@ func (r *run) failedBeforeAnswer(ctx workflow.Context, err error) {
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	m := r.in.Message
-	note := "Sorry, something went wrong before I could start on this (" + cut(failureText(err), 200) +
+	note := "Sorry, something went wrong before I could start on this (" + slackwire.Head(failureText(err), 200) +
 		"). Please try again in a moment; if it keeps happening, tell whoever runs me."
 	if uerr := workflow.ExecuteActivity(slackOptions(dctx, "failed"), a.UpdateMessage, activities.UpdateInput{
 		Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: note,
@@ -749,7 +749,7 @@ func (r *run) ask(ctx workflow.Context, question string) (answer string, ok bool
 		return "", false, "I could not post my question"
 	}
 	r.placeholder = ""
-	r.log.Info("agent.question.asked", "run", r.id, "question", cut(question, 120))
+	r.log.Info("agent.question.asked", "run", r.id, "question", slackwire.Head(question, 120))
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	var reply Message
 	got := false
@@ -845,11 +845,7 @@ func (r *run) notifyLane(ctx workflow.Context, fingerprint string) {
 }
 
 func objective(text string) string {
-	t := strings.Join(strings.Fields(intent.StripMentions(text)), " ")
-	if r := []rune(t); len(r) > 120 {
-		t = string(r[:120]) + "…"
-	}
-	return t
+	return slackwire.HeadEllipsis(strings.Join(strings.Fields(slackwire.StripMentions(text)), " "), 120)
 }
 
 func runtimeNote(s string) string { return "[Lucy runtime] " + s }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
@@ -303,7 +304,7 @@ func (r *run) parkFailingTool(ctx workflow.Context, c activities.ToolCall, spec 
 		times = "twice"
 	}
 	switch r.waitForHuman(ctx, fmt.Sprintf("I tried %s %s and it keeps failing (%s), so I paused this request.",
-		human, times, cut(detail, 200))) {
+		human, times, slackwire.Head(detail, 200))) {
 	case ResumeRetry:
 		var res activities.ToolResult
 		id := r.nextID("tool")
@@ -316,7 +317,7 @@ func (r *run) parkFailingTool(ctx workflow.Context, c activities.ToolCall, spec 
 		delete(r.toolFailures, c.Name)
 		return tmsg{wire: activities.Entry{Role: "tool", Ref: id, ToolCallID: c.ID}, role: "tool", text: res.Content, toolName: c.Name, isError: res.IsError}
 	case ResumeSkip:
-		return r.inlineResult(c, "The operator chose to skip this step after "+c.Name+" kept failing ("+cut(detail, 200)+"). "+
+		return r.inlineResult(c, "The operator chose to skip this step after "+c.Name+" kept failing ("+slackwire.Head(detail, 200)+"). "+
 			"Go on without it, and say in your answer what is missing.", true)
 	default:
 		r.aborted = "stopped by an operator after " + human + " kept failing"
@@ -349,14 +350,7 @@ func (r *run) recordTurn(c activities.ToolCall, res tmsg) {
 	if len(r.reports) > 20 {
 		r.reports = r.reports[len(r.reports)-20:]
 	}
-	r.records = append(r.records, agent.ToolRecord{Name: c.Name, IsError: res.isError, Result: cut(res.text, 2000)})
-}
-
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n])
-	}
-	return s
+	r.records = append(r.records, agent.ToolRecord{Name: c.Name, IsError: res.isError, Result: slackwire.Head(res.text, 2000)})
 }
 
 // fingerprint identifies one proposal : tool, normalized arguments, actor and time.

@@ -11,6 +11,7 @@ import (
 	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/searchattr"
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Lane limits.
@@ -150,7 +151,7 @@ func (l *lane) run(ctx workflow.Context) error {
 func queuedForStatus(q []Message) []Message {
 	out := make([]Message, len(q))
 	for i, m := range q {
-		m.Text, m.Sig, m.StatusText = cut(m.Text, 300), "", ""
+		m.Text, m.Sig, m.StatusText = slackwire.Head(m.Text, 300), "", ""
 		out[i] = m
 	}
 	return out
@@ -344,7 +345,7 @@ type messageIntent struct {
 // classifyMessage runs the classifiers. It is a variable only so that the replay test can prove that
 // recorded decisions, not today's word lists, drive a replay.
 var classifyMessage = func(text, ts string) messageIntent {
-	text = intent.StripMentions(text)
+	text = slackwire.StripMentions(text)
 	in := messageIntent{Reaction: intent.Reaction(text), Fold: intent.ThreadInterrupt(text) == intent.Fold, Empty: text == "",
 		NewTopic: intent.NewTopic(text), Resume: intent.ResumeAnswer(text)}
 	switch intent.ApprovalAnswer(text) {

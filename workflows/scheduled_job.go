@@ -12,6 +12,7 @@ import (
 
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/searchattr"
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/tools"
 )
 
@@ -192,7 +193,7 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	case !got:
 		log.Warn("job.run_unfinished", "job", id)
 	case done.Status == RunFailed:
-		postJobNote(ctx, job, postID, "failed", "⚠️ This run of *"+job.DisplayName()+"* failed ("+cut(done.Reason, 200)+
+		postJobNote(ctx, job, postID, "failed", "⚠️ This run of *"+job.DisplayName()+"* failed ("+slackwire.Head(done.Reason, 200)+
 			"). The next run happens as scheduled.", thread)
 	default:
 		log.Info("job.done", "job", id, "status", done.Status)

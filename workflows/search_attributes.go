@@ -5,6 +5,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/searchattr"
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Search attributes, memos and summaries (issue 12) make the Web UI's list readable and
@@ -74,7 +75,7 @@ func runSummary(in RunInput) string {
 	if who != "" {
 		s = who + ": " + s
 	}
-	return cut(s, summaryLen)
+	return slackwire.Head(s, summaryLen)
 }
 
 // runOutcome is how a run or a sub-agent ended, as the metrics and LucyOutcome name it.

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
@@ -222,8 +223,8 @@ func (r *run) delegate(ctx workflow.Context, calls []activities.ToolCall, idx []
 			TaskQueue:  TaskQueue,
 			// Where and for whom, as the run's own (search_attributes.go); the summary names the sub-agent.
 			TypedSearchAttributes: runStartAttrs(r.in),
-			Memo:                  map[string]any{"parent": r.id, "agent": spec.Name, "task": cut(task.Task, 500)},
-			StaticSummary:         cut(spec.Name+": "+objective(task.Task), summaryLen),
+			Memo:                  map[string]any{"parent": r.id, "agent": spec.Name, "task": slackwire.Head(task.Task, 500)},
+			StaticSummary:         slackwire.Head(spec.Name+": "+objective(task.Task), summaryLen),
 			// "cancel that" cancels the child and waits until it has stopped (its side-effecting tool
 			// finished or stopped, its approval prompt resolved) before the run says "Stopped.".
 			WaitForCancellation: true,
@@ -247,7 +248,7 @@ func (r *run) delegate(ctx workflow.Context, calls []activities.ToolCall, idx []
 		case err != nil:
 			r.log.Warn("agent.delegation.failed", "run", r.id, "child", d.id, "error", err)
 			r.fetches.Used += *fetchShare // it may have spent its share; its result does not say
-			results[d.i] = r.inlineResult(c, "Error: the "+d.spec.Human+" failed ("+cut(failureText(err), 300)+
+			results[d.i] = r.inlineResult(c, "Error: the "+d.spec.Human+" failed ("+slackwire.Head(failureText(err), 300)+
 				"); nothing it found came back. Try again with a narrower task, or do it yourself with your tools.", true)
 		default:
 			r.mergeUsage(res.Usage)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Intents for which NeedsPlan never plans, and those for which it plans substantial
@@ -65,7 +67,7 @@ func PlanPrompt(message string, tools []string, intent string) string {
 		"Write the plan in exactly this format, with 2 to 6 numbered steps:\n"+
 		"GOAL: <one line>\n1. <step> [tool: <tool name>]\n2. <step> [tool: <tool name>]\n"+
 		"SUCCESS: <how we know the request is done>",
-		head(strings.TrimSpace(message), PlanMessageChars), orDefault(intent, "unknown"), list)
+		slackwire.Head(strings.TrimSpace(message), PlanMessageChars), orDefault(intent, "unknown"), list)
 }
 
 var (

@@ -3,6 +3,8 @@ package agent
 import (
 	"regexp"
 	"strings"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // ShouldPostProgress reports whether a progress update is due at this turn: turn 3, then every 5 turns
@@ -76,7 +78,7 @@ func TaskHint(request string) string {
 	if runeLen(s) <= TaskHintChars {
 		return s
 	}
-	cut := head(s, TaskHintChars)
+	cut := slackwire.Head(s, TaskHintChars)
 	if i := strings.LastIndex(cut, " "); i >= TaskHintChars/2 {
 		cut = cut[:i]
 	}

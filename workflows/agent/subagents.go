@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Sub-agents: isolated agent loops with their own prompt, model tier,
@@ -233,10 +235,7 @@ func (r Report) Render() string {
 
 // SubProgressMessage is what the parent's placeholder says after a sub-agent's turn.
 func SubProgressMessage(s SubAgentSpec, turn int, task string) string {
-	t := strings.Join(strings.Fields(task), " ")
-	if r := []rune(t); len(r) > TaskHintChars {
-		t = string(r[:TaskHintChars]) + "…"
-	}
+	t := slackwire.HeadEllipsis(strings.Join(strings.Fields(task), " "), TaskHintChars)
 	return fmt.Sprintf("_%s…_ (%s, step %d of at most %d: %s)", s.Doing, s.Human, turn, s.MaxTurns, t)
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // ShouldCheck says whether a supervisor checkpoint is due: never before turn SupervisorFirstTurn, then when
@@ -136,12 +138,12 @@ func NewTurnReport(turn int, name, args, result string, failed bool) TurnReport 
 	r := TurnReport{
 		Turn:            turn,
 		ToolName:        name,
-		ToolArgsSummary: head(oneLine(args), ReportArgsChars),
-		ResultPreview:   head(oneLine(result), ReportResultChars),
+		ToolArgsSummary: slackwire.Head(oneLine(args), ReportArgsChars),
+		ResultPreview:   slackwire.Head(oneLine(result), ReportResultChars),
 		HadError:        failed,
 	}
 	if failed {
-		r.ErrorSummary = head(oneLine(firstLine(result)), ReportResultChars)
+		r.ErrorSummary = slackwire.Head(oneLine(firstLine(result)), ReportResultChars)
 	}
 	return r
 }
@@ -172,7 +174,7 @@ const (
 // stands on its own.
 func SupervisorPrompt(in SupervisorInput) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Request: %s\n", head(oneLine(in.Request), SupervisorRequestChars))
+	fmt.Fprintf(&b, "Request: %s\n", slackwire.Head(oneLine(in.Request), SupervisorRequestChars))
 	fmt.Fprintf(&b, "Intent: %s\n", orDefault(in.Intent, "unknown"))
 	fmt.Fprintf(&b, "Plan:\n%s\n", orDefault(strings.TrimSpace(in.Plan), "No plan"))
 	fmt.Fprintf(&b, "Turn: %d of at most %d\n", in.Turn, MaxToolTurns)
@@ -189,11 +191,11 @@ func SupervisorPrompt(in SupervisorInput) string {
 		b.WriteString("- none yet\n")
 	}
 	for _, r := range recent {
-		fmt.Fprintf(&b, "- turn %d: %s(%s) → ", r.Turn, r.ToolName, head(r.ToolArgsSummary, ReportArgsChars))
+		fmt.Fprintf(&b, "- turn %d: %s(%s) → ", r.Turn, r.ToolName, slackwire.Head(r.ToolArgsSummary, ReportArgsChars))
 		if r.HadError {
-			fmt.Fprintf(&b, "ERROR: %s\n", orDefault(head(r.ErrorSummary, ReportResultChars), head(r.ResultPreview, ReportResultChars)))
+			fmt.Fprintf(&b, "ERROR: %s\n", orDefault(slackwire.Head(r.ErrorSummary, ReportResultChars), slackwire.Head(r.ResultPreview, ReportResultChars)))
 		} else {
-			fmt.Fprintf(&b, "ok: %s\n", head(r.ResultPreview, ReportResultChars))
+			fmt.Fprintf(&b, "ok: %s\n", slackwire.Head(r.ResultPreview, ReportResultChars))
 		}
 	}
 	b.WriteString("\nAnswer with one letter on the first line — C continue, I intervene, R replan, E escalate, " +

@@ -4,12 +4,16 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Small text helpers shared by the files of this package. Lengths are in characters (runes), as
 // Python's len() counts them, never in bytes, so that a cap never splits a character.
 
-// clip returns s cut to at most n characters, ending in "…" when it was cut.
+// clip returns s cut to at most n characters, ending in "…" when it was cut. Unlike slackwire.Clip,
+// it drops the white space the cut leaves before the mark: workflows recorded with this rule must
+// replay to the same text, so it stays this package's own.
 func clip(s string, n int) string {
 	if n <= 0 {
 		return ""
@@ -17,19 +21,7 @@ func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	return strings.TrimRightFunc(string(r[:n-1]), unicode.IsSpace) + "…"
-}
-
-// head returns the first n characters of s, without a marker.
-func head(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
+	return strings.TrimRightFunc(slackwire.Head(s, n-1), unicode.IsSpace) + slackwire.Ellipsis
 }
 
 // runeLen is the length of s in characters.
