@@ -197,22 +197,30 @@ func typesParam(p url.Values) map[string]bool {
 
 // channelsPage answers one page (cursor, limit) of a conversation list.
 func (s *Server) channelsPage(c *call, all []Channel) (reply, *apiError) {
-	start, aerr := offsetCursor(c.p.Get("cursor"))
+	start, end, next, aerr := page(c, len(all))
 	if aerr != nil {
 		return nil, aerr
 	}
-	limit := pageLimit(c.p, 100, 1000)
-	start = min(start, len(all))
-	end := min(start+limit, len(all))
 	chans := []map[string]any{}
 	for _, ch := range all[start:end] {
 		chans = append(chans, s.channelJSON(ch))
 	}
-	next := ""
-	if end < len(all) {
+	return reply{"channels": chans, "response_metadata": map[string]any{"next_cursor": next}}, nil
+}
+
+// page is the window of a cursor-paged list of n items this call asks for (cursor, limit): items
+// [start, end), and the cursor of the next page ("" on the last).
+func page(c *call, n int) (start, end int, next string, aerr *apiError) {
+	start, aerr = offsetCursor(c.p.Get("cursor"))
+	if aerr != nil {
+		return 0, 0, "", aerr
+	}
+	start = min(start, n)
+	end = min(start+pageLimit(c.p, 100, 1000), n)
+	if end < n {
 		next = encodeCursor("off:" + strconv.Itoa(end))
 	}
-	return reply{"channels": chans, "response_metadata": map[string]any{"next_cursor": next}}, nil
+	return start, end, next, nil
 }
 
 func pageLimit(p url.Values, def, maximum int) int {
@@ -530,16 +538,9 @@ func (s *Server) conversationsMembers(c *call) (reply, *apiError) {
 		return nil, errCode("channel_not_found")
 	}
 	all := s.members(cs.info)
-	start, aerr := offsetCursor(c.p.Get("cursor"))
+	start, end, next, aerr := page(c, len(all))
 	if aerr != nil {
 		return nil, aerr
-	}
-	limit := pageLimit(c.p, 100, 1000)
-	start = min(start, len(all))
-	end := min(start+limit, len(all))
-	next := ""
-	if end < len(all) {
-		next = encodeCursor("off:" + strconv.Itoa(end))
 	}
 	return reply{"members": append([]string{}, all[start:end]...), "response_metadata": map[string]any{"next_cursor": next}}, nil
 }
