@@ -292,6 +292,10 @@ func (s *termSession) printReplies(ctx context.Context, after string) (answered 
 	}
 }
 
+// approvalDetailsBlock starts the block IDs of an approval's details sections (activities.approvalParts:
+// lucy_approval_details, lucy_approval_details_2, …), in the prompt or in the parts posted before it.
+const approvalDetailsBlock = "lucy_approval_details"
+
 // messageText renders a message for the terminal: its mrkdwn text made plain, or the text of its
 // blocks when it has none, and a hint when it asks for an approval.
 func messageText(msg slack.Message) string {
@@ -301,6 +305,13 @@ func messageText(msg slack.Message) string {
 	for _, blk := range msg.Blocks.BlockSet {
 		switch bl := blk.(type) {
 		case *slack.SectionBlock:
+			// An approval's details (what exactly would be done) are shown whole as in Slack: the
+			// fallback text names the action only, and nobody approves what they were not shown.
+			if msg.Text != "" && bl.Text != nil && strings.HasPrefix(bl.BlockID, approvalDetailsBlock) {
+				b.WriteString("\n")
+				b.WriteString(bl.Text.Text)
+				continue
+			}
 			if msg.Text == "" && bl.Text != nil {
 				if b.Len() > 0 {
 					b.WriteString("\n")
