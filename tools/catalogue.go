@@ -47,11 +47,6 @@ const (
 // MaxMessageChars is Slack's limit on a message's text.
 const MaxMessageChars = slackwire.MaxMessageChars
 
-// JournalSections are the list sections of the run journal, in display order.
-func JournalSections() []string {
-	return []string{"verified_findings", "decisions", "artifacts", "open_questions", "blockers"}
-}
-
 // Spec describes one tool: its schema for the model and the flags the workflow decides by.
 type Spec struct {
 	Name        string
@@ -112,290 +107,26 @@ func (e entry) full() Spec {
 
 // catalogue is the static, read-only table of every tool, sorted by name. No I/O at init: workflow code
 // reads it, and a replay must see exactly what the original run saw. Each area of tools keeps its rows
-// beside its implementation (coreTools here); assemble joins them.
-var catalogue = assemble(coreTools, delegationTools, cronTools, scriptTools, documentTools, searchTools, slackSearchTools, heartbeatTools)
+// beside its handler, in the file of its domain; assemble joins them, so their order here does not matter.
+var catalogue = assemble(
+	builtinTools, clockTools, fileTools, csvTools, slackTools, webTools, delegationTools, cronTools,
+	scriptTools, documentTools, searchTools, slackSearchTools, heartbeatTools,
+)
 
-// assemble joins the areas' rows and sorts them by name for find's binary search. A name given twice is
-// a programming error caught at start (and by every test run).
+// assemble joins the areas' rows and sorts them by name for find's binary search. A name given twice, a
+// tool with no handler or a builtin with one is a programming error caught at start (and by every test run).
 func assemble(groups ...[]entry) []entry {
 	all := slices.Concat(groups...)
 	slices.SortFunc(all, func(a, b entry) int { return strings.Compare(a.spec.Name, b.spec.Name) })
-	for i := 1; i < len(all); i++ {
-		if all[i].spec.Name == all[i-1].spec.Name {
-			panic("tools: " + all[i].spec.Name + " is in the catalogue twice")
+	for i, e := range all {
+		if i > 0 && e.spec.Name == all[i-1].spec.Name {
+			panic("tools: " + e.spec.Name + " is in the catalogue twice")
+		}
+		if e.spec.Builtin != (e.run == nil) {
+			panic("tools: " + e.spec.Name + ": a builtin tool has no run, every other tool has one")
 		}
 	}
 	return all
-}
-
-// coreTools are the run journal, ask_human, the clock, workspace files, CSV, Slack reads and posts, and
-// web pages.
-var coreTools = []entry{
-	{
-		spec: Spec{
-			Name: AppendRunJournalEntry,
-			Description: "Append one entry to a list section of your run journal (your durable working notes for this task). " +
-				"Use verified_findings for facts you confirmed, decisions for choices with their reason, artifacts for " +
-				"deliverables (file paths, links), open_questions for unresolved points, blockers for what stops you.",
-			Builtin: true,
-			Human:   "updating my notes",
-		},
-		required: []string{"section", "entry"},
-		props: func() []prop {
-			return []prop{
-				enumProp("section", "The journal section to append to.", JournalSections()...),
-				strProp("entry", "The entry: one self-contained sentence or short paragraph.", 1, 4000),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name: AskHuman,
-			Description: "Ask the person you are working for a question and wait for their answer. Use it only when you " +
-				"cannot go on without a decision or a fact that only they have; otherwise make a reasonable choice and say so.",
-			Builtin: true,
-			Human:   "asking you a question",
-		},
-		required: []string{"question"},
-		props: func() []prop {
-			return []prop{
-				strProp("question", "The question, short and specific, with the options if there are any.", 1, 3000),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name:        GetRunJournal,
-			Description: "Read your run journal: objective, current state, findings, decisions, artifacts, open questions, blockers and next action.",
-			Idempotent:  true,
-			Builtin:     true,
-			Human:       "checking my notes",
-		},
-		props: func() []prop { return nil },
-	},
-	{
-		spec: Spec{
-			Name: CurrentTime,
-			Description: "Get the current date and time, in UTC and optionally in an IANA time zone " +
-				"(e.g. America/New_York, Europe/Paris, Asia/Kolkata).",
-			Idempotent: true,
-			Human:      "checking the time",
-		},
-		props: func() []prop {
-			return []prop{
-				strProp("timezone", "IANA time zone name, e.g. Europe/Berlin. Defaults to UTC.", 0, 64),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name:        DeleteFile,
-			Description: "Delete a file from the team's workspace. A person must approve it first. Directories cannot be deleted.",
-			Destructive: true,
-			Human:       "deleting a file",
-		},
-		required: []string{"path"},
-		props: func() []prop {
-			return []prop{pathProp("The file to delete.")}
-		},
-	},
-	{
-		spec: Spec{
-			Name: EditFile,
-			Description: "Edit a text file in the team's workspace by replacing one exact piece of text. `old` must occur " +
-				"exactly once in the file, character for character (whitespace and line breaks included): include enough " +
-				"surrounding lines to make it unique. Read the file first if you are not sure of its content. An edit that " +
-				"empties the file or replaces most of it waits for a person's approval.",
-			Human: "editing a file",
-		},
-		required: []string{"path", "old", "new"},
-		props: func() []prop {
-			return []prop{
-				pathProp("The file to edit."),
-				strProp("old", "The exact text to replace; it must occur exactly once.", 1, MaxFileBytes),
-				strProp("new", "The replacement text (may be empty to delete `old`).", 0, MaxFileBytes),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name: GenerateCSV,
-			Description: "Create a CSV file from rows of cells, save it in the team's workspace and share it in the current " +
-				"Slack thread. The first row is usually the header. Every cell is a string (write numbers as \"42\"). " +
-				"Replacing an existing file with different rows waits for a person's approval.",
-			Human: "creating a CSV file",
-			Long:  true,
-		},
-		required: []string{"filename", "rows"},
-		props: func() []prop {
-			return []prop{
-				strProp("filename", "File name, e.g. \"q3-signups.csv\" (\".csv\" is added if missing); may include "+
-					"folders relative to the workspace.", 1, maxPathLen),
-				prop{"rows", map[string]any{
-					"type":        "array",
-					"description": "The rows, each an array of cell strings.",
-					"minItems":    1,
-					"maxItems":    MaxCSVRows,
-					"items": map[string]any{
-						"type":  "array",
-						"items": map[string]any{"type": "string"},
-					},
-				}},
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name: GetChannelHistory,
-			Description: "Read the most recent messages of a Slack channel, oldest first, with each message's ts and reply " +
-				"count. Use lucy_get_thread to read a thread's replies. Only channels the person you work for is a member of " +
-				"(and the current conversation); never another direct-message conversation.",
-			Idempotent: true,
-			Human:      "reading the channel",
-		},
-		required: []string{"channel"},
-		props: func() []prop {
-			return []prop{
-				channelProp(),
-				intProp("limit", "How many messages, 1 to 100 (default 20).", 1, MaxHistoryLimit),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name: GetThread,
-			Description: "Read a Slack thread: its root message and replies, oldest first. Only in channels the person you " +
-				"work for is a member of.",
-			Idempotent: true,
-			Human:      "reading a thread",
-		},
-		required: []string{"channel", "ts"},
-		props: func() []prop {
-			return []prop{
-				channelProp(),
-				strProp("ts", "The thread's root message timestamp, e.g. \"1714572202.000100\".", 1, 32),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name:        ListFiles,
-			Description: "List the files in the team's workspace (or in one folder of it), with their sizes.",
-			Idempotent:  true,
-			Human:       "looking through the files",
-		},
-		props: func() []prop {
-			return []prop{
-				strProp("path", "A folder relative to the workspace root; omit for the whole workspace.", 0, maxPathLen),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name: ListSlackChannels,
-			Description: "List the Slack channels Lucy can see, with their IDs, member counts, topics and whether Lucy is " +
-				"a member (she can only read channels she is in). Only channels the person you work for is a member of are listed.",
-			Idempotent: true,
-			Human:      "looking up channels",
-		},
-		props: func() []prop {
-			return []prop{
-				strProp("query", "Only channels whose name, topic or purpose contains this text (case-insensitive).", 0, 100),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name: PostMessage,
-			Description: "Post a message in another Slack channel (not the current thread: your final answer goes there " +
-				"by itself), or to a person by user ID as a direct message. Only in channels the person you work for is a member " +
-				"of. A person must approve it first. Uses Slack mrkdwn formatting.",
-			Destructive: true,
-			Human:       "posting a message",
-		},
-		required: []string{"channel", "text"},
-		props: func() []prop {
-			return []prop{
-				prop{"channel", map[string]any{
-					"type": "string",
-					"description": "Where to post: a channel ID (C0123ABCD), a channel name (#general) or a user ID " +
-						"(U0123ABCD) for a direct message.",
-					"minLength": 1,
-					"maxLength": 200,
-				}},
-				strProp("text", "The message text, in Slack mrkdwn.", 1, MaxMessageChars),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name: ReadFile,
-			Description: "Read a text file from the team's workspace. Long files come in parts of about 14,000 bytes: " +
-				"call again with the offset the result gives to read on.",
-			Idempotent: true,
-			Human:      "reading a file",
-		},
-		required: []string{"path"},
-		props: func() []prop {
-			return []prop{
-				pathProp("The file to read."),
-				intProp("offset", "Byte offset to start reading at (default 0).", 0, MaxFileBytes),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name: WebFetch,
-			Description: "Fetch a public web page (http or https) and return its readable text, with headings and links " +
-				"kept. Long pages come in parts of about 14,000 characters: call again with the offset the result gives. " +
-				"URLs that carry credentials (user:password@, a token, key or signature parameter) are refused: Lucy " +
-				"does not send credentials. A URL you put together yourself that carries a lot of data in its path or " +
-				"query waits for the person's approval; links used exactly as they appear in messages, pages and search " +
-				"results do not.",
-			Idempotent: true,
-			Human:      "reading a web page",
-			Long:       true,
-		},
-		required: []string{"url"},
-		props: func() []prop {
-			return []prop{
-				strProp("url", "The absolute URL, e.g. https://example.com/pricing.", 1, 2048),
-				intProp("offset", "Where to start in the page's text: the offset a previous result gave (default 0).", 0, MaxFetchBytes),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name: WriteFile,
-			Description: "Write a text file in the team's workspace, creating folders as needed. Replacing an existing " +
-				"file with different content waits for a person's approval. At most 1 MB.",
-			Human: "writing a file",
-		},
-		required: []string{"path", "content"},
-		props: func() []prop {
-			return []prop{
-				pathProp("The file to write."),
-				strProp("content", "The whole content of the file.", 0, MaxFileBytes),
-			}
-		},
-	},
-	{
-		spec: Spec{
-			Name: UpdateRunJournal,
-			Description: "Update the top-level fields of your run journal: objective (the task in your words), current_state " +
-				"(where the work is now) and handoff_next_action (what should happen next if you stop here). Give at least one.",
-			Builtin: true,
-			Human:   "updating my notes",
-		},
-		minProps: 1,
-		props: func() []prop {
-			return []prop{
-				strProp("objective", "The task you are working on, in your own words.", 1, 2000),
-				strProp("current_state", "A short paragraph on where the work is right now.", 1, 4000),
-				strProp("handoff_next_action", "One line: what should happen next if you stop here.", 1, 1000),
-			}
-		},
-	},
 }
 
 // find returns the catalogue row for name by binary search over the sorted table.

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -124,6 +125,26 @@ func checkKeywords(t *testing.T, path string, s map[string]any) {
 		if k == "items" {
 			checkKeywords(t, path+".items", v.(map[string]any))
 		}
+	}
+}
+
+// assemble refuses the rows the registry could not run: a tool with no handler, a builtin with one, a
+// name twice. The catalogue itself passes, or no test would start.
+func TestAssembleRefusesBadRows(t *testing.T) {
+	run := func(*Registry, context.Context, entry, Invocation) (Output, error) { return Output{}, nil }
+	for name, rows := range map[string][]entry{
+		"no run":          {{spec: Spec{Name: "x"}}},
+		"builtin and run": {{spec: Spec{Name: "x", Builtin: true}, run: run}},
+		"twice":           {{spec: Spec{Name: "x"}, run: run}, {spec: Spec{Name: "x"}, run: run}},
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: assemble did not panic", name)
+				}
+			}()
+			assemble(rows)
+		}()
 	}
 }
 

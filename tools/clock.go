@@ -8,6 +8,25 @@ import (
 	_ "time/tzdata" // time zones must resolve in minimal container images without /usr/share/zoneinfo
 )
 
+// clockTools tell the time.
+var clockTools = []entry{
+	{
+		spec: Spec{
+			Name: CurrentTime,
+			Description: "Get the current date and time, in UTC and optionally in an IANA time zone " +
+				"(e.g. America/New_York, Europe/Paris, Asia/Kolkata).",
+			Idempotent: true,
+			Human:      "checking the time",
+		},
+		props: func() []prop {
+			return []prop{
+				strProp("timezone", "IANA time zone name, e.g. Europe/Berlin. Defaults to UTC.", 0, 64),
+			}
+		},
+		run: (*Registry).currentTime,
+	},
+}
+
 type currentTimeArgs struct {
 	Timezone string `json:"timezone"`
 }

@@ -12,6 +12,38 @@ import (
 	"github.com/slack-go/slack"
 )
 
+// csvTools create CSV files and share them in the conversation.
+var csvTools = []entry{
+	{
+		spec: Spec{
+			Name: GenerateCSV,
+			Description: "Create a CSV file from rows of cells, save it in the team's workspace and share it in the current " +
+				"Slack thread. The first row is usually the header. Every cell is a string (write numbers as \"42\"). " +
+				"Replacing an existing file with different rows waits for a person's approval.",
+			Human: "creating a CSV file",
+			Long:  true,
+		},
+		required: []string{"filename", "rows"},
+		props: func() []prop {
+			return []prop{
+				strProp("filename", "File name, e.g. \"q3-signups.csv\" (\".csv\" is added if missing); may include "+
+					"folders relative to the workspace.", 1, maxPathLen),
+				prop{"rows", map[string]any{
+					"type":        "array",
+					"description": "The rows, each an array of cell strings.",
+					"minItems":    1,
+					"maxItems":    MaxCSVRows,
+					"items": map[string]any{
+						"type":  "array",
+						"items": map[string]any{"type": "string"},
+					},
+				}},
+			}
+		},
+		run: (*Registry).generateCSV,
+	},
+}
+
 func (a *generateCSVArgs) filePath() string { return a.Filename }
 
 type generateCSVArgs struct {

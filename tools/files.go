@@ -15,6 +15,89 @@ import (
 	"github.com/lucy-agent/lucy/workspace"
 )
 
+// fileTools read, list, write, edit and delete files in the team's workspace.
+var fileTools = []entry{
+	{
+		spec: Spec{
+			Name:        DeleteFile,
+			Description: "Delete a file from the team's workspace. A person must approve it first. Directories cannot be deleted.",
+			Destructive: true,
+			Human:       "deleting a file",
+		},
+		required: []string{"path"},
+		props: func() []prop {
+			return []prop{pathProp("The file to delete.")}
+		},
+		run: (*Registry).deleteFile,
+	},
+	{
+		spec: Spec{
+			Name: EditFile,
+			Description: "Edit a text file in the team's workspace by replacing one exact piece of text. `old` must occur " +
+				"exactly once in the file, character for character (whitespace and line breaks included): include enough " +
+				"surrounding lines to make it unique. Read the file first if you are not sure of its content. An edit that " +
+				"empties the file or replaces most of it waits for a person's approval.",
+			Human: "editing a file",
+		},
+		required: []string{"path", "old", "new"},
+		props: func() []prop {
+			return []prop{
+				pathProp("The file to edit."),
+				strProp("old", "The exact text to replace; it must occur exactly once.", 1, MaxFileBytes),
+				strProp("new", "The replacement text (may be empty to delete `old`).", 0, MaxFileBytes),
+			}
+		},
+		run: (*Registry).editFile,
+	},
+	{
+		spec: Spec{
+			Name:        ListFiles,
+			Description: "List the files in the team's workspace (or in one folder of it), with their sizes.",
+			Idempotent:  true,
+			Human:       "looking through the files",
+		},
+		props: func() []prop {
+			return []prop{
+				strProp("path", "A folder relative to the workspace root; omit for the whole workspace.", 0, maxPathLen),
+			}
+		},
+		run: (*Registry).listFiles,
+	},
+	{
+		spec: Spec{
+			Name: ReadFile,
+			Description: "Read a text file from the team's workspace. Long files come in parts of about 14,000 bytes: " +
+				"call again with the offset the result gives to read on.",
+			Idempotent: true,
+			Human:      "reading a file",
+		},
+		required: []string{"path"},
+		props: func() []prop {
+			return []prop{
+				pathProp("The file to read."),
+				intProp("offset", "Byte offset to start reading at (default 0).", 0, MaxFileBytes),
+			}
+		},
+		run: (*Registry).readFile,
+	},
+	{
+		spec: Spec{
+			Name: WriteFile,
+			Description: "Write a text file in the team's workspace, creating folders as needed. Replacing an existing " +
+				"file with different content waits for a person's approval. At most 1 MB.",
+			Human: "writing a file",
+		},
+		required: []string{"path", "content"},
+		props: func() []prop {
+			return []prop{
+				pathProp("The file to write."),
+				strProp("content", "The whole content of the file.", 0, MaxFileBytes),
+			}
+		},
+		run: (*Registry).writeFile,
+	},
+}
+
 // Workspace files. Every team has its own space in the workspace store (package workspace): a folder
 // DataDir/workspaces/<team>/ by default, or keys <prefix>/<team>/ of an S3-compatible bucket shared
 // by every worker. The lexical checks in cleanPath give the model a precise message; the store checks

@@ -201,37 +201,9 @@ func (r *Registry) Run(ctx context.Context, inv Invocation) (Output, error) {
 	return out, err
 }
 
+// dispatch runs a non-builtin tool: assemble makes sure each of them has a run.
 func (r *Registry) dispatch(ctx context.Context, e entry, inv Invocation) (Output, error) {
-	if e.run != nil {
-		return e.run(r, ctx, e, inv)
-	}
-	switch inv.Name {
-	case CurrentTime:
-		return r.currentTime(ctx, e, inv)
-	case WebFetch:
-		return r.webFetch(ctx, e, inv)
-	case ListFiles:
-		return r.listFiles(ctx, e, inv)
-	case ReadFile:
-		return r.readFile(ctx, e, inv)
-	case WriteFile:
-		return r.writeFile(ctx, e, inv)
-	case EditFile:
-		return r.editFile(ctx, e, inv)
-	case DeleteFile:
-		return r.deleteFile(ctx, e, inv)
-	case GenerateCSV:
-		return r.generateCSV(ctx, e, inv)
-	case GetChannelHistory:
-		return r.channelHistory(ctx, e, inv)
-	case ListSlackChannels:
-		return r.listChannels(ctx, e, inv)
-	case GetThread:
-		return r.getThread(ctx, e, inv)
-	case PostMessage:
-		return r.postMessage(ctx, e, inv)
-	}
-	return Output{}, fmt.Errorf("run %s: %w", inv.Name, errNotImplemented)
+	return e.run(r, ctx, e, inv)
 }
 
 func outcome(out Output, err error) string {
@@ -251,8 +223,6 @@ func outcome(out Output, err error) string {
 	}
 	return "ok"
 }
-
-var errNotImplemented = errors.New("tool is in the catalogue but has no implementation")
 
 // capOutput keeps a result under MaxOutputChars, cutting on a rune boundary and saying so.
 func capOutput(s string) string {

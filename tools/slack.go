@@ -18,6 +18,84 @@ import (
 	"github.com/lucy-agent/lucy/slackwire"
 )
 
+// slackTools read Slack channels and threads and post messages.
+var slackTools = []entry{
+	{
+		spec: Spec{
+			Name: GetChannelHistory,
+			Description: "Read the most recent messages of a Slack channel, oldest first, with each message's ts and reply " +
+				"count. Use lucy_get_thread to read a thread's replies. Only channels the person you work for is a member of " +
+				"(and the current conversation); never another direct-message conversation.",
+			Idempotent: true,
+			Human:      "reading the channel",
+		},
+		required: []string{"channel"},
+		props: func() []prop {
+			return []prop{
+				channelProp(),
+				intProp("limit", "How many messages, 1 to 100 (default 20).", 1, MaxHistoryLimit),
+			}
+		},
+		run: (*Registry).channelHistory,
+	},
+	{
+		spec: Spec{
+			Name: GetThread,
+			Description: "Read a Slack thread: its root message and replies, oldest first. Only in channels the person you " +
+				"work for is a member of.",
+			Idempotent: true,
+			Human:      "reading a thread",
+		},
+		required: []string{"channel", "ts"},
+		props: func() []prop {
+			return []prop{
+				channelProp(),
+				strProp("ts", "The thread's root message timestamp, e.g. \"1714572202.000100\".", 1, 32),
+			}
+		},
+		run: (*Registry).getThread,
+	},
+	{
+		spec: Spec{
+			Name: ListSlackChannels,
+			Description: "List the Slack channels Lucy can see, with their IDs, member counts, topics and whether Lucy is " +
+				"a member (she can only read channels she is in). Only channels the person you work for is a member of are listed.",
+			Idempotent: true,
+			Human:      "looking up channels",
+		},
+		props: func() []prop {
+			return []prop{
+				strProp("query", "Only channels whose name, topic or purpose contains this text (case-insensitive).", 0, 100),
+			}
+		},
+		run: (*Registry).listChannels,
+	},
+	{
+		spec: Spec{
+			Name: PostMessage,
+			Description: "Post a message in another Slack channel (not the current thread: your final answer goes there " +
+				"by itself), or to a person by user ID as a direct message. Only in channels the person you work for is a member " +
+				"of. A person must approve it first. Uses Slack mrkdwn formatting.",
+			Destructive: true,
+			Human:       "posting a message",
+		},
+		required: []string{"channel", "text"},
+		props: func() []prop {
+			return []prop{
+				prop{"channel", map[string]any{
+					"type": "string",
+					"description": "Where to post: a channel ID (C0123ABCD), a channel name (#general) or a user ID " +
+						"(U0123ABCD) for a direct message.",
+					"minLength": 1,
+					"maxLength": 200,
+				}},
+				strProp("text", "The message text, in Slack mrkdwn.", 1, MaxMessageChars),
+			}
+		},
+		run: (*Registry).postMessage,
+	},
+}
+
 // postMetadataType marks the messages lucy_post_message posts, with the run and call that posted them,
 // so that a re-run of the same call finds its message instead of posting it twice (docs/architecture.md rule 4).
 const postMetadataType = "lucy_tool_post"

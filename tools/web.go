@@ -21,6 +21,32 @@ import (
 	"golang.org/x/net/html/charset"
 )
 
+// webTools read public web pages.
+var webTools = []entry{
+	{
+		spec: Spec{
+			Name: WebFetch,
+			Description: "Fetch a public web page (http or https) and return its readable text, with headings and links " +
+				"kept. Long pages come in parts of about 14,000 characters: call again with the offset the result gives. " +
+				"URLs that carry credentials (user:password@, a token, key or signature parameter) are refused: Lucy " +
+				"does not send credentials. A URL you put together yourself that carries a lot of data in its path or " +
+				"query waits for the person's approval; links used exactly as they appear in messages, pages and search " +
+				"results do not.",
+			Idempotent: true,
+			Human:      "reading a web page",
+			Long:       true,
+		},
+		required: []string{"url"},
+		props: func() []prop {
+			return []prop{
+				strProp("url", "The absolute URL, e.g. https://example.com/pricing.", 1, 2048),
+				intProp("offset", "Where to start in the page's text: the offset a previous result gave (default 0).", 0, MaxFetchBytes),
+			}
+		},
+		run: (*Registry).webFetch,
+	},
+}
+
 const (
 	maxRedirects = 5
 	userAgent    = "Lucy/1.0 (Slack assistant; +https://github.com/lucy-agent/lucy)"
