@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -108,7 +109,7 @@ func TestInjectedPageGetsNothingWithoutApproval(t *testing.T) {
 					shown += blockTexts(m) + "\n"
 				}
 			}
-			return !containsAny(prompts, value)
+			return !slices.Contains(prompts, value)
 		})
 		prompts = append(prompts, value)
 		switch {
@@ -161,13 +162,4 @@ func TestInjectedPageGetsNothingWithoutApproval(t *testing.T) {
 			t.Errorf("Lucy's post pings the channel although Ada did not ask: %q", m.Text)
 		}
 	}
-}
-
-func containsAny(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

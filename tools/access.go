@@ -100,10 +100,6 @@ func (r *Registry) isAdmin(user string) bool {
 	return user != "" && slices.Contains(r.deps.Admins, user)
 }
 
-// accessDenied is why the requester may not use a conversation, for the model (and through it the
-// person): it says what to do instead.
-type accessDenied struct{ reason string }
-
 // checkConversation applies the access rule to one conversation ID (C…, G…, D…) that a tool would
 // read or write for inv. It returns nil when allowed, an Output (the model is told why) when refused,
 // or an error when membership could not be checked: a check that cannot be made refuses.
@@ -116,36 +112,36 @@ func (r *Registry) checkConversation(ctx context.Context, api SlackAPI, tool str
 		}
 		return &out, err
 	}
-	if denied != nil {
-		out := toolError("%s", denied.reason)
+	if denied != "" {
+		out := toolError("%s", denied)
 		return &out, nil
 	}
 	return nil, nil
 }
 
-// conversationAccess is the rule itself: nil when user may read and write conversation id while
-// working in current.
-func (r *Registry) conversationAccess(ctx context.Context, api SlackAPI, team, user, current, id, label string) (*accessDenied, error) {
+// conversationAccess is the rule itself: "" when user may read and write conversation id while
+// working in current, else why not, for the model (and through it the person), with what to do instead.
+func (r *Registry) conversationAccess(ctx context.Context, api SlackAPI, team, user, current, id, label string) (string, error) {
 	switch {
 	case id == current:
-		return nil, nil
+		return "", nil
 	case id != "" && id[0] == 'D':
-		return &accessDenied{reason: label + " is a direct-message conversation other than this one. Lucy never reads or " +
-			"posts in someone's direct messages from another conversation; ask in that DM itself."}, nil
+		return label + " is a direct-message conversation other than this one. Lucy never reads or " +
+			"posts in someone's direct messages from another conversation; ask in that DM itself.", nil
 	case user == "":
-		return &accessDenied{reason: "this request has no requester, so Lucy cannot tell whose access to use; nothing was done."}, nil
+		return "this request has no requester, so Lucy cannot tell whose access to use; nothing was done.", nil
 	case r.isAdmin(user):
-		return nil, nil
+		return "", nil
 	}
 	set, err := r.channelsOf(ctx, api, team, user)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	if set[id] {
-		return nil, nil
+		return "", nil
 	}
-	return &accessDenied{reason: "<@" + user + "> is not a member of " + label + ", and Lucy only reads and posts where " +
-		"the person she works for can. Ask someone in that channel, or ask to be added to it first."}, nil
+	return "<@" + user + "> is not a member of " + label + ", and Lucy only reads and posts where " +
+		"the person she works for can. Ask someone in that channel, or ask to be added to it first.", nil
 }
 
 // ScheduleAccess applies the access rule to where a recurring job or a monitor posts, for its
@@ -169,11 +165,7 @@ func (r *Registry) ScheduleAccess(ctx context.Context, team, creator, channel st
 		return "<#" + channel + "> is a direct-message conversation with someone other than <@" + creator +
 			">; a job or monitor may only use its creator's own DM with Lucy.", nil
 	}
-	d, err := r.conversationAccess(ctx, api, team, creator, "", channel, "<#"+channel+">")
-	if err != nil || d == nil {
-		return "", err
-	}
-	return d.reason, nil
+	return r.conversationAccess(ctx, api, team, creator, "", channel, "<#"+channel+">")
 }
 
 // monitorNoAccess is the state of a monitor whose creator may no longer use its channel.

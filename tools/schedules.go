@@ -128,7 +128,7 @@ func (r *Registry) schedulesAPI(tool string) (client.ScheduleClient, *Output) {
 // mayManage reports whether user may change or delete a schedule created by creator: the creator
 // or an admin (LUCY_ADMIN_USERS).
 func (r *Registry) mayManage(user, creator string) bool {
-	return user != "" && (user == creator || slices.Contains(r.deps.Admins, user))
+	return user != "" && (user == creator || r.isAdmin(user))
 }
 
 // userTZ is the requester's IANA time zone from their Slack profile, "UTC" when Slack does not say.
