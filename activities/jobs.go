@@ -68,10 +68,10 @@ type ScheduleAccess struct {
 // access to it too. A check that cannot be made fails the activity (retried by its policy): the
 // firing must not go ahead on a guess.
 func (a *Activities) CheckScheduleAccess(ctx context.Context, in ScheduleAccessInput) (ScheduleAccess, error) {
-	if a.Tools == nil {
+	if a.Schedules == nil {
 		return ScheduleAccess{}, temporal.NewNonRetryableApplicationError("no tools configured", ErrConfig, nil)
 	}
-	denied, err := a.Tools.ScheduleAccess(ctx, in.Team, in.Creator, in.Channel)
+	denied, err := a.Schedules.ScheduleAccess(ctx, in.Team, in.Creator, in.Channel)
 	if err != nil {
 		return ScheduleAccess{}, fmt.Errorf("check %s's access to %s: %w", in.Creator, in.Channel, err)
 	}

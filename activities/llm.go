@@ -53,6 +53,9 @@ type CallModelInput struct {
 	System     []Entry    `json:"system"` // the system prompt (by reference) and small per-call additions
 	Transcript Transcript `json:"transcript"`
 	Tools      []string   `json:"tools,omitempty"`
+	// Team is the workspace of the run: the tools of its run-time sources are described for it. Empty
+	// in histories recorded before it existed: then only compiled-in tools are described.
+	Team string `json:"team,omitempty"`
 	// ToolChoice: "" (auto), "none", "required", or a tool name the model must call.
 	ToolChoice string `json:"toolChoice,omitempty"`
 	// MaxTokens and Temperature, when set, replace the tier's settings for this call (a sub-agent's
@@ -139,7 +142,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	}
 	params := openai.ChatCompletionNewParams{Model: model, Messages: toOpenAI(append(sys, msgs...))}
 	if len(in.Tools) > 0 && a.Tools != nil {
-		for _, s := range a.Tools.Schemas(in.Tools) {
+		for _, s := range a.Tools.Schemas(ctx, in.Team, in.Tools) {
 			params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
 				Name: s.Name, Description: openai.String(s.Description), Parameters: shared.FunctionParameters(s.Parameters),
 			}))

@@ -15,6 +15,9 @@ type RouteInput struct {
 	// the flags of those tools (and of the builtins) recorded for the workflow, the ones this worker's
 	// catalogue knows.
 	Tools []string `json:"tools,omitempty"`
+	// Team is the workspace of the run: the tools its run-time sources offer are offered too (and
+	// their flags recorded). Empty means compiled-in tools only.
+	Team string `json:"team,omitempty"`
 }
 
 // Route is the router's model choice: intent, model tier, prompt modules, and the tools offered.
@@ -48,43 +51,74 @@ type ToolFlags struct {
 // or breaking replay.
 func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {
 	if len(in.Tools) > 0 {
-		var names []string
+		var specs []tools.Spec
 		for _, n := range in.Tools {
-			if _, ok := tools.Lookup(n); ok {
-				names = append(names, n)
+			if s, ok := a.spec(ctx, in.Team, n); ok {
+				specs = append(specs, s)
 			} else {
 				a.Log.Warn().Str("tool", n).Msg("a sub-agent's tool is not in this worker's catalogue; left out")
 			}
 		}
-		return Route{Tools: names, Specs: toolFlags(names), MaxToolCalls: a.MaxToolCalls}, nil
+		return Route{Tools: names(specs), Specs: a.toolFlags(ctx, in.Team, specs), MaxToolCalls: a.MaxToolCalls}, nil
 	}
 	r := intent.Classify(in.Text, in.ThreadDepth)
-	names := tools.DefaultSet()
+	offered := a.offered(ctx, in.Team)
 	return Route{
-		Intent: r.Intent, Tier: r.Tier, Modules: r.Modules, Tools: names, Complex: r.Complex,
-		Specs: toolFlags(names), MaxToolCalls: a.MaxToolCalls,
+		Intent: r.Intent, Tier: r.Tier, Modules: r.Modules, Tools: names(offered), Complex: r.Complex,
+		Specs: a.toolFlags(ctx, in.Team, offered), MaxToolCalls: a.MaxToolCalls,
 	}, nil
+}
+
+// offered are the tools of a main agent's run: the compiled-in default set, and what the team's
+// run-time sources offer (a worker without a Runner has only the former).
+func (a *Activities) offered(ctx context.Context, team string) []tools.Spec {
+	if a.Tools != nil {
+		return a.Tools.Available(ctx, team)
+	}
+	var out []tools.Spec
+	for _, n := range tools.DefaultSet() {
+		s, _ := tools.Lookup(n)
+		out = append(out, s)
+	}
+	return out
+}
+
+func (a *Activities) spec(ctx context.Context, team, name string) (tools.Spec, bool) {
+	if a.Tools != nil {
+		return a.Tools.Spec(ctx, team, name)
+	}
+	return tools.Lookup(name)
+}
+
+func names(specs []tools.Spec) []string {
+	out := make([]string, 0, len(specs))
+	for _, s := range specs {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 // builtinTools are executed by the workflow itself and offered in every run, whatever Tools says, so
 // their flags are recorded too.
 var builtinTools = []string{tools.AskHuman, tools.GetRunJournal, tools.UpdateRunJournal, tools.AppendRunJournalEntry}
 
-// toolFlags records the catalogue's flags of names and of the builtins, each once, in that order.
-// A name the catalogue does not know is left out: the workflow then has no flags for it and treats
-// it as it treats any unknown tool.
-func toolFlags(names []string) []ToolFlags {
-	out := make([]ToolFlags, 0, len(names)+len(builtinTools))
+// toolFlags records the flags of the offered tools and of the builtins, each once, in that order.
+// The workflow decides by these recorded flags only, so a tool a source offers now and drops later
+// keeps, in this run, the flags it was offered with.
+func (a *Activities) toolFlags(ctx context.Context, team string, offered []tools.Spec) []ToolFlags {
+	out := make([]ToolFlags, 0, len(offered)+len(builtinTools))
 	seen := make(map[string]bool, cap(out))
-	for _, n := range append(append([]string{}, names...), builtinTools...) {
-		if seen[n] {
+	all := append([]tools.Spec{}, offered...)
+	for _, n := range builtinTools {
+		if s, ok := a.spec(ctx, team, n); ok {
+			all = append(all, s)
+		}
+	}
+	for _, s := range all {
+		if seen[s.Name] {
 			continue
 		}
-		seen[n] = true
-		s, ok := tools.Lookup(n)
-		if !ok {
-			continue
-		}
+		seen[s.Name] = true
 		out = append(out, ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long})
 	}
 	return out

@@ -5,7 +5,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/toolset"
 )
 
 // Route records the flags of every tool it offers and of the builtins, and the tool-call limit, so
@@ -52,19 +55,74 @@ func TestRouteRecordsToolFlagsAndLimit(t *testing.T) {
 
 // Builtins are recorded even when the offered set lacks them; names the catalogue does not know are
 // left out rather than recorded with made-up flags.
-func TestToolFlags(t *testing.T) {
-	got := toolFlags([]string{tools.ReadFile, "no_such_tool", tools.AskHuman})
+func TestRouteRecordsASubAgentsToolsAndTheBuiltins(t *testing.T) {
+	a := &Activities{Log: zerolog.Nop()}
+	got, err := a.Route(t.Context(), RouteInput{Tools: []string{tools.ReadFile, "no_such_tool", tools.AskHuman}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{tools.ReadFile, tools.AskHuman}; !slices.Equal(got.Tools, want) {
+		t.Errorf("tools = %v, want %v", got.Tools, want)
+	}
 	var names []string
-	for _, f := range got {
+	for _, f := range got.Specs {
 		names = append(names, f.Name)
 	}
 	want := []string{tools.ReadFile, tools.AskHuman, tools.GetRunJournal, tools.UpdateRunJournal, tools.AppendRunJournalEntry}
 	if !slices.Equal(names, want) {
-		t.Fatalf("toolFlags = %v, want %v", names, want)
+		t.Fatalf("flags recorded for %v, want %v", names, want)
 	}
-	if !got[0].Idempotent {
+	if !got.Specs[0].Idempotent {
 		t.Errorf("%s recorded as not idempotent", tools.ReadFile)
 	}
+}
+
+// A team's run-time source: its tools are offered after the compiled-in ones and their flags are
+// recorded, so that the workflow decides by what the run was offered, not by what the source lists
+// later.
+func TestRouteOffersAndRecordsASourcesTools(t *testing.T) {
+	src := teamSource{team: "T1", tools: []tools.Tool{
+		{Spec: tools.Spec{Name: "mcp__crm__delete_contact", Description: "Delete a contact.", Destructive: true,
+			Parameters: map[string]any{"type": "object"}}, Run: func(context.Context, tools.Invocation) (tools.Output, error) { return tools.Output{}, nil }},
+		{Spec: tools.Spec{Name: "mcp__crm__find_contact", Description: "Find a contact.", Idempotent: true,
+			Parameters: map[string]any{"type": "object"}}, Run: func(context.Context, tools.Invocation) (tools.Output, error) { return tools.Output{}, nil }},
+	}}
+	a := &Activities{Tools: toolset.New(toolset.Deps{DataDir: t.TempDir()}, src).Runner, Log: zerolog.Nop()}
+	got, err := a.Route(t.Context(), RouteInput{Text: "find Ada in the CRM", Team: "T1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(got.Tools)
+	if want := []string{"mcp__crm__delete_contact", "mcp__crm__find_contact"}; n < 2 || !slices.Equal(got.Tools[n-2:], want) {
+		t.Fatalf("tools end with %v, want the source's %v after the compiled-in ones", got.Tools, want)
+	}
+	flags := map[string]ToolFlags{}
+	for _, f := range got.Specs {
+		flags[f.Name] = f
+	}
+	if !flags["mcp__crm__delete_contact"].Destructive || !flags["mcp__crm__find_contact"].Idempotent {
+		t.Errorf("the source's flags were not recorded: %+v", got.Specs)
+	}
+	other, err := a.Route(t.Context(), RouteInput{Text: "find Ada", Team: "T2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(other.Tools, "mcp__crm__find_contact") {
+		t.Errorf("another team was offered T1's source tools: %v", other.Tools)
+	}
+}
+
+// teamSource offers its tools to one team.
+type teamSource struct {
+	team  string
+	tools []tools.Tool
+}
+
+func (s teamSource) Tools(_ context.Context, team string) ([]tools.Tool, error) {
+	if team != s.team {
+		return nil, nil
+	}
+	return s.tools, nil
 }
 
 func dedupe(names []string) map[string]bool {

@@ -14,6 +14,7 @@ import (
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/toolset"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -29,19 +30,19 @@ func (s *stack) botSlack() *slack.Client {
 
 // cronTools is the worker's tool registry as the agent loop's activity uses it, so that the test
 // calls the tools exactly as the model's calls reach them.
-func (s *stack) cronTools() *tools.Registry {
-	return tools.NewRegistry(tools.Deps{
+func (s *stack) cronTools() *tools.Runner {
+	return toolset.New(toolset.Deps{
 		Slack:     func(string) tools.SlackAPI { return s.botSlack() },
 		DataDir:   s.cfg.DataDir,
 		Schedules: s.client.ScheduleClient(),
 		Admins:    s.cfg.AdminUsers,
 		Log:       s.log,
-	})
+	}).Runner
 }
 
 // tool calls a tool as user; a call that asks for approval is approved, as a person would in the
 // thread: made again with Approved and the request's Guard, as the agent run does.
-func (s *stack) tool(r *tools.Registry, user, name, args string) (tools.Output, error) {
+func (s *stack) tool(r *tools.Runner, user, name, args string) (tools.Output, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	inv := tools.Invocation{Name: name, Arguments: args, Team: team, Channel: channel, ThreadTS: "1700000000.000100",
@@ -54,7 +55,7 @@ func (s *stack) tool(r *tools.Registry, user, name, args string) (tools.Output, 
 	return out, err
 }
 
-func (s *stack) mustTool(t *testing.T, r *tools.Registry, user, name, args string, want ...string) string {
+func (s *stack) mustTool(t *testing.T, r *tools.Runner, user, name, args string, want ...string) string {
 	t.Helper()
 	out, err := s.tool(r, user, name, args)
 	if err != nil || out.IsError {
@@ -68,7 +69,7 @@ func (s *stack) mustTool(t *testing.T, r *tools.Registry, user, name, args strin
 	return out.Content
 }
 
-func (s *stack) toolRefused(t *testing.T, r *tools.Registry, user, name, args string, want string) {
+func (s *stack) toolRefused(t *testing.T, r *tools.Runner, user, name, args string, want string) {
 	t.Helper()
 	out, err := s.tool(r, user, name, args)
 	msg := out.Content

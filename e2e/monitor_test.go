@@ -15,6 +15,7 @@ import (
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/toolset"
 )
 
 // A monitor against a real server: created through its tool (first check at once), flipped down and
@@ -31,7 +32,7 @@ func TestMonitorAlertsOncePerChange(t *testing.T) {
 		fmt.Fprint(w, "ok")
 	}))
 	t.Cleanup(site.Close)
-	r := tools.NewRegistry(tools.Deps{
+	r := toolset.New(toolset.Deps{
 		Slack:     func(string) tools.SlackAPI { return s.botSlack() },
 		DataDir:   s.cfg.DataDir,
 		Schedules: s.client.ScheduleClient(),
@@ -39,7 +40,7 @@ func TestMonitorAlertsOncePerChange(t *testing.T) {
 		Log:       s.log,
 		// The test's site is on loopback; production refuses private addresses.
 		AllowPrivateNetworks: true,
-	})
+	}).Runner
 	s.mustTool(t, r, human, tools.CreateHeartbeat, fmt.Sprintf(`{"name": "site health", "kind": "http", "url": %q, "every_minutes": 60}`, site.URL),
 		"heartbeat:T1:site-health", "every 60 minute(s)")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

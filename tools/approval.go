@@ -33,43 +33,24 @@ func ApprovalSummary(name, argsJSON string) (summary, details string) {
 }
 
 func approvalSummary(name, argsJSON string) (summary, details string) {
-	var args map[string]any
-	_ = json.Unmarshal([]byte(normalizeArgs(argsJSON)), &args) // a nil map reads as "no arguments"
-	str := func(key string) string {
-		s, _ := args[key].(string)
-		return strings.TrimSpace(s)
-	}
-	switch name {
-	case PostMessage:
-		text, _ := args["text"].(string)
-		if text == "" {
-			text = "(no text given)"
-		}
-		return "post a message " + postTarget(str("channel")), text
-	case DeleteFile:
-		p := str("path")
-		if p == "" {
-			p = "(no path given)"
-		}
-		return "delete the file " + p + " from the workspace", p
-	case DeleteHeartbeat:
-		n := str("name")
-		if n == "" {
-			n = "(no name given)"
-		}
-		return "delete the monitor \"" + n + "\" for good", "It will not check or alert again."
-	case DeleteCron:
-		n := str("name")
-		if n == "" {
-			n = "(no name given)"
-		}
-		return "delete the recurring job \"" + n + "\" for good", "It will not run again. Its ID: " + scheduleID(cronPrefix, "{team}", Slugify(n))
+	t, ok := find(name)
+	if ok && t.def.Approval != nil {
+		var args map[string]any
+		_ = json.Unmarshal([]byte(normalizeArgs(argsJSON)), &args) // a nil map reads as "no arguments"
+		return t.def.Approval(args)
 	}
 	human := name
-	if e, ok := find(name); ok {
-		human = e.spec.Human
+	if ok {
+		human = t.def.Spec.Human
 	}
 	return fmt.Sprintf("run %s (%s)", name, human), prettyArgs(argsJSON)
+}
+
+// ArgString is a string argument of a call, trimmed, for an approval summary ("" when absent or not a
+// string).
+func ArgString(args map[string]any, key string) string {
+	s, _ := args[key].(string)
+	return strings.TrimSpace(s)
 }
 
 // postTarget names where lucy_post_message would post: "in #general", "in <#C0123>" (Slack renders the

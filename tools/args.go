@@ -12,11 +12,11 @@ import (
 // message the model can act on, when they do not fit. It is deterministic and does no I/O (it never
 // ranges over a map), so workflow code may use it for the builtin tools it executes itself.
 func ValidateArgs(name, argsJSON string) error {
-	e, ok := find(name)
+	t, ok := find(name)
 	if !ok {
 		return unknownTool(name)
 	}
-	_, err := parseArgs(e, argsJSON)
+	_, err := parseArgs(t.def, argsJSON)
 	return err
 }
 
@@ -30,16 +30,20 @@ type field struct {
 	value any // string, json.Number, bool, []any (with float64 numbers), map[string]any
 }
 
-// decodeArgs validates argsJSON against e's schema and then decodes it into dst, a pointer to the
-// tool's argument struct. Validation first, so that every mistake gets a message written for the model
-// rather than encoding/json's.
-func decodeArgs(e entry, argsJSON string, dst any) error {
-	if _, err := parseArgs(e, argsJSON); err != nil {
+// DecodeArgs validates the call's arguments against its tool's declared schema and then decodes them
+// into dst, a pointer to the tool's argument struct. Validation first, so that every mistake gets a
+// message written for the model rather than encoding/json's.
+func DecodeArgs(inv Invocation, dst any) error {
+	t, ok := find(inv.Name)
+	if !ok {
+		return unknownTool(inv.Name)
+	}
+	if _, err := parseArgs(t.def, inv.Arguments); err != nil {
 		return err
 	}
-	if err := json.Unmarshal([]byte(normalizeArgs(argsJSON)), dst); err != nil {
+	if err := json.Unmarshal([]byte(normalizeArgs(inv.Arguments)), dst); err != nil {
 		// Validation accepted what the struct cannot hold: a bug in the schema, not the model's fault.
-		return fmt.Errorf("decode %s arguments: %w", e.spec.Name, err)
+		return fmt.Errorf("decode %s arguments: %w", inv.Name, err)
 	}
 	return nil
 }
@@ -57,8 +61,8 @@ func normalizeArgs(s string) string {
 // parseArgs reads the top-level JSON object member by member, in the model's order, and validates it
 // against e's schema. It uses only json.Unmarshal (which workflowcheck.config.yaml declares
 // deterministic) and a small scanner for the member order, and never ranges over a map.
-func parseArgs(e entry, argsJSON string) ([]field, error) {
-	tool := e.spec.Name
+func parseArgs(e Def, argsJSON string) ([]field, error) {
+	tool := e.Spec.Name
 	data := []byte(normalizeArgs(argsJSON))
 	var whole any
 	if err := json.Unmarshal(data, &whole); err != nil {
@@ -92,27 +96,27 @@ func parseArgs(e entry, argsJSON string) ([]field, error) {
 		if _, isNum := v.(float64); isNum {
 			v = json.Number(m.raw) // keep the literal: 20 and 20.0 differ for an integer field
 		}
-		if v == nil && !contains(e.required, m.name) {
+		if v == nil && !contains(e.Required, m.name) {
 			continue // an optional field sent as null means "not given"
 		}
-		if msg := checkValue(m.name, p.schema, v); msg != "" {
+		if msg := checkValue(m.name, p.Schema, v); msg != "" {
 			return nil, argErrorf(tool, "%s", msg)
 		}
 		fields = append(fields, field{name: m.name, value: v})
 	}
-	for _, r := range e.required {
+	for _, r := range e.Required {
 		given := false
 		for _, f := range fields {
 			given = given || (f.name == r && f.value != nil)
 		}
 		if !given {
 			p, _ := findProp(props, r)
-			desc, _ := p.schema["description"].(string)
-			return nil, argErrorf(tool, "missing required field %q (%s): %s Example: %s", r, typeOf(p.schema), desc, example(e))
+			desc, _ := p.Schema["description"].(string)
+			return nil, argErrorf(tool, "missing required field %q (%s): %s Example: %s", r, typeOf(p.Schema), desc, example(e))
 		}
 	}
-	if e.minProps > 0 && len(fields) < e.minProps {
-		return nil, argErrorf(tool, "give at least %d of: %s", e.minProps, propNames(props))
+	if e.MinProps > 0 && len(fields) < e.MinProps {
+		return nil, argErrorf(tool, "give at least %d of: %s", e.MinProps, propNames(props))
 	}
 	return fields, nil
 }
@@ -193,19 +197,19 @@ func skipValue(data []byte, i int) int {
 	return i
 }
 
-func findProp(props []prop, name string) (prop, bool) {
+func findProp(props []Prop, name string) (Prop, bool) {
 	for _, p := range props {
-		if p.name == name {
+		if p.Name == name {
 			return p, true
 		}
 	}
-	return prop{}, false
+	return Prop{}, false
 }
 
-func propNames(props []prop) string {
+func propNames(props []Prop) string {
 	names := make([]string, 0, len(props))
 	for _, p := range props {
-		names = append(names, p.name)
+		names = append(names, p.Name)
 	}
 	return strings.Join(names, ", ")
 }
@@ -225,29 +229,29 @@ func typeOf(schema map[string]any) string {
 }
 
 // example renders a call with the required fields, in schema order, for error messages.
-func example(e entry) string {
+func example(e Def) string {
 	var parts []string
 	for _, p := range e.props() {
-		if !contains(e.required, p.name) {
+		if !contains(e.Required, p.Name) {
 			continue
 		}
 		var v string
-		switch typeOf(p.schema) {
+		switch typeOf(p.Schema) {
 		case "integer":
 			v = "1"
 		case "array":
 			v = `[["a","b"],["1","2"]]`
 		default:
 			v = `"..."`
-			if enum, ok := p.schema["enum"].([]string); ok && len(enum) > 0 {
+			if enum, ok := p.Schema["enum"].([]string); ok && len(enum) > 0 {
 				v = fmt.Sprintf("%q", enum[0])
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%q: %s", p.name, v))
+		parts = append(parts, fmt.Sprintf("%q: %s", p.Name, v))
 	}
-	if len(parts) == 0 && e.minProps > 0 {
+	if len(parts) == 0 && e.MinProps > 0 {
 		p := e.props()[0]
-		parts = append(parts, fmt.Sprintf("%q: %q", p.name, "..."))
+		parts = append(parts, fmt.Sprintf("%q: %q", p.Name, "..."))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

@@ -171,7 +171,7 @@ func FuzzParseArgs(f *testing.F) {
 	}
 	e, _ := find(GenerateCSV)
 	f.Fuzz(func(t *testing.T, s string) {
-		_, _ = parseArgs(e, s)
+		_, _ = parseArgs(e.def, s)
 		var m map[string]json.RawMessage
 		if json.Unmarshal([]byte(s), &m) != nil || m == nil {
 			return

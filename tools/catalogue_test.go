@@ -128,23 +128,27 @@ func checkKeywords(t *testing.T, path string, s map[string]any) {
 	}
 }
 
-// assemble refuses the rows the registry could not run: a tool with no handler, a builtin with one, a
-// name twice. The catalogue itself passes, or no test would start.
-func TestAssembleRefusesBadRows(t *testing.T) {
-	run := func(*Registry, context.Context, entry, Invocation) (Output, error) { return Output{}, nil }
-	for name, rows := range map[string][]entry{
-		"no run":          {{spec: Spec{Name: "x"}}},
-		"builtin and run": {{spec: Spec{Name: "x", Builtin: true}, run: run}},
-		"twice":           {{spec: Spec{Name: "x"}, run: run}, {spec: Spec{Name: "x"}, run: run}},
+// Register refuses what a Runner could not run: a builtin given a handler, a tool without one, a name
+// twice. The catalogue itself passes, or no test would start.
+func TestRegisterRefusesBadDeclarations(t *testing.T) {
+	run := func(*Registry, context.Context, Invocation) (Output, error) { return Output{}, nil }
+	for name, f := range map[string]func(){
+		"no run":          func() { Register[*Registry](Def{Spec: Spec{Name: "x_test_tool"}}, nil) },
+		"builtin and run": func() { Register(Def{Spec: Spec{Name: "x_test_tool", Builtin: true}}, run) },
+		"no name":         func() { RegisterBuiltin(Def{}) },
+		"twice":           func() { RegisterBuiltin(Def{Spec: Spec{Name: ReadFile}}) },
 	} {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Errorf("%s: assemble did not panic", name)
+					t.Errorf("%s: Register did not panic", name)
 				}
 			}()
-			assemble(rows)
+			f()
 		}()
+	}
+	if _, ok := Lookup("x_test_tool"); ok {
+		t.Errorf("a refused declaration was registered")
 	}
 }
 
@@ -162,8 +166,8 @@ func TestLookupReturnsACopy(t *testing.T) {
 }
 
 func TestSchemas(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
-	got := r.Schemas([]string{WebFetch, "nope", AskHuman, ReadFile})
+	r := newTestRunner(t, newTestRegistry(t, Deps{}))
+	got := r.Schemas(t.Context(), testTeam, []string{WebFetch, "nope", AskHuman, ReadFile})
 	var names []string
 	for _, s := range got {
 		names = append(names, s.Name)
@@ -171,7 +175,7 @@ func TestSchemas(t *testing.T) {
 	if want := []string{WebFetch, AskHuman, ReadFile}; !slices.Equal(names, want) {
 		t.Errorf("Schemas names = %v, want %v", names, want)
 	}
-	if len(r.Schemas(nil)) != 0 {
+	if len(r.Schemas(t.Context(), testTeam, nil)) != 0 {
 		t.Errorf("Schemas(nil) is not empty")
 	}
 }
@@ -179,8 +183,8 @@ func TestSchemas(t *testing.T) {
 // TestSchemasGolden pins what the model is told: a change to a description or schema shows in review.
 // Run `go test ./tools -run TestSchemasGolden -update` after an intended change.
 func TestSchemasGolden(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
-	got, err := json.MarshalIndent(r.Schemas(Names()), "", "  ")
+	r := newTestRunner(t, newTestRegistry(t, Deps{}))
+	got, err := json.MarshalIndent(r.Schemas(t.Context(), testTeam, Names()), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,9 +32,9 @@ type currentTimeArgs struct {
 }
 
 // currentTime reads the real clock: this is activity code, and its result is recorded in history.
-func (r *Registry) currentTime(_ context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) currentTime(_ context.Context, inv Invocation) (Output, error) {
 	var args currentTimeArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	now := r.now().UTC()

@@ -152,6 +152,7 @@ var cronTools = []entry{
 		},
 		required: []string{"name"},
 		props:    func() []prop { return []prop{cronNameProp()} },
+		approval: deleteCronApproval,
 		run:      (*Registry).deleteCron,
 	},
 	{
@@ -185,9 +186,9 @@ type createCronArgs struct {
 	InThisThread bool   `json:"in_this_thread"`
 }
 
-func (r *Registry) createCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) createCron(ctx context.Context, inv Invocation) (Output, error) {
 	var args createCronArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	slug, err := slugArg(CreateCron, "", args.Name)
@@ -396,8 +397,8 @@ func (r *Registry) manageable(tool string, inv Invocation, job JobSpec) *Output 
 		"Nothing was changed.", job.Creator, job.DisplayName(), firstNonEmpty(verb, "change"))}
 }
 
-func (r *Registry) listCrons(ctx context.Context, e entry, inv Invocation) (Output, error) {
-	if err := decodeArgs(e, inv.Arguments, &struct{}{}); err != nil {
+func (r *Registry) listCrons(ctx context.Context, inv Invocation) (Output, error) {
+	if err := DecodeArgs(inv, &struct{}{}); err != nil {
 		return Output{}, err
 	}
 	api, out := r.schedulesAPI(ListCrons)
@@ -493,9 +494,9 @@ type modifyCronArgs struct {
 // errJobChanged aborts a modification whose job changed after it was approved.
 var errJobChanged = errors.New("the job changed after the approval")
 
-func (r *Registry) modifyCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) modifyCron(ctx context.Context, inv Invocation) (Output, error) {
 	var args modifyCronArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	api, out := r.schedulesAPI(ModifyCron)
@@ -577,7 +578,7 @@ func (r *Registry) modifyCron(ctx context.Context, e entry, inv Invocation) (Out
 		// Without a Guard the call cannot pass as approved, so this recurses once.
 		again := inv
 		again.Guard = ""
-		return r.modifyCron(ctx, e, again)
+		return r.modifyCron(ctx, again)
 	}
 	if err != nil {
 		return Output{}, r.scheduleFailed(ModifyCron, err)
@@ -610,8 +611,8 @@ type cronNameArgs struct {
 	Reason string `json:"reason"`
 }
 
-func (r *Registry) deleteCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
-	return r.onJob(ctx, e, inv, DeleteCron, true, func(h client.ScheduleHandle, job JobSpec, _ cronNameArgs) (string, error) {
+func (r *Registry) deleteCron(ctx context.Context, inv Invocation) (Output, error) {
+	return r.onJob(ctx, inv, DeleteCron, true, func(h client.ScheduleHandle, job JobSpec, _ cronNameArgs) (string, error) {
 		if err := h.Delete(ctx); err != nil && !isNotFound(err) {
 			return "", err
 		}
@@ -619,9 +620,9 @@ func (r *Registry) deleteCron(ctx context.Context, e entry, inv Invocation) (Out
 	})
 }
 
-func (r *Registry) triggerCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) triggerCron(ctx context.Context, inv Invocation) (Output, error) {
 	var args cronNameArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	api, out := r.schedulesAPI(TriggerCron)
@@ -652,8 +653,8 @@ func (r *Registry) triggerCron(ctx context.Context, e entry, inv Invocation) (Ou
 	return Output{Content: fmt.Sprintf("Started %q now; its result will be posted in <#%s>.", job.DisplayName(), job.Channel)}, nil
 }
 
-func (r *Registry) pauseCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
-	return r.onJob(ctx, e, inv, PauseCron, true, func(h client.ScheduleHandle, job JobSpec, args cronNameArgs) (string, error) {
+func (r *Registry) pauseCron(ctx context.Context, inv Invocation) (Output, error) {
+	return r.onJob(ctx, inv, PauseCron, true, func(h client.ScheduleHandle, job JobSpec, args cronNameArgs) (string, error) {
 		note := "paused by " + inv.User
 		if args.Reason != "" {
 			note += ": " + args.Reason
@@ -665,9 +666,9 @@ func (r *Registry) pauseCron(ctx context.Context, e entry, inv Invocation) (Outp
 	})
 }
 
-func (r *Registry) resumeCron(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) resumeCron(ctx context.Context, inv Invocation) (Output, error) {
 	var args cronNameArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	api, out := r.schedulesAPI(ResumeCron)
@@ -710,10 +711,10 @@ func (r *Registry) resumeCron(ctx context.Context, e entry, inv Invocation) (Out
 }
 
 // onJob runs one action on an existing job, checking first, when owned, that the person may.
-func (r *Registry) onJob(ctx context.Context, e entry, inv Invocation, tool string, owned bool,
+func (r *Registry) onJob(ctx context.Context, inv Invocation, tool string, owned bool,
 	do func(client.ScheduleHandle, JobSpec, cronNameArgs) (string, error)) (Output, error) {
 	var args cronNameArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	api, out := r.schedulesAPI(tool)
@@ -755,4 +756,13 @@ func creatorsConversation(inv Invocation, creator string) string {
 		return inv.Channel
 	}
 	return ""
+}
+
+// deleteCronApproval names the job lucy_delete_cron would delete, and its schedule ID.
+func deleteCronApproval(args map[string]any) (summary, details string) {
+	n := ArgString(args, "name")
+	if n == "" {
+		n = "(no name given)"
+	}
+	return "delete the recurring job \"" + n + "\" for good", "It will not run again. Its ID: " + scheduleID(cronPrefix, "{team}", Slugify(n))
 }

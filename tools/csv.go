@@ -54,9 +54,9 @@ type generateCSVArgs struct {
 // generateCSV writes the rows to a workspace file and shares it in the conversation's thread with the
 // files v2 upload. The file is written first, so that a failed upload still leaves the deliverable in
 // the workspace (and the model is told so).
-func (r *Registry) generateCSV(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) generateCSV(ctx context.Context, inv Invocation) (Output, error) {
 	var args generateCSVArgs
-	rel, err := decodePath(e, inv, GenerateCSV, false, &args)
+	rel, err := decodePath(inv, GenerateCSV, false, &args)
 	if err != nil {
 		return Output{}, err
 	}

@@ -148,9 +148,9 @@ type generateExcelArgs struct {
 
 func (a *generateExcelArgs) filePath() string { return a.Filename }
 
-func (r *Registry) generateExcel(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) generateExcel(ctx context.Context, inv Invocation) (Output, error) {
 	var args generateExcelArgs
-	rel, err := decodePath(e, inv, GenerateExcel, false, &args)
+	rel, err := decodePath(inv, GenerateExcel, false, &args)
 	if err != nil {
 		return Output{}, err
 	}
@@ -350,9 +350,9 @@ type generateChartArgs struct {
 
 func (a *generateChartArgs) filePath() string { return a.Filename }
 
-func (r *Registry) generateChart(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) generateChart(ctx context.Context, inv Invocation) (Output, error) {
 	var args generateChartArgs
-	rel, err := decodePath(e, inv, GenerateChart, false, &args)
+	rel, err := decodePath(inv, GenerateChart, false, &args)
 	if err != nil {
 		return Output{}, err
 	}

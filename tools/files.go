@@ -28,7 +28,8 @@ var fileTools = []entry{
 		props: func() []prop {
 			return []prop{pathProp("The file to delete.")}
 		},
-		run: (*Registry).deleteFile,
+		approval: deleteFileApproval,
+		run:      (*Registry).deleteFile,
 	},
 	{
 		spec: Spec{
@@ -225,8 +226,8 @@ func (a *deleteFileArgs) filePath() string { return a.Path }
 
 // decodePath decodes a file tool's arguments into args and returns its path, cleaned and checked to
 // stay inside the workspace.
-func decodePath(e entry, inv Invocation, tool string, allowRoot bool, args pathed) (string, error) {
-	if err := decodeArgs(e, inv.Arguments, args); err != nil {
+func decodePath(inv Invocation, tool string, allowRoot bool, args pathed) (string, error) {
+	if err := DecodeArgs(inv, args); err != nil {
 		return "", err
 	}
 	return cleanPath(tool, args.filePath(), allowRoot)
@@ -236,9 +237,9 @@ type listFilesArgs struct {
 	Path string `json:"path"`
 }
 
-func (r *Registry) listFiles(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) listFiles(ctx context.Context, inv Invocation) (Output, error) {
 	var args listFilesArgs
-	dir, err := decodePath(e, inv, ListFiles, true, &args)
+	dir, err := decodePath(inv, ListFiles, true, &args)
 	if err != nil {
 		return Output{}, err
 	}
@@ -286,9 +287,9 @@ type readFileArgs struct {
 	Offset int    `json:"offset"`
 }
 
-func (r *Registry) readFile(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) readFile(ctx context.Context, inv Invocation) (Output, error) {
 	var args readFileArgs
-	rel, err := decodePath(e, inv, ReadFile, false, &args)
+	rel, err := decodePath(inv, ReadFile, false, &args)
 	if err != nil {
 		return Output{}, err
 	}
@@ -306,7 +307,7 @@ func (r *Registry) readFile(ctx context.Context, e entry, inv Invocation) (Outpu
 	if args.Offset >= len(text) {
 		return toolError("offset %d is past the end of %s (%d bytes).", args.Offset, rel, len(text)), nil
 	}
-	part, start, next := window(text, args.Offset, readWindowBytes)
+	part, start, next := Window(text, args.Offset, readWindowBytes)
 	if next == 0 && start == 0 {
 		return Output{Content: part}, nil
 	}
@@ -322,9 +323,9 @@ type writeFileArgs struct {
 	Content string `json:"content"`
 }
 
-func (r *Registry) writeFile(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) writeFile(ctx context.Context, inv Invocation) (Output, error) {
 	var args writeFileArgs
-	rel, err := decodePath(e, inv, WriteFile, false, &args)
+	rel, err := decodePath(inv, WriteFile, false, &args)
 	if err != nil {
 		return Output{}, err
 	}
@@ -410,9 +411,9 @@ type editFileArgs struct {
 	New  string `json:"new"`
 }
 
-func (r *Registry) editFile(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) editFile(ctx context.Context, inv Invocation) (Output, error) {
 	var args editFileArgs
-	rel, err := decodePath(e, inv, EditFile, false, &args)
+	rel, err := decodePath(inv, EditFile, false, &args)
 	if err != nil {
 		return Output{}, err
 	}
@@ -492,9 +493,9 @@ type deleteFileArgs struct {
 	Path string `json:"path"`
 }
 
-func (r *Registry) deleteFile(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) deleteFile(ctx context.Context, inv Invocation) (Output, error) {
 	var args deleteFileArgs
-	rel, err := decodePath(e, inv, DeleteFile, false, &args)
+	rel, err := decodePath(inv, DeleteFile, false, &args)
 	if err != nil {
 		return Output{}, err
 	}
@@ -525,4 +526,13 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KB", float64(n)/1024)
 	}
 	return fmt.Sprintf("%.1f MB", float64(n)/(1024*1024))
+}
+
+// deleteFileApproval names the file lucy_delete_file would delete.
+func deleteFileApproval(args map[string]any) (summary, details string) {
+	p := ArgString(args, "path")
+	if p == "" {
+		p = "(no path given)"
+	}
+	return "delete the file " + p + " from the workspace", p
 }

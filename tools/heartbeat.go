@@ -167,6 +167,7 @@ var heartbeatTools = []entry{
 		},
 		required: []string{"name"},
 		props:    func() []prop { return []prop{heartbeatNameProp()} },
+		approval: deleteHeartbeatApproval,
 		run:      (*Registry).deleteHeartbeat,
 	},
 }
@@ -186,9 +187,9 @@ type createHeartbeatArgs struct {
 	Channel      string   `json:"channel"`
 }
 
-func (r *Registry) createHeartbeat(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) createHeartbeat(ctx context.Context, inv Invocation) (Output, error) {
 	var args createHeartbeatArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	slug, err := slugArg(CreateHeartbeat, "", args.Name)
@@ -631,8 +632,8 @@ func (r *Registry) describeMonitor(ctx context.Context, api client.ScheduleClien
 	return d, spec, st, nil
 }
 
-func (r *Registry) listHeartbeats(ctx context.Context, e entry, inv Invocation) (Output, error) {
-	if err := decodeArgs(e, inv.Arguments, &struct{}{}); err != nil {
+func (r *Registry) listHeartbeats(ctx context.Context, inv Invocation) (Output, error) {
+	if err := DecodeArgs(inv, &struct{}{}); err != nil {
 		return Output{}, err
 	}
 	api, out := r.schedulesAPI(ListHeartbeats)
@@ -689,9 +690,9 @@ func (r *Registry) listHeartbeats(ctx context.Context, e entry, inv Invocation) 
 // checkHeartbeat runs the check inline and compares it with the recorded state without saving
 // anything: the state and the alerts stay the firings' alone, so asking never swallows an alert
 // (had it saved "down", the next firing would see no change and post nothing).
-func (r *Registry) checkHeartbeat(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) checkHeartbeat(ctx context.Context, inv Invocation) (Output, error) {
 	var args cronNameArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	slug, err := slugArg(CheckHeartbeat, "", args.Name)
@@ -749,9 +750,9 @@ func stateWord(status string) string {
 	return "FAILING"
 }
 
-func (r *Registry) deleteHeartbeat(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) deleteHeartbeat(ctx context.Context, inv Invocation) (Output, error) {
 	var args cronNameArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	slug, err := slugArg(DeleteHeartbeat, "", args.Name)
@@ -778,4 +779,13 @@ func (r *Registry) deleteHeartbeat(ctx context.Context, e entry, inv Invocation)
 		return Output{}, r.scheduleFailed(DeleteHeartbeat, err)
 	}
 	return Output{Content: fmt.Sprintf("Deleted the monitor %q; it will not check or alert again.", spec.DisplayName())}, nil
+}
+
+// deleteHeartbeatApproval names the monitor lucy_delete_heartbeat would delete.
+func deleteHeartbeatApproval(args map[string]any) (summary, details string) {
+	n := ArgString(args, "name")
+	if n == "" {
+		n = "(no name given)"
+	}
+	return "delete the monitor \"" + n + "\" for good", "It will not check or alert again."
 }

@@ -119,3 +119,22 @@ func wantTransient(tb testing.TB, err error) *TransientError {
 	}
 	return te
 }
+
+// Run runs a call through a Runner bound to r, as the worker does.
+func (r *Registry) Run(ctx context.Context, inv Invocation) (Output, error) {
+	runner, err := NewRunner(zerolog.Nop(), []any{r})
+	if err != nil {
+		return Output{}, err
+	}
+	return runner.Run(ctx, inv)
+}
+
+// newTestRunner is a Runner bound to the given domains.
+func newTestRunner(tb testing.TB, domains ...any) *Runner {
+	tb.Helper()
+	r, err := NewRunner(zerolog.Nop(), domains)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}

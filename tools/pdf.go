@@ -47,9 +47,9 @@ func (a *generatePDFArgs) filePath() string { return a.Filename }
 // maxPDFBytes bounds a generated PDF: more than other generated files, since images make it large.
 const maxPDFBytes = 4 * MaxFileBytes
 
-func (r *Registry) generatePDF(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) generatePDF(ctx context.Context, inv Invocation) (Output, error) {
 	var args generatePDFArgs
-	rel, err := decodePath(e, inv, GeneratePDF, false, &args)
+	rel, err := decodePath(inv, GeneratePDF, false, &args)
 	if err != nil {
 		return Output{}, err
 	}

@@ -2,12 +2,9 @@ package tools
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
@@ -166,93 +163,45 @@ func NewRegistry(d Deps) *Registry {
 	return r
 }
 
-// Schemas describes the named tools to the LLM, in the given order; unknown names are skipped.
-func (r *Registry) Schemas(names []string) []Schema {
-	out := make([]Schema, 0, len(names))
-	for _, name := range names {
-		e, ok := find(name)
-		if !ok {
-			continue
+// entry is a row of a tool whose domain still lives in this package: its declaration and its handler
+// on *Registry. registerRows registers each with Register (or RegisterBuiltin when it has no run).
+type entry struct {
+	spec       Spec
+	required   []string
+	props      func() []Prop
+	minProps   int
+	notDefault bool
+	approval   func(args map[string]any) (summary, details string)
+	run        func(*Registry, context.Context, Invocation) (Output, error)
+}
+
+func registerRows(groups ...[]entry) bool {
+	for _, rows := range groups {
+		for _, e := range rows {
+			d := Def{Spec: e.spec, Required: e.required, Props: e.props, MinProps: e.minProps, NotDefault: e.notDefault, Approval: e.approval}
+			if e.run == nil {
+				RegisterBuiltin(d)
+			} else {
+				Register(d, e.run)
+			}
 		}
-		out = append(out, Schema{Name: e.spec.Name, Description: e.spec.Description, Parameters: e.parameters()})
 	}
-	return out
+	return true
 }
 
-// Run executes one tool call. It returns an *ArgError for arguments no retry can fix, a *TransientError
-// for failures worth retrying, an Output with IsError for failures the model should see, and a plain
-// error for the rest (a cancelled context, a misconfigured worker). Content is capped at MaxOutputChars.
-func (r *Registry) Run(ctx context.Context, inv Invocation) (Output, error) {
-	e, ok := find(inv.Name)
-	if !ok {
-		return Output{}, unknownTool(inv.Name)
-	}
-	if e.spec.Builtin {
-		return Output{}, fmt.Errorf("run %s: %w", inv.Name, ErrBuiltin)
-	}
-	start := time.Now()
-	out, err := r.dispatch(ctx, e, inv)
-	if err == nil {
-		out.Content = capOutput(out.Content)
-	}
-	// The caller logs and reports errors; this line only records the outcome and timing.
-	r.log.Debug().Str("tool", inv.Name).Str("team", inv.Team).Str("run", inv.RunID).Str("call", inv.CallID).
-		Str("outcome", outcome(out, err)).Dur("took", time.Since(start)).Msg("tool call")
-	return out, err
-}
+var _ = registerRows(
+	builtinTools, clockTools, fileTools, csvTools, slackTools, webTools, delegationTools, cronTools,
+	scriptTools, documentTools, searchTools, slackSearchTools, heartbeatTools,
+)
 
-// dispatch runs a non-builtin tool: assemble makes sure each of them has a run.
-func (r *Registry) dispatch(ctx context.Context, e entry, inv Invocation) (Output, error) {
-	return e.run(r, ctx, e, inv)
-}
+// The schema constructors under the names the rows of this package use.
+type prop = Prop
 
-func outcome(out Output, err error) string {
-	var argErr *ArgError
-	var transient *TransientError
-	switch {
-	case errors.As(err, &argErr):
-		return "badArguments"
-	case errors.As(err, &transient):
-		return "transient"
-	case err != nil:
-		return "error"
-	case out.IsError:
-		return "toolError"
-	case out.NeedsApproval != nil:
-		return "needsApproval"
-	}
-	return "ok"
-}
+var (
+	strProp  = StrProp
+	intProp  = IntProp
+	enumProp = EnumProp
+	pathProp = PathProp
+)
 
-// capOutput keeps a result under MaxOutputChars, cutting on a rune boundary and saying so.
-func capOutput(s string) string {
-	if utf8.RuneCountInString(s) <= MaxOutputChars {
-		return s
-	}
-	const room = 64 // for the note
-	kept := 0
-	for i := range s {
-		if kept == MaxOutputChars-room {
-			return s[:i] + fmt.Sprintf("\n\n[Output truncated at %d characters.]", kept)
-		}
-		kept++
-	}
-	return s
-}
-
-// window returns at most size bytes of s from offset, both ends moved back to rune boundaries, with the
-// offset it really starts at and the offset to continue from (0 when the rest fits).
-func window(s string, offset, size int) (part string, start, next int) {
-	for offset > 0 && offset < len(s) && !utf8.RuneStart(s[offset]) {
-		offset--
-	}
-	rest := s[offset:]
-	if len(rest) <= size {
-		return rest, offset, 0
-	}
-	end := size
-	for end > 0 && !utf8.RuneStart(rest[end]) {
-		end--
-	}
-	return rest[:end], offset, offset + end
-}
+func channelProp() Prop { return ChannelProp() }

@@ -49,9 +49,9 @@ type runScriptArgs struct {
 	Code string `json:"code"`
 }
 
-func (r *Registry) runScript(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) runScript(ctx context.Context, inv Invocation) (Output, error) {
 	var args runScriptArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	cmd := r.deps.Sandbox

@@ -89,9 +89,9 @@ type searchResult struct {
 	Title, URL, Snippet, Date string
 }
 
-func (r *Registry) webSearch(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) webSearch(ctx context.Context, inv Invocation) (Output, error) {
 	var args webSearchArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	cfg := r.deps.Search

@@ -92,7 +92,8 @@ var slackTools = []entry{
 				strProp("text", "The message text, in Slack mrkdwn.", 1, MaxMessageChars),
 			}
 		},
-		run: (*Registry).postMessage,
+		approval: postMessageApproval,
+		run:      (*Registry).postMessage,
 	},
 }
 
@@ -297,9 +298,9 @@ type channelHistoryArgs struct {
 	Limit   int    `json:"limit"`
 }
 
-func (r *Registry) channelHistory(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) channelHistory(ctx context.Context, inv Invocation) (Output, error) {
 	var args channelHistoryArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	if args.Limit == 0 {
@@ -344,9 +345,9 @@ type listChannelsArgs struct {
 	Query string `json:"query"`
 }
 
-func (r *Registry) listChannels(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) listChannels(ctx context.Context, inv Invocation) (Output, error) {
 	var args listChannelsArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	api, unavailable := r.slackAPI(inv.Team)
@@ -414,9 +415,9 @@ type getThreadArgs struct {
 	TS      string `json:"ts"`
 }
 
-func (r *Registry) getThread(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) getThread(ctx context.Context, inv Invocation) (Output, error) {
 	var args getThreadArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	ts := strings.TrimSpace(args.TS)
@@ -474,9 +475,9 @@ type postMessageArgs struct {
 	Text    string `json:"text"`
 }
 
-func (r *Registry) postMessage(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) postMessage(ctx context.Context, inv Invocation) (Output, error) {
 	var args postMessageArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	if strings.TrimSpace(args.Text) == "" {
@@ -624,4 +625,13 @@ func deref(out *Output) Output {
 		return Output{}
 	}
 	return *out
+}
+
+// postMessageApproval shows where lucy_post_message would post and the exact text.
+func postMessageApproval(args map[string]any) (summary, details string) {
+	text, _ := args["text"].(string)
+	if text == "" {
+		text = "(no text given)"
+	}
+	return "post a message " + postTarget(ArgString(args, "channel")), text
 }

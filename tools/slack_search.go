@@ -54,9 +54,9 @@ type slackSearchArgs struct {
 	Count int    `json:"count"`
 }
 
-func (r *Registry) searchSlackHistory(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) searchSlackHistory(ctx context.Context, inv Invocation) (Output, error) {
 	var args slackSearchArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	if args.Count <= 0 {

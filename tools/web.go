@@ -218,9 +218,9 @@ type webFetchArgs struct {
 	Offset int    `json:"offset"`
 }
 
-func (r *Registry) webFetch(ctx context.Context, e entry, inv Invocation) (Output, error) {
+func (r *Registry) webFetch(ctx context.Context, inv Invocation) (Output, error) {
 	var args webFetchArgs
-	if err := decodeArgs(e, inv.Arguments, &args); err != nil {
+	if err := DecodeArgs(inv, &args); err != nil {
 		return Output{}, err
 	}
 	u, err := url.Parse(strings.TrimSpace(args.URL))
@@ -306,7 +306,7 @@ func (r *Registry) webFetch(ctx context.Context, e entry, inv Invocation) (Outpu
 	if args.Offset > 0 && args.Offset >= len(text) {
 		return toolError("offset %d is past the end of the page's text (which ends at %d).", args.Offset, len(text)), nil
 	}
-	part, start, next := window(text, args.Offset, readWindowBytes)
+	part, start, next := Window(text, args.Offset, readWindowBytes)
 	shownLen := len(part)
 	if strings.TrimSpace(part) == "" {
 		part = "(the page has no readable text)"

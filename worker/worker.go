@@ -26,6 +26,7 @@ import (
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/toolset"
 	"github.com/lucy-agent/lucy/workflows"
 	"github.com/lucy-agent/lucy/workspace"
 )
@@ -124,7 +125,7 @@ func NewActivities(d Deps) *activities.Activities {
 	if d.Client != nil {
 		schedules = d.Client.ScheduleClient()
 	}
-	reg := tools.NewRegistry(tools.Deps{
+	set := toolset.New(toolset.Deps{
 		Schedules: schedules,
 		Search: tools.SearchConfig{Provider: cfg.SearchProvider, APIKey: cfg.SearchAPIKey, Model: cfg.SearchModel,
 			BaseURL: cfg.SearchBaseURL},
@@ -148,7 +149,8 @@ func NewActivities(d Deps) *activities.Activities {
 		History:          &activities.CachedHistory{Client: d.Client, Namespace: cfg.TemporalNamespace, Metrics: d.Metrics},
 		Temporal:         d.Client,
 		Prompts:          prompts.FS,
-		Tools:            reg,
+		Tools:            set.Runner,
+		Schedules:        set.Schedules,
 		Admins:           cfg.AdminUsers,
 		ApprovalKey:      cfg.ApprovalKey,
 		MaxToolCalls:     cfg.MaxToolCalls,

@@ -45,7 +45,7 @@ func fireMonitor(t *testing.T, reg *tools.Registry, spec tools.MonitorSpec, last
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(Monitor, workflow.RegisterOptions{Name: MonitorWorkflowName})
 	var f firing
-	acts := &activities.Activities{Tools: reg}
+	acts := &activities.Activities{Schedules: reg}
 	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.MonitorInput) (tools.MonitorResult, error) {
 		f.order = append(f.order, "check")
 		return acts.CheckMonitor(ctx, in)

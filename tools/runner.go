@@ -1,0 +1,237 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+)
+
+// Tool is a tool offered by a Source at run time: its whole spec, schema included, and its handler.
+type Tool struct {
+	Spec Spec // with Parameters
+	Run  Handler
+}
+
+// Source offers tools that are not compiled in, per team and at run time: a team's MCP servers or
+// OpenAPI services. A run records the flags of what it was offered in its Route (the workflow decides
+// by those, never by what a source lists later), so a source may change its list at any time.
+type Source interface {
+	// Tools lists what the source offers team now. It is called from activities (the route, the
+	// model call, the tool call), never from workflow code; it should answer from a cache.
+	Tools(ctx context.Context, team string) ([]Tool, error)
+}
+
+// Runner runs tools: the compiled-in ones, bound to the values of their domains, and those of the
+// run-time sources. It is safe for concurrent use.
+type Runner struct {
+	handlers map[string]Handler
+	sources  []Source
+	log      zerolog.Logger
+}
+
+// NewRunner binds every compiled-in tool that the Runner executes to its domain, the one of domains
+// whose type its handler was registered with. A tool whose domain is missing is a wiring mistake of the
+// worker and an error: a model offered it would meet "not available" at the first call.
+func NewRunner(log zerolog.Logger, domains []any, sources ...Source) (*Runner, error) {
+	r := &Runner{handlers: make(map[string]Handler, len(compiled)), sources: sources,
+		log: log.With().Str("component", "tools").Logger()}
+	var missing []string
+	for _, t := range compiled {
+		if t.bind == nil {
+			continue // builtin: the workflow runs it
+		}
+		for _, d := range domains {
+			if h, ok := t.bind(d); ok {
+				r.handlers[t.def.Spec.Name] = h
+				break
+			}
+		}
+		if r.handlers[t.def.Spec.Name] == nil {
+			missing = append(missing, t.def.Spec.Name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("tools: no domain given for %s", strings.Join(missing, ", "))
+	}
+	return r, nil
+}
+
+// Available returns the names of the tools offered to the main agent of a run in team: the compiled-in
+// default set and, after them, what the run-time sources offer, sorted. A source's tool that has the
+// name of a compiled-in one is left out (and logged): a name means one tool in a run. A source that
+// fails is logged and left out, so that one unreachable server does not stop every conversation.
+func (r *Runner) Available(ctx context.Context, team string) []Spec {
+	var out []Spec
+	for _, name := range DefaultSet() {
+		s, _ := Lookup(name)
+		out = append(out, s)
+	}
+	extra := r.sourceTools(ctx, team)
+	slices.SortFunc(extra, func(a, b Tool) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
+	for _, t := range extra {
+		out = append(out, t.Spec)
+	}
+	return out
+}
+
+// Spec returns the spec of a tool for team: compiled-in, or offered by a source now.
+func (r *Runner) Spec(ctx context.Context, team, name string) (Spec, bool) {
+	if s, ok := Lookup(name); ok {
+		return s, true
+	}
+	if t, ok := r.sourceTool(ctx, team, name); ok {
+		return t.Spec, true
+	}
+	return Spec{}, false
+}
+
+// Schemas describes the named tools to the LLM, in the given order; a name no longer known (a source
+// that dropped it) is skipped.
+func (r *Runner) Schemas(ctx context.Context, team string, names []string) []Schema {
+	out := make([]Schema, 0, len(names))
+	var extra []Tool
+	for _, name := range names {
+		s, ok := Lookup(name)
+		if !ok {
+			if extra == nil {
+				extra = r.sourceTools(ctx, team)
+			}
+			i := slices.IndexFunc(extra, func(t Tool) bool { return t.Spec.Name == name })
+			if i < 0 {
+				continue
+			}
+			s = extra[i].Spec
+		}
+		out = append(out, Schema{Name: s.Name, Description: s.Description, Parameters: s.Parameters})
+	}
+	return out
+}
+
+// Run executes one tool call. Errors are as Handler says; content is capped at MaxOutputChars.
+func (r *Runner) Run(ctx context.Context, inv Invocation) (Output, error) {
+	h, err := r.handler(ctx, inv)
+	if err != nil {
+		return Output{}, err
+	}
+	start := time.Now()
+	out, err := h(ctx, inv)
+	if err == nil {
+		out.Content = capOutput(out.Content)
+	}
+	// The caller logs and reports errors; this line only records the outcome and timing.
+	r.log.Debug().Str("tool", inv.Name).Str("team", inv.Team).Str("run", inv.RunID).Str("call", inv.CallID).
+		Str("outcome", outcome(out, err)).Dur("took", time.Since(start)).Msg("tool call")
+	return out, err
+}
+
+func (r *Runner) handler(ctx context.Context, inv Invocation) (Handler, error) {
+	if t, ok := find(inv.Name); ok {
+		if t.def.Spec.Builtin {
+			return nil, fmt.Errorf("run %s: %w", inv.Name, ErrBuiltin)
+		}
+		return r.handlers[inv.Name], nil
+	}
+	if t, ok := r.sourceTool(ctx, inv.Team, inv.Name); ok {
+		return t.Run, nil
+	}
+	if len(r.sources) > 0 {
+		// Offered when the run started, gone since (a server disconnected or changed its list).
+		return nil, argErrorf(inv.Name, "%s is no longer available: its integration was disconnected or no longer offers it; "+
+			"use another tool or tell the person", inv.Name)
+	}
+	return nil, unknownTool(inv.Name)
+}
+
+// sourceTools lists what every source offers team, in source order, leaving out names of compiled-in
+// tools and a second tool of one name.
+func (r *Runner) sourceTools(ctx context.Context, team string) []Tool {
+	var out []Tool
+	seen := map[string]bool{}
+	for i, s := range r.sources {
+		list, err := s.Tools(ctx, team)
+		if err != nil {
+			r.log.Warn().Err(err).Int("source", i).Str("team", team).Msg("a tool source failed; its tools are not offered")
+			continue
+		}
+		for _, t := range list {
+			name := t.Spec.Name
+			if _, compiledIn := find(name); compiledIn || seen[name] || t.Run == nil {
+				r.log.Warn().Str("tool", name).Str("team", team).Msg("a source's tool has a name already taken (or no handler); left out")
+				continue
+			}
+			seen[name] = true
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (r *Runner) sourceTool(ctx context.Context, team, name string) (Tool, bool) {
+	if len(r.sources) == 0 {
+		return Tool{}, false
+	}
+	for _, t := range r.sourceTools(ctx, team) {
+		if t.Spec.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+func outcome(out Output, err error) string {
+	var argErr *ArgError
+	var transient *TransientError
+	switch {
+	case errors.As(err, &argErr):
+		return "badArguments"
+	case errors.As(err, &transient):
+		return "transient"
+	case err != nil:
+		return "error"
+	case out.IsError:
+		return "toolError"
+	case out.NeedsApproval != nil:
+		return "needsApproval"
+	}
+	return "ok"
+}
+
+// capOutput keeps a result under MaxOutputChars, cutting on a rune boundary and saying so.
+func capOutput(s string) string {
+	if utf8.RuneCountInString(s) <= MaxOutputChars {
+		return s
+	}
+	const room = 64 // for the note
+	kept := 0
+	for i := range s {
+		if kept == MaxOutputChars-room {
+			return s[:i] + fmt.Sprintf("\n\n[Output truncated at %d characters.]", kept)
+		}
+		kept++
+	}
+	return s
+}
+
+// Window returns at most size bytes of s from offset, both ends moved back to rune boundaries, with
+// the offset it really starts at and the offset to continue from (0 when the rest fits): the parts of
+// a long file or page read in several calls.
+func Window(s string, offset, size int) (part string, start, next int) {
+	for offset > 0 && offset < len(s) && !utf8.RuneStart(s[offset]) {
+		offset--
+	}
+	rest := s[offset:]
+	if len(rest) <= size {
+		return rest, offset, 0
+	}
+	end := size
+	for end > 0 && !utf8.RuneStart(rest[end]) {
+		end--
+	}
+	return rest[:end], offset, offset + end
+}

@@ -1,0 +1,92 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+// fakeSource offers its current list to every team; list may change between calls, as an MCP
+// server's does.
+type fakeSource struct {
+	list atomic.Pointer[[]Tool]
+	err  error
+}
+
+func (s *fakeSource) Tools(context.Context, string) ([]Tool, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	return *s.list.Load(), nil
+}
+
+func sourceTool(name string, flags Spec, answer string) Tool {
+	flags.Name, flags.Description = name, "A tool of a connected server."
+	flags.Parameters = map[string]any{"type": "object", "properties": map[string]any{}}
+	return Tool{Spec: flags, Run: func(_ context.Context, inv Invocation) (Output, error) {
+		return Output{Content: answer + " " + inv.Arguments}, nil
+	}}
+}
+
+// A source's tools are offered, described and run beside the compiled-in ones; a name that is already
+// a compiled-in tool's stays the compiled-in tool; a tool the source dropped since is refused with a
+// message the model can act on; a failing source takes only its own tools away.
+func TestRunnerRunsASourcesTools(t *testing.T) {
+	src := &fakeSource{}
+	list := []Tool{
+		sourceTool("mcp__crm__find", Spec{Idempotent: true}, "found"),
+		sourceTool(ReadFile, Spec{}, "impostor"), // takes a compiled-in name: left out
+	}
+	src.list.Store(&list)
+	broken := &fakeSource{err: errors.New("connection refused")}
+	r, err := NewRunner(zerolog.Nop(), []any{newTestRegistry(t, Deps{})}, broken, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+
+	avail := r.Available(ctx, testTeam)
+	var names []string
+	for _, s := range avail {
+		names = append(names, s.Name)
+	}
+	if !slices.Contains(names, "mcp__crm__find") || names[len(names)-1] != "mcp__crm__find" {
+		t.Errorf("available = %v, want the source's tool after the compiled-in ones", names)
+	}
+	if n := strings.Count(strings.Join(names, ","), ReadFile); n != 1 {
+		t.Errorf("%s offered %d times", ReadFile, n)
+	}
+	if s, ok := r.Spec(ctx, testTeam, "mcp__crm__find"); !ok || !s.Idempotent {
+		t.Errorf("Spec(source tool) = %+v, %v", s, ok)
+	}
+	schemas := r.Schemas(ctx, testTeam, []string{ReadFile, "mcp__crm__find"})
+	if len(schemas) != 2 || schemas[1].Description != "A tool of a connected server." {
+		t.Errorf("schemas = %+v", schemas)
+	}
+
+	out, err := r.Run(ctx, Invocation{Name: "mcp__crm__find", Arguments: `{"q":"Ada"}`, Team: testTeam})
+	if err != nil || out.Content != `found {"q":"Ada"}` {
+		t.Fatalf("Run(source tool) = %+v, %v", out, err)
+	}
+	out, err = r.Run(ctx, Invocation{Name: ReadFile, Arguments: `{"path": "nope.txt"}`, Team: testTeam})
+	if err != nil || strings.Contains(out.Content, "impostor") {
+		t.Fatalf("Run(%s) = %+v, %v: want the compiled-in tool", ReadFile, out, err)
+	}
+
+	empty := []Tool{}
+	src.list.Store(&empty) // the server dropped it
+	_, err = r.Run(ctx, Invocation{Name: "mcp__crm__find", Arguments: `{}`, Team: testTeam})
+	wantArgError(t, err, "mcp__crm__find", "no longer available")
+}
+
+// NewRunner refuses a wiring without the domain of a compiled-in tool.
+func TestNewRunnerNeedsEveryDomain(t *testing.T) {
+	if _, err := NewRunner(zerolog.Nop(), nil); err == nil || !strings.Contains(err.Error(), ReadFile) {
+		t.Errorf("NewRunner without domains: %v, want an error naming the unbound tools", err)
+	}
+}
