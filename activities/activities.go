@@ -66,11 +66,11 @@ type Activities struct {
 	// Temporal is the worker's client, for what workflow code cannot ask itself (is a workflow
 	// still running?).
 	Temporal client.Client
-	Prompts  fs.FS           // prompts/ (embedded markdown)
+	Prompts  fs.FS         // prompts/ (embedded markdown)
 	Tools    *tools.Runner // tool schemas and implementations, compiled-in and from run-time sources
 	// Schedules checks recurring jobs and monitors at their firings (nil: this worker cannot).
 	Schedules ScheduleChecks
-	Admins   []string        // LUCY_ADMIN_USERS
+	Admins    []string // LUCY_ADMIN_USERS
 	// ApprovalKey verifies the gateway's signatures on approvals (CheckApproval): LUCY_APPROVAL_KEY,
 	// or derived from SLACK_BOT_TOKEN. The zero key verifies nothing, so every approval is refused.
 	ApprovalKey signing.Key
