@@ -58,7 +58,7 @@ type RunReader interface {
 // a fixed wire name).
 const messageSignal = "message"
 
-// subAgentMark is in the workflow ID of a run's sub-agents: {run}:sub:{n} (workflows.SubAgentID).
+// subAgentMark is in the workflow ID of a run's sub-agents: {run}:sub:{n} (subagents.ID).
 const subAgentMark = ":sub:"
 
 // startedInput is the part of an agent run's input (workflows.RunInput) or a sub-agent's

@@ -20,6 +20,7 @@ import (
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -234,7 +235,7 @@ func TestRecordedScenarios(t *testing.T) {
 				s.saveHistory(t, workflows.LaneID(key), sc.name+"-lane.json")
 				s.saveHistory(t, workflows.RunID(key, 1, ts), sc.name+"-run.json")
 				if sc.name == "delegation" {
-					s.saveHistory(t, workflows.SubAgentID(workflows.RunID(key, 1, ts), 1), sc.name+"-sub.json")
+					s.saveHistory(t, subagents.ID(workflows.RunID(key, 1, ts), 1), sc.name+"-sub.json")
 				}
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
+	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -58,7 +59,7 @@ func TestDelegationEndToEnd(t *testing.T) {
 	s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(root, "The research agent says") })
 
 	run := s.currentOrLastRun(t, root)
-	child := workflows.SubAgentID(run, 1)
+	child := subagents.ID(run, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	d, err := s.client.DescribeWorkflowExecution(ctx, child, "")
@@ -66,7 +67,7 @@ func TestDelegationEndToEnd(t *testing.T) {
 		t.Fatalf("sub-agent workflow %s: %v", child, err)
 	}
 	info := d.GetWorkflowExecutionInfo()
-	if info.GetType().GetName() != workflows.SubAgentWorkflowName || info.GetParentExecution().GetWorkflowId() != run ||
+	if info.GetType().GetName() != subagents.WorkflowName || info.GetParentExecution().GetWorkflowId() != run ||
 		info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 		t.Errorf("sub-agent %s: type %s, parent %s, status %s", child, info.GetType().GetName(), info.GetParentExecution().GetWorkflowId(), info.GetStatus())
 	}
@@ -114,7 +115,7 @@ func TestCancellingTheRunStopsTheSubAgentWithinSeconds(t *testing.T) {
 	s.waitFor("the sub-agent to start", 60*time.Second, func() bool {
 		for _, r := range s.llm.Requests() {
 			if isSubAgent(r) {
-				child = workflows.SubAgentID(s.currentOrLastRun(t, root), 1)
+				child = subagents.ID(s.currentOrLastRun(t, root), 1)
 				return true
 			}
 		}

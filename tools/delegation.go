@@ -3,12 +3,12 @@ package tools
 import (
 	"fmt"
 
-	"github.com/lucy-agent/lucy/workflows/agent"
+	"github.com/lucy-agent/lucy/subagents"
 )
 
 // Delegation tools start a sub-agent: a child workflow of the run with its own prompt, model tier,
 // tools and a small budget, which returns a structured report. The workflow runs them (they are
-// Builtin); the registry of sub-agents is workflows/agent.SubAgents, and a test in package workflows
+// Builtin); the registry of sub-agents is subagents.Specs, and a test in package workflows
 // checks that each has its tool here. Each tool's description takes its step limit from that registry, so the model is
 // told the limit the sub-agent really has.
 const (
@@ -19,7 +19,7 @@ const (
 )
 
 // delegationNote ends every delegation tool's description; maxTurns is the sub-agent's own limit
-// (SubAgentSpec.MaxTurns). Only the model reads it (through the schemas the model activity sends), never
+// (subagents.Spec.MaxTurns). Only the model reads it (through the schemas the model activity sends), never
 // workflow code, so changing it changes no recorded history.
 func delegationNote(maxTurns int) string {
 	return fmt.Sprintf(" It works alone with its own tools for up to %d steps and about two minutes, then returns a ", maxTurns) +
@@ -30,9 +30,9 @@ func delegationNote(maxTurns int) string {
 // subAgentTurns is the step limit of the sub-agent a delegation tool starts. A tool with no row in the
 // registry is a programming error, caught at start: every test run of a package importing tools fails.
 func subAgentTurns(tool string) int {
-	s, ok := agent.SubAgentForTool(tool)
+	s, ok := subagents.ForTool(tool)
 	if !ok {
-		panic("tools: " + tool + " has no sub-agent in workflows/agent's registry")
+		panic("tools: " + tool + " has no sub-agent in subagents' registry")
 	}
 	return s.MaxTurns
 }

@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lucy-agent/lucy/workflows/agent"
+	"github.com/lucy-agent/lucy/subagents"
 )
 
 // The model plans a delegation by the step limit its tool states: each delegation tool must state its
 // own sub-agent's limit from the registry, and no other.
 func TestDelegationDescriptionStatesEachSubAgentsLimit(t *testing.T) {
-	subs := agent.SubAgents()
+	subs := subagents.Specs()
 	if len(subs) == 0 {
 		t.Fatal("the sub-agent registry is empty")
 	}

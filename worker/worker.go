@@ -25,6 +25,7 @@ import (
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
+	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/toolset"
 	"github.com/lucy-agent/lucy/workflows"
@@ -148,7 +149,7 @@ func NewActivities(d Deps) *activities.Activities {
 		Slack:            func(team string) activities.SlackAPI { return slackFor(team) },
 		History:          &activities.CachedHistory{Client: d.Client, Namespace: cfg.TemporalNamespace, Metrics: d.Metrics},
 		Temporal:         d.Client,
-		Prompts:          prompts.FS,
+		Prompts:          subagents.PromptFS(prompts.FS), // the sub-agents keep their task prompts
 		Tools:            set.Runner,
 		Schedules:        set.Schedules,
 		Admins:           cfg.AdminUsers,
@@ -253,7 +254,7 @@ func SlackClients(cfg *config.Config, localURL, localToken string) func(team str
 func Register(r sdkworker.Registry, acts *activities.Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AgentRun, workflow.RegisterOptions{Name: workflows.AgentRunWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.SubAgent, workflow.RegisterOptions{Name: workflows.SubAgentWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.SubAgent, workflow.RegisterOptions{Name: subagents.WorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.ScheduledJob, workflow.RegisterOptions{Name: workflows.ScheduledJobWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.JobSlots, workflow.RegisterOptions{Name: workflows.JobSlotsWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.Monitor, workflow.RegisterOptions{Name: workflows.MonitorWorkflowName})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
@@ -173,7 +174,7 @@ func (r *run) trimPayload(window int) {
 		limit = agent.PayloadCap(window)
 	}
 	if r.sub != nil {
-		limit = agent.SubMaxPayloadChars // SUB_MAX_PAYLOAD_CHARS, 80,000
+		limit = subagents.MaxPayloadChars // SUB_MAX_PAYLOAD_CHARS, 80,000
 	}
 	total := 0
 	for _, m := range r.msgs {

@@ -37,7 +37,7 @@ type RunInput struct {
 	// carries over, so a follow-up knows what was found and decided).
 	PriorJournal string `json:"priorJournal,omitempty"`
 	// SubAgentBudget is the time budget of the sub-agents this run starts; zero means
-	// agent.SubBudget. Tests shorten it.
+	// subagents.DefaultBudget. Tests shorten it.
 	SubAgentBudget time.Duration `json:"subAgentBudget,omitempty"`
 	// Scheduled is a recurring job's firing: nobody watches the thread, so there is no "Thinking…"
 	// message (the answer is posted when it is ready), and the message text is the instruction.
@@ -141,7 +141,7 @@ type run struct {
 
 	// sub is set when this is a sub-agent (SubAgent), nil for an agent run.
 	sub *SubAgentInput
-	// subs counts the sub-agents this run started (their IDs: SubAgentID).
+	// subs counts the sub-agents this run started (their IDs: subagents.ID).
 	subs int
 
 	// hardened: this execution runs with changeRunHardening (versions.go).

@@ -15,6 +15,7 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
@@ -549,6 +550,6 @@ func (r *run) refuse(ctx workflow.Context, ap Approval, text string) {
 
 // isDelegation reports whether a builtin tool starts a sub-agent.
 func isDelegation(name string) bool {
-	_, ok := agent.SubAgentForTool(name)
+	_, ok := subagents.ForTool(name)
 	return ok
 }

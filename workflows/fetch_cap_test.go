@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
@@ -96,7 +97,7 @@ func TestFetchCapSharedWithSubAgents(t *testing.T) {
 		t.Errorf("the run fetched %d pages, want %d", got, before)
 	}
 	for i := 1; i <= 2; i++ {
-		if got := h.fetchesBy(SubAgentID(run, i)); got != 5 {
+		if got := h.fetchesBy(subagents.ID(run, i)); got != 5 {
 			t.Errorf("sub-agent %d fetched %d pages, want its share, 5", i, got)
 		}
 	}

@@ -1,6 +1,10 @@
 package workflows
 
-import "time"
+import (
+	"time"
+
+	"github.com/lucy-agent/lucy/workflows/agent"
+)
 
 // The payloads that cross the Temporal boundary between the gateway and the workflows. Only plain
 // structs: no slack.* or openai.* types, no secrets (docs/architecture.md rule 2).
@@ -183,9 +187,5 @@ type RunStatus struct {
 	Usage map[string]Usage `json:"usage,omitempty"`
 }
 
-// Usage is token usage of one model.
-type Usage struct {
-	PromptTokens     int64 `json:"promptTokens"`
-	CompletionTokens int64 `json:"completionTokens"`
-	Calls            int   `json:"calls"`
-}
+// Usage is token usage of one model (shared with the sub-agents, which report theirs).
+type Usage = agent.Usage

@@ -15,9 +15,7 @@ const (
 	// Workflow types, registered with these explicit names so a Go rename cannot break running workflows.
 	LaneWorkflowName     = "lane"
 	AgentRunWorkflowName = "agent_run"
-	// SubAgentWorkflowName is a sub-agent (research, code, document, integrations): a child workflow
-	// of an agent run, started by a delegate_to_*_agent tool call.
-	SubAgentWorkflowName = "sub_agent"
+	// The sub-agent's type, sub_agent, is subagents.WorkflowName; its IDs are subagents.ID.
 	// ScheduledJobWorkflowName is one firing of a recurring job (a Temporal Schedule's action);
 	// JobSlotsWorkflowName limits how many firings of one workspace run at once.
 	ScheduledJobWorkflowName = tools.ScheduledJobWorkflow
@@ -67,12 +65,6 @@ func ParseLaneID(id string) (LaneKey, error) {
 // idempotent by (run workflow ID, key), so a repeated ID would find the old run's messages.
 func RunID(k LaneKey, n int, msgTS string) string {
 	return fmt.Sprintf("%s:run:%d:%s", LaneID(k), n, msgTS)
-}
-
-// SubAgentID is the workflow ID of the n-th sub-agent a run started: {run}:sub:{n}. It sits under its
-// run in the Web UI (a child workflow) and its Slack posts are idempotent by this ID.
-func SubAgentID(run string, n int) string {
-	return fmt.Sprintf("%s:sub:%d", run, n)
 }
 
 // legacyRunID is the run ID of lanes started before changeLaneHardening: {lane}:run:{n}.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lucy-agent/lucy/subagents"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -13,7 +14,7 @@ import (
 )
 
 // replayFile replays a recorded history under the workflow ID it ran with: a run names its
-// sub-agents after its own ID (SubAgentID), so replaying under the replayer's default ID would not
+// sub-agents after its own ID (subagents.ID), so replaying under the replayer's default ID would not
 // produce the same child workflow commands. A run's ID is in its lane's history (X-lane.json), a
 // sub-agent's in its run's (X-run.json): the first child the parent started.
 func replayFile(r worker.WorkflowReplayer, file string) error {
@@ -74,7 +75,7 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
 			r.RegisterWorkflowWithOptions(AgentRun, workflow.RegisterOptions{Name: AgentRunWorkflowName})
-			r.RegisterWorkflowWithOptions(SubAgent, workflow.RegisterOptions{Name: SubAgentWorkflowName})
+			r.RegisterWorkflowWithOptions(SubAgent, workflow.RegisterOptions{Name: subagents.WorkflowName})
 			r.RegisterWorkflowWithOptions(ScheduledJob, workflow.RegisterOptions{Name: ScheduledJobWorkflowName})
 			r.RegisterWorkflowWithOptions(JobSlots, workflow.RegisterOptions{Name: JobSlotsWorkflowName})
 			r.RegisterWorkflowWithOptions(Monitor, workflow.RegisterOptions{Name: MonitorWorkflowName})
@@ -102,7 +103,7 @@ func TestReplayDoesNotConsultTodaysWordLists(t *testing.T) {
 		r := worker.NewWorkflowReplayer()
 		r.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
 		r.RegisterWorkflowWithOptions(AgentRun, workflow.RegisterOptions{Name: AgentRunWorkflowName})
-		r.RegisterWorkflowWithOptions(SubAgent, workflow.RegisterOptions{Name: SubAgentWorkflowName})
+		r.RegisterWorkflowWithOptions(SubAgent, workflow.RegisterOptions{Name: subagents.WorkflowName})
 		return r.ReplayWorkflowHistoryFromJSONFile(nil, f)
 	}
 	lanes, err := filepath.Glob(filepath.Join("testdata", "history", "*-lane.json"))

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
@@ -108,8 +109,8 @@ func TestDelegationRunsASubAgentAndTheParentReadsItsReport(t *testing.T) {
 			t.Errorf("sub-agent offered %s", name)
 		}
 	}
-	if len(h.toolCalls) != 1 || h.toolCalls[0].RunID != SubAgentID("default-test-workflow-id", 1) {
-		t.Errorf("tool calls %+v: want one, run by the child %s", h.toolCalls, SubAgentID("default-test-workflow-id", 1))
+	if len(h.toolCalls) != 1 || h.toolCalls[0].RunID != subagents.ID("default-test-workflow-id", 1) {
+		t.Errorf("tool calls %+v: want one, run by the child %s", h.toolCalls, subagents.ID("default-test-workflow-id", 1))
 	}
 	// The parent model read the report as the delegation's result.
 	last := h.inlineTexts(h.lastParentCall())
@@ -119,7 +120,7 @@ func TestDelegationRunsASubAgentAndTheParentReadsItsReport(t *testing.T) {
 			report = strings.TrimPrefix(s, "tool: ")
 		}
 	}
-	var rep agent.Report
+	var rep subagents.Report
 	if err := json.Unmarshal([]byte(report), &rep); err != nil {
 		t.Fatalf("parent did not get a JSON report: %v\n%q", err, last)
 	}
@@ -351,7 +352,7 @@ func TestDelegationWithBadArgumentsStartsNothing(t *testing.T) {
 // Every sub-agent has its delegation tool and only tools the catalogue knows.
 func TestSubAgentRegistryMatchesTheCatalogue(t *testing.T) {
 	want := map[string]int{"research": 12, "code": 10, "integrations": 8, "document": 8}
-	for _, s := range agent.SubAgents() {
+	for _, s := range subagents.Specs() {
 		if want[s.Name] != s.MaxTurns {
 			t.Errorf("%s: max turns %d, want %d (the registry's limits)", s.Name, s.MaxTurns, want[s.Name])
 		}
@@ -366,5 +367,17 @@ func TestSubAgentRegistryMatchesTheCatalogue(t *testing.T) {
 				t.Errorf("%s: must not have %s", s.Name, name)
 			}
 		}
+	}
+}
+
+// The sub-agent package names the run's outcomes and signals it relies on without importing this
+// package: they must be the run's own, and a run event and an approval must reach its relay whole.
+func TestSubAgentsSpeakTheRunsWireNames(t *testing.T) {
+	if subagents.StatusCompleted != RunCompleted || subagents.StatusPartial != RunPartial || subagents.StatusFailed != RunFailed {
+		t.Errorf("report statuses %q %q %q, run outcomes %q %q %q", subagents.StatusCompleted, subagents.StatusPartial,
+			subagents.StatusFailed, RunCompleted, RunPartial, RunFailed)
+	}
+	if subagents.SignalRunEvent != SignalRunEvent || subagents.SignalApproval != SignalApproval {
+		t.Errorf("relayed signals %q %q, the run's %q %q", subagents.SignalRunEvent, subagents.SignalApproval, SignalRunEvent, SignalApproval)
 	}
 }

@@ -50,7 +50,6 @@
 //	partial.go     partial results when a run ends early, and error messages in words
 //	progress.go    progress messages (turn 3, every 5 after), tool result caps
 //	journal.go     the run journal (three tools, digest, full render)
-//	subagents.go   the sub-agent registry, delegation arguments, limits, progress, and the report a
-//	               sub-agent returns
+//	usage.go       token usage per model, which a run and its sub-agents report
 //	text.go        shared text helpers (lengths in characters, never bytes)
 package agent
