@@ -190,7 +190,7 @@ func registerRows(groups ...[]entry) bool {
 }
 
 var _ = registerRows(
-	builtinTools, clockTools, fileTools, csvTools, slackTools, webTools, delegationTools, cronTools,
+	builtinTools, clockTools, fileTools, csvTools, slackTools, webTools, cronTools,
 	scriptTools, documentTools, searchTools, slackSearchTools, heartbeatTools,
 )
 

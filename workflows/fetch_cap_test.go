@@ -63,7 +63,7 @@ func TestFetchCapPerRequest(t *testing.T) {
 // what they fetched counts for the run, and the run's next fetch is refused.
 func TestFetchCapSharedWithSubAgents(t *testing.T) {
 	h := newHarness(t)
-	h.route.Tools = append(h.route.Tools, tools.DelegateResearch)
+	h.route.Tools = append(h.route.Tools, subagents.DelegateResearch)
 	const before = agent.MaxFetchesPerRequest - 10 // the run's own, in batches of 10
 	var mu sync.Mutex
 	turns := map[string]int{}
@@ -82,8 +82,8 @@ func TestFetchCapSharedWithSubAgents(t *testing.T) {
 		case turn <= before/10:
 			return fetchBatch(fmt.Sprint("p", turn), 10), nil
 		case turn == before/10+1:
-			return calls(toolCall("d1", tools.DelegateResearch, map[string]any{"task": "Read part one"}),
-				toolCall("d2", tools.DelegateResearch, map[string]any{"task": "Read part two"})), nil
+			return calls(toolCall("d1", subagents.DelegateResearch, map[string]any{"task": "Read part one"}),
+				toolCall("d2", subagents.DelegateResearch, map[string]any{"task": "Read part two"})), nil
 		case turn == before/10+2:
 			return fetchBatch("after", 1), nil // over the cap once the children have reported
 		}

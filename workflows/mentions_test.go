@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/lucy-agent/lucy/activities"
-	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/subagents"
 )
 
 // The special mentions of the requester's message travel to the answer and to the tools; a
 // sub-agent's tools get its parent's requester's, not those of the task the parent model wrote.
 func TestRunPassesTheRequestersMentions(t *testing.T) {
 	h := newHarness(t)
-	h.route.Tools = append(h.route.Tools, tools.DelegateResearch)
+	h.route.Tools = append(h.route.Tools, subagents.DelegateResearch)
 	h.modelBy = func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if isChild(wf) {
 			if in.Transcript.Base == "" {
@@ -25,7 +25,7 @@ func TestRunPassesTheRequestersMentions(t *testing.T) {
 		case 1:
 			return calls(toolCall("f1", "lucy_web_fetch", map[string]any{"url": "https://acme.example"})), nil
 		case 2:
-			return calls(toolCall("d1", tools.DelegateResearch, map[string]any{"task": "Ask <!channel> and <!everyone> about prices"})), nil
+			return calls(toolCall("d1", subagents.DelegateResearch, map[string]any{"task": "Ask <!channel> and <!everyone> about prices"})), nil
 		}
 		return text("Done <!here>."), nil
 	}

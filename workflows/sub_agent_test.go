@@ -76,7 +76,7 @@ const goodReport = `{"summary":"Acme raised prices by 10% in May.","actions_take
 
 func TestDelegationRunsASubAgentAndTheParentReadsItsReport(t *testing.T) {
 	h := newHarness(t)
-	h.route.Tools = append(h.route.Tools, tools.DelegateResearch)
+	h.route.Tools = append(h.route.Tools, subagents.DelegateResearch)
 	h.modelBy = func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if isChild(wf) {
 			if in.Transcript.Base == "" {
@@ -87,7 +87,7 @@ func TestDelegationRunsASubAgentAndTheParentReadsItsReport(t *testing.T) {
 		}
 		if n == 1 {
 			return activities.ModelReply{Model: "m-default", ToolCalls: []activities.ToolCall{
-				toolCall("p1", tools.DelegateResearch, map[string]any{"task": "Find Acme's price change", "context": "Acme is a SaaS vendor"})}}, nil
+				toolCall("p1", subagents.DelegateResearch, map[string]any{"task": "Find Acme's price change", "context": "Acme is a SaaS vendor"})}}, nil
 		}
 		return activities.ModelReply{Model: "m-default", Content: "Acme raised prices by 10% in May."}, nil
 	}
@@ -139,7 +139,7 @@ func TestDelegationRunsASubAgentAndTheParentReadsItsReport(t *testing.T) {
 
 func TestDelegationsInOneBatchRunInParallel(t *testing.T) {
 	h := newHarness(t)
-	h.route.Tools = append(h.route.Tools, tools.DelegateResearch, tools.DelegateCode)
+	h.route.Tools = append(h.route.Tools, subagents.DelegateResearch, subagents.DelegateCode)
 	var mu sync.Mutex
 	started := map[string]bool{}
 	both := make(chan struct{})
@@ -164,8 +164,8 @@ func TestDelegationsInOneBatchRunInParallel(t *testing.T) {
 			return activities.ModelReply{Model: "m-" + in.Tier, Content: `{"summary":"done: ` + task + `","confidence":"medium"}`}, nil
 		}
 		if n == 1 {
-			return calls(toolCall("p1", tools.DelegateResearch, map[string]any{"task": "one"}),
-				toolCall("p2", tools.DelegateCode, map[string]any{"task": "two"})), nil
+			return calls(toolCall("p1", subagents.DelegateResearch, map[string]any{"task": "one"}),
+				toolCall("p2", subagents.DelegateCode, map[string]any{"task": "two"})), nil
 		}
 		return text("both done"), nil
 	}
@@ -180,13 +180,13 @@ func TestDelegationsInOneBatchRunInParallel(t *testing.T) {
 
 func TestAFailingSubAgentGivesTheParentAClearError(t *testing.T) {
 	h := newHarness(t)
-	h.route.Tools = append(h.route.Tools, tools.DelegateDocument)
+	h.route.Tools = append(h.route.Tools, subagents.DelegateDocument)
 	h.modelBy = func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if isChild(wf) {
 			return activities.ModelReply{}, temporal.NewNonRetryableApplicationError("model call failed: 401 invalid key", activities.ErrModelPermanent, nil)
 		}
 		if n == 1 {
-			return calls(toolCall("p1", tools.DelegateDocument, map[string]any{"task": "make a pdf"})), nil
+			return calls(toolCall("p1", subagents.DelegateDocument, map[string]any{"task": "make a pdf"})), nil
 		}
 		return text("I could not make the PDF."), nil
 	}
@@ -205,7 +205,7 @@ func TestAFailingSubAgentGivesTheParentAClearError(t *testing.T) {
 
 	// A child that cannot even start its loop fails as a workflow: the parent says so too.
 	h = newHarness(t)
-	h.route.Tools = append(h.route.Tools, tools.DelegateDocument)
+	h.route.Tools = append(h.route.Tools, subagents.DelegateDocument)
 	h.promptErr = func(in activities.PromptInput) error {
 		if in.SubAgentPrompt == "" {
 			return nil
@@ -214,7 +214,7 @@ func TestAFailingSubAgentGivesTheParentAClearError(t *testing.T) {
 	}
 	h.modelBy = func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if n == 1 {
-			return calls(toolCall("p1", tools.DelegateDocument, map[string]any{"task": "make a pdf"})), nil
+			return calls(toolCall("p1", subagents.DelegateDocument, map[string]any{"task": "make a pdf"})), nil
 		}
 		return text("I could not make the PDF."), nil
 	}
@@ -229,13 +229,13 @@ func TestAFailingSubAgentGivesTheParentAClearError(t *testing.T) {
 
 func TestASubAgentStopsAtItsTurnLimitWithAPartialReport(t *testing.T) {
 	h := newHarness(t)
-	h.route.Tools = append(h.route.Tools, tools.DelegateDocument)
+	h.route.Tools = append(h.route.Tools, subagents.DelegateDocument)
 	h.modelBy = func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if isChild(wf) { // never finishes: a new file every turn
 			return calls(toolCall("c"+string(rune('a'+n)), "lucy_list_files", map[string]any{"path": "dir" + string(rune('a'+n))})), nil
 		}
 		if n == 1 {
-			return calls(toolCall("p1", tools.DelegateDocument, map[string]any{"task": "list everything"})), nil
+			return calls(toolCall("p1", subagents.DelegateDocument, map[string]any{"task": "list everything"})), nil
 		}
 		return text("partial"), nil
 	}
@@ -266,7 +266,7 @@ func TestASubAgentStopsAtItsTurnLimitWithAPartialReport(t *testing.T) {
 // lane → run → sub-agent, and only the requester (or an admin) can give it.
 func TestApprovalInsideASubAgentReachesItThroughTheLane(t *testing.T) {
 	h := newHarness(t)
-	h.route.Tools = append(h.route.Tools, tools.DelegateIntegrations)
+	h.route.Tools = append(h.route.Tools, subagents.DelegateIntegrations)
 	h.modelBy = func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if isChild(wf) {
 			if in.Transcript.Base == "" {
@@ -275,7 +275,7 @@ func TestApprovalInsideASubAgentReachesItThroughTheLane(t *testing.T) {
 			return text(`{"summary":"posted","confidence":"high"}`), nil
 		}
 		if n == 1 {
-			return calls(toolCall("p1", tools.DelegateIntegrations, map[string]any{"task": "post hello in #general"})), nil
+			return calls(toolCall("p1", subagents.DelegateIntegrations, map[string]any{"task": "post hello in #general"})), nil
 		}
 		return text("Posted."), nil
 	}
@@ -302,12 +302,12 @@ func TestApprovalInsideASubAgentReachesItThroughTheLane(t *testing.T) {
 // nothing runs, the run says "Stopped." (a real server proves the "within seconds": e2e).
 func TestCancellingTheRunCancelsItsSubAgents(t *testing.T) {
 	h := newHarness(t)
-	h.route.Tools = append(h.route.Tools, tools.DelegateIntegrations)
+	h.route.Tools = append(h.route.Tools, subagents.DelegateIntegrations)
 	h.modelBy = func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if isChild(wf) {
 			return calls(toolCall("c1", "lucy_post_message", map[string]any{"channel": "#general", "text": "hello all"})), nil
 		}
-		return calls(toolCall("p1", tools.DelegateIntegrations, map[string]any{"task": "post hello"})), nil
+		return calls(toolCall("p1", subagents.DelegateIntegrations, map[string]any{"task": "post hello"})), nil
 	}
 	h.runLane(msg("100.1", "U1", "post hello in #general"),
 		signalAt(time.Minute, SignalCancel, CancelRequest{Channel: "C1", TS: "100.9", User: "U1", Text: "cancel that"}))
@@ -331,13 +331,13 @@ func TestCancellingTheRunCancelsItsSubAgents(t *testing.T) {
 
 func TestDelegationWithBadArgumentsStartsNothing(t *testing.T) {
 	h := newHarness(t)
-	h.route.Tools = append(h.route.Tools, tools.DelegateResearch)
+	h.route.Tools = append(h.route.Tools, subagents.DelegateResearch)
 	h.modelBy = func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if isChild(wf) {
 			return activities.ModelReply{}, errors.New("no sub-agent should start")
 		}
 		if n == 1 {
-			return calls(activities.ToolCall{ID: "p1", Name: tools.DelegateResearch, Arguments: `{"task": ""}`}), nil
+			return calls(activities.ToolCall{ID: "p1", Name: subagents.DelegateResearch, Arguments: `{"task": ""}`}), nil
 		}
 		return text("ok"), nil
 	}

@@ -7,6 +7,9 @@ package toolset
 import (
 	"fmt"
 
+	// The delegation tools are declared by the sub-agents' package; the workflow runs them, and the
+	// model is described them through this worker's catalogue.
+	_ "github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 )
 
