@@ -16,24 +16,6 @@ import (
 	"github.com/lucy-agent/lucy/metrics"
 )
 
-// fingerprint identifies one proposal : tool, normalized arguments, actor and time.
-func fingerprint(tool, args, actor string, at time.Time) string {
-	h := sha256.Sum256([]byte(tool + "\x00" + strings.Join(strings.Fields(args), " ") + "\x00" + actor + "\x00" + strconv.FormatInt(at.UnixNano(), 10)))
-	return hex.EncodeToString(h[:8])
-}
-
-// fingerprintShown identifies one proposal by everything its prompt shows and does: the tool, its
-// arguments as the model wrote them, the summary and details shown, the actor and the time. Each
-// field goes in with its length, so that no two different proposals hash the same bytes; 128 bits,
-// because the gateway's signature over it is what approves the action.
-func fingerprintShown(tool, args, summary, details, actor string, at time.Time) string {
-	h := sha256.New()
-	for _, f := range []string{tool, args, summary, details, actor, strconv.FormatInt(at.UnixNano(), 10)} {
-		h.Write([]byte(strconv.Itoa(len(f)) + ":" + f))
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
-
 // approve posts the approval prompt for a destructive call and waits — durably, across worker
 // restarts and deploys — for the requester (or an admin) to approve or deny it, by button or by a
 // "yes, do it" in the thread. An expired proposal re-prompts once, then counts as not approved.
@@ -208,4 +190,22 @@ func (r *run) refuse(ctx workflow.Context, ap Approval, text string) {
 	if err != nil && ctx.Err() == nil {
 		r.log.Warn("agent.approval.refusal_failed", "run", r.id, "error", err)
 	}
+}
+
+// fingerprint identifies one proposal : tool, normalized arguments, actor and time.
+func fingerprint(tool, args, actor string, at time.Time) string {
+	h := sha256.Sum256([]byte(tool + "\x00" + strings.Join(strings.Fields(args), " ") + "\x00" + actor + "\x00" + strconv.FormatInt(at.UnixNano(), 10)))
+	return hex.EncodeToString(h[:8])
+}
+
+// fingerprintShown identifies one proposal by everything its prompt shows and does: the tool, its
+// arguments as the model wrote them, the summary and details shown, the actor and the time. Each
+// field goes in with its length, so that no two different proposals hash the same bytes; 128 bits,
+// because the gateway's signature over it is what approves the action.
+func fingerprintShown(tool, args, summary, details, actor string, at time.Time) string {
+	h := sha256.New()
+	for _, f := range []string{tool, args, summary, details, actor, strconv.FormatInt(at.UnixNano(), 10)} {
+		h.Write([]byte(strconv.Itoa(len(f)) + ":" + f))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }

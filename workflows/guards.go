@@ -12,6 +12,28 @@ import (
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
+// guards are the detectors and ladders that watch the loop and what they counted: loops, per-tool
+// caps, consecutive errors, the context recovery ladder, empty replies, narration without tools,
+// failed edits, model failures and the request's fetch cap.
+type guards struct {
+	loop        agent.LoopDetector
+	caps        agent.ToolCaps
+	stuck       agent.StuckDetector
+	recovery    agent.Recovery
+	totalErrors int
+	empties     int
+	narrations  int
+	capStops    int
+	withdrawn   map[string]bool // tools withdrawn at their per-tool cap (hardened runs)
+	failedEdits int
+	// overflows counts context-length errors from the provider (hardened runs): R1, then R2.
+	overflows int
+	// failures counts resume-retries after model failures; lastFailure is the last one's message.
+	failures    int
+	lastFailure string
+	fetches     fetchBudget // lucy_web_fetch calls of the request (fetch_cap.go)
+}
+
 // afterBatch runs the loop and stuck detectors over a finished tool batch. A non-empty return stops the
 // loop with partial results.
 func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, results []tmsg) string {

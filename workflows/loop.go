@@ -152,6 +152,49 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 	return agent.PartialResults(r.records, "", "the turn limit"), RunPartial, "turn limit"
 }
 
+// absorbFolded folds messages the lane routed into this run ("also include X") into the transcript.
+func (r *run) absorbFolded(ctx workflow.Context) {
+	for {
+		var m Message
+		if !r.foldCh.ReceiveAsync(&m) {
+			return
+		}
+		r.appendInline("user", m.Text)
+		r.log.Info("agent.message.folded", "run", r.id, "ts", m.TS)
+	}
+}
+
+// callModel sends the transcript by reference (activities/transcript.go).
+func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
+	id := r.nextID("model")
+	choice := r.forceTool
+	r.forceTool = ""
+	sys := []activities.Entry{}
+	if d := r.journal.Digest(); d != "" {
+		sys = append(sys, activities.Entry{Role: "system", Text: "<run_journal>\n" + d + "\n</run_journal>"})
+	}
+	in := activities.CallModelInput{Tier: r.tier, System: sys, Transcript: r.payload(), Tools: r.tools, ToolChoice: choice}
+	if r.sub != nil {
+		t := r.sub.Spec.Temperature
+		in.MaxTokens, in.Temperature = int64(r.sub.Spec.MaxOutputTokens), &t
+	}
+	var reply activities.ModelReply
+	err := workflow.ExecuteActivity(llmOptions(ctx, id, modelCallTimeout), a.CallModel, in).Get(ctx, &reply)
+	if err != nil {
+		return reply, err
+	}
+	r.sent(id)
+	r.model, r.window, r.lastText = reply.Model, reply.Window, reply.Content
+	r.addUsage(reply.Model, reply.Usage)
+	r.status.Tier = r.tier
+	// Remember the ID so appendAssistant can reference the reply instead of copying it.
+	r.lastReply = id
+	return reply, nil
+}
+
+// modelName is the model the last call used (unknown before the first call: the default window).
+func (r *run) modelName() string { return r.model }
+
 // maxModelResumes bounds how often one run is resumed with "retry" after model failures.
 const maxModelResumes = 5
 
@@ -198,46 +241,14 @@ func (r *run) modelFailed(ctx workflow.Context, err error) (status, why string, 
 	}
 }
 
-// modelName is the model the last call used (unknown before the first call: the default window).
-func (r *run) modelName() string { return r.model }
-
-// callModel sends the transcript by reference (activities/transcript.go).
-func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
-	id := r.nextID("model")
-	choice := r.forceTool
-	r.forceTool = ""
-	sys := []activities.Entry{}
-	if d := r.journal.Digest(); d != "" {
-		sys = append(sys, activities.Entry{Role: "system", Text: "<run_journal>\n" + d + "\n</run_journal>"})
+func (r *run) escalate(t agent.Trigger) {
+	prev := r.tier
+	r.tier = agent.Escalate(r.tier, agent.EscalationTarget(r.tier, t))
+	if r.tier != prev {
+		r.log.Info("agent.model.escalated", "run", r.id, "trigger", string(t), "from", prev, "to", r.tier)
+		count(r.metrics, metrics.WorkflowEscalations, "trigger", string(t))
 	}
-	in := activities.CallModelInput{Tier: r.tier, System: sys, Transcript: r.transcript(), Tools: r.tools, ToolChoice: choice}
-	if r.sub != nil {
-		t := r.sub.Spec.Temperature
-		in.MaxTokens, in.Temperature = int64(r.sub.Spec.MaxOutputTokens), &t
-	}
-	var reply activities.ModelReply
-	err := workflow.ExecuteActivity(llmOptions(ctx, id, modelCallTimeout), a.CallModel, in).Get(ctx, &reply)
-	if err != nil {
-		return reply, err
-	}
-	r.sent(id)
-	r.model, r.window, r.lastText = reply.Model, reply.Window, reply.Content
-	r.addUsage(reply.Model, reply.Usage)
 	r.status.Tier = r.tier
-	// Remember the ID so appendAssistant can reference the reply instead of copying it.
-	r.lastReply = id
-	return reply, nil
-}
-
-func (r *run) appendAssistant(reply activities.ModelReply) {
-	ids := make([]string, len(reply.ToolCalls))
-	for i, c := range reply.ToolCalls {
-		ids[i] = c.ID
-	}
-	r.msgs = append(r.msgs, tmsg{
-		wire: activities.Entry{Role: "assistant", Ref: r.lastReply}, role: "assistant", text: reply.Content,
-		callIDs: ids, toolCalls: reply.ToolCalls,
-	})
 }
 
 func askHuman(calls []activities.ToolCall) (string, bool) {
@@ -253,16 +264,6 @@ func askHuman(calls []activities.ToolCall) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func (r *run) escalate(t agent.Trigger) {
-	prev := r.tier
-	r.tier = agent.Escalate(r.tier, agent.EscalationTarget(r.tier, t))
-	if r.tier != prev {
-		r.log.Info("agent.model.escalated", "run", r.id, "trigger", string(t), "from", prev, "to", r.tier)
-		count(r.metrics, metrics.WorkflowEscalations, "trigger", string(t))
-	}
-	r.status.Tier = r.tier
 }
 
 // progress updates the placeholder at turn 3 and every 5 turns after, with varied wording.
@@ -396,16 +397,4 @@ func (r *run) progressSoFar() string {
 		return "- nothing yet"
 	}
 	return b.String()
-}
-
-// absorbFolded folds messages the lane routed into this run ("also include X") into the transcript.
-func (r *run) absorbFolded(ctx workflow.Context) {
-	for {
-		var m Message
-		if !r.foldCh.ReceiveAsync(&m) {
-			return
-		}
-		r.appendInline("user", m.Text)
-		r.log.Info("agent.message.folded", "run", r.id, "ts", m.TS)
-	}
 }

@@ -94,89 +94,53 @@ func AgentRun(ctx workflow.Context, in RunInput) (RunResult, error) {
 	return res, err
 }
 
-// run is the state of one agent run. It lives in workflow memory and is rebuilt by replay.
+// run is the state of one agent run. It lives in workflow memory and is rebuilt by replay. What
+// belongs to one concern is a part that owns its data, in that concern's file: the transcript
+// (transcript.go), the time limits (time_limits.go), the guards that watch the loop (guards.go),
+// the tool batch and what the tools did (tool_batch.go), the waits for a person (waits.go).
 type run struct {
 	in     RunInput
 	id     string
 	log    logger
-	start  time.Time
-	status RunStatus
+	status RunStatus // the status query's answer, with the tokens used per model
 	// metrics counts what the run does (turns, escalations, loops, compactions, approvals); the
 	// SDK silences it during replay (see metrics.go).
 	metrics client.MetricsHandler
 
+	// hardened: this execution runs with changeRunHardening (versions.go).
+	hardened bool
+	// searchAttrs: this execution upserts its search attributes (changeSearchAttributes).
+	searchAttrs bool
+
 	route activities.Route
 	tier  string
-	tools []string
+	tools []string // offered to the model; guards withdraw a tool at its cap
 
-	// transcript state (agent_context.go)
-	msgs        []tmsg
-	lastCall    string
-	lastCallLen int
-	rewritten   bool
-	calls       int // activity counter for stable, unique activity IDs
+	// placeholder is the ts of the "Thinking…" message that becomes the answer ("" for none).
+	placeholder string
 
-	// loop state (agent_loop.go)
-	turn        int
-	loop        agent.LoopDetector
-	caps        agent.ToolCaps
-	stuck       agent.StuckDetector
-	recovery    agent.Recovery
-	journal     agent.Journal
-	plan        *agent.Plan
-	reports     []agent.TurnReport
-	records     []agent.ToolRecord
-	totalErrors int
-	lastCheck   time.Time
-	forceTool   string
-	empties     int
-	narrations  int
-	capStops    int
-	withdrawn   map[string]bool // tools withdrawn at their per-tool cap (hardened runs)
-	fetches     fetchBudget     // lucy_web_fetch calls of the request (fetch_cap.go)
-	failedEdits int
-	retryDepth  int
-	timedOut    bool
-	softFired   bool
+	// The loop (loop.go): its turn, the model's last reply, what it must do next, the journal
+	// and the plan it keeps, the supervisor's last check, the gates' retries (gates.go).
+	turn       int
+	model      string
+	window     int
+	lastText   string // the text of the model's latest reply (the supervisor's ResponseChars)
+	forceTool  string
+	journal    agent.Journal
+	plan       *agent.Plan
+	lastCheck  time.Time
+	retryDepth int
 
 	// sub is set when this is a sub-agent (SubAgent), nil for an agent run.
 	sub *SubAgentInput
 	// subs counts the sub-agents this run started (their IDs: subagents.ID).
 	subs int
 
-	// hardened: this execution runs with changeRunHardening (versions.go).
-	hardened bool
-	// searchAttrs: this execution upserts its search attributes (changeSearchAttributes).
-	searchAttrs bool
-	// batchReply is the CallModel activity ID whose reply holds the tool batch being run.
-	batchReply string
-	// finishedWhileStopping are tools that completed after "cancel that" (their outcome is real).
-	finishedWhileStopping []string
-	// overflows counts context-length errors from the provider (hardened runs): R1, then R2.
-	overflows int
-	// lastText is the text of the model's latest reply (the supervisor's ResponseChars).
-	lastText string
-	// unanswered is why a question the run asked got no answer ("" while none went unanswered).
-	unanswered string
-	// failures counts resume-retries after model failures; lastFailure is the last one's message.
-	failures    int
-	lastFailure string
-	// toolFailures counts, per tool, the calls in a row that failed for a reason of the system
-	// (toolFailure); a call that completes resets its tool's count. aborted is why an operator
-	// stopped the run while it was parked on a failing tool ("" otherwise).
-	toolFailures map[string]int
-	aborted      string
-
-	placeholder string
-	approvalCh  workflow.ReceiveChannel
-	resumeCh    workflow.ReceiveChannel
-	foldCh      workflow.ReceiveChannel
-	awaiting    string
-	lastReply   string
-	model       string
-	window      int
-	paused      time.Duration
-	pausedAt    time.Time
+	transcript
+	clock
+	guards
+	toolBatch
+	waits
 }
 
 // logger is the subset of the SDK's replay-safe logger we use.
@@ -190,8 +154,10 @@ type logger interface {
 func newRun(ctx workflow.Context, in RunInput) *run {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	r := &run{
-		in: in, id: id, start: workflow.Now(ctx), tier: "default",
-		caps: agent.ToolCaps{Counts: map[string]int{}}, withdrawn: map[string]bool{}, toolFailures: map[string]int{},
+		in: in, id: id, tier: "default",
+		clock:     clock{start: workflow.Now(ctx)},
+		guards:    guards{caps: agent.ToolCaps{Counts: map[string]int{}}, withdrawn: map[string]bool{}},
+		toolBatch: toolBatch{toolFailures: map[string]int{}},
 	}
 	r.log = workflow.GetLogger(ctx)
 	r.metrics = workflow.GetMetricsHandler(ctx)
@@ -469,6 +435,37 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	return err
 }
 
+// cancelled cleans up on a disconnected context: the placeholder says it stopped (no
+// apology), the lane's reaction marks the cancel message. Completed tool results stay in history.
+func (r *run) cancelled(ctx workflow.Context) (RunResult, error) {
+	r.status.Phase = "done"
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if r.placeholder != "" {
+		m := r.in.Message
+		text := "_Stopped._"
+		if n := len(r.finishedWhileStopping); n > 0 {
+			// A side-effecting step was already under way and finished: the person must know it
+			// happened, since "Stopped." alone reads as "nothing was done".
+			done := make([]string, n)
+			for i, t := range r.finishedWhileStopping {
+				done[i] = agent.HumanToolName(t)
+			}
+			text = "_Stopped._ A step already under way had finished before I could stop it: " + strings.Join(done, ", ") + "."
+		}
+		err := workflow.ExecuteActivity(slackOptions(dctx, "cancelled"), a.UpdateMessage, activities.UpdateInput{
+			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: text,
+		}).Get(dctx, nil)
+		if err != nil {
+			r.log.Warn("agent_run.cancel_cleanup_failed", "run", r.id, "error", err)
+		}
+	}
+	if r.awaiting != "" {
+		r.notifyLane(dctx, "")
+	}
+	r.log.Info("agent_run.cancelled", "run", r.id, "turn", r.turn)
+	return RunResult{}, temporal.NewCanceledError(RunResult{Status: RunCancelled, Turns: r.turn, Tier: r.tier, Usage: r.status.Usage})
+}
+
 // unreadFolds returns the folded messages that arrived after the loop last read them (hardened
 // runs). Temporal does not let a workflow complete while a signal it has not seen is pending, so
 // nothing can slip between this read and the end of the run.
@@ -512,37 +509,6 @@ func failureText(err error) string {
 		return appErr.Message()
 	}
 	return err.Error()
-}
-
-// cancelled cleans up on a disconnected context: the placeholder says it stopped (no
-// apology), the lane's reaction marks the cancel message. Completed tool results stay in history.
-func (r *run) cancelled(ctx workflow.Context) (RunResult, error) {
-	r.status.Phase = "done"
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if r.placeholder != "" {
-		m := r.in.Message
-		text := "_Stopped._"
-		if n := len(r.finishedWhileStopping); n > 0 {
-			// A side-effecting step was already under way and finished: the person must know it
-			// happened, since "Stopped." alone reads as "nothing was done".
-			done := make([]string, n)
-			for i, t := range r.finishedWhileStopping {
-				done[i] = agent.HumanToolName(t)
-			}
-			text = "_Stopped._ A step already under way had finished before I could stop it: " + strings.Join(done, ", ") + "."
-		}
-		err := workflow.ExecuteActivity(slackOptions(dctx, "cancelled"), a.UpdateMessage, activities.UpdateInput{
-			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: text,
-		}).Get(dctx, nil)
-		if err != nil {
-			r.log.Warn("agent_run.cancel_cleanup_failed", "run", r.id, "error", err)
-		}
-	}
-	if r.awaiting != "" {
-		r.notifyLane(dctx, "")
-	}
-	r.log.Info("agent_run.cancelled", "run", r.id, "turn", r.turn)
-	return RunResult{}, temporal.NewCanceledError(RunResult{Status: RunCancelled, Turns: r.turn, Tier: r.tier, Usage: r.status.Usage})
 }
 
 func (r *run) post(ctx workflow.Context, act any, in activities.PostInput) (activities.PostResult, error) {

@@ -8,6 +8,16 @@ import (
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
+// clock is the run's time: when it started, the soft limit and the safety net, and the time spent
+// waiting for a person, which the limits do not count.
+type clock struct {
+	start     time.Time
+	paused    time.Duration // waited for a person so far
+	pausedAt  time.Time     // when the current wait began (zero while none)
+	softFired bool          // the soft limit passed: one last turn to summarize
+	timedOut  bool          // the safety net stopped the loop
+}
+
 // startLimits arms the soft limit (one final summary turn) and the absolute safety net as timers.
 // Time spent waiting for a person (approvals, resume) does not count: a paused run is not a runaway.
 func (r *run) startLimits(ctx workflow.Context, stopLoop workflow.CancelFunc) {
@@ -57,11 +67,11 @@ func (r *run) limitTimer(ctx workflow.Context, limit time.Duration, fire func())
 }
 
 // pause and resume bracket waits for a person.
-func (r *run) pause(ctx workflow.Context) { r.pausedAt = workflow.Now(ctx) }
+func (c *clock) pause(ctx workflow.Context) { c.pausedAt = workflow.Now(ctx) }
 
-func (r *run) unpause(ctx workflow.Context) {
-	if !r.pausedAt.IsZero() {
-		r.paused += workflow.Now(ctx).Sub(r.pausedAt)
-		r.pausedAt = time.Time{}
+func (c *clock) unpause(ctx workflow.Context) {
+	if !c.pausedAt.IsZero() {
+		c.paused += workflow.Now(ctx).Sub(c.pausedAt)
+		c.pausedAt = time.Time{}
 	}
 }

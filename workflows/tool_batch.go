@@ -16,51 +16,21 @@ import (
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
-// argsInlineLimit: tool-call arguments longer than this are passed to the tool activity by reference
-// to the model reply that holds them (ExecuteToolInput.ArgsRef), so that a whole file written by the
-// model enters history once, not twice.
-const argsInlineLimit = 4096
-
-// spec returns the flags the run decides a tool call by: those recorded in the run's Route (the
-// worker's catalogue when the run started), or, in a history recorded before Route carried them,
-// today's catalogue. ok is false for a tool the run was not given.
-func (r *run) spec(name string) (activities.ToolFlags, bool) {
-	if !r.offered(name) {
-		return activities.ToolFlags{}, false
-	}
-	if len(r.route.Specs) == 0 {
-		s, ok := tools.Lookup(name)
-		return activities.ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long}, ok
-	}
-	for _, s := range r.route.Specs {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return activities.ToolFlags{}, false
-}
-
-// toolInput is the activity input for call c of the reply r.batchReply. guard is the tool's
-// fingerprint of what the person approved (ApprovalNeed.Guard): the tool re-checks it.
-func (r *run) toolInput(c activities.ToolCall, approved bool, guard string) activities.ExecuteToolInput {
-	m := r.in.Message
-	in := activities.ExecuteToolInput{
-		Name: c.Name, Arguments: c.Arguments, CallID: c.ID, Team: m.Team, Channel: m.Channel,
-		ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id, Approved: approved, Guard: guard,
-		AllowedMentions: r.allowedMentions(),
-	}
-	if len(c.Arguments) > argsInlineLimit && r.batchReply != "" {
-		in.Arguments, in.ArgsRef = "", r.batchReply
-	}
-	return in
-}
-
-// executeTool starts one tool activity. A side-effecting tool in a hardened run is cancelled with
-// WaitForCancellation: "cancel that" then waits until it has really stopped or finished, so that
-// "Stopped." never appears while it is still acting, and its outcome is in history.
-func (r *run) executeTool(ctx workflow.Context, id string, spec activities.ToolFlags, c activities.ToolCall, approved bool, guard string) workflow.Future {
-	waitCancel := r.hardened && !spec.Idempotent
-	return workflow.ExecuteActivity(toolOptions(ctx, id, spec.Idempotent, spec.Long, waitCancel), a.ExecuteTool, r.toolInput(c, approved, guard))
+// toolBatch is the batch of tool calls in flight and what the run's tools did.
+type toolBatch struct {
+	// batchReply is the CallModel activity ID whose reply holds the tool batch being run.
+	batchReply string
+	// finishedWhileStopping are tools that completed after "cancel that" (their outcome is real).
+	finishedWhileStopping []string
+	// toolFailures counts, per tool, the calls in a row that failed for a reason of the system
+	// (toolFailure); a call that completes resets its tool's count. aborted is why an operator
+	// stopped the run while it was parked on a failing tool ("" otherwise).
+	toolFailures map[string]int
+	aborted      string
+	// reports are the last tool calls as the supervisor sees them; records every call, for the
+	// partial results and a sub-agent's report.
+	reports []agent.TurnReport
+	records []agent.ToolRecord
 }
 
 // runTools executes one batch of tool calls: builtins (journal) in the workflow, destructive tools
@@ -201,27 +171,75 @@ launch:
 	return results
 }
 
-// askHumanCall asks the model's question (ask_human) once the rest of its batch has run, and
-// answers the call with the person's reply.
-func (r *run) askHumanCall(ctx workflow.Context, c activities.ToolCall) tmsg {
-	q, _ := askHuman([]activities.ToolCall{c})
-	ans, ok, why := r.ask(ctx, q)
-	if !ok {
-		r.unanswered = why
-		return r.inlineResult(c, "No answer: "+why+".", false)
+// spec returns the flags the run decides a tool call by: those recorded in the run's Route (the
+// worker's catalogue when the run started), or, in a history recorded before Route carried them,
+// today's catalogue. ok is false for a tool the run was not given.
+func (r *run) spec(name string) (activities.ToolFlags, bool) {
+	if !r.offered(name) {
+		return activities.ToolFlags{}, false
 	}
-	return r.inlineResult(c, "The person answered: "+ans, false)
+	if len(r.route.Specs) == 0 {
+		s, ok := tools.Lookup(name)
+		return activities.ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long}, ok
+	}
+	for _, s := range r.route.Specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return activities.ToolFlags{}, false
 }
 
-func humanSize(n int) string {
-	if n >= 1<<20 {
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+// argsInlineLimit: tool-call arguments longer than this are passed to the tool activity by reference
+// to the model reply that holds them (ExecuteToolInput.ArgsRef), so that a whole file written by the
+// model enters history once, not twice.
+const argsInlineLimit = 4096
+
+// executeTool starts one tool activity. A side-effecting tool in a hardened run is cancelled with
+// WaitForCancellation: "cancel that" then waits until it has really stopped or finished, so that
+// "Stopped." never appears while it is still acting, and its outcome is in history.
+func (r *run) executeTool(ctx workflow.Context, id string, spec activities.ToolFlags, c activities.ToolCall, approved bool, guard string) workflow.Future {
+	waitCancel := r.hardened && !spec.Idempotent
+	return workflow.ExecuteActivity(toolOptions(ctx, id, spec.Idempotent, spec.Long, waitCancel), a.ExecuteTool, r.toolInput(c, approved, guard))
+}
+
+// toolInput is the activity input for call c of the reply r.batchReply. guard is the tool's
+// fingerprint of what the person approved (ApprovalNeed.Guard): the tool re-checks it.
+func (r *run) toolInput(c activities.ToolCall, approved bool, guard string) activities.ExecuteToolInput {
+	m := r.in.Message
+	in := activities.ExecuteToolInput{
+		Name: c.Name, Arguments: c.Arguments, CallID: c.ID, Team: m.Team, Channel: m.Channel,
+		ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id, Approved: approved, Guard: guard,
+		AllowedMentions: r.allowedMentions(),
 	}
-	return fmt.Sprintf("%d KB", (n+1023)/1024)
+	if len(c.Arguments) > argsInlineLimit && r.batchReply != "" {
+		in.Arguments, in.ArgsRef = "", r.batchReply
+	}
+	return in
 }
 
 func (r *run) inlineResult(c activities.ToolCall, text string, isErr bool) tmsg {
 	return tmsg{wire: activities.Entry{Role: "tool", Text: text, ToolCallID: c.ID}, role: "tool", text: text, toolName: c.Name, isError: isErr}
+}
+
+// summarizeResult shortens a result above TOOL_RESULT_SUMMARY_THRESHOLD with a cheap model; the full
+// (capped) result stays in history, the transcript refers to the summary.
+func (r *run) summarizeResult(ctx workflow.Context, c activities.ToolCall, ref string, full tmsg) tmsg {
+	id := r.nextID("summary")
+	var comp activities.Completion
+	err := workflow.ExecuteActivity(llmOptions(ctx, id, 2*time.Minute), a.Complete, activities.CompleteInput{
+		Tier: "fast", Prompt: "SUMMARIZER.md",
+		Inline:   "The agent is working on: " + hint(r.in.Message.Text) + "\nSummarize this result of " + c.Name + ":",
+		Document: activities.Transcript{Entries: []activities.Entry{{Role: "tool", Ref: ref}}},
+	}).Get(ctx, &comp)
+	if err != nil {
+		r.log.Warn("agent.tool.summary_failed", "run", r.id, "tool", c.Name, "error", err)
+		return full
+	}
+	r.addUsage(comp.Model, comp.Usage)
+	prefix := "[Summary of a long result]"
+	return tmsg{wire: activities.Entry{Role: "tool", Ref: id, Text: prefix, ToolCallID: c.ID}, role: "tool",
+		text: prefix + "\n" + comp.Text, toolName: c.Name, isError: full.isError}
 }
 
 // toolFailure turns a failed tool activity into what the model reads. A side-effecting tool that
@@ -322,24 +340,16 @@ func (r *run) parkFailingTool(ctx workflow.Context, c activities.ToolCall, spec 
 	}
 }
 
-// summarizeResult shortens a result above TOOL_RESULT_SUMMARY_THRESHOLD with a cheap model; the full
-// (capped) result stays in history, the transcript refers to the summary.
-func (r *run) summarizeResult(ctx workflow.Context, c activities.ToolCall, ref string, full tmsg) tmsg {
-	id := r.nextID("summary")
-	var comp activities.Completion
-	err := workflow.ExecuteActivity(llmOptions(ctx, id, 2*time.Minute), a.Complete, activities.CompleteInput{
-		Tier: "fast", Prompt: "SUMMARIZER.md",
-		Inline:   "The agent is working on: " + hint(r.in.Message.Text) + "\nSummarize this result of " + c.Name + ":",
-		Document: activities.Transcript{Entries: []activities.Entry{{Role: "tool", Ref: ref}}},
-	}).Get(ctx, &comp)
-	if err != nil {
-		r.log.Warn("agent.tool.summary_failed", "run", r.id, "tool", c.Name, "error", err)
-		return full
+// askHumanCall asks the model's question (ask_human) once the rest of its batch has run, and
+// answers the call with the person's reply.
+func (r *run) askHumanCall(ctx workflow.Context, c activities.ToolCall) tmsg {
+	q, _ := askHuman([]activities.ToolCall{c})
+	ans, ok, why := r.ask(ctx, q)
+	if !ok {
+		r.unanswered = why
+		return r.inlineResult(c, "No answer: "+why+".", false)
 	}
-	r.addUsage(comp.Model, comp.Usage)
-	prefix := "[Summary of a long result]"
-	return tmsg{wire: activities.Entry{Role: "tool", Ref: id, Text: prefix, ToolCallID: c.ID}, role: "tool",
-		text: prefix + "\n" + comp.Text, toolName: c.Name, isError: full.isError}
+	return r.inlineResult(c, "The person answered: "+ans, false)
 }
 
 func (r *run) recordTurn(c activities.ToolCall, res tmsg) {
@@ -354,4 +364,11 @@ func (r *run) recordTurn(c activities.ToolCall, res tmsg) {
 func isDelegation(name string) bool {
 	_, ok := subagents.ForTool(name)
 	return ok
+}
+
+func humanSize(n int) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d KB", (n+1023)/1024)
 }

@@ -7,6 +7,18 @@ import (
 	"github.com/lucy-agent/lucy/slackwire"
 )
 
+// waits are what a run needs to wait for a person: the signals that answer it (approvals, resume,
+// messages the lane routes here: folds and answers to questions) and what the lane was told.
+type waits struct {
+	approvalCh workflow.ReceiveChannel
+	resumeCh   workflow.ReceiveChannel
+	foldCh     workflow.ReceiveChannel
+	// awaiting is the fingerprint of the approval the lane was told this run waits on ("" for none).
+	awaiting string
+	// unanswered is why a question the run asked got no answer ("" while none went unanswered).
+	unanswered string
+}
+
 // waitForHuman parks the run until someone sends `resume` (from the Web UI or the thread) with
 // retry, skip or abort. It posts why it waits.
 func (r *run) waitForHuman(ctx workflow.Context, why string) string {
