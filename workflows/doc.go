@@ -17,6 +17,7 @@
 //	gates.go       the quality and verification gates on an answer
 //	sub_agent.go   the run's sub-agent mode and its side of a delegation (package subagents)
 //	fetch_cap.go   the request's cap on web fetches, shared with its sub-agents
+//	status.go      the run's status: the query's answer, the tokens used, the text a person reads
 //	mentions.go    which special mentions the run's posts may carry
 //
 // # Determinism

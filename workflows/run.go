@@ -173,15 +173,7 @@ func (r *run) setup(ctx workflow.Context) error {
 	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
 	r.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
 	r.foldCh = workflow.GetSignalChannel(ctx, SignalMessage)
-	return workflow.SetQueryHandler(ctx, QueryStatus, func() (RunStatus, error) {
-		s := r.status
-		s.Turn, s.Tier = r.turn, r.tier
-		s.Journal = r.journal.Render()
-		if r.journal.Objective != "" {
-			s.Objective = r.journal.Objective
-		}
-		return s, nil
-	})
+	return workflow.SetQueryHandler(ctx, QueryStatus, r.statusNow)
 }
 
 func (r *run) run(ctx workflow.Context) (RunResult, error) {
@@ -515,17 +507,6 @@ func (r *run) post(ctx workflow.Context, act any, in activities.PostInput) (acti
 	var res activities.PostResult
 	err := workflow.ExecuteActivity(slackOptions(ctx, in.Key), act, in).Get(ctx, &res)
 	return res, err
-}
-
-func (r *run) addUsage(model string, u activities.TokenUsage) {
-	if model == "" {
-		return
-	}
-	cur := r.status.Usage[model]
-	cur.PromptTokens += u.Prompt
-	cur.CompletionTokens += u.Completion
-	cur.Calls++
-	r.status.Usage[model] = cur
 }
 
 func objective(text string) string {
