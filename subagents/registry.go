@@ -14,11 +14,11 @@ import (
 // tier, tools and limits, started by the main agent's delegate_to_<name>_agent tools.
 const (
 	// MaxPayloadChars caps a sub-agent's transcript: above it the oldest tool results are dropped
-	// (SUB_MAX_PAYLOAD_CHARS), smaller than the main run's MaxPayloadChars for a smaller task.
+	// (SUB_MAX_PAYLOAD_CHARS), smaller than the main run's agent.MaxPayloadChars for a smaller task.
 	MaxPayloadChars = 80_000
 	// DefaultBudget is a sub-agent's time budget, waits for a person excluded
-	// (SUB_TIMEOUT_SECONDS, two minutes). SummaryBefore it ends, the sub-agent gets one "report what you have" turn
-	// instead of being cut off with nothing.
+	// (SUB_TIMEOUT_SECONDS, two minutes). SummaryBefore it ends, the sub-agent gets one "report what
+	// you have" turn instead of being cut off with nothing.
 	DefaultBudget = 120 * time.Second
 	SummaryBefore = 25 * time.Second
 	// ProgressEvery turns a sub-agent shows its progress in the parent's thread.
@@ -54,8 +54,9 @@ type Spec struct {
 // DelegateTool is the main agent's tool that starts the sub-agent.
 func (s Spec) DelegateTool() string { return "delegate_to_" + s.Name + "_agent" }
 
-// subAgents is the registry, in the order the tools are described. Tool names are spelled out here
-// (this package does not import the catalogue); a test checks each one exists.
+// registry is the registry, in the order the tools are described. Tool names are spelled out here
+// (this package does not import the catalogue, which imports it); a test in package workflows
+// checks each one exists.
 var registry = []Spec{
 	{
 		Name: "research", Prompt: "sub_agents/research.md", Tier: agent.TierResearch, MaxTurns: 12,

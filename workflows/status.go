@@ -7,8 +7,33 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
+
+// statusNow is the run's answer to the `status` query: its status as the run keeps it (phase, last
+// tool, tokens used per model), with the turn, the tier and the journal as they are now.
+func (r *run) statusNow() (RunStatus, error) {
+	s := r.status
+	s.Turn, s.Tier = r.turn, r.tier
+	s.Journal = r.journal.Render()
+	if r.journal.Objective != "" {
+		s.Objective = r.journal.Objective
+	}
+	return s, nil
+}
+
+// addUsage adds a model call's tokens to the run's usage for that model.
+func (r *run) addUsage(model string, u activities.TokenUsage) {
+	if model == "" {
+		return
+	}
+	cur := r.status.Usage[model]
+	cur.PromptTokens += u.Prompt
+	cur.CompletionTokens += u.Completion
+	cur.Calls++
+	r.status.Usage[model] = cur
+}
 
 // FormatStatus answers "what are you working on?" from the lane's and the current run's `status`
 // queries. run is nil when nothing runs (or the run could not be queried).

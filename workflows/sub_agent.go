@@ -154,6 +154,7 @@ func (r *run) delegate(ctx workflow.Context, calls []activities.ToolCall, idx []
 	for k, i := range idx {
 		dc[k] = subagents.Call{Tool: calls[i].Name, Arguments: calls[i].Arguments}
 	}
+	// A child starts with its run's search attributes: where and for whom (search_attributes.go).
 	p := subagents.Parent[RunInput]{ID: r.id, Run: r.in, Placeholder: r.placeholder, Budget: r.in.SubAgentBudget,
 		TaskQueue: TaskQueue, Attrs: runStartAttrs(r.in)}
 	subagents.Delegate(ctx, p, delegator{r}, dc, func(k int, text string, isErr bool) {
@@ -170,7 +171,7 @@ func (d delegator) NextChild() int {
 }
 func (d delegator) Validate(tool, args string) error { return tools.ValidateArgs(tool, args) }
 func (d delegator) Summary(name, task string) string {
-	// Where and for whom, as the run's own (search_attributes.go); the summary names the sub-agent.
+	// One line in the Web UI, cut as the run's own (search_attributes.go), naming the sub-agent.
 	return slackwire.Head(name+": "+objective(task), summaryLen)
 }
 func (d delegator) FetchShare(n int) *int   { return d.r.fetches.share(n) }

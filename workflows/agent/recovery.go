@@ -7,7 +7,7 @@ type Stage int
 const (
 	StageNone Stage = iota // under the threshold, or no recoveries left
 	StageR1                // auto-compact: PlanCompaction(msgs, CompactionKeepTail)
-	StageR2                // deep prune: PlanCompaction(msgs, DeepPruneKeepTail), a "[deep pruned]" summary (workflows/agent_context.go)
+	StageR2                // deep prune: PlanCompaction(msgs, DeepPruneKeepTail), a "[deep pruned]" summary (workflows/transcript.go)
 	StageR3                // ask the human: force ToolAskHuman with AskHumanContext
 )
 

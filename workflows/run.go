@@ -94,89 +94,53 @@ func AgentRun(ctx workflow.Context, in RunInput) (RunResult, error) {
 	return res, err
 }
 
-// run is the state of one agent run. It lives in workflow memory and is rebuilt by replay.
+// run is the state of one agent run. It lives in workflow memory and is rebuilt by replay. What
+// belongs to one concern is a part that owns its data, in that concern's file: the transcript
+// (transcript.go), the time limits (time_limits.go), the guards that watch the loop (guards.go),
+// the tool batch and what the tools did (tool_batch.go), the waits for a person (waits.go).
 type run struct {
 	in     RunInput
 	id     string
 	log    logger
-	start  time.Time
-	status RunStatus
+	status RunStatus // the status query's answer, with the tokens used per model
 	// metrics counts what the run does (turns, escalations, loops, compactions, approvals); the
 	// SDK silences it during replay (see metrics.go).
 	metrics client.MetricsHandler
 
+	// hardened: this execution runs with changeRunHardening (versions.go).
+	hardened bool
+	// searchAttrs: this execution upserts its search attributes (changeSearchAttributes).
+	searchAttrs bool
+
 	route activities.Route
 	tier  string
-	tools []string
+	tools []string // offered to the model; guards withdraw a tool at its cap
 
-	// transcript state (agent_context.go)
-	msgs        []tmsg
-	lastCall    string
-	lastCallLen int
-	rewritten   bool
-	calls       int // activity counter for stable, unique activity IDs
+	// placeholder is the ts of the "Thinking…" message that becomes the answer ("" for none).
+	placeholder string
 
-	// loop state (agent_loop.go)
-	turn        int
-	loop        agent.LoopDetector
-	caps        agent.ToolCaps
-	stuck       agent.StuckDetector
-	recovery    agent.Recovery
-	journal     agent.Journal
-	plan        *agent.Plan
-	reports     []agent.TurnReport
-	records     []agent.ToolRecord
-	totalErrors int
-	lastCheck   time.Time
-	forceTool   string
-	empties     int
-	narrations  int
-	capStops    int
-	withdrawn   map[string]bool // tools withdrawn at their per-tool cap (hardened runs)
-	fetches     fetchBudget     // lucy_web_fetch calls of the request (fetch_cap.go)
-	failedEdits int
-	retryDepth  int
-	timedOut    bool
-	softFired   bool
+	// The loop (loop.go): its turn, the model's last reply, what it must do next, the journal
+	// and the plan it keeps, the supervisor's last check, the gates' retries (gates.go).
+	turn       int
+	model      string
+	window     int
+	lastText   string // the text of the model's latest reply (the supervisor's ResponseChars)
+	forceTool  string
+	journal    agent.Journal
+	plan       *agent.Plan
+	lastCheck  time.Time
+	retryDepth int
 
 	// sub is set when this is a sub-agent (SubAgent), nil for an agent run.
 	sub *SubAgentInput
 	// subs counts the sub-agents this run started (their IDs: subagents.ID).
 	subs int
 
-	// hardened: this execution runs with changeRunHardening (versions.go).
-	hardened bool
-	// searchAttrs: this execution upserts its search attributes (changeSearchAttributes).
-	searchAttrs bool
-	// batchReply is the CallModel activity ID whose reply holds the tool batch being run.
-	batchReply string
-	// finishedWhileStopping are tools that completed after "cancel that" (their outcome is real).
-	finishedWhileStopping []string
-	// overflows counts context-length errors from the provider (hardened runs): R1, then R2.
-	overflows int
-	// lastText is the text of the model's latest reply (the supervisor's ResponseChars).
-	lastText string
-	// unanswered is why a question the run asked got no answer ("" while none went unanswered).
-	unanswered string
-	// failures counts resume-retries after model failures; lastFailure is the last one's message.
-	failures    int
-	lastFailure string
-	// toolFailures counts, per tool, the calls in a row that failed for a reason of the system
-	// (toolFailure); a call that completes resets its tool's count. aborted is why an operator
-	// stopped the run while it was parked on a failing tool ("" otherwise).
-	toolFailures map[string]int
-	aborted      string
-
-	placeholder string
-	approvalCh  workflow.ReceiveChannel
-	resumeCh    workflow.ReceiveChannel
-	foldCh      workflow.ReceiveChannel
-	awaiting    string
-	lastReply   string
-	model       string
-	window      int
-	paused      time.Duration
-	pausedAt    time.Time
+	transcript
+	clock
+	guards
+	toolBatch
+	waits
 }
 
 // logger is the subset of the SDK's replay-safe logger we use.
@@ -190,8 +154,10 @@ type logger interface {
 func newRun(ctx workflow.Context, in RunInput) *run {
 	id := workflow.GetInfo(ctx).WorkflowExecution.ID
 	r := &run{
-		in: in, id: id, start: workflow.Now(ctx), tier: "default",
-		caps: agent.ToolCaps{Counts: map[string]int{}}, withdrawn: map[string]bool{}, toolFailures: map[string]int{},
+		in: in, id: id, tier: "default",
+		clock:     clock{start: workflow.Now(ctx)},
+		guards:    guards{caps: agent.ToolCaps{Counts: map[string]int{}}, withdrawn: map[string]bool{}},
+		toolBatch: toolBatch{toolFailures: map[string]int{}},
 	}
 	r.log = workflow.GetLogger(ctx)
 	r.metrics = workflow.GetMetricsHandler(ctx)
@@ -207,15 +173,7 @@ func (r *run) setup(ctx workflow.Context) error {
 	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
 	r.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
 	r.foldCh = workflow.GetSignalChannel(ctx, SignalMessage)
-	return workflow.SetQueryHandler(ctx, QueryStatus, func() (RunStatus, error) {
-		s := r.status
-		s.Turn, s.Tier = r.turn, r.tier
-		s.Journal = r.journal.Render()
-		if r.journal.Objective != "" {
-			s.Objective = r.journal.Objective
-		}
-		return s, nil
-	})
+	return workflow.SetQueryHandler(ctx, QueryStatus, r.statusNow)
 }
 
 func (r *run) run(ctx workflow.Context) (RunResult, error) {
@@ -275,64 +233,6 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 	return res, nil
 }
 
-// startLimits arms the soft limit (one final summary turn) and the absolute safety net as timers.
-// Time spent waiting for a person (approvals, resume) does not count: a paused run is not a runaway.
-func (r *run) startLimits(ctx workflow.Context, stopLoop workflow.CancelFunc) {
-	soft, hard := r.in.SoftLimit, r.in.AbsoluteMax
-	if soft <= 0 {
-		soft = agent.SoftLimit
-	}
-	if hard <= 0 {
-		hard = agent.AbsoluteMax
-	}
-	r.limitTimer(ctx, soft, func() {
-		r.softFired = true
-		r.log.Info("agent.exhaustion.soft_limit", "run", r.id, "turn", r.turn)
-	})
-	r.limitTimer(ctx, hard, func() {
-		r.timedOut = true
-		r.log.Warn("agent.exhaustion.absolute", "run", r.id, "turn", r.turn)
-		stopLoop()
-	})
-}
-
-func (r *run) limitTimer(ctx workflow.Context, limit time.Duration, fire func()) {
-	workflow.Go(ctx, func(gctx workflow.Context) {
-		for {
-			d := r.start.Add(limit + r.paused).Sub(workflow.Now(gctx))
-			if d <= 0 && r.pausedAt.IsZero() {
-				fire()
-				return
-			}
-			if d <= 0 && r.hardened {
-				// Paused: a run waiting for a person is not a runaway. Wait for the pause to end
-				// (no timer: a day-long wait would otherwise wake the workflow every minute), then
-				// compute the deadline again with the paused time added.
-				if workflow.Await(gctx, func() bool { return r.pausedAt.IsZero() }) != nil {
-					return
-				}
-				continue
-			}
-			if d <= 0 { // paused right now: look again later (runs that predate changeRunHardening)
-				d = time.Minute
-			}
-			if workflow.Sleep(gctx, d) != nil {
-				return
-			}
-		}
-	})
-}
-
-// pause and resume bracket waits for a person.
-func (r *run) pause(ctx workflow.Context) { r.pausedAt = workflow.Now(ctx) }
-
-func (r *run) unpause(ctx workflow.Context) {
-	if !r.pausedAt.IsZero() {
-		r.paused += workflow.Now(ctx).Sub(r.pausedAt)
-		r.pausedAt = time.Time{}
-	}
-}
-
 // execute prepares and runs the loop, then the gates; it returns the answer to deliver.
 func (r *run) execute(ctx workflow.Context) (answer, status, reason string, err error) {
 	if err := r.prepare(ctx); err != nil {
@@ -369,66 +269,6 @@ func (r *run) execute(ctx workflow.Context) (answer, status, reason string, err 
 			". Improve it: finish the missing parts (use tools if needed) and answer again in full."))
 		r.turn = 0
 	}
-}
-
-// gated applies the quality and verification gates to a finished answer (hardened runs), once:
-//   - the verification gate (claims of work without the tool calls to back them) escalates one tier up
-//     and lets the loop go on, with its turn count and counters as they were, to do the work;
-//   - the quality gate (an answer that looks incomplete) gets one rewrite on the frontier model, with
-//     no tools: a rewrite, not a second run.
-//
-// Whatever the retry gives back that is not a better answer (an error, an empty or partial result),
-// the person gets the first answer.
-func (r *run) gated(ctx workflow.Context, first string) string {
-	if v := agent.VerificationGate(r.in.Message.Text, first, r.route.Intent); v.Failed {
-		r.retryGate("verification", agent.TriggerVerificationGate, first, "Your answer claims things your tool calls do not show: "+
-			strings.Join(v.Issues, "; ")+". Do the work with the tools, or say plainly what you did not check, and answer again in full.")
-		answer, status, _ := r.loopUntilAnswer(ctx)
-		if ctx.Err() != nil || status != RunCompleted || strings.TrimSpace(answer) == "" {
-			return first
-		}
-		return answer
-	}
-	if r.tier == "frontier" {
-		return first
-	}
-	q := agent.QualityGate(r.in.Message.Text, first, r.route.Intent)
-	if !q.Failed {
-		return first
-	}
-	r.retryGate("quality", agent.TriggerQualityGate, first, "Your previous answer may be incomplete: "+
-		strings.Join(q.Issues, "; ")+". Rewrite it in full from what you already have; do not call tools.")
-	r.forceTool = "none"
-	reply, err := r.callModel(ctx)
-	if err != nil || strings.TrimSpace(reply.Content) == "" || len(reply.ToolCalls) > 0 {
-		r.log.Info("agent.gate.rewrite_failed", "run", r.id, "error", err)
-		return first
-	}
-	return reply.Content
-}
-
-// retryGate escalates for a failed gate and shows the model its first answer (by reference) before
-// the note on what it lacks.
-func (r *run) retryGate(gate string, t agent.Trigger, first, note string) {
-	prev := r.tier
-	r.tier = agent.EscalationTarget(r.tier, t)
-	r.status.Tier = r.tier
-	r.log.Info("agent.gate.retry", "run", r.id, "gate", gate, "from", prev, "to", r.tier)
-	r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "assistant", Ref: r.lastReply}, role: "assistant", text: first})
-	r.appendInline("user", runtimeNote(note))
-}
-
-func (r *run) gateIssues(answer string) []string {
-	var issues []string
-	if r.tier != "frontier" {
-		if q := agent.QualityGate(r.in.Message.Text, answer, r.route.Intent); q.Failed {
-			issues = append(issues, q.Issues...)
-		}
-	}
-	if v := agent.VerificationGate(r.in.Message.Text, answer, r.route.Intent); v.Failed {
-		issues = append(issues, v.Issues...)
-	}
-	return issues
 }
 
 // prepare runs the steps before the loop, each an activity: placeholder, route, system prompt,
@@ -587,6 +427,37 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	return err
 }
 
+// cancelled cleans up on a disconnected context: the placeholder says it stopped (no
+// apology), the lane's reaction marks the cancel message. Completed tool results stay in history.
+func (r *run) cancelled(ctx workflow.Context) (RunResult, error) {
+	r.status.Phase = "done"
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	if r.placeholder != "" {
+		m := r.in.Message
+		text := "_Stopped._"
+		if n := len(r.finishedWhileStopping); n > 0 {
+			// A side-effecting step was already under way and finished: the person must know it
+			// happened, since "Stopped." alone reads as "nothing was done".
+			done := make([]string, n)
+			for i, t := range r.finishedWhileStopping {
+				done[i] = agent.HumanToolName(t)
+			}
+			text = "_Stopped._ A step already under way had finished before I could stop it: " + strings.Join(done, ", ") + "."
+		}
+		err := workflow.ExecuteActivity(slackOptions(dctx, "cancelled"), a.UpdateMessage, activities.UpdateInput{
+			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: text,
+		}).Get(dctx, nil)
+		if err != nil {
+			r.log.Warn("agent_run.cancel_cleanup_failed", "run", r.id, "error", err)
+		}
+	}
+	if r.awaiting != "" {
+		r.notifyLane(dctx, "")
+	}
+	r.log.Info("agent_run.cancelled", "run", r.id, "turn", r.turn)
+	return RunResult{}, temporal.NewCanceledError(RunResult{Status: RunCancelled, Turns: r.turn, Tier: r.tier, Usage: r.status.Usage})
+}
+
 // unreadFolds returns the folded messages that arrived after the loop last read them (hardened
 // runs). Temporal does not let a workflow complete while a signal it has not seen is pending, so
 // nothing can slip between this read and the end of the run.
@@ -632,216 +503,10 @@ func failureText(err error) string {
 	return err.Error()
 }
 
-// cancelled cleans up on a disconnected context: the placeholder says it stopped (no
-// apology), the lane's reaction marks the cancel message. Completed tool results stay in history.
-func (r *run) cancelled(ctx workflow.Context) (RunResult, error) {
-	r.status.Phase = "done"
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if r.placeholder != "" {
-		m := r.in.Message
-		text := "_Stopped._"
-		if n := len(r.finishedWhileStopping); n > 0 {
-			// A side-effecting step was already under way and finished: the person must know it
-			// happened, since "Stopped." alone reads as "nothing was done".
-			done := make([]string, n)
-			for i, t := range r.finishedWhileStopping {
-				done[i] = agent.HumanToolName(t)
-			}
-			text = "_Stopped._ A step already under way had finished before I could stop it: " + strings.Join(done, ", ") + "."
-		}
-		err := workflow.ExecuteActivity(slackOptions(dctx, "cancelled"), a.UpdateMessage, activities.UpdateInput{
-			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: text,
-		}).Get(dctx, nil)
-		if err != nil {
-			r.log.Warn("agent_run.cancel_cleanup_failed", "run", r.id, "error", err)
-		}
-	}
-	if r.awaiting != "" {
-		r.notifyLane(dctx, "")
-	}
-	r.log.Info("agent_run.cancelled", "run", r.id, "turn", r.turn)
-	return RunResult{}, temporal.NewCanceledError(RunResult{Status: RunCancelled, Turns: r.turn, Tier: r.tier, Usage: r.status.Usage})
-}
-
-// waitForHuman parks the run until someone sends `resume` (from the Web UI or the thread) with
-// retry, skip or abort. It posts why it waits.
-func (r *run) waitForHuman(ctx workflow.Context, why string) string {
-	r.status.Phase = "waiting_for_human"
-	r.pause(ctx)
-	defer r.unpause(ctx)
-	if r.hardened {
-		// A resume belongs to the wait it answers: one sent while nothing waited (a double click in
-		// the Web UI, a signal aimed at an earlier wait) must not retry a step nobody meant to retry.
-		for {
-			var stale Resume
-			if !r.resumeCh.ReceiveAsync(&stale) {
-				break
-			}
-			r.log.Warn("agent_run.stale_resume_ignored", "run", r.id, "action", stale.Action, "user", stale.User)
-		}
-	}
-	m := r.in.Message
-	inThread := r.sub == nil && hardened(ctx, changeResumeInThread)
-	how := "An operator can resume me from the Temporal Web UI (signal `resume` with `{\"action\":\"retry\"}`, `\"skip\"` or `\"abort\"`)."
-	if inThread {
-		how = "Reply *retry* here when it may work again (or *skip* this step, or *abort*); an operator can also resume me " +
-			"from the Temporal Web UI (signal `resume` with `{\"action\":\"retry\"}`)."
-		r.tellLaneWaiting(ctx, true)
-		defer func() {
-			dctx, _ := workflow.NewDisconnectedContext(ctx)
-			r.tellLaneWaiting(dctx, false)
-		}()
-	}
-	_, err := r.post(ctx, a.PostMessage, activities.PostInput{
-		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: r.nextID("waiting"),
-		Text: why + "\n\n" + how,
-	})
-	if err != nil {
-		r.log.Warn("agent_run.wait_notice_failed", "run", r.id, "error", err)
-	}
-	r.log.Warn("agent_run.waiting_for_human", "run", r.id, "why", why)
-	action := ResumeAbort
-	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(r.resumeCh, func(c workflow.ReceiveChannel, _ bool) {
-		var rs Resume
-		c.Receive(ctx, &rs)
-		switch rs.Action {
-		case ResumeRetry, ResumeSkip, ResumeAbort:
-			action = rs.Action
-		default:
-			r.log.Warn("agent_run.bad_resume", "action", rs.Action)
-			action = ResumeAbort
-		}
-	})
-	timer := workflow.NewTimer(ctx, HumanWaitLimit)
-	sel.AddFuture(timer, func(workflow.Future) {})
-	sel.Select(ctx)
-	r.status.Phase = "thinking"
-	return action
-}
-
-// ask puts a question to the person and waits for the answer, durably: across worker restarts and
-// deploys, for up to QuestionTTL. The "Thinking…" placeholder becomes the question (so it reads in
-// order in the thread and stays in its history), the lane routes the requester's next message in the
-// thread here, and a new placeholder follows the answer for the rest of the work. ok is false when
-// no answer came: why says so (no reply in time, or the person moved on to a new request, which the
-// lane runs next). Time spent waiting does not count against the run's time limits.
-func (r *run) ask(ctx workflow.Context, question string) (answer string, ok bool, why string) {
-	r.absorbFolded(ctx) // what was folded before the question is context, not its answer
-	m := r.in.Message
-	prev := r.status.Phase
-	r.status.Phase = "waiting_for_answer"
-	r.pause(ctx)
-	defer func() { r.status.Phase = prev; r.unpause(ctx) }()
-	id := r.nextID("question")
-	// The lane learns first: a reply typed the moment the question shows must already go to the run.
-	r.tellLaneAwaitingAnswer(ctx, true)
-	var res activities.PostResult
-	if err := workflow.ExecuteActivity(slackOptions(ctx, id), a.DeliverAnswer, activities.DeliverInput{
-		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder,
-		Markdown: question, KeyPrefix: id, AllowedMentions: r.allowedMentions(),
-	}).Get(ctx, &res); err != nil {
-		dctx, _ := workflow.NewDisconnectedContext(ctx)
-		r.tellLaneAwaitingAnswer(dctx, false)
-		if ctx.Err() == nil {
-			r.log.Error("agent.question.post_failed", "run", r.id, "error", err)
-		}
-		return "", false, "I could not post my question"
-	}
-	r.placeholder = ""
-	r.log.Info("agent.question.asked", "run", r.id, "question", slackwire.Head(question, 120))
-	timerCtx, cancelTimer := workflow.WithCancel(ctx)
-	var reply Message
-	got := false
-	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(r.foldCh, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &reply); got = true })
-	sel.AddFuture(workflow.NewTimer(timerCtx, QuestionTTL), func(workflow.Future) {})
-	sel.Select(ctx)
-	cancelTimer()
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	if !got {
-		r.tellLaneAwaitingAnswer(dctx, false)
-	}
-	switch {
-	case ctx.Err() != nil:
-		return "", false, ""
-	case !got:
-		return "", false, "no answer to my question"
-	case reply.Control == "new_request":
-		r.log.Info("agent.question.new_request", "run", r.id, "ts", reply.TS)
-		return "", false, "you moved on to a new request, which I'll take up next"
-	}
-	r.log.Info("agent.question.answered", "run", r.id, "ts", reply.TS)
-	ph, err := r.post(ctx, a.PostPlaceholder, activities.PostInput{
-		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder-" + id, Text: "_Thinking…_",
-	})
-	if err != nil {
-		r.log.Warn("agent.question.placeholder_failed", "run", r.id, "error", err)
-	}
-	r.placeholder = ph.TS
-	return reply.Text, true, ""
-}
-
-// tellLaneWaiting tells the lane whether this run waits for `resume`, so that the requester's
-// "retry" in the thread reaches it.
-func (r *run) tellLaneWaiting(ctx workflow.Context, waiting bool) {
-	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
-	if parent == nil {
-		return
-	}
-	err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalRunEvent, RunEvent{
-		Run: r.id, Requester: r.in.Requester, WaitingForHuman: waiting,
-	}).Get(ctx, nil)
-	if err != nil {
-		r.log.Warn("agent_run.notify_lane_failed", "run", r.id, "error", err)
-	}
-}
-
-// tellLaneAwaitingAnswer tells the lane whether this run waits for its requester's answer.
-func (r *run) tellLaneAwaitingAnswer(ctx workflow.Context, waiting bool) {
-	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
-	if parent == nil {
-		return
-	}
-	err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalRunEvent, RunEvent{
-		Run: r.id, Requester: r.in.Requester, AwaitingAnswer: waiting,
-	}).Get(ctx, nil)
-	if err != nil {
-		r.log.Warn("agent_run.notify_lane_failed", "run", r.id, "error", err)
-	}
-}
-
 func (r *run) post(ctx workflow.Context, act any, in activities.PostInput) (activities.PostResult, error) {
 	var res activities.PostResult
 	err := workflow.ExecuteActivity(slackOptions(ctx, in.Key), act, in).Get(ctx, &res)
 	return res, err
-}
-
-func (r *run) addUsage(model string, u activities.TokenUsage) {
-	if model == "" {
-		return
-	}
-	cur := r.status.Usage[model]
-	cur.PromptTokens += u.Prompt
-	cur.CompletionTokens += u.Completion
-	cur.Calls++
-	r.status.Usage[model] = cur
-}
-
-// notifyLane tells the lane whether this run waits on an approval, so a "yes, do it" in the thread
-// reaches it.
-func (r *run) notifyLane(ctx workflow.Context, fingerprint string) {
-	r.awaiting = fingerprint
-	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
-	if parent == nil {
-		return
-	}
-	err := workflow.SignalExternalWorkflow(ctx, parent.ID, "", SignalRunEvent, RunEvent{
-		Run: r.id, AwaitingApproval: fingerprint, Requester: r.in.Requester,
-	}).Get(ctx, nil)
-	if err != nil {
-		r.log.Warn("agent_run.notify_lane_failed", "run", r.id, "error", err)
-	}
 }
 
 func objective(text string) string {

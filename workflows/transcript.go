@@ -13,6 +13,18 @@ import (
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
+// transcript is what the model reads, as the run holds it: each message with its wire form (a
+// reference to the activity result that holds its text, or inline text) and its text in memory, and
+// the model call that last sent it, so that the next call sends only what was added since.
+type transcript struct {
+	msgs        []tmsg
+	lastCall    string // the CallModel activity ID whose input was the transcript up to lastCallLen
+	lastCallLen int
+	rewritten   bool   // compaction or trimming changed earlier messages: send the whole list again
+	lastReply   string // the CallModel activity ID of the latest reply, which assistant messages refer to
+	calls       int    // activity counter for stable, unique activity IDs
+}
+
 // tmsg is one transcript message: its wire form (a reference or inline text, activities.Entry) and
 // what the workflow needs to reason about it (the text in memory only, never re-sent into history).
 type tmsg struct {
@@ -30,26 +42,38 @@ func (m tmsg) agentMsg() agent.Msg {
 }
 
 // nextID returns a unique, deterministic activity ID with the given prefix.
-func (r *run) nextID(prefix string) string {
-	r.calls++
-	return prefix + "-" + strconv.Itoa(r.calls)
+func (t *transcript) nextID(prefix string) string {
+	t.calls++
+	return prefix + "-" + strconv.Itoa(t.calls)
 }
 
-func (r *run) appendInline(role, text string) {
-	r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: role, Text: text}, role: role, text: text})
+func (t *transcript) appendInline(role, text string) {
+	t.msgs = append(t.msgs, tmsg{wire: activities.Entry{Role: role, Text: text}, role: role, text: text})
 }
 
-// transcript returns what the next model call sends: a reference to the previous call's transcript
-// plus the entries added since, or the whole list after compaction rewrote it.
-func (r *run) transcript() activities.Transcript {
-	if r.lastCall != "" && !r.rewritten && r.lastCallLen <= len(r.msgs) {
-		return activities.Transcript{Base: r.lastCall, Entries: wireEntries(r.msgs[r.lastCallLen:])}
+// appendAssistant adds the model's reply by reference to the model call that returned it.
+func (t *transcript) appendAssistant(reply activities.ModelReply) {
+	ids := make([]string, len(reply.ToolCalls))
+	for i, c := range reply.ToolCalls {
+		ids[i] = c.ID
 	}
-	return activities.Transcript{Entries: wireEntries(r.msgs)}
+	t.msgs = append(t.msgs, tmsg{
+		wire: activities.Entry{Role: "assistant", Ref: t.lastReply}, role: "assistant", text: reply.Content,
+		callIDs: ids, toolCalls: reply.ToolCalls,
+	})
 }
 
-func (r *run) sent(callID string) {
-	r.lastCall, r.lastCallLen, r.rewritten = callID, len(r.msgs), false
+// payload is what the next model call sends: a reference to the previous call's transcript
+// plus the entries added since, or the whole list after compaction rewrote it.
+func (t *transcript) payload() activities.Transcript {
+	if t.lastCall != "" && !t.rewritten && t.lastCallLen <= len(t.msgs) {
+		return activities.Transcript{Base: t.lastCall, Entries: wireEntries(t.msgs[t.lastCallLen:])}
+	}
+	return activities.Transcript{Entries: wireEntries(t.msgs)}
+}
+
+func (t *transcript) sent(callID string) {
+	t.lastCall, t.lastCallLen, t.rewritten = callID, len(t.msgs), false
 }
 
 func wireEntries(ms []tmsg) []activities.Entry {
@@ -60,9 +84,9 @@ func wireEntries(ms []tmsg) []activities.Entry {
 	return out
 }
 
-func (r *run) tokens() int {
+func (t *transcript) tokens() int {
 	n := 0
-	for _, m := range r.msgs {
+	for _, m := range t.msgs {
 		n += agent.EstimateTokens(m.text)
 		for _, c := range m.toolCalls {
 			n += agent.EstimateTokens(c.Arguments) + 8

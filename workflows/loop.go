@@ -3,8 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"errors"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -154,6 +152,49 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 	return agent.PartialResults(r.records, "", "the turn limit"), RunPartial, "turn limit"
 }
 
+// absorbFolded folds messages the lane routed into this run ("also include X") into the transcript.
+func (r *run) absorbFolded(ctx workflow.Context) {
+	for {
+		var m Message
+		if !r.foldCh.ReceiveAsync(&m) {
+			return
+		}
+		r.appendInline("user", m.Text)
+		r.log.Info("agent.message.folded", "run", r.id, "ts", m.TS)
+	}
+}
+
+// callModel sends the transcript by reference (activities/transcript.go).
+func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
+	id := r.nextID("model")
+	choice := r.forceTool
+	r.forceTool = ""
+	sys := []activities.Entry{}
+	if d := r.journal.Digest(); d != "" {
+		sys = append(sys, activities.Entry{Role: "system", Text: "<run_journal>\n" + d + "\n</run_journal>"})
+	}
+	in := activities.CallModelInput{Tier: r.tier, System: sys, Transcript: r.payload(), Tools: r.tools, ToolChoice: choice}
+	if r.sub != nil {
+		t := r.sub.Spec.Temperature
+		in.MaxTokens, in.Temperature = int64(r.sub.Spec.MaxOutputTokens), &t
+	}
+	var reply activities.ModelReply
+	err := workflow.ExecuteActivity(llmOptions(ctx, id, modelCallTimeout), a.CallModel, in).Get(ctx, &reply)
+	if err != nil {
+		return reply, err
+	}
+	r.sent(id)
+	r.model, r.window, r.lastText = reply.Model, reply.Window, reply.Content
+	r.addUsage(reply.Model, reply.Usage)
+	r.status.Tier = r.tier
+	// Remember the ID so appendAssistant can reference the reply instead of copying it.
+	r.lastReply = id
+	return reply, nil
+}
+
+// modelName is the model the last call used (unknown before the first call: the default window).
+func (r *run) modelName() string { return r.model }
+
 // maxModelResumes bounds how often one run is resumed with "retry" after model failures.
 const maxModelResumes = 5
 
@@ -200,46 +241,14 @@ func (r *run) modelFailed(ctx workflow.Context, err error) (status, why string, 
 	}
 }
 
-// modelName is the model the last call used (unknown before the first call: the default window).
-func (r *run) modelName() string { return r.model }
-
-// callModel sends the transcript by reference (activities/transcript.go).
-func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
-	id := r.nextID("model")
-	choice := r.forceTool
-	r.forceTool = ""
-	sys := []activities.Entry{}
-	if d := r.journal.Digest(); d != "" {
-		sys = append(sys, activities.Entry{Role: "system", Text: "<run_journal>\n" + d + "\n</run_journal>"})
+func (r *run) escalate(t agent.Trigger) {
+	prev := r.tier
+	r.tier = agent.Escalate(r.tier, agent.EscalationTarget(r.tier, t))
+	if r.tier != prev {
+		r.log.Info("agent.model.escalated", "run", r.id, "trigger", string(t), "from", prev, "to", r.tier)
+		count(r.metrics, metrics.WorkflowEscalations, "trigger", string(t))
 	}
-	in := activities.CallModelInput{Tier: r.tier, System: sys, Transcript: r.transcript(), Tools: r.tools, ToolChoice: choice}
-	if r.sub != nil {
-		t := r.sub.Spec.Temperature
-		in.MaxTokens, in.Temperature = int64(r.sub.Spec.MaxOutputTokens), &t
-	}
-	var reply activities.ModelReply
-	err := workflow.ExecuteActivity(llmOptions(ctx, id, modelCallTimeout), a.CallModel, in).Get(ctx, &reply)
-	if err != nil {
-		return reply, err
-	}
-	r.sent(id)
-	r.model, r.window, r.lastText = reply.Model, reply.Window, reply.Content
-	r.addUsage(reply.Model, reply.Usage)
 	r.status.Tier = r.tier
-	// Remember the ID so appendAssistant can reference the reply instead of copying it.
-	r.lastReply = id
-	return reply, nil
-}
-
-func (r *run) appendAssistant(reply activities.ModelReply) {
-	ids := make([]string, len(reply.ToolCalls))
-	for i, c := range reply.ToolCalls {
-		ids[i] = c.ID
-	}
-	r.msgs = append(r.msgs, tmsg{
-		wire: activities.Entry{Role: "assistant", Ref: r.lastReply}, role: "assistant", text: reply.Content,
-		callIDs: ids, toolCalls: reply.ToolCalls,
-	})
 }
 
 func askHuman(calls []activities.ToolCall) (string, bool) {
@@ -255,103 +264,6 @@ func askHuman(calls []activities.ToolCall) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func (r *run) escalate(t agent.Trigger) {
-	prev := r.tier
-	r.tier = agent.Escalate(r.tier, agent.EscalationTarget(r.tier, t))
-	if r.tier != prev {
-		r.log.Info("agent.model.escalated", "run", r.id, "trigger", string(t), "from", prev, "to", r.tier)
-		count(r.metrics, metrics.WorkflowEscalations, "trigger", string(t))
-	}
-	r.status.Tier = r.tier
-}
-
-// afterBatch runs the loop and stuck detectors over a finished tool batch. A non-empty return stops the
-// loop with partial results.
-func (r *run) afterBatch(ctx workflow.Context, calls []activities.ToolCall, results []tmsg) string {
-	batch := make([]agent.Call, len(calls))
-	names := make([]string, len(calls))
-	errs := make([]bool, len(results))
-	for i, c := range calls {
-		batch[i] = agent.Call{Name: c.Name, Args: c.Arguments}
-		names[i] = c.Name
-	}
-	for i, res := range results {
-		errs[i] = res.isError
-		if res.isError {
-			r.totalErrors++
-		}
-		if res.toolName == "lucy_edit_file" && res.isError {
-			r.failedEdits++
-		}
-		if agent.IsCodeCall(calls[i].Name, calls[i].Arguments) {
-			r.escalate(agent.TriggerCodeTools)
-		}
-	}
-	if r.failedEdits >= 2 {
-		r.escalate(agent.TriggerRepeatedEdits)
-	}
-	if d := r.loop.Observe(batch); d.Fired {
-		r.log.Warn("agent.loop.detected", "run", r.id, "tier", d.Kind, "tool", d.Tool, "level", d.Level)
-		count(r.metrics, metrics.WorkflowLoopDetections, "level", strconv.Itoa(d.Level))
-		r.appendInline("user", runtimeNote(d.Message))
-		if d.ForceTool == agent.ToolAskHuman && r.sub != nil {
-			return "going in circles"
-		}
-		if d.ForceTool != "" {
-			r.forceTool = d.ForceTool
-		}
-		if d.Level >= 2 {
-			r.escalate(agent.TriggerLoop)
-		}
-	}
-	if v := r.caps.Observe(names); len(v.Stop) > 0 && r.hardened {
-		r.withdraw(v)
-	} else if len(v.Stop) > 0 {
-		r.capStops++
-		r.log.Warn("agent.guardrail.escalated", "run", r.id, "tools", strings.Join(v.Stop, ","), "stops", r.capStops)
-		if r.capStops > 1 {
-			return "repeating the same step too often"
-		}
-		r.escalate(agent.TriggerLoop)
-		r.appendInline("user", runtimeNote(v.Message))
-	} else if len(v.Warn) > 0 {
-		r.appendInline("user", runtimeNote(v.Message))
-	}
-	r.stuck.EscalateFirst = r.hardened // "inject intervention, escalate model if available"
-	if v := r.stuck.Observe(errs); v.Fired {
-		r.log.Warn("agent.stuck.detected", "run", r.id, "errors", r.stuck.Consecutive)
-		r.appendInline("user", runtimeNote(v.Message))
-		if v.Escalate {
-			r.escalate(agent.TriggerToolErrors)
-		}
-	}
-	return ""
-}
-
-// withdraw handles tools that reached their per-tool cap (hardened runs): each is withdrawn from the
-// tools offered, so the cap counts per tool and one tool's cap does not end the run. The first stop
-// also escalates the model (ending the loop at the cap would be harsher; a stronger model with the other
-// tools is the gentler remedy).
-func (r *run) withdraw(v agent.CapVerdict) {
-	var fresh []string
-	for _, name := range v.Stop {
-		if !r.withdrawn[name] {
-			r.withdrawn[name] = true
-			fresh = append(fresh, name)
-		}
-	}
-	if len(fresh) == 0 {
-		return
-	}
-	r.tools = slices.DeleteFunc(slices.Clone(r.tools), func(n string) bool { return r.withdrawn[n] })
-	r.capStops++
-	r.log.Warn("agent.guardrail.withdrawn", "run", r.id, "tools", strings.Join(fresh, ","), "stops", r.capStops)
-	if r.capStops == 1 {
-		r.escalate(agent.TriggerLoop)
-	}
-	r.appendInline("user", runtimeNote(v.Message))
 }
 
 // progress updates the placeholder at turn 3 and every 5 turns after, with varied wording.
@@ -485,16 +397,4 @@ func (r *run) progressSoFar() string {
 		return "- nothing yet"
 	}
 	return b.String()
-}
-
-// absorbFolded folds messages the lane routed into this run ("also include X") into the transcript.
-func (r *run) absorbFolded(ctx workflow.Context) {
-	for {
-		var m Message
-		if !r.foldCh.ReceiveAsync(&m) {
-			return
-		}
-		r.appendInline("user", m.Text)
-		r.log.Info("agent.message.folded", "run", r.id, "ts", m.TS)
-	}
 }
