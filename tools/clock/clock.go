@@ -1,4 +1,6 @@
-package tools
+// Package clock holds lucy_current_time. It is its own package, the smallest domain, because the
+// only thing it needs is a clock: tests give it a fixed one.
+package clock
 
 import (
 	"context"
@@ -6,44 +8,55 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // time zones must resolve in minimal container images without /usr/share/zoneinfo
+
+	"github.com/lucy-agent/lucy/tools"
 )
 
-// clockTools tell the time.
-var clockTools = []entry{
-	{
-		spec: Spec{
-			Name: CurrentTime,
-			Description: "Get the current date and time, in UTC and optionally in an IANA time zone " +
-				"(e.g. America/New_York, Europe/Paris, Asia/Kolkata).",
-			Idempotent: true,
-			Human:      "checking the time",
-		},
-		props: func() []prop {
-			return []prop{
-				strProp("timezone", "IANA time zone name, e.g. Europe/Berlin. Defaults to UTC.", 0, 64),
-			}
-		},
-		run: (*Registry).currentTime,
-	},
+// Clock tells the time.
+type Clock struct {
+	now func() time.Time
 }
+
+// New returns the clock domain reading now (nil: time.Now).
+func New(now func() time.Time) *Clock {
+	if now == nil {
+		now = time.Now
+	}
+	return &Clock{now: now}
+}
+
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: tools.CurrentTime,
+		Description: "Get the current date and time, in UTC and optionally in an IANA time zone " +
+			"(e.g. America/New_York, Europe/Paris, Asia/Kolkata).",
+		Idempotent: true,
+		Human:      "checking the time",
+	},
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			tools.StrProp("timezone", "IANA time zone name, e.g. Europe/Berlin. Defaults to UTC.", 0, 64),
+		}
+	},
+}, (*Clock).currentTime)
 
 type currentTimeArgs struct {
 	Timezone string `json:"timezone"`
 }
 
 // currentTime reads the real clock: this is activity code, and its result is recorded in history.
-func (r *Registry) currentTime(_ context.Context, inv Invocation) (Output, error) {
+func (c *Clock) currentTime(_ context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args currentTimeArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
-	now := r.now().UTC()
+	now := c.now().UTC()
 	name := strings.TrimSpace(args.Timezone)
 	loc := time.UTC
 	if name != "" && !strings.EqualFold(name, "UTC") {
 		l, err := time.LoadLocation(name)
 		if err != nil || strings.EqualFold(name, "local") {
-			return Output{}, argErrorf(CurrentTime, "%q is not an IANA time zone name; use one like \"America/New_York\", "+
+			return tools.Output{}, tools.ArgErrorf(tools.CurrentTime, "%q is not an IANA time zone name; use one like \"America/New_York\", "+
 				"\"Europe/London\" or \"Asia/Tokyo\", or omit it for UTC", name)
 		}
 		loc = l
@@ -55,7 +68,7 @@ func (r *Registry) currentTime(_ context.Context, inv Invocation) (Output, error
 		fmt.Fprintf(&b, "\nUTC: %s", now.Format(time.RFC3339))
 	}
 	fmt.Fprintf(&b, "\nISO 8601: %s\nUnix time: %d", local.Format(time.RFC3339), now.Unix())
-	return Output{Content: b.String()}, nil
+	return tools.Output{Content: b.String()}, nil
 }
 
 func zoneLabel(t time.Time, loc *time.Location) string {

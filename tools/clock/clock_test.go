@@ -1,9 +1,15 @@
-package tools
+package clock
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/tooltest"
+)
 
 func TestCurrentTime(t *testing.T) {
-	r := newTestRegistry(t, Deps{}) // clock: 2026-05-01 18:03:22 UTC
+	r := tooltest.Runner(t, New(tooltest.Now)) // 2026-05-01 18:03:22 UTC
 	tests := []struct {
 		args string
 		want []string
@@ -17,7 +23,23 @@ func TestCurrentTime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.args, func(t *testing.T) {
-			wantOK(t, mustRun(t, r, CurrentTime, tt.args), tt.want...)
+			tooltest.WantOK(t, tooltest.MustRun(t, r, tools.CurrentTime, tt.args), tt.want...)
 		})
 	}
 }
+
+// The mistakes a model makes come back as an *tools.ArgError naming the problem.
+func TestCurrentTimeArgValidation(t *testing.T) {
+	r := tooltest.Runner(t, New(tooltest.Now))
+	for args, want := range map[string]string{
+		`{"tz": "UTC"}`:                     `unknown field "tz"`,
+		`{"timezone": "Mars/Olympus_Mons"}`: "not an IANA time zone",
+		`{"timezone": "Local"}`:             "not an IANA time zone",
+		`{"timezone": "` + long() + `"}`:    `"timezone" is too long`,
+	} {
+		_, err := tooltest.Run(t, r, tools.CurrentTime, args)
+		tooltest.WantArgError(t, err, tools.CurrentTime, want)
+	}
+}
+
+func long() string { return strings.Repeat("x", 65) }
