@@ -198,17 +198,13 @@ var (
 func channelProp() Prop { return ChannelProp() }
 
 // The core helpers under the names the rows of this package use.
-const (
-	maxPathLen      = MaxPathLen
-	readWindowBytes = ReadWindowBytes
-)
+const readWindowBytes = ReadWindowBytes
 
 var (
 	argErrorf    = ArgErrorf
 	toolError    = ToolError
 	mrkdwnEscape = MrkdwnEscape
 	textHash     = TextHash
-	isText       = IsText
 )
 
 // SlackFailed classifies an error from the Slack Web API for a tool outside this package (a generated

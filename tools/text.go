@@ -1,12 +1,10 @@
 package tools
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"strings"
-	"unicode/utf8"
 )
 
 // Helpers for the text that tools show people and guard approvals with; several domains use them.
@@ -29,6 +27,3 @@ func ContentHash(data []byte) string {
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
-
-// IsText reports whether data is UTF-8 without NUL bytes: text a tool may show as it is.
-func IsText(data []byte) bool { return utf8.Valid(data) && bytes.IndexByte(data, 0) < 0 }

@@ -1,12 +1,14 @@
 package files
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
 	"syscall"
+	"unicode/utf8"
 
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workspace"
@@ -115,7 +117,7 @@ func editRemovesMost(before, old, after string) bool {
 // credentials masked. A current file that is binary or too large is described, not shown.
 func changeDetails(before current, after []byte) string {
 	var b strings.Builder
-	if before.data == nil || !tools.IsText(before.data) {
+	if before.data == nil || !isText(before.data) {
 		fmt.Fprintf(&b, "Now: a binary or very large file (%s). After: %s.\n", HumanBytes(before.size), describeText(after))
 		writeCode(&b, nil, splitLines(string(after)))
 		return b.String()
@@ -232,3 +234,5 @@ func collapseSpace(s string) string {
 	}
 	return b.String()
 }
+
+func isText(data []byte) bool { return utf8.Valid(data) && bytes.IndexByte(data, 0) < 0 }
