@@ -16,7 +16,7 @@ func TestRegisterRefusesBadDeclarations(t *testing.T) {
 		"no run":          func() { Register[*Registry](Def{Spec: Spec{Name: "x_test_tool"}}, nil) },
 		"builtin and run": func() { Register(Def{Spec: Spec{Name: "x_test_tool", Builtin: true}}, run) },
 		"no name":         func() { RegisterBuiltin(Def{}) },
-		"twice":           func() { RegisterBuiltin(Def{Spec: Spec{Name: ReadFile}}) },
+		"twice":           func() { RegisterBuiltin(Def{Spec: Spec{Name: testRead}}) },
 	} {
 		func() {
 			defer func() {
@@ -33,12 +33,12 @@ func TestRegisterRefusesBadDeclarations(t *testing.T) {
 }
 
 func TestLookupReturnsACopy(t *testing.T) {
-	s, _ := Lookup(ReadFile)
+	s, _ := Lookup(testRead)
 	s.Parameters["type"] = "string"
 	s.Parameters["required"].([]string)[0] = "mutated"
 	s.Parameters["properties"].(map[string]any)["path"].(map[string]any)["type"] = "integer"
 
-	again, _ := Lookup(ReadFile)
+	again, _ := Lookup(testRead)
 	if again.Parameters["type"] != "object" || again.Parameters["required"].([]string)[0] != "path" ||
 		again.Parameters["properties"].(map[string]any)["path"].(map[string]any)["type"] != "string" {
 		t.Errorf("modifying a Lookup result changed the catalogue: %v", again.Parameters)
@@ -47,12 +47,12 @@ func TestLookupReturnsACopy(t *testing.T) {
 
 func TestSchemas(t *testing.T) {
 	r := newTestRunner(t, newTestRegistry(t, Deps{}))
-	got := r.Schemas(t.Context(), testTeam, []string{WebFetch, "nope", AskHuman, ReadFile})
+	got := r.Schemas(t.Context(), testTeam, []string{WebFetch, "nope", testRead})
 	var names []string
 	for _, s := range got {
 		names = append(names, s.Name)
 	}
-	if want := []string{WebFetch, AskHuman, ReadFile}; !slices.Equal(names, want) {
+	if want := []string{WebFetch, testRead}; !slices.Equal(names, want) {
 		t.Errorf("Schemas names = %v, want %v", names, want)
 	}
 	if len(r.Schemas(t.Context(), testTeam, nil)) != 0 {

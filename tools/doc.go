@@ -45,8 +45,9 @@
 // Some calls are safe or destructive depending on what they find: writing a file is harmless when it
 // creates the file and destructive when it replaces different content. Such a tool does nothing and
 // returns Output.NeedsApproval (a summary, details and a Guard); the workflow asks the person and makes
-// the same call again with Invocation.Approved and Guard. See overwrite.go for the rules of the file
-// tools, and fetchguard.go for lucy_web_fetch's: a URL the model composed that carries data.
+// the same call again with Invocation.Approved and Guard. See package files (overwrite.go) for the rules
+// of the tools that write a team's files, and fetchguard.go for lucy_web_fetch's: a URL the model
+// composed that carries data.
 //
 // # Credentials
 //
@@ -58,12 +59,8 @@
 //
 // # Workspace files
 //
-// Files live under Deps.DataDir/workspaces/<team>/. Paths are relative to that folder: absolute paths
-// and ".." are refused with an *ArgError, and every operation goes through an *os.Root, so that a
-// symbolic link cannot lead outside either. Files are text of at most 1 MB, written atomically (a
-// temporary file and a rename), and writes to one workspace are serialized on each worker. Nothing in the
-// workspace reaches the system prompt: a team's knowledge notes live outside it (see package
-// activities), so that a page the model read cannot make it plant instructions for every later run.
+// The tools that work on a team's files are in package files (list, read, write, edit, delete, and
+// the saving and sharing of generated files), package documents and package script.
 //
 // # Output size
 //

@@ -18,9 +18,9 @@ func (e *ArgError) Error() string {
 	return fmt.Sprintf("invalid arguments for %s: %s", e.Tool, e.Msg)
 }
 
-// argErrorf builds an *ArgError for tool. Its message often quotes the arguments, and it is stored in
+// ArgErrorf builds an *ArgError for tool. Its message often quotes the arguments, and it is stored in
 // workflow history and logged: credentials in it are masked.
-func argErrorf(tool, format string, args ...any) *ArgError {
+func ArgErrorf(tool, format string, args ...any) *ArgError {
 	return &ArgError{Tool: tool, Msg: RedactCredentials(fmt.Sprintf(format, args...))}
 }
 
@@ -48,9 +48,9 @@ func (e *TransientError) Retryable() bool { return true }
 // (Spec.Builtin): reaching Run with one is a programming error, and retrying will not help.
 var ErrBuiltin = errors.New("builtin tool is executed by the workflow, not by Registry.Run")
 
-// toolError is an Output that tells the model what went wrong, with a nil Go error: the call was
+// ToolError is an Output that tells the model what went wrong, with a nil Go error: the call was
 // valid and done, and its answer is a failure the model should see and work around.
 // Like an *ArgError's, its message may quote arguments or URLs: credentials in it are masked.
-func toolError(format string, args ...any) Output {
+func ToolError(format string, args ...any) Output {
 	return Output{Content: "Error: " + RedactCredentials(fmt.Sprintf(format, args...)), IsError: true}
 }

@@ -126,15 +126,10 @@ type Deps struct {
 
 // Registry runs tools. It is safe for concurrent use.
 type Registry struct {
-	deps  Deps
-	http  *http.Client
-	now   func() time.Time
-	log   zerolog.Logger
-	store workspace.Store // Deps.Workspace, or the local folder; nil without either
-	// files (team -> *sync.Mutex) serializes the writes within one workspace on this worker, so
-	// that its own parallel edits of a file queue up instead of racing; writers on other workers
-	// are kept apart by the store's conditional writes.
-	files sync.Map
+	deps Deps
+	http *http.Client
+	now  func() time.Time
+	log  zerolog.Logger
 	// searchHTTP reaches the operator's search provider (not a URL the model chose, so no private
 	// address checks).
 	searchHTTP *http.Client
@@ -153,10 +148,6 @@ func NewRegistry(d Deps) *Registry {
 		now:          time.Now,
 		log:          d.Log.With().Str("component", "tools").Logger(),
 		fetchTimeout: 20 * time.Second,
-	}
-	r.store = d.Workspace
-	if r.store == nil && d.DataDir != "" {
-		r.store = workspace.NewLocal(d.DataDir)
 	}
 	r.http = r.newFetchClient(d.HTTP)
 	r.searchHTTP = &http.Client{Timeout: time.Minute}
@@ -190,8 +181,8 @@ func registerRows(groups ...[]entry) bool {
 }
 
 var _ = registerRows(
-	builtinTools, clockTools, fileTools, csvTools, slackTools, webTools, cronTools,
-	scriptTools, documentTools, searchTools, slackSearchTools, heartbeatTools,
+	slackTools, webTools, cronTools,
+	searchTools, slackSearchTools, heartbeatTools,
 )
 
 // The schema constructors under the names the rows of this package use.
@@ -205,3 +196,19 @@ var (
 )
 
 func channelProp() Prop { return ChannelProp() }
+
+// The core helpers under the names the rows of this package use.
+const readWindowBytes = ReadWindowBytes
+
+var (
+	argErrorf    = ArgErrorf
+	toolError    = ToolError
+	mrkdwnEscape = MrkdwnEscape
+	textHash     = TextHash
+)
+
+// SlackFailed classifies an error from the Slack Web API for a tool outside this package (a generated
+// file's upload). It moves with the Slack domain.
+func SlackFailed(ctx context.Context, tool string, err error) (Output, error) {
+	return slackFailed(ctx, tool, err)
+}

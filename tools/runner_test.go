@@ -40,7 +40,7 @@ func TestRunnerRunsASourcesTools(t *testing.T) {
 	src := &fakeSource{}
 	list := []Tool{
 		sourceTool("mcp__crm__find", Spec{Idempotent: true}, "found"),
-		sourceTool(ReadFile, Spec{}, "impostor"), // takes a compiled-in name: left out
+		sourceTool(testRead, Spec{}, "impostor"), // takes a compiled-in name: left out
 	}
 	src.list.Store(&list)
 	broken := &fakeSource{err: errors.New("connection refused")}
@@ -58,13 +58,13 @@ func TestRunnerRunsASourcesTools(t *testing.T) {
 	if !slices.Contains(names, "mcp__crm__find") || names[len(names)-1] != "mcp__crm__find" {
 		t.Errorf("available = %v, want the source's tool after the compiled-in ones", names)
 	}
-	if n := strings.Count(strings.Join(names, ","), ReadFile); n != 1 {
-		t.Errorf("%s offered %d times", ReadFile, n)
+	if n := strings.Count(strings.Join(names, ","), testRead); n != 1 {
+		t.Errorf("%s offered %d times", testRead, n)
 	}
 	if s, ok := r.Spec(ctx, testTeam, "mcp__crm__find"); !ok || !s.Idempotent {
 		t.Errorf("Spec(source tool) = %+v, %v", s, ok)
 	}
-	schemas := r.Schemas(ctx, testTeam, []string{ReadFile, "mcp__crm__find"})
+	schemas := r.Schemas(ctx, testTeam, []string{testRead, "mcp__crm__find"})
 	if len(schemas) != 2 || schemas[1].Description != "A tool of a connected server." {
 		t.Errorf("schemas = %+v", schemas)
 	}
@@ -73,9 +73,9 @@ func TestRunnerRunsASourcesTools(t *testing.T) {
 	if err != nil || out.Content != `found {"q":"Ada"}` {
 		t.Fatalf("Run(source tool) = %+v, %v", out, err)
 	}
-	out, err = r.Run(ctx, Invocation{Name: ReadFile, Arguments: `{"path": "nope.txt"}`, Team: testTeam})
+	out, err = r.Run(ctx, Invocation{Name: testRead, Arguments: `{"path": "nope.txt"}`, Team: testTeam})
 	if err != nil || strings.Contains(out.Content, "impostor") {
-		t.Fatalf("Run(%s) = %+v, %v: want the compiled-in tool", ReadFile, out, err)
+		t.Fatalf("Run(%s) = %+v, %v: want the compiled-in tool", testRead, out, err)
 	}
 
 	empty := []Tool{}
@@ -86,7 +86,7 @@ func TestRunnerRunsASourcesTools(t *testing.T) {
 
 // NewRunner refuses a wiring without the domain of a compiled-in tool.
 func TestNewRunnerNeedsEveryDomain(t *testing.T) {
-	if _, err := NewRunner(zerolog.Nop(), nil); err == nil || !strings.Contains(err.Error(), ReadFile) {
+	if _, err := NewRunner(zerolog.Nop(), nil); err == nil || !strings.Contains(err.Error(), testRead) {
 		t.Errorf("NewRunner without domains: %v, want an error naming the unbound tools", err)
 	}
 }

@@ -25,6 +25,7 @@ const (
 	ListSlackChannels     = "lucy_list_slack_channels"
 	PostMessage           = "lucy_post_message"
 	ReadFile              = "lucy_read_file"
+	RunScript             = "lucy_run_script"
 	WebFetch              = "lucy_web_fetch"
 	WriteFile             = "lucy_write_file"
 	UpdateRunJournal      = "update_run_journal"
@@ -36,11 +37,9 @@ const (
 	MaxFetchBytes     = 2 << 20 // bytes of a web page read from the network
 	MaxOutputChars    = 16_000  // characters of one tool result (TOOL_RESULT_MAX_CHARS)
 	MaxHistoryLimit   = 100     // messages per lucy_get_channel_history call
-	MaxCSVRows        = 10_000  // rows per lucy_generate_csv call
-	maxPathLen        = 512
+	MaxPathLen        = 512     // bytes of a workspace path the model gives
 	defaultHistory    = 20
-	readWindowBytes   = 14_000 // one part of lucy_read_file / lucy_web_fetch output: with its header and footer, under MaxOutputChars
-	maxListedFiles    = 500
+	ReadWindowBytes   = 14_000 // one part of lucy_read_file / lucy_web_fetch output: with its header and footer, under MaxOutputChars
 	maxListedChannels = 1000
 	maxThreadMessages = 200
 )
@@ -269,7 +268,7 @@ func EnumProp(name, desc string, values ...string) Prop {
 // PathProp is the "path" property of the tools that take a workspace path.
 func PathProp(desc string) Prop {
 	return StrProp("path", desc+" A path relative to the team's workspace, e.g. \"reports/q3.md\" (no leading / and no ..).",
-		1, maxPathLen)
+		1, MaxPathLen)
 }
 
 // ChannelProp is the "channel" property of the tools that take a Slack conversation.

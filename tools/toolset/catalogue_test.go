@@ -11,13 +11,65 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
+	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/toolset"
-	"github.com/rs/zerolog"
+	"github.com/lucy-agent/lucy/tools/tooltest"
 )
 
-// These tests see the catalogue a worker sees: every domain linked through toolset.
+// The test binary is its own sandbox child for lucy_run_script (as the lucy binary is in production).
+func TestMain(m *testing.M) {
+	if sandbox.IsChild() {
+		os.Exit(sandbox.Main(os.Stdin, os.Stdout))
+	}
+	os.Exit(m.Run())
+}
+
+// allTools is every compiled-in tool: New links every domain, so a domain left out of it (or a tool
+// renamed) shows here.
+var allTools = []string{
+	"append_run_journal_entry", "ask_human", "delegate_to_code_agent", "delegate_to_document_agent",
+	"delegate_to_integrations_agent", "delegate_to_research_agent", "get_run_journal",
+	"lucy_check_heartbeat", "lucy_create_cron", "lucy_create_heartbeat", "lucy_current_time", "lucy_delete_cron",
+	"lucy_delete_file", "lucy_delete_heartbeat", "lucy_edit_file", "lucy_generate_chart", "lucy_generate_csv",
+	"lucy_generate_excel", "lucy_generate_pdf", "lucy_get_channel_history", "lucy_get_thread", "lucy_list_crons",
+	"lucy_list_files", "lucy_list_heartbeats", "lucy_list_slack_channels", "lucy_modify_cron", "lucy_pause_cron",
+	"lucy_post_message", "lucy_read_file", "lucy_resume_cron", "lucy_run_script", "lucy_search_slack_history",
+	"lucy_trigger_cron", "lucy_web_fetch", "lucy_web_search", "lucy_write_file", "update_run_journal",
+}
+
+// New binds every tool to its domain (it panics otherwise), and the catalogue is the full list.
+func TestNewLinksEveryDomain(t *testing.T) {
+	set := toolset.New(toolset.Deps{DataDir: t.TempDir(), Log: zerolog.Nop()})
+	if set.Runner == nil {
+		t.Fatal("New returned no Runner")
+	}
+	if got := tools.Names(); !slices.Equal(got, allTools) {
+		t.Errorf("tools.Names() = %q\nwant %q", got, allTools)
+	}
+}
+
+// Every tool the Runner executes is bound, and validates its arguments before any I/O; a builtin is
+// refused.
+func TestRunDispatch(t *testing.T) {
+	r := toolset.New(toolset.Deps{DataDir: t.TempDir(), Log: zerolog.Nop()}).Runner
+	for _, name := range tools.Names() {
+		t.Run(name, func(t *testing.T) {
+			s, _ := tools.Lookup(name)
+			_, err := tooltest.Run(t, r, name, `[1]`)
+			if s.Builtin {
+				if !errors.Is(err, tools.ErrBuiltin) {
+					t.Errorf("Run(builtin) error = %v, want ErrBuiltin", err)
+				}
+				return
+			}
+			tooltest.WantArgError(t, err, name, "must be a JSON object")
+		})
+	}
+}
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
@@ -32,10 +84,10 @@ var schemaKeywords = map[string]bool{
 func TestCatalogueInvariants(t *testing.T) {
 	names := tools.Names()
 	if !slices.IsSorted(names) {
-		t.Errorf("tools.Names() is not sorted: %v", names)
+		t.Errorf("Names() is not sorted: %v", names)
 	}
 	if len(slices.Compact(slices.Clone(names))) != len(names) {
-		t.Errorf("tools.Names() has duplicates: %v", names)
+		t.Errorf("Names() has duplicates: %v", names)
 	}
 	wantBuiltins := []string{tools.AppendRunJournalEntry, tools.AskHuman, subagents.DelegateCode, subagents.DelegateDocument, subagents.DelegateIntegrations, subagents.DelegateResearch, tools.GetRunJournal, tools.UpdateRunJournal}
 	var builtins []string
@@ -43,10 +95,10 @@ func TestCatalogueInvariants(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s, ok := tools.Lookup(name)
 			if !ok {
-				t.Fatalf("tools.Lookup(%q) = false", name)
+				t.Fatalf("Lookup(%q) = false", name)
 			}
 			if s.Name != name {
-				t.Errorf("tools.Lookup(%q).Name = %q", name, s.Name)
+				t.Errorf("Lookup(%q).Name = %q", name, s.Name)
 			}
 			if s.Description == "" || s.Human == "" {
 				t.Errorf("description %q, human %q: both must be set", s.Description, s.Human)
@@ -74,15 +126,15 @@ func TestCatalogueInvariants(t *testing.T) {
 
 	def := tools.DefaultSet()
 	if !slices.IsSorted(def) {
-		t.Errorf("tools.DefaultSet() is not sorted: %v", def)
+		t.Errorf("DefaultSet() is not sorted: %v", def)
 	}
 	for _, n := range def {
 		if !slices.Contains(names, n) {
-			t.Errorf("tools.DefaultSet() has %q, which is not in the catalogue", n)
+			t.Errorf("DefaultSet() has %q, which is not in the catalogue", n)
 		}
 	}
 	if _, ok := tools.Lookup("lucy_nope"); ok {
-		t.Errorf("tools.Lookup(unknown) = true")
+		t.Errorf("Lookup(unknown) = true")
 	}
 }
 
@@ -134,10 +186,10 @@ func checkKeywords(t *testing.T, path string, s map[string]any) {
 }
 
 // TestSchemasGolden pins what the model is told: a change to a description or schema shows in review.
-// Run `go test ./tools -run TestSchemasGolden -update` after an intended change.
+// Run `go test ./tools/toolset -run TestSchemasGolden -update` after an intended change.
 func TestSchemasGolden(t *testing.T) {
 	r := toolset.New(toolset.Deps{DataDir: t.TempDir(), Log: zerolog.Nop()}).Runner
-	got, err := json.MarshalIndent(r.Schemas(t.Context(), "T1", tools.Names()), "", "  ")
+	got, err := json.MarshalIndent(r.Schemas(t.Context(), "TTEST", tools.Names()), "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,42 +206,5 @@ func TestSchemasGolden(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("schemas differ from %s; run with -update if the change is intended\ngot:\n%s", golden, got)
-	}
-}
-
-func TestRunDispatch(t *testing.T) {
-	r := toolset.New(toolset.Deps{DataDir: t.TempDir(), Log: zerolog.Nop()}).Runner
-	for _, name := range tools.Names() {
-		t.Run(name, func(t *testing.T) {
-			s, _ := tools.Lookup(name)
-			_, err := r.Run(t.Context(), tools.Invocation{Name: name, Arguments: `[1]`, Team: "T1"})
-			if s.Builtin {
-				if !errors.Is(err, tools.ErrBuiltin) {
-					t.Errorf("Run(builtin) error = %v, want tools.ErrBuiltin", err)
-				}
-				return
-			}
-			// Every activity tool is implemented and validates its arguments before any I/O.
-			wantArgError(t, err, name, "must be a JSON object")
-		})
-	}
-	_, err := r.Run(t.Context(), tools.Invocation{Name: "lucy_send_email", Arguments: `{}`, Team: "T1"})
-	wantArgError(t, err, "lucy_send_email", "there is no tool named", tools.WebFetch)
-}
-
-// wantArgError checks that err is an *tools.ArgError for tool whose message holds every want.
-func wantArgError(tb testing.TB, err error, tool string, want ...string) {
-	tb.Helper()
-	var argErr *tools.ArgError
-	if !errors.As(err, &argErr) {
-		tb.Fatalf("got error %v (%T), want *tools.ArgError", err, err)
-	}
-	if argErr.Tool != tool {
-		tb.Errorf("ArgError.Tool = %q, want %q", argErr.Tool, tool)
-	}
-	for _, w := range want {
-		if !strings.Contains(argErr.Msg, w) {
-			tb.Errorf("ArgError %q does not contain %q", argErr.Msg, w)
-		}
 	}
 }

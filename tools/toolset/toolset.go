@@ -11,6 +11,12 @@ import (
 	// model is described them through this worker's catalogue.
 	_ "github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
+	_ "github.com/lucy-agent/lucy/tools/builtin" // the tools the workflow runs: declared, no domain
+	"github.com/lucy-agent/lucy/tools/clock"
+	"github.com/lucy-agent/lucy/tools/documents"
+	"github.com/lucy-agent/lucy/tools/files"
+	"github.com/lucy-agent/lucy/tools/script"
+	"github.com/lucy-agent/lucy/workspace"
 )
 
 // Deps are the clients and settings of every domain; the worker builds them, tests pass fakes.
@@ -29,9 +35,32 @@ type Set struct {
 // package, caught by its tests, so New panics on it rather than start a worker that fails calls.
 func New(d Deps, sources ...tools.Source) *Set {
 	legacy := tools.NewRegistry(d)
-	r, err := tools.NewRunner(d.Log, []any{legacy}, sources...)
+	ws := files.New(workspaceStore(d), filesSlack(d.Slack))
+	domains := []any{legacy, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil)}
+	r, err := tools.NewRunner(d.Log, domains, sources...)
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
 	return &Set{Runner: r, Schedules: legacy}
+}
+
+// workspaceStore is Deps.Workspace, or the local folder under Deps.DataDir; nil without either.
+func workspaceStore(d Deps) workspace.Store {
+	if d.Workspace == nil && d.DataDir != "" {
+		return workspace.NewLocal(d.DataDir)
+	}
+	return d.Workspace
+}
+
+// filesSlack gives the files domain the Slack clients it shares generated files with.
+func filesSlack(slack func(team string) tools.SlackAPI) func(team string) files.Slack {
+	if slack == nil {
+		return nil
+	}
+	return func(team string) files.Slack {
+		if api := slack(team); api != nil {
+			return api
+		}
+		return nil // not a non-nil interface holding nothing
+	}
 }

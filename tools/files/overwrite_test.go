@@ -1,4 +1,4 @@
-package tools
+package files
 
 import (
 	"fmt"
@@ -6,35 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workspace"
 )
-
-// runAs calls a tool in the test team, approved or not, with a Guard.
-func runAs(tb testing.TB, r *Registry, name, args string, approved bool, guard string) Output {
-	tb.Helper()
-	out, err := r.Run(tb.Context(), Invocation{
-		Name: name, Arguments: args, Team: testTeam, RunID: "run-1", CallID: "call_1", Approved: approved, Guard: guard,
-	})
-	if err != nil {
-		tb.Fatalf("%s(%s): unexpected error: %v", name, args, err)
-	}
-	return out
-}
-
-// wantHeld checks that out asks for approval and changed nothing, and returns the request.
-func wantHeld(tb testing.TB, out Output, want ...string) *ApprovalNeed {
-	tb.Helper()
-	if out.NeedsApproval == nil {
-		tb.Fatalf("got %+v, want a request for approval", out)
-	}
-	if out.IsError || len(out.Artifacts) != 0 || !strings.HasPrefix(out.Content, "Nothing was changed: ") {
-		tb.Errorf("held call's output = %+v", out)
-	}
-	if !strings.HasPrefix(out.NeedsApproval.Guard, "sha256:") {
-		tb.Errorf("Guard = %q", out.NeedsApproval.Guard)
-	}
-	wantContains(tb, out.Content, want...)
-	return out.NeedsApproval
-}
 
 func wantFile(tb testing.TB, path, want string) {
 	tb.Helper()
@@ -45,7 +20,7 @@ func wantFile(tb testing.TB, path, want string) {
 
 func TestWriteFileOverwriteNeedsApproval(t *testing.T) {
 	dataDir := t.TempDir()
-	r := newTestRegistry(t, Deps{DataDir: dataDir})
+	r := newTestFiles(t, workspace.NewLocal(dataDir))
 	file := filepath.Join(dataDir, "workspaces", testTeam, "reports", "q3.md")
 	v1 := "# Q3\n\nRevenue: 10\nCosts: 4\n"
 	v2 := "# Q3\n\nRevenue: 12\nCosts: 4\n"
@@ -53,15 +28,15 @@ func TestWriteFileOverwriteNeedsApproval(t *testing.T) {
 		return jsonArgs(t, map[string]string{"path": "reports/q3.md", "content": content})
 	}
 
-	wantOK(t, mustRun(t, r, WriteFile, write(v1)), "(created it)")
-	out := mustRun(t, r, WriteFile, write(v1))
+	wantOK(t, mustRun(t, r, tools.WriteFile, write(v1)), "(created it)")
+	out := mustRun(t, r, tools.WriteFile, write(v1))
 	wantOK(t, out, "already holds exactly this content", "nothing was changed")
 	if out.NeedsApproval != nil {
 		t.Errorf("identical content asked for approval: %+v", out.NeedsApproval)
 	}
 
 	// Different content: nothing is written, and the person is asked.
-	need := wantHeld(t, mustRun(t, r, WriteFile, write(v2)), "overwriting reports/q3.md (27 bytes) with different content (27 bytes)",
+	need := wantHeld(t, mustRun(t, r, tools.WriteFile, write(v2)), "overwriting reports/q3.md (27 bytes) with different content (27 bytes)",
 		"needs a person's approval")
 	wantFile(t, file, v1)
 	if want := "I'd like to overwrite `reports/q3.md` (27 bytes) with new content (27 bytes)."; need.Summary != want {
@@ -74,35 +49,35 @@ func TestWriteFileOverwriteNeedsApproval(t *testing.T) {
 	}
 
 	// Approved, for the content the person saw: written.
-	wantOK(t, runAs(t, r, WriteFile, write(v2), true, need.Guard), "Wrote 27 bytes to reports/q3.md (replaced the previous 27 bytes, as approved)")
+	wantOK(t, runAs(t, r, tools.WriteFile, write(v2), true, need.Guard), "Wrote 27 bytes to reports/q3.md (replaced the previous 27 bytes, as approved)")
 	wantFile(t, file, v2)
 
 	// The file changes between the request and the approved call: the approval does not carry over.
-	need = wantHeld(t, mustRun(t, r, WriteFile, write(v1)))
+	need = wantHeld(t, mustRun(t, r, tools.WriteFile, write(v1)))
 	if err := os.WriteFile(file, []byte("written by another run\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	again := wantHeld(t, runAs(t, r, WriteFile, write(v1), true, need.Guard), "changed after the person approved", "needs their approval again")
+	again := wantHeld(t, runAs(t, r, tools.WriteFile, write(v1), true, need.Guard), "changed after the person approved", "needs their approval again")
 	wantFile(t, file, "written by another run\n")
 	wantContains(t, again.Details, "The file changed after the earlier approval", "- written by another run")
 	if again.Guard == need.Guard {
 		t.Error("the new request has the old Guard")
 	}
-	wantOK(t, runAs(t, r, WriteFile, write(v1), true, again.Guard), "as approved")
+	wantOK(t, runAs(t, r, tools.WriteFile, write(v1), true, again.Guard), "as approved")
 	wantFile(t, file, v1)
 
 	// Approved without a Guard: no check (a workflow that does not pass it back).
-	wantOK(t, runAs(t, r, WriteFile, write(v2), true, ""), "as approved")
+	wantOK(t, runAs(t, r, tools.WriteFile, write(v2), true, ""), "as approved")
 	wantFile(t, file, v2)
 
 	// Emptying a file is overwriting it.
-	wantHeld(t, mustRun(t, r, WriteFile, write("")), "with different content (0 bytes)")
+	wantHeld(t, mustRun(t, r, tools.WriteFile, write("")), "with different content (0 bytes)")
 	wantFile(t, file, v2)
 }
 
 func TestOverwriteDetailsAreSafeAndShort(t *testing.T) {
 	dataDir := t.TempDir()
-	r := newTestRegistry(t, Deps{DataDir: dataDir})
+	r := newTestFiles(t, workspace.NewLocal(dataDir))
 	ws := filepath.Join(dataDir, "workspaces", testTeam)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -118,7 +93,7 @@ func TestOverwriteDetailsAreSafeAndShort(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "big.txt"), []byte(old.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	need := wantHeld(t, mustRun(t, r, WriteFile, `{"path": "big.txt", "content": "short\n"}`))
+	need := wantHeld(t, mustRun(t, r, tools.WriteFile, `{"path": "big.txt", "content": "short\n"}`))
 	d := need.Details
 	for _, leak := range []string{"<!channel>", "hunter2", "token=abc", "```this```", strings.Repeat("&lt;", detailLineRunes/4)} {
 		if strings.Contains(d, leak) {
@@ -137,7 +112,7 @@ func TestOverwriteDetailsAreSafeAndShort(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "logo.png"), []byte("\x89PNG\r\n\x1a\n\x00\x00secret"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	need = wantHeld(t, mustRun(t, r, WriteFile, `{"path": "logo.png", "content": "text"}`))
+	need = wantHeld(t, mustRun(t, r, tools.WriteFile, `{"path": "logo.png", "content": "text"}`))
 	wantContains(t, need.Details, "Now: a binary or very large file (16 bytes). After: 1 line, 4 bytes.", "+ text")
 	if strings.Contains(need.Details, "secret") {
 		t.Errorf("details show the binary file:\n%s", need.Details)
@@ -149,7 +124,7 @@ func TestOverwriteDetailsAreSafeAndShort(t *testing.T) {
 
 func TestEditFileThatRemovesMostNeedsApproval(t *testing.T) {
 	dataDir := t.TempDir()
-	r := newTestRegistry(t, Deps{DataDir: dataDir})
+	r := newTestFiles(t, workspace.NewLocal(dataDir))
 	ws := filepath.Join(dataDir, "workspaces", testTeam)
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -176,7 +151,7 @@ func TestEditFileThatRemovesMostNeedsApproval(t *testing.T) {
 			}
 			args := jsonArgs(t, map[string]string{"path": name, "old": tt.old, "new": tt.new})
 			after := strings.Replace(tt.content, tt.old, tt.new, 1)
-			out := mustRun(t, r, EditFile, args)
+			out := mustRun(t, r, tools.EditFile, args)
 			if tt.held == "" {
 				wantOK(t, out, "Edited "+name)
 				wantFile(t, path, after)
@@ -186,7 +161,7 @@ func TestEditFileThatRemovesMostNeedsApproval(t *testing.T) {
 			wantFile(t, path, tt.content)
 			wantContains(t, need.Summary, "I'd like to ", "`"+name+"`")
 			wantContains(t, need.Details, "Now: ")
-			wantOK(t, runAs(t, r, EditFile, args, true, need.Guard), "Edited "+name)
+			wantOK(t, runAs(t, r, tools.EditFile, args, true, need.Guard), "Edited "+name)
 			wantFile(t, path, after)
 		})
 	}
@@ -197,22 +172,22 @@ func TestEditFileThatRemovesMostNeedsApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := `{"path": "g.txt", "old": "notes\n", "new": ""}`
-	need := wantHeld(t, mustRun(t, r, EditFile, args))
+	need := wantHeld(t, mustRun(t, r, tools.EditFile, args))
 	if err := os.WriteFile(path, []byte("notes\n"+block), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// Now the edit removes little, so it goes ahead despite the stale Guard...
-	wantOK(t, runAs(t, r, EditFile, args, true, need.Guard), "Edited g.txt")
+	wantOK(t, runAs(t, r, tools.EditFile, args, true, need.Guard), "Edited g.txt")
 	// ...but one that still removes most asks again.
 	if err := os.WriteFile(path, []byte("notes\nmore notes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args = `{"path": "g.txt", "old": "notes\nmore notes\n", "new": ""}`
-	need = wantHeld(t, mustRun(t, r, EditFile, args))
+	need = wantHeld(t, mustRun(t, r, tools.EditFile, args))
 	if err := os.WriteFile(path, []byte("notes\nmore notes\nand more\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	args = `{"path": "g.txt", "old": "notes\nmore notes\nand more\n", "new": ""}`
-	wantHeld(t, runAs(t, r, EditFile, args, true, need.Guard), "changed after the person approved")
+	wantHeld(t, runAs(t, r, tools.EditFile, args, true, need.Guard), "changed after the person approved")
 	wantFile(t, path, "notes\nmore notes\nand more\n")
 }

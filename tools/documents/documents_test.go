@@ -1,4 +1,4 @@
-package tools
+package documents
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"github.com/xuri/excelize/v2"
 
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // sharedFile returns the content of the file shared in the test thread under name.
@@ -46,7 +47,7 @@ func filesOf(srv *localslack.Server, root string) []localslack.File {
 
 func (w *slackWorkspace) workspaceFile(t *testing.T, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(w.r.deps.DataDir, "workspaces", testTeam, rel))
+	b, err := os.ReadFile(filepath.Join(w.r.dir, "workspaces", testTeam, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func (w *slackWorkspace) workspaceFile(t *testing.T, rel string) []byte {
 
 func TestGenerateExcelReadsBack(t *testing.T) {
 	w := newSlackWorkspace(t)
-	w.say(t, "CLOCAL", "please make it") // the thread the tools share in (Invocation.ThreadTS)
+	w.say(t, "CLOCAL", "please make it") // the thread the tools share in (tools.Invocation.ThreadTS)
 	out := mustRun(t, w.r, GenerateExcel, `{"filename": "reports/q3", "sheets": [
 		{"name": "Summary", "rows": [["Metric", "Value"], ["Signups", 1250], ["Churned", 31.5], ["Active", true], ["Total", "=B2+B3"], ["Note", null]]},
 		{"name": "Détails – Q3", "rows": [["Date", "Region", "Amount"], ["2026-07-01", "Zürich", 10], ["2026-07-02T14:30:00Z", "Москва", 32],
@@ -143,7 +144,7 @@ func TestGenerateExcelRepeatAndReplace(t *testing.T) {
 }
 
 func TestGenerateExcelBadInput(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
+	r := newTestDocs(t, nil)
 	for _, tt := range []struct{ args, want string }{
 		{`{"filename": "a.xlsx", "sheets": [{"name": "Q3/Q4", "rows": [["a"]]}]}`, "may not contain"},
 		{`{"filename": "a.xlsx", "sheets": [{"name": "` + strings.Repeat("x", 32) + `", "rows": [["a"]]}]}`, "too long"},
@@ -165,14 +166,14 @@ func TestGenerateExcelBadInput(t *testing.T) {
 		}
 		wantArgError(t, err, GenerateExcel, tt.want)
 	}
-	if entries, _ := os.ReadDir(filepath.Join(r.deps.DataDir, "workspaces", testTeam)); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(r.dir, "workspaces", testTeam)); len(entries) != 0 {
 		t.Errorf("bad calls wrote %v", entries)
 	}
 }
 
 // A workbook over the file limit is refused with a way out, and nothing is written.
 func TestGenerateExcelTooLarge(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
+	r := newTestDocs(t, nil)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var b strings.Builder
 	b.WriteString(`{"filename": "big.xlsx", "sheets": [{"name": "Data", "rows": [`)
@@ -192,7 +193,7 @@ func TestGenerateExcelTooLarge(t *testing.T) {
 	b.WriteString(`]}]}`)
 	_, err := run(t, r, GenerateExcel, b.String())
 	wantArgError(t, err, GenerateExcel, "the workbook would be", "the limit is 1 MB", "split the data")
-	if _, err := os.Stat(filepath.Join(r.deps.DataDir, "workspaces", testTeam, "big.xlsx")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(r.dir, "workspaces", testTeam, "big.xlsx")); !os.IsNotExist(err) {
 		t.Errorf("big.xlsx: %v", err)
 	}
 }
@@ -375,7 +376,7 @@ func hexDecode(h string) ([]byte, error) {
 
 func TestGeneratePDFReadsBack(t *testing.T) {
 	w := newSlackWorkspace(t)
-	w.say(t, "CLOCAL", "please make it") // the thread the tools share in (Invocation.ThreadTS)
+	w.say(t, "CLOCAL", "please make it") // the thread the tools share in (tools.Invocation.ThreadTS)
 	// A chart first, to embed.
 	mustRun(t, w.r, GenerateChart, `{"filename": "charts/signups", "type": "bar", "title": "Signups", "labels": ["W1", "W2", "W3"], "series": [{"name": "2026", "values": [40, 55, 61]}]}`)
 	md := "# Quarterly report\n\nSignups grew **12%** over the quarter, *mostly* from `organic` search. See [the dashboard](https://example.com/d).\n\n" +
@@ -402,7 +403,7 @@ func TestGeneratePDFReadsBack(t *testing.T) {
 }
 
 func TestGeneratePDFBadInput(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
+	r := newTestDocs(t, nil)
 	_, err := run(t, r, GeneratePDF, `{"filename": "a.pdf", "markdown": "   "}`)
 	wantArgError(t, err, GeneratePDF, "blank")
 	_, err = run(t, r, GeneratePDF, `{"filename": "a.pdf", "markdown": ""}`)
@@ -411,15 +412,15 @@ func TestGeneratePDFBadInput(t *testing.T) {
 	wantArgError(t, err, GeneratePDF, `"markdown"`)
 	_, err = run(t, r, GeneratePDF, `{"filename": "../a.pdf", "markdown": "x"}`)
 	wantArgError(t, err, GeneratePDF, `uses ".."`)
-	if entries, _ := os.ReadDir(filepath.Join(r.deps.DataDir, "workspaces", testTeam)); len(entries) != 0 {
+	if entries, _ := os.ReadDir(filepath.Join(r.dir, "workspaces", testTeam)); len(entries) != 0 {
 		t.Errorf("bad calls wrote %v", entries)
 	}
 	// An image that is missing, or not an image, or outside the workspace, is said in the document
 	// and in the result, not fatal.
-	if err := os.MkdirAll(filepath.Join(r.deps.DataDir, "workspaces", testTeam), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(r.dir, "workspaces", testTeam), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(r.deps.DataDir, "workspaces", testTeam, "notes.txt"), []byte("text"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(r.dir, "workspaces", testTeam, "notes.txt"), []byte("text"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out := mustRun(t, r, GeneratePDF, `{"filename": "a.pdf", "markdown": "![x](nope.png) ![y](notes.txt) ![z](../../secret.png)"}`)
@@ -431,9 +432,9 @@ func TestGeneratePDFBadInput(t *testing.T) {
 }
 
 // w reads a file of the test team's workspace.
-func w(t *testing.T, r *Registry, rel string) []byte {
+func w(t *testing.T, r *testDocs, rel string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(r.deps.DataDir, "workspaces", testTeam, rel))
+	b, err := os.ReadFile(filepath.Join(r.dir, "workspaces", testTeam, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +444,7 @@ func w(t *testing.T, r *Registry, rel string) []byte {
 // Characters the fonts lack are replaced by a look-alike or left out, and the model hears which; tabs
 // in code keep the code's indentation.
 func TestGeneratePDFCharactersOutsideTheFonts(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
+	r := newTestDocs(t, nil)
 	md := "# Status ✅\n\nDone 🚀 in 東京, Ελλάδα and Київ.\u200d\n\n```\nif x {\n\treturn\n}\n```\n"
 	out := mustRun(t, r, GeneratePDF, `{"filename": "s.pdf", "markdown": `+jsonString(md)+`}`)
 	wantOK(t, out, "Created s.pdf", "3 character(s) were left out", `'🚀', '東', '京'`)
@@ -483,7 +484,7 @@ func TestGeneratePDFRepeatAndReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(w.r.deps.DataDir, "workspaces", testTeam, "c.png"), other, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(w.r.dir, "workspaces", testTeam, "c.png"), other, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	wantHeld(t, mustRun(t, w.r, GeneratePDF, args), "overwriting r.pdf")
@@ -494,7 +495,7 @@ func TestGeneratePDFRepeatAndReplace(t *testing.T) {
 
 func TestGenerateChartDecodes(t *testing.T) {
 	w := newSlackWorkspace(t)
-	w.say(t, "CLOCAL", "please make it") // the thread the tools share in (Invocation.ThreadTS)
+	w.say(t, "CLOCAL", "please make it") // the thread the tools share in (tools.Invocation.ThreadTS)
 	for _, tt := range []struct{ name, args string }{
 		{"bar", `{"filename": "bar.png", "type": "bar", "title": "Revenue", "x_title": "Quarter", "y_title": "EUR", "labels": ["Q1","Q2","Q3"], "series": [{"name": "2025", "values": [1,2,3]}, {"name": "2026", "values": [2,3,5]}]}`},
 		{"line", `{"filename": "line", "type": "line", "labels": ["Mon","Tue","Wed","Thu"], "series": [{"name": "", "values": [10, 12, 9, 14]}]}`},
@@ -531,7 +532,7 @@ func distinctColors(img image.Image) int {
 }
 
 func TestGenerateChartBadInput(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
+	r := newTestDocs(t, nil)
 	for _, tt := range []struct{ args, want string }{
 		{`{"filename": "c.png", "type": "radar", "labels": ["a"], "series": [{"name": "", "values": [1]}]}`, "must be one of bar, line, pie"},
 		{`{"filename": "c.png", "type": "bar", "labels": ["a","b"], "series": [{"name": "s", "values": [1]}]}`, "has 1 values for 2 labels"},
@@ -591,5 +592,114 @@ func TestNiceStep(t *testing.T) {
 		if got := niceStep(raw); math.Abs(got-want) > 1e-9 {
 			t.Errorf("niceStep(%v) = %v, want %v", raw, got, want)
 		}
+	}
+}
+
+func TestGenerateCSV(t *testing.T) {
+	w := newSlackWorkspace(t)
+	root := w.say(t, "CLOCAL", "can I get the signups as a CSV?")
+	inv := tools.Invocation{
+		Name: tools.GenerateCSV, Team: testTeam, Channel: "CLOCAL", ThreadTS: root, RunID: "run-1", CallID: "call_9",
+		Arguments: `{"filename": "exports/signups", "rows": [["Date", "Signups", "Note"], ["2026-04-01", "12", "launch, day 1"], ["2026-04-02", "7", "said \"wow\""]]}`,
+	}
+	out, err := w.r.Run(t.Context(), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, out, "Created exports/signups.csv (3 rows, 3 columns", "shared it in the thread (Slack file F")
+	if len(out.Artifacts) != 1 || out.Artifacts[0] != "exports/signups.csv" {
+		t.Errorf("artifacts = %v", out.Artifacts)
+	}
+
+	wantCSV := "Date,Signups,Note\r\n2026-04-01,12,\"launch, day 1\"\r\n2026-04-02,7,\"said \"\"wow\"\"\"\r\n"
+	// In the workspace...
+	read := mustRun(t, w.r, tools.ReadFile, `{"path": "exports/signups.csv"}`)
+	if read.Content != wantCSV {
+		t.Errorf("workspace file = %q, want %q", read.Content, wantCSV)
+	}
+	// ...and shared in the thread with the files v2 upload.
+	if n := w.srv.Calls("files.getUploadURLExternal"); n != 1 {
+		t.Errorf("files.getUploadURLExternal called %d times", n)
+	}
+	if n := w.srv.Calls("files.completeUploadExternal"); n != 1 {
+		t.Errorf("files.completeUploadExternal called %d times", n)
+	}
+	var shared *localslack.File
+	for _, m := range w.srv.Messages("CLOCAL", root) {
+		for _, f := range m.Files {
+			shared = &f
+		}
+	}
+	if shared == nil {
+		t.Fatalf("no file shared in the thread: %+v", w.srv.Messages("CLOCAL", root))
+	}
+	f, ok := w.srv.File(shared.ID)
+	if !ok || !f.Uploaded || string(f.Content) != wantCSV || f.Name != "signups.csv" || f.Channel != "CLOCAL" || f.ThreadTS != root {
+		t.Errorf("uploaded file = %+v (content %q)", f, f.Content)
+	}
+}
+
+func TestGenerateCSVUploadFails(t *testing.T) {
+	w := newSlackWorkspace(t)
+	w.srv.FailNext("files.completeUploadExternal", localslack.Failure{SlackError: "not_in_channel"})
+	out := mustRun(t, w.r, tools.GenerateCSV, `{"filename": "a.csv", "rows": [["x"]]}`)
+	wantToolError(t, out, "Created a.csv", "could not share it in the thread", "/invite @Lucy")
+	if len(out.Artifacts) != 1 {
+		t.Errorf("artifacts = %v: the file was written", out.Artifacts)
+	}
+	wantOK(t, mustRun(t, w.r, tools.ReadFile, `{"path": "a.csv"}`), "x")
+
+	w.srv.FailNext(localslack.MethodUpload, localslack.Failure{Status: 503})
+	_, err := run(t, w.r, tools.GenerateCSV, `{"filename": "b.csv", "rows": [["y"]]}`)
+	te := wantTransient(t, err)
+	wantContains(t, te.Error(), "b.csv was saved in the workspace")
+
+	// Without a conversation the file is only saved.
+	out, err = w.r.Run(t.Context(), tools.Invocation{Name: tools.GenerateCSV, Team: testTeam, Arguments: `{"filename": "c.csv", "rows": [["z"]]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOK(t, out, "Created c.csv", "no Slack conversation to share it in")
+}
+
+// A CSV that would replace a file with different rows waits for approval and shares nothing;
+// the same rows again are shared without a write.
+func TestGenerateCSVOverwriteNeedsApproval(t *testing.T) {
+	w := newSlackWorkspace(t)
+	root := w.say(t, "CLOCAL", "export the signups")
+	call := func(rows string, approved bool, guard string) tools.Output {
+		t.Helper()
+		out, err := w.r.Run(t.Context(), tools.Invocation{
+			Name: tools.GenerateCSV, Team: testTeam, Channel: "CLOCAL", ThreadTS: root, RunID: "run-1", CallID: "call_1",
+			Arguments: `{"filename": "signups.csv", "rows": ` + rows + `}`, Approved: approved, Guard: guard,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	uploads := func() int { return w.srv.Calls("files.completeUploadExternal") }
+
+	wantOK(t, call(`[["day","n"],["mon","1"]]`, false, ""), "Created signups.csv")
+	// The same rows again (a repeated call, or a run an operator Reset): the file is already in the
+	// thread, so it is not shared a second time.
+	wantOK(t, call(`[["day","n"],["mon","1"]]`, false, ""), "Found signups.csv already in the workspace with exactly these rows",
+		"it is already shared in the thread (Slack file F")
+	if n := uploads(); n != 1 {
+		t.Errorf("%d uploads, want 1", n)
+	}
+
+	need := wantHeld(t, call(`[["day","n"],["tue","2"]]`, false, ""), "overwriting signups.csv")
+	wantContains(t, need.Summary, "I'd like to overwrite `signups.csv`")
+	wantContains(t, need.Details, "- mon,1", "+ tue,2")
+	if n := uploads(); n != 1 {
+		t.Errorf("a held CSV was shared (%d uploads)", n)
+	}
+	wantOK(t, mustRun(t, w.r, tools.ReadFile, `{"path": "signups.csv"}`), "mon,1")
+
+	wantOK(t, call(`[["day","n"],["tue","2"]]`, true, need.Guard), "Wrote signups.csv", "as approved", "shared it in the thread")
+	wantOK(t, mustRun(t, w.r, tools.ReadFile, `{"path": "signups.csv"}`), "tue,2")
+	if n := uploads(); n != 2 {
+		t.Errorf("%d uploads, want 2", n)
 	}
 }

@@ -1,4 +1,4 @@
-package tools
+package documents
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"unicode"
 
 	"github.com/go-pdf/fpdf"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/files"
 	"github.com/lucy-agent/lucy/workspace"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -36,33 +38,56 @@ import (
 // are embedded in the binary (BSD-licensed, covering Latin, Greek and Cyrillic), so a PDF needs
 // nothing installed and shows accented and non-Latin text.
 
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: GeneratePDF,
+		Description: "Create a PDF document from Markdown, save it in the team's workspace and share it in the " +
+			"current thread. Supported: headings (#, ##, ###), paragraphs with **bold**, *italic* and `code`, " +
+			"bulleted and numbered lists (nested), tables (GitHub style), code blocks, block quotes, horizontal " +
+			"rules, links (shown with their URL), and images that are PNG or JPEG files of the workspace " +
+			"(`![Signups by week](charts/signups.png)`, e.g. made with lucy_generate_chart). Text may be in any " +
+			"language written in Latin, Greek or Cyrillic script (other characters, such as emoji, are left out). " +
+			"Replacing an existing file with different content waits for a person's approval.",
+		Human: "creating a PDF",
+		Long:  true,
+	},
+	Required: []string{"filename", "markdown"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			tools.StrProp("filename", "File name, e.g. \"weekly-report.pdf\" (\".pdf\" is added if missing); may include folders.", 1, tools.MaxPathLen),
+			tools.StrProp("title", "Document title, shown at the top of the first page and in the PDF's properties.", 0, 200),
+			tools.StrProp("markdown", "The document's content in Markdown.", 1, MaxMarkdownChars),
+		}
+	},
+}, (*Generator).generatePDF)
+
 type generatePDFArgs struct {
 	Filename string `json:"filename"`
 	Title    string `json:"title"`
 	Markdown string `json:"markdown"`
 }
 
-func (a *generatePDFArgs) filePath() string { return a.Filename }
+func (a *generatePDFArgs) FilePath() string { return a.Filename }
 
 // maxPDFBytes bounds a generated PDF: more than other generated files, since images make it large.
-const maxPDFBytes = 4 * MaxFileBytes
+const maxPDFBytes = 4 * tools.MaxFileBytes
 
-func (r *Registry) generatePDF(ctx context.Context, inv Invocation) (Output, error) {
+func (g *Generator) generatePDF(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args generatePDFArgs
-	rel, err := decodePath(inv, GeneratePDF, false, &args)
+	rel, err := files.DecodePath(inv, GeneratePDF, false, &args)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
 	rel = withExt(rel, ".pdf")
 	if strings.TrimSpace(args.Markdown) == "" {
-		return Output{}, argErrorf(GeneratePDF, "\"markdown\" is blank: give the document's content")
+		return tools.Output{}, tools.ArgErrorf(GeneratePDF, "\"markdown\" is blank: give the document's content")
 	}
-	st, err := r.workspace(inv.Team)
+	st, err := g.ws.Store(inv.Team)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
 	images := func(p string) ([]byte, error) {
-		clean, err := cleanPath(GeneratePDF, p, false)
+		clean, err := files.CleanPath(GeneratePDF, p, false)
 		if err != nil {
 			return nil, err
 		}
@@ -75,13 +100,13 @@ func (r *Registry) generatePDF(ctx context.Context, inv Invocation) (Output, err
 		}
 		return data, nil
 	}
-	doc, err := renderPDF(args.Title, args.Markdown, images, r.now())
+	doc, err := renderPDF(args.Title, args.Markdown, images, g.now())
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
 	data := doc.data
 	if len(data) > maxPDFBytes {
-		return Output{}, argErrorf(GeneratePDF, "the PDF would be %s; the limit is 4 MB: use fewer or smaller images", humanBytes(int64(len(data))))
+		return tools.Output{}, tools.ArgErrorf(GeneratePDF, "the PDF would be %s; the limit is 4 MB: use fewer or smaller images", files.HumanBytes(int64(len(data))))
 	}
 	// The PDF library's font subsetting does not give the same bytes twice for the same text, and the
 	// file carries its creation time. So a repeated call (an activity retried after a crash, an
@@ -91,8 +116,8 @@ func (r *Registry) generatePDF(ctx context.Context, inv Invocation) (Output, err
 	if old := sameSourcePDF(ctx, st, inv.Team, rel, doc.source); old != nil {
 		data = old
 	}
-	shape := fmt.Sprintf("%d page(s), %s", doc.pages, humanBytes(int64(len(data))))
-	out, err := r.saveAndShare(ctx, inv, GeneratePDF, rel, data, shape, "exactly this content")
+	shape := fmt.Sprintf("%d page(s), %s", doc.pages, files.HumanBytes(int64(len(data))))
+	out, err := g.ws.SaveAndShare(ctx, inv, GeneratePDF, rel, data, shape, "exactly this content")
 	if err != nil || out.NeedsApproval != nil {
 		return out, err
 	}

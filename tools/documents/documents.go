@@ -1,4 +1,9 @@
-package tools
+// Package documents holds the tools that generate files for people: CSV files, Excel workbooks,
+// charts (PNG) and PDF reports from Markdown. Each is written in the team's workspace and shared in the
+// conversation's thread through the files domain (files.Workspace.SaveAndShare), which also applies
+// the rules of replacing a file. It is its own package because its libraries (excelize, charts, fpdf,
+// goldmark and the embedded fonts) are needed by no other tool.
+package documents
 
 import (
 	"bytes"
@@ -12,12 +17,25 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-analyze/charts"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/files"
 	"github.com/xuri/excelize/v2"
 )
 
-// Document tools: spreadsheets, PDF reports and charts, each written in
-// the team's workspace and shared in the conversation's thread (saveAndShare). The PDF renderer is in
-// pdf.go.
+// Generator makes the documents: it writes and shares them through the workspace, and dates the PDFs
+// by its clock.
+type Generator struct {
+	ws  *files.Workspace
+	now func() time.Time
+}
+
+// New returns the document tools' domain over ws, with now as the clock (nil: time.Now).
+func New(ws *files.Workspace, now func() time.Time) *Generator {
+	if now == nil {
+		now = time.Now
+	}
+	return &Generator{ws: ws, now: now}
+}
 
 // Document tool names.
 const (
@@ -28,6 +46,7 @@ const (
 
 // Limits of the document tools.
 const (
+	MaxCSVRows       = 10_000 // rows per lucy_generate_csv call
 	MaxSheets        = 20
 	MaxExcelCells    = 200_000
 	MaxMarkdownChars = 200_000
@@ -37,99 +56,6 @@ const (
 	chartHeight      = 540
 )
 
-var documentTools = []entry{
-	{
-		spec: Spec{
-			Name: GenerateExcel,
-			Description: "Create an Excel workbook (.xlsx) with one or more sheets, save it in the team's workspace and " +
-				"share it in the current thread. Each sheet is rows of cells; the first row is the header (bold, " +
-				"filled, frozen). A cell is a string, a number, true/false or null (empty); a string starting with " +
-				"\"=\" is a formula (e.g. \"=SUM(B2:B9)\"), a string like \"2026-03-31\" or \"2026-03-31T14:00:00Z\" " +
-				"is a date; a leading apostrophe keeps such a string as text (\"'=x\" shows =x). Replacing an existing " +
-				"file with different content waits for a person's approval.",
-			Human: "creating a spreadsheet",
-			Long:  true,
-		},
-		required: []string{"filename", "sheets"},
-		props: func() []prop {
-			return []prop{
-				strProp("filename", "File name, e.g. \"q3-report.xlsx\" (\".xlsx\" is added if missing); may include folders.", 1, maxPathLen),
-				prop{"sheets", map[string]any{
-					"type": "array", "description": "The sheets, in order.", "minItems": 1, "maxItems": MaxSheets,
-					"items": map[string]any{
-						"type": "object", "additionalProperties": false, "required": []string{"name", "rows"},
-						"properties": map[string]any{
-							"name": map[string]any{"type": "string", "description": "Sheet name: up to 31 characters, none of : \\ / ? * [ ].", "minLength": 1, "maxLength": 31},
-							"rows": map[string]any{
-								"type": "array", "description": "Rows of cells; the first is the header.", "minItems": 1,
-								"items": map[string]any{"type": "array", "items": map[string]any{"type": []string{"string", "number", "boolean", "null"}}},
-							},
-						},
-					},
-				}},
-			}
-		},
-		run: (*Registry).generateExcel,
-	},
-	{
-		spec: Spec{
-			Name: GeneratePDF,
-			Description: "Create a PDF document from Markdown, save it in the team's workspace and share it in the " +
-				"current thread. Supported: headings (#, ##, ###), paragraphs with **bold**, *italic* and `code`, " +
-				"bulleted and numbered lists (nested), tables (GitHub style), code blocks, block quotes, horizontal " +
-				"rules, links (shown with their URL), and images that are PNG or JPEG files of the workspace " +
-				"(`![Signups by week](charts/signups.png)`, e.g. made with lucy_generate_chart). Text may be in any " +
-				"language written in Latin, Greek or Cyrillic script (other characters, such as emoji, are left out). " +
-				"Replacing an existing file with different content waits for a person's approval.",
-			Human: "creating a PDF",
-			Long:  true,
-		},
-		required: []string{"filename", "markdown"},
-		props: func() []prop {
-			return []prop{
-				strProp("filename", "File name, e.g. \"weekly-report.pdf\" (\".pdf\" is added if missing); may include folders.", 1, maxPathLen),
-				strProp("title", "Document title, shown at the top of the first page and in the PDF's properties.", 0, 200),
-				strProp("markdown", "The document's content in Markdown.", 1, MaxMarkdownChars),
-			}
-		},
-		run: (*Registry).generatePDF,
-	},
-	{
-		spec: Spec{
-			Name: GenerateChart,
-			Description: "Draw a bar, line or pie chart as a PNG image, save it in the team's workspace and share it in " +
-				"the current thread. Give labels (x-axis categories, or pie slices) and one or more series of numbers, " +
-				"one number per label (a pie takes exactly one series). The PNG can then go into a PDF with " +
-				"lucy_generate_pdf (`![title](path.png)`).",
-			Human: "drawing a chart",
-			Long:  true,
-		},
-		required: []string{"filename", "type", "labels", "series"},
-		props: func() []prop {
-			return []prop{
-				strProp("filename", "File name, e.g. \"charts/signups.png\" (\".png\" is added if missing).", 1, maxPathLen),
-				enumProp("type", "The kind of chart.", "bar", "line", "pie"),
-				strProp("title", "The chart's title.", 0, 200),
-				strProp("x_title", "What the x axis shows, e.g. \"Week\" (bar and line).", 0, 100),
-				strProp("y_title", "What the y axis shows, e.g. \"Signups\" (bar and line).", 0, 100),
-				prop{"labels", map[string]any{"type": "array", "description": "Category labels, one per value.",
-					"minItems": 1, "maxItems": MaxChartPoints, "items": map[string]any{"type": "string", "maxLength": 100}}},
-				prop{"series", map[string]any{
-					"type": "array", "description": "Data series, each with a name and one value per label.", "minItems": 1, "maxItems": MaxChartSeries,
-					"items": map[string]any{
-						"type": "object", "additionalProperties": false, "required": []string{"name", "values"},
-						"properties": map[string]any{
-							"name":   map[string]any{"type": "string", "description": "The series' name for the legend (\"\" for none).", "maxLength": 100},
-							"values": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxChartPoints, "items": map[string]any{"type": "number"}},
-						},
-					},
-				}},
-			}
-		},
-		run: (*Registry).generateChart,
-	},
-}
-
 // withExt adds ext to a workspace path that lacks it.
 func withExt(rel, ext string) string {
 	if !strings.EqualFold(path.Ext(rel), ext) {
@@ -137,6 +63,39 @@ func withExt(rel, ext string) string {
 	}
 	return rel
 }
+
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: GenerateExcel,
+		Description: "Create an Excel workbook (.xlsx) with one or more sheets, save it in the team's workspace and " +
+			"share it in the current thread. Each sheet is rows of cells; the first row is the header (bold, " +
+			"filled, frozen). A cell is a string, a number, true/false or null (empty); a string starting with " +
+			"\"=\" is a formula (e.g. \"=SUM(B2:B9)\"), a string like \"2026-03-31\" or \"2026-03-31T14:00:00Z\" " +
+			"is a date; a leading apostrophe keeps such a string as text (\"'=x\" shows =x). Replacing an existing " +
+			"file with different content waits for a person's approval.",
+		Human: "creating a spreadsheet",
+		Long:  true,
+	},
+	Required: []string{"filename", "sheets"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			tools.StrProp("filename", "File name, e.g. \"q3-report.xlsx\" (\".xlsx\" is added if missing); may include folders.", 1, tools.MaxPathLen),
+			tools.Prop{Name: "sheets", Schema: map[string]any{
+				"type": "array", "description": "The sheets, in order.", "minItems": 1, "maxItems": MaxSheets,
+				"items": map[string]any{
+					"type": "object", "additionalProperties": false, "required": []string{"name", "rows"},
+					"properties": map[string]any{
+						"name": map[string]any{"type": "string", "description": "Sheet name: up to 31 characters, none of : \\ / ? * [ ].", "minLength": 1, "maxLength": 31},
+						"rows": map[string]any{
+							"type": "array", "description": "Rows of cells; the first is the header.", "minItems": 1,
+							"items": map[string]any{"type": "array", "items": map[string]any{"type": []string{"string", "number", "boolean", "null"}}},
+						},
+					},
+				},
+			}},
+		}
+	},
+}, (*Generator).generateExcel)
 
 type generateExcelArgs struct {
 	Filename string `json:"filename"`
@@ -146,47 +105,47 @@ type generateExcelArgs struct {
 	} `json:"sheets"`
 }
 
-func (a *generateExcelArgs) filePath() string { return a.Filename }
+func (a *generateExcelArgs) FilePath() string { return a.Filename }
 
-func (r *Registry) generateExcel(ctx context.Context, inv Invocation) (Output, error) {
+func (g *Generator) generateExcel(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args generateExcelArgs
-	rel, err := decodePath(inv, GenerateExcel, false, &args)
+	rel, err := files.DecodePath(inv, GenerateExcel, false, &args)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
 	rel = withExt(rel, ".xlsx")
 	cells, seen := 0, map[string]bool{}
 	for _, sh := range args.Sheets {
 		if err := checkSheetName(sh.Name); err != nil {
-			return Output{}, argErrorf(GenerateExcel, "sheet name %q: %v", sh.Name, err)
+			return tools.Output{}, tools.ArgErrorf(GenerateExcel, "sheet name %q: %v", sh.Name, err)
 		}
 		if seen[strings.ToLower(sh.Name)] {
-			return Output{}, argErrorf(GenerateExcel, "two sheets are named %q; sheet names must differ", sh.Name)
+			return tools.Output{}, tools.ArgErrorf(GenerateExcel, "two sheets are named %q; sheet names must differ", sh.Name)
 		}
 		seen[strings.ToLower(sh.Name)] = true
 		for ri, row := range sh.Rows {
 			if len(row) > excelize.MaxColumns {
-				return Output{}, argErrorf(GenerateExcel, "sheet %q, row %d has %d cells; a sheet has at most %d columns", sh.Name, ri+1, len(row), excelize.MaxColumns)
+				return tools.Output{}, tools.ArgErrorf(GenerateExcel, "sheet %q, row %d has %d cells; a sheet has at most %d columns", sh.Name, ri+1, len(row), excelize.MaxColumns)
 			}
 			cells += max(1, len(row)) // an empty row counts as one, so that rows are bounded too
 		}
 	}
 	if cells > MaxExcelCells {
-		return Output{}, argErrorf(GenerateExcel, "%d cells; the limit is %d: split the data into several workbooks", cells, MaxExcelCells)
+		return tools.Output{}, tools.ArgErrorf(GenerateExcel, "%d cells; the limit is %d: split the data into several workbooks", cells, MaxExcelCells)
 	}
 	data, err := buildWorkbook(args)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
-	if len(data) > MaxFileBytes {
-		return Output{}, argErrorf(GenerateExcel, "the workbook would be %s; the limit is 1 MB: split the data", humanBytes(int64(len(data))))
+	if len(data) > tools.MaxFileBytes {
+		return tools.Output{}, tools.ArgErrorf(GenerateExcel, "the workbook would be %s; the limit is 1 MB: split the data", files.HumanBytes(int64(len(data))))
 	}
 	names := make([]string, len(args.Sheets))
 	for i, sh := range args.Sheets {
 		names[i] = fmt.Sprintf("%s (%d rows)", sh.Name, len(sh.Rows))
 	}
-	shape := fmt.Sprintf("sheets %s, %s", strings.Join(names, ", "), humanBytes(int64(len(data))))
-	return r.saveAndShare(ctx, inv, GenerateExcel, rel, data, shape, "exactly this content")
+	shape := fmt.Sprintf("sheets %s, %s", strings.Join(names, ", "), files.HumanBytes(int64(len(data))))
+	return g.ws.SaveAndShare(ctx, inv, GenerateExcel, rel, data, shape, "exactly this content")
 }
 
 // checkSheetName applies Excel's rules: 1 to 31 characters, none of: \ / ? * [ ], not starting or
@@ -250,7 +209,7 @@ func buildWorkbook(args generateExcelArgs) ([]byte, error) {
 				}
 				shown, err := setCell(f, name, cell, raw, dateStyle, timeStyle)
 				if err != nil {
-					return nil, argErrorf(GenerateExcel, "sheet %q, cell %s: %v", name, cell, err)
+					return nil, tools.ArgErrorf(GenerateExcel, "sheet %q, cell %s: %v", name, cell, err)
 				}
 				widths[ci] = max(widths[ci], len([]rune(shown)))
 			}
@@ -338,6 +297,40 @@ type chartSeries struct {
 	Values []float64 `json:"values"`
 }
 
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: GenerateChart,
+		Description: "Draw a bar, line or pie chart as a PNG image, save it in the team's workspace and share it in " +
+			"the current thread. Give labels (x-axis categories, or pie slices) and one or more series of numbers, " +
+			"one number per label (a pie takes exactly one series). The PNG can then go into a PDF with " +
+			"lucy_generate_pdf (`![title](path.png)`).",
+		Human: "drawing a chart",
+		Long:  true,
+	},
+	Required: []string{"filename", "type", "labels", "series"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			tools.StrProp("filename", "File name, e.g. \"charts/signups.png\" (\".png\" is added if missing).", 1, tools.MaxPathLen),
+			tools.EnumProp("type", "The kind of chart.", "bar", "line", "pie"),
+			tools.StrProp("title", "The chart's title.", 0, 200),
+			tools.StrProp("x_title", "What the x axis shows, e.g. \"Week\" (bar and line).", 0, 100),
+			tools.StrProp("y_title", "What the y axis shows, e.g. \"Signups\" (bar and line).", 0, 100),
+			tools.Prop{Name: "labels", Schema: map[string]any{"type": "array", "description": "Category labels, one per value.",
+				"minItems": 1, "maxItems": MaxChartPoints, "items": map[string]any{"type": "string", "maxLength": 100}}},
+			tools.Prop{Name: "series", Schema: map[string]any{
+				"type": "array", "description": "Data series, each with a name and one value per label.", "minItems": 1, "maxItems": MaxChartSeries,
+				"items": map[string]any{
+					"type": "object", "additionalProperties": false, "required": []string{"name", "values"},
+					"properties": map[string]any{
+						"name":   map[string]any{"type": "string", "description": "The series' name for the legend (\"\" for none).", "maxLength": 100},
+						"values": map[string]any{"type": "array", "minItems": 1, "maxItems": MaxChartPoints, "items": map[string]any{"type": "number"}},
+					},
+				},
+			}},
+		}
+	},
+}, (*Generator).generateChart)
+
 type generateChartArgs struct {
 	Filename string        `json:"filename"`
 	Type     string        `json:"type"`
@@ -348,21 +341,21 @@ type generateChartArgs struct {
 	Series   []chartSeries `json:"series"`
 }
 
-func (a *generateChartArgs) filePath() string { return a.Filename }
+func (a *generateChartArgs) FilePath() string { return a.Filename }
 
-func (r *Registry) generateChart(ctx context.Context, inv Invocation) (Output, error) {
+func (g *Generator) generateChart(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args generateChartArgs
-	rel, err := decodePath(inv, GenerateChart, false, &args)
+	rel, err := files.DecodePath(inv, GenerateChart, false, &args)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
 	rel = withExt(rel, ".png")
 	data, err := drawChart(args)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
 	shape := fmt.Sprintf("%s chart, %d labels, %d series, %dx%d PNG", args.Type, len(args.Labels), len(args.Series), chartWidth, chartHeight)
-	return r.saveAndShare(ctx, inv, GenerateChart, rel, data, shape, "exactly this chart")
+	return g.ws.SaveAndShare(ctx, inv, GenerateChart, rel, data, shape, "exactly this chart")
 }
 
 // drawChart renders the chart as PNG, after checking that the data fits the labels. Axis titles are
@@ -372,11 +365,11 @@ func (r *Registry) generateChart(ctx context.Context, inv Invocation) (Output, e
 func drawChart(args generateChartArgs) ([]byte, error) {
 	for i, s := range args.Series {
 		if len(s.Values) != len(args.Labels) {
-			return nil, argErrorf(GenerateChart, "series %d (%q) has %d values for %d labels: give one value per label", i+1, s.Name, len(s.Values), len(args.Labels))
+			return nil, tools.ArgErrorf(GenerateChart, "series %d (%q) has %d values for %d labels: give one value per label", i+1, s.Name, len(s.Values), len(args.Labels))
 		}
 		for _, v := range s.Values {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
-				return nil, argErrorf(GenerateChart, "series %d has a value that is not a number", i+1)
+				return nil, tools.ArgErrorf(GenerateChart, "series %d has a value that is not a number", i+1)
 			}
 		}
 	}
@@ -393,17 +386,17 @@ func drawChart(args generateChartArgs) ([]byte, error) {
 	switch args.Type {
 	case "pie":
 		if len(args.Series) != 1 {
-			return nil, argErrorf(GenerateChart, "a pie chart takes exactly one series (got %d)", len(args.Series))
+			return nil, tools.ArgErrorf(GenerateChart, "a pie chart takes exactly one series (got %d)", len(args.Series))
 		}
 		sum := 0.0
 		for _, v := range args.Series[0].Values {
 			if v < 0 {
-				return nil, argErrorf(GenerateChart, "a pie chart cannot show negative values")
+				return nil, tools.ArgErrorf(GenerateChart, "a pie chart cannot show negative values")
 			}
 			sum += v
 		}
 		if sum == 0 {
-			return nil, argErrorf(GenerateChart, "a pie chart needs at least one value above zero")
+			return nil, tools.ArgErrorf(GenerateChart, "a pie chart needs at least one value above zero")
 		}
 		err = p.PieChart(charts.PieChartOption{
 			Padding:    padding,
@@ -451,10 +444,10 @@ func drawChart(args generateChartArgs) ([]byte, error) {
 			})
 		}
 	default:
-		return nil, argErrorf(GenerateChart, "unknown chart type %q: use bar, line or pie", args.Type)
+		return nil, tools.ArgErrorf(GenerateChart, "unknown chart type %q: use bar, line or pie", args.Type)
 	}
 	if err != nil {
-		return nil, argErrorf(GenerateChart, "the chart could not be drawn: %v", err)
+		return nil, tools.ArgErrorf(GenerateChart, "the chart could not be drawn: %v", err)
 	}
 	return p.Bytes()
 }

@@ -1,19 +1,16 @@
-package tools
+package files
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"io/fs"
 	"strings"
 	"syscall"
 	"unicode/utf8"
 
+	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workspace"
 )
 
@@ -49,55 +46,44 @@ const (
 // current is a workspace file as a write found it.
 type current struct {
 	size int64
-	data []byte // the whole content; nil when it is larger than MaxFileBytes
+	data []byte // the whole content; nil when it is larger than tools.MaxFileBytes
 	hash string // "sha256:<hex>" of the whole content: the Guard a person approves
 	etag string // the store's version of it: the write is conditional on it
 }
 
-func contentHash(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
-
 // readCurrent reads rel for a write that would replace it. exists is false when there is no such
 // file; out is set when rel is something a write must not replace (a folder, a device).
-func readCurrent(ctx context.Context, st workspace.Store, team, tool, rel string) (cur current, exists bool, out *Output, err error) {
+func readCurrent(ctx context.Context, st workspace.Store, team, tool, rel string) (cur current, exists bool, out *tools.Output, err error) {
 	data, info, err := st.Read(ctx, team, rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return current{}, false, nil, nil
 	case errors.Is(err, syscall.EISDIR):
-		o := toolError("%s is a folder; choose a file name inside it.", rel)
+		o := tools.ToolError("%s is a folder; choose a file name inside it.", rel)
 		return current{}, true, &o, nil
 	case errors.Is(err, workspace.ErrNotRegular):
-		o := toolError("%s is not a regular file; choose another name.", rel)
+		o := tools.ToolError("%s is not a regular file; choose another name.", rel)
 		return current{}, true, &o, nil
 	case err != nil:
 		o, err := fileFailed(tool, rel, err)
 		return current{}, true, &o, err
 	}
-	h := sha256.New()
-	h.Write(data)
-	cur = current{size: int64(len(data)), hash: contentHash(h), etag: info.ETag}
-	if cur.size <= MaxFileBytes {
+	cur = current{size: int64(len(data)), hash: tools.ContentHash(data), etag: info.ETag}
+	if cur.size <= tools.MaxFileBytes {
 		cur.data = data
 	}
 	return cur, true, nil, nil
 }
 
-// textHash is the Guard of a text read whole.
-func textHash(s string) string {
-	h := sha256.New()
-	io.WriteString(h, s)
-	return contentHash(h)
-}
-
 // mayProceed reports whether a call that needs approval has it: approved, and (when the approval
 // carries a Guard) for the content the file still holds.
-func mayProceed(inv Invocation, hash string) bool {
+func mayProceed(inv tools.Invocation, hash string) bool {
 	return inv.Approved && (inv.Guard == "" || inv.Guard == hash)
 }
 
 // holdForApproval is the result of a call that waits for approval: nothing was done. what says what
 // waits, for the model and the logs ("overwriting reports/q3.md (2.1 KB) with different content").
-func holdForApproval(inv Invocation, rel, what, summary, details, guard string) Output {
+func holdForApproval(inv tools.Invocation, rel, what, summary, details, guard string) tools.Output {
 	content := "Nothing was changed: " + what + " needs a person's approval."
 	if inv.Approved {
 		// The Guard did not match: the file changed after the person approved.
@@ -105,13 +91,13 @@ func holdForApproval(inv Invocation, rel, what, summary, details, guard string) 
 			" needs their approval again."
 		details = "_The file changed after the earlier approval; this is what it holds now._\n" + details
 	}
-	return Output{Content: content, NeedsApproval: &ApprovalNeed{Summary: summary, Details: details, Guard: guard}}
+	return tools.Output{Content: content, NeedsApproval: &tools.ApprovalNeed{Summary: summary, Details: details, Guard: guard}}
 }
 
 // overwriteSummary is the approval prompt's sentence for replacing a whole file.
 func overwriteSummary(rel string, before int64, after int) string {
-	return fmt.Sprintf("I'd like to overwrite `%s` (%s) with new content (%s).", mrkdwnEscape(rel),
-		humanBytes(before), humanBytes(int64(after)))
+	return fmt.Sprintf("I'd like to overwrite `%s` (%s) with new content (%s).", tools.MrkdwnEscape(rel),
+		HumanBytes(before), HumanBytes(int64(after)))
 }
 
 // editRemovesMost reports whether replacing old (which occurs once in before) leaves after a change
@@ -132,7 +118,7 @@ func editRemovesMost(before, old, after string) bool {
 func changeDetails(before current, after []byte) string {
 	var b strings.Builder
 	if before.data == nil || !isText(before.data) {
-		fmt.Fprintf(&b, "Now: a binary or very large file (%s). After: %s.\n", humanBytes(before.size), describeText(after))
+		fmt.Fprintf(&b, "Now: a binary or very large file (%s). After: %s.\n", HumanBytes(before.size), describeText(after))
 		writeCode(&b, nil, splitLines(string(after)))
 		return b.String()
 	}
@@ -182,7 +168,7 @@ func writeCode(b *strings.Builder, removed, added []string) {
 // characters that would end the block or make Slack render a mention or link, and clipped to
 // detailLineRunes as shown, escapes included, so that the details stay within one section.
 func showLine(l string) string {
-	l = RedactCredentials(strings.ToValidUTF8(strings.TrimSuffix(l, "\r"), "\uFFFD"))
+	l = tools.RedactCredentials(strings.ToValidUTF8(strings.TrimSuffix(l, "\r"), "\uFFFD"))
 	l = strings.ReplaceAll(l, "```", "`\u200b`\u200b`")
 	var b strings.Builder
 	shown := 0
@@ -206,12 +192,6 @@ func showLine(l string) string {
 	return b.String()
 }
 
-// mrkdwnEscape escapes the three characters Slack's mrkdwn gives a meaning to in any text: "<" starts
-// a mention (<!channel>) or a link.
-func mrkdwnEscape(s string) string { return mrkdwnEscaper.Replace(s) }
-
-var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
-
 // splitLines splits text into lines; a final line break does not start another line.
 func splitLines(s string) []string {
 	if s == "" {
@@ -230,7 +210,29 @@ func describeText(data []byte) string {
 	if n == 1 {
 		unit = "line"
 	}
-	return fmt.Sprintf("%d %s, %s", n, unit, humanBytes(int64(len(data))))
+	return fmt.Sprintf("%d %s, %s", n, unit, HumanBytes(int64(len(data))))
+}
+
+// collapseSpace turns every run of white space into one space (keeping one at either end), so that
+// an edit's text can be compared with the file's while ignoring how it is spaced.
+func collapseSpace(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\u00a0' {
+			space = true
+			continue
+		}
+		if space {
+			b.WriteByte(' ') // a leading space too: it separates this text from what precedes it
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	if space && b.Len() > 0 {
+		b.WriteByte(' ')
+	}
+	return b.String()
 }
 
 func isText(data []byte) bool { return utf8.Valid(data) && bytes.IndexByte(data, 0) < 0 }

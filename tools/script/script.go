@@ -1,4 +1,7 @@
-package tools
+// Package script holds lucy_run_script: JavaScript the model writes, run in the sandbox (package
+// sandbox) over the team's workspace files. It is its own package because it alone starts a child
+// process; it reaches the files only through the files domain's *files.Workspace.
+package script
 
 import (
 	"context"
@@ -9,68 +12,81 @@ import (
 	"unicode/utf8"
 
 	"github.com/lucy-agent/lucy/sandbox"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/files"
 	"github.com/lucy-agent/lucy/workspace"
 )
 
-// RunScript runs JavaScript the model writes in the sandbox (package sandbox): no network, no host
-// files, only the team's workspace through a `files` object, under time, CPU, memory and output
-// limits. In place of a hosted Python workbench and bash, Lucy has this: nothing to install,
-// nothing to escape to.
-const RunScript = "lucy_run_script"
+// lucy_run_script (tools.RunScript) runs JavaScript the model writes in the sandbox (package sandbox):
+// no network, no host files, only the team's workspace through a `files` object, under time, CPU,
+// memory and output limits. In place of a hosted Python workbench and bash, Lucy has this: nothing to
+// install, nothing to escape to.
+
+// Sandbox runs the scripts: the command of the sandbox's child process, its limits, and the
+// workspace it works on.
+type Sandbox struct {
+	ws     *files.Workspace
+	cmd    sandbox.Command
+	limits sandbox.Limits
+}
+
+// New returns the script domain over ws. A zero cmd means this executable (which must run
+// sandbox.Main when sandbox.EnvChild is set, as cmd/lucy and the tests do); zero limits mean
+// sandbox.DefaultLimits.
+func New(ws *files.Workspace, cmd sandbox.Command, limits sandbox.Limits) *Sandbox {
+	return &Sandbox{ws: ws, cmd: cmd, limits: limits}
+}
 
 // MaxScriptChars bounds a script's source.
 const MaxScriptChars = 100_000
 
-var scriptTools = []entry{
-	{
-		spec: Spec{
-			Name: RunScript,
-			Description: "Run a JavaScript (ES2020) program in a sandbox to compute, parse or transform data. It has no " +
-				"network and no modules (no require, fetch or process). It can read and write the team's workspace " +
-				"files through `files.read(path)`, `files.write(path, text)` (new files only, or ones this script " +
-				"wrote), `files.list(dir)` and `files.exists(path)`, and print with console.log. The result is what it " +
-				"printed and the value of its last expression. Limits: about 10 s, 512 MB, 64 KB of output. Use it " +
-				"for arithmetic over data, CSV/JSON processing and checks; write files for the person with " +
-				"lucy_write_file or the generate tools.",
-			Human: "running a script",
-			Long:  true,
-		},
-		required: []string{"code"},
-		props: func() []prop {
-			return []prop{
-				strProp("code", "The JavaScript program.", 1, MaxScriptChars),
-			}
-		},
-		run: (*Registry).runScript,
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: tools.RunScript,
+		Description: "Run a JavaScript (ES2020) program in a sandbox to compute, parse or transform data. It has no " +
+			"network and no modules (no require, fetch or process). It can read and write the team's workspace " +
+			"files through `files.read(path)`, `files.write(path, text)` (new files only, or ones this script " +
+			"wrote), `files.list(dir)` and `files.exists(path)`, and print with console.log. The result is what it " +
+			"printed and the value of its last expression. Limits: about 10 s, 512 MB, 64 KB of output. Use it " +
+			"for arithmetic over data, CSV/JSON processing and checks; write files for the person with " +
+			"lucy_write_file or the generate tools.",
+		Human: "running a script",
+		Long:  true,
 	},
-}
+	Required: []string{"code"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			tools.StrProp("code", "The JavaScript program.", 1, MaxScriptChars),
+		}
+	},
+}, (*Sandbox).runScript)
 
 type runScriptArgs struct {
 	Code string `json:"code"`
 }
 
-func (r *Registry) runScript(ctx context.Context, inv Invocation) (Output, error) {
+func (s *Sandbox) runScript(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args runScriptArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
-	cmd := r.deps.Sandbox
+	cmd := s.cmd
 	if cmd.Path == "" {
 		self, err := sandbox.Self()
 		if err != nil {
-			return Output{}, err
+			return tools.Output{}, err
 		}
 		cmd = self
 	}
-	st, err := r.workspace(inv.Team)
+	st, err := s.ws.Store(inv.Team)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
-	limits := r.deps.ScriptLimits
+	limits := s.limits
 	if limits.Wall <= 0 {
 		limits = sandbox.DefaultLimits
 	}
-	limits.MaxFileBytes = MaxFileBytes
+	limits.MaxFileBytes = tools.MaxFileBytes
 	var res sandbox.Result
 	if local, ok := st.(workspace.Dirs); ok {
 		// The script works on the team's folder itself. It only creates files (the sandbox refuses
@@ -78,19 +94,19 @@ func (r *Registry) runScript(ctx context.Context, inv Invocation) (Output, error
 		// tool's write cannot slip between its check and its write.
 		var dir string
 		if dir, err = local.Dir(inv.Team); err != nil {
-			return Output{}, err
+			return tools.Output{}, err
 		}
 		unlock := local.Lock(inv.Team)
 		res, err = sandbox.Run(ctx, cmd, sandbox.Request{Code: args.Code, Dir: dir, Limits: limits})
 		unlock()
 	} else {
-		res, err = r.runStaged(ctx, st, cmd, inv.Team, args.Code, limits)
+		res, err = s.runStaged(ctx, st, cmd, inv.Team, args.Code, limits)
 	}
 	if err != nil {
 		if errors.Is(err, sandbox.ErrSandbox) {
-			return Output{}, &TransientError{Tool: RunScript, Err: err}
+			return tools.Output{}, &tools.TransientError{Tool: tools.RunScript, Err: err}
 		}
-		return Output{}, err
+		return tools.Output{}, err
 	}
 	return scriptOutput(res), nil
 }
@@ -103,14 +119,14 @@ const maxStagedBytes = 64 << 20
 // is not a folder of this machine (S3), and saves the files the script created. They are saved
 // create-only: a file that another run created under the same name meanwhile is kept, and the
 // script's result says which of its files were not saved.
-func (r *Registry) runStaged(ctx context.Context, st workspace.Store, cmd sandbox.Command, team, code string, limits sandbox.Limits) (sandbox.Result, error) {
+func (s *Sandbox) runStaged(ctx context.Context, st workspace.Store, cmd sandbox.Command, team, code string, limits sandbox.Limits) (sandbox.Result, error) {
 	dir, err := os.MkdirTemp("", "lucy-script-")
 	if err != nil {
 		return sandbox.Result{}, err
 	}
 	defer os.RemoveAll(dir)
 	if _, err := workspace.Stage(ctx, st, team, dir, maxStagedBytes); err != nil {
-		return sandbox.Result{}, fmt.Errorf("%s: copy the workspace for the script: %w", RunScript, err)
+		return sandbox.Result{}, fmt.Errorf("%s: copy the workspace for the script: %w", tools.RunScript, err)
 	}
 	res, err := sandbox.Run(ctx, cmd, sandbox.Request{Code: code, Dir: dir, Limits: limits})
 	if err != nil {
@@ -132,7 +148,7 @@ func (r *Registry) runStaged(ctx context.Context, st workspace.Store, cmd sandbo
 		case errors.Is(err, workspace.ErrPrecondition):
 			lost = append(lost, rel)
 		case err != nil:
-			return res, fmt.Errorf("%s: save %s: %w", RunScript, rel, err)
+			return res, fmt.Errorf("%s: save %s: %w", tools.RunScript, rel, err)
 		default:
 			saved = append(saved, rel)
 		}
@@ -150,7 +166,7 @@ func (r *Registry) runStaged(ctx context.Context, st workspace.Store, cmd sandbo
 const scriptShownChars = 12_000
 
 // scriptOutput is what the model reads: the error and notes first, then the output.
-func scriptOutput(res sandbox.Result) Output {
+func scriptOutput(res sandbox.Result) tools.Output {
 	var b strings.Builder
 	if res.Error != "" {
 		b.WriteString("Error: " + res.Error + "\n")
@@ -180,5 +196,5 @@ func scriptOutput(res sandbox.Result) Output {
 	} else {
 		b.WriteString("Output: (nothing printed)")
 	}
-	return Output{Content: strings.TrimRight(b.String(), "\n"), IsError: res.Error != "", Artifacts: res.Written}
+	return tools.Output{Content: strings.TrimRight(b.String(), "\n"), IsError: res.Error != "", Artifacts: res.Written}
 }

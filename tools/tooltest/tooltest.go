@@ -1,0 +1,159 @@
+// Package tooltest helps the tests of the tool domains: it runs calls through a tools.Runner as the
+// worker does, in a test conversation, and checks their results the way every domain's tests need.
+// Tests only import it.
+package tooltest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// Team is the Slack team of the test conversation.
+const Team = "TTEST"
+
+// Now is the fixed clock of the tests: 2026-05-01 18:03:22 UTC.
+func Now() time.Time { return time.Date(2026, 5, 1, 18, 3, 22, 0, time.UTC) }
+
+// Caller runs one tool call (a *tools.Runner).
+type Caller interface {
+	Run(ctx context.Context, inv tools.Invocation) (tools.Output, error)
+}
+
+// Runner binds every linked tool to the given domains. The tools still declared in package tools
+// are bound to a *tools.Registry without dependencies, so that the Runner accepts the wiring.
+func Runner(tb testing.TB, domains ...any) *tools.Runner {
+	tb.Helper()
+	legacy := tools.NewRegistry(tools.Deps{Log: zerolog.Nop()})
+	r, err := tools.NewRunner(zerolog.Nop(), append(domains, legacy))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+// Invocation is a call of name with args in the test conversation (channel CLOCAL), for user.
+func Invocation(name, args, user string) tools.Invocation {
+	return tools.Invocation{
+		Name: name, Arguments: args, Team: Team, Channel: "CLOCAL", ThreadTS: "1700000000.000100",
+		User: user, RunID: "lane:TTEST:CLOCAL:1700000000.000100/run-1", CallID: "call_1",
+	}
+}
+
+// Run calls the tool with args in the test conversation, as the person ULOCAL.
+func Run(tb testing.TB, r Caller, name, args string) (tools.Output, error) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return r.Run(ctx, Invocation(name, args, "ULOCAL"))
+}
+
+// MustRun runs a call that must succeed without a Go error and returns its output.
+func MustRun(tb testing.TB, r Caller, name, args string) tools.Output {
+	tb.Helper()
+	out, err := Run(tb, r, name, args)
+	if err != nil {
+		tb.Fatalf("%s(%s): unexpected error: %v", name, args, err)
+	}
+	return out
+}
+
+// WantOK checks that out succeeded and contains every want.
+func WantOK(tb testing.TB, out tools.Output, want ...string) {
+	tb.Helper()
+	if out.IsError {
+		tb.Fatalf("got error output %q, want success", out.Content)
+	}
+	WantContains(tb, out.Content, want...)
+}
+
+// WantToolError checks that out is an error output that contains every want.
+func WantToolError(tb testing.TB, out tools.Output, want ...string) {
+	tb.Helper()
+	if !out.IsError || !strings.HasPrefix(out.Content, "Error: ") {
+		tb.Fatalf("got %+v, want an error output", out)
+	}
+	WantContains(tb, out.Content, want...)
+}
+
+// WantContains checks that got contains every want.
+func WantContains(tb testing.TB, got string, want ...string) {
+	tb.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			tb.Errorf("output does not contain %q:\n%s", w, got)
+		}
+	}
+}
+
+// WantArgError checks that err is an *tools.ArgError for tool whose message contains every want.
+func WantArgError(tb testing.TB, err error, tool string, want ...string) {
+	tb.Helper()
+	var argErr *tools.ArgError
+	if !errors.As(err, &argErr) {
+		tb.Fatalf("got error %v (%T), want *ArgError", err, err)
+	}
+	if argErr.Tool != tool {
+		tb.Errorf("ArgError.Tool = %q, want %q", argErr.Tool, tool)
+	}
+	WantContains(tb, argErr.Msg, want...)
+}
+
+// WantTransient checks that err is a *tools.TransientError.
+func WantTransient(tb testing.TB, err error) *tools.TransientError {
+	tb.Helper()
+	var te *tools.TransientError
+	if !errors.As(err, &te) {
+		tb.Fatalf("got error %v (%T), want *TransientError", err, err)
+	}
+	if !te.Retryable() {
+		tb.Errorf("TransientError.Retryable() = false")
+	}
+	return te
+}
+
+// WantHeld checks that out asks for approval and changed nothing, and returns the request.
+func WantHeld(tb testing.TB, out tools.Output, want ...string) *tools.ApprovalNeed {
+	tb.Helper()
+	if out.NeedsApproval == nil {
+		tb.Fatalf("got %+v, want a request for approval", out)
+	}
+	if out.IsError || len(out.Artifacts) != 0 || !strings.HasPrefix(out.Content, "Nothing was changed: ") {
+		tb.Errorf("held call's output = %+v", out)
+	}
+	if !strings.HasPrefix(out.NeedsApproval.Guard, "sha256:") {
+		tb.Errorf("Guard = %q", out.NeedsApproval.Guard)
+	}
+	WantContains(tb, out.Content, want...)
+	return out.NeedsApproval
+}
+
+// RunApproved calls a tool in the test team, approved or not, with a Guard (Invocation.Approved,
+// Invocation.Guard); the call must succeed without a Go error.
+func RunApproved(tb testing.TB, r Caller, name, args string, approved bool, guard string) tools.Output {
+	tb.Helper()
+	out, err := r.Run(tb.Context(), tools.Invocation{
+		Name: name, Arguments: args, Team: Team, RunID: "run-1", CallID: "call_1", Approved: approved, Guard: guard,
+	})
+	if err != nil {
+		tb.Fatalf("%s(%s): unexpected error: %v", name, args, err)
+	}
+	return out
+}
+
+// JSONArgs encodes arguments as the model would send them.
+func JSONArgs(tb testing.TB, args any) string {
+	tb.Helper()
+	b, err := json.Marshal(args)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(b)
+}
