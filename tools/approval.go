@@ -53,21 +53,6 @@ func ArgString(args map[string]any, key string) string {
 	return strings.TrimSpace(s)
 }
 
-// postTarget names where lucy_post_message would post: "in #general", "in <#C0123>" (Slack renders the
-// channel's name) or "to <@U0123> as a direct message".
-func postTarget(channel string) string {
-	id, name := parseChannel(channel)
-	switch {
-	case id != "" && (id[0] == 'U' || id[0] == 'W'):
-		return "to <@" + id + "> as a direct message"
-	case id != "":
-		return "in <#" + id + ">"
-	case name != "":
-		return "in #" + name
-	}
-	return "in an unnamed channel"
-}
-
 // prettyArgs indents JSON arguments for people, keeping the model's key order; anything else is shown
 // as it came.
 func prettyArgs(argsJSON string) string {
@@ -77,3 +62,10 @@ func prettyArgs(argsJSON string) string {
 	}
 	return b.String()
 }
+
+// MrkdwnEscape escapes the characters Slack's mrkdwn gives a meaning to in any text ("<", ">", "&"),
+// so that text quoted in an approval prompt shows as written.
+func MrkdwnEscape(s string) string { return mrkdwnEscape(s) }
+
+// TextHash is the Guard of an approval for exactly this text (a file's content, a URL).
+func TextHash(s string) string { return textHash(s) }

@@ -1,14 +1,9 @@
 package tools
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -163,65 +158,6 @@ func TestLookupReturnsACopy(t *testing.T) {
 		again.Parameters["properties"].(map[string]any)["path"].(map[string]any)["type"] != "string" {
 		t.Errorf("modifying a Lookup result changed the catalogue: %v", again.Parameters)
 	}
-}
-
-func TestSchemas(t *testing.T) {
-	r := newTestRunner(t, newTestRegistry(t, Deps{}))
-	got := r.Schemas(t.Context(), testTeam, []string{WebFetch, "nope", AskHuman, ReadFile})
-	var names []string
-	for _, s := range got {
-		names = append(names, s.Name)
-	}
-	if want := []string{WebFetch, AskHuman, ReadFile}; !slices.Equal(names, want) {
-		t.Errorf("Schemas names = %v, want %v", names, want)
-	}
-	if len(r.Schemas(t.Context(), testTeam, nil)) != 0 {
-		t.Errorf("Schemas(nil) is not empty")
-	}
-}
-
-// TestSchemasGolden pins what the model is told: a change to a description or schema shows in review.
-// Run `go test ./tools -run TestSchemasGolden -update` after an intended change.
-func TestSchemasGolden(t *testing.T) {
-	r := newTestRunner(t, newTestRegistry(t, Deps{}))
-	got, err := json.MarshalIndent(r.Schemas(t.Context(), testTeam, Names()), "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got = append(got, '\n')
-	golden := filepath.Join("testdata", "schemas.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("schemas differ from %s; run with -update if the change is intended\ngot:\n%s", golden, got)
-	}
-}
-
-func TestRunDispatch(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
-	for _, name := range Names() {
-		t.Run(name, func(t *testing.T) {
-			s, _ := Lookup(name)
-			_, err := run(t, r, name, `[1]`)
-			if s.Builtin {
-				if !errors.Is(err, ErrBuiltin) {
-					t.Errorf("Run(builtin) error = %v, want ErrBuiltin", err)
-				}
-				return
-			}
-			// Every activity tool is implemented and validates its arguments before any I/O.
-			wantArgError(t, err, name, "must be a JSON object")
-		})
-	}
-	_, err := run(t, r, "lucy_send_email", `{}`)
-	wantArgError(t, err, "lucy_send_email", "there is no tool named", WebFetch)
 }
 
 func TestCapOutput(t *testing.T) {

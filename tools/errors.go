@@ -54,3 +54,11 @@ var ErrBuiltin = errors.New("builtin tool is executed by the workflow, not by Re
 func toolError(format string, args ...any) Output {
 	return Output{Content: "Error: " + RedactCredentials(fmt.Sprintf(format, args...)), IsError: true}
 }
+
+// ToolError is the Output of a call that was valid and done but whose answer is a failure the model
+// should see ("Error: ..."), for the domain packages; credentials in the message are masked.
+func ToolError(format string, args ...any) Output { return toolError(format, args...) }
+
+// ArgErrorf builds an *ArgError for tool, for the domain packages; credentials in the message are
+// masked.
+func ArgErrorf(tool, format string, args ...any) *ArgError { return argErrorf(tool, format, args...) }

@@ -307,7 +307,7 @@ func (r *Registry) readFile(ctx context.Context, inv Invocation) (Output, error)
 	if args.Offset >= len(text) {
 		return toolError("offset %d is past the end of %s (%d bytes).", args.Offset, rel, len(text)), nil
 	}
-	part, start, next := Window(text, args.Offset, readWindowBytes)
+	part, start, next := Window(text, args.Offset, ReadWindowBytes)
 	if next == 0 && start == 0 {
 		return Output{Content: part}, nil
 	}

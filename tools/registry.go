@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/lucy-agent/lucy/sandbox"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 	"github.com/lucy-agent/lucy/workspace"
 )
 
@@ -81,6 +82,27 @@ type SlackAPI interface {
 
 var _ SlackAPI = (*slack.Client)(nil)
 
+// SlackSearchAPI is the part of the user-token client (SLACK_USER_TOKEN) that lucy_search_slack_history
+// uses.
+type SlackSearchAPI interface {
+	SearchMessagesContext(ctx context.Context, query string, params slack.SearchParameters) (*slack.SearchMessages, error)
+	// AuthTestContext names the token's owner: only that person's requests search with it.
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
+}
+
+var _ SlackSearchAPI = (*slack.Client)(nil)
+
+// SearchConfig is how lucy_web_search reaches its provider; a zero Provider means web search is
+// not configured.
+type SearchConfig struct {
+	Provider string
+	APIKey   string
+	// Model is the online model (openrouter, perplexity).
+	Model string
+	// BaseURL overrides the provider's endpoint (a proxy, a self-hosted gateway, tests).
+	BaseURL string
+}
+
 // Deps are the clients and settings the tools need; the worker builds them, tests pass fakes.
 type Deps struct {
 	// Slack returns the client for a team; nil (or a nil result) means Slack is not available.
@@ -135,31 +157,28 @@ type Registry struct {
 	// that its own parallel edits of a file queue up instead of racing; writers on other workers
 	// are kept apart by the store's conditional writes.
 	files sync.Map
-	// searchHTTP reaches the operator's search provider (not a URL the model chose, so no private
-	// address checks).
-	searchHTTP *http.Client
-
-	fetchTimeout time.Duration // 20 s; tests shorten it
-	// members caches each requester's conversations for the access rule (access.go).
-	members membershipCache
-	// searchOwners caches the user ID behind each team's SLACK_USER_TOKEN (slack_search.go).
-	searchOwners sync.Map
+	// access is the access rule (package slackaccess) for the recurring jobs and monitors.
+	access *slackaccess.Access
 }
 
 // NewRegistry returns a Registry over d.
 func NewRegistry(d Deps) *Registry {
 	r := &Registry{
-		deps:         d,
-		now:          time.Now,
-		log:          d.Log.With().Str("component", "tools").Logger(),
-		fetchTimeout: 20 * time.Second,
+		deps: d,
+		now:  time.Now,
+		log:  d.Log.With().Str("component", "tools").Logger(),
 	}
 	r.store = d.Workspace
 	if r.store == nil && d.DataDir != "" {
 		r.store = workspace.NewLocal(d.DataDir)
 	}
 	r.http = r.newFetchClient(d.HTTP)
-	r.searchHTTP = &http.Client{Timeout: time.Minute}
+	r.access = slackaccess.New(d.Admins, func(team string) slackaccess.API {
+		if api, _ := r.slackAPI(team); api != nil {
+			return api
+		}
+		return nil
+	}, func() time.Time { return r.now() })
 	return r
 }
 
@@ -190,8 +209,8 @@ func registerRows(groups ...[]entry) bool {
 }
 
 var _ = registerRows(
-	builtinTools, clockTools, fileTools, csvTools, slackTools, webTools, delegationTools, cronTools,
-	scriptTools, documentTools, searchTools, slackSearchTools, heartbeatTools,
+	builtinTools, clockTools, fileTools, csvTools, delegationTools, cronTools,
+	scriptTools, documentTools, heartbeatTools,
 )
 
 // The schema constructors under the names the rows of this package use.

@@ -25,7 +25,9 @@ const (
 	ListSlackChannels     = "lucy_list_slack_channels"
 	PostMessage           = "lucy_post_message"
 	ReadFile              = "lucy_read_file"
+	SearchSlackHistory    = "lucy_search_slack_history"
 	WebFetch              = "lucy_web_fetch"
+	WebSearch             = "lucy_web_search"
 	WriteFile             = "lucy_write_file"
 	UpdateRunJournal      = "update_run_journal"
 )
@@ -38,11 +40,9 @@ const (
 	MaxHistoryLimit   = 100     // messages per lucy_get_channel_history call
 	MaxCSVRows        = 10_000  // rows per lucy_generate_csv call
 	maxPathLen        = 512
-	defaultHistory    = 20
-	readWindowBytes   = 14_000 // one part of lucy_read_file / lucy_web_fetch output: with its header and footer, under MaxOutputChars
+	ReadWindowBytes   = 14_000 // one part of lucy_read_file / lucy_web_fetch output: with its header and footer, under MaxOutputChars
 	maxListedFiles    = 500
-	maxListedChannels = 1000
-	maxThreadMessages = 200
+	MaxListedChannels = 1000 // channels lucy_list_slack_channels lists, and name lookups search
 )
 
 // MaxMessageChars is Slack's limit on a message's text.

@@ -8,6 +8,9 @@ import (
 	"fmt"
 
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
+	"github.com/lucy-agent/lucy/tools/slacktools"
+	"github.com/lucy-agent/lucy/tools/web"
 )
 
 // Deps are the clients and settings of every domain; the worker builds them, tests pass fakes.
@@ -26,7 +29,10 @@ type Set struct {
 // package, caught by its tests, so New panics on it rather than start a worker that fails calls.
 func New(d Deps, sources ...tools.Source) *Set {
 	legacy := tools.NewRegistry(d)
-	r, err := tools.NewRunner(d.Log, []any{legacy}, sources...)
+	access := slackaccess.New(d.Admins, slacktools.AccessAPI(d.Slack), nil)
+	slack := slacktools.New(d.Slack, d.SlackUser, access)
+	fetcher := web.New(d.HTTP, d.AllowPrivateNetworks, d.Search)
+	r, err := tools.NewRunner(d.Log, []any{legacy, slack, fetcher}, sources...)
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
