@@ -46,7 +46,8 @@
 // creates the file and destructive when it replaces different content. Such a tool does nothing and
 // returns Output.NeedsApproval (a summary, details and a Guard); the workflow asks the person and makes
 // the same call again with Invocation.Approved and Guard. See overwrite.go for the rules of the file
-// tools, and fetchguard.go for lucy_web_fetch's: a URL the model composed that carries data.
+// tools, and fetchguard.go (URLCarriesData) with package web for lucy_web_fetch's: a URL the model
+// composed that carries data.
 //
 // # Credentials
 //
@@ -64,6 +65,13 @@
 // temporary file and a rename), and writes to one workspace are serialized on each worker. Nothing in the
 // workspace reaches the system prompt: a team's knowledge notes live outside it (see package
 // activities), so that a page the model read cannot make it plant instructions for every later run.
+//
+// # What the domains share
+//
+// Tools of several domains call Slack (the Slack tools, files shared in a thread, recurring jobs and
+// monitors) and read URLs the model chose (lucy_web_fetch, a monitor's check), so the Slack client
+// helpers (slackclient.go: SlackFailed, ResolveChannel, ListAllChannels) and the address guard
+// (netguard.go: CheckHost, NewFetchClient) are here. The access rule is package slackaccess.
 //
 // # Output size
 //
