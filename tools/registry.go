@@ -73,7 +73,7 @@ type SlackAPI interface {
 	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
 	GetConversationInfoContext(ctx context.Context, input *slack.GetConversationInfoInput) (*slack.Channel, error)
 	// GetConversationsForUserContext (users.conversations) tells which conversations the requester is
-	// in: the access rule (access.go).
+	// in: the access rule (package slackaccess).
 	GetConversationsForUserContext(ctx context.Context, params *slack.GetConversationsForUserParameters) ([]slack.Channel, string, error)
 	// UploadFileContext is slack-go's files v2 upload (files.getUploadURLExternal, the upload itself,
 	// files.completeUploadExternal); slack-go v0.35 renamed UploadFileV2Context to it.

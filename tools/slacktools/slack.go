@@ -192,7 +192,7 @@ func (s *Slack) listChannels(ctx context.Context, inv tools.Invocation) (tools.O
 	if err != nil {
 		return tools.SlackFailed(ctx, tools.ListSlackChannels, err)
 	}
-	// The list shows only what the requester may see (access.go): the channels they are in. An
+	// The list shows only what the requester may see (package slackaccess): the channels they are in. An
 	// admin sees every channel Lucy can.
 	var mine map[string]bool
 	if !s.access.IsAdmin(inv.User) {

@@ -124,7 +124,7 @@ func (s *Slack) searchRecentHistory(ctx context.Context, api tools.SlackAPI, inv
 	if err != nil {
 		return tools.SlackFailed(ctx, tools.SearchSlackHistory, err)
 	}
-	// Only channels the requester is in (access.go); an admin's search covers all of Lucy's.
+	// Only channels the requester is in (package slackaccess); an admin's search covers all of Lucy's.
 	var theirs map[string]bool
 	if !s.access.IsAdmin(inv.User) {
 		if theirs, err = s.access.ChannelsOf(ctx, api, inv.Team, inv.User); err != nil {
