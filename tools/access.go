@@ -2,170 +2,23 @@ package tools
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/slack-go/slack"
 )
 
-// Lucy acts with the rights of the person who asks. Her bot token reads every channel she was invited
-// to, private ones and direct messages included, so without a check anyone could ask her for the
-// history of a channel they are not in, or of someone else's DM with her. The one rule, enforced here
-// in the activities (where the Slack calls are made, so no prompt can talk its way past it):
-//
-//   - the conversation the request came from is always allowed (the person wrote there);
-//   - any other direct message (D…) is refused, to admins too: a DM is two people's, never a team's;
-//   - any other channel or group DM needs the requester to be a member of it, or an admin
-//     (LUCY_ADMIN_USERS);
-//   - lists show only what the requester may see.
-//
-// Membership comes from users.conversations for the requester (one call, paged, for every check of
-// one run rather than conversations.members per channel, which pages through every member of a big
-// channel), cached for membershipTTL: someone who leaves a channel loses access within that time.
-
-// membershipTTL is how long one person's channel list is trusted. Short, because leaving a channel
-// must take effect; long enough that one run's burst of tool calls asks Slack once.
-const membershipTTL = time.Minute
-
-// membershipCacheMax bounds the cache: beyond it the oldest entries are dropped.
-const membershipCacheMax = 2000
-
-// membershipTypes are the conversations whose membership grants access. DMs are not among them: no
-// DM other than the current one is ever allowed.
-var membershipTypes = []string{"public_channel", "private_channel", "mpim"}
-
-// maxMembershipPages bounds one person's lookup (1,000 conversations a page).
-const maxMembershipPages = 20
-
-type membership struct {
-	channels map[string]bool
-	at       time.Time
-}
-
-type membershipCache struct {
-	mu      sync.Mutex
-	entries map[string]membership // team + "/" + user
-}
-
-// channelsOf returns the conversations user is a member of (of membershipTypes), cached.
-func (r *Registry) channelsOf(ctx context.Context, api SlackAPI, team, user string) (map[string]bool, error) {
-	key := team + "/" + user
-	now := r.now()
-	c := &r.members
-	c.mu.Lock()
-	if m, ok := c.entries[key]; ok && now.Sub(m.at) < membershipTTL {
-		c.mu.Unlock()
-		return m.channels, nil
-	}
-	c.mu.Unlock()
-
-	set := map[string]bool{}
-	params := &slack.GetConversationsForUserParameters{UserID: user, Types: membershipTypes, Limit: 1000}
-	for page := 0; ; page++ {
-		chans, cursor, err := api.GetConversationsForUserContext(ctx, params)
-		if err != nil {
-			return nil, err
-		}
-		for _, ch := range chans {
-			set[ch.ID] = true
-		}
-		if cursor == "" || page+1 >= maxMembershipPages {
-			break
-		}
-		params.Cursor = cursor
-	}
-
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[string]membership{}
-	}
-	if len(c.entries) >= membershipCacheMax {
-		for k, m := range c.entries {
-			if now.Sub(m.at) >= membershipTTL || len(c.entries) >= membershipCacheMax {
-				delete(c.entries, k)
-			}
-		}
-	}
-	c.entries[key] = membership{channels: set, at: now}
-	return set, nil
-}
+// The access rule itself (which conversations a person may have Lucy read or post in) is package
+// slackaccess. What stays here are the parts the recurring jobs and monitors of this package use:
+// thin methods over the Registry's rule, and a monitor's state when its creator lost access.
 
 // isAdmin reports whether user is in LUCY_ADMIN_USERS.
-func (r *Registry) isAdmin(user string) bool {
-	return user != "" && slices.Contains(r.deps.Admins, user)
-}
-
-// checkConversation applies the access rule to one conversation ID (C…, G…, D…) that a tool would
-// read or write for inv. It returns nil when allowed, an Output (the model is told why) when refused,
-// or an error when membership could not be checked: a check that cannot be made refuses.
-func (r *Registry) checkConversation(ctx context.Context, api SlackAPI, tool string, inv Invocation, id, label string) (*Output, error) {
-	denied, err := r.conversationAccess(ctx, api, inv.Team, inv.User, inv.Channel, id, label)
-	if err != nil {
-		out, err := slackFailed(ctx, tool, err)
-		if err == nil {
-			out = toolError("could not check whether <@%s> may see %s (%s), so nothing was read or posted.", inv.User, label, out.Content)
-		}
-		return &out, err
-	}
-	if denied != "" {
-		out := toolError("%s", denied)
-		return &out, nil
-	}
-	return nil, nil
-}
-
-// conversationAccess is the rule itself: "" when user may read and write conversation id while
-// working in current, else why not, for the model (and through it the person), with what to do instead.
-func (r *Registry) conversationAccess(ctx context.Context, api SlackAPI, team, user, current, id, label string) (string, error) {
-	switch {
-	case id == current:
-		return "", nil
-	case id != "" && id[0] == 'D':
-		return label + " is a direct-message conversation other than this one. Lucy never reads or " +
-			"posts in someone's direct messages from another conversation; ask in that DM itself.", nil
-	case user == "":
-		return "this request has no requester, so Lucy cannot tell whose access to use; nothing was done.", nil
-	case r.isAdmin(user):
-		return "", nil
-	}
-	set, err := r.channelsOf(ctx, api, team, user)
-	if err != nil {
-		return "", err
-	}
-	if set[id] {
-		return "", nil
-	}
-	return "<@" + user + "> is not a member of " + label + ", and Lucy only reads and posts where " +
-		"the person she works for can. Ask someone in that channel, or ask to be added to it first.", nil
-}
+func (r *Registry) isAdmin(user string) bool { return r.access.IsAdmin(user) }
 
 // ScheduleAccess applies the access rule to where a recurring job or a monitor posts, for its
-// creator: the same rule as for a tool's conversation, except that the creator's own DM with Lucy is
-// theirs to use ("every morning, DM me the summary"). It is checked when the job or monitor is made
-// and again at each firing, so someone who left a channel loses their job's access to it. denied is
-// why not ("" when allowed); err means the check could not be made (and so must not be passed).
+// creator (slackaccess.Access.ScheduleAccess). denied is why not ("" when allowed); err means the
+// check could not be made (and so must not be passed).
 func (r *Registry) ScheduleAccess(ctx context.Context, team, creator, channel string) (denied string, err error) {
-	api, unavailable := r.slackAPI(team)
-	if unavailable != nil {
-		return "", errors.New("Slack is not connected for this workspace")
-	}
-	if channel != "" && channel[0] == 'D' {
-		info, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
-		if err != nil {
-			return "", err
-		}
-		if info.IsIM && info.User == creator && creator != "" {
-			return "", nil
-		}
-		return "<#" + channel + "> is a direct-message conversation with someone other than <@" + creator +
-			">; a job or monitor may only use its creator's own DM with Lucy.", nil
-	}
-	return r.conversationAccess(ctx, api, team, creator, "", channel, "<#"+channel+">")
+	return r.access.ScheduleAccess(ctx, team, creator, channel)
 }
 
 // monitorNoAccess is the state of a monitor whose creator may no longer use its channel.
@@ -186,25 +39,8 @@ func MonitorWithoutAccess(spec MonitorSpec, last MonitorState, denied string, no
 }
 
 // scheduleVisible tells whether a job or monitor (made by creator, posting in channel) may be listed
-// for inv's requester: a schedule shows its channel, its instruction or URL, which are the
-// channel's business. Their own, those of the request's conversation and of the channels they are
-// in; never one in someone else's DM; an admin sees all. One that cannot be read (readable false)
+// for inv's requester (slackaccess.Access.ScheduleVisible). One that cannot be read (readable false)
 // shows to admins only.
 func (r *Registry) scheduleVisible(ctx context.Context, inv Invocation, creator, channel string, readable bool) (bool, error) {
-	switch {
-	case r.isAdmin(inv.User):
-		return true, nil
-	case !readable:
-		return false, nil
-	case creator != "" && creator == inv.User, channel == inv.Channel:
-		return true, nil
-	case channel == "" || channel[0] == 'D':
-		return false, nil
-	}
-	api, unavailable := r.slackAPI(inv.Team)
-	if unavailable != nil {
-		return false, nil
-	}
-	mine, err := r.channelsOf(ctx, api, inv.Team, inv.User)
-	return mine[channel], err
+	return r.access.ScheduleVisible(ctx, inv.Team, inv.User, inv.Channel, creator, channel, readable)
 }

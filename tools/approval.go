@@ -53,21 +53,6 @@ func ArgString(args map[string]any, key string) string {
 	return strings.TrimSpace(s)
 }
 
-// postTarget names where lucy_post_message would post: "in #general", "in <#C0123>" (Slack renders the
-// channel's name) or "to <@U0123> as a direct message".
-func postTarget(channel string) string {
-	id, name := parseChannel(channel)
-	switch {
-	case id != "" && (id[0] == 'U' || id[0] == 'W'):
-		return "to <@" + id + "> as a direct message"
-	case id != "":
-		return "in <#" + id + ">"
-	case name != "":
-		return "in #" + name
-	}
-	return "in an unnamed channel"
-}
-
 // prettyArgs indents JSON arguments for people, keeping the model's key order; anything else is shown
 // as it came.
 func prettyArgs(argsJSON string) string {

@@ -47,12 +47,12 @@ func TestLookupReturnsACopy(t *testing.T) {
 
 func TestSchemas(t *testing.T) {
 	r := newTestRunner(t, newTestRegistry(t, Deps{}))
-	got := r.Schemas(t.Context(), testTeam, []string{WebFetch, "nope", testRead})
+	got := r.Schemas(t.Context(), testTeam, []string{"nope", testRead})
 	var names []string
 	for _, s := range got {
 		names = append(names, s.Name)
 	}
-	if want := []string{WebFetch, testRead}; !slices.Equal(names, want) {
+	if want := []string{testRead}; !slices.Equal(names, want) {
 		t.Errorf("Schemas names = %v, want %v", names, want)
 	}
 	if len(r.Schemas(t.Context(), testTeam, nil)) != 0 {

@@ -62,6 +62,13 @@
 // The tools that work on a team's files are in package files (list, read, write, edit, delete, and
 // the saving and sharing of generated files), package documents and package script.
 //
+// # What the domains share
+//
+// Tools of several domains call Slack (the Slack tools, files shared in a thread, recurring jobs and
+// monitors) and read URLs the model chose (lucy_web_fetch, a monitor's check), so the Slack client
+// helpers (slackclient.go: SlackFailed, ResolveChannel, ListAllChannels) and the address guard
+// (netguard.go: CheckHost, NewFetchClient) are here. The access rule is package slackaccess.
+//
 // # Output size
 //
 // A result is recorded in workflow history and re-sent to the model, so each is capped at

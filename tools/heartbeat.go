@@ -422,7 +422,7 @@ func (r *Registry) evaluate(ctx context.Context, c MonitorCheck) (ok bool, evide
 	if err != nil {
 		return false, err.Error(), ""
 	}
-	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set("User-Agent", UserAgent)
 	start := time.Now()
 	resp, err := r.http.Do(req)
 	latency := time.Since(start)

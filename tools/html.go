@@ -8,6 +8,9 @@ import (
 	"golang.org/x/net/html"
 )
 
+// HTMLToText is htmlToText, for the domain packages that read pages (lucy_web_fetch).
+func HTMLToText(page string, base *url.URL) (title, text string) { return htmlToText(page, base) }
+
 // htmlToText turns an HTML page into readable text for the model: headings become Markdown headings,
 // links become [text](url) with absolute URLs, list items and table rows get their own lines, scripts,
 // styles and other non-content elements are dropped, and whitespace is collapsed outside <pre>. It is a

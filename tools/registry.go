@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -12,6 +11,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/lucy-agent/lucy/sandbox"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 	"github.com/lucy-agent/lucy/workspace"
 )
 
@@ -72,7 +72,7 @@ type SlackAPI interface {
 	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
 	GetConversationInfoContext(ctx context.Context, input *slack.GetConversationInfoInput) (*slack.Channel, error)
 	// GetConversationsForUserContext (users.conversations) tells which conversations the requester is
-	// in: the access rule (access.go).
+	// in: the access rule (package slackaccess).
 	GetConversationsForUserContext(ctx context.Context, params *slack.GetConversationsForUserParameters) ([]slack.Channel, string, error)
 	// UploadFileContext is slack-go's files v2 upload (files.getUploadURLExternal, the upload itself,
 	// files.completeUploadExternal); slack-go v0.35 renamed UploadFileV2Context to it.
@@ -80,6 +80,27 @@ type SlackAPI interface {
 }
 
 var _ SlackAPI = (*slack.Client)(nil)
+
+// SlackSearchAPI is the part of the user-token client (SLACK_USER_TOKEN) that lucy_search_slack_history
+// uses.
+type SlackSearchAPI interface {
+	SearchMessagesContext(ctx context.Context, query string, params slack.SearchParameters) (*slack.SearchMessages, error)
+	// AuthTestContext names the token's owner: only that person's requests search with it.
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
+}
+
+var _ SlackSearchAPI = (*slack.Client)(nil)
+
+// SearchConfig is how lucy_web_search reaches its provider; a zero Provider means web search is
+// not configured.
+type SearchConfig struct {
+	Provider string
+	APIKey   string
+	// Model is the online model (openrouter, perplexity).
+	Model string
+	// BaseURL overrides the provider's endpoint (a proxy, a self-hosted gateway, tests).
+	BaseURL string
+}
 
 // Deps are the clients and settings the tools need; the worker builds them, tests pass fakes.
 type Deps struct {
@@ -130,27 +151,24 @@ type Registry struct {
 	http *http.Client
 	now  func() time.Time
 	log  zerolog.Logger
-	// searchHTTP reaches the operator's search provider (not a URL the model chose, so no private
-	// address checks).
-	searchHTTP *http.Client
-
-	fetchTimeout time.Duration // 20 s; tests shorten it
-	// members caches each requester's conversations for the access rule (access.go).
-	members membershipCache
-	// searchOwners caches the user ID behind each team's SLACK_USER_TOKEN (slack_search.go).
-	searchOwners sync.Map
+	// access is the access rule (package slackaccess) for the recurring jobs and monitors.
+	access *slackaccess.Access
 }
 
 // NewRegistry returns a Registry over d.
 func NewRegistry(d Deps) *Registry {
 	r := &Registry{
-		deps:         d,
-		now:          time.Now,
-		log:          d.Log.With().Str("component", "tools").Logger(),
-		fetchTimeout: 20 * time.Second,
+		deps: d,
+		now:  time.Now,
+		log:  d.Log.With().Str("component", "tools").Logger(),
 	}
 	r.http = r.newFetchClient(d.HTTP)
-	r.searchHTTP = &http.Client{Timeout: time.Minute}
+	r.access = slackaccess.New(d.Admins, func(team string) slackaccess.API {
+		if api, _ := r.slackAPI(team); api != nil {
+			return api
+		}
+		return nil
+	}, func() time.Time { return r.now() })
 	return r
 }
 
@@ -181,8 +199,7 @@ func registerRows(groups ...[]entry) bool {
 }
 
 var _ = registerRows(
-	slackTools, webTools, cronTools,
-	searchTools, slackSearchTools, heartbeatTools,
+	cronTools, heartbeatTools,
 )
 
 // The schema constructors under the names the rows of this package use.
@@ -206,9 +223,3 @@ var (
 	mrkdwnEscape = MrkdwnEscape
 	textHash     = TextHash
 )
-
-// SlackFailed classifies an error from the Slack Web API for a tool outside this package (a generated
-// file's upload). It moves with the Slack domain.
-func SlackFailed(ctx context.Context, tool string, err error) (Output, error) {
-	return slackFailed(ctx, tool, err)
-}

@@ -158,7 +158,7 @@ func (r *Registry) checkPostable(ctx context.Context, tool, team, creator, curre
 	if out != nil {
 		return "", out, nil
 	}
-	ref, out, err := r.resolveChannel(ctx, api, tool, channel, false)
+	ref, out, err := resolveChannel(ctx, api, tool, channel, false)
 	if err != nil || out != nil {
 		return "", out, err
 	}

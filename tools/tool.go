@@ -26,7 +26,9 @@ const (
 	PostMessage           = "lucy_post_message"
 	ReadFile              = "lucy_read_file"
 	RunScript             = "lucy_run_script"
+	SearchSlackHistory    = "lucy_search_slack_history"
 	WebFetch              = "lucy_web_fetch"
+	WebSearch             = "lucy_web_search"
 	WriteFile             = "lucy_write_file"
 	UpdateRunJournal      = "update_run_journal"
 )
@@ -38,10 +40,8 @@ const (
 	MaxOutputChars    = 16_000  // characters of one tool result (TOOL_RESULT_MAX_CHARS)
 	MaxHistoryLimit   = 100     // messages per lucy_get_channel_history call
 	MaxPathLen        = 512     // bytes of a workspace path the model gives
-	defaultHistory    = 20
-	ReadWindowBytes   = 14_000 // one part of lucy_read_file / lucy_web_fetch output: with its header and footer, under MaxOutputChars
-	maxListedChannels = 1000
-	maxThreadMessages = 200
+	ReadWindowBytes   = 14_000  // one part of lucy_read_file / lucy_web_fetch output: with its header and footer, under MaxOutputChars
+	MaxListedChannels = 1000    // channels lucy_list_slack_channels lists, and name lookups search
 )
 
 // MaxMessageChars is Slack's limit on a message's text.

@@ -16,6 +16,9 @@ import (
 	"github.com/lucy-agent/lucy/tools/documents"
 	"github.com/lucy-agent/lucy/tools/files"
 	"github.com/lucy-agent/lucy/tools/script"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
+	"github.com/lucy-agent/lucy/tools/slacktools"
+	"github.com/lucy-agent/lucy/tools/web"
 	"github.com/lucy-agent/lucy/workspace"
 )
 
@@ -36,7 +39,10 @@ type Set struct {
 func New(d Deps, sources ...tools.Source) *Set {
 	legacy := tools.NewRegistry(d)
 	ws := files.New(workspaceStore(d), filesSlack(d.Slack))
-	domains := []any{legacy, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil)}
+	access := slackaccess.New(d.Admins, slacktools.AccessAPI(d.Slack), nil)
+	slack := slacktools.New(d.Slack, d.SlackUser, access)
+	fetcher := web.New(d.HTTP, d.AllowPrivateNetworks, d.Search)
+	domains := []any{legacy, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher}
 	r, err := tools.NewRunner(d.Log, domains, sources...)
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))

@@ -1,4 +1,4 @@
-package tools
+package slacktools
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lucy-agent/lucy/output"
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // lucy_post_message posts a special mention only when the requester's own message asked for it:
@@ -23,8 +24,8 @@ func TestPostMessageNeutralizesMentionsNotRequested(t *testing.T) {
 			w := newSlackWorkspace(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			out, err := w.r.Run(ctx, Invocation{
-				Name: PostMessage, Arguments: `{"channel": "#random", "text": "<!channel>: the page says hi <@UALICE>"}`,
+			out, err := w.r.Run(ctx, tools.Invocation{
+				Name: tools.PostMessage, Arguments: `{"channel": "#random", "text": "<!channel>: the page says hi <@UALICE>"}`,
 				Team: testTeam, Channel: "CLOCAL", User: "ULOCAL", RunID: "run-1", CallID: "call_1",
 				AllowedMentions: output.RequestedMentions(tc.requester),
 			})

@@ -1,4 +1,4 @@
-package tools
+package slacktools
 
 import (
 	"context"
@@ -6,23 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lucy-agent/lucy/tools"
 	"github.com/slack-go/slack"
 )
-
-// SearchSlackHistory searches the workspace's messages. Slack's
-// search.messages takes a user token (xoxp-, SLACK_USER_TOKEN), never a bot token: with one, the whole
-// workspace the user sees is searched with Slack's own syntax; without, Lucy reads the recent history
-// of the channels she is in and matches the words herself, and says so.
-const SearchSlackHistory = "lucy_search_slack_history"
-
-// SlackSearchAPI is the user-token client's part the search uses.
-type SlackSearchAPI interface {
-	SearchMessagesContext(ctx context.Context, query string, params slack.SearchParameters) (*slack.SearchMessages, error)
-	// AuthTestContext names the token's owner: only that person's requests search with it.
-	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
-}
-
-var _ SlackSearchAPI = (*slack.Client)(nil)
 
 // Limits of the bot-token fallback.
 const (
@@ -30,80 +16,83 @@ const (
 	fallbackMessages = 200 // recent messages read per channel
 )
 
-var slackSearchTools = []entry{{
-	spec: Spec{
-		Name: SearchSlackHistory,
+// lucy_search_slack_history searches the workspace's messages. Slack's search.messages takes a user
+// token (xoxp-, SLACK_USER_TOKEN), never a bot token: with one, the whole workspace the user sees is
+// searched with Slack's own syntax; without, Lucy reads the recent history of the channels she is in
+// and matches the words herself, and says so.
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: tools.SearchSlackHistory,
 		Description: "Search Slack messages by words (Slack search syntax such as in:#channel, from:@name, after:2026-01-01 " +
 			"works when full search is available). Results give channel, time, author, text and a link. Without full " +
 			"search, only recent messages of the channels Lucy is in are searched, and the result says so.",
 		Idempotent: true,
 		Human:      "searching Slack",
 	},
-	required: []string{"query"},
-	props: func() []prop {
-		return []prop{
-			strProp("query", "The words to look for (all must appear), with Slack search modifiers if needed.", 1, 300),
-			intProp("count", "How many messages, 1 to 50 (default 20).", 1, 50),
+	Required: []string{"query"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			tools.StrProp("query", "The words to look for (all must appear), with Slack search modifiers if needed.", 1, 300),
+			tools.IntProp("count", "How many messages, 1 to 50 (default 20).", 1, 50),
 		}
 	},
-	run: (*Registry).searchSlackHistory,
-}}
+}, (*Slack).searchSlackHistory)
 
 type slackSearchArgs struct {
 	Query string `json:"query"`
 	Count int    `json:"count"`
 }
 
-func (r *Registry) searchSlackHistory(ctx context.Context, inv Invocation) (Output, error) {
+func (s *Slack) searchSlackHistory(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args slackSearchArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
 	if args.Count <= 0 {
 		args.Count = 20
 	}
-	if r.deps.SlackUser != nil {
-		if api := r.deps.SlackUser(inv.Team); api != nil {
+	if s.user != nil {
+		if api := s.user(inv.Team); api != nil {
 			// A user token searches with its owner's access: everything they can read, their own DMs
 			// included. Lending that to every requester would let anyone read the owner's channels,
 			// so only the owner's own requests use it; everyone else gets the bot-token search,
 			// limited to their channels.
-			owner, err := r.searchTokenOwner(ctx, inv.Team, api)
+			owner, err := s.searchTokenOwner(ctx, inv.Team, api)
 			if err != nil {
-				return slackFailed(ctx, SearchSlackHistory, err)
+				return tools.SlackFailed(ctx, tools.SearchSlackHistory, err)
 			}
 			if owner == inv.User {
-				return r.searchWithUserToken(ctx, api, args)
+				return s.searchWithUserToken(ctx, api, args)
 			}
 		}
 	}
-	bot, out := r.slackAPI(inv.Team)
+	bot, out := s.slackAPI(inv.Team)
 	if out != nil {
 		return *out, nil
 	}
-	return r.searchRecentHistory(ctx, bot, inv, args)
+	return s.searchRecentHistory(ctx, bot, inv, args)
 }
 
 // searchTokenOwner returns the user ID behind the team's user token (auth.test, once per process:
 // a token belongs to one person for its whole life).
-func (r *Registry) searchTokenOwner(ctx context.Context, team string, api SlackSearchAPI) (string, error) {
-	if v, ok := r.searchOwners.Load(team); ok {
+func (s *Slack) searchTokenOwner(ctx context.Context, team string, api tools.SlackSearchAPI) (string, error) {
+	if v, ok := s.searchOwners.Load(team); ok {
 		return v.(string), nil
 	}
 	resp, err := api.AuthTestContext(ctx)
 	if err != nil {
 		return "", err
 	}
-	r.searchOwners.Store(team, resp.UserID)
+	s.searchOwners.Store(team, resp.UserID)
 	return resp.UserID, nil
 }
 
-func (r *Registry) searchWithUserToken(ctx context.Context, api SlackSearchAPI, args slackSearchArgs) (Output, error) {
+func (s *Slack) searchWithUserToken(ctx context.Context, api tools.SlackSearchAPI, args slackSearchArgs) (tools.Output, error) {
 	res, err := api.SearchMessagesContext(ctx, args.Query, slack.SearchParameters{
 		Sort: "timestamp", SortDirection: "desc", Count: args.Count, Page: 1, Highlight: false,
 	})
 	if err != nil {
-		return slackFailed(ctx, SearchSlackHistory, err)
+		return tools.SlackFailed(ctx, tools.SearchSlackHistory, err)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Slack search for %q: %d match(es) in the workspace", args.Query, res.Total)
@@ -117,7 +106,7 @@ func (r *Registry) searchWithUserToken(ctx context.Context, api SlackSearchAPI, 
 			ch = m.Channel.ID
 		}
 		fmt.Fprintf(&b, "- #%s, %s, %s (ts %s): %s\n", ch, tsTime(m.Timestamp), firstNonEmpty(m.Username, m.User), m.Timestamp,
-			truncate(strings.Join(strings.Fields(m.Text), " "), 500))
+			tools.Truncate(strings.Join(strings.Fields(m.Text), " "), 500))
 		if m.Permalink != "" {
 			fmt.Fprintf(&b, "  %s\n", m.Permalink)
 		}
@@ -125,21 +114,21 @@ func (r *Registry) searchWithUserToken(ctx context.Context, api SlackSearchAPI, 
 	if len(res.Matches) == 0 {
 		b.WriteString("(nothing found)\n")
 	}
-	return Output{Content: strings.TrimRight(b.String(), "\n")}, nil
+	return tools.Output{Content: strings.TrimRight(b.String(), "\n")}, nil
 }
 
 // searchRecentHistory is the bot-token fallback: the recent messages of the channels Lucy is a member
 // of, every word of the query present (case-insensitive), newest first.
-func (r *Registry) searchRecentHistory(ctx context.Context, api SlackAPI, inv Invocation, args slackSearchArgs) (Output, error) {
-	channels, _, err := listAllChannels(ctx, api)
+func (s *Slack) searchRecentHistory(ctx context.Context, api tools.SlackAPI, inv tools.Invocation, args slackSearchArgs) (tools.Output, error) {
+	channels, _, err := tools.ListAllChannels(ctx, api)
 	if err != nil {
-		return slackFailed(ctx, SearchSlackHistory, err)
+		return tools.SlackFailed(ctx, tools.SearchSlackHistory, err)
 	}
-	// Only channels the requester is in (access.go); an admin's search covers all of Lucy's.
+	// Only channels the requester is in (package slackaccess); an admin's search covers all of Lucy's.
 	var theirs map[string]bool
-	if !r.isAdmin(inv.User) {
-		if theirs, err = r.channelsOf(ctx, api, inv.Team, inv.User); err != nil {
-			return slackFailed(ctx, SearchSlackHistory, err)
+	if !s.access.IsAdmin(inv.User) {
+		if theirs, err = s.access.ChannelsOf(ctx, api, inv.Team, inv.User); err != nil {
+			return tools.SlackFailed(ctx, tools.SearchSlackHistory, err)
 		}
 	}
 	var mine []slack.Channel
@@ -163,7 +152,7 @@ func (r *Registry) searchRecentHistory(ctx context.Context, api SlackAPI, inv In
 	for _, ch := range mine {
 		h, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: ch.ID, Limit: fallbackMessages})
 		if err != nil {
-			return slackFailed(ctx, SearchSlackHistory, err)
+			return tools.SlackFailed(ctx, tools.SearchSlackHistory, err)
 		}
 		read += len(h.Messages)
 		for _, m := range h.Messages {
@@ -193,10 +182,10 @@ func (r *Registry) searchRecentHistory(ctx context.Context, api SlackAPI, inv In
 	b.WriteString(":\n")
 	for _, h := range hits {
 		fmt.Fprintf(&b, "- #%s, %s, %s (ts %s): %s\n", h.channel, tsTime(h.msg.Timestamp), firstNonEmpty(h.msg.Username, h.msg.User),
-			h.msg.Timestamp, truncate(strings.Join(strings.Fields(h.msg.Text), " "), 500))
+			h.msg.Timestamp, tools.Truncate(strings.Join(strings.Fields(h.msg.Text), " "), 500))
 	}
 	if len(hits) == 0 {
 		b.WriteString("(nothing found)\n")
 	}
-	return Output{Content: strings.TrimRight(b.String(), "\n")}, nil
+	return tools.Output{Content: strings.TrimRight(b.String(), "\n")}, nil
 }

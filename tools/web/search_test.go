@@ -1,17 +1,14 @@
-package tools
+package web
 
 import (
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/slack-go/slack"
-
-	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // searchProvider is a fake of one provider's HTTP API: it checks the request as the real one would
@@ -95,73 +92,36 @@ func TestWebSearchProviders(t *testing.T) {
 				}
 				tt.check(t, r, body)
 			}, tt.reply)
-			r := newTestRegistry(t, Deps{Search: SearchConfig{Provider: tt.provider, APIKey: "key-1", BaseURL: srv.URL}})
-			out := mustRun(t, r, WebSearch, `{"query": "acme pricing", "count": 2}`)
+			r := newTestFetcher(t, tools.Deps{Search: tools.SearchConfig{Provider: tt.provider, APIKey: "key-1", BaseURL: srv.URL}})
+			out := mustRun(t, r, tools.WebSearch, `{"query": "acme pricing", "count": 2}`)
 			wantOK(t, out, tt.want...)
 		})
 	}
 }
 
 func TestWebSearchFailures(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
-	out := mustRun(t, r, WebSearch, `{"query": "x"}`)
+	r := newTestFetcher(t, tools.Deps{})
+	out := mustRun(t, r, tools.WebSearch, `{"query": "x"}`)
 	wantToolError(t, out, "web search is not configured", "LUCY_SEARCH_PROVIDER")
 
 	srv := searchProvider(t, http.StatusUnauthorized, nil, `{"error":{"message":"Invalid API key","code":401}}`)
-	r = newTestRegistry(t, Deps{Search: SearchConfig{Provider: SearchOpenRouter, APIKey: "bad", BaseURL: srv.URL}})
-	out = mustRun(t, r, WebSearch, `{"query": "x"}`)
+	r = newTestFetcher(t, tools.Deps{Search: tools.SearchConfig{Provider: SearchOpenRouter, APIKey: "bad", BaseURL: srv.URL}})
+	out = mustRun(t, r, tools.WebSearch, `{"query": "x"}`)
 	wantToolError(t, out, "refused the request (HTTP 401: Invalid API key)", "LUCY_SEARCH_API_KEY")
 
 	srv = searchProvider(t, http.StatusTooManyRequests, nil, `{"detail":{"error":"rate limited"}}`)
-	r = newTestRegistry(t, Deps{Search: SearchConfig{Provider: SearchTavily, APIKey: "k", BaseURL: srv.URL}})
-	_, err := run(t, r, WebSearch, `{"query": "x"}`)
+	r = newTestFetcher(t, tools.Deps{Search: tools.SearchConfig{Provider: SearchTavily, APIKey: "k", BaseURL: srv.URL}})
+	_, err := run(t, r, tools.WebSearch, `{"query": "x"}`)
 	te := wantTransient(t, err)
 	if te.RetryAfter != 4*time.Second {
 		t.Errorf("retry after %s", te.RetryAfter)
 	}
 
 	srv = searchProvider(t, http.StatusBadGateway, nil, `<html>bad gateway</html>`)
-	r = newTestRegistry(t, Deps{Search: SearchConfig{Provider: SearchBrave, APIKey: "k", BaseURL: srv.URL}})
-	_, err = run(t, r, WebSearch, `{"query": "x"}`)
+	r = newTestFetcher(t, tools.Deps{Search: tools.SearchConfig{Provider: SearchBrave, APIKey: "k", BaseURL: srv.URL}})
+	_, err = run(t, r, tools.WebSearch, `{"query": "x"}`)
 	wantTransient(t, err)
 
-	_, err = run(t, r, WebSearch, `{"query": ""}`)
-	wantArgError(t, err, WebSearch, `"query" must not be empty`)
-}
-
-// With a user token, Slack's own search; with only the bot token, the recent history of Lucy's
-// channels, said so.
-func TestSearchSlackHistory(t *testing.T) {
-	w := newSlackWorkspace(t)
-	w.say(t, "CLOCAL", "the Q3 launch date is October 14")
-	root := w.say(t, "CRANDOM", "lunch?")
-	w.say(t, "CRANDOM", "Q3 launch slipped a week", slack.MsgOptionTS(root))
-	w.say(t, "CPLANS", "secret Q3 launch plans")
-
-	out := mustRun(t, w.r, SearchSlackHistory, `{"query": "q3 LAUNCH"}`)
-	wantOK(t, out, "only with SLACK_USER_TOKEN", "#general", "October 14", "#secret-plans", "2 match(es)")
-	if strings.Contains(out.Content, "slipped") {
-		t.Error("the fallback claims to search threads")
-	}
-
-	// Alice's user token searches with Alice's access, so only Alice's own requests use it.
-	user := slack.New("xoxp-alice", slack.OptionAPIURL(w.base))
-	w.r.deps.SlackUser = func(string) SlackSearchAPI { return user }
-	out = mustRunFor(t, w.r, "UALICE", SearchSlackHistory, `{"query": "q3 launch", "count": 2}`)
-	wantOK(t, out, "3 match(es) in the workspace, newest 2 shown", "#secret-plans", "slipped a week", "/archives/")
-	out = mustRunFor(t, w.r, "UALICE", SearchSlackHistory, `{"query": "launch in:#general"}`)
-	wantOK(t, out, "1 match(es)", "October 14")
-	searches := w.srv.Calls("search.messages")
-	out = mustRun(t, w.r, SearchSlackHistory, `{"query": "q3 launch"}`) // ULOCAL: not the token's owner
-	wantOK(t, out, "only for its owner's requests", "2 match(es)")
-	if n := w.srv.Calls("search.messages"); n != searches {
-		t.Errorf("someone else's request searched with Alice's token (%d searches, want %d)", n, searches)
-	}
-
-	// A bot token given as the user token belongs to nobody who asks: the bot-token search runs.
-	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(w.base))
-	w.r = newTestRegistry(t, w.r.deps)
-	w.r.deps.SlackUser = func(string) SlackSearchAPI { return bot }
-	out = mustRunFor(t, w.r, "UALICE", SearchSlackHistory, `{"query": "launch"}`)
-	wantOK(t, out, "only for its owner's requests")
+	_, err = run(t, r, tools.WebSearch, `{"query": ""}`)
+	wantArgError(t, err, tools.WebSearch, `"query" must not be empty`)
 }

@@ -1,4 +1,4 @@
-package tools
+package slacktools
 
 import (
 	"strings"
@@ -8,6 +8,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 )
 
 // accessWorkspace: ULOCAL asks from #general (CLOCAL) and is in #random; Alice is everywhere; UBOSS
@@ -32,13 +34,14 @@ func accessWorkspace(t *testing.T) *slackWorkspace {
 	})
 	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
 	alice := slack.New("xoxp-alice", slack.OptionAPIURL(base))
-	r := newTestRegistry(t, Deps{Admins: []string{"UBOSS"}, Slack: func(team string) SlackAPI {
+	w := &slackWorkspace{base: base, srv: srv, alice: alice, now: testNow}
+	w.r = newTestSlack(t, tools.Deps{Admins: []string{"UBOSS"}, Slack: func(team string) tools.SlackAPI {
 		if team != testTeam {
 			return nil
 		}
 		return bot
-	}})
-	return &slackWorkspace{base: base, srv: srv, alice: alice, r: r}
+	}}, &w.now)
+	return w
 }
 
 // A person cannot have Lucy read or post where they could not themselves: a private channel, a
@@ -57,12 +60,12 @@ func TestAccessRefusesConversationsTheRequesterIsNotIn(t *testing.T) {
 	}
 	before := reads()
 	for _, c := range []struct{ tool, args, want string }{
-		{GetChannelHistory, `{"channel": "CPLANS"}`, "<@ULOCAL> is not a member of CPLANS"},
-		{GetChannelHistory, `{"channel": "#sales"}`, "<@ULOCAL> is not a member of #sales"},
-		{GetChannelHistory, `{"channel": "DALICE"}`, "direct-message conversation other than this one"},
-		{GetThread, `{"channel": "CPLANS", "ts": "` + secret + `"}`, "<@ULOCAL> is not a member of CPLANS"},
-		{PostMessage, `{"channel": "#secret-plans", "text": "hi"}`, "<@ULOCAL> is not a member of #secret-plans"},
-		{PostMessage, `{"channel": "DALICE", "text": "hi"}`, "direct-message conversation"},
+		{tools.GetChannelHistory, `{"channel": "CPLANS"}`, "<@ULOCAL> is not a member of CPLANS"},
+		{tools.GetChannelHistory, `{"channel": "#sales"}`, "<@ULOCAL> is not a member of #sales"},
+		{tools.GetChannelHistory, `{"channel": "DALICE"}`, "direct-message conversation other than this one"},
+		{tools.GetThread, `{"channel": "CPLANS", "ts": "` + secret + `"}`, "<@ULOCAL> is not a member of CPLANS"},
+		{tools.PostMessage, `{"channel": "#secret-plans", "text": "hi"}`, "<@ULOCAL> is not a member of #secret-plans"},
+		{tools.PostMessage, `{"channel": "DALICE", "text": "hi"}`, "direct-message conversation"},
 	} {
 		out := mustRun(t, w.r, c.tool, c.args)
 		wantToolError(t, out, c.want)
@@ -78,16 +81,16 @@ func TestAccessRefusesConversationsTheRequesterIsNotIn(t *testing.T) {
 	}
 
 	// Where the requester is a member, and in the conversation of the request itself, it works.
-	wantOK(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "CRANDOM"}`), "lunch?")
-	wantOK(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "GTRIO"}`), "trio chat")
-	wantOK(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "CLOCAL"}`))
+	wantOK(t, mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "CRANDOM"}`), "lunch?")
+	wantOK(t, mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "GTRIO"}`), "trio chat")
+	wantOK(t, mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "CLOCAL"}`))
 
 	// An admin may read any channel Lucy is in, but never someone else's DM.
-	wantOK(t, mustRunFor(t, w.r, "UBOSS", GetChannelHistory, `{"channel": "CPLANS"}`), "acquisition closes Friday")
-	wantToolError(t, mustRunFor(t, w.r, "UBOSS", GetChannelHistory, `{"channel": "DALICE"}`), "direct-message conversation")
+	wantOK(t, mustRunFor(t, w.r, "UBOSS", tools.GetChannelHistory, `{"channel": "CPLANS"}`), "acquisition closes Friday")
+	wantToolError(t, mustRunFor(t, w.r, "UBOSS", tools.GetChannelHistory, `{"channel": "DALICE"}`), "direct-message conversation")
 
 	// The DM of the request itself is its own conversation.
-	out, err := w.r.Run(t.Context(), Invocation{Name: GetChannelHistory, Arguments: `{"channel": "DALICE"}`,
+	out, err := w.r.Run(t.Context(), tools.Invocation{Name: tools.GetChannelHistory, Arguments: `{"channel": "DALICE"}`,
 		Team: testTeam, Channel: "DALICE", User: "UALICE", RunID: "r", CallID: "c"})
 	if err != nil {
 		t.Fatal(err)
@@ -98,19 +101,19 @@ func TestAccessRefusesConversationsTheRequesterIsNotIn(t *testing.T) {
 // Lists show only what the requester may see; an admin sees every channel Lucy can.
 func TestAccessListsOnlyTheRequestersChannels(t *testing.T) {
 	w := accessWorkspace(t)
-	out := mustRun(t, w.r, ListSlackChannels, `{}`)
+	out := mustRun(t, w.r, tools.ListSlackChannels, `{}`)
 	wantOK(t, out, "#general", "#random", "is a member of")
 	for _, hidden := range []string{"secret-plans", "CPLANS", "#sales", "DALICE"} {
 		if strings.Contains(out.Content, hidden) {
 			t.Errorf("the list shows %s to someone not in it:\n%s", hidden, out.Content)
 		}
 	}
-	wantOK(t, mustRunFor(t, w.r, "UBOSS", ListSlackChannels, `{}`), "#secret-plans", "#sales")
+	wantOK(t, mustRunFor(t, w.r, "UBOSS", tools.ListSlackChannels, `{}`), "#secret-plans", "#sales")
 
 	// The bot-token search covers only the requester's channels.
 	w.say(t, "CPLANS", "launch plans are secret")
 	w.say(t, "CRANDOM", "launch party at 5")
-	out = mustRun(t, w.r, SearchSlackHistory, `{"query": "launch"}`)
+	out = mustRun(t, w.r, tools.SearchSlackHistory, `{"query": "launch"}`)
 	wantOK(t, out, "launch party")
 	if strings.Contains(out.Content, "secret") {
 		t.Errorf("search found a message of a private channel the requester is not in:\n%s", out.Content)
@@ -121,22 +124,21 @@ func TestAccessListsOnlyTheRequestersChannels(t *testing.T) {
 // expires, and a failed membership lookup refuses instead of letting the read through.
 func TestAccessFollowsMembershipChanges(t *testing.T) {
 	w := accessWorkspace(t)
-	now := time.Date(2026, 5, 1, 18, 0, 0, 0, time.UTC)
-	w.r.now = func() time.Time { return now }
+	w.now = time.Date(2026, 5, 1, 18, 0, 0, 0, time.UTC)
 	w.say(t, "CRANDOM", "lunch?")
-	wantOK(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "CRANDOM"}`), "lunch?")
+	wantOK(t, mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "CRANDOM"}`), "lunch?")
 
 	w.srv.SetMembers("CRANDOM", []string{"UALICE", localslack.DefaultBotUserID})
 	calls := w.srv.Calls("users.conversations")
-	wantOK(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "CRANDOM"}`), "lunch?") // within the cache's minute
+	wantOK(t, mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "CRANDOM"}`), "lunch?") // within the cache's minute
 	if n := w.srv.Calls("users.conversations"); n != calls {
 		t.Errorf("membership looked up again within its TTL (%d calls)", n-calls)
 	}
-	now = now.Add(membershipTTL)
-	wantToolError(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "CRANDOM"}`), "<@ULOCAL> is not a member of CRANDOM")
+	w.now = w.now.Add(slackaccess.MembershipTTL)
+	wantToolError(t, mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "CRANDOM"}`), "<@ULOCAL> is not a member of CRANDOM")
 
-	now = now.Add(membershipTTL)
+	w.now = w.now.Add(slackaccess.MembershipTTL)
 	w.srv.FailNext("users.conversations", localslack.Failure{SlackError: "missing_scope"})
-	out := mustRun(t, w.r, GetChannelHistory, `{"channel": "CPLANS"}`)
+	out := mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "CPLANS"}`)
 	wantToolError(t, out, "could not check whether <@ULOCAL> may see CPLANS")
 }

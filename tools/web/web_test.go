@@ -1,4 +1,4 @@
-package tools
+package web
 
 import (
 	"context"
@@ -7,12 +7,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lucy-agent/lucy/tools"
 )
 
 const testPage = `<!doctype html>
@@ -36,107 +37,6 @@ const testPage = `<!doctype html>
 <p>Mail <a href="mailto:sales@example.com">sales@example.com</a> or <a href="https://other.example/x">https://other.example/x</a></p>
 </body></html>`
 
-func TestHTMLToText(t *testing.T) {
-	base, _ := url.Parse("https://example.com/pricing")
-	title, text := htmlToText(testPage, base)
-	if title != "Pricing & Plans" {
-		t.Errorf("title = %q", title)
-	}
-	want := `[Home](https://example.com/) Top Menu
-
-# Plans
-
-Our plans are simple.
-Pick one.
-
-## Team
-
-- 10 seats
-- See [the docs](https://example.com/docs/team?x=1)
-1. First
-2. Second
-
-Plan | Price
-Team | €10
-
-line 1
-    indented
-
-[image: A chart]
-
-Mail sales@example.com or https://other.example/x`
-	if text != want {
-		t.Errorf("htmlToText:\n%s\n\nwant:\n%s", text, want)
-	}
-	for _, hidden := range []string{"secret", "color: red", "svg text", "icon", "enable JS"} {
-		if strings.Contains(text, hidden) {
-			t.Errorf("text contains %q from a non-content element", hidden)
-		}
-	}
-}
-
-func TestBlockedAddr(t *testing.T) {
-	tests := []struct {
-		addr    string
-		blocked bool
-	}{
-		// IPv4 special-purpose ranges.
-		{"0.0.0.0", true}, {"0.1.2.3", true},
-		{"10.1.2.3", true},
-		{"100.64.0.1", true}, {"100.127.255.254", true}, {"100.128.0.1", false},
-		{"127.0.0.1", true}, {"127.255.0.1", true},
-		{"169.254.169.254", true},
-		{"172.16.0.1", true}, {"172.31.255.255", true}, {"172.32.0.1", false},
-		{"192.0.0.1", true}, {"192.0.0.170", true},
-		{"192.0.2.1", true},
-		{"192.88.99.1", true},
-		{"192.168.1.1", true},
-		{"198.18.0.1", true}, {"198.19.255.255", true}, {"198.20.0.1", false}, {"198.17.255.255", false},
-		{"198.51.100.7", true},
-		{"203.0.113.9", true},
-		{"224.0.0.1", true}, {"239.255.255.250", true},
-		{"240.0.0.1", true}, {"255.255.255.255", true},
-		// Public IPv4.
-		{"93.184.216.34", false}, {"8.8.8.8", false}, {"1.1.1.1", false}, {"192.0.3.1", false}, {"223.255.255.1", false},
-
-		// IPv4-mapped IPv6: judged by the IPv4 address.
-		{"::ffff:127.0.0.1", true}, {"::ffff:10.0.0.1", true}, {"::ffff:169.254.169.254", true},
-		{"::ffff:198.18.0.1", true}, {"::ffff:240.0.0.1", true}, {"::ffff:8.8.8.8", false},
-		// NAT64 well-known prefix: judged by the IPv4 address.
-		{"64:ff9b::10.0.0.1", true}, {"64:ff9b::127.0.0.1", true}, {"64:ff9b::a9fe:a9fe", true},
-		{"64:ff9b::100.64.0.1", true}, {"64:ff9b::8.8.8.8", false}, {"64:ff9b::5db8:d822", false},
-		// Local-use NAT64 and 6to4 carry an IPv4 address too, but are refused outright.
-		{"64:ff9b:1::a00:1", true}, {"64:ff9b:1::808:808", true},
-		{"2002:a00:1::1", true}, {"2002:808:808::1", true},
-
-		// IPv6 special-purpose ranges.
-		{"::", true}, {"::1", true}, {"::10.0.0.1", true}, {"::8.8.8.8", true}, {"::ffff:0:808:808", true},
-		{"100::1", true},
-		{"2001::1", true}, {"2001:0:4136:e378:8000:63bf:3fff:fdd2", true}, {"2001:2::1", true}, {"2001:1ff::1", true},
-		{"2001:db8::1", true},
-		{"3fff::1", true}, {"3fff:fff::1", true},
-		{"5f00::1", true},
-		{"fc00::1", true}, {"fd00::1", true},
-		{"fe80::1", true}, {"fe80::1%eth0", true}, {"febf::1", true},
-		{"fec0::1", true},
-		{"ff02::1", true}, {"ff0e::1", true},
-		{"4000::1", true}, {"c000::1", true}, // outside 2000::/3: not allocated for the internet
-		// Public IPv6.
-		{"2606:4700::1111", false}, {"2001:4860:4860::8888", false}, {"2001:200::1", false}, {"2a00:1450::1", false},
-		{"2c0f:fb50::1", false}, {"2003::1", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.addr, func(t *testing.T) {
-			if got := blockedAddr(netip.MustParseAddr(tt.addr)); got != tt.blocked {
-				t.Errorf("blockedAddr(%s) = %v, want %v", tt.addr, got, tt.blocked)
-			}
-		})
-	}
-	if blockedAddr(netip.Addr{}) != true {
-		t.Error("the zero Addr is not blocked")
-	}
-}
-
 // webServer serves the pages the fetch tests read. /slow blocks until the request is cancelled.
 func webServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
@@ -157,7 +57,7 @@ func webServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	mux.HandleFunc("/huge", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html")
 		chunk := "<p>" + strings.Repeat("word ", 1000) + "</p>\n"
-		for written := 0; written < 3*MaxFetchBytes; written += len(chunk) {
+		for written := 0; written < 3*tools.MaxFetchBytes; written += len(chunk) {
 			if _, err := fmt.Fprint(w, chunk); err != nil {
 				return // the client stopped reading at the cap
 			}
@@ -203,10 +103,10 @@ func webServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 
 func TestWebFetch(t *testing.T) {
 	srv, _ := webServer(t)
-	r := newTestRegistry(t, Deps{AllowPrivateNetworks: true})
-	fetch := func(path string, extra ...string) (Output, error) {
+	r := newTestFetcher(t, tools.Deps{AllowPrivateNetworks: true})
+	fetch := func(path string, extra ...string) (tools.Output, error) {
 		args := fmt.Sprintf(`{"url": %q%s}`, srv.URL+path, strings.Join(extra, ""))
-		return run(t, r, WebFetch, args)
+		return run(t, r, tools.WebFetch, args)
 	}
 
 	t.Run("html", func(t *testing.T) {
@@ -234,8 +134,8 @@ func TestWebFetch(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantOK(t, out, "only its first 2 MB were read", "offset=")
-		if n := len([]rune(out.Content)); n > MaxOutputChars {
-			t.Errorf("content is %d characters, over MaxOutputChars", n)
+		if n := len([]rune(out.Content)); n > tools.MaxOutputChars {
+			t.Errorf("content is %d characters, over tools.MaxOutputChars", n)
 		}
 	})
 	t.Run("paging", func(t *testing.T) {
@@ -292,7 +192,7 @@ func TestWebFetch(t *testing.T) {
 // ask the person for; the refusal never repeats the secret.
 func TestWebFetchRefusesCredentials(t *testing.T) {
 	srv, hits := webServer(t)
-	r := newTestRegistry(t, Deps{AllowPrivateNetworks: true})
+	r := newTestFetcher(t, tools.Deps{AllowPrivateNetworks: true})
 	withUser, _ := url.Parse(srv.URL + "/plain")
 	withUser.User = url.UserPassword("me", "hunter2")
 	tests := []struct{ name, url, want string }{
@@ -307,11 +207,11 @@ func TestWebFetchRefusesCredentials(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := run(t, r, WebFetch, fmt.Sprintf(`{"url": %q}`, tt.url))
+			_, err := run(t, r, tools.WebFetch, fmt.Sprintf(`{"url": %q}`, tt.url))
 			if strings.HasPrefix(tt.url, "ftp:") {
-				wantArgError(t, err, WebFetch, tt.want, "is not an absolute http or https URL")
+				wantArgError(t, err, tools.WebFetch, tt.want, "is not an absolute http or https URL")
 			} else {
-				wantArgError(t, err, WebFetch, tt.want, "Lucy does not send credentials", "Ask the person for a link")
+				wantArgError(t, err, tools.WebFetch, tt.want, "Lucy does not send credentials", "Ask the person for a link")
 			}
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Errorf("the refusal repeats the secret: %v", err)
@@ -322,22 +222,22 @@ func TestWebFetchRefusesCredentials(t *testing.T) {
 		t.Errorf("%d request(s) reached the server", n)
 	}
 	// Parameters that merely look alike are fetched.
-	wantOK(t, mustRun(t, r, WebFetch, fmt.Sprintf(`{"url": %q}`, srv.URL+"/plain?token_type=bearer&monkey=1")), "just text")
+	wantOK(t, mustRun(t, r, tools.WebFetch, fmt.Sprintf(`{"url": %q}`, srv.URL+"/plain?token_type=bearer&monkey=1")), "just text")
 }
 
 func TestWebFetchTimeout(t *testing.T) {
 	srv, _ := webServer(t)
-	r := newTestRegistry(t, Deps{AllowPrivateNetworks: true})
+	r := newTestFetcher(t, tools.Deps{AllowPrivateNetworks: true})
 	r.fetchTimeout = 50 * time.Millisecond
-	_, err := run(t, r, WebFetch, fmt.Sprintf(`{"url": %q}`, srv.URL+"/slow"))
+	_, err := run(t, r, tools.WebFetch, fmt.Sprintf(`{"url": %q}`, srv.URL+"/slow"))
 	te := wantTransient(t, err)
 	wantContains(t, te.Error(), "timed out")
 
 	// The activity's own cancellation is not the page's failure: it is returned as is.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = r.Run(ctx, Invocation{Name: WebFetch, Arguments: fmt.Sprintf(`{"url": %q}`, srv.URL+"/slow"), Team: testTeam})
-	var transient *TransientError
+	_, err = r.Run(ctx, tools.Invocation{Name: tools.WebFetch, Arguments: fmt.Sprintf(`{"url": %q}`, srv.URL+"/slow"), Team: testTeam})
+	var transient *tools.TransientError
 	if !errors.Is(err, context.Canceled) || errors.As(err, &transient) {
 		t.Errorf("cancelled fetch: err = %v, want context.Canceled and not transient", err)
 	}
@@ -350,14 +250,14 @@ func TestWebFetchConnectionRefused(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	r := newTestRegistry(t, Deps{AllowPrivateNetworks: true})
-	_, err = run(t, r, WebFetch, fmt.Sprintf(`{"url": "http://%s/"}`, addr))
+	r := newTestFetcher(t, tools.Deps{AllowPrivateNetworks: true})
+	_, err = run(t, r, tools.WebFetch, fmt.Sprintf(`{"url": "http://%s/"}`, addr))
 	wantTransient(t, err)
 }
 
 func TestWebFetchRefusesPrivateAddresses(t *testing.T) {
 	srv, hits := webServer(t)
-	r := newTestRegistry(t, Deps{}) // production default
+	r := newTestFetcher(t, tools.Deps{}) // production default
 	for _, u := range []string{
 		srv.URL + "/page",
 		"http://localhost:1/",
@@ -372,8 +272,8 @@ func TestWebFetchRefusesPrivateAddresses(t *testing.T) {
 		"http://[::ffff:127.0.0.1]:1/",
 	} {
 		t.Run(u, func(t *testing.T) {
-			_, err := run(t, r, WebFetch, fmt.Sprintf(`{"url": %q}`, u))
-			wantArgError(t, err, WebFetch, "private, loopback, link-local or reserved")
+			_, err := run(t, r, tools.WebFetch, fmt.Sprintf(`{"url": %q}`, u))
+			wantArgError(t, err, tools.WebFetch, "private, loopback, link-local or reserved")
 		})
 	}
 	if n := hits.Load(); n != 0 {
@@ -384,9 +284,8 @@ func TestWebFetchRefusesPrivateAddresses(t *testing.T) {
 	// private address after the check): call the client directly.
 	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/page", nil)
 	_, err := r.http.Do(req)
-	var private *errPrivateAddress
-	if !errors.As(err, &private) {
-		t.Errorf("dialing a private address: err = %v, want errPrivateAddress", err)
+	if !tools.IsPrivateAddress(err) {
+		t.Errorf("dialing a private address: err = %v, want a private-address refusal", err)
 	}
 }
 
@@ -413,8 +312,8 @@ func TestWebFetchRefusesRedirectToPrivateAddress(t *testing.T) {
 			return dialer.DialContext(ctx, network, addr)
 		},
 	}}
-	r := newTestRegistry(t, Deps{HTTP: client})
-	out, err := run(t, r, WebFetch, `{"url": "http://93.184.216.34/start"}`)
+	r := newTestFetcher(t, tools.Deps{HTTP: client})
+	out, err := run(t, r, tools.WebFetch, `{"url": "http://93.184.216.34/start"}`)
 	if err == nil && !out.IsError {
 		t.Fatalf("the redirect to a private address was followed: %+v", out)
 	}

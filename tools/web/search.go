@@ -1,4 +1,4 @@
-package tools
+package web
 
 import (
 	"bytes"
@@ -12,13 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// WebSearch searches the web through a configured provider (by default an online model on
-// OpenRouter). Providers: an OpenAI-compatible online model (OpenRouter's ":online" models, which
-// return url_citation annotations; Perplexity's sonar models, which return search_results), or a
-// search API (Brave Search, Tavily) that returns titles, URLs and snippets.
-const WebSearch = "lucy_web_search"
+	"github.com/lucy-agent/lucy/tools"
+)
 
 // Search providers (LUCY_SEARCH_PROVIDER).
 const (
@@ -27,17 +23,6 @@ const (
 	SearchBrave      = "brave"
 	SearchTavily     = "tavily"
 )
-
-// SearchConfig is how lucy_web_search reaches its provider; a zero Provider means web search is
-// not configured.
-type SearchConfig struct {
-	Provider string
-	APIKey   string
-	// Model is the online model (openrouter, perplexity).
-	Model string
-	// BaseURL overrides the provider's endpoint (a proxy, a self-hosted gateway, tests).
-	BaseURL string
-}
 
 // DefaultSearchBase is each provider's API base.
 var DefaultSearchBase = map[string]string{
@@ -59,9 +44,13 @@ const (
 	maxSearchBody        = 2 << 20
 )
 
-var searchTools = []entry{{
-	spec: Spec{
-		Name: WebSearch,
+// lucy_web_search searches the web through a configured provider (by default an online model on
+// OpenRouter). Providers: an OpenAI-compatible online model (OpenRouter's ":online" models, which
+// return url_citation annotations; Perplexity's sonar models, which return search_results), or a
+// search API (Brave Search, Tavily) that returns titles, URLs and snippets.
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: tools.WebSearch,
 		Description: "Search the web. Returns results with titles, URLs and snippets (and, with some providers, a short " +
 			"answer written from them). Read the pages that matter with lucy_web_fetch before relying on them, and " +
 			"cite their URLs.",
@@ -69,15 +58,14 @@ var searchTools = []entry{{
 		Human:      "searching the web",
 		Long:       true,
 	},
-	required: []string{"query"},
-	props: func() []prop {
-		return []prop{
-			strProp("query", "What to search for, as you would type it into a search engine.", 1, 400),
-			intProp("count", "How many results, 1 to 10 (default 5).", 1, maxSearchResults),
+	Required: []string{"query"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			tools.StrProp("query", "What to search for, as you would type it into a search engine.", 1, 400),
+			tools.IntProp("count", "How many results, 1 to 10 (default 5).", 1, maxSearchResults),
 		}
 	},
-	run: (*Registry).webSearch,
-}}
+}, (*Fetcher).webSearch)
 
 type webSearchArgs struct {
 	Query string `json:"query"`
@@ -89,14 +77,14 @@ type searchResult struct {
 	Title, URL, Snippet, Date string
 }
 
-func (r *Registry) webSearch(ctx context.Context, inv Invocation) (Output, error) {
+func (f *Fetcher) webSearch(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args webSearchArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
-	cfg := r.deps.Search
+	cfg := f.search
 	if cfg.Provider == "" {
-		return Output{IsError: true, Content: "Error: web search is not configured for this Lucy. An operator sets " +
+		return tools.Output{IsError: true, Content: "Error: web search is not configured for this Lucy. An operator sets " +
 			"LUCY_SEARCH_PROVIDER (openrouter, perplexity, brave or tavily) and LUCY_SEARCH_API_KEY (OpenRouter uses " +
 			"OPENROUTER_API_KEY by default). Meanwhile, fetch pages you know the address of with lucy_web_fetch."}, nil
 	}
@@ -114,22 +102,22 @@ func (r *Registry) webSearch(ctx context.Context, inv Invocation) (Output, error
 	)
 	switch cfg.Provider {
 	case SearchOpenRouter, SearchPerplexity:
-		answer, results, err = r.searchOnlineModel(ctx, cfg, base, args)
+		answer, results, err = f.searchOnlineModel(ctx, cfg, base, args)
 	case SearchBrave:
-		results, err = r.searchBrave(ctx, cfg, base, args)
+		results, err = f.searchBrave(ctx, cfg, base, args)
 	case SearchTavily:
-		answer, results, err = r.searchTavily(ctx, cfg, base, args)
+		answer, results, err = f.searchTavily(ctx, cfg, base, args)
 	default:
-		return Output{}, fmt.Errorf("%s: unknown search provider %q", WebSearch, cfg.Provider)
+		return tools.Output{}, fmt.Errorf("%s: unknown search provider %q", tools.WebSearch, cfg.Provider)
 	}
 	if err != nil {
 		var rejected *searchRejected
 		if errors.As(err, &rejected) {
-			return Output{IsError: true, Content: "Error: " + rejected.Error()}, nil
+			return tools.Output{IsError: true, Content: "Error: " + rejected.Error()}, nil
 		}
-		return Output{}, err
+		return tools.Output{}, err
 	}
-	return Output{Content: formatSearch(args.Query, cfg.Provider, answer, results, args.Count)}, nil
+	return tools.Output{Content: formatSearch(args.Query, cfg.Provider, answer, results, args.Count)}, nil
 }
 
 func formatSearch(query, provider, answer string, results []searchResult, count int) string {
@@ -152,7 +140,7 @@ func formatSearch(query, provider, answer string, results []searchResult, count 
 			fmt.Fprintf(&b, "   (%s)\n", res.Date)
 		}
 		if s := strings.Join(strings.Fields(res.Snippet), " "); s != "" {
-			fmt.Fprintf(&b, "   %s\n", truncate(s, 400))
+			fmt.Fprintf(&b, "   %s\n", tools.Truncate(s, 400))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
@@ -165,35 +153,35 @@ type searchRejected struct{ msg string }
 func (e *searchRejected) Error() string { return e.msg }
 
 // searchDo sends one request to the provider and decodes its JSON answer into v.
-func (r *Registry) searchDo(ctx context.Context, req *http.Request, provider string, v any) error {
+func (f *Fetcher) searchDo(ctx context.Context, req *http.Request, provider string, v any) error {
 	ctx, cancel := context.WithTimeout(ctx, 45*time.Second)
 	defer cancel()
 	req = req.WithContext(ctx)
 	req.Header.Set("Accept", "application/json")
-	resp, err := r.searchHTTP.Do(req)
+	resp, err := f.searchHTTP.Do(req)
 	if err != nil {
 		if ctx.Err() != nil && req.Context().Err() == nil {
 			return ctx.Err()
 		}
-		return &TransientError{Tool: WebSearch, Err: fmt.Errorf("%s: %v", provider, err)}
+		return &tools.TransientError{Tool: tools.WebSearch, Err: fmt.Errorf("%s: %v", provider, err)}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxSearchBody))
 	if err != nil {
-		return &TransientError{Tool: WebSearch, Err: fmt.Errorf("%s: read the answer: %v", provider, err)}
+		return &tools.TransientError{Tool: tools.WebSearch, Err: fmt.Errorf("%s: read the answer: %v", provider, err)}
 	}
 	switch code := resp.StatusCode; {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden || code == http.StatusPaymentRequired:
 		return &searchRejected{msg: fmt.Sprintf("the search provider (%s) refused the request (HTTP %d: %s): its API key "+
 			"(LUCY_SEARCH_API_KEY) is wrong, lacks access or credit. Tell the person an operator must fix it.", provider, code, errorText(body))}
 	case code == http.StatusTooManyRequests || code >= 500:
-		return &TransientError{Tool: WebSearch, Err: fmt.Errorf("%s: HTTP %d: %s", provider, code, errorText(body)),
+		return &tools.TransientError{Tool: tools.WebSearch, Err: fmt.Errorf("%s: HTTP %d: %s", provider, code, errorText(body)),
 			RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 	case code >= 400:
 		return &searchRejected{msg: fmt.Sprintf("the search provider (%s) rejected the query (HTTP %d: %s).", provider, code, errorText(body))}
 	}
 	if err := json.Unmarshal(body, v); err != nil {
-		return &TransientError{Tool: WebSearch, Err: fmt.Errorf("%s: unreadable answer: %v", provider, err)}
+		return &tools.TransientError{Tool: tools.WebSearch, Err: fmt.Errorf("%s: unreadable answer: %v", provider, err)}
 	}
 	return nil
 }
@@ -223,10 +211,10 @@ func errorText(body []byte) string {
 	default:
 		s = strings.TrimSpace(string(body))
 	}
-	return truncate(strings.Join(strings.Fields(s), " "), 200)
+	return tools.Truncate(strings.Join(strings.Fields(s), " "), 200)
 }
 
-func (r *Registry) searchOnlineModel(ctx context.Context, cfg SearchConfig, base string, args webSearchArgs) (string, []searchResult, error) {
+func (f *Fetcher) searchOnlineModel(ctx context.Context, cfg tools.SearchConfig, base string, args webSearchArgs) (string, []searchResult, error) {
 	model := cfg.Model
 	if model == "" {
 		model = DefaultSearchModel[cfg.Provider]
@@ -266,11 +254,11 @@ func (r *Registry) searchOnlineModel(ctx context.Context, cfg SearchConfig, base
 			Snippet string `json:"snippet"`
 		} `json:"search_results"`
 	}
-	if err := r.searchDo(ctx, req, cfg.Provider, &resp); err != nil {
+	if err := f.searchDo(ctx, req, cfg.Provider, &resp); err != nil {
 		return "", nil, err
 	}
 	if len(resp.Choices) == 0 {
-		return "", nil, &TransientError{Tool: WebSearch, Err: fmt.Errorf("%s: the answer has no choices", cfg.Provider)}
+		return "", nil, &tools.TransientError{Tool: tools.WebSearch, Err: fmt.Errorf("%s: the answer has no choices", cfg.Provider)}
 	}
 	msg := resp.Choices[0].Message
 	var results []searchResult
@@ -295,7 +283,7 @@ func (r *Registry) searchOnlineModel(ctx context.Context, cfg SearchConfig, base
 	return msg.Content, results, nil
 }
 
-func (r *Registry) searchBrave(ctx context.Context, cfg SearchConfig, base string, args webSearchArgs) ([]searchResult, error) {
+func (f *Fetcher) searchBrave(ctx context.Context, cfg tools.SearchConfig, base string, args webSearchArgs) ([]searchResult, error) {
 	q := url.Values{"q": {args.Query}, "count": {strconv.Itoa(args.Count)}}
 	req, err := http.NewRequest(http.MethodGet, base+"/web/search?"+q.Encode(), nil)
 	if err != nil {
@@ -313,7 +301,7 @@ func (r *Registry) searchBrave(ctx context.Context, cfg SearchConfig, base strin
 			} `json:"results"`
 		} `json:"web"`
 	}
-	if err := r.searchDo(ctx, req, SearchBrave, &resp); err != nil {
+	if err := f.searchDo(ctx, req, SearchBrave, &resp); err != nil {
 		return nil, err
 	}
 	var out []searchResult
@@ -323,7 +311,7 @@ func (r *Registry) searchBrave(ctx context.Context, cfg SearchConfig, base strin
 	return out, nil
 }
 
-func (r *Registry) searchTavily(ctx context.Context, cfg SearchConfig, base string, args webSearchArgs) (string, []searchResult, error) {
+func (f *Fetcher) searchTavily(ctx context.Context, cfg tools.SearchConfig, base string, args webSearchArgs) (string, []searchResult, error) {
 	body, _ := json.Marshal(map[string]any{"query": args.Query, "max_results": args.Count, "search_depth": "basic", "include_answer": true})
 	req, err := http.NewRequest(http.MethodPost, base+"/search", bytes.NewReader(body))
 	if err != nil {
@@ -340,7 +328,7 @@ func (r *Registry) searchTavily(ctx context.Context, cfg SearchConfig, base stri
 			PublishedDate string `json:"published_date"`
 		} `json:"results"`
 	}
-	if err := r.searchDo(ctx, req, SearchTavily, &resp); err != nil {
+	if err := f.searchDo(ctx, req, SearchTavily, &resp); err != nil {
 		return "", nil, err
 	}
 	var out []searchResult
@@ -365,4 +353,14 @@ func stripTags(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// firstNonEmpty returns the first of vals that is not blank, or "".
+func firstNonEmpty(vals ...string) string {
+	for _, v := range vals {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
 }

@@ -1,4 +1,4 @@
-package tools
+package slacktools
 
 import (
 	"fmt"
@@ -9,15 +9,17 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // slackWorkspace is a localslack workspace with a bot client (Lucy's) and a user client (Alice's, to
-// write the messages Lucy reads), and a Registry wired to it.
+// write the messages Lucy reads), and the Slack tools wired to it.
 type slackWorkspace struct {
 	base  string // the API base URL
 	srv   *localslack.Server
 	alice *slack.Client
-	r     *Registry
+	r     *Slack
+	now   time.Time // the access rule's clock
 }
 
 func newSlackWorkspace(t *testing.T) *slackWorkspace {
@@ -36,13 +38,14 @@ func newSlackWorkspace(t *testing.T) *slackWorkspace {
 	})
 	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
 	alice := slack.New("xoxp-alice", slack.OptionAPIURL(base))
-	r := newTestRegistry(t, Deps{Slack: func(team string) SlackAPI {
+	w := &slackWorkspace{base: base, srv: srv, alice: alice, now: testNow}
+	w.r = newTestSlack(t, tools.Deps{Slack: func(team string) tools.SlackAPI {
 		if team != testTeam {
 			return nil
 		}
 		return bot
-	}})
-	return &slackWorkspace{base: base, srv: srv, alice: alice, r: r}
+	}}, &w.now)
+	return w
 }
 
 // say posts as Alice and returns the ts.
@@ -63,28 +66,28 @@ func TestChannelHistory(t *testing.T) {
 	w.say(t, "CLOCAL", "second: launch moved to Friday")
 	w.say(t, "CLOCAL", "third: lunch?")
 
-	out := mustRun(t, w.r, GetChannelHistory, `{"channel": "CLOCAL", "limit": 2}`)
+	out := mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "CLOCAL", "limit": 2}`)
 	wantOK(t, out, "The last 2 message(s) in CLOCAL, oldest first:", "second: launch moved", "third: lunch?",
 		"<@UALICE>", "(Older messages exist.)")
 	if strings.Index(out.Content, "second") > strings.Index(out.Content, "third") {
 		t.Errorf("messages are not oldest first:\n%s", out.Content)
 	}
 
-	out = mustRun(t, w.r, GetChannelHistory, `{"channel": "#general"}`)
+	out = mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "#general"}`)
 	wantOK(t, out, "The last 3 message(s) in #general", "first: the Q3 numbers",
 		"thread: 2 replies (lucy_get_thread with ts "+first+")", "(ts "+first+")")
 	if strings.Contains(out.Content, "which numbers?") {
 		t.Errorf("thread replies are listed in the channel history")
 	}
 
-	wantOK(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "<#CRANDOM|random>"}`), "CRANDOM has no messages.")
-	wantToolError(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "#nope"}`), "no channel named #nope",
+	wantOK(t, mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "<#CRANDOM|random>"}`), "CRANDOM has no messages.")
+	wantToolError(t, mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "#nope"}`), "no channel named #nope",
 		"lucy_list_slack_channels")
 	// An ID nobody is in reads as one the requester is not in: whether a channel exists is not
 	// given away either.
-	wantToolError(t, mustRun(t, w.r, GetChannelHistory, `{"channel": "CNOPE"}`), "is not a member of CNOPE")
-	_, err := run(t, w.r, GetChannelHistory, `{"channel": "UALICE"}`)
-	wantArgError(t, err, GetChannelHistory, "is a user ID")
+	wantToolError(t, mustRun(t, w.r, tools.GetChannelHistory, `{"channel": "CNOPE"}`), "is not a member of CNOPE")
+	_, err := run(t, w.r, tools.GetChannelHistory, `{"channel": "UALICE"}`)
+	wantArgError(t, err, tools.GetChannelHistory, "is a user ID")
 }
 
 func TestSlackErrors(t *testing.T) {
@@ -106,7 +109,7 @@ func TestSlackErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newSlackWorkspace(t)
 			w.srv.FailNext("conversations.history", tt.failure)
-			out, err := run(t, w.r, GetChannelHistory, `{"channel": "CLOCAL"}`)
+			out, err := run(t, w.r, tools.GetChannelHistory, `{"channel": "CLOCAL"}`)
 			if tt.transient {
 				te := wantTransient(t, err)
 				if tt.failure.RetryAfter > 0 && te.RetryAfter != time.Duration(tt.failure.RetryAfter)*time.Second {
@@ -128,8 +131,8 @@ func TestSlackErrors(t *testing.T) {
 	}
 
 	t.Run("no Slack for the team", func(t *testing.T) {
-		r := newTestRegistry(t, Deps{})
-		for _, tool := range []string{GetChannelHistory, ListSlackChannels, GetThread, PostMessage} {
+		r := newTestSlack(t, tools.Deps{}, nil)
+		for _, tool := range []string{tools.GetChannelHistory, tools.ListSlackChannels, tools.GetThread, tools.PostMessage} {
 			out := mustRun(t, r, tool, argsFor(tool))
 			wantToolError(t, out, "Slack is not connected")
 		}
@@ -138,11 +141,11 @@ func TestSlackErrors(t *testing.T) {
 
 func argsFor(tool string) string {
 	switch tool {
-	case GetChannelHistory:
+	case tools.GetChannelHistory:
 		return `{"channel": "C1"}`
-	case GetThread:
+	case tools.GetThread:
 		return `{"channel": "C1", "ts": "1.2"}`
-	case PostMessage:
+	case tools.PostMessage:
 		return `{"channel": "C1", "text": "hi"}`
 	}
 	return `{}`
@@ -150,14 +153,14 @@ func argsFor(tool string) string {
 
 func TestListSlackChannels(t *testing.T) {
 	w := newSlackWorkspace(t)
-	out := mustRun(t, w.r, ListSlackChannels, `{}`)
+	out := mustRun(t, w.r, tools.ListSlackChannels, `{}`)
 	wantOK(t, out, "3 channel(s):", "#general (CLOCAL) - Lucy is a member", "#random (CRANDOM)",
 		"#secret-plans (CPLANS) - private, Lucy is a member")
 	if strings.Contains(out.Content, "old-launch") || strings.Contains(out.Content, "DALICE") {
 		t.Errorf("archived channels or DMs are listed:\n%s", out.Content)
 	}
-	wantOK(t, mustRun(t, w.r, ListSlackChannels, `{"query": "PLANS"}`), "1 channel(s):", "#secret-plans")
-	wantOK(t, mustRun(t, w.r, ListSlackChannels, `{"query": "zzz"}`), `No channel that <@ULOCAL> may see matches "zzz".`)
+	wantOK(t, mustRun(t, w.r, tools.ListSlackChannels, `{"query": "PLANS"}`), "1 channel(s):", "#secret-plans")
+	wantOK(t, mustRun(t, w.r, tools.ListSlackChannels, `{"query": "zzz"}`), `No channel that <@ULOCAL> may see matches "zzz".`)
 }
 
 func TestGetThread(t *testing.T) {
@@ -165,18 +168,18 @@ func TestGetThread(t *testing.T) {
 	root := w.say(t, "CRANDOM", "root: who owns the budget?")
 	w.say(t, "CRANDOM", "reply: finance does", slack.MsgOptionTS(root))
 
-	out := mustRun(t, w.r, GetThread, fmt.Sprintf(`{"channel": "#random", "ts": %q}`, root))
+	out := mustRun(t, w.r, tools.GetThread, fmt.Sprintf(`{"channel": "#random", "ts": %q}`, root))
 	wantOK(t, out, "Thread "+root+" in #random: 2 message(s), oldest first:", "root: who owns", "reply: finance does")
 	if strings.Index(out.Content, "root:") > strings.Index(out.Content, "reply:") {
 		t.Errorf("thread is not oldest first:\n%s", out.Content)
 	}
-	wantToolError(t, mustRun(t, w.r, GetThread, `{"channel": "CRANDOM", "ts": "1600000000.000100"}`), "no message with that ts")
+	wantToolError(t, mustRun(t, w.r, tools.GetThread, `{"channel": "CRANDOM", "ts": "1600000000.000100"}`), "no message with that ts")
 }
 
 func TestPostMessage(t *testing.T) {
 	w := newSlackWorkspace(t)
 	args := `{"channel": "#random", "text": "Reminder: *launch* on Friday"}`
-	out := mustRun(t, w.r, PostMessage, args)
+	out := mustRun(t, w.r, tools.PostMessage, args)
 	wantOK(t, out, "Posted the message in #random (ts ")
 
 	msgs := w.srv.Messages("CRANDOM", "")
@@ -192,22 +195,22 @@ func TestPostMessage(t *testing.T) {
 	}
 
 	// The same call again (a resumed run) finds its message and does not post twice.
-	again := mustRun(t, w.r, PostMessage, args)
+	again := mustRun(t, w.r, tools.PostMessage, args)
 	wantOK(t, again, "already posted in #random", "not posted again")
 	if n := len(w.srv.Messages("CRANDOM", "")); n != 1 {
 		t.Errorf("CRANDOM has %d messages after a repeated call, want 1", n)
 	}
 
 	// A direct message by user ID.
-	wantOK(t, mustRun(t, w.r, PostMessage, `{"channel": "UALICE", "text": "psst"}`), "Posted the message in UALICE")
+	wantOK(t, mustRun(t, w.r, tools.PostMessage, `{"channel": "UALICE", "text": "psst"}`), "Posted the message in UALICE")
 	if msgs := w.srv.Messages("DALICE", ""); len(msgs) != 1 || msgs[0].Text != "psst" {
 		t.Errorf("DM = %+v", msgs)
 	}
 
-	wantToolError(t, mustRun(t, w.r, PostMessage, `{"channel": "COLD", "text": "hi"}`), "archived")
+	wantToolError(t, mustRun(t, w.r, tools.PostMessage, `{"channel": "COLD", "text": "hi"}`), "archived")
 	w.srv.FailNext("chat.postMessage", localslack.Failure{SlackError: "not_in_channel"})
-	wantToolError(t, mustRun(t, w.r, PostMessage, `{"channel": "CLOCAL", "text": "hi"}`), "/invite @Lucy")
+	wantToolError(t, mustRun(t, w.r, tools.PostMessage, `{"channel": "CLOCAL", "text": "hi"}`), "/invite @Lucy")
 	w.srv.FailNext("chat.postMessage", localslack.Failure{Status: 500})
-	_, err := run(t, w.r, PostMessage, `{"channel": "CLOCAL", "text": "hi"}`)
+	_, err := run(t, w.r, tools.PostMessage, `{"channel": "CLOCAL", "text": "hi"}`)
 	wantTransient(t, err)
 }
