@@ -2,10 +2,7 @@ package tools
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -142,69 +139,4 @@ func (r *Registry) conversationAccess(ctx context.Context, api SlackAPI, team, u
 	}
 	return "<@" + user + "> is not a member of " + label + ", and Lucy only reads and posts where " +
 		"the person she works for can. Ask someone in that channel, or ask to be added to it first.", nil
-}
-
-// ScheduleAccess applies the access rule to where a recurring job or a monitor posts, for its
-// creator: the same rule as for a tool's conversation, except that the creator's own DM with Lucy is
-// theirs to use ("every morning, DM me the summary"). It is checked when the job or monitor is made
-// and again at each firing, so someone who left a channel loses their job's access to it. denied is
-// why not ("" when allowed); err means the check could not be made (and so must not be passed).
-func (r *Registry) ScheduleAccess(ctx context.Context, team, creator, channel string) (denied string, err error) {
-	api, unavailable := r.slackAPI(team)
-	if unavailable != nil {
-		return "", errors.New("Slack is not connected for this workspace")
-	}
-	if channel != "" && channel[0] == 'D' {
-		info, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})
-		if err != nil {
-			return "", err
-		}
-		if info.IsIM && info.User == creator && creator != "" {
-			return "", nil
-		}
-		return "<#" + channel + "> is a direct-message conversation with someone other than <@" + creator +
-			">; a job or monitor may only use its creator's own DM with Lucy.", nil
-	}
-	return r.conversationAccess(ctx, api, team, creator, "", channel, "<#"+channel+">")
-}
-
-// monitorNoAccess is the state of a monitor whose creator may no longer use its channel.
-const monitorNoAccess = "no_access"
-
-// MonitorWithoutAccess is a monitor's firing when its creator may no longer use its channel
-// (ScheduleAccess said why, in denied): nothing is checked, and the channel is told once that the
-// monitor stopped, unless the channel is a DM that is not the creator's (nobody there asked for it).
-func MonitorWithoutAccess(spec MonitorSpec, last MonitorState, denied string, now time.Time) MonitorResult {
-	st := last
-	st.Status, st.Evidence, st.CheckedAt = monitorNoAccess, truncate(denied, monitorEvidenceMax), now.UTC()
-	if last.Status == monitorNoAccess || strings.HasPrefix(spec.Channel, "D") {
-		return MonitorResult{State: st}
-	}
-	st.Since = now.UTC()
-	return MonitorResult{State: st, Alert: fmt.Sprintf("⏸️ *%s* stopped checking: %s Its creator or an admin can move it "+
-		"to another channel or delete it.", spec.DisplayName(), denied)}
-}
-
-// scheduleVisible tells whether a job or monitor (made by creator, posting in channel) may be listed
-// for inv's requester: a schedule shows its channel, its instruction or URL, which are the
-// channel's business. Their own, those of the request's conversation and of the channels they are
-// in; never one in someone else's DM; an admin sees all. One that cannot be read (readable false)
-// shows to admins only.
-func (r *Registry) scheduleVisible(ctx context.Context, inv Invocation, creator, channel string, readable bool) (bool, error) {
-	switch {
-	case r.isAdmin(inv.User):
-		return true, nil
-	case !readable:
-		return false, nil
-	case creator != "" && creator == inv.User, channel == inv.Channel:
-		return true, nil
-	case channel == "" || channel[0] == 'D':
-		return false, nil
-	}
-	api, unavailable := r.slackAPI(inv.Team)
-	if unavailable != nil {
-		return false, nil
-	}
-	mine, err := r.channelsOf(ctx, api, inv.Team, inv.User)
-	return mine[channel], err
 }

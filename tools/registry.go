@@ -120,7 +120,7 @@ type Deps struct {
 	Admins []string
 	// ScheduleLimits bound the jobs and monitors of a workspace and a person, and how often they
 	// fire (LUCY_MAX_JOBS_PER_*, LUCY_MAX_MONITORS_PER_*, LUCY_MIN_*_INTERVAL); zero fields mean
-	// DefaultScheduleLimits.
+	// schedules.DefaultScheduleLimits.
 	ScheduleLimits ScheduleLimits
 }
 
@@ -190,8 +190,8 @@ func registerRows(groups ...[]entry) bool {
 }
 
 var _ = registerRows(
-	builtinTools, clockTools, fileTools, csvTools, slackTools, webTools, delegationTools, cronTools,
-	scriptTools, documentTools, searchTools, slackSearchTools, heartbeatTools,
+	builtinTools, clockTools, fileTools, csvTools, slackTools, webTools, delegationTools,
+	scriptTools, documentTools, searchTools, slackSearchTools,
 )
 
 // The schema constructors under the names the rows of this package use.

@@ -15,8 +15,8 @@ import (
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/signing"
-	"github.com/lucy-agent/lucy/tools"
 )
 
 // The activities decode history with the converter the client was dialled with: a codec on the
@@ -145,8 +145,8 @@ func TestScheduleLimitsReachTheTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := scheduleLimits(cfg); got != tools.DefaultScheduleLimits {
-		t.Errorf("configuration defaults %+v, tools defaults %+v", got, tools.DefaultScheduleLimits)
+	if got := scheduleLimits(cfg); got != schedules.DefaultScheduleLimits {
+		t.Errorf("configuration defaults %+v, tools defaults %+v", got, schedules.DefaultScheduleLimits)
 	}
 	cfg, err = config.Load(config.ModeDev, env("OPENAI_API_KEY", "sk-test", "LUCY_MAX_JOBS_PER_USER", "3", "LUCY_MIN_MONITOR_INTERVAL", "10m"))
 	if err != nil {

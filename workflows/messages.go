@@ -189,3 +189,14 @@ type Usage struct {
 	CompletionTokens int64 `json:"completionTokens"`
 	Calls            int   `json:"calls"`
 }
+
+// SignalJobDone: the lane tells a recurring job's firing (package schedules) that its run ended
+// (JobDone). It is the lane's notification, so it lives with the lane.
+const SignalJobDone = "job_done"
+
+// JobDone is the payload of SignalJobDone.
+type JobDone struct {
+	Run    string `json:"run"`
+	Status string `json:"status"` // a RunResult status, or "cancelled" / "failed"
+	Reason string `json:"reason,omitempty"`
+}

@@ -7,6 +7,7 @@ package toolset
 import (
 	"fmt"
 
+	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/tools"
 )
 
@@ -18,7 +19,7 @@ type Deps = tools.Deps
 type Set struct {
 	Runner *tools.Runner
 	// Schedules answers a job's or monitor's firing: access, the monitor's check, its state.
-	Schedules *tools.Registry
+	Schedules *schedules.Manager
 }
 
 // New builds every domain from d and binds their tools; sources are the run-time tool sources (a
@@ -26,9 +27,12 @@ type Set struct {
 // package, caught by its tests, so New panics on it rather than start a worker that fails calls.
 func New(d Deps, sources ...tools.Source) *Set {
 	legacy := tools.NewRegistry(d)
-	r, err := tools.NewRunner(d.Log, []any{legacy}, sources...)
+	bridge := legacy.ScheduleBridge() // the Slack and web domains, while they live on *tools.Registry
+	sched := schedules.New(schedules.Deps{Schedules: d.Schedules, DataConverter: d.DataConverter, Admins: d.Admins,
+		ScheduleLimits: d.ScheduleLimits, Slack: bridge, Web: bridge})
+	r, err := tools.NewRunner(d.Log, []any{legacy, sched}, sources...)
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
-	return &Set{Runner: r, Schedules: legacy}
+	return &Set{Runner: r, Schedules: sched}
 }

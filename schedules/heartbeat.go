@@ -1,4 +1,4 @@
-package tools
+package schedules
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workflows"
 )
 
 // Heartbeat monitors: a condition checked
@@ -104,73 +106,70 @@ const (
 
 var jsonOps = []string{"<", "<=", ">", ">=", "==", "!="}
 
-func heartbeatNameProp() prop {
-	return strProp("name", "The monitor's name, e.g. \"api health\" (its ID is derived from it).", 1, 80)
+func heartbeatNameProp() tools.Prop {
+	return tools.StrProp("name", "The monitor's name, e.g. \"api health\" (its ID is derived from it).", 1, 80)
 }
 
-var heartbeatTools = []entry{
-	{
-		spec: Spec{
-			Name: CreateHeartbeat,
-			Description: "Create a monitor: a condition checked every few minutes, with an alert in a channel only when it " +
-				"changes (down, back up, content changed), with the evidence. Kinds: \"http\" (the URL answers with the " +
-				"expected status, by default any 2xx/3xx, within max_latency_ms if given), \"page\" (the page's text " +
-				"contains `contains`, or does not contain `not_contains`, or, with neither, any change of its text), " +
-				"\"json\" (the number at `path`, like \"data.items.0.price\", compared with `threshold` by `op`; the " +
-				"alert fires when the comparison becomes true and clears when it stops). No model runs at each check. A person " +
-				"must approve the monitor first (the approval shows the URL, the condition, the interval and the channel); " +
-				"the first check runs once it is approved. A monitor beyond the workspace's or the person's limit is refused.",
-			Human: "setting up a monitor",
-		},
-		required: []string{"name", "kind", "url"},
-		props: func() []prop {
-			return []prop{
-				heartbeatNameProp(),
-				enumProp("kind", "What to check.", CheckHTTP, CheckPage, CheckJSON),
-				strProp("url", "The http(s) URL to check.", 1, 2048),
-				intProp("every_minutes", "How often to check, in minutes (default 5). The operator sets a minimum (5 unless set otherwise).", minEveryMinutes, maxEveryMinutes),
-				intProp("expect_status", "http: the status that means up (default: any 2xx or 3xx).", 100, 599),
-				intProp("max_latency_ms", "http: slower than this counts as down.", 1, 120000),
-				strProp("contains", "page: alert when the text stops containing this.", 1, 500),
-				strProp("not_contains", "page: alert when the text starts containing this.", 1, 500),
-				strProp("path", "json: where the number is: keys and array indexes separated by dots (\"$.\" prefix allowed).", 1, 300),
-				enumProp("op", "json: the comparison that raises the alert.", jsonOps...),
-				prop{"threshold", map[string]any{"type": "number", "description": "json: the number to compare with."}},
-				strProp("channel", "Where to post alerts (ID or #name); default: this conversation's channel.", 0, 200),
-			}
-		},
-		run: (*Registry).createHeartbeat,
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: CreateHeartbeat,
+		Description: "Create a monitor: a condition checked every few minutes, with an alert in a channel only when it " +
+			"changes (down, back up, content changed), with the evidence. Kinds: \"http\" (the URL answers with the " +
+			"expected status, by default any 2xx/3xx, within max_latency_ms if given), \"page\" (the page's text " +
+			"contains `contains`, or does not contain `not_contains`, or, with neither, any change of its text), " +
+			"\"json\" (the number at `path`, like \"data.items.0.price\", compared with `threshold` by `op`; the " +
+			"alert fires when the comparison becomes true and clears when it stops). No model runs at each check. A person " +
+			"must approve the monitor first (the approval shows the URL, the condition, the interval and the channel); " +
+			"the first check runs once it is approved. A monitor beyond the workspace's or the person's limit is refused.",
+		Human: "setting up a monitor",
 	},
-	{
-		spec:  Spec{Name: ListHeartbeats, Description: "List the workspace's monitors with what they check, their state and last check.", Idempotent: true, Human: "checking your monitors"},
-		props: func() []prop { return nil },
-		run:   (*Registry).listHeartbeats,
+	Required: []string{"name", "kind", "url"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			heartbeatNameProp(),
+			tools.EnumProp("kind", "What to check.", CheckHTTP, CheckPage, CheckJSON),
+			tools.StrProp("url", "The http(s) URL to check.", 1, 2048),
+			tools.IntProp("every_minutes", "How often to check, in minutes (default 5). The operator sets a minimum (5 unless set otherwise).", minEveryMinutes, maxEveryMinutes),
+			tools.IntProp("expect_status", "http: the status that means up (default: any 2xx or 3xx).", 100, 599),
+			tools.IntProp("max_latency_ms", "http: slower than this counts as down.", 1, 120000),
+			tools.StrProp("contains", "page: alert when the text stops containing this.", 1, 500),
+			tools.StrProp("not_contains", "page: alert when the text starts containing this.", 1, 500),
+			tools.StrProp("path", "json: where the number is: keys and array indexes separated by dots (\"$.\" prefix allowed).", 1, 300),
+			tools.EnumProp("op", "json: the comparison that raises the alert.", jsonOps...),
+			tools.Prop{Name: "threshold", Schema: map[string]any{"type": "number", "description": "json: the number to compare with."}},
+			tools.StrProp("channel", "Where to post alerts (ID or #name); default: this conversation's channel.", 0, 200),
+		}
 	},
-	{
-		spec: Spec{
-			Name: CheckHeartbeat,
-			Description: "Run a monitor's check now and say what it finds beside its recorded state (\"is the site up?\"). " +
-				"It only looks: it posts no alert and records nothing; the monitor's own next check does that.",
-			Idempotent: true,
-			Human:      "checking a monitor",
-		},
-		required: []string{"name"},
-		props:    func() []prop { return []prop{heartbeatNameProp()} },
-		run:      (*Registry).checkHeartbeat,
+}, (*Manager).createHeartbeat)
+
+var _ = tools.Register(tools.Def{
+	Spec:  tools.Spec{Name: ListHeartbeats, Description: "List the workspace's monitors with what they check, their state and last check.", Idempotent: true, Human: "checking your monitors"},
+	Props: func() []tools.Prop { return nil },
+}, (*Manager).listHeartbeats)
+
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: CheckHeartbeat,
+		Description: "Run a monitor's check now and say what it finds beside its recorded state (\"is the site up?\"). " +
+			"It only looks: it posts no alert and records nothing; the monitor's own next check does that.",
+		Idempotent: true,
+		Human:      "checking a monitor",
 	},
-	{
-		spec: Spec{
-			Name:        DeleteHeartbeat,
-			Description: "Delete a monitor for good. Only its creator or an admin may; a person must approve it first.",
-			Destructive: true,
-			Human:       "removing a monitor",
-		},
-		required: []string{"name"},
-		props:    func() []prop { return []prop{heartbeatNameProp()} },
-		approval: deleteHeartbeatApproval,
-		run:      (*Registry).deleteHeartbeat,
+	Required: []string{"name"},
+	Props:    func() []tools.Prop { return []tools.Prop{heartbeatNameProp()} },
+}, (*Manager).checkHeartbeat)
+
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name:        DeleteHeartbeat,
+		Description: "Delete a monitor for good. Only its creator or an admin may; a person must approve it first.",
+		Destructive: true,
+		Human:       "removing a monitor",
 	},
-}
+	Required: []string{"name"},
+	Props:    func() []tools.Prop { return []tools.Prop{heartbeatNameProp()} },
+	Approval: deleteHeartbeatApproval,
+}, (*Manager).deleteHeartbeat)
 
 type createHeartbeatArgs struct {
 	Name         string   `json:"name"`
@@ -187,35 +186,35 @@ type createHeartbeatArgs struct {
 	Channel      string   `json:"channel"`
 }
 
-func (r *Registry) createHeartbeat(ctx context.Context, inv Invocation) (Output, error) {
+func (m *Manager) createHeartbeat(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args createHeartbeatArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
 	slug, err := slugArg(CreateHeartbeat, "", args.Name)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
 	check := MonitorCheck{Kind: args.Kind, URL: strings.TrimSpace(args.URL), ExpectStatus: args.ExpectStatus, MaxLatencyMS: args.MaxLatencyMS,
 		Contains: args.Contains, NotContains: args.NotContains, Path: args.Path, Op: args.Op}
 	if args.Threshold != nil {
 		check.Threshold = *args.Threshold
 	}
-	if err := r.validateCheck(ctx, check, args.Threshold != nil); err != nil {
-		return Output{}, err
+	if err := m.validateCheck(ctx, check, args.Threshold != nil); err != nil {
+		return tools.Output{}, err
 	}
-	l := r.limits()
+	l := m.limits()
 	minEvery := int((l.MinMonitorInterval + time.Minute - 1) / time.Minute)
 	every := args.EveryMinutes
 	if every == 0 {
 		every = max(defaultEvery, minEvery)
 	}
 	if every < minEvery {
-		return Output{}, argErrorf(CreateHeartbeat, "every_minutes is %d; a monitor may check at most once every %s "+
+		return tools.Output{}, argErrorf(CreateHeartbeat, "every_minutes is %d; a monitor may check at most once every %s "+
 			"(LUCY_MIN_MONITOR_INTERVAL): use every_minutes %d or more, or ask an operator to lower the limit",
 			every, fmtGap(l.MinMonitorInterval), minEvery)
 	}
-	api, out := r.schedulesAPI(CreateHeartbeat)
+	api, out := m.schedulesAPI(CreateHeartbeat)
 	if out != nil {
 		return *out, nil
 	}
@@ -223,7 +222,7 @@ func (r *Registry) createHeartbeat(ctx context.Context, inv Invocation) (Output,
 	if args.Channel != "" {
 		channel = args.Channel
 	}
-	channel, out, err = r.checkPostable(ctx, CreateHeartbeat, inv.Team, inv.User, inv.Channel, channel)
+	channel, out, err = m.checkPostable(ctx, CreateHeartbeat, inv.Team, inv.User, inv.Channel, channel)
 	if err != nil || out != nil {
 		return deref(out), err
 	}
@@ -231,11 +230,11 @@ func (r *Registry) createHeartbeat(ctx context.Context, inv Invocation) (Output,
 		EveryMinutes: every, Check: check}
 	id := scheduleID(heartbeatPrefix, inv.Team, slug)
 	// Refuse before asking what would fail after the approval.
-	if out, err := r.refuseExisting(ctx, api, CreateHeartbeat, id, "a monitor named %q already exists (%s). Pick another name, "+
+	if out, err := m.refuseExisting(ctx, api, CreateHeartbeat, id, "a monitor named %q already exists (%s). Pick another name, "+
 		"or delete that one first.", spec.Name); err != nil || out != nil {
 		return deref(out), err
 	}
-	if out, err := r.checkQuota(ctx, api, CreateHeartbeat, monitorQuota, inv.Team, inv.User, l.MonitorsPerTeam, l.MonitorsPerUser); err != nil || out != nil {
+	if out, err := m.checkQuota(ctx, api, CreateHeartbeat, monitorQuota, inv.Team, inv.User, l.MonitorsPerTeam, l.MonitorsPerUser); err != nil || out != nil {
 		return deref(out), err
 	}
 	guard := specGuard(struct {
@@ -259,13 +258,13 @@ func (r *Registry) createHeartbeat(ctx context.Context, inv Invocation) (Output,
 		TriggerImmediately: true,
 	})
 	if isAlreadyExists(err) {
-		return Output{IsError: true, Content: fmt.Sprintf("Error: a monitor named %q already exists (%s). Pick another name, "+
+		return tools.Output{IsError: true, Content: fmt.Sprintf("Error: a monitor named %q already exists (%s). Pick another name, "+
 			"or delete that one first.", spec.Name, id)}, nil
 	}
 	if err != nil {
-		return Output{}, r.scheduleFailed(CreateHeartbeat, err)
+		return tools.Output{}, m.scheduleFailed(CreateHeartbeat, err)
 	}
-	return Output{Content: fmt.Sprintf("Created the monitor %q (%s): %s, every %d minute(s). Alerts go to <#%s> when its state "+
+	return tools.Output{Content: fmt.Sprintf("Created the monitor %q (%s): %s, every %d minute(s). Alerts go to <#%s> when its state "+
 		"changes; the first check runs now and posts only if it already fails.", spec.Name, id, describeCheck(check), every, channel)}, nil
 }
 
@@ -275,11 +274,11 @@ func monitorDetails(spec MonitorSpec) string {
 	c := spec.Check
 	var b strings.Builder
 	fmt.Fprintf(&b, "*Kind:* %s\n*URL:* %s (fetched at every check, from Lucy's servers)\n*Condition:* %s\n",
-		c.Kind, codeSpan(c.URL), mrkdwnEscape(RedactCredentials(describeCheck(c))))
+		c.Kind, codeSpan(c.URL), mrkdwnEscape(tools.RedactCredentials(describeCheck(c))))
 	// A monitor fetches its URL every few minutes for good: one that carries data (a model that read
 	// a page could have put a channel's text in it) is said so in plain words, with what carries it.
 	if u, err := url.Parse(c.URL); err == nil {
-		if carries, why := URLCarriesData(u); carries {
+		if carries, why := tools.URLCarriesData(u); carries {
 			fmt.Fprintf(&b, ":warning: *This URL carries data* in its address (%s): whatever it holds is sent to that "+
 				"site at every check. Approve only if you know why it must.\n", mrkdwnEscape(why))
 		}
@@ -295,22 +294,23 @@ func monitorDetails(spec MonitorSpec) string {
 
 // monitorAction starts the monitor workflow with the spec and the last state.
 func monitorAction(id string, spec MonitorSpec, st MonitorState) *client.ScheduleWorkflowAction {
-	return &client.ScheduleWorkflowAction{ID: id, Workflow: MonitorWorkflow, Args: []any{spec, st}, TaskQueue: TaskQueue,
+	return &client.ScheduleWorkflowAction{ID: id, Workflow: MonitorWorkflow, Args: []any{spec, st}, TaskQueue: workflows.TaskQueue,
 		Memo:                  map[string]any{"creator": spec.Creator, "channel": spec.Channel, "check": describeCheck(spec.Check)},
 		TypedSearchAttributes: scheduleAttrs(spec.Team, spec.Channel, spec.Creator),
 		StaticSummary:         slackwire.HeadEllipsis("Monitor "+spec.Name+": "+oneLine(describeCheck(spec.Check)), 80)}
 }
 
-func (r *Registry) validateCheck(ctx context.Context, c MonitorCheck, hasThreshold bool) error {
+func (m *Manager) validateCheck(ctx context.Context, c MonitorCheck, hasThreshold bool) error {
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return argErrorf(CreateHeartbeat, "%q is not an absolute http or https URL", truncate(c.URL, 200))
 	}
-	if err := refuseCredentials(u, redact(u)); err != nil {
+	shown, err := m.deps.Web.CheckURL(u)
+	if err != nil {
 		return err
 	}
-	if err := r.checkHost(ctx, u.Hostname()); err != nil {
-		return argErrorf(CreateHeartbeat, "%s is a private, loopback, link-local or reserved address: monitors check public addresses", redact(u))
+	if err := m.deps.Web.CheckHost(ctx, u.Hostname()); err != nil {
+		return argErrorf(CreateHeartbeat, "%s is a private, loopback, link-local or reserved address: monitors check public addresses", shown)
 	}
 	switch c.Kind {
 	case CheckHTTP:
@@ -360,10 +360,10 @@ func describeCheck(c MonitorCheck) string {
 
 // CheckMonitor runs one check and compares it with the last state. It never calls a model. A check
 // that cannot reach the URL counts as failing, with why as the evidence.
-func (r *Registry) CheckMonitor(ctx context.Context, spec MonitorSpec, last MonitorState) MonitorResult {
-	now := r.now().UTC()
+func (m *Manager) CheckMonitor(ctx context.Context, spec MonitorSpec, last MonitorState) MonitorResult {
+	now := m.now().UTC()
 	c := spec.Check
-	ok, evidence, hash := r.evaluate(ctx, c)
+	ok, evidence, hash := m.evaluate(ctx, c)
 	st := MonitorState{CheckedAt: now, Evidence: truncate(evidence, monitorEvidenceMax), Hash: hash, Status: "alert", Since: last.Since}
 	if ok {
 		st.Status = "ok"
@@ -408,12 +408,12 @@ func (s MonitorSpec) DisplayName() string { return firstNonEmpty(s.Name, s.Slug,
 
 // evaluate fetches the URL and says whether the condition holds, with the evidence (and, for page
 // monitors, the text's hash; "" when it could not be read).
-func (r *Registry) evaluate(ctx context.Context, c MonitorCheck) (ok bool, evidence, hash string) {
+func (m *Manager) evaluate(ctx context.Context, c MonitorCheck) (ok bool, evidence, hash string) {
 	u, err := url.Parse(c.URL)
 	if err != nil {
 		return false, "the URL cannot be read", ""
 	}
-	if err := r.checkHost(ctx, u.Hostname()); err != nil {
+	if err := m.deps.Web.CheckHost(ctx, u.Hostname()); err != nil {
 		return false, "the address is private", ""
 	}
 	cctx, cancel := context.WithTimeout(ctx, monitorTimeout)
@@ -422,15 +422,14 @@ func (r *Registry) evaluate(ctx context.Context, c MonitorCheck) (ok bool, evide
 	if err != nil {
 		return false, err.Error(), ""
 	}
-	req.Header.Set("User-Agent", userAgent)
 	start := time.Now()
-	resp, err := r.http.Do(req)
+	resp, err := m.deps.Web.Fetch(req)
 	latency := time.Since(start)
 	if err != nil {
 		if cctx.Err() != nil {
 			return false, fmt.Sprintf("no answer within %s", monitorTimeout), ""
 		}
-		return false, "unreachable: " + truncate(RedactCredentials(err.Error()), 200), ""
+		return false, "unreachable: " + truncate(tools.RedactCredentials(err.Error()), 200), ""
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, monitorBodyLimit))
@@ -458,7 +457,7 @@ func (r *Registry) evaluate(ctx context.Context, c MonitorCheck) (ok bool, evide
 		}
 		text := string(body)
 		if strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "html") {
-			_, text = htmlToText(text, u)
+			text = m.deps.Web.PageText(text, u)
 		}
 		sum := sha256.Sum256([]byte(strings.Join(strings.Fields(text), " ")))
 		hash = hex.EncodeToString(sum[:8])
@@ -586,8 +585,8 @@ func lookupJSON(doc any, path string) (float64, error) {
 }
 
 // SaveMonitorState writes the state a firing found into its schedule, for the next firing.
-func (r *Registry) SaveMonitorState(ctx context.Context, spec MonitorSpec, st MonitorState) error {
-	api, out := r.schedulesAPI("monitor")
+func (m *Manager) SaveMonitorState(ctx context.Context, spec MonitorSpec, st MonitorState) error {
+	api, out := m.schedulesAPI("monitor")
 	if out != nil {
 		return fmt.Errorf("save the monitor's state: %s", out.Content)
 	}
@@ -607,7 +606,7 @@ func (r *Registry) SaveMonitorState(ctx context.Context, spec MonitorSpec, st Mo
 	return err
 }
 
-func (r *Registry) describeMonitor(ctx context.Context, api client.ScheduleClient, id string) (*client.ScheduleDescription, MonitorSpec, MonitorState, error) {
+func (m *Manager) describeMonitor(ctx context.Context, api client.ScheduleClient, id string) (*client.ScheduleDescription, MonitorSpec, MonitorState, error) {
 	d, err := api.GetHandle(ctx, id).Describe(ctx)
 	if err != nil {
 		return nil, MonitorSpec{}, MonitorState{}, err
@@ -618,7 +617,7 @@ func (r *Registry) describeMonitor(ctx context.Context, api client.ScheduleClien
 	if !ok || len(act.Args) == 0 {
 		return d, spec, st, fmt.Errorf("not a monitor")
 	}
-	dc := r.dataConverter()
+	dc := m.dataConverter()
 	if p, ok := act.Args[0].(*commonpb.Payload); ok {
 		if err := dc.FromPayload(p, &spec); err != nil {
 			return d, spec, st, err
@@ -632,27 +631,27 @@ func (r *Registry) describeMonitor(ctx context.Context, api client.ScheduleClien
 	return d, spec, st, nil
 }
 
-func (r *Registry) listHeartbeats(ctx context.Context, inv Invocation) (Output, error) {
-	if err := DecodeArgs(inv, &struct{}{}); err != nil {
-		return Output{}, err
+func (m *Manager) listHeartbeats(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+	if err := tools.DecodeArgs(inv, &struct{}{}); err != nil {
+		return tools.Output{}, err
 	}
-	api, out := r.schedulesAPI(ListHeartbeats)
+	api, out := m.schedulesAPI(ListHeartbeats)
 	if out != nil {
 		return *out, nil
 	}
 	entries, err := listSchedules(ctx, api, heartbeatPrefix, inv.Team)
 	if err != nil {
-		return Output{}, r.scheduleFailed(ListHeartbeats, err)
+		return tools.Output{}, m.scheduleFailed(ListHeartbeats, err)
 	}
 	var b strings.Builder
 	n := 0
 	for _, le := range entries {
-		d, spec, st, err := r.describeMonitor(ctx, api, le.ID)
+		d, spec, st, err := m.describeMonitor(ctx, api, le.ID)
 		if isNotFound(err) {
 			continue
 		}
-		if ok, verr := r.scheduleVisible(ctx, inv, spec.Creator, spec.Channel, err == nil); verr != nil {
-			return slackFailed(ctx, ListHeartbeats, verr)
+		if ok, verr := m.scheduleVisible(ctx, inv, spec.Creator, spec.Channel, err == nil); verr != nil {
+			return m.slackFailed(ctx, ListHeartbeats, verr)
 		} else if !ok {
 			continue
 		}
@@ -680,38 +679,38 @@ func (r *Registry) listHeartbeats(ctx context.Context, inv Invocation) (Output, 
 		fmt.Fprintf(&b, "; alerts in <#%s>; created by <@%s>\n", spec.Channel, spec.Creator)
 	}
 	if n == 0 {
-		return Output{Content: "There are no monitors in this workspace that <@" + inv.User + "> may see (their own, and " +
+		return tools.Output{Content: "There are no monitors in this workspace that <@" + inv.User + "> may see (their own, and " +
 			"those of the channels they are in)."}, nil
 	}
-	return Output{Content: fmt.Sprintf("%d monitor(s) that <@%s> may see (their own, and those of the channels they are in):\n",
+	return tools.Output{Content: fmt.Sprintf("%d monitor(s) that <@%s> may see (their own, and those of the channels they are in):\n",
 		n, inv.User) + strings.TrimRight(b.String(), "\n")}, nil
 }
 
 // checkHeartbeat runs the check inline and compares it with the recorded state without saving
 // anything: the state and the alerts stay the firings' alone, so asking never swallows an alert
 // (had it saved "down", the next firing would see no change and post nothing).
-func (r *Registry) checkHeartbeat(ctx context.Context, inv Invocation) (Output, error) {
+func (m *Manager) checkHeartbeat(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args cronNameArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
 	slug, err := slugArg(CheckHeartbeat, "", args.Name)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
-	api, out := r.schedulesAPI(CheckHeartbeat)
+	api, out := m.schedulesAPI(CheckHeartbeat)
 	if out != nil {
 		return *out, nil
 	}
 	id := scheduleID(heartbeatPrefix, inv.Team, slug)
-	d, spec, last, err := r.describeMonitor(ctx, api, id)
+	d, spec, last, err := m.describeMonitor(ctx, api, id)
 	if isNotFound(err) {
-		return Output{IsError: true, Content: fmt.Sprintf("Error: there is no monitor named %q (%s). Use %s to see them.", args.Name, id, ListHeartbeats)}, nil
+		return tools.Output{IsError: true, Content: fmt.Sprintf("Error: there is no monitor named %q (%s). Use %s to see them.", args.Name, id, ListHeartbeats)}, nil
 	}
 	if err != nil {
-		return Output{}, r.scheduleFailed(CheckHeartbeat, err)
+		return tools.Output{}, m.scheduleFailed(CheckHeartbeat, err)
 	}
-	res := r.CheckMonitor(ctx, spec, last)
+	res := m.CheckMonitor(ctx, spec, last)
 	now := "OK"
 	if res.State.Status != "ok" {
 		now = "FAILING"
@@ -740,7 +739,7 @@ func (r *Registry) checkHeartbeat(ctx context.Context, inv Invocation) (Output, 
 	} else if len(d.Info.NextActionTimes) > 0 {
 		fmt.Fprintf(&b, " Next scheduled check: %s.", d.Info.NextActionTimes[0].UTC().Format("15:04 UTC"))
 	}
-	return Output{Content: b.String()}, nil
+	return tools.Output{Content: b.String()}, nil
 }
 
 func stateWord(status string) string {
@@ -750,40 +749,40 @@ func stateWord(status string) string {
 	return "FAILING"
 }
 
-func (r *Registry) deleteHeartbeat(ctx context.Context, inv Invocation) (Output, error) {
+func (m *Manager) deleteHeartbeat(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args cronNameArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
 	slug, err := slugArg(DeleteHeartbeat, "", args.Name)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
-	api, out := r.schedulesAPI(DeleteHeartbeat)
+	api, out := m.schedulesAPI(DeleteHeartbeat)
 	if out != nil {
 		return *out, nil
 	}
 	id := scheduleID(heartbeatPrefix, inv.Team, slug)
-	_, spec, _, err := r.describeMonitor(ctx, api, id)
+	_, spec, _, err := m.describeMonitor(ctx, api, id)
 	if isNotFound(err) {
-		return Output{IsError: true, Content: fmt.Sprintf("Error: there is no monitor named %q (%s). Use %s to see them.", args.Name, id, ListHeartbeats)}, nil
+		return tools.Output{IsError: true, Content: fmt.Sprintf("Error: there is no monitor named %q (%s). Use %s to see them.", args.Name, id, ListHeartbeats)}, nil
 	}
 	if err != nil && spec.Creator == "" {
-		return Output{}, r.scheduleFailed(DeleteHeartbeat, err)
+		return tools.Output{}, m.scheduleFailed(DeleteHeartbeat, err)
 	}
-	if !r.mayManage(inv.User, spec.Creator) {
-		return Output{IsError: true, Content: fmt.Sprintf("Error: only <@%s>, who created %q, or an admin may delete it. Nothing was changed.",
+	if !m.mayManage(inv.User, spec.Creator) {
+		return tools.Output{IsError: true, Content: fmt.Sprintf("Error: only <@%s>, who created %q, or an admin may delete it. Nothing was changed.",
 			spec.Creator, spec.DisplayName())}, nil
 	}
 	if err := api.GetHandle(ctx, id).Delete(ctx); err != nil && !isNotFound(err) {
-		return Output{}, r.scheduleFailed(DeleteHeartbeat, err)
+		return tools.Output{}, m.scheduleFailed(DeleteHeartbeat, err)
 	}
-	return Output{Content: fmt.Sprintf("Deleted the monitor %q; it will not check or alert again.", spec.DisplayName())}, nil
+	return tools.Output{Content: fmt.Sprintf("Deleted the monitor %q; it will not check or alert again.", spec.DisplayName())}, nil
 }
 
 // deleteHeartbeatApproval names the monitor lucy_delete_heartbeat would delete.
 func deleteHeartbeatApproval(args map[string]any) (summary, details string) {
-	n := ArgString(args, "name")
+	n := tools.ArgString(args, "name")
 	if n == "" {
 		n = "(no name given)"
 	}
