@@ -21,7 +21,7 @@ import (
 )
 
 // Recurring jobs: each is a Temporal Schedule with ID
-// cron:{team}:{slug} whose firings start a scheduled_job workflow (workflows/scheduled_job.go) with
+// cron:{team}:{slug} whose firings start a scheduled_job workflow (scheduled_job.go) with
 // a JobSpec. The workflow hands the instruction to the agent loop through the lane of the thread it
 // posts in, so "cancel that" and "what are you working on?" reach a firing like any request.
 
@@ -345,7 +345,7 @@ func (m *Manager) dataConverter() converter.DataConverter {
 	return converter.GetDefaultDataConverter()
 }
 
-// describeJob reads a job's schedule and its JobSpec. A missing job is an tools.Output for the model.
+// describeJob reads a job's schedule and its JobSpec. A missing job is an Output for the model.
 func (m *Manager) describeJob(ctx context.Context, api client.ScheduleClient, tool, team, name string) (client.ScheduleHandle, *client.ScheduleDescription, JobSpec, *tools.Output, error) {
 	slug, err := slugArg(tool, "", name)
 	if err != nil {

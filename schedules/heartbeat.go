@@ -20,7 +20,7 @@ import (
 // Heartbeat monitors: a condition checked
 // on a schedule, alerting in a channel only when its state changes. Each monitor is a Temporal
 // Schedule heartbeat:{team}:{slug} whose firings start the monitor workflow
-// (workflows/monitor.go) with two arguments: the MonitorSpec and the last MonitorState.
+// (monitor.go) with two arguments: the MonitorSpec and the last MonitorState.
 //
 // Where the last state lives: in the schedule itself, as the action's second argument, rewritten by
 // each firing after its check (SaveMonitorState). It is durable (the schedule is), shared by every

@@ -10,7 +10,7 @@ import (
 	"github.com/lucy-agent/lucy/workflows"
 )
 
-// Monitor is one firing of a heartbeat monitor (tools/heartbeat.go): check the condition (an
+// Monitor is one firing of a heartbeat monitor (heartbeat.go): check the condition (an
 // activity, no model), post an alert only when the state changed since the last firing, and leave
 // the new state in the schedule for the next one. The last state comes in as the second argument:
 // the schedule's action holds it, and SaveMonitorState rewrites it.

@@ -16,7 +16,7 @@ import (
 	"github.com/lucy-agent/lucy/workflows"
 )
 
-// Recurring jobs. A job is a Temporal Schedule (tools/cron.go); each firing starts ScheduledJob,
+// Recurring jobs. A job is a Temporal Schedule (cron.go); each firing starts ScheduledJob,
 // which
 //
 //  1. takes one of its workspace's job slots (at most MaxJobsPerTeam firings run at once,
