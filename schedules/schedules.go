@@ -49,7 +49,7 @@ type ScheduleLimits = tools.ScheduleLimits
 var DefaultScheduleLimits = ScheduleLimits{JobsPerTeam: 50, JobsPerUser: 10, MonitorsPerTeam: 50, MonitorsPerUser: 10,
 	MinJobInterval: 15 * time.Minute, MinMonitorInterval: 5 * time.Minute}
 
-// limits are the registry's schedule limits, defaults filled in.
+// limits are the Manager's schedule limits, defaults filled in.
 func (m *Manager) limits() ScheduleLimits {
 	l, d := m.deps.ScheduleLimits, DefaultScheduleLimits
 	for _, f := range []struct {
