@@ -15,10 +15,11 @@ package activities
 
 import (
 	"context"
-	"go.temporal.io/sdk/client"
 	"io/fs"
 	"sync"
 	"sync/atomic"
+
+	"go.temporal.io/sdk/client"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -68,9 +69,7 @@ type Activities struct {
 	Temporal client.Client
 	Prompts  fs.FS         // prompts/ (embedded markdown)
 	Tools    *tools.Runner // tool schemas and implementations, compiled-in and from run-time sources
-	// Schedules checks recurring jobs and monitors at their firings (nil: this worker cannot).
-	Schedules ScheduleChecks
-	Admins    []string // LUCY_ADMIN_USERS
+	Admins   []string      // LUCY_ADMIN_USERS
 	// ApprovalKey verifies the gateway's signatures on approvals (CheckApproval): LUCY_APPROVAL_KEY,
 	// or derived from SLACK_BOT_TOKEN. The zero key verifies nothing, so every approval is refused.
 	ApprovalKey signing.Key
@@ -99,14 +98,6 @@ type Activities struct {
 	legacyKnowledge sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
 	resetRuns       sync.Map // run ID -> whether it is a reset run (resetRun)
 	resetRunsSize   atomic.Int64
-}
-
-// ScheduleChecks are what a job's or a monitor's firing asks of the schedules' tools: whether its
-// creator may still use its channel, and the monitor's check and state.
-type ScheduleChecks interface {
-	ScheduleAccess(ctx context.Context, team, creator, channel string) (denied string, err error)
-	CheckMonitor(ctx context.Context, spec tools.MonitorSpec, last tools.MonitorState) tools.MonitorResult
-	SaveMonitorState(ctx context.Context, spec tools.MonitorSpec, st tools.MonitorState) error
 }
 
 // dataConverter returns DataConverter or, when unset, the SDK's default.

@@ -23,7 +23,6 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/lucy-agent/lucy/tools"
-	"github.com/lucy-agent/lucy/tools/toolset"
 )
 
 // testRunID is the workflow ID the SDK's TestActivityEnvironment gives the activity's run.
@@ -124,7 +123,7 @@ func TestExecuteToolFetchGuard(t *testing.T) {
 	t.Cleanup(srv.Close)
 	blob := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("alice: the launch moves to May 3rd. ", 40)))[:1500]
 	target := srv.URL + "/x?d=" + url.QueryEscape(blob)
-	reg := toolset.New(toolset.Deps{DataDir: t.TempDir(), AllowPrivateNetworks: true}).Runner
+	reg := testRunner(t, testDeps{DataDir: t.TempDir(), AllowPrivateNetworks: true})
 	link := func(s string) string { return "Read [the archive](" + s + ") for details." }
 	fetchIn := func(u string) ExecuteToolInput {
 		return ExecuteToolInput{Name: tools.WebFetch, Arguments: fetchArgs(u), Team: "T1", CallID: "c9"}

@@ -24,7 +24,6 @@ import (
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/tools"
-	"github.com/lucy-agent/lucy/tools/toolset"
 )
 
 // fakeHistory is a HistoryReader over activities recorded by the test.
@@ -51,7 +50,7 @@ func llmActivities(t *testing.T, srv *fakellm.Server, hist HistoryReader) *Activ
 	c := openai.NewClient(option.WithBaseURL(srv.BaseURL()), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
 	return &Activities{
 		Model: &c.Chat.Completions, Models: map[string]string{"default": "m-default", "fast": "m-fast", "frontier": "m-frontier"},
-		History: hist, Prompts: prompts.FS, Tools: toolset.New(toolset.Deps{DataDir: t.TempDir()}).Runner, Log: zerolog.Nop(),
+		History: hist, Prompts: prompts.FS, Tools: testRunner(t, testDeps{DataDir: t.TempDir()}), Log: zerolog.Nop(),
 	}
 }
 
@@ -286,7 +285,7 @@ func TestCallModelMasksCredentials(t *testing.T) {
 	}
 	// The masked call stays valid: the tool refuses it with an argument error the model can act on,
 	// instead of fetching the URL without its credentials.
-	_, err = toolset.New(toolset.Deps{DataDir: t.TempDir()}).Runner.Run(t.Context(), tools.Invocation{
+	_, err = testRunner(t, testDeps{DataDir: t.TempDir()}).Run(t.Context(), tools.Invocation{
 		Name: out.ToolCalls[0].Name, Arguments: out.ToolCalls[0].Arguments, Team: "T1",
 	})
 	var argErr *tools.ArgError
@@ -328,7 +327,7 @@ func TestKnowledgeIsOutOfTheToolsReach(t *testing.T) {
 	dataDir := t.TempDir()
 	var logs bytes.Buffer
 	a := &Activities{Prompts: prompts.FS, DataDir: dataDir, Log: zerolog.New(&logs),
-		Tools: toolset.New(toolset.Deps{DataDir: dataDir}).Runner}
+		Tools: testRunner(t, testDeps{DataDir: dataDir})}
 	if err := mkdirWrite(KnowledgeDir(dataDir, "T1"), "pricing.md", "Our Pro plan costs 20 EUR."); err != nil {
 		t.Fatal(err)
 	}

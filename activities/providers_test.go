@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/prompts"
-	"github.com/lucy-agent/lucy/tools/toolset"
 )
 
 // Contract tests: recorded response bodies of real providers (testdata/providers), served as they
@@ -98,7 +97,7 @@ func providerActivities(t *testing.T, ps *providerServer, hist HistoryReader, mo
 	return &Activities{
 		Model: &c.Chat.Completions, Models: map[string]string{"default": model, "frontier": model},
 		Sampling: map[string]Sampling{"default": {Temperature: 0.7, MaxOutputTokens: 4096}},
-		History:  hist, Prompts: prompts.FS, Tools: toolset.New(toolset.Deps{DataDir: t.TempDir()}).Runner, Log: zerolog.Nop(),
+		History:  hist, Prompts: prompts.FS, Tools: testRunner(t, testDeps{DataDir: t.TempDir()}), Log: zerolog.Nop(),
 	}
 }
 

@@ -5,6 +5,9 @@ import (
 
 	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/tools"
+	// The builtins' flags are recorded in every route (toolFlags): their declarations must be linked
+	// wherever routes are made.
+	_ "github.com/lucy-agent/lucy/tools/builtin"
 )
 
 // RouteInput is the message to classify.

@@ -8,7 +8,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lucy-agent/lucy/tools"
-	"github.com/lucy-agent/lucy/tools/toolset"
 )
 
 // Route records the flags of every tool it offers and of the builtins, and the tool-call limit, so
@@ -87,7 +86,7 @@ func TestRouteOffersAndRecordsASourcesTools(t *testing.T) {
 		{Spec: tools.Spec{Name: "mcp__crm__find_contact", Description: "Find a contact.", Idempotent: true,
 			Parameters: map[string]any{"type": "object"}}, Run: func(context.Context, tools.Invocation) (tools.Output, error) { return tools.Output{}, nil }},
 	}}
-	a := &Activities{Tools: toolset.New(toolset.Deps{DataDir: t.TempDir()}, src).Runner, Log: zerolog.Nop()}
+	a := &Activities{Tools: testRunner(t, testDeps{DataDir: t.TempDir()}, src), Log: zerolog.Nop()}
 	got, err := a.Route(t.Context(), RouteInput{Text: "find Ada in the CRM", Team: "T1"})
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/tools"
-	"github.com/lucy-agent/lucy/tools/toolset"
 )
 
 func executeTool(t *testing.T, a *Activities, in ExecuteToolInput) (ToolResult, error) {
@@ -33,7 +32,7 @@ func executeTool(t *testing.T, a *Activities, in ExecuteToolInput) (ToolResult, 
 
 func TestExecuteTool(t *testing.T) {
 	dir := t.TempDir()
-	a := &Activities{Tools: toolset.New(toolset.Deps{DataDir: dir}).Runner, Log: zerolog.Nop()}
+	a := &Activities{Tools: testRunner(t, testDeps{DataDir: dir}), Log: zerolog.Nop()}
 	ws := filepath.Join(dir, "workspaces", "T1")
 	if err := os.MkdirAll(ws, 0o755); err != nil {
 		t.Fatal(err)
@@ -78,7 +77,7 @@ func TestCapChars(t *testing.T) {
 // retry (Approved, Guard) does it.
 func TestExecuteToolNeedsApproval(t *testing.T) {
 	dir := t.TempDir()
-	a := &Activities{Tools: toolset.New(toolset.Deps{DataDir: dir}).Runner, Log: zerolog.Nop()}
+	a := &Activities{Tools: testRunner(t, testDeps{DataDir: dir}), Log: zerolog.Nop()}
 	file := filepath.Join(dir, "workspaces", "T1", "report.md")
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		t.Fatal(err)
@@ -134,7 +133,7 @@ func TestExecuteToolArgumentsByReference(t *testing.T) {
 		{ID: "c3", Name: "lucy_write_file", Arguments: "{}", Oversize: 3 << 20},
 	}})
 	h.addWith(t, dc, "tool-4", "ExecuteTool", ExecuteToolInput{}, ToolResult{Content: "done"})
-	a := &Activities{Tools: toolset.New(toolset.Deps{DataDir: dir}).Runner, History: h, DataConverter: dc, Log: zerolog.Nop()}
+	a := &Activities{Tools: testRunner(t, testDeps{DataDir: dir}), History: h, DataConverter: dc, Log: zerolog.Nop()}
 
 	out, err := executeTool(t, a, ExecuteToolInput{Name: "lucy_write_file", ArgsRef: "model-3", CallID: "c2", Team: "T1"})
 	if err != nil || out.IsError {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/toolset"
 	"github.com/lucy-agent/lucy/workflows"
@@ -96,17 +97,17 @@ func TestRecurringJobThroughItsTools(t *testing.T) {
 	r := s.cronTools()
 
 	// Clear errors for bad input; nothing is created.
-	s.toolRefused(t, r, human, tools.CreateCron, `{"name":"daily numbers","schedule":"every day at 9","instruction":"x"}`, "cron expression has 5")
-	s.toolRefused(t, r, human, tools.CreateCron, `{"name":"daily numbers","schedule":"0 25 * * *","instruction":"x"}`, "not a valid cron expression")
-	s.toolRefused(t, r, human, tools.CreateCron, `{"name":"daily numbers","schedule":"0 9 * * *","instruction":"x","timezone":"Mars/Olympus"}`, "not an IANA time zone")
-	s.toolRefused(t, r, human, tools.CreateCron, `{"name":"daily numbers","schedule":"0 9 * * *","instruction":"x","channel":"CSECRET"}`, "not a member")
-	s.toolRefused(t, r, human, tools.TriggerCron, `{"name":"nope"}`, "no recurring job named")
+	s.toolRefused(t, r, human, schedules.CreateCron, `{"name":"daily numbers","schedule":"every day at 9","instruction":"x"}`, "cron expression has 5")
+	s.toolRefused(t, r, human, schedules.CreateCron, `{"name":"daily numbers","schedule":"0 25 * * *","instruction":"x"}`, "not a valid cron expression")
+	s.toolRefused(t, r, human, schedules.CreateCron, `{"name":"daily numbers","schedule":"0 9 * * *","instruction":"x","timezone":"Mars/Olympus"}`, "not an IANA time zone")
+	s.toolRefused(t, r, human, schedules.CreateCron, `{"name":"daily numbers","schedule":"0 9 * * *","instruction":"x","channel":"CSECRET"}`, "not a member")
+	s.toolRefused(t, r, human, schedules.TriggerCron, `{"name":"nope"}`, "no recurring job named")
 
-	created := s.mustTool(t, r, human, tools.CreateCron,
+	created := s.mustTool(t, r, human, schedules.CreateCron,
 		`{"name":"daily numbers","schedule":"0 9 * * 1-5","instruction":"Post yesterday's signup numbers."}`,
 		"cron:T1:daily-numbers", "Europe/London", "Next runs")
 	t.Log(created)
-	s.toolRefused(t, r, human, tools.CreateCron, `{"name":"Daily Numbers","schedule":"0 10 * * *","instruction":"y"}`, "already exists")
+	s.toolRefused(t, r, human, schedules.CreateCron, `{"name":"Daily Numbers","schedule":"0 10 * * *","instruction":"y"}`, "already exists")
 
 	// The schedule as an operator sees it.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -115,31 +116,31 @@ func TestRecurringJobThroughItsTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Schedule.Policy.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP || d.Schedule.Policy.CatchupWindow != tools.CatchupWindow ||
+	if d.Schedule.Policy.Overlap != enumspb.SCHEDULE_OVERLAP_POLICY_SKIP || d.Schedule.Policy.CatchupWindow != schedules.CatchupWindow ||
 		d.Schedule.Spec.TimeZoneName != "Europe/London" {
 		t.Errorf("schedule policy %+v spec %+v", d.Schedule.Policy, d.Schedule.Spec)
 	}
-	if act := d.Schedule.Action.(*client.ScheduleWorkflowAction); act.Workflow != workflows.ScheduledJobWorkflowName || act.TaskQueue != workflows.TaskQueue {
+	if act := d.Schedule.Action.(*client.ScheduleWorkflowAction); act.Workflow != schedules.ScheduledJobWorkflow || act.TaskQueue != workflows.TaskQueue {
 		t.Errorf("action %+v", act)
 	}
 	if len(d.SearchAttributes.GetIndexedFields()) != 0 {
 		t.Errorf("the job has search attributes: %v", d.SearchAttributes.GetIndexedFields())
 	}
 
-	s.mustTool(t, r, human, tools.ListCrons, `{}`, "daily numbers", "0 9 * * 1-5", "active", "<@"+human+">", "Post yesterday's signup numbers")
+	s.mustTool(t, r, human, schedules.ListCrons, `{}`, "daily numbers", "0 9 * * 1-5", "active", "<@"+human+">", "Post yesterday's signup numbers")
 	// Someone else may not change it; an admin may.
-	s.toolRefused(t, r, "UOTHER", tools.ModifyCron, `{"name":"daily numbers","schedule":"0 8 * * *"}`, "only <@"+human+">")
-	s.toolRefused(t, r, "UOTHER", tools.DeleteCron, `{"name":"daily numbers"}`, "only <@"+human+">")
-	s.toolRefused(t, r, "UOTHER", tools.PauseCron, `{"name":"daily numbers"}`, "only <@"+human+">")
-	s.mustTool(t, r, "UADMIN", tools.ModifyCron, `{"name":"daily numbers","schedule":"30 8 * * 1-5"}`, "30 8 * * 1-5")
-	s.mustTool(t, r, human, tools.PauseCron, `{"name":"daily numbers","reason":"holidays"}`, "Paused")
-	s.mustTool(t, r, human, tools.ListCrons, `{}`, "30 8 * * 1-5", "paused", "holidays")
-	s.mustTool(t, r, human, tools.ResumeCron, `{"name":"daily numbers"}`, "Resumed")
+	s.toolRefused(t, r, "UOTHER", schedules.ModifyCron, `{"name":"daily numbers","schedule":"0 8 * * *"}`, "only <@"+human+">")
+	s.toolRefused(t, r, "UOTHER", schedules.DeleteCron, `{"name":"daily numbers"}`, "only <@"+human+">")
+	s.toolRefused(t, r, "UOTHER", schedules.PauseCron, `{"name":"daily numbers"}`, "only <@"+human+">")
+	s.mustTool(t, r, "UADMIN", schedules.ModifyCron, `{"name":"daily numbers","schedule":"30 8 * * 1-5"}`, "30 8 * * 1-5")
+	s.mustTool(t, r, human, schedules.PauseCron, `{"name":"daily numbers","reason":"holidays"}`, "Paused")
+	s.mustTool(t, r, human, schedules.ListCrons, `{}`, "30 8 * * 1-5", "paused", "holidays")
+	s.mustTool(t, r, human, schedules.ResumeCron, `{"name":"daily numbers"}`, "Resumed")
 
 	// A firing, now: a header in the channel, the loop's answer in its thread, no "Thinking…". A run
 	// acts as the job's creator, so only they (or an admin) may start one.
-	s.toolRefused(t, r, "UOTHER", tools.TriggerCron, `{"name":"daily numbers"}`, "only <@"+human+">")
-	s.mustTool(t, r, human, tools.TriggerCron, `{"name":"daily numbers"}`, "Started")
+	s.toolRefused(t, r, "UOTHER", schedules.TriggerCron, `{"name":"daily numbers"}`, "only <@"+human+">")
+	s.mustTool(t, r, human, schedules.TriggerCron, `{"name":"daily numbers"}`, "Started")
 	var header localslack.Message
 	s.waitFor("the job's result", 60*time.Second, func() bool {
 		for _, m := range s.slack.Messages(channel, "") {
@@ -168,14 +169,14 @@ func TestRecurringJobThroughItsTools(t *testing.T) {
 		firing := d.Info.RecentActions[0].StartWorkflowResult.WorkflowID
 		key := workflows.LaneKey{Team: team, Channel: channel, ThreadTS: header.TS}
 		s.saveHistory(t, firing, "job-firing.json")
-		s.saveHistory(t, workflows.JobSlotsID(team), "job-slots.json")
+		s.saveHistory(t, schedules.JobSlotsID(team), "job-slots.json")
 		s.saveHistory(t, workflows.LaneID(key), "job-lane.json")
 		s.saveHistory(t, workflows.RunID(key, 1, header.TS), "job-run.json")
 	}
 
-	s.mustTool(t, r, human, tools.DeleteCron, `{"name":"daily numbers"}`, "Deleted")
-	s.mustTool(t, r, human, tools.ListCrons, `{}`, "no recurring jobs")
-	s.toolRefused(t, r, human, tools.ModifyCron, `{"name":"daily numbers","instruction":"z"}`, "no recurring job named")
+	s.mustTool(t, r, human, schedules.DeleteCron, `{"name":"daily numbers"}`, "Deleted")
+	s.mustTool(t, r, human, schedules.ListCrons, `{}`, "no recurring jobs")
+	s.toolRefused(t, r, human, schedules.ModifyCron, `{"name":"daily numbers","instruction":"z"}`, "no recurring job named")
 }
 
 func isScheduledRunSeen(s *stack) bool {
@@ -241,7 +242,7 @@ func TestOperatorJobAndCancelInItsThread(t *testing.T) {
 		return header != "" && isScheduledRunSeen(s)
 	})
 	// The list tool reads the operator's job too.
-	s.mustTool(t, s.cronTools(), human, tools.ListCrons, `{}`, "weekly summary", "Summarize the week.")
+	s.mustTool(t, s.cronTools(), human, schedules.ListCrons, `{}`, "weekly summary", "Summarize the week.")
 
 	sts := s.say("<@ULUCY> what are you working on?", header)
 	s.event("message", "Ev-jobstatus", "<@ULUCY> what are you working on?", sts, header, human)
@@ -277,8 +278,8 @@ func TestAtMostFiveFiringsPerWorkspace(t *testing.T) {
 	r := s.cronTools()
 	for i := range 6 {
 		name := fmt.Sprintf("job %d", i)
-		s.mustTool(t, r, human, tools.CreateCron, fmt.Sprintf(`{"name":%q,"schedule":"0 3 1 1 *","instruction":"task %d"}`, name, i), "Created")
-		s.mustTool(t, r, human, tools.TriggerCron, fmt.Sprintf(`{"name":%q}`, name), "Started")
+		s.mustTool(t, r, human, schedules.CreateCron, fmt.Sprintf(`{"name":%q,"schedule":"0 3 1 1 *","instruction":"task %d"}`, name, i), "Created")
+		s.mustTool(t, r, human, schedules.TriggerCron, fmt.Sprintf(`{"name":%q}`, name), "Started")
 	}
 	inFlight := func() int {
 		n := 0
@@ -323,11 +324,11 @@ func TestJobFiringSkippedWhenItsCreatorLeftTheChannel(t *testing.T) {
 		return fakellm.Reply{Content: "ok"}
 	})
 	r := s.cronTools()
-	s.mustTool(t, r, human, tools.CreateCron, `{"name":"daily numbers","schedule":"0 9 * * 1-5","instruction":"Post yesterday's signup numbers."}`,
+	s.mustTool(t, r, human, schedules.CreateCron, `{"name":"daily numbers","schedule":"0 9 * * 1-5","instruction":"Post yesterday's signup numbers."}`,
 		"cron:T1:daily-numbers")
 	// Ada leaves #general: Bob and Lucy stay.
 	s.slack.SetMembers(channel, []string{"UOTHER", "ULUCY"})
-	s.mustTool(t, r, "UADMIN", tools.TriggerCron, `{"name":"daily numbers"}`, "Started")
+	s.mustTool(t, r, "UADMIN", schedules.TriggerCron, `{"name":"daily numbers"}`, "Started")
 
 	var note localslack.Message
 	s.waitFor("the skip note", 60*time.Second, func() bool {

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
+	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/toolset"
 )
@@ -41,7 +42,7 @@ func TestMonitorAlertsOncePerChange(t *testing.T) {
 		// The test's site is on loopback; production refuses private addresses.
 		AllowPrivateNetworks: true,
 	}).Runner
-	s.mustTool(t, r, human, tools.CreateHeartbeat, fmt.Sprintf(`{"name": "site health", "kind": "http", "url": %q, "every_minutes": 60}`, site.URL),
+	s.mustTool(t, r, human, schedules.CreateHeartbeat, fmt.Sprintf(`{"name": "site health", "kind": "http", "url": %q, "every_minutes": 60}`, site.URL),
 		"heartbeat:T1:site-health", "every 60 minute(s)")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -80,13 +81,13 @@ func TestMonitorAlertsOncePerChange(t *testing.T) {
 	if a := alerts(); len(a) != 0 {
 		t.Fatalf("alerts while up: %q", a)
 	}
-	s.mustTool(t, r, human, tools.CheckHeartbeat, `{"name": "site health"}`, "checked just now: OK: HTTP 200",
+	s.mustTool(t, r, human, schedules.CheckHeartbeat, `{"name": "site health"}`, "checked just now: OK: HTTP 200",
 		"same as its last scheduled check", "Next scheduled check")
-	s.toolRefused(t, r, human, tools.CheckHeartbeat, `{"name": "no such site"}`, `no monitor named "no such site"`)
+	s.toolRefused(t, r, human, schedules.CheckHeartbeat, `{"name": "no such site"}`, `no monitor named "no such site"`)
 	down.Store(true)
 	// Asking only looks: it sees the failure, alerts nobody and records nothing, so the next
 	// firing still sees the change and alerts.
-	s.mustTool(t, r, human, tools.CheckHeartbeat, `{"name": "site health"}`, "checked just now: FAILING: HTTP 503",
+	s.mustTool(t, r, human, schedules.CheckHeartbeat, `{"name": "site health"}`, "checked just now: FAILING: HTTP 503",
 		"found it OK", "next scheduled check alerts")
 	if a := alerts(); len(a) != 0 {
 		t.Fatalf("lucy_check_heartbeat posted: %q", a)
@@ -96,13 +97,13 @@ func TestMonitorAlertsOncePerChange(t *testing.T) {
 	if a := alerts(); len(a) != 1 || !strings.Contains(a[0], "is failing") || !strings.Contains(a[0], "HTTP 503") {
 		t.Fatalf("alerts after going down: %q", a)
 	}
-	s.mustTool(t, r, human, tools.ListHeartbeats, `{}`, "site health", "FAILING since", "HTTP 503")
+	s.mustTool(t, r, human, schedules.ListHeartbeats, `{}`, "site health", "FAILING since", "HTTP 503")
 	down.Store(false)
 	fire(true)
 	if a := alerts(); len(a) != 2 || !strings.Contains(a[1], "is OK again") {
 		t.Fatalf("alerts after coming back: %q", a)
 	}
-	s.toolRefused(t, r, "UOTHER", tools.DeleteHeartbeat, `{"name": "site health"}`, "only <@"+human+">")
+	s.toolRefused(t, r, "UOTHER", schedules.DeleteHeartbeat, `{"name": "site health"}`, "only <@"+human+">")
 	if *record {
 		d, err := h.Describe(ctx)
 		if err != nil {
@@ -111,6 +112,6 @@ func TestMonitorAlertsOncePerChange(t *testing.T) {
 		last := d.Info.RecentActions[len(d.Info.RecentActions)-1].StartWorkflowResult
 		s.saveHistory(t, last.WorkflowID, "monitor-firing.json")
 	}
-	s.mustTool(t, r, human, tools.DeleteHeartbeat, `{"name": "site health"}`, "Deleted")
-	s.mustTool(t, r, human, tools.ListHeartbeats, `{}`, "no monitors")
+	s.mustTool(t, r, human, schedules.DeleteHeartbeat, `{"name": "site health"}`, "Deleted")
+	s.mustTool(t, r, human, schedules.ListHeartbeats, `{}`, "no monitors")
 }

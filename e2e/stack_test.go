@@ -178,7 +178,7 @@ func (s *stack) startDevServer(clientOpts client.Options) (frontend string) {
 
 func (s *stack) startWorker(log zerolog.Logger) {
 	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: log, AllowPrivateNetworks: true, DataConverter: s.dc})
-	s.acts = acts
+	s.acts = acts.Activities
 	// Both temporaltest's server and devserver's keep their storage in SQLite, as `lucy dev` does.
 	s.worker = sdkworker.New(s.client, workflows.TaskQueue, worker.Options(worker.Sizing{EmbeddedServer: true}))
 	worker.Register(s.worker, acts)

@@ -21,7 +21,7 @@ func ValidateArgs(name, argsJSON string) error {
 }
 
 func unknownTool(name string) *ArgError {
-	return argErrorf(name, "there is no tool named %q; the tools are: %s", name, strings.Join(Names(), ", "))
+	return ArgErrorf(name, "there is no tool named %q; the tools are: %s", name, strings.Join(Names(), ", "))
 }
 
 // field is one top-level argument, in the order the model wrote it.
@@ -67,31 +67,31 @@ func parseArgs(e Def, argsJSON string) ([]field, error) {
 	var whole any
 	if err := json.Unmarshal(data, &whole); err != nil {
 		if strings.Contains(err.Error(), "after top-level value") {
-			return nil, argErrorf(tool, "unexpected data after the JSON object; send exactly one object, e.g. %s", example(e))
+			return nil, ArgErrorf(tool, "unexpected data after the JSON object; send exactly one object, e.g. %s", example(e))
 		}
-		return nil, argErrorf(tool, "the arguments are not valid JSON (%v); send one JSON object, e.g. %s", err, example(e))
+		return nil, ArgErrorf(tool, "the arguments are not valid JSON (%v); send one JSON object, e.g. %s", err, example(e))
 	}
 	if _, ok := whole.(map[string]any); !ok {
-		return nil, argErrorf(tool, "the arguments must be a JSON object, e.g. %s", example(e))
+		return nil, ArgErrorf(tool, "the arguments must be a JSON object, e.g. %s", example(e))
 	}
 	props := e.props()
 	var fields []field
 	for _, m := range objectMembers(data) {
 		for _, f := range fields {
 			if f.name == m.name {
-				return nil, argErrorf(tool, "field %q is given twice", m.name)
+				return nil, ArgErrorf(tool, "field %q is given twice", m.name)
 			}
 		}
 		p, ok := findProp(props, m.name)
 		if !ok {
 			if len(props) == 0 {
-				return nil, argErrorf(tool, "this tool takes no arguments (got %q); call it with {}", m.name)
+				return nil, ArgErrorf(tool, "this tool takes no arguments (got %q); call it with {}", m.name)
 			}
-			return nil, argErrorf(tool, "unknown field %q; the fields are: %s", m.name, propNames(props))
+			return nil, ArgErrorf(tool, "unknown field %q; the fields are: %s", m.name, propNames(props))
 		}
 		var v any
 		if err := json.Unmarshal(m.raw, &v); err != nil {
-			return nil, argErrorf(tool, "field %q is not valid JSON: %v", m.name, err)
+			return nil, ArgErrorf(tool, "field %q is not valid JSON: %v", m.name, err)
 		}
 		if _, isNum := v.(float64); isNum {
 			v = json.Number(m.raw) // keep the literal: 20 and 20.0 differ for an integer field
@@ -100,7 +100,7 @@ func parseArgs(e Def, argsJSON string) ([]field, error) {
 			continue // an optional field sent as null means "not given"
 		}
 		if msg := checkValue(m.name, p.Schema, v); msg != "" {
-			return nil, argErrorf(tool, "%s", msg)
+			return nil, ArgErrorf(tool, "%s", msg)
 		}
 		fields = append(fields, field{name: m.name, value: v})
 	}
@@ -112,11 +112,11 @@ func parseArgs(e Def, argsJSON string) ([]field, error) {
 		if !given {
 			p, _ := findProp(props, r)
 			desc, _ := p.Schema["description"].(string)
-			return nil, argErrorf(tool, "missing required field %q (%s): %s Example: %s", r, typeOf(p.Schema), desc, example(e))
+			return nil, ArgErrorf(tool, "missing required field %q (%s): %s Example: %s", r, typeOf(p.Schema), desc, example(e))
 		}
 	}
 	if e.MinProps > 0 && len(fields) < e.MinProps {
-		return nil, argErrorf(tool, "give at least %d of: %s", e.MinProps, propNames(props))
+		return nil, ArgErrorf(tool, "give at least %d of: %s", e.MinProps, propNames(props))
 	}
 	return fields, nil
 }

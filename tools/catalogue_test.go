@@ -11,9 +11,9 @@ import (
 // Register refuses what a Runner could not run: a builtin given a handler, a tool without one, a name
 // twice. The catalogue itself passes, or no test would start.
 func TestRegisterRefusesBadDeclarations(t *testing.T) {
-	run := func(*Registry, context.Context, Invocation) (Output, error) { return Output{}, nil }
+	run := func(*testDomain, context.Context, Invocation) (Output, error) { return Output{}, nil }
 	for name, f := range map[string]func(){
-		"no run":          func() { Register[*Registry](Def{Spec: Spec{Name: "x_test_tool"}}, nil) },
+		"no run":          func() { Register[*testDomain](Def{Spec: Spec{Name: "x_test_tool"}}, nil) },
 		"builtin and run": func() { Register(Def{Spec: Spec{Name: "x_test_tool", Builtin: true}}, run) },
 		"no name":         func() { RegisterBuiltin(Def{}) },
 		"twice":           func() { RegisterBuiltin(Def{Spec: Spec{Name: testRead}}) },
@@ -46,7 +46,7 @@ func TestLookupReturnsACopy(t *testing.T) {
 }
 
 func TestSchemas(t *testing.T) {
-	r := newTestRunner(t, newTestRegistry(t, Deps{}))
+	r := newTestRunner(t, &testDomain{})
 	got := r.Schemas(t.Context(), testTeam, []string{"nope", testRead})
 	var names []string
 	for _, s := range got {

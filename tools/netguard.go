@@ -111,11 +111,6 @@ func blockedAddr(a netip.Addr) bool {
 	return a.Is6() && !globalUnicast6.Contains(a)
 }
 
-// checkHost is CheckHost with Deps.AllowPrivateNetworks.
-func (r *Registry) checkHost(ctx context.Context, host string) error {
-	return CheckHost(ctx, host, r.deps.AllowPrivateNetworks)
-}
-
 // CheckHost refuses hosts that are, or resolve to, blocked addresses, unless allowPrivate (tests
 // that fetch from httptest). A lookup failure is not decided here: the request fails on it with a
 // better message. A refusal satisfies IsPrivateAddress.
@@ -143,11 +138,6 @@ func CheckHost(ctx context.Context, host string, allowPrivate bool) error {
 		}
 	}
 	return nil
-}
-
-// newFetchClient is NewFetchClient with Deps.AllowPrivateNetworks.
-func (r *Registry) newFetchClient(given *http.Client) *http.Client {
-	return NewFetchClient(given, r.deps.AllowPrivateNetworks)
 }
 
 // NewFetchClient returns the client for URLs the model chose: the given one with our redirect policy
@@ -221,7 +211,7 @@ func refuseCredentials(u *url.URL, shown string) *ArgError {
 	const ask = "Lucy does not send credentials, and removes them from what she stores. Ask the person for a " +
 		"link that works without them (a public or shared link), or to paste the content"
 	if u.User != nil {
-		return argErrorf(WebFetch, "%s carries a user name or password. %s.", shown, ask)
+		return ArgErrorf(WebFetch, "%s carries a user name or password. %s.", shown, ask)
 	}
 	for _, param := range strings.FieldsFunc(u.RawQuery, func(r rune) bool { return r == '&' || r == ';' }) {
 		name, _, _ := strings.Cut(param, "=")
@@ -232,7 +222,7 @@ func refuseCredentials(u *url.URL, shown string) *ArgError {
 			// Without its query: a name spelled with escapes (api%5Fkey) escapes RedactCredentials.
 			bare := *u
 			bare.RawQuery = ""
-			return argErrorf(WebFetch, "%s?… carries a credential in its %q parameter. %s.", bare.String(), name, ask)
+			return ArgErrorf(WebFetch, "%s?… carries a credential in its %q parameter. %s.", bare.String(), name, ask)
 		}
 	}
 	return nil

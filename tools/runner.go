@@ -36,12 +36,12 @@ type Runner struct {
 }
 
 // NewRunner binds every compiled-in tool that the Runner executes to its domain, the one of domains
-// whose type its handler was registered with. A tool whose domain is missing is a wiring mistake of the
-// worker and an error: a model offered it would meet "not available" at the first call.
+// whose type its handler was registered with. A tool whose domain is not given stays unbound
+// (Unbound lists them) and a call of it fails as the worker's fault: package toolset, which wires the
+// worker, refuses to start with one; a test binds only the domains it exercises.
 func NewRunner(log zerolog.Logger, domains []any, sources ...Source) (*Runner, error) {
 	r := &Runner{handlers: make(map[string]Handler, len(compiled)), sources: sources,
 		log: log.With().Str("component", "tools").Logger()}
-	var missing []string
 	for _, t := range compiled {
 		if t.bind == nil {
 			continue // builtin: the workflow runs it
@@ -52,14 +52,19 @@ func NewRunner(log zerolog.Logger, domains []any, sources ...Source) (*Runner, e
 				break
 			}
 		}
-		if r.handlers[t.def.Spec.Name] == nil {
-			missing = append(missing, t.def.Spec.Name)
-		}
-	}
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("tools: no domain given for %s", strings.Join(missing, ", "))
 	}
 	return r, nil
+}
+
+// Unbound returns the compiled-in tools the Runner executes but has no domain for, sorted.
+func (r *Runner) Unbound() []string {
+	var out []string
+	for _, t := range compiled {
+		if t.bind != nil && r.handlers[t.def.Spec.Name] == nil {
+			out = append(out, t.def.Spec.Name)
+		}
+	}
+	return out
 }
 
 // Available returns the names of the tools offered to the main agent of a run in team: the compiled-in
@@ -135,14 +140,17 @@ func (r *Runner) handler(ctx context.Context, inv Invocation) (Handler, error) {
 		if t.def.Spec.Builtin {
 			return nil, fmt.Errorf("run %s: %w", inv.Name, ErrBuiltin)
 		}
-		return r.handlers[inv.Name], nil
+		if h := r.handlers[inv.Name]; h != nil {
+			return h, nil
+		}
+		return nil, fmt.Errorf("run %s: this worker was built without the tool's domain", inv.Name)
 	}
 	if t, ok := r.sourceTool(ctx, inv.Team, inv.Name); ok {
 		return t.Run, nil
 	}
 	if len(r.sources) > 0 {
 		// Offered when the run started, gone since (a server disconnected or changed its list).
-		return nil, argErrorf(inv.Name, "%s is no longer available: its integration was disconnected or no longer offers it; "+
+		return nil, ArgErrorf(inv.Name, "%s is no longer available: its integration was disconnected or no longer offers it; "+
 			"use another tool or tell the person", inv.Name)
 	}
 	return nil, unknownTool(inv.Name)

@@ -44,7 +44,7 @@ func TestRunnerRunsASourcesTools(t *testing.T) {
 	}
 	src.list.Store(&list)
 	broken := &fakeSource{err: errors.New("connection refused")}
-	r, err := NewRunner(zerolog.Nop(), []any{newTestRegistry(t, Deps{})}, broken, src)
+	r, err := NewRunner(zerolog.Nop(), []any{&testDomain{}}, broken, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,9 +84,19 @@ func TestRunnerRunsASourcesTools(t *testing.T) {
 	wantArgError(t, err, "mcp__crm__find", "no longer available")
 }
 
-// NewRunner refuses a wiring without the domain of a compiled-in tool.
-func TestNewRunnerNeedsEveryDomain(t *testing.T) {
-	if _, err := NewRunner(zerolog.Nop(), nil); err == nil || !strings.Contains(err.Error(), testRead) {
-		t.Errorf("NewRunner without domains: %v, want an error naming the unbound tools", err)
+// A Runner without a tool's domain leaves it unbound, says so, and fails its calls as the worker's
+// fault, not the model's.
+func TestRunnerWithoutADomain(t *testing.T) {
+	r, err := NewRunner(zerolog.Nop(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(r.Unbound(), testRead) {
+		t.Errorf("Unbound() = %v, want %s in it", r.Unbound(), testRead)
+	}
+	_, err = r.Run(t.Context(), Invocation{Name: testRead, Arguments: `{"path": "a"}`})
+	var argErr *ArgError
+	if err == nil || errors.As(err, &argErr) || !strings.Contains(err.Error(), "without the tool's domain") {
+		t.Errorf("Run(unbound) = %v, want the worker's error", err)
 	}
 }

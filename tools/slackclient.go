@@ -16,19 +16,6 @@ import (
 // recurring jobs and monitors): reaching a team's client, classifying Slack's errors for the model,
 // and resolving the channel the model named.
 
-// slackAPI returns the team's Slack client, or the Output that tells the model Slack is unavailable.
-func (r *Registry) slackAPI(team string) (SlackAPI, *Output) {
-	var api SlackAPI
-	if r.deps.Slack != nil {
-		api = r.deps.Slack(team)
-	}
-	if api == nil {
-		out := toolError("Slack is not connected for this workspace, so Slack tools cannot be used here.")
-		return nil, &out
-	}
-	return api, nil
-}
-
 // slackFailed classifies an error from the Slack Web API: rate limits, 5xx and network trouble are
 // transient; Slack's error codes become a message the model can act on. Slack's errors never carry the
 // token (it travels in the request body), and neither do ours.
@@ -46,17 +33,17 @@ func slackFailed(ctx context.Context, tool string, err error) (Output, error) {
 		if status.Retryable() {
 			return Output{}, &TransientError{Tool: tool, Err: fmt.Errorf("Slack answered HTTP %d", status.Code)}
 		}
-		return toolError("Slack answered HTTP %d.", status.Code), nil
+		return ToolError("Slack answered HTTP %d.", status.Code), nil
 	case errors.As(err, &apiErr):
 		switch apiErr.Err {
 		case "ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout":
 			return Output{}, &TransientError{Tool: tool, Err: fmt.Errorf("Slack error %s", apiErr.Err)}
 		}
-		return toolError("%s", slackHint(apiErr)), nil
+		return ToolError("%s", slackHint(apiErr)), nil
 	case transientNetErr(err):
 		return Output{}, &TransientError{Tool: tool, Err: fmt.Errorf("cannot reach Slack: %w", err)}
 	}
-	return toolError("the Slack request failed: %v", err), nil
+	return ToolError("the Slack request failed: %v", err), nil
 }
 
 func slackHint(e slack.SlackErrorResponse) string {
@@ -159,12 +146,12 @@ func resolveChannel(ctx context.Context, api SlackAPI, tool, s string, allowUser
 	id, name := parseChannel(s)
 	if id != "" {
 		if !allowUsers && (id[0] == 'U' || id[0] == 'W') {
-			return channelRef{}, nil, argErrorf(tool, "%q is a user ID; give a channel ID (C0123ABCD) or name (#general)", id)
+			return channelRef{}, nil, ArgErrorf(tool, "%q is a user ID; give a channel ID (C0123ABCD) or name (#general)", id)
 		}
 		return channelRef{id: id, label: id}, nil, nil
 	}
 	if name == "" {
-		return channelRef{}, nil, argErrorf(tool, "give a channel ID (C0123ABCD) or name (#general)")
+		return channelRef{}, nil, ArgErrorf(tool, "give a channel ID (C0123ABCD) or name (#general)")
 	}
 	channels, truncated, err := listAllChannels(ctx, api)
 	if err != nil {
@@ -180,7 +167,7 @@ func resolveChannel(ctx context.Context, api SlackAPI, tool, s string, allowUser
 	if truncated {
 		more = fmt.Sprintf(" (only the first %d channels were searched; give the channel ID instead)", MaxListedChannels)
 	}
-	out := toolError("there is no channel named #%s that Lucy can see%s. Use lucy_list_slack_channels to find it; "+
+	out := ToolError("there is no channel named #%s that Lucy can see%s. Use lucy_list_slack_channels to find it; "+
 		"private channels need Lucy invited.", name, more)
 	return channelRef{}, &out, nil
 }
@@ -248,3 +235,35 @@ func ResolveChannel(ctx context.Context, api SlackAPI, tool, s string, allowUser
 func ListAllChannels(ctx context.Context, api SlackAPI) (channels []slack.Channel, truncated bool, err error) {
 	return listAllChannels(ctx, api)
 }
+
+// SlackAPI is the part of *slack.Client the tools use (a consumer-side interface; tests use a real
+// client against localslack).
+type SlackAPI interface {
+	GetConversationHistoryContext(ctx context.Context, params *slack.GetConversationHistoryParameters) (*slack.GetConversationHistoryResponse, error)
+	GetConversationsContext(ctx context.Context, params *slack.GetConversationsParameters) ([]slack.Channel, string, error)
+	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
+	PostMessageContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
+	GetPermalinkContext(ctx context.Context, params *slack.PermalinkParameters) (string, error)
+	// GetUserInfoContext and GetConversationInfoContext serve the scheduling tools: the requester's
+	// time zone, and whether Lucy can post where a job or monitor reports.
+	GetUserInfoContext(ctx context.Context, user string, options ...slack.GetUserInfoOption) (*slack.User, error)
+	GetConversationInfoContext(ctx context.Context, input *slack.GetConversationInfoInput) (*slack.Channel, error)
+	// GetConversationsForUserContext (users.conversations) tells which conversations the requester is
+	// in: the access rule (package slackaccess).
+	GetConversationsForUserContext(ctx context.Context, params *slack.GetConversationsForUserParameters) ([]slack.Channel, string, error)
+	// UploadFileContext is slack-go's files v2 upload (files.getUploadURLExternal, the upload itself,
+	// files.completeUploadExternal); slack-go v0.35 renamed UploadFileV2Context to it.
+	UploadFileContext(ctx context.Context, params slack.UploadFileParameters) (*slack.FileSummary, error)
+}
+
+var _ SlackAPI = (*slack.Client)(nil)
+
+// SlackSearchAPI is the part of the user-token client (SLACK_USER_TOKEN) that lucy_search_slack_history
+// uses.
+type SlackSearchAPI interface {
+	SearchMessagesContext(ctx context.Context, query string, params slack.SearchParameters) (*slack.SearchMessages, error)
+	// AuthTestContext names the token's owner: only that person's requests search with it.
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
+}
+
+var _ SlackSearchAPI = (*slack.Client)(nil)

@@ -13,9 +13,12 @@ var _ = Register(Def{
 	Props: func() []Prop {
 		return []Prop{PathProp("The file to read."), IntProp("offset", "Byte offset to start reading at.", 0, MaxFileBytes)}
 	},
-}, (*Registry).testRead)
+}, (*testDomain).testRead)
 
-func (r *Registry) testRead(_ context.Context, inv Invocation) (Output, error) {
+// testDomain is the domain of the test tool.
+type testDomain struct{}
+
+func (*testDomain) testRead(_ context.Context, inv Invocation) (Output, error) {
 	var args struct {
 		Path   string `json:"path"`
 		Offset int    `json:"offset"`

@@ -10,7 +10,6 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/ops"
 	"github.com/lucy-agent/lucy/workflows"
@@ -65,7 +64,7 @@ func (h *Health) Ready(ctx context.Context) error {
 
 // NewWorker creates the worker like New, with Health told of its fatal errors and asking c whether
 // Temporal answers.
-func (h *Health) NewWorker(c client.Client, acts *activities.Activities, s Sizing) sdkworker.Worker {
+func (h *Health) NewWorker(c client.Client, acts *Activities, s Sizing) sdkworker.Worker {
 	h.mu.Lock()
 	h.client = c
 	h.mu.Unlock()

@@ -25,9 +25,11 @@ import (
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
+	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/toolset"
+	"github.com/lucy-agent/lucy/tools/web"
 	"github.com/lucy-agent/lucy/workflows"
 	"github.com/lucy-agent/lucy/workspace"
 )
@@ -104,8 +106,16 @@ func DataConverter(cfg *config.Config) converter.DataConverter {
 	return dc
 }
 
+// Activities are every activity struct the worker registers: the core ones (embedded, so their
+// fields read as before) and each domain's.
+type Activities struct {
+	*activities.Activities
+	// Schedules answer the firings of recurring jobs and monitors.
+	Schedules *schedules.Activities
+}
+
 // NewActivities builds the activities with real clients.
-func NewActivities(d Deps) *activities.Activities {
+func NewActivities(d Deps) *Activities {
 	cfg := d.Config
 	slackFor := SlackClients(cfg, d.LocalSlackURL, d.LocalSlackToken)
 	model := d.Model
@@ -122,13 +132,13 @@ func NewActivities(d Deps) *activities.Activities {
 			panic(err) // unreachable: config.Load validated the settings NewS3 parses
 		}
 	}
-	var schedules client.ScheduleClient
+	var scheduleClient client.ScheduleClient
 	if d.Client != nil {
-		schedules = d.Client.ScheduleClient()
+		scheduleClient = d.Client.ScheduleClient()
 	}
 	set := toolset.New(toolset.Deps{
-		Schedules: schedules,
-		Search: tools.SearchConfig{Provider: cfg.SearchProvider, APIKey: cfg.SearchAPIKey, Model: cfg.SearchModel,
+		Schedules: scheduleClient,
+		Search: web.SearchConfig{Provider: cfg.SearchProvider, APIKey: cfg.SearchAPIKey, Model: cfg.SearchModel,
 			BaseURL: cfg.SearchBaseURL},
 		SlackUser:            slackUser(cfg),
 		ScriptLimits:         scriptLimits(cfg),
@@ -142,7 +152,7 @@ func NewActivities(d Deps) *activities.Activities {
 		Log:                  d.Log,
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
 	})
-	return &activities.Activities{
+	core := &activities.Activities{
 		Model:            model,
 		Models:           cfg.Models,
 		Sampling:         sampling(cfg),
@@ -151,7 +161,6 @@ func NewActivities(d Deps) *activities.Activities {
 		Temporal:         d.Client,
 		Prompts:          subagents.PromptFS(prompts.FS), // the sub-agents keep their task prompts
 		Tools:            set.Runner,
-		Schedules:        set.Schedules,
 		Admins:           cfg.AdminUsers,
 		ApprovalKey:      cfg.ApprovalKey,
 		MaxToolCalls:     cfg.MaxToolCalls,
@@ -162,6 +171,7 @@ func NewActivities(d Deps) *activities.Activities {
 		DataConverter:    d.DataConverter,
 		Metrics:          d.Metrics,
 	}
+	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}}
 }
 
 // slackUser is the user-token client of the installed workspace (SLACK_USER_TOKEN), for Slack's
@@ -202,9 +212,9 @@ func scriptLimits(cfg *config.Config) sandbox.Limits {
 }
 
 // scheduleLimits are the tools' limits on recurring jobs and monitors, from the configuration.
-func scheduleLimits(cfg *config.Config) tools.ScheduleLimits {
+func scheduleLimits(cfg *config.Config) schedules.ScheduleLimits {
 	l := cfg.Schedules
-	return tools.ScheduleLimits{JobsPerTeam: l.JobsPerTeam, JobsPerUser: l.JobsPerUser, MonitorsPerTeam: l.MonitorsPerTeam,
+	return schedules.ScheduleLimits{JobsPerTeam: l.JobsPerTeam, JobsPerUser: l.JobsPerUser, MonitorsPerTeam: l.MonitorsPerTeam,
 		MonitorsPerUser: l.MonitorsPerUser, MinJobInterval: l.MinJobInterval, MinMonitorInterval: l.MinMonitorInterval}
 }
 
@@ -251,13 +261,13 @@ func SlackClients(cfg *config.Config, localURL, localToken string) func(team str
 }
 
 // Register registers every workflow and activity under its fixed name.
-func Register(r sdkworker.Registry, acts *activities.Activities) {
+func Register(r sdkworker.Registry, acts *Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AgentRun, workflow.RegisterOptions{Name: workflows.AgentRunWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.SubAgent, workflow.RegisterOptions{Name: subagents.WorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.ScheduledJob, workflow.RegisterOptions{Name: workflows.ScheduledJobWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.JobSlots, workflow.RegisterOptions{Name: workflows.JobSlotsWorkflowName})
-	r.RegisterWorkflowWithOptions(workflows.Monitor, workflow.RegisterOptions{Name: workflows.MonitorWorkflowName})
+	r.RegisterWorkflowWithOptions(schedules.ScheduledJob, workflow.RegisterOptions{Name: schedules.ScheduledJobWorkflow})
+	r.RegisterWorkflowWithOptions(schedules.JobSlots, workflow.RegisterOptions{Name: schedules.JobSlotsWorkflow})
+	r.RegisterWorkflowWithOptions(schedules.Monitor, workflow.RegisterOptions{Name: schedules.MonitorWorkflow})
 	for name, fn := range map[string]any{
 		"CallModel":             acts.CallModel,
 		"Complete":              acts.Complete,
@@ -276,18 +286,16 @@ func Register(r sdkworker.Registry, acts *activities.Activities) {
 		"PostEphemeral":         acts.PostEphemeral,
 		"PostApprovalPrompt":    acts.PostApprovalPrompt,
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
-		"JobTiming":             acts.JobTiming,
-		"CheckScheduleAccess":   acts.CheckScheduleAccess,
-		"ClosedWorkflows":       acts.ClosedWorkflows,
-		"CheckMonitor":          acts.CheckMonitor,
-		"SaveMonitorState":      acts.SaveMonitorState,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
+	// A struct registers each exported method under its own name, unprefixed: JobTiming,
+	// ClosedWorkflows, CheckScheduleAccess, CheckMonitor, SaveMonitorState.
+	r.RegisterActivity(acts.Schedules)
 }
 
 // New creates a worker on the `lucy` task queue with everything registered, sized by s.
-func New(c client.Client, acts *activities.Activities, s Sizing) sdkworker.Worker {
+func New(c client.Client, acts *Activities, s Sizing) sdkworker.Worker {
 	w := sdkworker.New(c, workflows.TaskQueue, Options(s))
 	Register(w, acts)
 	return w

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -15,8 +16,8 @@ import (
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/signing"
-	"github.com/lucy-agent/lucy/tools"
 )
 
 // The activities decode history with the converter the client was dialled with: a codec on the
@@ -71,6 +72,30 @@ func (r *recordingRegistry) RegisterWorkflowWithOptions(any, workflow.RegisterOp
 
 func (r *recordingRegistry) RegisterActivityWithOptions(fn any, o activity.RegisterOptions) {
 	r.activities[o.Name] = fn
+}
+
+// RegisterActivity records a struct's exported methods under their own names, as the SDK registers
+// them (no prefix).
+func (r *recordingRegistry) RegisterActivity(a any) {
+	v := reflect.ValueOf(a)
+	for i := range v.NumMethod() {
+		r.activities[v.Type().Method(i).Name] = v.Method(i).Interface()
+	}
+}
+
+// The activities of recurring jobs and monitors keep the names recorded in histories: a struct's
+// method names, with nothing else registered from it.
+func TestScheduleActivitiesKeepTheirNames(t *testing.T) {
+	reg := &recordingRegistry{activities: map[string]any{}}
+	Register(reg, NewActivities(Deps{Config: &config.Config{DataDir: t.TempDir()}, Log: zerolog.Nop()}))
+	for _, name := range []string{"JobTiming", "ClosedWorkflows", "CheckScheduleAccess", "CheckMonitor", "SaveMonitorState"} {
+		if reg.activities[name] == nil {
+			t.Errorf("%s is not registered under its name", name)
+		}
+	}
+	if n := reflect.TypeFor[*schedules.Activities]().NumMethod(); n != 5 {
+		t.Errorf("schedules.Activities has %d exported methods, want the 5 activities: each would be registered", n)
+	}
 }
 
 // The worker checks approvals with the key the gateway signs with: both derive it from the same
@@ -145,8 +170,8 @@ func TestScheduleLimitsReachTheTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := scheduleLimits(cfg); got != tools.DefaultScheduleLimits {
-		t.Errorf("configuration defaults %+v, tools defaults %+v", got, tools.DefaultScheduleLimits)
+	if got := scheduleLimits(cfg); got != schedules.DefaultScheduleLimits {
+		t.Errorf("configuration defaults %+v, tools defaults %+v", got, schedules.DefaultScheduleLimits)
 	}
 	cfg, err = config.Load(config.ModeDev, env("OPENAI_API_KEY", "sk-test", "LUCY_MAX_JOBS_PER_USER", "3", "LUCY_MIN_MONITOR_INTERVAL", "10m"))
 	if err != nil {

@@ -104,9 +104,6 @@ func (h *harness) register() {
 	env := h.env
 	env.RegisterWorkflowWithOptions(AgentRun, workflow.RegisterOptions{Name: AgentRunWorkflowName})
 	env.RegisterWorkflowWithOptions(SubAgent, workflow.RegisterOptions{Name: subagents.WorkflowName})
-	env.RegisterWorkflowWithOptions(ScheduledJob, workflow.RegisterOptions{Name: ScheduledJobWorkflowName})
-	env.RegisterWorkflowWithOptions(JobSlots, workflow.RegisterOptions{Name: JobSlotsWorkflowName})
-	env.RegisterWorkflowWithOptions(Monitor, workflow.RegisterOptions{Name: MonitorWorkflowName})
 	env.RegisterWorkflowWithOptions(Lane, workflow.RegisterOptions{Name: LaneWorkflowName})
 	acts := &activities.Activities{}
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
@@ -127,11 +124,6 @@ func (h *harness) register() {
 	reg("PostEphemeral", acts.PostEphemeral)
 	reg("PostApprovalPrompt", acts.PostApprovalPrompt)
 	reg("ResolveApprovalPrompt", acts.ResolveApprovalPrompt)
-	reg("JobTiming", acts.JobTiming)
-	reg("CheckScheduleAccess", acts.CheckScheduleAccess)
-	reg("ClosedWorkflows", acts.ClosedWorkflows)
-	reg("CheckMonitor", acts.CheckMonitor)
-	reg("SaveMonitorState", acts.SaveMonitorState)
 
 	h.modelMock = env.OnActivity("CallModel", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.CallModelInput) (activities.ModelReply, error) {
 		h.mu.Lock()

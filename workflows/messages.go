@@ -189,3 +189,14 @@ type RunStatus struct {
 
 // Usage is token usage of one model (shared with the sub-agents, which report theirs).
 type Usage = agent.Usage
+
+// SignalJobDone: the lane tells a recurring job's firing (package schedules) that its run ended
+// (JobDone). It is the lane's notification, so it lives with the lane.
+const SignalJobDone = "job_done"
+
+// JobDone is the payload of SignalJobDone.
+type JobDone struct {
+	Run    string `json:"run"`
+	Status string `json:"status"` // a RunResult status, or "cancelled" / "failed"
+	Reason string `json:"reason,omitempty"`
+}

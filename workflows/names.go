@@ -3,25 +3,19 @@ package workflows
 import (
 	"fmt"
 	"strings"
-
-	"github.com/lucy-agent/lucy/tools"
 )
 
 // Fixed names. They are the wire API between the gateway, the worker, operators and the Web UI
 // (docs/architecture.md, "Fixed names"); change them only with a migration.
 const (
-	TaskQueue = tools.TaskQueue
+	TaskQueue = "lucy"
 
 	// Workflow types, registered with these explicit names so a Go rename cannot break running workflows.
 	LaneWorkflowName     = "lane"
 	AgentRunWorkflowName = "agent_run"
 	// The sub-agent's type, sub_agent, is subagents.WorkflowName; its IDs are subagents.ID.
-	// ScheduledJobWorkflowName is one firing of a recurring job (a Temporal Schedule's action);
-	// JobSlotsWorkflowName limits how many firings of one workspace run at once.
-	ScheduledJobWorkflowName = tools.ScheduledJobWorkflow
-	JobSlotsWorkflowName     = "job_slots"
-	// MonitorWorkflowName is one firing of a heartbeat monitor.
-	MonitorWorkflowName = tools.MonitorWorkflow
+	// The workflows of recurring jobs and monitors (scheduled_job, job_slots, monitor) are named in
+	// package schedules, which holds them.
 
 	// Signals to the lane workflow.
 	SignalMessage  = "message"

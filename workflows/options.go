@@ -82,3 +82,10 @@ func toolOptions(ctx workflow.Context, id string, idempotent, long, waitCancel b
 		WaitForCancellation: waitCancel,
 	})
 }
+
+// QuickOptions and SlackOptions are quick and slackOptions for the workflows of package schedules
+// (a recurring job's firing, a monitor's), so that every policy stays in this file.
+func QuickOptions(ctx workflow.Context, id string) workflow.Context { return quick(ctx, id) }
+
+// SlackOptions: see QuickOptions.
+func SlackOptions(ctx workflow.Context, id string) workflow.Context { return slackOptions(ctx, id) }

@@ -13,9 +13,9 @@ import (
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
+
 	// The run journal and ask_human, which this package executes: imported for their declarations
 	// (tools.Lookup, tools.ValidateArgs), so that they are registered wherever a run is linked.
-	_ "github.com/lucy-agent/lucy/tools/builtin"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 

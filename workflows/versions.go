@@ -70,10 +70,7 @@ const (
 	// the person and channel with a local activity. Read at the start of the run's preparation and at
 	// the lane's first lookup of a person.
 	changeFastStart = "fast-start"
-	// changeJobAccess (issue 19), in a job's firing: the firing first checks that the job's creator
-	// may still use its channel (CheckScheduleAccess: a member, or an admin, or the creator's own DM)
-	// and is skipped with a note when not. Read at the start of the firing.
-	changeJobAccess = "job-access"
+	// changeJobAccess ("job-access", issue 19) is in package schedules, beside the job's firing.
 	// changeCancelRights (issue 19), in the lane: a cancel may stop only what its sender may stop. A
 	// running request is stopped by its requester (a job's firing: the job's creator) or an admin
 	// (LUCY_ADMIN_USERS, asked of the worker by the IsAdmin activity); "cancel everything" drops the
@@ -97,6 +94,10 @@ const (
 	// fields: they replay either way.)
 	changeFetchCap = "fetch-cap"
 )
+
+// ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's
+// firing upserts its outcome behind the same change ID.
+const ChangeSearchAttributes = changeSearchAttributes
 
 // hardened is the generic "is this execution past change X" check for every change ID above, not
 // only the two "hardening" batches it was first written for (its name is kept so as not to churn

@@ -35,7 +35,7 @@ func accessWorkspace(t *testing.T) *slackWorkspace {
 	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
 	alice := slack.New("xoxp-alice", slack.OptionAPIURL(base))
 	w := &slackWorkspace{base: base, srv: srv, alice: alice, now: testNow}
-	w.r = newTestSlack(t, tools.Deps{Admins: []string{"UBOSS"}, Slack: func(team string) tools.SlackAPI {
+	w.r = newTestSlack(t, testDeps{Admins: []string{"UBOSS"}, Slack: func(team string) tools.SlackAPI {
 		if team != testTeam {
 			return nil
 		}

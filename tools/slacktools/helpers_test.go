@@ -18,9 +18,16 @@ const testTeam = "TTEST"
 // testNow is the access rule's clock in the tests that do not move it.
 var testNow = time.Date(2026, 5, 1, 18, 3, 22, 0, time.UTC)
 
+// testDeps are what a test gives the Slack tools.
+type testDeps struct {
+	Slack     func(team string) tools.SlackAPI
+	SlackUser func(team string) tools.SlackSearchAPI
+	Admins    []string
+}
+
 // newTestSlack returns the Slack tools over d (its Slack, SlackUser and Admins), with the access
 // rule's clock at *now when now is not nil.
-func newTestSlack(tb testing.TB, d tools.Deps, now *time.Time) *Slack {
+func newTestSlack(tb testing.TB, d testDeps, now *time.Time) *Slack {
 	tb.Helper()
 	clock := time.Now
 	if now != nil {
@@ -118,7 +125,7 @@ func wantTransient(tb testing.TB, err error) *tools.TransientError {
 // Run runs a call through a Runner bound to d, as the worker does.
 func (d *Slack) Run(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	// The tools still declared in package tools itself (linked with it) need their domain too.
-	runner, err := tools.NewRunner(zerolog.Nop(), []any{d, tools.NewRegistry(tools.Deps{Log: zerolog.Nop()})})
+	runner, err := tools.NewRunner(zerolog.Nop(), []any{d})
 	if err != nil {
 		return tools.Output{}, err
 	}

@@ -39,7 +39,7 @@ func newSlackWorkspace(t *testing.T) *slackWorkspace {
 	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
 	alice := slack.New("xoxp-alice", slack.OptionAPIURL(base))
 	w := &slackWorkspace{base: base, srv: srv, alice: alice, now: testNow}
-	w.r = newTestSlack(t, tools.Deps{Slack: func(team string) tools.SlackAPI {
+	w.r = newTestSlack(t, testDeps{Slack: func(team string) tools.SlackAPI {
 		if team != testTeam {
 			return nil
 		}
@@ -131,7 +131,7 @@ func TestSlackErrors(t *testing.T) {
 	}
 
 	t.Run("no Slack for the team", func(t *testing.T) {
-		r := newTestSlack(t, tools.Deps{}, nil)
+		r := newTestSlack(t, testDeps{}, nil)
 		for _, tool := range []string{tools.GetChannelHistory, tools.ListSlackChannels, tools.GetThread, tools.PostMessage} {
 			out := mustRun(t, r, tool, argsFor(tool))
 			wantToolError(t, out, "Slack is not connected")

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lucy-agent/lucy/sandbox"
+	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/documents"
@@ -317,25 +318,25 @@ func TestArgValidation(t *testing.T) {
 		{tools.GenerateCSV, `{"filename": "a.csv", "rows": [["a", 1]]}`, []string{`"rows[0][1]" must be a string (got the number 1)`}},
 		{tools.GenerateCSV, `{"filename": "a.csv", "rows": [[]]}`, []string{"every row is empty"}},
 		{tools.GenerateCSV, `{"filename": "/tmp/a.csv", "rows": [["a"]]}`, []string{"absolute path"}},
-		{tools.CreateCron, `{"name":"x","schedule":"0 9 * * *"}`, []string{`missing required field "instruction"`}},
-		{tools.CreateCron, `{"name":"!!!","schedule":"0 9 * * *","instruction":"x"}`, []string{"not a usable name"}},
-		{tools.CreateCron, `{"name":"x","schedule":"every day","instruction":"x"}`, []string{"a cron expression has 5"}},
-		{tools.CreateCron, `{"name":"x","schedule":"0 9 * * *","instruction":"x","in_this_thread":"yes"}`, []string{`"in_this_thread" must be true or false`}},
-		{tools.ListCrons, `{"all": true}`, []string{`"all"`}},
-		{tools.ModifyCron, `{"name":"x"}`, []string{"at least 2"}},
-		{tools.DeleteCron, `{}`, []string{`missing required field "name"`}},
-		{tools.TriggerCron, `{"name": 3}`, []string{`"name" must be a string`}},
-		{tools.PauseCron, `{"name":"x","reason":7}`, []string{`"reason" must be a string`}},
-		{tools.ResumeCron, `{"name":""}`, []string{`"name" must not be empty`}},
+		{schedules.CreateCron, `{"name":"x","schedule":"0 9 * * *"}`, []string{`missing required field "instruction"`}},
+		{schedules.CreateCron, `{"name":"!!!","schedule":"0 9 * * *","instruction":"x"}`, []string{"not a usable name"}},
+		{schedules.CreateCron, `{"name":"x","schedule":"every day","instruction":"x"}`, []string{"a cron expression has 5"}},
+		{schedules.CreateCron, `{"name":"x","schedule":"0 9 * * *","instruction":"x","in_this_thread":"yes"}`, []string{`"in_this_thread" must be true or false`}},
+		{schedules.ListCrons, `{"all": true}`, []string{`"all"`}},
+		{schedules.ModifyCron, `{"name":"x"}`, []string{"at least 2"}},
+		{schedules.DeleteCron, `{}`, []string{`missing required field "name"`}},
+		{schedules.TriggerCron, `{"name": 3}`, []string{`"name" must be a string`}},
+		{schedules.PauseCron, `{"name":"x","reason":7}`, []string{`"reason" must be a string`}},
+		{schedules.ResumeCron, `{"name":""}`, []string{`"name" must not be empty`}},
 		{documents.GenerateExcel, `{"filename": "a.xlsx"}`, []string{`missing required field "sheets"`}},
 		{documents.GeneratePDF, `{"markdown": "x"}`, []string{`missing required field "filename"`}},
 		{documents.GenerateChart, `{"filename": "c.png", "type": "bar", "labels": ["a"], "series": [{"values": [1]}]}`, []string{`missing the field "name"`}},
 		{tools.WebSearch, `{"query": "x", "count": 11}`, []string{`"count" must be at most 10`}},
 		{tools.SearchSlackHistory, `{}`, []string{`missing required field "query"`}},
-		{tools.CreateHeartbeat, `{"name": "x", "kind": "http"}`, []string{`missing required field "url"`}},
-		{tools.ListHeartbeats, `{"x": 1}`, []string{`"x"`}},
-		{tools.DeleteHeartbeat, `{}`, []string{`missing required field "name"`}},
-		{tools.CheckHeartbeat, `{"name": "x", "kind": "http"}`, []string{`"kind"`}},
+		{schedules.CreateHeartbeat, `{"name": "x", "kind": "http"}`, []string{`missing required field "url"`}},
+		{schedules.ListHeartbeats, `{"x": 1}`, []string{`"x"`}},
+		{schedules.DeleteHeartbeat, `{}`, []string{`missing required field "name"`}},
+		{schedules.CheckHeartbeat, `{"name": "x", "kind": "http"}`, []string{`"kind"`}},
 		{tools.RunScript, `{}`, []string{`missing required field "code"`}},
 		{subagents.DelegateResearch, `{}`, []string{`missing required field "task"`}},
 		{subagents.DelegateCode, `{"task": ""}`, []string{`"task" must not be empty`}},

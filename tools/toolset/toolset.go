@@ -6,9 +6,13 @@ package toolset
 
 import (
 	"fmt"
+	"net/http"
+	"strings"
 
 	// The delegation tools are declared by the sub-agents' package; the workflow runs them, and the
 	// model is described them through this worker's catalogue.
+	"github.com/lucy-agent/lucy/sandbox"
+	"github.com/lucy-agent/lucy/schedules"
 	_ "github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	_ "github.com/lucy-agent/lucy/tools/builtin" // the tools the workflow runs: declared, no domain
@@ -20,34 +24,81 @@ import (
 	"github.com/lucy-agent/lucy/tools/slacktools"
 	"github.com/lucy-agent/lucy/tools/web"
 	"github.com/lucy-agent/lucy/workspace"
+	"github.com/rs/zerolog"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 )
 
 // Deps are the clients and settings of every domain; the worker builds them, tests pass fakes.
-type Deps = tools.Deps
+type Deps struct {
+	// Slack returns the client for a team; nil (or a nil result) means Slack is not available.
+	Slack func(team string) tools.SlackAPI
+	// HTTP is the client for lucy_web_fetch. Nil means a client that also checks, at dial time, that it
+	// connects to no private address (so DNS rebinding cannot reach one). A client given here gets the
+	// redirect checks, and the address checks before each request.
+	HTTP *http.Client
+	// DataDir is the root of local files: workspace files live under DataDir/workspaces/<team>/
+	// unless Workspace is set.
+	DataDir string
+	// Workspace is where the teams' workspace files live (LUCY_WORKSPACE_STORE); nil means the
+	// local folder under DataDir.
+	Workspace workspace.Store
+	Log       zerolog.Logger
+	// AllowPrivateNetworks lets lucy_web_fetch reach loopback, private, link-local and reserved
+	// addresses. Tests set it to fetch from httptest; production leaves it false so that the model
+	// cannot probe the internal network or a cloud metadata endpoint.
+	AllowPrivateNetworks bool
+	// Schedules manages Temporal Schedules (recurring jobs and monitors); nil means this process
+	// cannot, and those tools say so.
+	Schedules client.ScheduleClient
+	// DataConverter decodes what schedules hold (a job's input, its memo); it must be the Temporal
+	// client's. nil means the SDK's default.
+	DataConverter converter.DataConverter
+	// Sandbox is the command that runs lucy_run_script's child process; zero means this executable
+	// (which must run sandbox.Main when sandbox.EnvChild is set, as cmd/lucy and the tests do).
+	Sandbox sandbox.Command
+	// ScriptLimits bound each script; zero means sandbox.DefaultLimits (LUCY_SCRIPT_*).
+	ScriptLimits sandbox.Limits
+	// Search is lucy_web_search's provider (LUCY_SEARCH_*); zero means not configured.
+	Search web.SearchConfig
+	// SlackUser returns a client with a user token (xoxp-, SLACK_USER_TOKEN) for a team, which
+	// search.messages needs; nil (or a nil result) means only the bot token exists.
+	SlackUser func(team string) tools.SlackSearchAPI
+	// Admins are the Slack user IDs that may manage anyone's jobs and monitors (LUCY_ADMIN_USERS).
+	Admins []string
+	// ScheduleLimits bound the jobs and monitors of a workspace and a person, and how often they
+	// fire (LUCY_MAX_JOBS_PER_*, LUCY_MAX_MONITORS_PER_*, LUCY_MIN_*_INTERVAL); zero fields mean
+	// schedules.DefaultScheduleLimits.
+	ScheduleLimits schedules.ScheduleLimits
+}
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
 // other activities (a job's or a monitor's firing) need them.
 type Set struct {
 	Runner *tools.Runner
 	// Schedules answers a job's or monitor's firing: access, the monitor's check, its state.
-	Schedules *tools.Registry
+	Schedules *schedules.Manager
 }
 
 // New builds every domain from d and binds their tools; sources are the run-time tool sources (a
 // team's MCP servers, OpenAPI services). A tool left without its domain is a wiring mistake of this
 // package, caught by its tests, so New panics on it rather than start a worker that fails calls.
 func New(d Deps, sources ...tools.Source) *Set {
-	legacy := tools.NewRegistry(d)
 	ws := files.New(workspaceStore(d), filesSlack(d.Slack))
 	access := slackaccess.New(d.Admins, slacktools.AccessAPI(d.Slack), nil)
 	slack := slacktools.New(d.Slack, d.SlackUser, access)
 	fetcher := web.New(d.HTTP, d.AllowPrivateNetworks, d.Search)
-	domains := []any{legacy, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher}
+	sched := schedules.New(schedules.Deps{Schedules: d.Schedules, DataConverter: d.DataConverter, Admins: d.Admins,
+		ScheduleLimits: d.ScheduleLimits, Slack: slack, Web: fetcher})
+	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched}
 	r, err := tools.NewRunner(d.Log, domains, sources...)
+	if err == nil && len(r.Unbound()) > 0 {
+		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
+	}
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
-	return &Set{Runner: r, Schedules: legacy}
+	return &Set{Runner: r, Schedules: sched}
 }
 
 // workspaceStore is Deps.Workspace, or the local folder under Deps.DataDir; nil without either.

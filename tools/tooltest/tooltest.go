@@ -27,12 +27,10 @@ type Caller interface {
 	Run(ctx context.Context, inv tools.Invocation) (tools.Output, error)
 }
 
-// Runner binds every linked tool to the given domains. The tools still declared in package tools
-// are bound to a *tools.Registry without dependencies, so that the Runner accepts the wiring.
+// Runner binds the linked tools to the given domains; the tools of other domains stay unbound.
 func Runner(tb testing.TB, domains ...any) *tools.Runner {
 	tb.Helper()
-	legacy := tools.NewRegistry(tools.Deps{Log: zerolog.Nop()})
-	r, err := tools.NewRunner(zerolog.Nop(), append(domains, legacy))
+	r, err := tools.NewRunner(zerolog.Nop(), domains)
 	if err != nil {
 		tb.Fatal(err)
 	}

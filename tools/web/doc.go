@@ -27,7 +27,7 @@ type Fetcher struct {
 	http         *http.Client // for URLs the model chose: tools.NewFetchClient
 	allowPrivate bool
 	fetchTimeout time.Duration // 20 s; tests shorten it
-	search       tools.SearchConfig
+	search       SearchConfig
 	// searchHTTP reaches the operator's search provider (not a URL the model chose, so no private
 	// address checks).
 	searchHTTP *http.Client
@@ -38,7 +38,7 @@ type Fetcher struct {
 // a client given here gets the redirect checks, and the address checks before each request.
 // allowPrivate lets lucy_web_fetch reach private addresses (tests that fetch from httptest); search
 // is lucy_web_search's provider (zero means not configured).
-func New(given *http.Client, allowPrivate bool, search tools.SearchConfig) *Fetcher {
+func New(given *http.Client, allowPrivate bool, search SearchConfig) *Fetcher {
 	return &Fetcher{
 		http:         tools.NewFetchClient(given, allowPrivate),
 		allowPrivate: allowPrivate,

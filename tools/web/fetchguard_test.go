@@ -47,7 +47,7 @@ func TestLinkSource(t *testing.T) {
 // with the request's Guard fetches; a link the run has seen is fetched without approval.
 func TestWebFetchHoldsDataURLs(t *testing.T) {
 	srv, hits := webServer(t)
-	r := newTestFetcher(t, tools.Deps{AllowPrivateNetworks: true})
+	r := newTestFetcher(t, testDeps{AllowPrivateNetworks: true})
 	blob := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("alice: the launch moves to May 3rd. ", 40)))[:1500]
 	target := srv.URL + "/plain?d=" + url.QueryEscape(blob)
 	call := func(inv tools.Invocation) (tools.Output, error) {

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,15 @@ import (
 
 const testTeam = "TTEST"
 
-// newTestFetcher returns the web tools over d (its HTTP, AllowPrivateNetworks and Search).
-func newTestFetcher(tb testing.TB, d tools.Deps) *Fetcher {
+// testDeps are what a test gives the web tools.
+type testDeps struct {
+	HTTP                 *http.Client
+	AllowPrivateNetworks bool
+	Search               SearchConfig
+}
+
+// newTestFetcher returns the web tools over d.
+func newTestFetcher(tb testing.TB, d testDeps) *Fetcher {
 	tb.Helper()
 	return New(d.HTTP, d.AllowPrivateNetworks, d.Search)
 }
@@ -109,7 +117,7 @@ func wantTransient(tb testing.TB, err error) *tools.TransientError {
 // Run runs a call through a Runner bound to d, as the worker does.
 func (d *Fetcher) Run(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	// The tools still declared in package tools itself (linked with it) need their domain too.
-	runner, err := tools.NewRunner(zerolog.Nop(), []any{d, tools.NewRegistry(tools.Deps{Log: zerolog.Nop()})})
+	runner, err := tools.NewRunner(zerolog.Nop(), []any{d})
 	if err != nil {
 		return tools.Output{}, err
 	}

@@ -16,6 +16,17 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 )
 
+// SearchConfig is how lucy_web_search reaches its provider; a zero Provider means web search is
+// not configured.
+type SearchConfig struct {
+	Provider string
+	APIKey   string
+	// Model is the online model (openrouter, perplexity).
+	Model string
+	// BaseURL overrides the provider's endpoint (a proxy, a self-hosted gateway, tests).
+	BaseURL string
+}
+
 // Search providers (LUCY_SEARCH_PROVIDER).
 const (
 	SearchOpenRouter = "openrouter"
@@ -214,7 +225,7 @@ func errorText(body []byte) string {
 	return tools.Truncate(strings.Join(strings.Fields(s), " "), 200)
 }
 
-func (f *Fetcher) searchOnlineModel(ctx context.Context, cfg tools.SearchConfig, base string, args webSearchArgs) (string, []searchResult, error) {
+func (f *Fetcher) searchOnlineModel(ctx context.Context, cfg SearchConfig, base string, args webSearchArgs) (string, []searchResult, error) {
 	model := cfg.Model
 	if model == "" {
 		model = DefaultSearchModel[cfg.Provider]
@@ -283,7 +294,7 @@ func (f *Fetcher) searchOnlineModel(ctx context.Context, cfg tools.SearchConfig,
 	return msg.Content, results, nil
 }
 
-func (f *Fetcher) searchBrave(ctx context.Context, cfg tools.SearchConfig, base string, args webSearchArgs) ([]searchResult, error) {
+func (f *Fetcher) searchBrave(ctx context.Context, cfg SearchConfig, base string, args webSearchArgs) ([]searchResult, error) {
 	q := url.Values{"q": {args.Query}, "count": {strconv.Itoa(args.Count)}}
 	req, err := http.NewRequest(http.MethodGet, base+"/web/search?"+q.Encode(), nil)
 	if err != nil {
@@ -311,7 +322,7 @@ func (f *Fetcher) searchBrave(ctx context.Context, cfg tools.SearchConfig, base 
 	return out, nil
 }
 
-func (f *Fetcher) searchTavily(ctx context.Context, cfg tools.SearchConfig, base string, args webSearchArgs) (string, []searchResult, error) {
+func (f *Fetcher) searchTavily(ctx context.Context, cfg SearchConfig, base string, args webSearchArgs) (string, []searchResult, error) {
 	body, _ := json.Marshal(map[string]any{"query": args.Query, "max_results": args.Count, "search_depth": "basic", "include_answer": true})
 	req, err := http.NewRequest(http.MethodPost, base+"/search", bytes.NewReader(body))
 	if err != nil {

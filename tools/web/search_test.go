@@ -92,7 +92,7 @@ func TestWebSearchProviders(t *testing.T) {
 				}
 				tt.check(t, r, body)
 			}, tt.reply)
-			r := newTestFetcher(t, tools.Deps{Search: tools.SearchConfig{Provider: tt.provider, APIKey: "key-1", BaseURL: srv.URL}})
+			r := newTestFetcher(t, testDeps{Search: SearchConfig{Provider: tt.provider, APIKey: "key-1", BaseURL: srv.URL}})
 			out := mustRun(t, r, tools.WebSearch, `{"query": "acme pricing", "count": 2}`)
 			wantOK(t, out, tt.want...)
 		})
@@ -100,17 +100,17 @@ func TestWebSearchProviders(t *testing.T) {
 }
 
 func TestWebSearchFailures(t *testing.T) {
-	r := newTestFetcher(t, tools.Deps{})
+	r := newTestFetcher(t, testDeps{})
 	out := mustRun(t, r, tools.WebSearch, `{"query": "x"}`)
 	wantToolError(t, out, "web search is not configured", "LUCY_SEARCH_PROVIDER")
 
 	srv := searchProvider(t, http.StatusUnauthorized, nil, `{"error":{"message":"Invalid API key","code":401}}`)
-	r = newTestFetcher(t, tools.Deps{Search: tools.SearchConfig{Provider: SearchOpenRouter, APIKey: "bad", BaseURL: srv.URL}})
+	r = newTestFetcher(t, testDeps{Search: SearchConfig{Provider: SearchOpenRouter, APIKey: "bad", BaseURL: srv.URL}})
 	out = mustRun(t, r, tools.WebSearch, `{"query": "x"}`)
 	wantToolError(t, out, "refused the request (HTTP 401: Invalid API key)", "LUCY_SEARCH_API_KEY")
 
 	srv = searchProvider(t, http.StatusTooManyRequests, nil, `{"detail":{"error":"rate limited"}}`)
-	r = newTestFetcher(t, tools.Deps{Search: tools.SearchConfig{Provider: SearchTavily, APIKey: "k", BaseURL: srv.URL}})
+	r = newTestFetcher(t, testDeps{Search: SearchConfig{Provider: SearchTavily, APIKey: "k", BaseURL: srv.URL}})
 	_, err := run(t, r, tools.WebSearch, `{"query": "x"}`)
 	te := wantTransient(t, err)
 	if te.RetryAfter != 4*time.Second {
@@ -118,7 +118,7 @@ func TestWebSearchFailures(t *testing.T) {
 	}
 
 	srv = searchProvider(t, http.StatusBadGateway, nil, `<html>bad gateway</html>`)
-	r = newTestFetcher(t, tools.Deps{Search: tools.SearchConfig{Provider: SearchBrave, APIKey: "k", BaseURL: srv.URL}})
+	r = newTestFetcher(t, testDeps{Search: SearchConfig{Provider: SearchBrave, APIKey: "k", BaseURL: srv.URL}})
 	_, err = run(t, r, tools.WebSearch, `{"query": "x"}`)
 	wantTransient(t, err)
 

@@ -103,7 +103,7 @@ func webServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 
 func TestWebFetch(t *testing.T) {
 	srv, _ := webServer(t)
-	r := newTestFetcher(t, tools.Deps{AllowPrivateNetworks: true})
+	r := newTestFetcher(t, testDeps{AllowPrivateNetworks: true})
 	fetch := func(path string, extra ...string) (tools.Output, error) {
 		args := fmt.Sprintf(`{"url": %q%s}`, srv.URL+path, strings.Join(extra, ""))
 		return run(t, r, tools.WebFetch, args)
@@ -192,7 +192,7 @@ func TestWebFetch(t *testing.T) {
 // ask the person for; the refusal never repeats the secret.
 func TestWebFetchRefusesCredentials(t *testing.T) {
 	srv, hits := webServer(t)
-	r := newTestFetcher(t, tools.Deps{AllowPrivateNetworks: true})
+	r := newTestFetcher(t, testDeps{AllowPrivateNetworks: true})
 	withUser, _ := url.Parse(srv.URL + "/plain")
 	withUser.User = url.UserPassword("me", "hunter2")
 	tests := []struct{ name, url, want string }{
@@ -227,7 +227,7 @@ func TestWebFetchRefusesCredentials(t *testing.T) {
 
 func TestWebFetchTimeout(t *testing.T) {
 	srv, _ := webServer(t)
-	r := newTestFetcher(t, tools.Deps{AllowPrivateNetworks: true})
+	r := newTestFetcher(t, testDeps{AllowPrivateNetworks: true})
 	r.fetchTimeout = 50 * time.Millisecond
 	_, err := run(t, r, tools.WebFetch, fmt.Sprintf(`{"url": %q}`, srv.URL+"/slow"))
 	te := wantTransient(t, err)
@@ -250,14 +250,14 @@ func TestWebFetchConnectionRefused(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	r := newTestFetcher(t, tools.Deps{AllowPrivateNetworks: true})
+	r := newTestFetcher(t, testDeps{AllowPrivateNetworks: true})
 	_, err = run(t, r, tools.WebFetch, fmt.Sprintf(`{"url": "http://%s/"}`, addr))
 	wantTransient(t, err)
 }
 
 func TestWebFetchRefusesPrivateAddresses(t *testing.T) {
 	srv, hits := webServer(t)
-	r := newTestFetcher(t, tools.Deps{}) // production default
+	r := newTestFetcher(t, testDeps{}) // production default
 	for _, u := range []string{
 		srv.URL + "/page",
 		"http://localhost:1/",
@@ -312,7 +312,7 @@ func TestWebFetchRefusesRedirectToPrivateAddress(t *testing.T) {
 			return dialer.DialContext(ctx, network, addr)
 		},
 	}}
-	r := newTestFetcher(t, tools.Deps{HTTP: client})
+	r := newTestFetcher(t, testDeps{HTTP: client})
 	out, err := run(t, r, tools.WebFetch, `{"url": "http://93.184.216.34/start"}`)
 	if err == nil && !out.IsError {
 		t.Fatalf("the redirect to a private address was followed: %+v", out)

@@ -1,4 +1,4 @@
-package tools
+package schedules
 
 import (
 	"context"
@@ -16,10 +16,12 @@ import (
 
 	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workflows"
 )
 
 // Recurring jobs: each is a Temporal Schedule with ID
-// cron:{team}:{slug} whose firings start a scheduled_job workflow (workflows/scheduled_job.go) with
+// cron:{team}:{slug} whose firings start a scheduled_job workflow (scheduled_job.go) with
 // a JobSpec. The workflow hands the instruction to the agent loop through the lane of the thread it
 // posts in, so "cancel that" and "what are you working on?" reach a firing like any request.
 
@@ -86,96 +88,93 @@ func (j JobSpec) DisplayName() string {
 	return "scheduled job"
 }
 
-func cronNameProp() prop {
-	return strProp("name", "The job's name, e.g. \"weekly sales report\" (its ID is derived from it; use list to see them).", 1, 80)
+func cronNameProp() tools.Prop {
+	return tools.StrProp("name", "The job's name, e.g. \"weekly sales report\" (its ID is derived from it; use list to see them).", 1, 80)
 }
 
-var cronTools = []entry{
-	{
-		spec: Spec{
-			Name: CreateCron,
-			Description: "Create a recurring job: at each time of a schedule, Lucy carries out the instruction on her own and " +
-				"posts the result in a channel. Turn the person's words into a 5-field cron expression (minute hour " +
-				"day-of-month month day-of-week) in their time zone: \"every weekday at 9am\" is \"0 9 * * 1-5\", \"every Monday " +
-				"at 8:30\" is \"30 8 * * 1\", \"first of the month at noon\" is \"0 12 1 * *\". The result shows the next " +
-				"three runs: check them against what was asked. A person must approve the job first: the approval shows the " +
-				"whole instruction, the schedule and the channel. A schedule that runs more often than the operator's minimum " +
-				"(15 minutes unless set otherwise) is refused, and so is a job beyond the workspace's or the person's limit.",
-			Human: "creating a scheduled task",
-		},
-		required: []string{"name", "schedule", "instruction"},
-		props: func() []prop {
-			return []prop{
-				cronNameProp(),
-				strProp("schedule", "A 5-field cron expression, or @daily, @weekly, @monthly, @hourly.", 1, 100),
-				strProp("instruction", "What to do at each run, written as a request to Lucy, self-contained (she "+
-					"will not see this conversation then).", 1, MaxInstructionChars),
-				strProp("timezone", "IANA time zone of the schedule; default: the person's time zone in Slack.", 0, 64),
-				strProp("channel", "Where to post the results (ID or #name); default: this conversation's channel.", 0, 200),
-				prop{"in_this_thread", map[string]any{"type": "boolean",
-					"description": "Post every run in this thread instead of a new thread each time (default false)."}},
-			}
-		},
-		run: (*Registry).createCron,
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: CreateCron,
+		Description: "Create a recurring job: at each time of a schedule, Lucy carries out the instruction on her own and " +
+			"posts the result in a channel. Turn the person's words into a 5-field cron expression (minute hour " +
+			"day-of-month month day-of-week) in their time zone: \"every weekday at 9am\" is \"0 9 * * 1-5\", \"every Monday " +
+			"at 8:30\" is \"30 8 * * 1\", \"first of the month at noon\" is \"0 12 1 * *\". The result shows the next " +
+			"three runs: check them against what was asked. A person must approve the job first: the approval shows the " +
+			"whole instruction, the schedule and the channel. A schedule that runs more often than the operator's minimum " +
+			"(15 minutes unless set otherwise) is refused, and so is a job beyond the workspace's or the person's limit.",
+		Human: "creating a scheduled task",
 	},
-	{
-		spec:  Spec{Name: ListCrons, Description: "List the workspace's recurring jobs with their schedule, next run, state and creator.", Idempotent: true, Human: "checking your scheduled tasks"},
-		props: func() []prop { return nil },
-		run:   (*Registry).listCrons,
+	Required: []string{"name", "schedule", "instruction"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			cronNameProp(),
+			tools.StrProp("schedule", "A 5-field cron expression, or @daily, @weekly, @monthly, @hourly.", 1, 100),
+			tools.StrProp("instruction", "What to do at each run, written as a request to Lucy, self-contained (she "+
+				"will not see this conversation then).", 1, MaxInstructionChars),
+			tools.StrProp("timezone", "IANA time zone of the schedule; default: the person's time zone in Slack.", 0, 64),
+			tools.StrProp("channel", "Where to post the results (ID or #name); default: this conversation's channel.", 0, 200),
+			tools.Prop{Name: "in_this_thread", Schema: map[string]any{"type": "boolean",
+				"description": "Post every run in this thread instead of a new thread each time (default false)."}},
+		}
 	},
-	{
-		spec: Spec{
-			Name: ModifyCron,
-			Description: "Change a recurring job's schedule, instruction, time zone or channel. Only its creator or an " +
-				"admin may, and a person must approve the change first. Give only what changes.",
-			Human: "updating a scheduled task",
-		},
-		required: []string{"name"},
-		minProps: 2,
-		props: func() []prop {
-			return []prop{
-				cronNameProp(),
-				strProp("schedule", "The new 5-field cron expression.", 1, 100),
-				strProp("instruction", "The new instruction.", 1, MaxInstructionChars),
-				strProp("timezone", "The new IANA time zone.", 1, 64),
-				strProp("channel", "The new channel to post in (ID or #name).", 1, 200),
-			}
-		},
-		run: (*Registry).modifyCron,
+}, (*Manager).createCron)
+
+var _ = tools.Register(tools.Def{
+	Spec:  tools.Spec{Name: ListCrons, Description: "List the workspace's recurring jobs with their schedule, next run, state and creator.", Idempotent: true, Human: "checking your scheduled tasks"},
+	Props: func() []tools.Prop { return nil },
+}, (*Manager).listCrons)
+
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: ModifyCron,
+		Description: "Change a recurring job's schedule, instruction, time zone or channel. Only its creator or an " +
+			"admin may, and a person must approve the change first. Give only what changes.",
+		Human: "updating a scheduled task",
 	},
-	{
-		spec: Spec{
-			Name:        DeleteCron,
-			Description: "Delete a recurring job for good. Only its creator or an admin may; a person must approve it first.",
-			Destructive: true,
-			Human:       "deleting a scheduled task",
-		},
-		required: []string{"name"},
-		props:    func() []prop { return []prop{cronNameProp()} },
-		approval: deleteCronApproval,
-		run:      (*Registry).deleteCron,
+	Required: []string{"name"},
+	MinProps: 2,
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			cronNameProp(),
+			tools.StrProp("schedule", "The new 5-field cron expression.", 1, 100),
+			tools.StrProp("instruction", "The new instruction.", 1, MaxInstructionChars),
+			tools.StrProp("timezone", "The new IANA time zone.", 1, 64),
+			tools.StrProp("channel", "The new channel to post in (ID or #name).", 1, 200),
+		}
 	},
-	{
-		spec:     Spec{Name: TriggerCron, Description: "Run a recurring job once now, besides its schedule. Only its creator or an admin may; a person must approve it first.", Human: "running a scheduled task"},
-		required: []string{"name"},
-		props:    func() []prop { return []prop{cronNameProp()} },
-		run:      (*Registry).triggerCron,
+}, (*Manager).modifyCron)
+
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name:        DeleteCron,
+		Description: "Delete a recurring job for good. Only its creator or an admin may; a person must approve it first.",
+		Destructive: true,
+		Human:       "deleting a scheduled task",
 	},
-	{
-		spec:     Spec{Name: PauseCron, Description: "Pause a recurring job: it stops running until resumed. Only its creator or an admin may.", Human: "pausing a scheduled task"},
-		required: []string{"name"},
-		props: func() []prop {
-			return []prop{cronNameProp(), strProp("reason", "Why, shown in the job's state.", 0, 200)}
-		},
-		run: (*Registry).pauseCron,
+	Required: []string{"name"},
+	Props:    func() []tools.Prop { return []tools.Prop{cronNameProp()} },
+	Approval: deleteCronApproval,
+}, (*Manager).deleteCron)
+
+var _ = tools.Register(tools.Def{
+	Spec:     tools.Spec{Name: TriggerCron, Description: "Run a recurring job once now, besides its schedule. Only its creator or an admin may; a person must approve it first.", Human: "running a scheduled task"},
+	Required: []string{"name"},
+	Props:    func() []tools.Prop { return []tools.Prop{cronNameProp()} },
+}, (*Manager).triggerCron)
+
+var _ = tools.Register(tools.Def{
+	Spec:     tools.Spec{Name: PauseCron, Description: "Pause a recurring job: it stops running until resumed. Only its creator or an admin may.", Human: "pausing a scheduled task"},
+	Required: []string{"name"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{cronNameProp(), tools.StrProp("reason", "Why, shown in the job's state.", 0, 200)}
 	},
-	{
-		spec:     Spec{Name: ResumeCron, Description: "Resume a paused recurring job. Only its creator or an admin may; a person must approve it first.", Human: "resuming a scheduled task"},
-		required: []string{"name"},
-		props:    func() []prop { return []prop{cronNameProp()} },
-		run:      (*Registry).resumeCron,
-	},
-}
+}, (*Manager).pauseCron)
+
+var _ = tools.Register(tools.Def{
+	Spec:     tools.Spec{Name: ResumeCron, Description: "Resume a paused recurring job. Only its creator or an admin may; a person must approve it first.", Human: "resuming a scheduled task"},
+	Required: []string{"name"},
+	Props:    func() []tools.Prop { return []tools.Prop{cronNameProp()} },
+}, (*Manager).resumeCron)
 
 type createCronArgs struct {
 	Name         string `json:"name"`
@@ -186,27 +185,27 @@ type createCronArgs struct {
 	InThisThread bool   `json:"in_this_thread"`
 }
 
-func (r *Registry) createCron(ctx context.Context, inv Invocation) (Output, error) {
+func (m *Manager) createCron(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args createCronArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
 	slug, err := slugArg(CreateCron, "", args.Name)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
 	tz := strings.TrimSpace(args.Timezone)
 	if tz == "" {
-		tz = r.userTZ(ctx, inv.Team, inv.User)
+		tz = m.userTZ(ctx, inv.Team, inv.User)
 	}
 	next, err := parseCron(CreateCron, args.Schedule, tz)
 	if err != nil {
-		return Output{}, err
+		return tools.Output{}, err
 	}
-	if err := checkCronInterval(CreateCron, args.Schedule, tz, r.limits().MinJobInterval); err != nil {
-		return Output{}, err
+	if err := checkCronInterval(CreateCron, args.Schedule, tz, m.limits().MinJobInterval); err != nil {
+		return tools.Output{}, err
 	}
-	api, out := r.schedulesAPI(CreateCron)
+	api, out := m.schedulesAPI(CreateCron)
 	if out != nil {
 		return *out, nil
 	}
@@ -216,7 +215,7 @@ func (r *Registry) createCron(ctx context.Context, inv Invocation) (Output, erro
 	} else if args.InThisThread {
 		thread = inv.ThreadTS
 	}
-	channel, out, err = r.checkPostable(ctx, CreateCron, inv.Team, inv.User, inv.Channel, channel)
+	channel, out, err = m.checkPostable(ctx, CreateCron, inv.Team, inv.User, inv.Channel, channel)
 	if err != nil || out != nil {
 		return deref(out), err
 	}
@@ -224,12 +223,12 @@ func (r *Registry) createCron(ctx context.Context, inv Invocation) (Output, erro
 		Creator: inv.User, Instruction: strings.TrimSpace(args.Instruction), Cron: strings.TrimSpace(args.Schedule), TZ: tz}
 	id := scheduleID(cronPrefix, inv.Team, slug)
 	// Refuse before asking: a job of that name, or one job too many, would fail after the approval.
-	if out, err := r.refuseExisting(ctx, api, CreateCron, id, "a job named %q already exists (%s). Pick another name, "+
+	if out, err := m.refuseExisting(ctx, api, CreateCron, id, "a job named %q already exists (%s). Pick another name, "+
 		"or change that one with "+ModifyCron+".", job.Name); err != nil || out != nil {
 		return deref(out), err
 	}
-	l := r.limits()
-	if out, err := r.checkQuota(ctx, api, CreateCron, jobQuota, inv.Team, inv.User, l.JobsPerTeam, l.JobsPerUser); err != nil || out != nil {
+	l := m.limits()
+	if out, err := m.checkQuota(ctx, api, CreateCron, jobQuota, inv.Team, inv.User, l.JobsPerTeam, l.JobsPerUser); err != nil || out != nil {
 		return deref(out), err
 	}
 	guard := specGuard(struct {
@@ -253,26 +252,26 @@ func (r *Registry) createCron(ctx context.Context, inv Invocation) (Output, erro
 		Memo: map[string]any{"creator": job.Creator, "name": job.Name},
 	})
 	if isAlreadyExists(err) {
-		return Output{IsError: true, Content: fmt.Sprintf("Error: a job named %q already exists (%s). Pick another name, "+
+		return tools.Output{IsError: true, Content: fmt.Sprintf("Error: a job named %q already exists (%s). Pick another name, "+
 			"or change that one with %s.", job.Name, id, ModifyCron)}, nil
 	}
 	if err != nil {
-		return Output{}, r.scheduleFailed(CreateCron, err)
+		return tools.Output{}, m.scheduleFailed(CreateCron, err)
 	}
-	return Output{Content: fmt.Sprintf("Created the recurring job %q (%s): %s, time zone %s. It posts in %s. Next runs: %s.",
+	return tools.Output{Content: fmt.Sprintf("Created the recurring job %q (%s): %s, time zone %s. It posts in %s. Next runs: %s.",
 		job.Name, id, job.Cron, tz, jobWhere(job), fmtTimes(next))}, nil
 }
 
-// refuseExisting returns an error Output when the schedule id exists (format takes the name and id).
-func (r *Registry) refuseExisting(ctx context.Context, api client.ScheduleClient, tool, id, format, name string) (*Output, error) {
+// refuseExisting returns an error tools.Output when the schedule id exists (format takes the name and id).
+func (m *Manager) refuseExisting(ctx context.Context, api client.ScheduleClient, tool, id, format, name string) (*tools.Output, error) {
 	_, err := api.GetHandle(ctx, id).Describe(ctx)
 	switch {
 	case err == nil:
-		return &Output{IsError: true, Content: "Error: " + fmt.Sprintf(format, name, id)}, nil
+		return &tools.Output{IsError: true, Content: "Error: " + fmt.Sprintf(format, name, id)}, nil
 	case isNotFound(err):
 		return nil, nil
 	}
-	return nil, r.scheduleFailed(tool, err)
+	return nil, m.scheduleFailed(tool, err)
 }
 
 // jobWhere says where a job posts: "<#C…>, a new thread at each run" or "<#C…>, always in one thread".
@@ -309,7 +308,7 @@ func jobDetails(job JobSpec, schedule string, next []time.Time) string {
 // Each firing carries the job's workspace, channel and creator as search attributes (IDs only,
 // see package searchattr) and a one-line summary, so the Web UI lists "the firings of #ops".
 func jobAction(id string, job JobSpec) *client.ScheduleWorkflowAction {
-	return &client.ScheduleWorkflowAction{ID: id, Workflow: ScheduledJobWorkflow, Args: []any{job}, TaskQueue: TaskQueue, Memo: jobMemo(job),
+	return &client.ScheduleWorkflowAction{ID: id, Workflow: ScheduledJobWorkflow, Args: []any{job}, TaskQueue: workflows.TaskQueue, Memo: jobMemo(job),
 		TypedSearchAttributes: scheduleAttrs(job.Team, job.Channel, job.Creator),
 		StaticSummary:         slackwire.HeadEllipsis("Job "+job.DisplayName()+": "+oneLine(job.Instruction), 80)}
 }
@@ -339,15 +338,15 @@ func jobMemo(job JobSpec) map[string]any {
 		"cron": job.Cron, "tz": job.TZ, "instruction": slackwire.HeadEllipsis(job.Instruction, 500)}
 }
 
-func (r *Registry) dataConverter() converter.DataConverter {
-	if r.deps.DataConverter != nil {
-		return r.deps.DataConverter
+func (m *Manager) dataConverter() converter.DataConverter {
+	if m.deps.DataConverter != nil {
+		return m.deps.DataConverter
 	}
 	return converter.GetDefaultDataConverter()
 }
 
 // describeJob reads a job's schedule and its JobSpec. A missing job is an Output for the model.
-func (r *Registry) describeJob(ctx context.Context, api client.ScheduleClient, tool, team, name string) (client.ScheduleHandle, *client.ScheduleDescription, JobSpec, *Output, error) {
+func (m *Manager) describeJob(ctx context.Context, api client.ScheduleClient, tool, team, name string) (client.ScheduleHandle, *client.ScheduleDescription, JobSpec, *tools.Output, error) {
 	slug, err := slugArg(tool, "", name)
 	if err != nil {
 		return nil, nil, JobSpec{}, nil, err
@@ -356,22 +355,22 @@ func (r *Registry) describeJob(ctx context.Context, api client.ScheduleClient, t
 	h := api.GetHandle(ctx, id)
 	d, err := h.Describe(ctx)
 	if isNotFound(err) {
-		return nil, nil, JobSpec{}, &Output{IsError: true, Content: fmt.Sprintf("Error: there is no recurring job named %q (%s). "+
+		return nil, nil, JobSpec{}, &tools.Output{IsError: true, Content: fmt.Sprintf("Error: there is no recurring job named %q (%s). "+
 			"Use %s to see the jobs.", name, id, ListCrons)}, nil
 	}
 	if err != nil {
-		return nil, nil, JobSpec{}, nil, r.scheduleFailed(tool, err)
+		return nil, nil, JobSpec{}, nil, m.scheduleFailed(tool, err)
 	}
-	job, err := r.jobOf(d)
+	job, err := m.jobOf(d)
 	if err != nil {
-		return nil, nil, JobSpec{}, &Output{IsError: true, Content: fmt.Sprintf("Error: %s is not a job Lucy can read (%v); "+
+		return nil, nil, JobSpec{}, &tools.Output{IsError: true, Content: fmt.Sprintf("Error: %s is not a job Lucy can read (%v); "+
 			"an operator can fix or delete it in the Temporal Web UI's Schedules page.", id, err)}, nil
 	}
 	return h, d, job, nil, nil
 }
 
 // jobOf decodes the JobSpec of a schedule's action.
-func (r *Registry) jobOf(d *client.ScheduleDescription) (JobSpec, error) {
+func (m *Manager) jobOf(d *client.ScheduleDescription) (JobSpec, error) {
 	act, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction)
 	if !ok || len(act.Args) != 1 {
 		return JobSpec{}, fmt.Errorf("its action is not a scheduled_job with one argument")
@@ -381,33 +380,33 @@ func (r *Registry) jobOf(d *client.ScheduleDescription) (JobSpec, error) {
 		return JobSpec{}, fmt.Errorf("its argument is not a payload")
 	}
 	var job JobSpec
-	if err := r.dataConverter().FromPayload(p, &job); err != nil {
+	if err := m.dataConverter().FromPayload(p, &job); err != nil {
 		return JobSpec{}, err
 	}
 	return job, nil
 }
 
 // manageable checks that the person may act on the job: its creator or an admin.
-func (r *Registry) manageable(tool string, inv Invocation, job JobSpec) *Output {
-	if r.mayManage(inv.User, job.Creator) {
+func (m *Manager) manageable(tool string, inv tools.Invocation, job JobSpec) *tools.Output {
+	if m.mayManage(inv.User, job.Creator) {
 		return nil
 	}
 	verb := map[string]string{ModifyCron: "change", DeleteCron: "delete", TriggerCron: "run", PauseCron: "pause", ResumeCron: "resume"}[tool]
-	return &Output{IsError: true, Content: fmt.Sprintf("Error: only <@%s>, who created %q, or an admin may %s it. "+
+	return &tools.Output{IsError: true, Content: fmt.Sprintf("Error: only <@%s>, who created %q, or an admin may %s it. "+
 		"Nothing was changed.", job.Creator, job.DisplayName(), firstNonEmpty(verb, "change"))}
 }
 
-func (r *Registry) listCrons(ctx context.Context, inv Invocation) (Output, error) {
-	if err := DecodeArgs(inv, &struct{}{}); err != nil {
-		return Output{}, err
+func (m *Manager) listCrons(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+	if err := tools.DecodeArgs(inv, &struct{}{}); err != nil {
+		return tools.Output{}, err
 	}
-	api, out := r.schedulesAPI(ListCrons)
+	api, out := m.schedulesAPI(ListCrons)
 	if out != nil {
 		return *out, nil
 	}
 	entries, err := listSchedules(ctx, api, cronPrefix, inv.Team)
 	if err != nil {
-		return Output{}, r.scheduleFailed(ListCrons, err)
+		return tools.Output{}, m.scheduleFailed(ListCrons, err)
 	}
 	var b strings.Builder
 	n := 0
@@ -419,11 +418,11 @@ func (r *Registry) listCrons(ctx context.Context, inv Invocation) (Output, error
 			continue // deleted a moment ago
 		}
 		if err != nil {
-			return Output{}, r.scheduleFailed(ListCrons, err)
+			return tools.Output{}, m.scheduleFailed(ListCrons, err)
 		}
-		job, jerr := r.jobOf(d)
-		if ok, err := r.scheduleVisible(ctx, inv, job.Creator, job.Channel, jerr == nil); err != nil {
-			return slackFailed(ctx, ListCrons, err)
+		job, jerr := m.jobOf(d)
+		if ok, err := m.scheduleVisible(ctx, inv, job.Creator, job.Channel, jerr == nil); err != nil {
+			return m.slackFailed(ctx, ListCrons, err)
 		} else if !ok {
 			continue
 		}
@@ -464,19 +463,19 @@ func (r *Registry) listCrons(ctx context.Context, inv Invocation) (Output, error
 		fmt.Fprintf(&b, "\n  Instruction: %s\n", slackwire.HeadEllipsis(job.Instruction, 200))
 	}
 	if n == 0 {
-		return Output{Content: "There are no recurring jobs in this workspace that <@" + inv.User + "> may see (their own, " +
+		return tools.Output{Content: "There are no recurring jobs in this workspace that <@" + inv.User + "> may see (their own, " +
 			"and those of the channels they are in)."}, nil
 	}
-	return Output{Content: fmt.Sprintf("%d recurring job(s) that <@%s> may see (their own, and those of the channels they "+
+	return tools.Output{Content: fmt.Sprintf("%d recurring job(s) that <@%s> may see (their own, and those of the channels they "+
 		"are in):\n", n, inv.User) + b.String()}, nil
 }
 
 // memoStrings decodes the string fields of a schedule's memo.
-func (r *Registry) memoStrings(m *commonpb.Memo) map[string]string {
+func (m *Manager) memoStrings(memo *commonpb.Memo) map[string]string {
 	out := map[string]string{}
-	for k, p := range m.GetFields() {
+	for k, p := range memo.GetFields() {
 		var s string
-		if r.dataConverter().FromPayload(p, &s) == nil {
+		if m.dataConverter().FromPayload(p, &s) == nil {
 			out[k] = s
 		}
 	}
@@ -494,20 +493,20 @@ type modifyCronArgs struct {
 // errJobChanged aborts a modification whose job changed after it was approved.
 var errJobChanged = errors.New("the job changed after the approval")
 
-func (r *Registry) modifyCron(ctx context.Context, inv Invocation) (Output, error) {
+func (m *Manager) modifyCron(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args modifyCronArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
-	api, out := r.schedulesAPI(ModifyCron)
+	api, out := m.schedulesAPI(ModifyCron)
 	if out != nil {
 		return *out, nil
 	}
-	h, _, before, out, err := r.describeJob(ctx, api, ModifyCron, inv.Team, args.Name)
+	h, _, before, out, err := m.describeJob(ctx, api, ModifyCron, inv.Team, args.Name)
 	if err != nil || out != nil {
 		return deref(out), err
 	}
-	if out := r.manageable(ModifyCron, inv, before); out != nil {
+	if out := m.manageable(ModifyCron, inv, before); out != nil {
 		return *out, nil
 	}
 	job := before
@@ -523,25 +522,25 @@ func (r *Registry) modifyCron(ctx context.Context, inv Invocation) (Output, erro
 	var next []time.Time
 	if job.Cron != "" {
 		if next, err = parseCron(ModifyCron, job.Cron, job.TZ); err != nil {
-			return Output{}, err
+			return tools.Output{}, err
 		}
 		// Checked on every change, not only of the schedule: the job as saved keeps to today's limit.
-		if err := checkCronInterval(ModifyCron, job.Cron, job.TZ, r.limits().MinJobInterval); err != nil {
-			return Output{}, err
+		if err := checkCronInterval(ModifyCron, job.Cron, job.TZ, m.limits().MinJobInterval); err != nil {
+			return tools.Output{}, err
 		}
 	}
 	if args.Instruction != "" {
 		job.Instruction = strings.TrimSpace(args.Instruction)
 	}
 	if args.Channel != "" {
-		ch, out, err := r.checkPostable(ctx, ModifyCron, inv.Team, job.Creator, creatorsConversation(inv, job.Creator), args.Channel)
+		ch, out, err := m.checkPostable(ctx, ModifyCron, inv.Team, job.Creator, creatorsConversation(inv, job.Creator), args.Channel)
 		if err != nil || out != nil {
 			return deref(out), err
 		}
 		job.Channel, job.ThreadTS = ch, ""
 	}
 	if job == before {
-		return Output{Content: fmt.Sprintf("%q already is %s (%s), posting in <#%s>, with that instruction: nothing to change.",
+		return tools.Output{Content: fmt.Sprintf("%q already is %s (%s), posting in <#%s>, with that instruction: nothing to change.",
 			job.DisplayName(), job.Cron, job.TZ, job.Channel)}, nil
 	}
 	// The Guard covers the job as it was, too: an approval is for this change of that job.
@@ -557,7 +556,7 @@ func (r *Registry) modifyCron(ctx context.Context, inv Invocation) (Output, erro
 	err = h.Update(ctx, client.ScheduleUpdateOptions{DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
 		// The update is conditional on the schedule as read here: a change between the check above and
 		// now makes it fail instead of overwriting what nobody approved.
-		if now, err := r.jobOf(&in.Description); err != nil || now != before {
+		if now, err := m.jobOf(&in.Description); err != nil || now != before {
 			return nil, errJobChanged
 		}
 		s := in.Description.Schedule
@@ -578,16 +577,16 @@ func (r *Registry) modifyCron(ctx context.Context, inv Invocation) (Output, erro
 		// Without a Guard the call cannot pass as approved, so this recurses once.
 		again := inv
 		again.Guard = ""
-		return r.modifyCron(ctx, again)
+		return m.modifyCron(ctx, again)
 	}
 	if err != nil {
-		return Output{}, r.scheduleFailed(ModifyCron, err)
+		return tools.Output{}, m.scheduleFailed(ModifyCron, err)
 	}
 	msg := fmt.Sprintf("Updated %q: %s (%s), posts in <#%s>.", job.DisplayName(), job.Cron, job.TZ, job.Channel)
 	if len(next) > 0 {
 		msg += " Next runs: " + fmtTimes(next) + "."
 	}
-	return Output{Content: msg}, nil
+	return tools.Output{Content: msg}, nil
 }
 
 // jobChanges lists what a modification changes, old and new.
@@ -611,8 +610,8 @@ type cronNameArgs struct {
 	Reason string `json:"reason"`
 }
 
-func (r *Registry) deleteCron(ctx context.Context, inv Invocation) (Output, error) {
-	return r.onJob(ctx, inv, DeleteCron, true, func(h client.ScheduleHandle, job JobSpec, _ cronNameArgs) (string, error) {
+func (m *Manager) deleteCron(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+	return m.onJob(ctx, inv, DeleteCron, true, func(h client.ScheduleHandle, job JobSpec, _ cronNameArgs) (string, error) {
 		if err := h.Delete(ctx); err != nil && !isNotFound(err) {
 			return "", err
 		}
@@ -620,21 +619,21 @@ func (r *Registry) deleteCron(ctx context.Context, inv Invocation) (Output, erro
 	})
 }
 
-func (r *Registry) triggerCron(ctx context.Context, inv Invocation) (Output, error) {
+func (m *Manager) triggerCron(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args cronNameArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
-	api, out := r.schedulesAPI(TriggerCron)
+	api, out := m.schedulesAPI(TriggerCron)
 	if out != nil {
 		return *out, nil
 	}
-	h, _, job, out, err := r.describeJob(ctx, api, TriggerCron, inv.Team, args.Name)
+	h, _, job, out, err := m.describeJob(ctx, api, TriggerCron, inv.Team, args.Name)
 	if err != nil || out != nil {
 		return deref(out), err
 	}
 	// A run acts as the job's creator: only they, or an admin, may start one.
-	if out := r.manageable(TriggerCron, inv, job); out != nil {
+	if out := m.manageable(TriggerCron, inv, job); out != nil {
 		return *out, nil
 	}
 	guard := specGuard(struct {
@@ -648,13 +647,13 @@ func (r *Registry) triggerCron(ctx context.Context, inv Invocation) (Output, err
 	}
 	// Allow-all: a person asking for a run now gets one even if a scheduled run is under way.
 	if err := h.Trigger(ctx, client.ScheduleTriggerOptions{Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_ALLOW_ALL}); err != nil {
-		return Output{}, r.scheduleFailed(TriggerCron, err)
+		return tools.Output{}, m.scheduleFailed(TriggerCron, err)
 	}
-	return Output{Content: fmt.Sprintf("Started %q now; its result will be posted in <#%s>.", job.DisplayName(), job.Channel)}, nil
+	return tools.Output{Content: fmt.Sprintf("Started %q now; its result will be posted in <#%s>.", job.DisplayName(), job.Channel)}, nil
 }
 
-func (r *Registry) pauseCron(ctx context.Context, inv Invocation) (Output, error) {
-	return r.onJob(ctx, inv, PauseCron, true, func(h client.ScheduleHandle, job JobSpec, args cronNameArgs) (string, error) {
+func (m *Manager) pauseCron(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+	return m.onJob(ctx, inv, PauseCron, true, func(h client.ScheduleHandle, job JobSpec, args cronNameArgs) (string, error) {
 		note := "paused by " + inv.User
 		if args.Reason != "" {
 			note += ": " + args.Reason
@@ -666,33 +665,33 @@ func (r *Registry) pauseCron(ctx context.Context, inv Invocation) (Output, error
 	})
 }
 
-func (r *Registry) resumeCron(ctx context.Context, inv Invocation) (Output, error) {
+func (m *Manager) resumeCron(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args cronNameArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
-	api, out := r.schedulesAPI(ResumeCron)
+	api, out := m.schedulesAPI(ResumeCron)
 	if out != nil {
 		return *out, nil
 	}
-	h, d, job, out, err := r.describeJob(ctx, api, ResumeCron, inv.Team, args.Name)
+	h, d, job, out, err := m.describeJob(ctx, api, ResumeCron, inv.Team, args.Name)
 	if err != nil || out != nil {
 		return deref(out), err
 	}
-	if out := r.manageable(ResumeCron, inv, job); out != nil {
+	if out := m.manageable(ResumeCron, inv, job); out != nil {
 		return *out, nil
 	}
 	if d.Schedule.State == nil || !d.Schedule.State.Paused {
-		return Output{Content: fmt.Sprintf("%q is not paused: it runs on its schedule. Nothing to resume.", job.DisplayName())}, nil
+		return tools.Output{Content: fmt.Sprintf("%q is not paused: it runs on its schedule. Nothing to resume.", job.DisplayName())}, nil
 	}
 	var next []time.Time
 	if job.Cron != "" {
 		tz := firstNonEmpty(job.TZ, "UTC")
 		if next, err = parseCron(ResumeCron, job.Cron, tz); err != nil {
-			return Output{}, err
+			return tools.Output{}, err
 		}
-		if err := checkCronInterval(ResumeCron, job.Cron, tz, r.limits().MinJobInterval); err != nil {
-			return Output{}, err
+		if err := checkCronInterval(ResumeCron, job.Cron, tz, m.limits().MinJobInterval); err != nil {
+			return tools.Output{}, err
 		}
 	}
 	guard := specGuard(struct {
@@ -705,45 +704,45 @@ func (r *Registry) resumeCron(ctx context.Context, inv Invocation) (Output, erro
 			jobDetails(job, cronText(job), next), guard), nil
 	}
 	if err := h.Unpause(ctx, client.ScheduleUnpauseOptions{Note: "resumed by " + inv.User}); err != nil {
-		return Output{}, r.scheduleFailed(ResumeCron, err)
+		return tools.Output{}, m.scheduleFailed(ResumeCron, err)
 	}
-	return Output{Content: fmt.Sprintf("Resumed %q.", job.DisplayName())}, nil
+	return tools.Output{Content: fmt.Sprintf("Resumed %q.", job.DisplayName())}, nil
 }
 
 // onJob runs one action on an existing job, checking first, when owned, that the person may.
-func (r *Registry) onJob(ctx context.Context, inv Invocation, tool string, owned bool,
-	do func(client.ScheduleHandle, JobSpec, cronNameArgs) (string, error)) (Output, error) {
+func (m *Manager) onJob(ctx context.Context, inv tools.Invocation, tool string, owned bool,
+	do func(client.ScheduleHandle, JobSpec, cronNameArgs) (string, error)) (tools.Output, error) {
 	var args cronNameArgs
-	if err := DecodeArgs(inv, &args); err != nil {
-		return Output{}, err
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
 	}
-	api, out := r.schedulesAPI(tool)
+	api, out := m.schedulesAPI(tool)
 	if out != nil {
 		return *out, nil
 	}
-	h, _, job, out, err := r.describeJob(ctx, api, tool, inv.Team, args.Name)
+	h, _, job, out, err := m.describeJob(ctx, api, tool, inv.Team, args.Name)
 	if err != nil || out != nil {
 		return deref(out), err
 	}
 	if owned {
-		if out := r.manageable(tool, inv, job); out != nil {
+		if out := m.manageable(tool, inv, job); out != nil {
 			return *out, nil
 		}
 	}
 	msg, err := do(h, job, args)
 	if err != nil {
-		return Output{}, r.scheduleFailed(tool, err)
+		return tools.Output{}, m.scheduleFailed(tool, err)
 	}
-	return Output{Content: msg}, nil
+	return tools.Output{Content: msg}, nil
 }
 
 // scheduleFailed classifies a schedule API error: unavailable or throttled is transient, the rest
 // is the worker's problem.
-func (r *Registry) scheduleFailed(tool string, err error) error {
+func (m *Manager) scheduleFailed(tool string, err error) error {
 	var unavailable *serviceerror.Unavailable
 	var busy *serviceerror.ResourceExhausted
 	if transientNetErr(err) || errors.As(err, &unavailable) || errors.As(err, &busy) {
-		return &TransientError{Tool: tool, Err: err}
+		return &tools.TransientError{Tool: tool, Err: err}
 	}
 	return fmt.Errorf("%s: %w", tool, err)
 }
@@ -751,7 +750,7 @@ func (r *Registry) scheduleFailed(tool string, err error) error {
 // creatorsConversation is the conversation of the request when its requester is creator (who then
 // may use it as any request's own), and "" otherwise: an admin changing someone's job from a channel
 // the creator is not in must not move the job there.
-func creatorsConversation(inv Invocation, creator string) string {
+func creatorsConversation(inv tools.Invocation, creator string) string {
 	if inv.User == creator {
 		return inv.Channel
 	}
@@ -760,7 +759,7 @@ func creatorsConversation(inv Invocation, creator string) string {
 
 // deleteCronApproval names the job lucy_delete_cron would delete, and its schedule ID.
 func deleteCronApproval(args map[string]any) (summary, details string) {
-	n := ArgString(args, "name")
+	n := tools.ArgString(args, "name")
 	if n == "" {
 		n = "(no name given)"
 	}

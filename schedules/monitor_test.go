@@ -1,4 +1,4 @@
-package workflows
+package schedules
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -24,29 +23,30 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/web"
 )
 
 // firing is what one monitor firing did.
 type firing struct {
 	posts []activities.PostInput
-	saved []tools.MonitorState
+	saved []MonitorState
 	// order is "check", "post", "save" as the activities ran.
 	order []string
 	err   error
 }
 
 // fireMonitor runs one firing of the monitor workflow in the test environment: the check is the
-// real one (tools.Registry.CheckMonitor against the test's server), the post and the save to the
+// real one (Manager.CheckMonitor against the test's server), the post and the save to the
 // schedule are recorded. postErr, when set, fails every post.
-func fireMonitor(t *testing.T, reg *tools.Registry, spec tools.MonitorSpec, last tools.MonitorState, postErr error) firing {
+func fireMonitor(t *testing.T, reg *Manager, spec MonitorSpec, last MonitorState, postErr error) firing {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := suite.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(Monitor, workflow.RegisterOptions{Name: MonitorWorkflowName})
+	env.RegisterWorkflowWithOptions(Monitor, workflow.RegisterOptions{Name: MonitorWorkflow})
 	var f firing
-	acts := &activities.Activities{Schedules: reg}
-	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.MonitorInput) (tools.MonitorResult, error) {
+	acts := &Activities{Manager: reg}
+	env.RegisterActivityWithOptions(func(ctx context.Context, in MonitorInput) (MonitorResult, error) {
 		f.order = append(f.order, "check")
 		return acts.CheckMonitor(ctx, in)
 	}, activity.RegisterOptions{Name: "CheckMonitor"})
@@ -58,13 +58,13 @@ func fireMonitor(t *testing.T, reg *tools.Registry, spec tools.MonitorSpec, last
 		f.posts = append(f.posts, in)
 		return activities.PostResult{TS: "300.1"}, nil
 	}, activity.RegisterOptions{Name: "PostMessage"})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in activities.MonitorInput) error {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in MonitorInput) error {
 		f.order = append(f.order, "save")
 		f.saved = append(f.saved, in.Last)
 		return nil
 	}, activity.RegisterOptions{Name: "SaveMonitorState"})
 	env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "heartbeat:" + spec.Team + ":" + spec.Slug + "-2026-05-01T18:00:00Z"})
-	env.ExecuteWorkflow(MonitorWorkflowName, spec, last)
+	env.ExecuteWorkflow(MonitorWorkflow, spec, last)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the firing did not complete")
 	}
@@ -72,7 +72,7 @@ func fireMonitor(t *testing.T, reg *tools.Registry, spec tools.MonitorSpec, last
 	return f
 }
 
-func monitorRegistry(t *testing.T) *tools.Registry {
+func monitorRegistry(t *testing.T) *Manager {
 	_, base := monitorSlack(t)
 	return monitorRegistryOn(base)
 }
@@ -87,12 +87,12 @@ func monitorSlack(t *testing.T) (*localslack.Server, string) {
 	})
 }
 
-// monitorRegistryOn is a tool registry whose Slack is the workspace at base.
-func monitorRegistryOn(base string) *tools.Registry {
+// monitorRegistryOn is the schedules domain whose Slack is the workspace at base.
+func monitorRegistryOn(base string) *Manager {
 	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
 	// The test's site is on loopback; production refuses private addresses.
-	return tools.NewRegistry(tools.Deps{Log: zerolog.Nop(), AllowPrivateNetworks: true,
-		Slack: func(string) tools.SlackAPI { return bot }})
+	return New(Deps{Slack: testSlack(func(string) tools.SlackAPI { return bot }, nil),
+		Web: web.New(nil, true, web.SearchConfig{})})
 }
 
 // A monitor posts as its creator: once the creator has left its channel, the firing checks nothing,
@@ -103,17 +103,17 @@ func TestMonitorStopsWhenItsCreatorLeavesTheChannel(t *testing.T) {
 	defer site.Close()
 	slackSrv, base := monitorSlack(t)
 	reg := monitorRegistryOn(base)
-	spec := tools.MonitorSpec{Team: "T1", Slug: "api", Name: "api", Channel: "C9", Creator: "U1", EveryMinutes: 5,
-		Check: tools.MonitorCheck{Kind: tools.CheckHTTP, URL: site.URL}}
+	spec := MonitorSpec{Team: "T1", Slug: "api", Name: "api", Channel: "C9", Creator: "U1", EveryMinutes: 5,
+		Check: MonitorCheck{Kind: CheckHTTP, URL: site.URL}}
 
-	f := fireMonitor(t, reg, spec, tools.MonitorState{Status: "ok"}, nil)
+	f := fireMonitor(t, reg, spec, MonitorState{Status: "ok"}, nil)
 	if f.err != nil || len(f.posts) != 0 || hits.Load() != 1 {
 		t.Fatalf("a member's monitor: err %v, posts %v, checks %d", f.err, f.posts, hits.Load())
 	}
 
 	slackSrv.SetMembers("C9", []string{"U2", localslack.DefaultBotUserID})
 	reg = monitorRegistryOn(base) // a fresh registry: no membership cached
-	f = fireMonitor(t, reg, spec, tools.MonitorState{Status: "ok"}, nil)
+	f = fireMonitor(t, reg, spec, MonitorState{Status: "ok"}, nil)
 	if f.err != nil || len(f.posts) != 1 || !strings.Contains(f.posts[0].Text, "stopped checking") ||
 		!strings.Contains(f.posts[0].Text, "<@U1> is not a member of <#C9>") {
 		t.Fatalf("after the creator left: err %v, posts %+v", f.err, f.posts)
@@ -139,13 +139,13 @@ func TestMonitorFiringsAlertOnChange(t *testing.T) {
 	}))
 	t.Cleanup(site.Close)
 	reg := monitorRegistry(t)
-	spec := tools.MonitorSpec{Team: "T1", Slug: "api", Name: "api", Channel: "C9", ThreadTS: "500.1", Creator: "U1", EveryMinutes: 5,
-		Check: tools.MonitorCheck{Kind: tools.CheckHTTP, URL: site.URL}}
+	spec := MonitorSpec{Team: "T1", Slug: "api", Name: "api", Channel: "C9", ThreadTS: "500.1", Creator: "U1", EveryMinutes: 5,
+		Check: MonitorCheck{Kind: CheckHTTP, URL: site.URL}}
 
 	codes := []int32{200, 200, 503, 500, 200, 200}
 	wantPost := []string{"", "", "is failing: HTTP 503", "", "is OK again: HTTP 200", ""}
 	wantStatus := []string{"ok", "ok", "alert", "alert", "ok", "ok"}
-	var last tools.MonitorState
+	var last MonitorState
 	for i, code := range codes {
 		status.Store(code)
 		f := fireMonitor(t, reg, spec, last, nil)
@@ -193,9 +193,9 @@ func TestMonitorFiringKeepsTheChangeWhenThePostFails(t *testing.T) {
 	}))
 	t.Cleanup(site.Close)
 	reg := monitorRegistry(t)
-	spec := tools.MonitorSpec{Team: "T1", Slug: "gw", Name: "gateway", Channel: "C9", Creator: "U1",
-		Check: tools.MonitorCheck{Kind: tools.CheckHTTP, URL: site.URL, ExpectStatus: 200}}
-	up := tools.MonitorState{Status: "ok"}
+	spec := MonitorSpec{Team: "T1", Slug: "gw", Name: "gateway", Channel: "C9", Creator: "U1",
+		Check: MonitorCheck{Kind: CheckHTTP, URL: site.URL, ExpectStatus: 200}}
+	up := MonitorState{Status: "ok"}
 
 	f := fireMonitor(t, reg, spec, up, temporal.NewNonRetryableApplicationError("channel_not_found", "SlackError", nil))
 	if f.err == nil || !strings.Contains(f.err.Error(), "post the alert") {
@@ -209,7 +209,7 @@ func TestMonitorFiringKeepsTheChangeWhenThePostFails(t *testing.T) {
 		t.Fatalf("the next firing: err %v, posts %+v", f.err, f.posts)
 	}
 
-	f = fireMonitor(t, reg, spec, tools.MonitorState{}, nil)
+	f = fireMonitor(t, reg, spec, MonitorState{}, nil)
 	if f.err != nil || len(f.posts) != 1 || !strings.Contains(f.posts[0].Text, "from its first check") {
 		t.Fatalf("first check already failing: err %v, posts %+v", f.err, f.posts)
 	}
@@ -217,7 +217,7 @@ func TestMonitorFiringKeepsTheChangeWhenThePostFails(t *testing.T) {
 
 // A schedule whose action lost its arguments (an operator's edit) fails at once, checking nothing.
 func TestMonitorRefusesAnIncompleteSpec(t *testing.T) {
-	f := fireMonitor(t, monitorRegistry(t), tools.MonitorSpec{Team: "T1", Slug: "x", Check: tools.MonitorCheck{Kind: tools.CheckHTTP, URL: "https://example.com"}}, tools.MonitorState{}, nil)
+	f := fireMonitor(t, monitorRegistry(t), MonitorSpec{Team: "T1", Slug: "x", Check: MonitorCheck{Kind: CheckHTTP, URL: "https://example.com"}}, MonitorState{}, nil)
 	var app *temporal.ApplicationError
 	if f.err == nil || !errors.As(f.err, &app) || app.Type() != "BadMonitor" || !app.NonRetryable() {
 		t.Fatalf("error %v, want a non-retryable BadMonitor", f.err)

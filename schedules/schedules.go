@@ -1,4 +1,4 @@
-package tools
+package schedules
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lucy-agent/lucy/tools"
 	"github.com/robfig/cron/v3"
-	"github.com/slack-go/slack"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
@@ -22,14 +22,15 @@ import (
 // both kinds share: IDs, who may manage one, the requester's time zone, where it reports, and how a
 // schedule's spec is read.
 
-// Workflow types a schedule starts; the worker registers them with these names (workflows/names.go
-// takes them from here). They are part of the wire API: an operator's schedule made with the
-// Temporal CLI names them.
+// Workflow types; the worker registers them with these names. They are part of the wire API
+// (docs/architecture.md, "Fixed names"): an operator's schedule made with the Temporal CLI names them.
 const (
+	// ScheduledJobWorkflow is one firing of a recurring job (a Temporal Schedule's action).
 	ScheduledJobWorkflow = "scheduled_job"
-	MonitorWorkflow      = "monitor"
-	// TaskQueue is Lucy's task queue (workflows.TaskQueue).
-	TaskQueue = "lucy"
+	// JobSlotsWorkflow limits how many firings of one workspace run at once.
+	JobSlotsWorkflow = "job_slots"
+	// MonitorWorkflow is one firing of a heartbeat monitor.
+	MonitorWorkflow = "monitor"
 )
 
 // Schedule ID prefixes: cron:{team}:{slug} and heartbeat:{team}:{slug}.
@@ -41,7 +42,7 @@ const (
 // ScheduleLimits bound what the people of a workspace can make last: how many jobs and monitors a
 // workspace and a person may have, and how often one may fire. A job's firing is a whole agent run
 // (model calls, tools, a post); a monitor's check is one HTTP request and posts only when its state
-// changes, hence two minimums. Zero fields mean the defaults (DefaultScheduleLimits).
+// changes, hence two minimums. Zero fields mean the defaults (schedules.DefaultScheduleLimits).
 type ScheduleLimits struct {
 	JobsPerTeam, JobsPerUser         int // LUCY_MAX_JOBS_PER_TEAM, LUCY_MAX_JOBS_PER_USER
 	MonitorsPerTeam, MonitorsPerUser int // LUCY_MAX_MONITORS_PER_TEAM, LUCY_MAX_MONITORS_PER_USER
@@ -56,9 +57,9 @@ type ScheduleLimits struct {
 var DefaultScheduleLimits = ScheduleLimits{JobsPerTeam: 50, JobsPerUser: 10, MonitorsPerTeam: 50, MonitorsPerUser: 10,
 	MinJobInterval: 15 * time.Minute, MinMonitorInterval: 5 * time.Minute}
 
-// limits are the registry's schedule limits, defaults filled in.
-func (r *Registry) limits() ScheduleLimits {
-	l, d := r.deps.ScheduleLimits, DefaultScheduleLimits
+// limits are the Manager's schedule limits, defaults filled in.
+func (m *Manager) limits() ScheduleLimits {
+	l, d := m.deps.ScheduleLimits, DefaultScheduleLimits
 	for _, f := range []struct {
 		v   *int
 		def int
@@ -117,23 +118,23 @@ func slugArg(tool, slug, name string) (string, error) {
 	return slug, nil
 }
 
-// schedulesAPI returns the schedule client, or the Output that tells the model scheduling is off.
-func (r *Registry) schedulesAPI(tool string) (client.ScheduleClient, *Output) {
-	if r.deps.Schedules == nil {
-		return nil, &Output{IsError: true, Content: "Error: " + tool + " is not available: this Lucy process has no connection to Temporal's schedules."}
+// schedulesAPI returns the schedule client, or the tools.Output that tells the model scheduling is off.
+func (m *Manager) schedulesAPI(tool string) (client.ScheduleClient, *tools.Output) {
+	if m.deps.Schedules == nil {
+		return nil, &tools.Output{IsError: true, Content: "Error: " + tool + " is not available: this Lucy process has no connection to Temporal's schedules."}
 	}
-	return r.deps.Schedules, nil
+	return m.deps.Schedules, nil
 }
 
 // mayManage reports whether user may change or delete a schedule created by creator: the creator
 // or an admin (LUCY_ADMIN_USERS).
-func (r *Registry) mayManage(user, creator string) bool {
-	return user != "" && (user == creator || r.isAdmin(user))
+func (m *Manager) mayManage(user, creator string) bool {
+	return user != "" && (user == creator || m.isAdmin(user))
 }
 
 // userTZ is the requester's IANA time zone from their Slack profile, "UTC" when Slack does not say.
-func (r *Registry) userTZ(ctx context.Context, team, user string) string {
-	api, _ := r.slackAPI(team)
+func (m *Manager) userTZ(ctx context.Context, team, user string) string {
+	api, _ := m.slackAPI(team)
 	if api == nil || user == "" {
 		return "UTC"
 	}
@@ -145,43 +146,6 @@ func (r *Registry) userTZ(ctx context.Context, team, user string) string {
 		return "UTC"
 	}
 	return u.TZ
-}
-
-// checkPostable resolves where a schedule reports and checks that Lucy can post there: a channel she
-// is a member of, or a direct message. It returns the channel ID, or an Output for the model.
-//
-// The job or monitor posts as creator, so creator must be allowed to use the channel too (access.go):
-// the conversation of the request itself (current), or a channel the creator is in, or their own DM
-// with Lucy; an admin any channel.
-func (r *Registry) checkPostable(ctx context.Context, tool, team, creator, current, channel string) (string, *Output, error) {
-	api, out := r.slackAPI(team)
-	if out != nil {
-		return "", out, nil
-	}
-	ref, out, err := resolveChannel(ctx, api, tool, channel, false)
-	if err != nil || out != nil {
-		return "", out, err
-	}
-	ch, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: ref.id})
-	if err != nil {
-		o, err := slackFailed(ctx, tool, err)
-		return "", &o, err
-	}
-	if !ch.IsIM && !ch.IsMember {
-		return "", &Output{IsError: true, Content: fmt.Sprintf("Error: I'm not a member of <#%s>, so I can't post there. "+
-			"Ask someone to invite me (/invite @Lucy) or pick another channel.", ref.id)}, nil
-	}
-	if ref.id != current {
-		denied, err := r.ScheduleAccess(ctx, team, creator, ref.id)
-		if err != nil {
-			o, err := slackFailed(ctx, tool, err)
-			return "", &o, err
-		}
-		if denied != "" {
-			return "", &Output{IsError: true, Content: "Error: " + denied + " Nothing was created or changed."}, nil
-		}
-	}
-	return ref.id, nil, nil
 }
 
 // cronParser reads standard 5-field cron expressions and the descriptors (@daily, @hourly, @weekly,
@@ -308,10 +272,10 @@ func specGuard(v any) string {
 
 // approvedFor reports whether the call carries an approval of exactly guard. An approval without a
 // Guard does not count: these calls always ask with one.
-func approvedFor(inv Invocation, guard string) bool { return inv.Approved && inv.Guard == guard }
+func approvedFor(inv tools.Invocation, guard string) bool { return inv.Approved && inv.Guard == guard }
 
 // holdSchedule is the result of a schedule call that waits for approval: nothing was done.
-func holdSchedule(inv Invocation, what, summary, details, guard string) Output {
+func holdSchedule(inv tools.Invocation, what, summary, details, guard string) tools.Output {
 	content := "Nothing was done yet: " + what + " needs a person's approval."
 	if inv.Approved {
 		// Approved, but not this: what the call would do now differs from what the person saw.
@@ -319,14 +283,14 @@ func holdSchedule(inv Invocation, what, summary, details, guard string) Output {
 			"or the time zone moved), so it needs their approval again."
 		details = "_This changed after the earlier approval; this is what would happen now._\n" + details
 	}
-	return Output{Content: content, NeedsApproval: &ApprovalNeed{Summary: summary, Details: details, Guard: guard}}
+	return tools.Output{Content: content, NeedsApproval: &tools.ApprovalNeed{Summary: summary, Details: details, Guard: guard}}
 }
 
 // quoteText shows a text a person approves, whole, as a mrkdwn quote: credentials masked (the prompt is
 // posted in Slack and kept in history), and "<", ">" and "&" escaped so that nothing in it renders as a
 // mention (<!channel>) or a disguised link.
 func quoteText(s string) string {
-	lines := strings.Split(strings.TrimRight(mrkdwnEscape(RedactCredentials(s)), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(mrkdwnEscape(tools.RedactCredentials(s)), "\n"), "\n")
 	for i, l := range lines {
 		lines[i] = "> " + l
 	}
@@ -336,7 +300,7 @@ func quoteText(s string) string {
 // codeSpan shows a short value (a cron expression, a URL) as inline code, which Slack never turns
 // into a link or a mention.
 func codeSpan(s string) string {
-	return "`" + strings.ReplaceAll(mrkdwnEscape(RedactCredentials(s)), "`", "'") + "`"
+	return "`" + strings.ReplaceAll(mrkdwnEscape(tools.RedactCredentials(s)), "`", "'") + "`"
 }
 
 // quotaKind names what a quota counts, for its messages.
@@ -356,24 +320,24 @@ var (
 // schedule's memo. Admins are held to the workspace's limit, not to the per-person one: they are the
 // ones who clean up. The list comes from the visibility store, which can lag a second behind a
 // creation; the limits are there against floods, which that cannot let through.
-func (r *Registry) checkQuota(ctx context.Context, api client.ScheduleClient, tool string, kind quotaKind, team, user string, perTeam, perUser int) (*Output, error) {
+func (m *Manager) checkQuota(ctx context.Context, api client.ScheduleClient, tool string, kind quotaKind, team, user string, perTeam, perUser int) (*tools.Output, error) {
 	entries, err := listSchedules(ctx, api, kind.prefix, team)
 	if err != nil {
-		return nil, r.scheduleFailed(tool, err)
+		return nil, m.scheduleFailed(tool, err)
 	}
 	mine := 0
 	for _, e := range entries {
-		if r.memoStrings(e.Memo)["creator"] == user {
+		if m.memoStrings(e.Memo)["creator"] == user {
 			mine++
 		}
 	}
 	if len(entries) >= perTeam {
-		return &Output{IsError: true, Content: fmt.Sprintf("Error: this workspace has %d %s, the most it may have (%s=%d). "+
+		return &tools.Output{IsError: true, Content: fmt.Sprintf("Error: this workspace has %d %s, the most it may have (%s=%d). "+
 			"Nothing was created. Delete one it no longer needs (%s; %s shows them), or ask an operator to raise %s.",
 			len(entries), kind.noun, kind.teamVar, perTeam, kind.deleteTool, kind.listTool, kind.teamVar)}, nil
 	}
-	if mine >= perUser && !slices.Contains(r.deps.Admins, user) {
-		return &Output{IsError: true, Content: fmt.Sprintf("Error: <@%s> already has %d %s, the most one person may have (%s=%d). "+
+	if mine >= perUser && !slices.Contains(m.deps.Admins, user) {
+		return &tools.Output{IsError: true, Content: fmt.Sprintf("Error: <@%s> already has %d %s, the most one person may have (%s=%d). "+
 			"Nothing was created. Delete one of them (%s; %s shows them), or ask an operator to raise %s "+
 			"(admins are held only to the workspace's limit).", user, mine, kind.noun, kind.userVar, perUser,
 			kind.deleteTool, kind.listTool, kind.userVar)}, nil

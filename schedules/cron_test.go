@@ -1,4 +1,4 @@
-package tools
+package schedules
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // schedEnv is a Registry with Slack (localslack) and schedules (fakeSchedules): ULOCAL (Europe/London),
 // UOTHER and the admin UADMIN; Lucy is in #general (CLOCAL) and #ops (COPS), not in #secret.
 type schedEnv struct {
-	r *Registry
+	r *testDomain
 	f *fakeSchedules
 }
 
@@ -34,22 +35,22 @@ func newSchedEnv(t *testing.T, limits ScheduleLimits) *schedEnv {
 	})
 	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
 	f := newFakeSchedules()
-	r := newTestRegistry(t, Deps{Slack: func(string) SlackAPI { return bot }, Schedules: f, Admins: []string{"UADMIN"},
+	r := newTestDomain(t, testDeps{Slack: func(string) tools.SlackAPI { return bot }, Schedules: f, Admins: []string{"UADMIN"},
 		ScheduleLimits: limits, AllowPrivateNetworks: true})
 	return &schedEnv{r: r, f: f}
 }
 
 // call runs a tool as user in #general, approved with guard when approved is set.
-func (e *schedEnv) call(t *testing.T, user, name, args string, approved bool, guard string) (Output, error) {
+func (e *schedEnv) call(t *testing.T, user, name, args string, approved bool, guard string) (tools.Output, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return e.r.Run(ctx, Invocation{Name: name, Arguments: args, Team: testTeam, Channel: "CLOCAL", ThreadTS: "1700000000.000100",
+	return e.r.Run(ctx, tools.Invocation{Name: name, Arguments: args, Team: testTeam, Channel: "CLOCAL", ThreadTS: "1700000000.000100",
 		User: user, RunID: "lane:TTEST:CLOCAL:1700000000.000100/run-1", CallID: "call_1", Approved: approved, Guard: guard})
 }
 
 // ask makes the first call, which must do nothing but ask for approval, and returns the request.
-func (e *schedEnv) ask(t *testing.T, user, name, args string) *ApprovalNeed {
+func (e *schedEnv) ask(t *testing.T, user, name, args string) *tools.ApprovalNeed {
 	t.Helper()
 	before := e.state()
 	out, err := e.call(t, user, name, args, false, "")
@@ -66,7 +67,7 @@ func (e *schedEnv) ask(t *testing.T, user, name, args string) *ApprovalNeed {
 }
 
 // approve asks, then makes the call again approved, as the workflow does, and returns its output.
-func (e *schedEnv) approve(t *testing.T, user, name, args string) Output {
+func (e *schedEnv) approve(t *testing.T, user, name, args string) tools.Output {
 	t.Helper()
 	need := e.ask(t, user, name, args)
 	out, err := e.call(t, user, name, args, true, need.Guard)
@@ -350,7 +351,7 @@ func TestResumeCronNeedsApproval(t *testing.T) {
 
 func TestCronQuotas(t *testing.T) {
 	e := newSchedEnv(t, ScheduleLimits{JobsPerTeam: 6, JobsPerUser: 2})
-	create := func(user, name string) (Output, error) {
+	create := func(user, name string) (tools.Output, error) {
 		return e.call(t, user, CreateCron, fmt.Sprintf(`{"name":%q,"schedule":"0 9 * * *","instruction":"x"}`, name), false, "")
 	}
 	approve := func(user, name string) {

@@ -1,4 +1,4 @@
-package tools
+package schedules
 
 import (
 	"encoding/json"
@@ -44,7 +44,7 @@ func newFlipper(t *testing.T) (*flipper, string) {
 }
 
 // steps runs the check repeatedly, feeding each state to the next, and returns the alerts.
-func steps(t *testing.T, r *Registry, spec MonitorSpec, each func(i int)) []string {
+func steps(t *testing.T, r *testDomain, spec MonitorSpec, each func(i int)) []string {
 	t.Helper()
 	var st MonitorState
 	var alerts []string
@@ -61,7 +61,7 @@ func steps(t *testing.T, r *Registry, spec MonitorSpec, each func(i int)) []stri
 
 func TestMonitorAlertsOnlyOnChange(t *testing.T) {
 	f, url := newFlipper(t)
-	r := newTestRegistry(t, Deps{AllowPrivateNetworks: true})
+	r := newTestDomain(t, testDeps{AllowPrivateNetworks: true})
 
 	// http: up, up, down, down, up, up → one alert down, one up.
 	spec := MonitorSpec{Name: "api", Check: MonitorCheck{Kind: CheckHTTP, URL: url}}
@@ -170,7 +170,7 @@ func TestLookupJSON(t *testing.T) {
 }
 
 func TestCreateHeartbeatBadInput(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
+	r := newTestDomain(t, testDeps{})
 	for _, tt := range []struct{ args, want string }{
 		{`{"name": "x", "kind": "ping", "url": "https://example.com"}`, "must be one of http, page, json"},
 		{`{"name": "x", "kind": "http", "url": "example.com"}`, "not an absolute http or https URL"},
@@ -185,7 +185,7 @@ func TestCreateHeartbeatBadInput(t *testing.T) {
 }
 
 func TestCheckHeartbeatBadInput(t *testing.T) {
-	r := newTestRegistry(t, Deps{})
+	r := newTestDomain(t, testDeps{})
 	_, err := run(t, r, CheckHeartbeat, `{}`)
 	wantArgError(t, err, CheckHeartbeat, `"name"`)
 	_, err = run(t, r, CheckHeartbeat, `{"name": "!!!"}`)

@@ -1,4 +1,4 @@
-package workflows
+package schedules
 
 import (
 	"errors"
@@ -13,10 +13,10 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/slackwire"
-	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workflows"
 )
 
-// Recurring jobs. A job is a Temporal Schedule (tools/cron.go); each firing starts ScheduledJob,
+// Recurring jobs. A job is a Temporal Schedule (cron.go); each firing starts ScheduledJob,
 // which
 //
 //  1. takes one of its workspace's job slots (at most MaxJobsPerTeam firings run at once,
@@ -44,10 +44,8 @@ const (
 	JobRunMax = 12 * time.Hour
 )
 
-// Internal signals of the job machinery.
+// Internal signals of the job slots (the lane's "run ended" to a firing is workflows.SignalJobDone).
 const (
-	// SignalJobDone: the lane tells a firing that its run ended (JobDone).
-	SignalJobDone = "job_done"
 	// SignalSlotAcquire and SignalSlotRelease go to a workspace's job slots (the firing's workflow
 	// ID); SignalSlotGranted comes back to the firing.
 	SignalSlotAcquire = "acquire"
@@ -55,18 +53,11 @@ const (
 	SignalSlotGranted = "slot_granted"
 )
 
-// JobDone is the payload of SignalJobDone.
-type JobDone struct {
-	Run    string `json:"run"`
-	Status string `json:"status"` // a RunResult status, or "cancelled" / "failed"
-	Reason string `json:"reason,omitempty"`
-}
-
 // JobSlotsID is the workflow ID of a workspace's job slots: jobslots:{team}.
 func JobSlotsID(team string) string { return "jobslots:" + team }
 
 // ScheduledJob is one firing of a recurring job.
-func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
+func ScheduledJob(ctx workflow.Context, job JobSpec) error {
 	log := workflow.GetLogger(ctx)
 	info := workflow.GetInfo(ctx)
 	id := info.WorkflowExecution.ID
@@ -77,8 +68,8 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	// How the firing ended, as LucyOutcome (the schedule's action set workspace, channel and
 	// creator): "skipped", "unfinished" (it stopped waiting), or its run's outcome.
 	outcome := func(string) {}
-	if hardened(ctx, changeSearchAttributes) {
-		outcome = func(o string) { upsertAttrs(ctx, log, searchattr.Outcome.ValueSet(o)) }
+	if hardened(ctx, workflows.ChangeSearchAttributes) {
+		outcome = func(o string) { upsertAttrs(ctx, searchattr.Outcome.ValueSet(o)) }
 	}
 	if err := job.Validate(); err != nil {
 		// A hand-made schedule with a bad input: nothing to post to, so the failure is the
@@ -91,14 +82,14 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	// still may: someone who left the channel loses their job's access to it. Checked at each
 	// firing, before anything is posted or a slot is taken.
 	if workflow.GetVersion(ctx, changeJobAccess, workflow.DefaultVersion, 1) >= 1 {
-		var acc activities.ScheduleAccess
-		if err := workflow.ExecuteActivity(quick(ctx, "access"), a.CheckScheduleAccess, activities.ScheduleAccessInput{
+		var acc ScheduleAccess
+		if err := workflow.ExecuteActivity(workflows.QuickOptions(ctx, "access"), acts.CheckScheduleAccess, ScheduleAccessInput{
 			Team: job.Team, Channel: job.Channel, Creator: job.Creator,
 		}).Get(ctx, &acc); err != nil {
 			// Not known: this firing does not run on a guess, and says nothing in a channel it
 			// may no longer use. The failure is the workflow's, visible in the Web UI; the next
 			// firing checks again.
-			outcome(RunFailed)
+			outcome(workflows.RunFailed)
 			return fmt.Errorf("check the creator's access to the job's channel: %w", err)
 		}
 		if acc.Denied != "" {
@@ -115,9 +106,9 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 
 	// When the next firing comes, an approval asked in this one expires before it (a job that
 	// runs every hour does not wait a day for a click).
-	var timing activities.JobTiming
+	var timing JobTiming
 	if job.Cron != "" {
-		if err := workflow.ExecuteActivity(quick(ctx, "timing"), a.JobTiming, activities.JobTimingInput{
+		if err := workflow.ExecuteActivity(workflows.QuickOptions(ctx, "timing"), acts.JobTiming, JobTimingInput{
 			Cron: job.Cron, TZ: job.TZ, From: workflow.Now(ctx),
 		}).Get(ctx, &timing); err != nil {
 			log.Warn("job.timing_failed", "job", id, "error", err)
@@ -138,39 +129,39 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	defer releaseJobSlot(ctx, job.Team, id)
 
 	var header activities.PostResult
-	err := workflow.ExecuteActivity(slackOptions(ctx, "header"), a.PostMessage, activities.PostInput{
+	err := workflow.ExecuteActivity(workflows.SlackOptions(ctx, "header"), core.PostMessage, activities.PostInput{
 		Team: job.Team, Channel: job.Channel, ThreadTS: job.ThreadTS, RunID: postID, Key: "header",
 		Text: "⏰ Scheduled job *" + job.DisplayName() + "*",
 	}).Get(ctx, &header)
 	if err != nil {
 		// Lucy cannot post where the job reports (removed from the channel, a deleted channel):
 		// the failure is visible in the Web UI, and the next firing tries again.
-		outcome(RunFailed)
+		outcome(workflows.RunFailed)
 		return fmt.Errorf("post the job's header: %w", err)
 	}
 	thread := job.ThreadTS
 	if thread == "" {
 		thread = header.TS
 	}
-	ttl := DefaultApprovalTTL
+	ttl := workflows.DefaultApprovalTTL
 	if untilNext/2 < ttl { // two prompts (one re-prompt) must fit before the next firing
 		ttl = max(untilNext/2, time.Minute)
 	}
-	m := Message{
+	m := workflows.Message{
 		EventID: "job:" + postID, Team: job.Team, Channel: job.Channel, TS: header.TS, ThreadTS: thread,
-		User: job.Creator, Text: job.Instruction, Kind: KindScheduled, Job: id, ApprovalTTL: ttl,
+		User: job.Creator, Text: job.Instruction, Kind: workflows.KindScheduled, Job: id, ApprovalTTL: ttl,
 	}
 	key := m.Key()
 	if err := signalOrStartLane(ctx, key, m); err != nil {
-		outcome(RunFailed)
+		outcome(workflows.RunFailed)
 		return fmt.Errorf("hand the job to its thread: %w", err)
 	}
 
-	var done JobDone
+	var done workflows.JobDone
 	got := false
 	timerCtx, cancelTimer := workflow.WithCancel(ctx)
 	sel := workflow.NewSelector(ctx)
-	sel.AddReceive(workflow.GetSignalChannel(ctx, SignalJobDone), func(c workflow.ReceiveChannel, _ bool) {
+	sel.AddReceive(workflow.GetSignalChannel(ctx, workflows.SignalJobDone), func(c workflow.ReceiveChannel, _ bool) {
 		c.Receive(ctx, &done)
 		got = true
 	})
@@ -192,7 +183,7 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 	switch {
 	case !got:
 		log.Warn("job.run_unfinished", "job", id)
-	case done.Status == RunFailed:
+	case done.Status == workflows.RunFailed:
 		postJobNote(ctx, job, postID, "failed", "⚠️ This run of *"+job.DisplayName()+"* failed ("+slackwire.Head(done.Reason, 200)+
 			"). The next run happens as scheduled.", thread)
 	default:
@@ -203,12 +194,12 @@ func ScheduledJob(ctx workflow.Context, job tools.JobSpec) error {
 
 // postJobNote posts a short note about a firing (skipped, failed), once: the key makes it
 // idempotent. thread is where; none means the job's own thread, or the channel.
-func postJobNote(ctx workflow.Context, job tools.JobSpec, id, key, text string, thread ...string) {
+func postJobNote(ctx workflow.Context, job JobSpec, id, key, text string, thread ...string) {
 	ts := job.ThreadTS
 	if len(thread) > 0 {
 		ts = thread[0]
 	}
-	if err := workflow.ExecuteActivity(slackOptions(ctx, "note-"+key), a.PostMessage, activities.PostInput{
+	if err := workflow.ExecuteActivity(workflows.SlackOptions(ctx, "note-"+key), core.PostMessage, activities.PostInput{
 		Team: job.Team, Channel: job.Channel, ThreadTS: ts, RunID: id, Key: "note-" + key, Text: text,
 	}).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("job.note_failed", "job", id, "error", err)
@@ -218,18 +209,18 @@ func postJobNote(ctx workflow.Context, job tools.JobSpec, id, key, text string, 
 // signalOrStartLane hands m to its thread's lane: a signal when the lane runs, else the lane is
 // started (with m queued) as an abandoned child, so that it lives on after this firing. A lane that
 // the gateway starts in between makes the start fail; the signal then goes through.
-func signalOrStartLane(ctx workflow.Context, key LaneKey, m Message) error {
-	id := LaneID(key)
+func signalOrStartLane(ctx workflow.Context, key workflows.LaneKey, m workflows.Message) error {
+	id := workflows.LaneID(key)
 	for attempt := 0; attempt < 3; attempt++ {
-		err := workflow.SignalExternalWorkflow(ctx, id, "", SignalMessage, m).Get(ctx, nil)
+		err := workflow.SignalExternalWorkflow(ctx, id, "", workflows.SignalMessage, m).Get(ctx, nil)
 		if err == nil {
 			return nil
 		}
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: id, TaskQueue: TaskQueue, ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+			WorkflowID: id, TaskQueue: workflows.TaskQueue, ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		})
-		st := &LaneState{Queue: []Message{m}, Seen: m.DedupeKeys()}
-		f := workflow.ExecuteChildWorkflow(cctx, LaneWorkflowName, LaneInput{Key: key, State: st})
+		st := &workflows.LaneState{Queue: []workflows.Message{m}, Seen: m.DedupeKeys()}
+		f := workflow.ExecuteChildWorkflow(cctx, workflows.LaneWorkflowName, workflows.LaneInput{Key: key, State: st})
 		var exec workflow.Execution
 		if err := f.GetChildWorkflowExecution().Get(ctx, &exec); err == nil {
 			return nil
@@ -257,9 +248,9 @@ func acquireJobSlot(ctx workflow.Context, team, id string, wait time.Duration) b
 			break
 		}
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-			WorkflowID: slotsID, TaskQueue: TaskQueue, ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+			WorkflowID: slotsID, TaskQueue: workflows.TaskQueue, ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
 		})
-		f := workflow.ExecuteChildWorkflow(cctx, JobSlotsWorkflowName, JobSlotsInput{Team: team, Waiting: []string{id}})
+		f := workflow.ExecuteChildWorkflow(cctx, JobSlotsWorkflow, JobSlotsInput{Team: team, Waiting: []string{id}})
 		var exec workflow.Execution
 		if err := f.GetChildWorkflowExecution().Get(ctx, &exec); err == nil {
 			asked = true
@@ -334,7 +325,7 @@ func JobSlots(ctx workflow.Context, in JobSlotsInput) error {
 			return nil
 		}
 		if workflow.GetInfo(ctx).GetContinueAsNewSuggested() && !pending {
-			return workflow.NewContinueAsNewError(ctx, JobSlotsWorkflowName, JobSlotsInput{Team: in.Team, Holders: holders, Waiting: waiting})
+			return workflow.NewContinueAsNewError(ctx, JobSlotsWorkflow, JobSlotsInput{Team: in.Team, Holders: holders, Waiting: waiting})
 		}
 		check := false
 		checks := 0
@@ -362,7 +353,7 @@ func JobSlots(ctx workflow.Context, in JobSlotsInput) error {
 		if check {
 			checks++
 			var closed []string
-			if err := workflow.ExecuteActivity(quick(ctx, fmt.Sprintf("closed-%d", checks)), a.ClosedWorkflows, holders).Get(ctx, &closed); err != nil {
+			if err := workflow.ExecuteActivity(workflows.QuickOptions(ctx, fmt.Sprintf("closed-%d", checks)), acts.ClosedWorkflows, holders).Get(ctx, &closed); err != nil {
 				log.Warn("job_slots.check_failed", "error", err)
 				continue
 			}

@@ -1,0 +1,40 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// What other domains use of the web (a monitor's check reads a URL a person or the model chose): the
+// same guard against private addresses, the same client and the same reading of HTML as
+// lucy_web_fetch.
+
+// CheckHost refuses a host that is or resolves to a private, loopback, link-local or reserved address.
+func (f *Fetcher) CheckHost(ctx context.Context, host string) error {
+	return tools.CheckHost(ctx, host, f.allowPrivate)
+}
+
+// Fetch sends req with Lucy's User-Agent through the client that refuses private addresses.
+func (f *Fetcher) Fetch(req *http.Request) (*http.Response, error) {
+	req.Header.Set("User-Agent", tools.UserAgent)
+	return f.http.Do(req)
+}
+
+// PageText is the readable text of an HTML page.
+func (f *Fetcher) PageText(page string, base *url.URL) string {
+	_, text := tools.HTMLToText(page, base)
+	return text
+}
+
+// CheckURL refuses a URL that carries credentials (an *tools.ArgError); shown is the URL as it may be
+// quoted, credentials masked.
+func (f *Fetcher) CheckURL(u *url.URL) (string, error) {
+	shown := tools.RedactURL(u)
+	if err := tools.RefuseCredentials(u, shown); err != nil {
+		return shown, err
+	}
+	return shown, nil
+}

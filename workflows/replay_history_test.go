@@ -1,0 +1,97 @@
+package workflows_test
+
+// An external test: the recorded histories include recurring jobs' firings (job-*.json), whose
+// workflows live in package schedules, which imports this package; only a test outside the package
+// can register them beside the lane, the run and the sub-agent.
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/schedules"
+	"github.com/lucy-agent/lucy/subagents"
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// replayFile replays a recorded history under the workflow ID it ran with: a run names its
+// sub-agents after its own ID (subagents.ID), so replaying under the replayer's default ID would not
+// produce the same child workflow commands. A run's ID is in its lane's history (X-lane.json), a
+// sub-agent's in its run's (X-run.json): the first child the parent started.
+func replayFile(r worker.WorkflowReplayer, file string) error {
+	h, err := readHistory(file)
+	if err != nil {
+		return err
+	}
+	var parent string
+	switch {
+	case strings.HasSuffix(file, "-run.json"):
+		parent = strings.TrimSuffix(file, "-run.json") + "-lane.json"
+	case strings.HasSuffix(file, "-sub.json"):
+		parent = strings.TrimSuffix(file, "-sub.json") + "-run.json"
+	default:
+		return r.ReplayWorkflowHistory(nil, h)
+	}
+	ph, err := readHistory(parent)
+	if err != nil {
+		return err
+	}
+	var id string
+	for _, ev := range ph.GetEvents() {
+		if a := ev.GetStartChildWorkflowExecutionInitiatedEventAttributes(); a != nil {
+			id = a.GetWorkflowId()
+			break
+		}
+	}
+	if id == "" {
+		return r.ReplayWorkflowHistory(nil, h)
+	}
+	return r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{
+		OriginalExecution: workflow.Execution{ID: id, RunID: "recorded"},
+	})
+}
+
+func readHistory(file string) (*historypb.History, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return client.HistoryFromJSON(f, client.HistoryJSONOptions{})
+}
+
+// TestReplayRecordedHistories replays real histories recorded from end-to-end runs (e2e
+// TestRecordHistories -record) against the current workflow code. A change that running workflows
+// would replay differently fails here: put it behind workflow.GetVersion.
+func TestReplayRecordedHistories(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "history", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no recorded histories in testdata/history")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			r := worker.NewWorkflowReplayer()
+			r.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
+			r.RegisterWorkflowWithOptions(workflows.AgentRun, workflow.RegisterOptions{Name: workflows.AgentRunWorkflowName})
+			r.RegisterWorkflowWithOptions(workflows.SubAgent, workflow.RegisterOptions{Name: subagents.WorkflowName})
+			r.RegisterWorkflowWithOptions(schedules.ScheduledJob, workflow.RegisterOptions{Name: schedules.ScheduledJobWorkflow})
+			r.RegisterWorkflowWithOptions(schedules.JobSlots, workflow.RegisterOptions{Name: schedules.JobSlotsWorkflow})
+			r.RegisterWorkflowWithOptions(schedules.Monitor, workflow.RegisterOptions{Name: schedules.MonitorWorkflow})
+			if err := replayFile(r, f); err != nil {
+				t.Fatalf("replay %s: %v", f, err)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join("testdata", "history", "README.md")); err != nil {
+		t.Error("testdata/history/README.md should say how the histories were recorded")
+	}
+}
