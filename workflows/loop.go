@@ -173,7 +173,7 @@ func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
 	if d := r.journal.Digest(); d != "" {
 		sys = append(sys, activities.Entry{Role: "system", Text: "<run_journal>\n" + d + "\n</run_journal>"})
 	}
-	in := activities.CallModelInput{Tier: r.tier, System: sys, Transcript: r.payload(), Tools: r.tools, ToolChoice: choice}
+	in := activities.CallModelInput{Tier: r.tier, System: sys, Transcript: r.payload(), Tools: r.tools, Team: r.in.Message.Team, ToolChoice: choice}
 	if r.sub != nil {
 		t := r.sub.Spec.Temperature
 		in.MaxTokens, in.Temperature = int64(r.sub.Spec.MaxOutputTokens), &t

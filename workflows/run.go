@@ -317,9 +317,9 @@ func (r *run) prepare(ctx workflow.Context) error {
 	}
 	var routed workflow.Future
 	if fast {
-		routed = workflow.ExecuteLocalActivity(local(ctx), a.Route, activities.RouteInput{Text: m.Text, ThreadDepth: depth})
+		routed = workflow.ExecuteLocalActivity(local(ctx), a.Route, activities.RouteInput{Text: m.Text, ThreadDepth: depth, Team: m.Team})
 	} else {
-		routed = workflow.ExecuteActivity(quick(ctx, "route"), a.Route, activities.RouteInput{Text: m.Text, ThreadDepth: depth})
+		routed = workflow.ExecuteActivity(quick(ctx, "route"), a.Route, activities.RouteInput{Text: m.Text, ThreadDepth: depth, Team: m.Team})
 	}
 	if err := routed.Get(ctx, &r.route); err != nil {
 		return fmt.Errorf("route: %w", err)
