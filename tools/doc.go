@@ -1,14 +1,19 @@
-// Package tools is Lucy's tool catalogue and the implementations of the tools that do I/O.
+// Package tools is the core of Lucy's tools: what a tool is (Def, Spec), how it registers itself
+// (Register, RegisterBuiltin), how its arguments are checked (ValidateArgs, DecodeArgs), how its
+// approval prompt reads (ApprovalSummary), how it fails (ArgError, TransientError, ToolError), and
+// the Runner that executes calls, compiled-in and from run-time Sources. The tools themselves live in
+// the packages of their domains (tools/files, tools/slacktools, tools/web, …, schedules, subagents);
+// package toolset builds them all for a worker. docs/architecture.md, "Adding a tool", says how.
 //
 // # Two audiences
 //
-// Workflow code imports this package for the static catalogue only: Lookup, Names, DefaultSet,
+// Workflow code imports this package for the declarations only: Lookup, Names, DefaultSet,
 // ApprovalSummary and ValidateArgs are deterministic, do no I/O and never range over a map, so a replay
-// sees exactly what the original run saw. The catalogue is a read-only table built without I/O at init;
-// every call hands out fresh copies of the schemas, so no caller can change it.
+// sees exactly what the original run saw. Declarations are made while packages are initialized and
+// only read after; every call hands out fresh copies of the schemas, so no caller can change them.
 //
-// The activities package builds one Registry with NewRegistry (Slack clients, HTTP client, data folder)
-// and calls Registry.Schemas to describe tools to the LLM and Registry.Run to execute one call.
+// The activities call a Runner (NewRunner, built by package toolset): Available and Spec for what a
+// team's run is offered, Schemas to describe tools to the LLM and Run to execute one call.
 //
 // # Flags and retries
 //
@@ -21,7 +26,7 @@
 //     prompt shows ApprovalSummary's one-line summary and exact details. Every destructive tool is
 //     side-effecting.
 //   - Builtin tools (the run journal, ask_human) are executed by the workflow itself; they are here for
-//     their schemas, and Run refuses them with ErrBuiltin.
+//     their schemas, and the Runner refuses them with ErrBuiltin.
 //   - Long tools may run for more than a few seconds, so their activity heartbeats.
 //   - Human is what a person sees: "reading a web page", "creating a CSV file".
 //

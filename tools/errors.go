@@ -44,9 +44,9 @@ func (e *TransientError) Unwrap() error { return e.Err }
 // Retryable reports true: the failure is worth another attempt (the same method slack-go uses).
 func (e *TransientError) Retryable() bool { return true }
 
-// ErrBuiltin is returned (wrapped) by Registry.Run for a tool that the workflow executes itself
+// ErrBuiltin is returned (wrapped) by Runner.Run for a tool that the workflow executes itself
 // (Spec.Builtin): reaching Run with one is a programming error, and retrying will not help.
-var ErrBuiltin = errors.New("builtin tool is executed by the workflow, not by Registry.Run")
+var ErrBuiltin = errors.New("builtin tool is executed by the workflow, not by the Runner")
 
 // ToolError is an Output that tells the model what went wrong, with a nil Go error: the call was
 // valid and done, and its answer is a failure the model should see and work around.
