@@ -52,8 +52,6 @@ func TestWebUIResumesAParkedRun(t *testing.T) {
 		t.Fatalf("%d parked runs, want 1", len(runs))
 	}
 	run := runs[0].GetExecution()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	url := fmt.Sprintf("http://127.0.0.1:%d/namespaces/default/workflows/%s/%s/history", uiport, run.GetWorkflowId(), run.GetRunId())
 	fixed.Store(true) // the operator fixed the key, then resumes the run from the UI
 
@@ -78,6 +76,9 @@ func TestWebUIResumesAParkedRun(t *testing.T) {
 	if n := strings.Count(p.stdout.String(), "Resumed from the Web UI"); n != 1 {
 		t.Errorf("the answer was printed %d times", n)
 	}
+	// Its own deadline, from now: driving the browser may take a minute on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	desc, err := c.DescribeWorkflowExecution(ctx, run.GetWorkflowId(), run.GetRunId())
 	if err != nil {
 		t.Fatal(err)
