@@ -27,6 +27,7 @@ const (
 	ModeWorker  Mode = "worker"  // workflows and activities against TEMPORAL_ADDRESS
 	ModeGateway Mode = "gateway" // Slack events in, signals out
 	ModeChat    Mode = "chat"    // terminal conversation against a running stack
+	ModeSetup   Mode = "setup"   // namespace and search attributes on a cluster, then exit
 )
 
 // GatewayMode is how the gateway receives Slack events.
@@ -51,6 +52,11 @@ type Config struct {
 	TemporalAPIKey    string // TEMPORAL_API_KEY (Temporal Cloud)
 	TemporalTLSCert   string // TEMPORAL_TLS_CERT (path to PEM, mTLS)
 	TemporalTLSKey    string // TEMPORAL_TLS_KEY (path to PEM, mTLS)
+	// SetupCreateNamespace is whether `lucy setup` may create a missing namespace
+	// (LUCY_SETUP_CREATE_NAMESPACE, default true). Off where namespaces are made elsewhere, as on
+	// Temporal Cloud (its API keys cannot register namespaces): then a missing one is an error that
+	// says so.
+	SetupCreateNamespace bool
 	// ConnectTimeout is how long a process keeps retrying to reach Temporal at start
 	// (LUCY_TEMPORAL_CONNECT_TIMEOUT): long enough to ride out a rolling restart of the cluster.
 	ConnectTimeout time.Duration
@@ -302,6 +308,14 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("LUCY_TEMPORAL_CONNECT_TIMEOUT %q is not a duration (for example 30s or 2m)", v)
 		}
 		c.ConnectTimeout = d
+	}
+	c.SetupCreateNamespace = true
+	if v := strings.ToLower(strings.TrimSpace(getenv("LUCY_SETUP_CREATE_NAMESPACE"))); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("LUCY_SETUP_CREATE_NAMESPACE %q is not true or false (false: `lucy setup` never creates the namespace, as on Temporal Cloud)", v)
+		}
+		c.SetupCreateNamespace = b
 	}
 	c.WorkerStopTimeout = DefaultWorkerStopTimeout
 	if v := strings.TrimSpace(getenv("LUCY_WORKER_STOP_TIMEOUT")); v != "" {
@@ -618,8 +632,8 @@ func (c *Config) loadLLM(getenv func(string) string) error {
 	case oaKey != "":
 		c.Provider, c.LLMAPIKey, c.LLMBaseURL = "openai", oaKey, OpenAIBaseURL
 	}
-	// The gateway and the chat client never call the model.
-	if c.Mode == ModeGateway || c.Mode == ModeChat {
+	// The gateway, the chat client and setup never call the model.
+	if c.Mode == ModeGateway || c.Mode == ModeChat || c.Mode == ModeSetup {
 		return nil
 	}
 	if c.Provider == "" {

@@ -13,7 +13,7 @@ import (
 var fixedVariables = []string{
 	// Temporal
 	"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY",
-	"LUCY_TEMPORAL_CONNECT_TIMEOUT",
+	"LUCY_TEMPORAL_CONNECT_TIMEOUT", "LUCY_SETUP_CREATE_NAMESPACE",
 	// `lucy worker`'s graceful stop
 	"LUCY_WORKER_STOP_TIMEOUT",
 	// Embedded development stack and local files
