@@ -131,6 +131,7 @@ func TestErrors(t *testing.T) {
 		{"custom without model", ModeDev, env("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"), "LUCY_MODEL_DEFAULT is required"},
 		{"bad worker http addr", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_WORKER_HTTP_ADDR", "9090"), "LUCY_WORKER_HTTP_ADDR \"9090\" is not [host]:port"},
 		{"tls half", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "TEMPORAL_TLS_CERT", "c.pem"), "must be set together"},
+		{"tls half, standard name", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "TEMPORAL_TLS_CLIENT_KEY_PATH", "k.pem"), "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH must be set together"},
 		{"log level", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_LOG_LEVEL", "verbose"), "LUCY_LOG_LEVEL"},
 		{"connect timeout", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_TEMPORAL_CONNECT_TIMEOUT", "soon"), "LUCY_TEMPORAL_CONNECT_TIMEOUT"},
 		{"log format", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_LOG_FORMAT", "xml"), "LUCY_LOG_FORMAT"},

@@ -229,7 +229,7 @@ func TestEnvExample(t *testing.T) {
 		}
 	}
 	// Temporal Cloud is documented there.
-	for _, want := range []string{"TEMPORAL_API_KEY", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY"} {
+	for _, want := range []string{"TEMPORAL_API_KEY", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("lucy.env.example does not mention %s", want)
 		}

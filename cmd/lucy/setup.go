@@ -38,6 +38,7 @@ func runSetup(ctx context.Context, getenv func(string) string, stdout, stderr io
 		return err
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	logDeprecations(log, cfg)
 	c, err := dial(ctx, cfg, log, nil, &tracing.Tracing{})
 	if err != nil {
 		return err
