@@ -557,7 +557,7 @@ func TestDockerfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(data)
-	for _, want := range []string{"CGO_ENABLED=0", "./cmd/lucy", "./deploy/healthcheck", "USER 65532:65532", `ENTRYPOINT ["/usr/local/bin/lucy"]`} {
+	for _, want := range []string{"CGO_ENABLED=0", "-tags nodev", "./cmd/lucy", "./deploy/healthcheck", "USER 65532:65532", `ENTRYPOINT ["/usr/local/bin/lucy"]`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}

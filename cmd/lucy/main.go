@@ -58,7 +58,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "setup":
 		err = runSetup(ctx, getenv, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "lucy %s\n", version)
+		if devBuilt {
+			fmt.Fprintf(stdout, "lucy %s\n", version)
+		} else {
+			fmt.Fprintf(stdout, "lucy %s (built with -tags nodev: no `lucy dev`)\n", version)
+		}
 		return 0
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)
