@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/lucy-agent/lucy/config"
 )

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
+	"github.com/cenkalti/backoff/v5"
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
@@ -50,19 +50,18 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metric
 	// Retry with backoff for up to LUCY_TEMPORAL_CONNECT_TIMEOUT, so a worker started during a
 	// rolling restart of the cluster waits for it instead of crash-looping; then fail with one line.
 	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 500*time.Millisecond, 5*time.Second, cfg.ConnectTimeout
-	var c client.Client
-	op := func() error {
+	bo.InitialInterval, bo.MaxInterval = 500*time.Millisecond, 5*time.Second
+	op := func() (client.Client, error) {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		var err error
-		c, err = client.DialContext(dctx, opts)
+		c, err := client.DialContext(dctx, opts)
 		if err != nil && ctx.Err() == nil {
 			log.Warn().Str("address", cfg.TemporalAddress).Err(errors.New(firstLine(err))).Msg("cannot reach Temporal yet; retrying")
 		}
-		return err
+		return c, err
 	}
-	if err := backoff.Retry(op, backoff.WithContext(bo, ctx)); err != nil {
+	c, err := backoff.Retry(ctx, op, backoff.WithBackOff(bo), backoff.WithMaxElapsedTime(cfg.ConnectTimeout))
+	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %q) after %s: is the server running? set TEMPORAL_ADDRESS, or use `lucy dev` for an embedded one (%s)",
 			cfg.TemporalAddress, cfg.TemporalNamespace, cfg.ConnectTimeout, firstLine(err))
 	}
