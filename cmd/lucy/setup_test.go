@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -107,6 +109,24 @@ func TestSetup(t *testing.T) {
 		}
 		if err := workerCheck("lucy-b"); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	// The connection from a temporal.toml profile (Temporal's standard client configuration), no
+	// TEMPORAL_ADDRESS: what dial uses is config.TemporalClientOptions.
+	t.Run("temporal.toml profile", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "temporal.toml")
+		toml := fmt.Sprintf("[profile.cluster]\naddress = %q\nnamespace = \"lucy-p\"\n", addr)
+		if err := os.WriteFile(file, []byte(toml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"TEMPORAL_CONFIG_FILE": file, "TEMPORAL_PROFILE": "cluster", "LUCY_LOG_LEVEL": "warn"}
+		var stdout, stderr syncBuffer
+		if code := run(context.Background(), []string{"setup"}, envOf(env), strings.NewReader(""), &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		if !strings.Contains(stdout.String(), "connected to Temporal at "+addr) || !strings.Contains(stdout.String(), `namespace "lucy-p": created`) {
+			t.Errorf("output:\n%s", stdout.String())
 		}
 	})
 
