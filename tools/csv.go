@@ -163,8 +163,15 @@ func (r *Registry) saveAndShare(ctx context.Context, inv Invocation, tool, rel s
 
 // findSharedFile looks in the conversation's thread for a file Lucy shared with this name and size.
 // A failed lookup is not an error: the file is shared again, which is the lesser harm.
+// Lucy's share is known by its author, the bot's user ID (auth.test): Slack's file_share message
+// carries user, upload, display_as_bot and files, and no bot_id, which only chat.postMessage's
+// messages have.
 func findSharedFile(ctx context.Context, api SlackAPI, inv Invocation, name string, size int) (string, bool) {
 	if inv.ThreadTS == "" {
+		return "", false
+	}
+	me, err := api.AuthTestContext(ctx)
+	if err != nil || me.UserID == "" {
 		return "", false
 	}
 	params := &slack.GetConversationRepliesParameters{ChannelID: inv.Channel, Timestamp: inv.ThreadTS, Limit: 200}
@@ -174,7 +181,7 @@ func findSharedFile(ctx context.Context, api SlackAPI, inv Invocation, name stri
 			return "", false
 		}
 		for _, m := range msgs {
-			if m.BotID == "" {
+			if m.User != me.UserID && (me.BotID == "" || m.BotID != me.BotID) {
 				continue
 			}
 			for _, f := range m.Files {
