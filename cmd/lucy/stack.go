@@ -66,6 +66,14 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metric
 	return c, nil
 }
 
+// logDeprecations logs, once per process, each setting read under an old name (config.Load
+// collected them before there was a logger).
+func logDeprecations(log zerolog.Logger, cfg *config.Config) {
+	for _, d := range cfg.Deprecations {
+		log.Warn().Msg(d)
+	}
+}
+
 // startTracing turns OpenTelemetry tracing on when the OTEL_ variables ask for it (off by default;
 // package tracing). mode names the process in the default service name.
 func startTracing(ctx context.Context, getenv func(string) string, mode string, log zerolog.Logger) (*tracing.Tracing, error) {
@@ -123,6 +131,7 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	}
 	defer logOut.Close()
 	log := logging.New(logOut, cfg.LogLevel, cfg.LogFormat)
+	logDeprecations(log, cfg)
 	ln, err := listen(cfg.HTTPAddr, "LUCY_HTTP_ADDR")
 	if err != nil {
 		return err
@@ -270,6 +279,7 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return err
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	logDeprecations(log, cfg)
 	// Listen first: a taken port is a configuration mistake, said at once rather than after the
 	// wait for Temporal.
 	ln, err := listen(cfg.WorkerHTTPAddr, "LUCY_WORKER_HTTP_ADDR")
@@ -314,6 +324,7 @@ func runGateway(ctx context.Context, getenv func(string) string, stderr io.Write
 		return err
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	logDeprecations(log, cfg)
 	ln, err := listen(cfg.HTTPAddr, "LUCY_HTTP_ADDR")
 	if err != nil {
 		return err
@@ -357,6 +368,7 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 		return err
 	}
 	log := logging.New(stderr, maxLevel(mustLevel(cfg.LogLevel), zerolog.WarnLevel).String(), cfg.LogFormat)
+	logDeprecations(log, cfg)
 	// The local workspace first: without a running `lucy dev` there is nothing to join, and this
 	// says so at once instead of after the wait for Temporal.
 	local, err := readLocalWorkspace(cfg.DataDir)
