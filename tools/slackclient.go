@@ -254,6 +254,8 @@ type SlackAPI interface {
 	// UploadFileContext is slack-go's files v2 upload (files.getUploadURLExternal, the upload itself,
 	// files.completeUploadExternal); slack-go v0.35 renamed UploadFileV2Context to it.
 	UploadFileContext(ctx context.Context, params slack.UploadFileParameters) (*slack.FileSummary, error)
+	// AuthTestContext names the bot's user, the author of the files it shared (package files).
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
 }
 
 var _ SlackAPI = (*slack.Client)(nil)
