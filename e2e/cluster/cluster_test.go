@@ -44,7 +44,7 @@ const (
 
 // cluster is the running system.
 type cluster struct {
-	t        *testing.T
+	t        testing.TB
 	bin      string
 	env      []string // what every lucy process gets
 	gwAddr   string
@@ -54,25 +54,30 @@ type cluster struct {
 	slack    *localslack.Server
 	person   *slack.Client
 	temporal client.Client
-	llm      *models
+	models   [2]*fakellm.Server // one per worker, so that a call names the worker that made it
+	dataDir  string
+	started  time.Time
 }
 
 func TestCluster(t *testing.T) {
+	sc := newScript()
+	c := startCluster(t, sc.reply)
+	t.Run("a conversation with a tool call is answered once", c.toolCallAnsweredOnce)
+	t.Run("a worker killed mid-model-call", func(t *testing.T) { c.workerKilledMidCall(t, sc) })
+	t.Run("the gateway restarted while events arrive", c.gatewayRestarted)
+	t.Run("a schedule made by a tool fires on the other worker", c.scheduleFiresElsewhere)
+	t.Logf("whole test: %s", time.Since(c.started).Round(time.Second))
+}
+
+// startCluster builds the binaries and starts everything, in the deploy README's order; model is
+// the fake model's script (worker is 0 or 1: which worker's call it is). Skipped without PostgreSQL.
+func startCluster(t testing.TB, model func(worker int, req fakellm.Request) fakellm.Reply) *cluster {
 	pgBin, err := findPostgres()
 	if err != nil {
 		t.Skip(err)
 	}
 	start := time.Now()
-	bin := t.TempDir()
-	// Both at once: most of the time is linking, one core each.
-	var serverBin, lucyBin string
-	var built sync.WaitGroup
-	built.Go(func() { serverBin = goBuild(t, bin, "./e2e/cluster/temporal-server", "temporal-server") })
-	built.Go(func() { lucyBin = goBuild(t, bin, "./cmd/lucy", "lucy") })
-	built.Wait()
-	if t.Failed() {
-		t.FailNow()
-	}
+	serverBin, lucyBin := buildOnce(t)
 	t.Logf("built in %s", time.Since(start).Round(time.Second))
 
 	pg := startPostgres(t, pgBin)
@@ -86,12 +91,18 @@ func TestCluster(t *testing.T) {
 	temporalAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 
 	ls, slackURL := localslack.NewTestServer(t, localslack.Options{Token: botToken, Team: team, UserTokens: map[string]string{"xoxp-person": human}})
-	c := &cluster{t: t, bin: lucyBin, slack: ls, person: slack.New("xoxp-person", slack.OptionAPIURL(slackURL)), llm: newModels(t)}
+	c := &cluster{t: t, bin: lucyBin, slack: ls, person: slack.New("xoxp-person", slack.OptionAPIURL(slackURL)), started: start}
+	for i := range c.models {
+		c.models[i] = fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply { return model(i, req) })
+	}
+	c.dataDir = t.TempDir()
 	c.env = []string{
 		"TEMPORAL_ADDRESS=" + temporalAddr, "TEMPORAL_NAMESPACE=default",
 		"SLACK_BOT_TOKEN=" + botToken, "SLACK_API_URL=" + slackURL, "SLACK_SIGNING_SECRET=" + secret,
-		"OPENAI_API_KEY=sk-cluster", "LUCY_MODEL_DEFAULT=fake", "LUCY_DATA_DIR=" + t.TempDir(),
+		"OPENAI_API_KEY=sk-cluster", "LUCY_MODEL_DEFAULT=fake", "LUCY_DATA_DIR=" + c.dataDir,
 		"LUCY_LOG_LEVEL=warn", "LUCY_MIN_JOB_INTERVAL=1m",
+		// One person sends every message here, hundreds a minute in the benchmarks: no flood limit.
+		"LUCY_USER_EVENTS_PER_MINUTE=0",
 	}
 
 	// The deploy README's order: setup once, then the processes.
@@ -110,19 +121,14 @@ func TestCluster(t *testing.T) {
 	if c.temporal, err = client.Dial(client.Options{HostPort: temporalAddr}); err != nil {
 		t.Fatal(err)
 	}
-	defer c.temporal.Close()
+	t.Cleanup(c.temporal.Close)
 	t.Logf("cluster up in %s", time.Since(start).Round(time.Second))
-
-	t.Run("a conversation with a tool call is answered once", c.toolCallAnsweredOnce)
-	t.Run("a worker killed mid-model-call", c.workerKilledMidCall)
-	t.Run("the gateway restarted while events arrive", c.gatewayRestarted)
-	t.Run("a schedule made by a tool fires on the other worker", c.scheduleFiresElsewhere)
-	t.Logf("whole test: %s", time.Since(start).Round(time.Second))
+	return c
 }
 
 func (c *cluster) startWorker(i int) {
 	c.t.Helper()
-	env := append([]string{"OPENAI_BASE_URL=" + c.llm.servers[i].BaseURL(), "LUCY_WORKER_HTTP_ADDR=" + c.wAddrs[i]}, c.env...)
+	env := append([]string{"OPENAI_BASE_URL=" + c.models[i].BaseURL(), "LUCY_WORKER_HTTP_ADDR=" + c.wAddrs[i]}, c.env...)
 	c.workers[i] = startProc(c.t, fmt.Sprintf("worker %d", i), env, nil, c.bin, "worker")
 	c.workers[i].waitReady(c.t, "http://"+c.wAddrs[i]+"/readyz", 2*time.Minute)
 }
@@ -151,22 +157,22 @@ func (c *cluster) toolCallAnsweredOnce(t *testing.T) {
 // The worker running a turn dies (SIGKILL) while its model call is in flight: the other worker
 // takes the call over when its heartbeat times out, and the run ends with one answer; the tool
 // that ran before is not run again.
-func (c *cluster) workerKilledMidCall(t *testing.T) {
+func (c *cluster) workerKilledMidCall(t *testing.T, sc *script) {
 	before := c.slack.Calls("files.completeUploadExternal")
 	root := c.say("<@ULUCY> write the launch plan CSV")
 	c.mustEvent(t, "Ev-plan", root)
 	var victim int
 	select {
-	case victim = <-c.llm.planHeld:
+	case victim = <-sc.planHeld:
 	case <-time.After(time.Minute):
 		t.Fatal("the model call after the tool never came")
 	}
 	c.workers[victim].kill()
 	killed := time.Now()
-	close(c.llm.planRelease)
+	close(sc.planRelease)
 	waitFor(t, "the answer from the other worker", 90*time.Second, func() bool { return c.answers(root, "The launch plan is ready") >= 1 })
 	t.Logf("answered %s after the kill", time.Since(killed).Round(100*time.Millisecond))
-	if got := c.llm.planAnsweredBy.Load(); got != int32(1-victim) {
+	if got := sc.planAnsweredBy.Load(); got != int32(1-victim) {
 		t.Errorf("the answer came from worker %d's model, want the survivor %d", got, 1-victim)
 	}
 	time.Sleep(time.Second)
@@ -298,7 +304,7 @@ func (c *cluster) event(id, ts string) (int, error) {
 	return c.post("/slack/events", "application/json", body)
 }
 
-func (c *cluster) mustEvent(t *testing.T, id, ts string) {
+func (c *cluster) mustEvent(t testing.TB, id, ts string) {
 	t.Helper()
 	if code, err := c.event(id, ts); err != nil || code != http.StatusOK {
 		t.Fatalf("event %s: %d %v", id, code, err)
@@ -429,26 +435,22 @@ func (c *cluster) identities(t *testing.T, ctx context.Context, id, run string) 
 
 // ---- the model ----
 
-// models is one fake model per worker (so that a call names the worker that made it), sharing
-// one script: each conversation is recognised by the person's words.
-type models struct {
-	servers        [2]*fakellm.Server
+// script is the fake model's part in TestCluster: each conversation is recognised by the person's
+// words.
+type script struct {
 	planHeld       chan int
 	planRelease    chan struct{}
 	planCalls      atomic.Int32
 	planAnsweredBy atomic.Int32
 }
 
-func newModels(t *testing.T) *models {
-	m := &models{planHeld: make(chan int, 1), planRelease: make(chan struct{})}
+func newScript() *script {
+	m := &script{planHeld: make(chan int, 1), planRelease: make(chan struct{})}
 	m.planAnsweredBy.Store(-1)
-	for i := range m.servers {
-		m.servers[i] = fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply { return m.reply(i, req) })
-	}
 	return m
 }
 
-func (m *models) reply(worker int, req fakellm.Request) fakellm.Reply {
+func (m *script) reply(worker int, req fakellm.Request) fakellm.Reply {
 	last := req.Messages[len(req.Messages)-1]
 	afterTool := last.Role == "tool"
 	lastUser := ""

@@ -26,7 +26,7 @@ type proc struct {
 	done chan struct{}
 }
 
-func startProc(t *testing.T, name string, env []string, cred *syscall.Credential, path string, args ...string) *proc {
+func startProc(t testing.TB, name string, env []string, cred *syscall.Credential, path string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(path, args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -74,7 +74,7 @@ func (p *proc) exited() bool {
 }
 
 // waitOutput waits until the process has printed want.
-func (p *proc) waitOutput(t *testing.T, want string, d time.Duration) {
+func (p *proc) waitOutput(t testing.TB, want string, d time.Duration) {
 	t.Helper()
 	waitFor(t, p.name+" to print "+strconv.Quote(want), d, func() bool {
 		if p.exited() {
@@ -85,7 +85,7 @@ func (p *proc) waitOutput(t *testing.T, want string, d time.Duration) {
 }
 
 // waitReady waits until GET url answers 200.
-func (p *proc) waitReady(t *testing.T, url string, d time.Duration) {
+func (p *proc) waitReady(t testing.TB, url string, d time.Duration) {
 	t.Helper()
 	waitFor(t, p.name+" to be ready", d, func() bool {
 		if p.exited() {
@@ -137,7 +137,7 @@ func versionOf(dir string) int {
 
 // startPostgres makes and starts a cluster. PostgreSQL refuses to run as root: as root, the cluster
 // belongs to the postgres user Debian's package creates, and the server runs as it.
-func startPostgres(t *testing.T, bin string) *postgres {
+func startPostgres(t testing.TB, bin string) *postgres {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "lucy-cluster-pg-")
 	if err != nil {
@@ -176,7 +176,7 @@ func startPostgres(t *testing.T, bin string) *postgres {
 }
 
 // freePorts returns n ports free now (the kernel's choice, released at once).
-func freePorts(t *testing.T, n int) []int {
+func freePorts(t testing.TB, n int) []int {
 	t.Helper()
 	var ports []int
 	var ls []net.Listener
@@ -194,28 +194,57 @@ func freePorts(t *testing.T, n int) []int {
 	return ports
 }
 
-// goBuild builds the package into dir and returns the binary's path (an error marks the test failed).
-func goBuild(t *testing.T, dir, pkg, name string) string {
+// builds are the binaries, built once for the whole test binary (a test and the benchmarks).
+var builds struct {
+	once              sync.Once
+	dir               string
+	server, lucy, err string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+	}
+	os.Exit(code)
+}
+
+// buildOnce builds temporal-server and lucy, both at once (most of the time is linking, one core
+// each), and returns their paths.
+func buildOnce(t testing.TB) (server, lucy string) {
 	t.Helper()
+	builds.once.Do(func() {
+		dir, err := os.MkdirTemp("", "lucy-cluster-bin-")
+		if err != nil {
+			builds.err = err.Error()
+			return
+		}
+		builds.dir = dir
+		var wg sync.WaitGroup
+		var errs [2]string
+		wg.Go(func() { builds.server, errs[0] = goBuild(dir, "./e2e/cluster/temporal-server", "temporal-server") })
+		wg.Go(func() { builds.lucy, errs[1] = goBuild(dir, "./cmd/lucy", "lucy") })
+		wg.Wait()
+		builds.err = strings.TrimSpace(errs[0] + "\n" + errs[1])
+	})
+	if builds.err != "" {
+		t.Fatal(builds.err)
+	}
+	return builds.server, builds.lucy
+}
+
+// goBuild builds the package into dir and returns the binary's path, or what went wrong.
+func goBuild(dir, pkg, name string) (string, string) {
 	out := filepath.Join(dir, name)
 	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = filepath.Join("..", "..") // the repository, from e2e/cluster
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("go build %s: %v\n%s", pkg, err, b) // not Fatal: it may run in another goroutine
+		return "", fmt.Sprintf("go build %s: %v\n%s", pkg, err, b)
 	}
-	return out
+	return out, ""
 }
 
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(wd, "..", "..")
-}
-
-func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
