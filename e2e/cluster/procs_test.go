@@ -54,16 +54,6 @@ func (p *proc) kill() {
 	<-p.done
 }
 
-// stop asks the process to stop (SIGTERM) and kills it if it has not within d.
-func (p *proc) stop(d time.Duration) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(d):
-		p.kill()
-	}
-}
-
 func (p *proc) exited() bool {
 	select {
 	case <-p.done:
