@@ -198,7 +198,7 @@ func (a *Activities) mayHavePosted(ctx context.Context) bool {
 	if info.Attempt > 1 {
 		return true
 	}
-	return a.resetRun(ctx, info.WorkflowNamespace, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+	return a.resetRun(ctx, info.Namespace, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
 }
 
 // resetRun reports whether the run is the result of a Reset: its first event names another original

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/contrib/envconfig"
+
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/signing"
 )
@@ -27,6 +29,7 @@ const (
 	ModeWorker  Mode = "worker"  // workflows and activities against TEMPORAL_ADDRESS
 	ModeGateway Mode = "gateway" // Slack events in, signals out
 	ModeChat    Mode = "chat"    // terminal conversation against a running stack
+	ModeSetup   Mode = "setup"   // namespace and search attributes on a cluster, then exit
 )
 
 // GatewayMode is how the gateway receives Slack events.
@@ -49,8 +52,19 @@ type Config struct {
 	TemporalAddress   string // TEMPORAL_ADDRESS; empty in dev means "embedded"
 	TemporalNamespace string // TEMPORAL_NAMESPACE
 	TemporalAPIKey    string // TEMPORAL_API_KEY (Temporal Cloud)
-	TemporalTLSCert   string // TEMPORAL_TLS_CERT (path to PEM, mTLS)
-	TemporalTLSKey    string // TEMPORAL_TLS_KEY (path to PEM, mTLS)
+	TemporalProfile   string // TEMPORAL_PROFILE: the temporal.toml profile chosen, if any
+	// temporal is Temporal's standard client configuration as loaded (temporal.go), and
+	// temporalVars the variable names the operator used for the client certificate and key (the
+	// old names still work), for error messages.
+	temporal     envconfig.ClientConfigProfile
+	temporalVars map[string]string
+	// Deprecations are the lines a process logs at start about settings it read under an old name.
+	Deprecations []string
+	// SetupCreateNamespace is whether `lucy setup` may create a missing namespace
+	// (LUCY_SETUP_CREATE_NAMESPACE, default true). Off where namespaces are made elsewhere, as on
+	// Temporal Cloud (its API keys cannot register namespaces): then a missing one is an error that
+	// says so.
+	SetupCreateNamespace bool
 	// ConnectTimeout is how long a process keeps retrying to reach Temporal at start
 	// (LUCY_TEMPORAL_CONNECT_TIMEOUT): long enough to ride out a rolling restart of the cluster.
 	ConnectTimeout time.Duration
@@ -258,11 +272,6 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	}
 	c := &Config{
 		Mode:               mode,
-		TemporalAddress:    env("TEMPORAL_ADDRESS", ""),
-		TemporalNamespace:  env("TEMPORAL_NAMESPACE", DefaultNamespace),
-		TemporalAPIKey:     env("TEMPORAL_API_KEY", ""),
-		TemporalTLSCert:    env("TEMPORAL_TLS_CERT", ""),
-		TemporalTLSKey:     env("TEMPORAL_TLS_KEY", ""),
 		DataDir:            env("LUCY_DATA_DIR", DefaultDataDir),
 		HTTPAddr:           env("LUCY_HTTP_ADDR", defaultHTTPAddr(mode)),
 		WorkerHTTPAddr:     env("LUCY_WORKER_HTTP_ADDR", DefaultWorkerHTTPAddr),
@@ -273,6 +282,9 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		SlackAPIURL:        env("SLACK_API_URL", DefaultSlackAPIURL),
 		LogLevel:           strings.ToLower(env("LUCY_LOG_LEVEL", "info")),
 		Models:             map[string]string{},
+	}
+	if err := c.loadTemporal(mode, getenv); err != nil {
+		return nil, err
 	}
 	var err error
 	if c.TemporalPort, err = port(env("LUCY_TEMPORAL_PORT", strconv.Itoa(DefaultTemporalPort)), "LUCY_TEMPORAL_PORT"); err != nil {
@@ -303,6 +315,14 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		}
 		c.ConnectTimeout = d
 	}
+	c.SetupCreateNamespace = true
+	if v := strings.ToLower(strings.TrimSpace(getenv("LUCY_SETUP_CREATE_NAMESPACE"))); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("LUCY_SETUP_CREATE_NAMESPACE %q is not true or false (false: `lucy setup` never creates the namespace, as on Temporal Cloud)", v)
+		}
+		c.SetupCreateNamespace = b
+	}
 	c.WorkerStopTimeout = DefaultWorkerStopTimeout
 	if v := strings.TrimSpace(getenv("LUCY_WORKER_STOP_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
@@ -310,9 +330,6 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("LUCY_WORKER_STOP_TIMEOUT %q is not a duration from 0s to %s (default %s)", v, MaxWorkerStopTimeout, DefaultWorkerStopTimeout)
 		}
 		c.WorkerStopTimeout = d
-	}
-	if (c.TemporalTLSCert == "") != (c.TemporalTLSKey == "") {
-		return nil, errors.New("TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY must be set together (paths to the client certificate and key)")
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("LUCY_HTTP_ADDR %q is not [host]:port (for example %s)", c.HTTPAddr, defaultHTTPAddr(mode))
@@ -618,8 +635,8 @@ func (c *Config) loadLLM(getenv func(string) string) error {
 	case oaKey != "":
 		c.Provider, c.LLMAPIKey, c.LLMBaseURL = "openai", oaKey, OpenAIBaseURL
 	}
-	// The gateway and the chat client never call the model.
-	if c.Mode == ModeGateway || c.Mode == ModeChat {
+	// The gateway, the chat client and setup never call the model.
+	if c.Mode == ModeGateway || c.Mode == ModeChat || c.Mode == ModeSetup {
 		return nil
 	}
 	if c.Provider == "" {
@@ -687,6 +704,7 @@ func (c *Config) Embedded() bool { return c.Mode == ModeDev && c.TemporalAddress
 func (c *Config) Redacted() map[string]any {
 	return map[string]any{
 		"temporalAddress": c.TemporalAddress, "namespace": c.TemporalNamespace, "dataDir": c.DataDir,
+		"temporalTLS": c.TemporalTLS(), "temporalProfile": c.TemporalProfile,
 		"gateway": string(c.Gateway), "slackAPI": c.SlackAPIURL, "llmProvider": c.Provider,
 		"llmBaseURL": c.LLMBaseURL, "models": c.Models, "httpAddr": c.HTTPAddr,
 		"workerHttpAddr":  c.WorkerHTTPAddr,

@@ -131,6 +131,7 @@ func TestErrors(t *testing.T) {
 		{"custom without model", ModeDev, env("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1"), "LUCY_MODEL_DEFAULT is required"},
 		{"bad worker http addr", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_WORKER_HTTP_ADDR", "9090"), "LUCY_WORKER_HTTP_ADDR \"9090\" is not [host]:port"},
 		{"tls half", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "TEMPORAL_TLS_CERT", "c.pem"), "must be set together"},
+		{"tls half, standard name", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "TEMPORAL_TLS_CLIENT_KEY_PATH", "k.pem"), "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH must be set together"},
 		{"log level", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_LOG_LEVEL", "verbose"), "LUCY_LOG_LEVEL"},
 		{"connect timeout", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_TEMPORAL_CONNECT_TIMEOUT", "soon"), "LUCY_TEMPORAL_CONNECT_TIMEOUT"},
 		{"log format", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_LOG_FORMAT", "xml"), "LUCY_LOG_FORMAT"},
@@ -142,6 +143,7 @@ func TestErrors(t *testing.T) {
 		{"script memory too small", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_SCRIPT_MEMORY_MB", "8"), "LUCY_SCRIPT_MEMORY_MB \"8\""},
 		{"zero tool calls", ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_MAX_TOOL_CALLS", "0"), "LUCY_MAX_TOOL_CALLS \"0\" is not a number from 1 to 64"},
 		{"too many tool calls", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_TOOL_CALLS", "65"), "LUCY_MAX_TOOL_CALLS \"65\" is not a number from 1 to 64"},
+		{"setup create namespace", ModeSetup, env("LUCY_SETUP_CREATE_NAMESPACE", "never"), "LUCY_SETUP_CREATE_NAMESPACE \"never\" is not true or false"},
 		{"tool calls not a number", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_TOOL_CALLS", "ten"), "LUCY_MAX_TOOL_CALLS \"ten\""},
 	}
 	for _, tt := range tests {
@@ -222,6 +224,21 @@ func TestGatewayAndChatNeedNoLLM(t *testing.T) {
 	}
 	if _, err := Load(ModeChat, env()); err != nil {
 		t.Errorf("chat: %v", err)
+	}
+}
+
+// `lucy setup` touches only Temporal: no model, no Slack. It may create a missing namespace unless
+// LUCY_SETUP_CREATE_NAMESPACE says false.
+func TestSetupNeedsOnlyTemporal(t *testing.T) {
+	c, err := Load(ModeSetup, env("TEMPORAL_ADDRESS", "temporal:7233"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.SetupCreateNamespace || c.TemporalAddress != "temporal:7233" || c.TemporalNamespace != DefaultNamespace {
+		t.Errorf("create %v, address %q, namespace %q", c.SetupCreateNamespace, c.TemporalAddress, c.TemporalNamespace)
+	}
+	if c, err = Load(ModeSetup, env("LUCY_SETUP_CREATE_NAMESPACE", "False")); err != nil || c.SetupCreateNamespace {
+		t.Errorf("LUCY_SETUP_CREATE_NAMESPACE=False: %v, create %v", err, c != nil && c.SetupCreateNamespace)
 	}
 }
 

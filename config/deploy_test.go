@@ -102,11 +102,18 @@ func TestTemporalMTLS(t *testing.T) {
 
 func TestTemporalMTLSErrors(t *testing.T) {
 	certPath, keyPath := writeKeyPair(t)
-	// Half a key pair is refused by Load, naming both variables.
-	for _, kv := range [][]string{{"TEMPORAL_TLS_CERT", certPath}, {"TEMPORAL_TLS_KEY", keyPath}} {
-		_, err := Load(ModeWorker, workerEnv(kv...))
-		if err == nil || !strings.Contains(err.Error(), "TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY") {
-			t.Errorf("%s alone: err = %v", kv[0], err)
+	// Half a key pair is refused by Load, naming both variables as the operator spelt them.
+	for _, tc := range []struct {
+		kv   []string
+		want string
+	}{
+		{[]string{"TEMPORAL_TLS_CERT", certPath}, "TEMPORAL_TLS_CERT and TEMPORAL_TLS_CLIENT_KEY_PATH"},
+		{[]string{"TEMPORAL_TLS_KEY", keyPath}, "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_KEY"},
+		{[]string{"TEMPORAL_TLS_CLIENT_CERT_PATH", certPath}, "TEMPORAL_TLS_CLIENT_CERT_PATH and TEMPORAL_TLS_CLIENT_KEY_PATH must be set together"},
+	} {
+		_, err := Load(ModeWorker, workerEnv(tc.kv...))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s alone: err = %v, want %q", tc.kv[0], err, tc.want)
 		}
 	}
 	// A path that does not exist, or the key in place of the certificate, fails at start with the
@@ -119,6 +126,144 @@ func TestTemporalMTLSErrors(t *testing.T) {
 		if _, err := c.TemporalClientOptions(); err == nil || !strings.Contains(err.Error(), "TEMPORAL_TLS_CERT") {
 			t.Errorf("cert %s: err = %v", pair[0], err)
 		}
+	}
+	// A CA file that is not PEM.
+	c, err := Load(ModeWorker, workerEnv("TEMPORAL_TLS_SERVER_CA_CERT_PATH", keyPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TemporalClientOptions(); err == nil || !strings.Contains(err.Error(), "TEMPORAL_TLS_SERVER_CA_CERT_PATH") {
+		t.Errorf("CA not a certificate: err = %v", err)
+	}
+}
+
+// Temporal's standard names: mTLS with a private CA and a server name, as a self-hosted cluster
+// needs; the old names are aliases that log a deprecation line each, and refuse to disagree with
+// the new ones.
+func TestTemporalStandardNames(t *testing.T) {
+	certPath, keyPath := writeKeyPair(t)
+	c, err := Load(ModeWorker, workerEnv("TEMPORAL_TLS_CLIENT_CERT_PATH", certPath, "TEMPORAL_TLS_CLIENT_KEY_PATH", keyPath,
+		"TEMPORAL_TLS_SERVER_CA_CERT_PATH", certPath, "TEMPORAL_TLS_SERVER_NAME", "temporal.internal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Deprecations) != 0 {
+		t.Errorf("deprecations with the standard names: %v", c.Deprecations)
+	}
+	o, err := c.TemporalClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl := o.ConnectionOptions.TLS
+	if tl == nil || len(tl.Certificates) != 1 || tl.RootCAs == nil || tl.ServerName != "temporal.internal" || tl.InsecureSkipVerify {
+		t.Fatalf("TLS %+v: want the client certificate, the CA, the server name, verification on", tl)
+	}
+	if !c.TemporalTLS() || c.Redacted()["temporalTLS"] != true {
+		t.Error("TemporalTLS is false with TLS settings")
+	}
+
+	// The old names: same result, one deprecation line each.
+	c, err = Load(ModeWorker, workerEnv("TEMPORAL_TLS_CERT", certPath, "TEMPORAL_TLS_KEY", keyPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Deprecations) != 2 || !strings.Contains(c.Deprecations[0], "TEMPORAL_TLS_CERT is deprecated: rename it TEMPORAL_TLS_CLIENT_CERT_PATH") ||
+		!strings.Contains(c.Deprecations[1], "TEMPORAL_TLS_KEY is deprecated: rename it TEMPORAL_TLS_CLIENT_KEY_PATH") {
+		t.Errorf("deprecations: %q", c.Deprecations)
+	}
+	// Both names, the same file: fine. Different files: which one wins would be a guess.
+	if _, err := Load(ModeWorker, workerEnv("TEMPORAL_TLS_CERT", certPath, "TEMPORAL_TLS_CLIENT_CERT_PATH", certPath, "TEMPORAL_TLS_KEY", keyPath)); err != nil {
+		t.Errorf("both names, same file: %v", err)
+	}
+	_, err = Load(ModeWorker, workerEnv("TEMPORAL_TLS_CERT", certPath, "TEMPORAL_TLS_CLIENT_CERT_PATH", keyPath, "TEMPORAL_TLS_KEY", keyPath))
+	if err == nil || !strings.Contains(err.Error(), "TEMPORAL_TLS_CERT and TEMPORAL_TLS_CLIENT_CERT_PATH are both set, to different files") {
+		t.Errorf("both names, different files: %v", err)
+	}
+	// TEMPORAL_TLS=true: TLS against the system's roots, nothing else.
+	if c, err = Load(ModeWorker, workerEnv("TEMPORAL_TLS", "true")); err != nil || !c.TemporalTLS() {
+		t.Errorf("TEMPORAL_TLS=true: %v, TLS %v", err, c != nil && c.TemporalTLS())
+	}
+}
+
+// A temporal.toml profile (TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE), with the variables over it; a
+// profile that is not in the file is an error naming both; `lucy dev` ignores the default file
+// unless asked, so that its embedded server stays the default.
+func TestTemporalProfiles(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "temporal.toml")
+	toml := `[profile.default]
+address = "default.example:7233"
+
+[profile.prod]
+address = "prod.example:7233"
+namespace = "lucy-prod"
+api_key = "prod-key"
+`
+	if err := os.WriteFile(file, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"OPENAI_API_KEY", "sk", "SLACK_BOT_TOKEN", "xoxb-1", "TEMPORAL_CONFIG_FILE", file}
+	c, err := Load(ModeWorker, env(append(base, "TEMPORAL_PROFILE", "prod")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.TemporalClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.HostPort != "prod.example:7233" || o.Namespace != "lucy-prod" || o.Credentials == nil || o.ConnectionOptions.TLS == nil {
+		t.Errorf("profile prod: %q %q credentials %v TLS %v", o.HostPort, o.Namespace, o.Credentials, o.ConnectionOptions.TLS)
+	}
+	if c.Redacted()["temporalProfile"] != "prod" || strings.Contains(strings.Join(mapValues(c.Redacted()), " "), "prod-key") {
+		t.Errorf("Redacted: %v", c.Redacted())
+	}
+	// The environment wins over the file.
+	if c, err = Load(ModeWorker, env(append(base, "TEMPORAL_PROFILE", "prod", "TEMPORAL_NAMESPACE", "other")...)); err != nil || c.TemporalNamespace != "other" {
+		t.Errorf("TEMPORAL_NAMESPACE over the profile: %v %v", err, c)
+	}
+	// The default profile, without TEMPORAL_PROFILE.
+	if c, err = Load(ModeWorker, env(base...)); err != nil || c.TemporalAddress != "default.example:7233" || c.TemporalNamespace != DefaultNamespace {
+		t.Errorf("default profile: %v %+v", err, c)
+	}
+	_, err = Load(ModeWorker, env(append(base, "TEMPORAL_PROFILE", "staging")...))
+	if err == nil || !strings.Contains(err.Error(), "staging") || !strings.Contains(err.Error(), file) {
+		t.Errorf("missing profile: %v", err)
+	}
+	if err := os.WriteFile(file, []byte("[profile.default\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err = Load(ModeWorker, env(base...)); err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("broken file: %v", err)
+	}
+	// `lucy dev` with TEMPORAL_CONFIG_FILE set reads it; TEMPORAL_CONFIG_FILE is what asks.
+	if err := os.WriteFile(file, []byte(toml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = Load(ModeDev, env("OPENAI_API_KEY", "sk", "TEMPORAL_CONFIG_FILE", file)); err != nil || c.TemporalAddress != "default.example:7233" {
+		t.Errorf("dev with TEMPORAL_CONFIG_FILE: %v %+v", err, c)
+	}
+}
+
+// `lucy dev` without TEMPORAL_PROFILE or TEMPORAL_CONFIG_FILE runs its embedded server even when
+// the user's default temporal.toml names another.
+func TestDevIgnoresTheDefaultTemporalToml(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	if err := os.MkdirAll(filepath.Join(home, ".config", "temporalio"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".config", "temporalio", "temporal.toml"), []byte("[profile.default]\naddress = \"elsewhere:7233\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "sk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Embedded() {
+		t.Errorf("lucy dev uses %q from the default temporal.toml instead of its embedded server", c.TemporalAddress)
+	}
+	if c, err = Load(ModeWorker, env("OPENAI_API_KEY", "sk", "SLACK_BOT_TOKEN", "xoxb-1")); err != nil || c.TemporalAddress != "elsewhere:7233" {
+		t.Errorf("worker with the default temporal.toml: %v %+v", err, c)
 	}
 }
 
@@ -154,10 +299,10 @@ func TestVariablesAreWhatLoadReads(t *testing.T) {
 		"SLACK_BOT_TOKEN", "xoxb-1", "SLACK_APP_TOKEN", "xapp-1", "SLACK_USER_TOKEN", "xoxp-1",
 		"LUCY_SEARCH_PROVIDER", "brave", "LUCY_SEARCH_API_KEY", "k",
 		"LUCY_PAYLOAD_KEYS", "k1:" + strings.Repeat("A", 43) + "=", "LUCY_CODEC_ADDR", "127.0.0.1:8234",
-		"TEMPORAL_TLS_CERT", certPath, "TEMPORAL_TLS_KEY", keyPath,
+		"TEMPORAL_TLS_CERT", certPath, "TEMPORAL_TLS_KEY", keyPath, "TEMPORAL_TLS", "true",
 		"LUCY_WORKSPACE_STORE", "s3://bucket/prefix", "AWS_ACCESS_KEY_ID", "AKIA", "AWS_SECRET_ACCESS_KEY", "secret", "AWS_SESSION_TOKEN", "token",
 	}
-	for _, m := range []Mode{ModeDev, ModeWorker, ModeGateway, ModeChat} {
+	for _, m := range []Mode{ModeDev, ModeWorker, ModeGateway, ModeChat, ModeSetup} {
 		if _, err := Load(m, spy(env(full...))); err != nil {
 			t.Fatalf("%s: %v", m, err)
 		}

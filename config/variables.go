@@ -12,8 +12,10 @@ import (
 // a variable added to Load without being listed fails every test that loads a configuration.
 var fixedVariables = []string{
 	// Temporal
-	"TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "TEMPORAL_API_KEY", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY",
-	"LUCY_TEMPORAL_CONNECT_TIMEOUT",
+	// (Temporal's standard client configuration is temporalVariables, added by Variables; these
+	// two are its aliases, Lucy's names from before it read the standard ones.)
+	"TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY",
+	"LUCY_TEMPORAL_CONNECT_TIMEOUT", "LUCY_SETUP_CREATE_NAMESPACE",
 	// `lucy worker`'s graceful stop
 	"LUCY_WORKER_STOP_TIMEOUT",
 	// Embedded development stack and local files
@@ -52,7 +54,7 @@ func tierVariable(prefix, tier string) string { return prefix + strings.ToUpper(
 // may set in a deployment. (LUCY_SANDBOX_CHILD is not one: the binary sets it on the script
 // sandbox's child process, and a worker started with it would run as a sandbox child.)
 func Variables() []string {
-	out := slices.Clone(fixedVariables)
+	out := slices.Concat(fixedVariables, temporalVariables)
 	for _, p := range tierPrefixes {
 		for _, tier := range Tiers {
 			out = append(out, tierVariable(p, tier))

@@ -7,6 +7,7 @@ package deploy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"github.com/compose-spec/compose-go/v2/cli"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/lucy-agent/lucy/config"
 )
@@ -89,7 +91,7 @@ func (f *composeFile) lucyServices() map[string]composeService {
 // variables lucy reads in lucy's services.
 func checkCompose(f *composeFile) []error {
 	var errs []error
-	for _, want := range []string{"postgresql", "temporal", "temporal-ui", "worker", "gateway"} {
+	for _, want := range []string{"postgresql", "temporal", "setup", "temporal-ui", "worker", "gateway"} {
 		if _, ok := f.Services[want]; !ok {
 			errs = append(errs, fmt.Errorf("compose: no service %q", want))
 		}
@@ -227,7 +229,7 @@ func TestEnvExample(t *testing.T) {
 		}
 	}
 	// Temporal Cloud is documented there.
-	for _, want := range []string{"TEMPORAL_API_KEY", "TEMPORAL_TLS_CERT", "TEMPORAL_TLS_KEY"} {
+	for _, want := range []string{"TEMPORAL_API_KEY", "TEMPORAL_TLS_CLIENT_CERT_PATH", "TEMPORAL_TLS_CLIENT_KEY_PATH", "TEMPORAL_TLS_SERVER_CA_CERT_PATH"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("lucy.env.example does not mention %s", want)
 		}
@@ -245,6 +247,8 @@ type k8sDoc struct {
 	} `yaml:"metadata"`
 	Data map[string]string `yaml:"data"` // ConfigMap
 	Spec struct {
+		// Job
+		BackoffLimit *int `yaml:"backoffLimit"`
 		// Deployment
 		Template struct {
 			Spec podSpec `yaml:"spec"`
@@ -264,7 +268,8 @@ type k8sDoc struct {
 }
 
 type podSpec struct {
-	TerminationGracePeriodSeconds *int `yaml:"terminationGracePeriodSeconds"`
+	RestartPolicy                 string `yaml:"restartPolicy"`
+	TerminationGracePeriodSeconds *int   `yaml:"terminationGracePeriodSeconds"`
 	SecurityContext               struct {
 		RunAsNonRoot *bool `yaml:"runAsNonRoot"`
 	} `yaml:"securityContext"`
@@ -358,6 +363,7 @@ func checkManifests(docs []k8sDoc) []error {
 		}
 		errs = append(errs, checkDeployment(d)...)
 	}
+	errs = append(errs, checkSetupJob(kinds["Job"]["lucy-setup"])...)
 	if _, ok := kinds["Service"]["lucy-gateway"]; !ok {
 		errs = append(errs, errors.New("no Service lucy-gateway"))
 	}
@@ -471,6 +477,42 @@ func checkDeployment(d k8sDoc) []error {
 	return errs
 }
 
+// checkSetupJob checks the Job that runs `lucy setup`: the command, the same settings as the
+// worker (ConfigMap and Secret), a restart policy a Job accepts, and the pod security of the others.
+func checkSetupJob(d k8sDoc) []error {
+	if d.Kind != "Job" {
+		return []error{errors.New("no Job lucy-setup (`lucy setup` registers the search attributes the worker needs)")}
+	}
+	pod := d.Spec.Template.Spec
+	if pod.RestartPolicy != "OnFailure" && pod.RestartPolicy != "Never" {
+		return []error{fmt.Errorf("Job lucy-setup: restartPolicy %q, want OnFailure or Never", pod.RestartPolicy)}
+	}
+	if len(pod.Containers) != 1 {
+		return []error{fmt.Errorf("Job lucy-setup: %d containers, want 1", len(pod.Containers))}
+	}
+	var errs []error
+	c := pod.Containers[0]
+	if !slices.Equal(c.Args, []string{"setup"}) {
+		errs = append(errs, fmt.Errorf("Job lucy-setup: args %v, want [setup]", c.Args))
+	}
+	var cm, secret bool
+	for _, ef := range c.EnvFrom {
+		cm = cm || (ef.ConfigMapRef != nil && ef.ConfigMapRef.Name == "lucy")
+		secret = secret || (ef.SecretRef != nil && ef.SecretRef.Name == "lucy")
+	}
+	if !cm || !secret {
+		errs = append(errs, errors.New("Job lucy-setup: does not read the ConfigMap and the Secret lucy the worker reads (TEMPORAL_ settings)"))
+	}
+	if (pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot) || !c.SecurityContext.ReadOnlyRootFilesystem {
+		errs = append(errs, errors.New("Job lucy-setup: not runAsNonRoot with a read-only root filesystem"))
+	}
+	names := make([]string, 0, len(c.Env))
+	for _, e := range c.Env {
+		names = append(names, e.Name)
+	}
+	return append(errs, unknownVariables("Job lucy-setup", names)...)
+}
+
 // resolvePort turns a probe's port (a number or a container port's name) into a number, -1 when
 // the name is not a port of the container.
 func resolvePort(c container, p any) int {
@@ -515,7 +557,7 @@ func TestDockerfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(data)
-	for _, want := range []string{"CGO_ENABLED=0", "./cmd/lucy", "./deploy/healthcheck", "USER 65532:65532", `ENTRYPOINT ["/usr/local/bin/lucy"]`} {
+	for _, want := range []string{"CGO_ENABLED=0", "-tags nodev", "./cmd/lucy", "./deploy/healthcheck", "USER 65532:65532", `ENTRYPOINT ["/usr/local/bin/lucy"]`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("Dockerfile lacks %q", want)
 		}
@@ -558,6 +600,31 @@ func TestChecksCatchMistakes(t *testing.T) {
 		for _, want := range []string{"LUCY_NOT_A_SETTING", "stop_grace_period", `no service "temporal-ui"`} {
 			if !strings.Contains(got, want) {
 				t.Errorf("checkCompose missed %s: %s", want, got)
+			}
+		}
+	})
+	t.Run("setup job", func(t *testing.T) {
+		docs, err := parseManifests([]byte(`
+apiVersion: batch/v1
+kind: Job
+metadata: {name: lucy-setup}
+spec:
+  template:
+    spec:
+      restartPolicy: OnFailure
+      containers:
+        - name: setup
+          args: ["worker"]
+          envFrom:
+            - secretRef: {name: lucy}
+`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := fmt.Sprint(checkSetupJob(docs[0]))
+		for _, want := range []string{"want [setup]", "ConfigMap and the Secret", "runAsNonRoot"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("checkSetupJob missed %q: %s", want, got)
 			}
 		}
 	})
@@ -605,7 +672,7 @@ metadata: {}
 			"OPENAI_KEY", "liveness probe on /healthz", "readiness probe on /readyz", "runAsNonRoot",
 			"readOnlyRootFilesystem", "emptyDir", "Secret lucy", "terminationGracePeriodSeconds",
 			"lacks apiVersion, kind or metadata.name", "no Deployment lucy-gateway", "no Service lucy-gateway",
-			"no HorizontalPodAutoscaler",
+			"no HorizontalPodAutoscaler", "no Job lucy-setup",
 		} {
 			if !strings.Contains(got, want) {
 				t.Errorf("checkManifests missed %q: %s", want, got)
@@ -620,4 +687,56 @@ metadata: {}
 			t.Errorf("330 s grace with the default stop timeout: %v", errs)
 		}
 	})
+}
+
+// The compose file as Docker Compose itself reads it: compose-go is the loader `docker compose`
+// uses, with its schema validation, YAML merge keys, interpolation and consistency checks (every
+// depends_on names a service, and so on). It runs the way deploy/README.md says: lucy.env made
+// from the example next to compose.yaml. Then the order of the one-shot jobs: worker and gateway
+// start only after `lucy setup` has succeeded, and setup is not restarted once it has.
+func TestComposeAsDockerComposeReadsIt(t *testing.T) {
+	dir := t.TempDir()
+	for from, to := range map[string]string{"compose/compose.yaml": "compose.yaml", "compose/lucy.env.example": "lucy.env"} {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, to), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts, err := cli.NewProjectOptions([]string{filepath.Join(dir, "compose.yaml")},
+		cli.WithWorkingDirectory(dir), cli.WithEnv([]string{}), cli.WithConsistency(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := opts.LoadProject(context.Background())
+	if err != nil {
+		t.Fatalf("docker compose would refuse compose.yaml: %v", err)
+	}
+	setup, err := p.GetService("setup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal([]string(setup.Command), []string{"setup"}) || setup.Image != "lucy:local" {
+		t.Errorf("setup runs %v on %q, want [setup] on lucy:local", setup.Command, setup.Image)
+	}
+	if setup.Restart == "unless-stopped" || setup.Restart == "always" {
+		t.Errorf("setup restarts %q: a one-shot would run forever", setup.Restart)
+	}
+	if d, ok := setup.DependsOn["temporal"]; !ok || d.Condition != "service_healthy" {
+		t.Errorf("setup depends on %+v, want temporal healthy", setup.DependsOn)
+	}
+	for _, name := range []string{"worker", "gateway"} {
+		s, err := p.GetService(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := s.DependsOn["setup"]; !ok || d.Condition != "service_completed_successfully" {
+			t.Errorf("%s depends on %+v, want setup completed successfully", name, s.DependsOn)
+		}
+		if s.Environment["TEMPORAL_ADDRESS"] == nil || *s.Environment["TEMPORAL_ADDRESS"] != *setup.Environment["TEMPORAL_ADDRESS"] {
+			t.Errorf("%s and setup talk to different Temporal addresses", name)
+		}
+	}
 }

@@ -334,14 +334,6 @@ func (o *Options) normalize() error {
 	return nil
 }
 
-// bracketIPv6 returns host ready for "%s:%d" formatting, as ui-server does.
-func bracketIPv6(host string) string {
-	if strings.Contains(host, ":") {
-		return "[" + host + "]"
-	}
-	return host
-}
-
 // reserve listens on host:port and keeps the listener as a reservation.
 func reserve(host string, port int, what, env string) (net.Listener, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))

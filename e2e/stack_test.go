@@ -255,7 +255,7 @@ func sign(req *http.Request, body []byte, key string, at time.Time) {
 func (s *stack) botMessages(threadTS string) []localslack.Message {
 	var out []localslack.Message
 	for _, m := range s.slack.Messages(channel, threadTS) {
-		if m.BotID != "" {
+		if m.BotID != "" || m.User == "ULUCY" { // a file share has no bot_id: its author is the bot user
 			out = append(out, m)
 		}
 	}

@@ -19,7 +19,6 @@ import (
 type laneCache struct {
 	mu      sync.Mutex
 	entries map[workflows.LaneKey]laneEntry
-	swept   time.Time
 }
 
 type laneEntry struct {

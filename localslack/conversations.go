@@ -404,6 +404,7 @@ type wireMessage struct {
 	Reactions    []wireReaction  `json:"reactions,omitempty"`
 	Files        []wireFile      `json:"files,omitempty"`
 	Upload       bool            `json:"upload,omitempty"`
+	DisplayAsBot *bool           `json:"display_as_bot,omitempty"`
 	Edited       *wireEdited     `json:"edited,omitempty"`
 	BotProfile   *wireBot        `json:"bot_profile,omitempty"`
 }
@@ -481,7 +482,10 @@ func (s *Server) wire(cs *channelState, m *Message, withMeta bool) wireMessage {
 			ID: f.ID, Name: f.Name, Title: f.Title, Size: f.Size, Mimetype: mimeOf(f.Name),
 			URLPrivate: f.URL, User: m.User,
 		})
-		w.Upload = true
+	}
+	if len(m.Files) > 0 { // a file share (files.completeUploadExternal), in Slack's documented shape
+		asBot := false
+		w.SubType, w.Upload, w.DisplayAsBot = "file_share", true, &asBot
 	}
 	if m.Edited != "" {
 		w.Edited = &wireEdited{User: m.User, TS: m.Edited}

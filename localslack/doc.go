@@ -22,7 +22,9 @@
 //	same server, at <mount>/api/_upload/<file id>, so slack-go sends it the token, which it requires)
 //
 // Messages get monotonically increasing timestamps ("1700000000.000100", "1700000000.000200", …, or the
-// clock when Options.Now is set). Messages posted with the bot token carry bot_id and user = the bot user.
+// clock when Options.Now is set). Messages posted with the bot token carry bot_id and user = the bot user;
+// a file it shares (files.completeUploadExternal) comes as Slack's file_share message: subtype
+// file_share, user = the bot user, upload, display_as_bot, files, and no bot_id.
 //
 // # Local extensions
 //

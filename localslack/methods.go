@@ -401,12 +401,11 @@ func (s *Server) filesCompleteUploadExternal(c *call) (reply, *apiError) {
 			}
 			threadTS = parent.Root()
 		}
+		// Slack's file_share message (its FileShareMessageEvent: user, upload, display_as_bot, files)
+		// has no bot_id, also when a bot shared the file: its author is the bot's user.
 		m := &Message{
 			Channel: cs.info.ID, TS: s.nextTS(), ThreadTS: threadTS, User: c.who.user,
 			Text: c.p.Get("initial_comment"), Blocks: blocks,
-		}
-		if c.who.bot {
-			m.BotID = s.opts.BotID
 		}
 		for _, f := range files {
 			f.Channel, f.ThreadTS = cs.info.ID, threadTS

@@ -525,8 +525,17 @@ func TestLocalFilesV2(t *testing.T) {
 		t.Errorf("file = %+v", f)
 	}
 	thread := s.Messages("C1", root)
-	if len(thread) != 2 || thread[1].Text != "Here it is" || len(thread[1].Files) != 1 || thread[1].BotID == "" {
+	if len(thread) != 2 || thread[1].Text != "Here it is" || len(thread[1].Files) != 1 || thread[1].User != localslack.DefaultBotUserID || thread[1].BotID != "" {
 		t.Fatalf("thread = %+v", thread)
+	}
+	// On the wire, the share has the shape of Slack's file_share message: no bot_id.
+	msgs, _, _, err := api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{ChannelID: "C1", Timestamp: root})
+	if err != nil || len(msgs) != 2 {
+		t.Fatalf("replies: %v %+v", err, msgs)
+	}
+	if m := msgs[1]; m.SubType != slack.MsgSubTypeFileShare || m.User != localslack.DefaultBotUserID || m.BotID != "" ||
+		!m.Upload || m.DisplayAsBot == nil || *m.DisplayAsBot || len(m.Files) != 1 || m.Files[0].Size != len(content) {
+		t.Errorf("file share = %+v", m)
 	}
 	for _, c := range []string{"files.getUploadURLExternal", localslack.MethodUpload, "files.completeUploadExternal"} {
 		if s.Calls(c) != 1 {

@@ -6,14 +6,17 @@
 package logging
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 )
 
 // New returns the process logger. level is debug|info|warn|error, format json|console.
@@ -36,7 +39,11 @@ func New(w io.Writer, level, format string) zerolog.Logger {
 
 // Temporal adapts a zerolog.Logger to the Temporal SDK's log.Logger (and log.WithLogger), which has no
 // zerolog adapter of its own.
-type Temporal struct{ L zerolog.Logger }
+type Temporal struct {
+	L zerolog.Logger
+	// warnTypes are application error types logged at warn where the SDK says error (WarnOn).
+	warnTypes []string
+}
 
 var (
 	_ sdklog.Logger     = Temporal{}
@@ -46,10 +53,47 @@ var (
 // NewTemporal returns the adapter.
 func NewTemporal(l zerolog.Logger) Temporal { return Temporal{L: l} }
 
+// WarnOn returns t logging at warn, instead of error, the SDK's lines about an error that is a
+// *temporal.ApplicationError of one of types.
+//
+// The SDK's activity worker logs every failed attempt as "Activity error." at error level, except
+// the "benign" category, which it drops to debug. Neither fits a mistake the model made in a
+// tool call (bad arguments, a refused URL, a path outside the workspace): the workflow hands it
+// back to the model, nothing is broken, yet an operator should still see it. At warn it stays
+// visible at the default level without paging anyone; real faults stay at error.
+func (t Temporal) WarnOn(types ...string) Temporal {
+	t.warnTypes = append(slices.Clone(t.warnTypes), types...)
+	return t
+}
+
 func (t Temporal) Debug(msg string, keyvals ...any) { fields(t.L.Debug(), keyvals).Msg(msg) }
 func (t Temporal) Info(msg string, keyvals ...any)  { fields(t.L.Info(), keyvals).Msg(msg) }
 func (t Temporal) Warn(msg string, keyvals ...any)  { fields(t.L.Warn(), keyvals).Msg(msg) }
-func (t Temporal) Error(msg string, keyvals ...any) { fields(t.L.Error(), keyvals).Msg(msg) }
+func (t Temporal) Error(msg string, keyvals ...any) {
+	if t.demoted(keyvals) {
+		fields(t.L.Warn(), keyvals).Msg(msg)
+		return
+	}
+	fields(t.L.Error(), keyvals).Msg(msg)
+}
+
+// demoted reports whether keyvals hold an application error of one of warnTypes.
+func (t Temporal) demoted(keyvals []any) bool {
+	if len(t.warnTypes) == 0 {
+		return false
+	}
+	for i := 1; i < len(keyvals); i += 2 {
+		err, ok := keyvals[i].(error)
+		if !ok {
+			continue
+		}
+		var appErr *temporal.ApplicationError
+		if errors.As(err, &appErr) && slices.Contains(t.warnTypes, appErr.Type()) {
+			return true
+		}
+	}
+	return false
+}
 
 // With returns a logger that adds keyvals to every line.
 func (t Temporal) With(keyvals ...any) sdklog.Logger {
@@ -57,7 +101,7 @@ func (t Temporal) With(keyvals ...any) sdklog.Logger {
 	for i := 0; i < len(keyvals); i += 2 {
 		ctx = ctx.Interface(key(keyvals, i), val(keyvals, i))
 	}
-	return Temporal{L: ctx.Logger()}
+	return Temporal{L: ctx.Logger(), warnTypes: t.warnTypes}
 }
 
 func fields(e *zerolog.Event, keyvals []any) *zerolog.Event {

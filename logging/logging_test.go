@@ -2,9 +2,15 @@ package logging
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
 )
 
 func TestTemporalAdapter(t *testing.T) {
@@ -41,6 +47,48 @@ func TestKeyStyle(t *testing.T) {
 	for in, want := range map[string]string{"WorkflowID": "workflowID", "RunID": "runID", "ID": "id", "ActivityType": "activityType", "team": "team", "": "key"} {
 		if got := key([]any{in}, 0); got != want {
 			t.Errorf("key(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Through the SDK's own activity worker: a failed attempt is logged as "Activity error."; with
+// WarnOn, an application error of a listed type (a mistake the model made in a tool call) comes out
+// at warn, any other failure still at error, and With keeps the rule (the SDK adds its tags that way).
+func TestActivityErrorLevel(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{temporal.NewNonRetryableApplicationError("url refused: private address", "ToolArgs", nil), "warn"},
+		{fmt.Errorf("wrapped: %w", temporal.NewNonRetryableApplicationError("path outside the workspace", "ToolArgs", nil)), "warn"},
+		{temporal.NewNonRetryableApplicationError("the backend broke", "ToolFailed", nil), "error"},
+		{errors.New("a plain fault"), "error"},
+	} {
+		var buf bytes.Buffer
+		var s testsuite.WorkflowTestSuite
+		s.SetLogger(NewTemporal(New(&buf, "info", "json")).WarnOn("ToolArgs").With("Component", "test"))
+		env := s.NewTestActivityEnvironment()
+		fail := func(context.Context) error { return tc.err }
+		env.RegisterActivityWithOptions(fail, activity.RegisterOptions{Name: "ExecuteTool"})
+		if _, err := env.ExecuteActivity("ExecuteTool"); err == nil {
+			t.Fatal("the activity did not fail")
+		}
+		found := false
+		for _, line := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+			var got map[string]any
+			if err := json.Unmarshal(line, &got); err != nil {
+				t.Fatalf("not JSON: %s", line)
+			}
+			if got["message"] != "Activity error." {
+				continue
+			}
+			found = true
+			if got["level"] != tc.want || got["component"] != "test" {
+				t.Errorf("%v: logged at %v (component %v), want %s", tc.err, got["level"], got["component"], tc.want)
+			}
+		}
+		if !found {
+			t.Errorf("%v: no \"Activity error.\" line in %s", tc.err, buf.String())
 		}
 	}
 }

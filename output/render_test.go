@@ -149,7 +149,7 @@ func TestRenderLongAnswer(t *testing.T) {
 	if !strings.HasSuffix(first, "\n```") || !strings.HasPrefix(second, "```\n") {
 		t.Errorf("code block not closed and reopened at the cut:\n…%s\n-----\n%s…", first[len(first)-80:], second[:80])
 	}
-	if strings.Index(first, "exportStep01") < 0 || strings.Index(second, "exportStep01") >= 0 {
+	if !strings.Contains(first, "exportStep01") || strings.Contains(second, "exportStep01") {
 		t.Errorf("code lines out of order")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
@@ -39,8 +40,25 @@ type JobTiming struct {
 	Next time.Time `json:"next"`
 }
 
-// JobTiming computes a job's next firing. It is an activity because it reads time zone data.
+// JobTiming computes a job's next firing. A firing of a schedule asks the server, whose rules and
+// current spec are the ones that count (NextMatchingTime); the expression is read locally only
+// when there is no schedule to ask (a job workflow started by hand, a schedule deleted since, a
+// worker without a Temporal client). A server that cannot answer fails the activity, retried by its
+// policy; the firing then goes on with its default wait.
 func (a *Activities) JobTiming(ctx context.Context, in JobTimingInput) (JobTiming, error) {
+	if a.Temporal != nil {
+		info := activity.GetInfo(ctx)
+		if id := ScheduleOfFiring(info.WorkflowExecution.ID); id != "" {
+			next, err := NextMatchingTime(ctx, a.Temporal.WorkflowService(), info.Namespace, id, in.From)
+			var nf *serviceerror.NotFound
+			switch {
+			case err == nil:
+				return JobTiming{Next: next}, nil
+			case !errors.As(err, &nf):
+				return JobTiming{}, fmt.Errorf("ask Temporal when schedule %s fires next: %w", id, err)
+			}
+		}
+	}
 	return JobTiming{Next: NextFiring(in.Cron, in.TZ, in.From)}, nil
 }
 

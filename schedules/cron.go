@@ -258,6 +258,9 @@ func (m *Manager) createCron(ctx context.Context, inv tools.Invocation) (tools.O
 	if err != nil {
 		return tools.Output{}, m.scheduleFailed(CreateCron, err)
 	}
+	if srv := serverNextRuns(ctx, api, id, tz, len(next)); len(srv) > 0 {
+		next = srv
+	}
 	return tools.Output{Content: fmt.Sprintf("Created the recurring job %q (%s): %s, time zone %s. It posts in %s. Next runs: %s.",
 		job.Name, id, job.Cron, tz, jobWhere(job), fmtTimes(next))}, nil
 }
@@ -583,6 +586,9 @@ func (m *Manager) modifyCron(ctx context.Context, inv tools.Invocation) (tools.O
 		return tools.Output{}, m.scheduleFailed(ModifyCron, err)
 	}
 	msg := fmt.Sprintf("Updated %q: %s (%s), posts in <#%s>.", job.DisplayName(), job.Cron, job.TZ, job.Channel)
+	if srv := serverNextRuns(ctx, api, h.GetID(), job.TZ, len(next)); len(next) > 0 && len(srv) > 0 {
+		next = srv
+	}
 	if len(next) > 0 {
 		msg += " Next runs: " + fmtTimes(next) + "."
 	}

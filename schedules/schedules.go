@@ -170,7 +170,7 @@ func parseCron(tool, expr, tz string) ([]time.Time, error) {
 	if err != nil {
 		return nil, argErrorf(tool, "%q is not an IANA time zone (e.g. Europe/Paris)", tz)
 	}
-	next := nextFirings(sched, time.Now().In(loc), 3)
+	next := nextFirings(temporalCron(sched), time.Now().In(loc), 3)
 	if len(next) == 0 {
 		return nil, argErrorf(tool, "%q never fires", expr)
 	}
@@ -190,8 +190,9 @@ func nextFirings(sched cron.Schedule, from time.Time, n int) []time.Time {
 	return next
 }
 
-// NextFiring is when a cron expression fires next after from, in the time zone tz; zero when it
-// cannot be read or never fires.
+// NextFiring is when a cron expression fires next after from, in the time zone tz, by Temporal's
+// rule (cron_server.go); zero when it cannot be read or never fires. For a schedule that exists,
+// NextMatchingTime asks the server instead.
 func NextFiring(expr, tz string, from time.Time) time.Time {
 	sched, err := cronParser.Parse(strings.TrimSpace(expr))
 	if err != nil {
@@ -201,7 +202,7 @@ func NextFiring(expr, tz string, from time.Time) time.Time {
 	if err != nil {
 		loc = time.UTC
 	}
-	if next := nextFirings(sched, from.In(loc), 1); len(next) == 1 {
+	if next := nextFirings(temporalCron(sched), from.In(loc), 1); len(next) == 1 {
 		return next[0]
 	}
 	return time.Time{}
@@ -386,7 +387,7 @@ func checkCronInterval(tool, expr, tz string, min time.Duration) error {
 	if err != nil {
 		return argErrorf(tool, "%q is not an IANA time zone (e.g. Europe/Paris)", tz)
 	}
-	gap, a, b := cronMinGap(sched, time.Now().In(loc))
+	gap, a, b := cronMinGap(temporalCron(sched), time.Now().In(loc))
 	if gap > 0 && gap < min {
 		return argErrorf(tool, "%q runs %s apart (for example %s and %s); a recurring job may run at most once every %s "+
 			"(LUCY_MIN_JOB_INTERVAL). Choose a sparser schedule (e.g. %q), or ask an operator to lower the limit",

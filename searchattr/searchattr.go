@@ -9,7 +9,7 @@
 // A workflow that sets an attribute the namespace does not know fails its workflow task (the
 // server rejects the command) and retries it forever. That must never happen to a person's run,
 // so a worker checks at start that every attribute exists and refuses to start otherwise (Check);
-// `lucy dev` registers them on its embedded server (Register).
+// `lucy setup` registers them on a cluster and `lucy dev` on its embedded server (Register).
 package searchattr
 
 import (
@@ -93,11 +93,11 @@ func Check(ctx context.Context, c client.Client, namespace string) error {
 	missing, err := Missing(ctx, c, namespace)
 	if err != nil {
 		return fmt.Errorf("cannot list the search attributes of namespace %q (%v): the worker needs Lucy's search attributes "+
-			"registered before it starts; register them with\n%s", namespace, firstLine(err), CreateCommands(namespace))
+			"registered before it starts; run `lucy setup` once with the same TEMPORAL_ variables, or register them with\n%s", namespace, firstLine(err), CreateCommands(namespace))
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("namespace %q lacks Lucy's search attributes %s; a run that set them would be stuck, so the worker does not start. "+
-			"Register them once (`lucy dev` does it by itself):\n%s", namespace, strings.Join(missing, ", "), CreateCommands(namespace))
+			"Run `lucy setup` once with the same TEMPORAL_ variables (`lucy dev` does it by itself), or register them yourself:\n%s", namespace, strings.Join(missing, ", "), CreateCommands(namespace))
 	}
 	return nil
 }

@@ -22,7 +22,7 @@ func TestRegisterThenCheck(t *testing.T) {
 	defer cancel()
 
 	err := Check(ctx, c, ns)
-	if err == nil || !strings.Contains(err.Error(), "LucyOutcome") || !strings.Contains(err.Error(), "temporal operator search-attribute create --namespace "+ns+" --name LucyWorkspace --type Keyword") {
+	if err == nil || !strings.Contains(err.Error(), "LucyOutcome") || !strings.Contains(err.Error(), "`lucy setup`") || !strings.Contains(err.Error(), "temporal operator search-attribute create --namespace "+ns+" --name LucyWorkspace --type Keyword") {
 		t.Fatalf("Check before registration: %v", err)
 	}
 	start := time.Now()

@@ -28,16 +28,16 @@ func slackFailed(ctx context.Context, tool string, err error) (Output, error) {
 	var apiErr slack.SlackErrorResponse
 	switch {
 	case errors.As(err, &rateLimited):
-		return Output{}, &TransientError{Tool: tool, Err: errors.New("Slack rate limit"), RetryAfter: rateLimited.RetryAfter}
+		return Output{}, &TransientError{Tool: tool, Err: errors.New("rate limited by Slack"), RetryAfter: rateLimited.RetryAfter}
 	case errors.As(err, &status):
 		if status.Retryable() {
-			return Output{}, &TransientError{Tool: tool, Err: fmt.Errorf("Slack answered HTTP %d", status.Code)}
+			return Output{}, &TransientError{Tool: tool, Err: fmt.Errorf("HTTP %d from Slack", status.Code)}
 		}
 		return ToolError("Slack answered HTTP %d.", status.Code), nil
 	case errors.As(err, &apiErr):
 		switch apiErr.Err {
 		case "ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout":
-			return Output{}, &TransientError{Tool: tool, Err: fmt.Errorf("Slack error %s", apiErr.Err)}
+			return Output{}, &TransientError{Tool: tool, Err: fmt.Errorf("error %s from Slack", apiErr.Err)}
 		}
 		return ToolError("%s", slackHint(apiErr)), nil
 	case transientNetErr(err):
@@ -195,22 +195,6 @@ func listAllChannels(ctx context.Context, api SlackAPI) (channels []slack.Channe
 	}
 }
 
-func firstNonEmpty(vals ...string) string {
-	for _, v := range vals {
-		if strings.TrimSpace(v) != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-func deref(out *Output) Output {
-	if out == nil {
-		return Output{}
-	}
-	return *out
-}
-
 // SlackFailed classifies an error from the Slack Web API for a domain package: rate limits, 5xx and
 // network trouble are a *TransientError; Slack's error codes become an Output the model can act on.
 func SlackFailed(ctx context.Context, tool string, err error) (Output, error) {
@@ -254,6 +238,8 @@ type SlackAPI interface {
 	// UploadFileContext is slack-go's files v2 upload (files.getUploadURLExternal, the upload itself,
 	// files.completeUploadExternal); slack-go v0.35 renamed UploadFileV2Context to it.
 	UploadFileContext(ctx context.Context, params slack.UploadFileParameters) (*slack.FileSummary, error)
+	// AuthTestContext names the bot's user, the author of the files it shared (package files).
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
 }
 
 var _ SlackAPI = (*slack.Client)(nil)

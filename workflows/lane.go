@@ -74,7 +74,6 @@ type current struct {
 	awaitingAnswer bool
 	// waitingForHuman: the run is parked until someone says retry, skip or abort.
 	waitingForHuman bool
-	done            bool
 }
 
 func newLane(ctx workflow.Context, in LaneInput) *lane {

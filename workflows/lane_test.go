@@ -13,15 +13,6 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 )
 
-func (h *harness) placeholders() int {
-	n := 0
-	for _, c := range h.modelCalls {
-		if c.Transcript.Base == "" {
-			n++
-		}
-	}
-	return n
-}
 
 func TestLaneDedupesRetriesAndDoubleDelivery(t *testing.T) {
 	h := newHarness(t)

@@ -119,13 +119,14 @@ func (s *S3) failed(op, rel string, err error) error {
 func (s *S3) isFolder(ctx context.Context, team, rel string) (bool, error) {
 	ctx, cancel := context.WithCancel(ctx) // stops the listing after the first key
 	defer cancel()
-	for obj := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.key(team, rel) + "/", Recursive: true, MaxKeys: 1}) {
-		if obj.Err != nil {
-			return false, s.failed("list", rel, obj.Err)
-		}
-		return true, nil
+	obj, any := <-s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.key(team, rel) + "/", Recursive: true, MaxKeys: 1})
+	switch {
+	case !any:
+		return false, nil
+	case obj.Err != nil:
+		return false, s.failed("list", rel, obj.Err)
 	}
-	return false, nil
+	return true, nil
 }
 
 func objectInfo(rel string, o minio.ObjectInfo) Info {

@@ -1,4 +1,4 @@
-// Command lucy is the one binary: `lucy dev | worker | gateway | chat | version`.
+// Command lucy is the one binary: `lucy dev | worker | gateway | chat | setup | version`.
 package main
 
 import (
@@ -33,6 +33,7 @@ Usage:
   lucy worker    run workflows and activities against TEMPORAL_ADDRESS
   lucy gateway   receive Slack events (Socket Mode or HTTP) and hand them to Temporal
   lucy chat      talk to a running stack from the terminal
+  lucy setup     prepare a Temporal cluster once: the namespace and Lucy's search attributes
   lucy version   print the version
 
 Configuration is read from the environment; see README.md.
@@ -54,8 +55,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = runGateway(ctx, getenv, stderr)
 	case "chat":
 		err = runChat(ctx, getenv, stdin, stdout, stderr)
+	case "setup":
+		err = runSetup(ctx, getenv, stdout, stderr)
 	case "version", "--version", "-v":
-		fmt.Fprintf(stdout, "lucy %s\n", version)
+		if devBuilt {
+			fmt.Fprintf(stdout, "lucy %s\n", version)
+		} else {
+			fmt.Fprintf(stdout, "lucy %s (built with -tags nodev: no `lucy dev`)\n", version)
+		}
 		return 0
 	case "help", "--help", "-h":
 		fmt.Fprint(stdout, usage)

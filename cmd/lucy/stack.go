@@ -12,14 +12,14 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
+	"github.com/cenkalti/backoff/v5"
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/client"
 
+	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
-	"github.com/lucy-agent/lucy/devserver"
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/metrics"
@@ -37,7 +37,10 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metric
 	}
 	// Workflow logs (agent_run.completed, agent.loop.detected, …) go through this logger, so it
 	// keeps the configured level.
-	opts.Logger = logging.NewTemporal(log)
+	// A tool call the model got wrong (bad arguments, a refused URL, a path outside the workspace)
+	// fails its activity with ErrToolArgs: the workflow hands it back to the model, so the SDK's
+	// "Activity error." line for it is a warning, not a fault (logging.Temporal.WarnOn).
+	opts.Logger = logging.NewTemporal(log).WarnOn(activities.ErrToolArgs)
 	// The worker's activities decode history with the same converter (worker.Deps).
 	opts.DataConverter = worker.DataConverter(cfg)
 	// The SDK's metrics, and what workflows count through workflow.GetMetricsHandler, go to the
@@ -47,23 +50,30 @@ func dial(ctx context.Context, cfg *config.Config, log zerolog.Logger, m *metric
 	// Retry with backoff for up to LUCY_TEMPORAL_CONNECT_TIMEOUT, so a worker started during a
 	// rolling restart of the cluster waits for it instead of crash-looping; then fail with one line.
 	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval, bo.MaxInterval, bo.MaxElapsedTime = 500*time.Millisecond, 5*time.Second, cfg.ConnectTimeout
-	var c client.Client
-	op := func() error {
+	bo.InitialInterval, bo.MaxInterval = 500*time.Millisecond, 5*time.Second
+	op := func() (client.Client, error) {
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		var err error
-		c, err = client.DialContext(dctx, opts)
+		c, err := client.DialContext(dctx, opts)
 		if err != nil && ctx.Err() == nil {
 			log.Warn().Str("address", cfg.TemporalAddress).Err(errors.New(firstLine(err))).Msg("cannot reach Temporal yet; retrying")
 		}
-		return err
+		return c, err
 	}
-	if err := backoff.Retry(op, backoff.WithContext(bo, ctx)); err != nil {
+	c, err := backoff.Retry(ctx, op, backoff.WithBackOff(bo), backoff.WithMaxElapsedTime(cfg.ConnectTimeout))
+	if err != nil {
 		return nil, fmt.Errorf("cannot reach Temporal at %s (namespace %q) after %s: is the server running? set TEMPORAL_ADDRESS, or use `lucy dev` for an embedded one (%s)",
 			cfg.TemporalAddress, cfg.TemporalNamespace, cfg.ConnectTimeout, firstLine(err))
 	}
 	return c, nil
+}
+
+// logDeprecations logs, once per process, each setting read under an old name (config.Load
+// collected them before there was a logger).
+func logDeprecations(log zerolog.Logger, cfg *config.Config) {
+	for _, d := range cfg.Deprecations {
+		log.Warn().Msg(d)
+	}
 }
 
 // startTracing turns OpenTelemetry tracing on when the OTEL_ variables ask for it (off by default;
@@ -107,109 +117,6 @@ func listen(addr, name string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s (%s): %w", addr, name, err)
 	}
 	return ln, nil
-}
-
-// runDev starts the whole stack in one process: the worker (buildWorker, shared with `lucy worker`)
-// plus what only dev has: the embedded Temporal server and its Web UI, the codec endpoint on
-// loopback, the local workspace of the terminal conversation and the gateway in-process.
-func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	cfg, err := config.Load(config.ModeDev, getenv)
-	if err != nil {
-		return err
-	}
-	logOut, logNote, err := devLogOutput(cfg, stderr)
-	if err != nil {
-		return err
-	}
-	defer logOut.Close()
-	log := logging.New(logOut, cfg.LogLevel, cfg.LogFormat)
-	ln, err := listen(cfg.HTTPAddr, "LUCY_HTTP_ADDR")
-	if err != nil {
-		return err
-	}
-	defer ln.Close()
-	// Before the worker and the gateways are built: both take the key from cfg.
-	if err := ensureApprovalKey(cfg, true); err != nil {
-		return err
-	}
-
-	codecURL, stopCodec, err := serveCodec(cfg, true, log)
-	if err != nil {
-		return err
-	}
-	defer stopCodec()
-
-	var srv *devserver.Server
-	if cfg.Embedded() {
-		srv, err = devserver.Start(ctx, devserver.Options{
-			DataDir: cfg.DataDir, Namespace: cfg.TemporalNamespace, FrontendPort: cfg.TemporalPort, UIPort: cfg.UIPort, Logger: log,
-			CodecEndpoint: codecURL,
-		})
-		if err != nil {
-			return err
-		}
-		defer srv.Stop()
-		cfg.TemporalAddress = srv.FrontendAddress()
-	}
-	// One registry for the whole process: the worker's SDK metrics, the workflows' and activities'
-	// counters and the gateway's, all on LUCY_HTTP_ADDR's /metrics.
-	m := metrics.New(version, log)
-	defer m.Close()
-	// Against the embedded server, sized for its one SQLite connection; `lucy dev` may also run
-	// against a cluster (TEMPORAL_ADDRESS), on which it registers Lucy's search attributes too.
-	st, err := buildWorker(ctx, getenv, workerSetup{
-		mode: "dev", cfg: cfg, log: log, metrics: m, health: worker.NewHealth(),
-		registerSearchAttributes: true, localWorkspace: true, sizing: worker.Sizing{EmbeddedServer: srv != nil},
-	})
-	if err != nil {
-		return err
-	}
-	defer st.close()
-	if err := st.start(); err != nil {
-		return err
-	}
-	c, health, local := st.client, st.health, st.local
-
-	// The gateway's /readyz checks Temporal itself; the worker's polling is added to it.
-	gw, err := newGateway(ctx, cfg, c, log, m, func(context.Context) error { return health.Polling() })
-	if err != nil {
-		return err
-	}
-	h := gw.OpsHandler()
-	if cfg.Gateway == config.GatewayHTTP {
-		h = gw.HTTPHandler(cfg.SlackSigningSecret)
-	}
-	hs := newHTTPServer(h, slackTimeouts)
-	go func() { _ = hs.Serve(ln) }()
-	defer shutdown(hs)
-
-	if codecURL != "" {
-		fmt.Fprintf(stdout, "Payloads are encrypted (LUCY_PAYLOAD_KEYS); the Web UI decodes them through %s (loopback only).\n", codecURL)
-	}
-	if srv != nil {
-		fmt.Fprintf(stdout, "Temporal Web UI: %s   (frontend %s, data in %s)\n", srv.UIURL(), srv.FrontendAddress(), cfg.DataDir)
-	} else {
-		fmt.Fprintf(stdout, "Temporal: %s (namespace %s)\n", cfg.TemporalAddress, cfg.TemporalNamespace)
-	}
-	if logNote != "" {
-		fmt.Fprintln(stdout, logNote)
-	}
-	switch cfg.Gateway {
-	case config.GatewaySocket:
-		fmt.Fprintln(stdout, "Gateway: Slack Socket Mode. Mention Lucy in Slack. Ctrl-C stops everything.")
-		return socketMode(ctx, cfg, gw)
-	case config.GatewayHTTP:
-		fmt.Fprintf(stdout, "Gateway: Slack Events API on %s/slack/events. Ctrl-C stops everything.\n", ln.Addr())
-		<-ctx.Done()
-		return nil
-	default:
-		fmt.Fprintln(stdout, "Gateway: terminal (no Slack credentials set; `lucy chat` joins from another terminal).")
-		t := &gateway.Terminal{
-			In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log,
-			Slack: slack.New(local.info.Token, slack.OptionAPIURL(local.info.URL)), Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
-		}
-		return t.Run(ctx)
-	}
 }
 
 // devLogOutput: in the terminal conversation, logs would interleave with the dialogue, so they go to
@@ -270,6 +177,7 @@ func runWorker(ctx context.Context, getenv func(string) string, stderr io.Writer
 		return err
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	logDeprecations(log, cfg)
 	// Listen first: a taken port is a configuration mistake, said at once rather than after the
 	// wait for Temporal.
 	ln, err := listen(cfg.WorkerHTTPAddr, "LUCY_WORKER_HTTP_ADDR")
@@ -314,6 +222,7 @@ func runGateway(ctx context.Context, getenv func(string) string, stderr io.Write
 		return err
 	}
 	log := logging.New(stderr, cfg.LogLevel, cfg.LogFormat)
+	logDeprecations(log, cfg)
 	ln, err := listen(cfg.HTTPAddr, "LUCY_HTTP_ADDR")
 	if err != nil {
 		return err
@@ -357,6 +266,7 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 		return err
 	}
 	log := logging.New(stderr, maxLevel(mustLevel(cfg.LogLevel), zerolog.WarnLevel).String(), cfg.LogFormat)
+	logDeprecations(log, cfg)
 	// The local workspace first: without a running `lucy dev` there is nothing to join, and this
 	// says so at once instead of after the wait for Temporal.
 	local, err := readLocalWorkspace(cfg.DataDir)
@@ -423,10 +333,10 @@ func serveCodec(cfg *config.Config, dev bool, log zerolog.Logger) (string, func(
 	var handler http.Handler = http.StripPrefix("/codec", h)
 	if dev {
 		// The endpoint decrypts for anyone: a DNS-rebinding page must not reach it through a name
-		// of its own that resolves to this machine (devserver.AllowHosts). The address it listens
+		// of its own that resolves to this machine (devHostGuard). The address it listens
 		// on (LUCY_CODEC_ADDR) is allowed too; every interface allows any IP literal.
 		host, _, _ := net.SplitHostPort(ln.Addr().String())
-		handler = devserver.AllowHosts(handler, host)
+		handler = devHostGuard(handler, host)
 	}
 	hs := newHTTPServer(handler, slackTimeouts)
 	go func() { _ = hs.Serve(ln) }()

@@ -161,7 +161,7 @@ func checkSheetName(name string) error {
 	case strings.HasPrefix(name, "'") || strings.HasSuffix(name, "'"):
 		return fmt.Errorf("it may not start or end with an apostrophe")
 	case strings.EqualFold(name, "History"):
-		return fmt.Errorf("Excel reserves the name History")
+		return fmt.Errorf("the name History is reserved by Excel")
 	}
 	return nil
 }

@@ -155,7 +155,7 @@ func TestGenerateExcelBadInput(t *testing.T) {
 		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [` + strings.Repeat(`["a","b","c","d","e","f","g","h","i","j"],`, 20_000) + `["x"]]}]}`, "the limit is 200000"},
 		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [` + strings.Repeat(`[],`, 200_000) + `[]]}]}`, "200001 cells; the limit is 200000"},
 		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [[` + strings.Repeat(`1,`, 16_384) + `1]]}]}`, "row 1 has 16385 cells; a sheet has at most 16384 columns"},
-		{`{"filename": "a.xlsx", "sheets": [{"name": "history", "rows": [["a"]]}]}`, "reserves the name History"},
+		{`{"filename": "a.xlsx", "sheets": [{"name": "history", "rows": [["a"]]}]}`, "the name History is reserved by Excel"},
 		{`{"filename": "a.xlsx", "sheets": [{"name": "'Q3", "rows": [["a"]]}]}`, "apostrophe"},
 		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [["` + strings.Repeat("x", 32_768) + `"]]}]}`, `cell A1: 32768 characters; a cell holds at most 32767`},
 		{`{"filename": "a.xlsx", "sheets": [{"name": "A", "rows": [["=` + strings.Repeat("1+", 4100) + `1"]]}]}`, "Excel takes at most 8192"},

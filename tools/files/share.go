@@ -18,6 +18,8 @@ import (
 type Slack interface {
 	UploadFileContext(ctx context.Context, params slack.UploadFileParameters) (*slack.FileSummary, error)
 	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
+	// AuthTestContext names the bot's user, the author of the files it shared (findSharedFile).
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
 }
 
 // SaveAndShare writes a generated file in the team's workspace and shares it in the conversation's
@@ -100,8 +102,15 @@ func (w *Workspace) SaveAndShare(ctx context.Context, inv tools.Invocation, tool
 
 // findSharedFile looks in the conversation's thread for a file Lucy shared with this name and size.
 // A failed lookup is not an error: the file is shared again, which is the lesser harm.
+// Lucy's share is known by its author, the bot's user ID (auth.test): Slack's file_share message
+// carries user, upload, display_as_bot and files, and no bot_id, which only chat.postMessage's
+// messages have.
 func findSharedFile(ctx context.Context, api Slack, inv tools.Invocation, name string, size int) (string, bool) {
 	if inv.ThreadTS == "" {
+		return "", false
+	}
+	me, err := api.AuthTestContext(ctx)
+	if err != nil || me.UserID == "" {
 		return "", false
 	}
 	params := &slack.GetConversationRepliesParameters{ChannelID: inv.Channel, Timestamp: inv.ThreadTS, Limit: 200}
@@ -111,7 +120,7 @@ func findSharedFile(ctx context.Context, api Slack, inv tools.Invocation, name s
 			return "", false
 		}
 		for _, m := range msgs {
-			if m.BotID == "" {
+			if m.User != me.UserID && (me.BotID == "" || m.BotID != me.BotID) {
 				continue
 			}
 			for _, f := range m.Files {

@@ -161,7 +161,7 @@ func (a *Access) Conversation(ctx context.Context, api API, team, user, current,
 func (a *Access) ScheduleAccess(ctx context.Context, team, creator, channel string) (denied string, err error) {
 	api := a.client(team)
 	if api == nil {
-		return "", errors.New("Slack is not connected for this workspace")
+		return "", errors.New("this workspace has no Slack connection")
 	}
 	if channel != "" && channel[0] == 'D' {
 		info, err := api.GetConversationInfoContext(ctx, &slack.GetConversationInfoInput{ChannelID: channel})

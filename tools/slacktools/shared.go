@@ -12,7 +12,7 @@ import (
 // the Slack tools themselves apply them.
 
 // errNotConnected: the access rule cannot be checked without the team's Slack client.
-var errNotConnected = errors.New("Slack is not connected for this workspace")
+var errNotConnected = errors.New("this workspace has no Slack connection")
 
 // API returns the team's Slack client, or the Output that tells the model Slack is unavailable.
 func (s *Slack) API(team string) (tools.SlackAPI, *tools.Output) { return s.slackAPI(team) }

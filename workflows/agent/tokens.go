@@ -22,8 +22,6 @@ const (
 	unitsWord     = 3
 	unitsPunct    = 8
 	unitsOther    = 12
-	// messageOverheadTokens is the per-message framing of the chat format (role, separators).
-	messageOverheadTokens = 4
 )
 
 // EstimateTokens estimates the tokens of s for a cl100k-like tokenizer.
