@@ -13,7 +13,6 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 )
 
-
 func TestLaneDedupesRetriesAndDoubleDelivery(t *testing.T) {
 	h := newHarness(t)
 	m := msg("100.1", "U1", "<@ULUCY> summarize the launch plan")
