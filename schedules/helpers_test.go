@@ -2,8 +2,6 @@ package schedules
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/slackaccess"
 	"github.com/lucy-agent/lucy/tools/slacktools"
+	"github.com/lucy-agent/lucy/tools/tooltest"
 	"github.com/lucy-agent/lucy/tools/web"
 )
 
@@ -61,54 +60,11 @@ func newTestDomain(tb testing.TB, d testDeps) *testDomain {
 	return &testDomain{Manager: m, runner: r}
 }
 
-// run calls the tool with args in the test team's conversation.
-func run(tb testing.TB, r *testDomain, name, args string) (tools.Output, error) {
-	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return r.Run(ctx, tools.Invocation{
-		Name: name, Arguments: args, Team: testTeam, Channel: "CLOCAL", ThreadTS: "1700000000.000100",
-		User: "ULOCAL", RunID: "lane:TTEST:CLOCAL:1700000000.000100/run-1", CallID: "call_1",
-	})
-}
-
-// mustRun runs a call that must succeed without a Go error and returns its output.
-func mustRun(tb testing.TB, r *testDomain, name, args string) tools.Output {
-	tb.Helper()
-	out, err := run(tb, r, name, args)
-	if err != nil {
-		tb.Fatalf("%s(%s): unexpected error: %v", name, args, err)
-	}
-	return out
-}
-
-// wantToolError checks that out is an error output that contains every want.
-func wantToolError(tb testing.TB, out tools.Output, want ...string) {
-	tb.Helper()
-	if !out.IsError || !strings.HasPrefix(out.Content, "Error: ") {
-		tb.Fatalf("got %+v, want an error output", out)
-	}
-	wantContains(tb, out.Content, want...)
-}
-
-func wantContains(tb testing.TB, got string, want ...string) {
-	tb.Helper()
-	for _, w := range want {
-		if !strings.Contains(got, w) {
-			tb.Errorf("output does not contain %q:\n%s", w, got)
-		}
-	}
-}
-
-// wantArgError checks that err is an *tools.ArgError for tool whose message contains every want.
-func wantArgError(tb testing.TB, err error, tool string, want ...string) {
-	tb.Helper()
-	var argErr *tools.ArgError
-	if !errors.As(err, &argErr) {
-		tb.Fatalf("got error %v (%T), want *ArgError", err, err)
-	}
-	if argErr.Tool != tool {
-		tb.Errorf("ArgError.Tool = %q, want %q", argErr.Tool, tool)
-	}
-	wantContains(tb, argErr.Msg, want...)
-}
+// The calls and checks every tool domain's tests share (package tooltest).
+var (
+	run           = tooltest.Run
+	mustRun       = tooltest.MustRun
+	wantToolError = tooltest.WantToolError
+	wantContains  = tooltest.WantContains
+	wantArgError  = tooltest.WantArgError
+)

@@ -48,17 +48,29 @@ func Invocation(name, args, user string) tools.Invocation {
 // Run calls the tool with args in the test conversation, as the person ULOCAL.
 func Run(tb testing.TB, r Caller, name, args string) (tools.Output, error) {
 	tb.Helper()
+	return RunFor(tb, r, "ULOCAL", name, args)
+}
+
+// RunFor calls the tool with args in the test conversation, as user.
+func RunFor(tb testing.TB, r Caller, user, name, args string) (tools.Output, error) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return r.Run(ctx, Invocation(name, args, "ULOCAL"))
+	return r.Run(ctx, Invocation(name, args, user))
 }
 
 // MustRun runs a call that must succeed without a Go error and returns its output.
 func MustRun(tb testing.TB, r Caller, name, args string) tools.Output {
 	tb.Helper()
-	out, err := Run(tb, r, name, args)
+	return MustRunFor(tb, r, "ULOCAL", name, args)
+}
+
+// MustRunFor is RunFor for a call that must succeed without a Go error.
+func MustRunFor(tb testing.TB, r Caller, user, name, args string) tools.Output {
+	tb.Helper()
+	out, err := RunFor(tb, r, user, name, args)
 	if err != nil {
-		tb.Fatalf("%s(%s): unexpected error: %v", name, args, err)
+		tb.Fatalf("%s(%s) as %s: unexpected error: %v", name, args, user, err)
 	}
 	return out
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,26 +18,14 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 )
 
-const testPage = `<!doctype html>
-<html><head><title>  Pricing &amp; Plans </title>
-<style>body { color: red }</style>
-<script>var secret = "do not show";</script>
-</head>
-<body>
-<nav><a href="/">Home</a> <a href="#top">Top</a> <a href="javascript:void(0)">Menu</a></nav>
-<h1>Plans</h1>
-<p>Our   plans are
-   simple.<br>Pick one.</p>
-<h2>Team</h2>
-<ul><li>10 seats</li><li>See <a href="/docs/team?x=1">the docs</a></li></ul>
-<ol><li>First</li><li>Second</li></ol>
-<table><tr><th>Plan</th><th>Price</th></tr><tr><td>Team</td><td>&euro;10</td></tr></table>
-<pre>line 1
-    indented</pre>
-<img src="a.png" alt="A chart"><svg><title>icon</title><text>svg text</text></svg>
-<noscript>enable JS</noscript>
-<p>Mail <a href="mailto:sales@example.com">sales@example.com</a> or <a href="https://other.example/x">https://other.example/x</a></p>
-</body></html>`
+// testPage is the page of package tools' reading of HTML (tools/testdata/page.html).
+var testPage = func() string {
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "page.html"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // webServer serves the pages the fetch tests read. /slow blocks until the request is cancelled.
 func webServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
