@@ -124,9 +124,9 @@ type slackDelivery struct {
 
 // deliver sends one app_mention the way Slack's Events API does: an answer other than 200, or none
 // within 3 s, is a failure, and Slack sends the same event again (same body, same event_id) with
-// X-Slack-Retry-Num 1, 2 and 3 and the reason in X-Slack-Retry-Reason, then gives up. Slack waits
-// about a minute, then five, between retries; the benchmark waits 1 s, which only makes a retried
-// event arrive sooner, while the backlog that refused it is still there.
+// X-Slack-Retry-Num 1, 2 and 3 and the reason in X-Slack-Retry-Reason, then gives up. Slack retries
+// almost at once, then after 1 and 5 minutes; the benchmark waits 1 s each time, which only makes a
+// retried event arrive sooner, while the backlog that refused it is still there.
 func (c *cluster) deliver(d *slackDelivery, id, text, ts string) {
 	body, _ := json.Marshal(map[string]any{
 		"token": "x", "team_id": team, "api_app_id": localslack.DefaultAppID, "type": "event_callback", "event_id": id,
