@@ -747,7 +747,7 @@ func (m *Manager) onJob(ctx context.Context, inv tools.Invocation, tool string, 
 func (m *Manager) scheduleFailed(tool string, err error) error {
 	var unavailable *serviceerror.Unavailable
 	var busy *serviceerror.ResourceExhausted
-	if transientNetErr(err) || errors.As(err, &unavailable) || errors.As(err, &busy) {
+	if tools.TransientNetErr(err) || errors.As(err, &unavailable) || errors.As(err, &busy) {
 		return &tools.TransientError{Tool: tool, Err: err}
 	}
 	return fmt.Errorf("%s: %w", tool, err)

@@ -4,15 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -150,21 +147,4 @@ func deref(out *tools.Output) tools.Output {
 		return tools.Output{}
 	}
 	return *out
-}
-
-// transientNetErr reports network failures that may heal: timeouts, refused or reset connections.
-func transientNetErr(err error) bool {
-	var netErr net.Error
-	var dnsErr *net.DNSError
-	switch {
-	case errors.As(err, &dnsErr):
-		return !dnsErr.IsNotFound
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, syscall.ECONNREFUSED),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, io.EOF):
-		return true
-	case errors.As(err, &netErr):
-		return netErr.Timeout()
-	}
-	return false
 }

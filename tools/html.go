@@ -38,7 +38,7 @@ func htmlToText(page string, base *url.URL) (title, text string) {
 			t := string(z.Text())
 			if inTitle {
 				if title == "" {
-					title = strings.TrimSpace(collapseSpace(t))
+					title = strings.TrimSpace(CollapseSpace(t))
 				}
 				continue
 			}
@@ -113,7 +113,7 @@ func htmlToText(page string, base *url.URL) (title, text string) {
 					}
 				}
 			case "img":
-				if alt := strings.TrimSpace(collapseSpace(attrs["alt"])); alt != "" {
+				if alt := strings.TrimSpace(CollapseSpace(attrs["alt"])); alt != "" {
 					w.text("[image: " + alt + "]")
 				}
 			}
@@ -229,7 +229,7 @@ func (w *textWriter) text(s string) {
 		w.raw(s)
 		return
 	}
-	s = collapseSpace(s)
+	s = CollapseSpace(s)
 	if s == "" {
 		// Whitespace between inline elements still separates words.
 		if n := len(w.b); n > 0 && w.b[n-1] != ' ' && w.b[n-1] != '\n' && w.b[n-1] != '[' {
@@ -274,7 +274,9 @@ func (w *textWriter) closeLink(l *openLink) {
 	}
 }
 
-func collapseSpace(s string) string {
+// CollapseSpace turns every run of white space into one space (keeping one at either end): the text
+// of a page as it reads, and an edit's text compared with a file's while ignoring how it is spaced.
+func CollapseSpace(s string) string {
 	var b strings.Builder
 	space := false
 	for _, r := range s {

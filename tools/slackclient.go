@@ -40,7 +40,7 @@ func slackFailed(ctx context.Context, tool string, err error) (Output, error) {
 			return Output{}, &TransientError{Tool: tool, Err: fmt.Errorf("error %s from Slack", apiErr.Err)}
 		}
 		return ToolError("%s", slackHint(apiErr)), nil
-	case transientNetErr(err):
+	case TransientNetErr(err):
 		return Output{}, &TransientError{Tool: tool, Err: fmt.Errorf("cannot reach Slack: %w", err)}
 	}
 	return ToolError("the Slack request failed: %v", err), nil
@@ -78,8 +78,8 @@ func slackHint(e slack.SlackErrorResponse) string {
 	return fmt.Sprintf("Slack answered with the error %q.", e.Err)
 }
 
-// transientNetErr reports network failures that may heal: timeouts, refused or reset connections.
-func transientNetErr(err error) bool {
+// TransientNetErr reports network failures that may heal: timeouts, refused or reset connections.
+func TransientNetErr(err error) bool {
 	var netErr net.Error
 	var dnsErr *net.DNSError
 	switch {

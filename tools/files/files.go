@@ -465,7 +465,7 @@ func editOnce(ctx context.Context, st workspace.Store, rel string, args editFile
 	switch n := strings.Count(text, args.Old); {
 	case n == 0:
 		hint := "Read the file with lucy_read_file and copy the exact text, whitespace and line breaks included."
-		if strings.Contains(collapseSpace(text), strings.TrimSpace(collapseSpace(args.Old))) {
+		if strings.Contains(tools.CollapseSpace(text), strings.TrimSpace(tools.CollapseSpace(args.Old))) {
 			hint = "It would match if whitespace were ignored: copy the exact spaces, tabs and line breaks from lucy_read_file."
 		}
 		return tools.ToolError("the text in \"old\" does not occur in %s. %s", rel, hint), nil

@@ -213,26 +213,4 @@ func describeText(data []byte) string {
 	return fmt.Sprintf("%d %s, %s", n, unit, HumanBytes(int64(len(data))))
 }
 
-// collapseSpace turns every run of white space into one space (keeping one at either end), so that
-// an edit's text can be compared with the file's while ignoring how it is spaced.
-func collapseSpace(s string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range s {
-		if r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\u00a0' {
-			space = true
-			continue
-		}
-		if space {
-			b.WriteByte(' ') // a leading space too: it separates this text from what precedes it
-		}
-		space = false
-		b.WriteRune(r)
-	}
-	if space && b.Len() > 0 {
-		b.WriteByte(' ')
-	}
-	return b.String()
-}
-
 func isText(data []byte) bool { return utf8.Valid(data) && bytes.IndexByte(data, 0) < 0 }
