@@ -8,30 +8,16 @@ import (
 	"testing"
 
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/tooltest"
 	"github.com/lucy-agent/lucy/workspace"
 	"github.com/lucy-agent/lucy/workspace/s3test"
 )
 
-// workspaceStores are the stores the file tool tests run against: the local folder and an S3 bucket
-// served in process (gofakes3).
-func workspaceStores(t *testing.T) []struct {
-	name  string
-	store func() workspace.Store
-} {
-	return []struct {
-		name  string
-		store func() workspace.Store
-	}{
-		{"local", func() workspace.Store { return workspace.NewLocal(t.TempDir()) }},
-		{"s3", func() workspace.Store { return s3test.Store(t, s3test.Server(t), "lucy") }},
-	}
-}
-
 // Parallel edits on one worker all land, whichever the store.
 func TestConcurrentEditsOnEachStore(t *testing.T) {
-	for _, tc := range workspaceStores(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			r := newTestFiles(t, tc.store())
+	for _, tc := range tooltest.WorkspaceStores(t) {
+		t.Run(tc.Name, func(t *testing.T) {
+			r := newTestFiles(t, tc.Store())
 			var content strings.Builder
 			for i := range 10 {
 				fmt.Fprintf(&content, "item %02d: todo\n", i)
@@ -109,9 +95,9 @@ func TestTwoWorkersShareOneBucket(t *testing.T) {
 // the write is conditional on what the check saw.
 func TestWriteIsConditionalOnWhatWasChecked(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range workspaceStores(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			st := tc.store()
+	for _, tc := range tooltest.WorkspaceStores(t) {
+		t.Run(tc.Name, func(t *testing.T) {
+			st := tc.Store()
 			if _, err := st.Write(ctx, testTeam, "f.txt", []byte("old"), workspace.Cond{}); err != nil {
 				t.Fatal(err)
 			}

@@ -10,31 +10,14 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/toolset"
 	"github.com/lucy-agent/lucy/tools/tooltest"
-	"github.com/lucy-agent/lucy/workspace"
-	"github.com/lucy-agent/lucy/workspace/s3test"
 )
-
-// workspaceStores are the stores the file tool tests run against: the local folder and an S3 bucket
-// served in process (gofakes3).
-func workspaceStores(t *testing.T) []struct {
-	name  string
-	store func() workspace.Store
-} {
-	return []struct {
-		name  string
-		store func() workspace.Store
-	}{
-		{"local", func() workspace.Store { return workspace.NewLocal(t.TempDir()) }},
-		{"s3", func() workspace.Store { return s3test.Store(t, s3test.Server(t), "lucy") }},
-	}
-}
 
 // The tools that work on a team's files (the file tools, the generated documents, the scripts)
 // behave the same on both stores, wired as the worker wires them.
 func TestFileToolsOnEachStore(t *testing.T) {
-	for _, tc := range workspaceStores(t) {
-		t.Run(tc.name, func(t *testing.T) {
-			r := toolset.New(toolset.Deps{Workspace: tc.store(), Log: zerolog.Nop()}).Runner
+	for _, tc := range tooltest.WorkspaceStores(t) {
+		t.Run(tc.Name, func(t *testing.T) {
+			r := toolset.New(toolset.Deps{Workspace: tc.Store(), Log: zerolog.Nop()}).Runner
 			tooltest.WantOK(t, tooltest.MustRun(t, r, tools.ListFiles, `{}`), "The workspace has no files.")
 			out := tooltest.MustRun(t, r, tools.WriteFile, `{"path": "reports/q3.md", "content": "# Q3\n\nRevenue: 10\n"}`)
 			tooltest.WantOK(t, out, "Wrote 18 bytes to reports/q3.md (created it).")

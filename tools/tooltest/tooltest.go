@@ -14,6 +14,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workspace"
+	"github.com/lucy-agent/lucy/workspace/s3test"
 )
 
 // Team is the Slack team of the test conversation.
@@ -166,4 +168,19 @@ func JSONArgs(tb testing.TB, args any) string {
 		tb.Fatal(err)
 	}
 	return string(b)
+}
+
+// WorkspaceStore is one kind of store the file tools are tested on.
+type WorkspaceStore struct {
+	Name  string
+	Store func() workspace.Store
+}
+
+// WorkspaceStores are the stores the tests of the tools that work on files run against: the local
+// folder and an S3 bucket served in process (gofakes3).
+func WorkspaceStores(t *testing.T) []WorkspaceStore {
+	return []WorkspaceStore{
+		{"local", func() workspace.Store { return workspace.NewLocal(t.TempDir()) }},
+		{"s3", func() workspace.Store { return s3test.Store(t, s3test.Server(t), "lucy") }},
+	}
 }
