@@ -34,7 +34,14 @@ type Local struct {
 
 // NewLocal returns the local store under dataDir (files in dataDir/workspaces/<team>/).
 func NewLocal(dataDir string) *Local {
-	return &Local{base: filepath.Join(dataDir, "workspaces")}
+	return NewLocalAt(filepath.Join(dataDir, "workspaces"))
+}
+
+// NewLocalAt returns a local store whose teams' folders are base/<team>/. Lucy's own state (stored
+// credentials, a team's integrations) lives in such a store beside the workspaces, out of reach of
+// the file tools, which only ever see the workspaces' store.
+func NewLocalAt(base string) *Local {
+	return &Local{base: base}
 }
 
 func (l *Local) String() string { return "local " + l.base }

@@ -1,0 +1,55 @@
+// Package integrations connects Lucy to a team's other tools: MCP servers (integrations/mcp) and
+// OpenAPI services (integrations/openapi), whose tools arrive at run time as tools.Sources, and the
+// credentials they use, which never reach the model (package secrets).
+//
+// This package holds what the kinds share: how a source reads a stored credential (Credentials), how
+// a run asks a person for one (KeyRequester: the Add key button), what lucy_list_integrations shows
+// (Lister, Integration), and the tools that are about credentials rather than one kind
+// (lucy_store_api_key, lucy_list_integrations). Each kind's package declares its own tools.
+package integrations
+
+import (
+	"context"
+
+	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// Credentials is how a source reads a team's stored credential, inside the activity that uses it
+// (*secrets.Store). Get returns secrets.ErrNotFound when the team has none for service.
+type Credentials interface {
+	Get(ctx context.Context, team, service string) (string, secrets.Meta, error)
+	Stat(ctx context.Context, team, service string) (secrets.Meta, error)
+}
+
+// KeyRequester asks a person for a credential: it posts an Add key button in the run's thread (the
+// terminal asks for the key without echo). The key then goes from the form to the credential store
+// through the gateway, never through the model; the person's submission arrives in the thread as
+// their message, which answers a run waiting for it. why is one line on what the key is for.
+type KeyRequester interface {
+	RequestKey(ctx context.Context, inv tools.Invocation, service, why string) error
+}
+
+// Integration is one connected MCP server or OpenAPI service as lucy_list_integrations shows it.
+type Integration struct {
+	Kind string // "mcp" or "openapi"
+	Name string // the server's or the service's name
+	// Scope is "every team" for the operator's configuration (LUCY_MCP_CONFIG), "this workspace"
+	// for what a team connected from chat.
+	Scope string
+	// Where is the URL or the command (credentials masked).
+	Where string
+	// Credential names the stored credential it uses ("" for none).
+	Credential string
+	Healthy    bool
+	// Status says why it is not healthy, or what it offers ("12 tools").
+	Status string
+	Tools  int
+	// AddedBy is the Slack user who connected it ("" for the operator's configuration).
+	AddedBy string
+}
+
+// Lister lists a kind's integrations of a team, with their health as last seen.
+type Lister interface {
+	Integrations(ctx context.Context, team string) ([]Integration, error)
+}
