@@ -11,6 +11,7 @@ import (
 
 	// The delegation tools are declared by the sub-agents' package; the workflow runs them, and the
 	// model is described them through this worker's catalogue.
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	_ "github.com/lucy-agent/lucy/subagents"
@@ -70,6 +71,15 @@ type Deps struct {
 	// fire (LUCY_MAX_JOBS_PER_*, LUCY_MAX_MONITORS_PER_*, LUCY_MIN_*_INTERVAL); zero fields mean
 	// schedules.DefaultScheduleLimits.
 	ScheduleLimits schedules.ScheduleLimits
+	// State is Lucy's own durable store, shared by every worker (worker.StateStore): a team's
+	// connected integrations live there, out of the file tools' reach. nil means none: the tools
+	// that connect an integration say so.
+	State workspace.Store
+	// Credentials are the teams' stored keys (package secrets), read only inside the activity that
+	// uses one; nil means none are stored.
+	Credentials integrations.Credentials
+	// Keys asks a person for a missing credential (the Add key button); nil means it cannot be asked.
+	Keys integrations.KeyRequester
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
