@@ -16,7 +16,7 @@ type RouteInput struct {
 	ThreadDepth int    `json:"threadDepth,omitempty"`
 	// Tools, for a sub-agent, are the tools its registry row gives it: no classification then, only
 	// the flags of those tools (and of the builtins) recorded for the workflow, the ones this worker's
-	// catalogue knows.
+	// catalogue knows. tools.SourceTools among them stands for what the team's sources offer now.
 	Tools []string `json:"tools,omitempty"`
 	// Team is the workspace of the run: the tools its run-time sources offer are offered too (and
 	// their flags recorded). Empty means compiled-in tools only.
@@ -56,6 +56,12 @@ func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {
 	if len(in.Tools) > 0 {
 		var specs []tools.Spec
 		for _, n := range in.Tools {
+			if n == tools.SourceTools {
+				if a.Tools != nil {
+					specs = append(specs, a.Tools.SourceSpecs(ctx, in.Team)...)
+				}
+				continue
+			}
 			if s, ok := a.spec(ctx, in.Team, n); ok {
 				specs = append(specs, s)
 			} else {

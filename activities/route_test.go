@@ -111,6 +111,33 @@ func TestRouteOffersAndRecordsASourcesTools(t *testing.T) {
 	}
 }
 
+// A sub-agent whose row lists tools.SourceTools is offered what the team's sources offer, with their
+// flags recorded; another team's sub-agent is offered none of them.
+func TestSubAgentRouteExpandsTheTeamsSourceTools(t *testing.T) {
+	src := teamSource{team: "T1", tools: []tools.Tool{
+		{Spec: tools.Spec{Name: "lucy_custom_crm_delete_contact", Description: "Delete a contact.", Destructive: true,
+			Parameters: map[string]any{"type": "object"}}, Run: func(context.Context, tools.Invocation) (tools.Output, error) { return tools.Output{}, nil }},
+	}}
+	a := &Activities{Tools: testRunner(t, testDeps{DataDir: t.TempDir()}, src), Log: zerolog.Nop()}
+	got, err := a.Route(t.Context(), RouteInput{Text: "clean up the CRM", Team: "T1", Tools: []string{tools.CurrentTime, tools.SourceTools}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{tools.CurrentTime, "lucy_custom_crm_delete_contact"}; !slices.Equal(got.Tools, want) {
+		t.Fatalf("tools %v, want %v", got.Tools, want)
+	}
+	if i := slices.IndexFunc(got.Specs, func(f ToolFlags) bool { return f.Name == "lucy_custom_crm_delete_contact" }); i < 0 || !got.Specs[i].Destructive {
+		t.Errorf("the source tool's flags were not recorded: %+v", got.Specs)
+	}
+	other, err := a.Route(t.Context(), RouteInput{Text: "clean up", Team: "T2", Tools: []string{tools.CurrentTime, tools.SourceTools}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{tools.CurrentTime}; !slices.Equal(other.Tools, want) {
+		t.Errorf("another team's sub-agent got %v, want %v", other.Tools, want)
+	}
+}
+
 // teamSource offers its tools to one team.
 type teamSource struct {
 	team  string

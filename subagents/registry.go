@@ -73,7 +73,9 @@ var registry = []Spec{
 		Name: "integrations", Prompt: "sub_agents/integrations.md", Tier: agent.TierDefault, MaxTurns: 8,
 		MaxOutputTokens: 4096, Temperature: 0.4, Human: "integrations agent", Doing: "Working with the connected services",
 		Tools: []string{"lucy_web_fetch", "lucy_web_search", "lucy_list_slack_channels", "lucy_get_channel_history",
-			"lucy_get_thread", "lucy_post_message", "lucy_read_file", "lucy_list_files", "lucy_current_time"},
+			"lucy_get_thread", "lucy_post_message", "lucy_read_file", "lucy_list_files", "lucy_current_time",
+			// The team's connected MCP servers and OpenAPI services, whatever they offer when it starts.
+			"*sources"},
 	},
 	{
 		Name: "document", Prompt: "sub_agents/document.md", Tier: agent.TierDocument, MaxTurns: 8,

@@ -85,6 +85,22 @@ func (r *Runner) Available(ctx context.Context, team string) []Spec {
 	return out
 }
 
+// SourceTools, in a sub-agent's list of tools, stands for every tool the team's run-time sources
+// offer when it starts (its MCP servers' and OpenAPI services' tools): the route activity expands it.
+// It is not a tool name ("*" is not allowed in one), so it can never collide with one.
+const SourceTools = "*sources"
+
+// SourceSpecs returns the specs of what the team's run-time sources offer now, sorted by name.
+func (r *Runner) SourceSpecs(ctx context.Context, team string) []Spec {
+	extra := r.sourceTools(ctx, team)
+	slices.SortFunc(extra, func(a, b Tool) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
+	out := make([]Spec, 0, len(extra))
+	for _, t := range extra {
+		out = append(out, t.Spec)
+	}
+	return out
+}
+
 // Spec returns the spec of a tool for team: compiled-in, or offered by a source now.
 func (r *Runner) Spec(ctx context.Context, team, name string) (Spec, bool) {
 	if s, ok := Lookup(name); ok {
