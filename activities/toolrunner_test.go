@@ -27,7 +27,11 @@ type testDeps struct {
 func testRunner(t testing.TB, d testDeps, sources ...tools.Source) *tools.Runner {
 	t.Helper()
 	ws := files.New(workspace.NewLocal(d.DataDir), nil)
-	domains := []any{ws, documents.New(ws, nil), clock.New(nil), web.New(nil, d.AllowPrivateNetworks, web.SearchConfig{})}
+	var hosts tools.PrivateHosts
+	if d.AllowPrivateNetworks {
+		hosts = tools.AllowAllPrivate()
+	}
+	domains := []any{ws, documents.New(ws, nil), clock.New(nil), web.New(nil, hosts, web.SearchConfig{})}
 	r, err := tools.NewRunner(zerolog.Nop(), domains, sources...)
 	if err != nil {
 		t.Fatal(err)

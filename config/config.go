@@ -19,6 +19,7 @@ import (
 
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/signing"
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // Mode says which process is being configured; some settings are required only by some processes.
@@ -144,6 +145,12 @@ type Config struct {
 	// Sampling is the temperature and output-token cap per tier (LUCY_TEMPERATURE_<TIER>,
 	// LUCY_MAX_OUTPUT_TOKENS_<TIER>); the model activity leaves out what a model rejects.
 	Sampling map[string]Sampling
+
+	// AllowedPrivateHosts are the internal hosts that URLs from chat (lucy_web_fetch, monitors,
+	// connected MCP servers and OpenAPI services) may reach although they are private, loopback,
+	// link-local or reserved (LUCY_ALLOWED_PRIVATE_HOSTS: host names, host:port, IPs and CIDRs).
+	// Only the operator sets it; zero means none.
+	AllowedPrivateHosts tools.PrivateHosts
 
 	// ContextWindow overrides the context window of every model, in tokens (LUCY_CONTEXT_WINDOW): for
 	// local models served with a small window (Ollama defaults to a few thousand tokens).
@@ -415,6 +422,9 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	}
 	if err := c.loadWorkspaceStore(getenv); err != nil {
 		return nil, err
+	}
+	if c.AllowedPrivateHosts, err = tools.ParseAllowedPrivateHosts(getenv("LUCY_ALLOWED_PRIVATE_HOSTS")); err != nil {
+		return nil, fmt.Errorf("LUCY_ALLOWED_PRIVATE_HOSTS: %w", err)
 	}
 	if err := c.loadLLM(getenv); err != nil {
 		return nil, err
@@ -710,6 +720,7 @@ func (c *Config) Redacted() map[string]any {
 		"workerHttpAddr":  c.WorkerHTTPAddr,
 		"approvalKeyFrom": c.ApprovalKeySource, "maxToolCalls": c.MaxToolCalls,
 		"workspaceStore": c.WorkspaceStore(), "s3Endpoint": c.S3Endpoint,
+		"allowedPrivateHosts": c.AllowedPrivateHosts.String(),
 	}
 }
 

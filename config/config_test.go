@@ -361,6 +361,37 @@ func TestPayloadKeys(t *testing.T) {
 	}
 }
 
+// LUCY_ALLOWED_PRIVATE_HOSTS is read in every mode; a bad entry stops the process at start with the
+// variable and the entry named.
+func TestAllowedPrivateHosts(t *testing.T) {
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "k"))
+	if err != nil || !c.AllowedPrivateHosts.IsZero() {
+		t.Fatalf("default: %v, %v; want none", c.AllowedPrivateHosts, err)
+	}
+	spec := "Wiki.Internal, jira.corp:443, 10.0.0.5:8443, [fd00::1]:8080, 10.20.0.0/16, fd00::/8"
+	for _, m := range []Mode{ModeDev, ModeWorker} {
+		c, err := Load(m, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_ALLOWED_PRIVATE_HOSTS", spec))
+		if err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+		want := "wiki.internal,jira.corp:443,10.0.0.5:8443,[fd00::1]:8080,10.20.0.0/16,fd00::/8"
+		if got := c.AllowedPrivateHosts.String(); got != want {
+			t.Errorf("%s: AllowedPrivateHosts = %q, want %q", m, got, want)
+		}
+		if got := c.Redacted()["allowedPrivateHosts"]; got != want {
+			t.Errorf("%s: Redacted()[allowedPrivateHosts] = %v, want %q", m, got, want)
+		}
+	}
+	_, err = Load(ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_ALLOWED_PRIVATE_HOSTS", "wiki.internal, http://jira.corp/x"))
+	if err == nil || !strings.Contains(err.Error(), "LUCY_ALLOWED_PRIVATE_HOSTS") || !strings.Contains(err.Error(), `"http://jira.corp/x" is a URL`) {
+		t.Errorf("a URL entry: err = %v, want one naming the variable and the entry", err)
+	}
+	_, err = Load(ModeGateway, env("SLACK_BOT_TOKEN", "xoxb-1", "SLACK_APP_TOKEN", "xapp-1", "LUCY_ALLOWED_PRIVATE_HOSTS", "10.0.0.0/99"))
+	if err == nil || !strings.Contains(err.Error(), `LUCY_ALLOWED_PRIVATE_HOSTS: "10.0.0.0/99" is not a host, host:port or CIDR`) {
+		t.Errorf("a bad CIDR: err = %v", err)
+	}
+}
+
 func TestWorkspaceStore(t *testing.T) {
 	c, err := Load(ModeDev, env("OPENAI_API_KEY", "k"))
 	if err != nil || c.S3Bucket != "" || c.WorkspaceStore() != "local" {

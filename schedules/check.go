@@ -75,7 +75,7 @@ func (m *Manager) evaluate(ctx context.Context, c MonitorCheck) (ok bool, eviden
 	if err != nil {
 		return false, "the URL cannot be read", ""
 	}
-	if err := m.deps.Web.CheckHost(ctx, u.Hostname()); err != nil {
+	if err := m.deps.Web.CheckAddress(ctx, u); err != nil {
 		return false, "the address is private", ""
 	}
 	cctx, cancel := context.WithTimeout(ctx, monitorTimeout)

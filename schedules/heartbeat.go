@@ -304,8 +304,9 @@ func (m *Manager) validateCheck(ctx context.Context, c MonitorCheck, hasThreshol
 	if err != nil {
 		return err
 	}
-	if err := m.deps.Web.CheckHost(ctx, u.Hostname()); err != nil {
-		return argErrorf(CreateHeartbeat, "%s is a private, loopback, link-local or reserved address: monitors check public addresses", shown)
+	if err := m.deps.Web.CheckAddress(ctx, u); err != nil {
+		return argErrorf(CreateHeartbeat, "%s is a private, loopback, link-local or reserved address: monitors check public addresses, "+
+			"and the internal hosts an operator lists in LUCY_ALLOWED_PRIVATE_HOSTS", shown)
 	}
 	switch c.Kind {
 	case CheckHTTP:

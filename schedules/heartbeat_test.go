@@ -7,10 +7,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // flipper is a server whose answer the test changes.
@@ -143,6 +146,50 @@ func TestMonitorAlertsOnlyOnChange(t *testing.T) {
 	res = r.CheckMonitor(t.Context(), MonitorSpec{Name: "gone", Check: MonitorCheck{Kind: CheckHTTP, URL: "http://127.0.0.1:1/"}}, MonitorState{Status: "ok"})
 	if res.State.Status != "alert" || !strings.Contains(res.Alert, "unreachable") {
 		t.Errorf("unreachable: %+v", res)
+	}
+}
+
+// LUCY_ALLOWED_PRIVATE_HOSTS: a monitor may be made for, and checks, an internal server only when
+// its address and port (or a range holding it) are listed; otherwise creating it is refused with what
+// to do, and a check of it (made before the setting changed) fails as private without a request.
+func TestMonitorAllowedPrivateHosts(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprint(w, "ok")
+	}))
+	t.Cleanup(srv.Close)
+	hostPort := strings.TrimPrefix(srv.URL, "http://")
+	check := MonitorCheck{Kind: CheckHTTP, URL: srv.URL + "/health"}
+	for _, tt := range []struct {
+		spec    string
+		allowed bool
+	}{
+		{hostPort, true}, {"127.0.0.0/8", true}, {"", false}, {"127.0.0.1:1", false}, {"wiki.internal", false},
+	} {
+		t.Run(tt.spec, func(t *testing.T) {
+			hosts, err := tools.ParseAllowedPrivateHosts(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newTestDomain(t, testDeps{PrivateHosts: hosts})
+			before := hits.Load()
+			verr := r.validateCheck(t.Context(), check, false)
+			res := r.CheckMonitor(t.Context(), MonitorSpec{Name: "wiki", Check: check}, MonitorState{Status: "ok"})
+			if tt.allowed {
+				if verr != nil {
+					t.Errorf("validateCheck: %v", verr)
+				}
+				if res.State.Status != "ok" || hits.Load() != before+1 {
+					t.Errorf("check: %+v, %d request(s); want ok after one request", res, hits.Load()-before)
+				}
+				return
+			}
+			wantArgError(t, verr, CreateHeartbeat, "private, loopback, link-local or reserved", "LUCY_ALLOWED_PRIVATE_HOSTS")
+			if res.State.Status != "alert" || res.State.Evidence != "the address is private" || hits.Load() != before {
+				t.Errorf("check: %+v, %d request(s); want a private-address alert and no request", res, hits.Load()-before)
+			}
+		})
 	}
 }
 

@@ -39,6 +39,9 @@ type testDeps struct {
 	Admins               []string
 	ScheduleLimits       ScheduleLimits
 	AllowPrivateNetworks bool
+	// PrivateHosts are the private addresses monitors may check without AllowPrivateNetworks
+	// (LUCY_ALLOWED_PRIVATE_HOSTS).
+	PrivateHosts tools.PrivateHosts
 }
 
 // testSlack is the Slack domain over bot, as toolset builds it: the schedules use its access rule.
@@ -50,8 +53,12 @@ func testSlack(bot func(team string) tools.SlackAPI, admins []string) *slacktool
 // only when d allows it, with a fixed clock.
 func newTestDomain(tb testing.TB, d testDeps) *testDomain {
 	tb.Helper()
+	hosts := d.PrivateHosts
+	if d.AllowPrivateNetworks {
+		hosts = tools.AllowAllPrivate()
+	}
 	m := New(Deps{Schedules: d.Schedules, DataConverter: d.DataConverter, Admins: d.Admins,
-		ScheduleLimits: d.ScheduleLimits, Slack: testSlack(d.Slack, d.Admins), Web: web.New(nil, d.AllowPrivateNetworks, web.SearchConfig{})})
+		ScheduleLimits: d.ScheduleLimits, Slack: testSlack(d.Slack, d.Admins), Web: web.New(nil, hosts, web.SearchConfig{})})
 	m.now = func() time.Time { return time.Date(2026, 5, 1, 18, 3, 22, 0, time.UTC) }
 	r, err := tools.NewRunner(zerolog.Nop(), []any{m})
 	if err != nil {

@@ -39,9 +39,9 @@ type Slack interface {
 // Web is what monitors need of the web domain: its guard against private addresses, its client (which
 // refuses them at dial time too) and its reading of HTML.
 type Web interface {
-	// CheckHost refuses a host that is or resolves to a private, loopback, link-local or reserved
-	// address.
-	CheckHost(ctx context.Context, host string) error
+	// CheckAddress refuses a URL whose host is or resolves to a private, loopback, link-local or
+	// reserved address that the operator does not allow (LUCY_ALLOWED_PRIVATE_HOSTS) for its port.
+	CheckAddress(ctx context.Context, u *url.URL) error
 	// Fetch sends req with Lucy's User-Agent through the guarded client.
 	Fetch(req *http.Request) (*http.Response, error)
 	// PageText is the readable text of an HTML page.

@@ -92,7 +92,7 @@ func monitorRegistryOn(base string) *Manager {
 	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
 	// The test's site is on loopback; production refuses private addresses.
 	return New(Deps{Slack: testSlack(func(string) tools.SlackAPI { return bot }, nil),
-		Web: web.New(nil, true, web.SearchConfig{})})
+		Web: web.New(nil, tools.AllowAllPrivate(), web.SearchConfig{})})
 }
 
 // A monitor posts as its creator: once the creator has left its channel, the firing checks nothing,

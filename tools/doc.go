@@ -70,9 +70,11 @@
 // # What the domains share
 //
 // Tools of several domains call Slack (the Slack tools, files shared in a thread, recurring jobs and
-// monitors) and read URLs the model chose (lucy_web_fetch, a monitor's check), so the Slack client
-// helpers (slackclient.go: SlackFailed, ResolveChannel, ListAllChannels) and the address guard
-// (netguard.go: CheckHost, NewFetchClient) are here. The access rule is package slackaccess.
+// monitors) and reach URLs from chat (lucy_web_fetch, a monitor's check, connected MCP servers and
+// OpenAPI services), so the Slack client helpers (slackclient.go: SlackFailed, ResolveChannel,
+// ListAllChannels) and the address guard (netguard.go: PrivateHosts.CheckURL, NewGuardedClient;
+// privatehosts.go: the operator's exceptions, LUCY_ALLOWED_PRIVATE_HOSTS) are here. The access rule is
+// package slackaccess.
 //
 // # Output size
 //

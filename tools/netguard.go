@@ -9,15 +9,18 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// The guard of requests to URLs the model chose (lucy_web_fetch, a monitor's check): no private,
-// loopback, link-local or reserved address, checked before the request and again when the
-// connection is dialed (so DNS rebinding cannot reach one), no credentials sent, and how such URLs are
-// shown in results. Several domains fetch such URLs, so it is here rather than in one of them.
+// The guard of requests to URLs from chat (lucy_web_fetch, a monitor's check, a connected MCP server
+// or OpenAPI service): no private, loopback, link-local or reserved address unless the operator lists
+// it (PrivateHosts, LUCY_ALLOWED_PRIVATE_HOSTS), checked before the request, at each redirect and
+// again when the connection is dialed (so DNS rebinding cannot reach one); no credentials sent; and how
+// such URLs are shown in results. Several domains make such requests, so it is here rather than in one
+// of them.
 
 const (
 	maxRedirects = 5
@@ -111,61 +114,70 @@ func blockedAddr(a netip.Addr) bool {
 	return a.Is6() && !globalUnicast6.Contains(a)
 }
 
-// CheckHost refuses hosts that are, or resolve to, blocked addresses, unless allowPrivate (tests
-// that fetch from httptest). A lookup failure is not decided here: the request fails on it with a
-// better message. A refusal satisfies IsPrivateAddress.
-func CheckHost(ctx context.Context, host string, allowPrivate bool) error {
-	if allowPrivate {
+// CheckURL refuses a URL whose host is, or resolves to, an address Lucy may not reach: a private,
+// loopback, link-local or reserved one that p does not allow (see PrivateHosts.permits), on the URL's
+// port (the scheme's default when it has none). It is the check before a request; the client of
+// NewGuardedClient checks again at each redirect and when it dials, since the name may resolve
+// elsewhere by then (DNS rebinding). A lookup failure is not decided here: the request fails on it with
+// a better message. A refusal satisfies IsPrivateAddress.
+func (p PrivateHosts) CheckURL(ctx context.Context, u *url.URL) error {
+	return p.checkHost(ctx, nil, u.Hostname(), urlPort(u))
+}
+
+// checkHost is CheckURL for host and port, resolving with r (nil: net.DefaultResolver; tests give
+// one that answers what they need).
+func (p PrivateHosts) checkHost(ctx context.Context, r *net.Resolver, host string, port uint16) error {
+	if p.all {
 		return nil
 	}
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return &errPrivateAddress{host: host}
-	}
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		if blockedAddr(a) {
+		if !p.permits(a, port, false) {
 			return &errPrivateAddress{host: host}
 		}
 		return nil
 	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	nameAllowed := p.allowsName(host, port)
+	// Go answers these names itself, without DNS, with loopback: refused by name unless listed.
+	if !nameAllowed && (host == "localhost" || strings.HasSuffix(host, ".localhost")) {
+		return &errPrivateAddress{host: host}
+	}
+	if r == nil {
+		r = net.DefaultResolver
+	}
+	addrs, err := r.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		return nil
 	}
 	for _, a := range addrs {
-		if blockedAddr(a) {
+		if !p.permits(a, port, nameAllowed) {
 			return &errPrivateAddress{host: host}
 		}
 	}
 	return nil
 }
 
-// NewFetchClient returns the client for URLs the model chose: the given one with our redirect policy
-// (at most 5 redirects, http and https only, no credentials, each target checked by CheckHost), or,
-// when given is nil, our own whose dialer also refuses blocked addresses after DNS resolution.
-// allowPrivate lifts the address checks (tests).
-func NewFetchClient(given *http.Client, allowPrivate bool) *http.Client {
+// NewGuardedClient returns the client for URLs from chat (lucy_web_fetch, a monitor's check, a
+// connected MCP server or OpenAPI service): given (nil: a client of our own) with our redirect
+// policy (at most 5 redirects, http and https only, no credentials, each target checked by
+// p.CheckURL). Our own client's dialer also checks every address it connects to, after DNS
+// resolution, against p (so DNS rebinding cannot reach a refused address), and uses no proxy; a given
+// client keeps its transport, so only the checks before the request and at each redirect apply.
+// Callers check the first URL with p.CheckURL before the request.
+func NewGuardedClient(given *http.Client, p PrivateHosts) *http.Client {
+	return newGuardedClient(given, p, nil)
+}
+
+// newGuardedClient is NewGuardedClient resolving with r (nil: net.DefaultResolver).
+func newGuardedClient(given *http.Client, p PrivateHosts, r *net.Resolver) *http.Client {
 	var c http.Client
 	if given != nil {
 		c = *given
 	} else {
-		dialer := &net.Dialer{
-			Timeout: 10 * time.Second,
-			Control: func(network, address string, _ syscall.RawConn) error {
-				if allowPrivate {
-					return nil
-				}
-				ap, err := netip.ParseAddrPort(address)
-				if err != nil || blockedAddr(ap.Addr()) {
-					return &errPrivateAddress{host: address}
-				}
-				return nil
-			},
-		}
 		// No proxy: a proxy would make the dial-time check see the proxy's address, not the target's.
 		// A deployment that needs one passes Deps.HTTP.
 		c.Transport = &http.Transport{
-			DialContext:           dialer.DialContext,
+			DialContext:           guardedDial(p, r),
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          20,
 			IdleConnTimeout:       90 * time.Second,
@@ -184,11 +196,40 @@ func NewFetchClient(given *http.Client, allowPrivate bool) *http.Client {
 			// net/http would send the page's user:password as Basic auth; Lucy sends no credentials.
 			return fmt.Errorf("redirected to %s, a URL with a user name or password, which Lucy does not follow", redact(req.URL))
 		}
-		return CheckHost(req.Context(), req.URL.Hostname(), allowPrivate)
+		return p.checkHost(req.Context(), r, req.URL.Hostname(), urlPort(req.URL))
 	}
 	return &c
 }
 
+// guardedDial dials the host:port the transport asks for (the URL's, since there is no proxy) and
+// checks, in the dialer's Control, each address it resolved to before connecting: the check DNS
+// rebinding cannot pass. Whether the host name is listed in p (for this port) is known here only, from
+// the name the transport asked for, so it is decided before resolution and handed to Control; address
+// entries (CIDRs, ip:port) are matched on the address and port Control sees.
+func guardedDial(p PrivateHosts, r *net.Resolver) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nameAllowed := false
+		if host, portText, err := net.SplitHostPort(addr); err == nil {
+			if port, err := strconv.ParseUint(portText, 10, 16); err == nil {
+				nameAllowed = p.allowsName(strings.TrimSuffix(strings.ToLower(host), "."), uint16(port))
+			}
+		}
+		d := &net.Dialer{
+			Timeout:  10 * time.Second,
+			Resolver: r,
+			Control: func(_, address string, _ syscall.RawConn) error {
+				ap, err := netip.ParseAddrPort(address)
+				if err != nil || !p.permits(ap.Addr(), ap.Port(), nameAllowed) {
+					return &errPrivateAddress{host: address}
+				}
+				return nil
+			},
+		}
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// redact renders u for results and errors, which must not carry credentials: without its userinfo
 // (a redirect may lead to a URL with one) and with secret query parameters masked.
 func redact(u *url.URL) string {
 	if u.User == nil {
@@ -240,8 +281,9 @@ func truncate(s string, n int) string {
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
-// IsPrivateAddress reports whether err (or an error it wraps) is a refusal of CheckHost or of the
-// dialer of NewFetchClient: the URL leads to an address Lucy may not fetch from.
+// IsPrivateAddress reports whether err (or an error it wraps) is a refusal of PrivateHosts.CheckURL
+// or of the client of NewGuardedClient (a redirect, a dial): the URL leads to an address Lucy may not
+// reach.
 func IsPrivateAddress(err error) bool {
 	var private *errPrivateAddress
 	return errors.As(err, &private)

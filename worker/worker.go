@@ -151,6 +151,7 @@ func NewActivities(d Deps) *Activities {
 		Workspace:            store,
 		Log:                  d.Log,
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
+		PrivateHosts:         cfg.AllowedPrivateHosts,
 	})
 	core := &activities.Activities{
 		Model:            model,

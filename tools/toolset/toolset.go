@@ -49,6 +49,10 @@ type Deps struct {
 	// addresses. Tests set it to fetch from httptest; production leaves it false so that the model
 	// cannot probe the internal network or a cloud metadata endpoint.
 	AllowPrivateNetworks bool
+	// PrivateHosts are the internal hosts that URLs from chat (lucy_web_fetch, monitors, connected
+	// MCP servers and OpenAPI services) may reach nonetheless: LUCY_ALLOWED_PRIVATE_HOSTS, set by the
+	// operator only. Zero means none. Use NetPolicy, which AllowPrivateNetworks overrides.
+	PrivateHosts tools.PrivateHosts
 	// Schedules manages Temporal Schedules (recurring jobs and monitors); nil means this process
 	// cannot, and those tools say so.
 	Schedules client.ScheduleClient
@@ -97,7 +101,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 	ws := files.New(workspaceStore(d), filesSlack(d.Slack))
 	access := slackaccess.New(d.Admins, slacktools.AccessAPI(d.Slack), nil)
 	slack := slacktools.New(d.Slack, d.SlackUser, access)
-	fetcher := web.New(d.HTTP, d.AllowPrivateNetworks, d.Search)
+	fetcher := web.New(d.HTTP, d.NetPolicy(), d.Search)
 	sched := schedules.New(schedules.Deps{Schedules: d.Schedules, DataConverter: d.DataConverter, Admins: d.Admins,
 		ScheduleLimits: d.ScheduleLimits, Slack: slack, Web: fetcher})
 	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched}
@@ -109,6 +113,16 @@ func New(d Deps, sources ...tools.Source) *Set {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
 	return &Set{Runner: r, Schedules: sched}
+}
+
+// NetPolicy is the private-address policy of every request to a URL from chat: PrivateHosts, or
+// every private address when AllowPrivateNetworks (tests). A domain that makes such requests checks
+// each URL with NetPolicy().CheckURL and sends it through tools.NewGuardedClient(client, NetPolicy()).
+func (d Deps) NetPolicy() tools.PrivateHosts {
+	if d.AllowPrivateNetworks {
+		return tools.AllowAllPrivate()
+	}
+	return d.PrivateHosts
 }
 
 // workspaceStore is Deps.Workspace, or the local folder under Deps.DataDir; nil without either.

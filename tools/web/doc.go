@@ -8,8 +8,9 @@
 //
 // # Guards
 //
-// A URL the model chose must not reach the internal network or a cloud metadata endpoint: the
-// address guard (tools.CheckHost, tools.NewFetchClient) checks it before the request, at each
+// A URL the model chose must not reach the internal network or a cloud metadata endpoint, except the
+// internal hosts the operator lists (tools.PrivateHosts, LUCY_ALLOWED_PRIVATE_HOSTS): the address
+// guard (PrivateHosts.CheckURL, tools.NewGuardedClient) checks it before the request, at each
 // redirect and when the connection is dialed. It must not carry credentials (refused, not sent
 // masked), and a URL the model composed that carries data (tools.URLCarriesData) waits for a
 // person's approval unless the run has seen it (fetchguard.go).
@@ -24,8 +25,8 @@ import (
 
 // Fetcher is the domain of the web tools. It is safe for concurrent use.
 type Fetcher struct {
-	http         *http.Client // for URLs the model chose: tools.NewFetchClient
-	allowPrivate bool
+	http         *http.Client // for URLs the model chose: tools.NewGuardedClient
+	hosts        tools.PrivateHosts
 	fetchTimeout time.Duration // 20 s; tests shorten it
 	search       SearchConfig
 	// searchHTTP reaches the operator's search provider (not a URL the model chose, so no private
@@ -36,18 +37,19 @@ type Fetcher struct {
 // New returns the web tools' domain. given is the client for lucy_web_fetch: nil means one that also
 // checks, at dial time, that it connects to no private address (so DNS rebinding cannot reach one);
 // a client given here gets the redirect checks, and the address checks before each request.
-// allowPrivate lets lucy_web_fetch reach private addresses (tests that fetch from httptest); search
-// is lucy_web_search's provider (zero means not configured).
-func New(given *http.Client, allowPrivate bool, search SearchConfig) *Fetcher {
+// hosts are the private addresses lucy_web_fetch and monitors may reach nonetheless
+// (LUCY_ALLOWED_PRIVATE_HOSTS; tools.AllowAllPrivate in tests that fetch from httptest); search is
+// lucy_web_search's provider (zero means not configured).
+func New(given *http.Client, hosts tools.PrivateHosts, search SearchConfig) *Fetcher {
 	return &Fetcher{
-		http:         tools.NewFetchClient(given, allowPrivate),
-		allowPrivate: allowPrivate,
+		http:         tools.NewGuardedClient(given, hosts),
+		hosts:        hosts,
 		fetchTimeout: 20 * time.Second,
 		search:       search,
 		searchHTTP:   &http.Client{Timeout: time.Minute},
 	}
 }
 
-// Client is the client lucy_web_fetch uses for URLs the model chose (tools.NewFetchClient): another
+// Client is the client lucy_web_fetch uses for URLs the model chose (tools.NewGuardedClient): another
 // domain that reads such URLs (a monitor's check) may share it.
 func (f *Fetcher) Client() *http.Client { return f.http }

@@ -15,15 +15,22 @@ const testTeam = "TTEST"
 
 // testDeps are what a test gives the web tools.
 type testDeps struct {
-	HTTP                 *http.Client
+	HTTP *http.Client
+	// AllowPrivateNetworks lets the fetches reach every private address (httptest on loopback);
+	// otherwise only PrivateHosts.
 	AllowPrivateNetworks bool
+	PrivateHosts         tools.PrivateHosts
 	Search               SearchConfig
 }
 
 // newTestFetcher returns the web tools over d.
 func newTestFetcher(tb testing.TB, d testDeps) *Fetcher {
 	tb.Helper()
-	return New(d.HTTP, d.AllowPrivateNetworks, d.Search)
+	hosts := d.PrivateHosts
+	if d.AllowPrivateNetworks {
+		hosts = tools.AllowAllPrivate()
+	}
+	return New(d.HTTP, hosts, d.Search)
 }
 
 // The calls and checks every tool domain's tests share (package tooltest).

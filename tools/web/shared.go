@@ -12,9 +12,10 @@ import (
 // same guard against private addresses, the same client and the same reading of HTML as
 // lucy_web_fetch.
 
-// CheckHost refuses a host that is or resolves to a private, loopback, link-local or reserved address.
-func (f *Fetcher) CheckHost(ctx context.Context, host string) error {
-	return tools.CheckHost(ctx, host, f.allowPrivate)
+// CheckAddress refuses a URL whose host is or resolves to a private, loopback, link-local or reserved
+// address that LUCY_ALLOWED_PRIVATE_HOSTS does not list for its port (tools.PrivateHosts.CheckURL).
+func (f *Fetcher) CheckAddress(ctx context.Context, u *url.URL) error {
+	return f.hosts.CheckURL(ctx, u)
 }
 
 // Fetch sends req with Lucy's User-Agent through the client that refuses private addresses.

@@ -76,7 +76,7 @@ func (f *Fetcher) webFetch(ctx context.Context, inv tools.Invocation) (tools.Out
 			return holdFetch(u, target, why), nil
 		}
 	}
-	if err := tools.CheckHost(ctx, u.Hostname(), f.allowPrivate); err != nil {
+	if err := f.hosts.CheckURL(ctx, u); err != nil {
 		return tools.Output{}, refusePrivate(shown)
 	}
 
@@ -200,7 +200,8 @@ func (f *Fetcher) fetchFailed(ctx context.Context, shown string, err error) (too
 
 func refusePrivate(shown string) *tools.ArgError {
 	return tools.ArgErrorf(tools.WebFetch, "%s points to a private, loopback, link-local or reserved network address, which Lucy may not "+
-		"fetch; use a public URL", shown)
+		"fetch; use a public URL. If it is an internal site the team needs, an operator can allow its host in "+
+		"LUCY_ALLOWED_PRIVATE_HOSTS", shown)
 }
 
 // transientStatus reports the HTTP statuses worth retrying.

@@ -314,3 +314,80 @@ func TestWebFetchRefusesRedirectToPrivateAddress(t *testing.T) {
 		t.Errorf("the private server was reached %d time(s)", n)
 	}
 }
+
+// LUCY_ALLOWED_PRIVATE_HOSTS: a server on loopback is fetched only when its address (with its port,
+// or a range holding it) is listed; otherwise the refusal says what to do. A listed server that
+// redirects to a private address that is not listed is refused there, and the other server never
+// reached. No client is given: the fetches go through the dial-time check as in production.
+func TestWebFetchAllowedPrivateHosts(t *testing.T) {
+	var privateHits atomic.Int32
+	private := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		privateHits.Add(1)
+		fmt.Fprint(w, "internal secrets")
+	}))
+	t.Cleanup(private.Close)
+	var hits atomic.Int32
+	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		if r.URL.Path == "/to-private" {
+			http.Redirect(w, r, private.URL+"/secret", http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprint(w, "the internal wiki")
+	}))
+	t.Cleanup(internal.Close)
+	hostPort := strings.TrimPrefix(internal.URL, "http://")
+	_, port, _ := net.SplitHostPort(hostPort)
+
+	for _, tt := range []struct {
+		spec    string
+		allowed bool
+	}{
+		{hostPort, true},
+		{"127.0.0.0/8", true},
+		{"10.0.0.0/8, 127.0.0.1:" + port, true},
+		{"", false},
+		{"127.0.0.1:1", false},
+		{"10.0.0.0/8", false},
+		{"localhost:" + port, false}, // a name entry allows that name, not the address it resolves to
+	} {
+		t.Run(tt.spec, func(t *testing.T) {
+			hosts, err := tools.ParseAllowedPrivateHosts(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := newTestFetcher(t, testDeps{PrivateHosts: hosts})
+			before := hits.Load()
+			out, err := run(t, r, tools.WebFetch, fmt.Sprintf(`{"url": %q}`, internal.URL+"/page"))
+			if tt.allowed {
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantOK(t, out, "the internal wiki")
+				if hits.Load() != before+1 {
+					t.Error("no request reached the server")
+				}
+				return
+			}
+			wantArgError(t, err, tools.WebFetch, "points to a private, loopback, link-local or reserved network address",
+				"use a public URL", "an operator can allow its host in LUCY_ALLOWED_PRIVATE_HOSTS")
+			if hits.Load() != before {
+				t.Error("the server was reached")
+			}
+		})
+	}
+
+	t.Run("redirect to a private address not listed", func(t *testing.T) {
+		hosts, err := tools.ParseAllowedPrivateHosts(hostPort)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newTestFetcher(t, testDeps{PrivateHosts: hosts})
+		_, err = run(t, r, tools.WebFetch, fmt.Sprintf(`{"url": %q}`, internal.URL+"/to-private"))
+		wantArgError(t, err, tools.WebFetch, "private, loopback, link-local or reserved")
+		if n := privateHits.Load(); n != 0 {
+			t.Errorf("the server that is not listed was reached %d time(s)", n)
+		}
+	})
+}
