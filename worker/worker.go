@@ -151,6 +151,7 @@ func NewActivities(d Deps) *Activities {
 		Workspace:            store,
 		Log:                  d.Log,
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
+		OpenAPIMaxOperations: cfg.OpenAPIMaxOperations,
 	})
 	core := &activities.Activities{
 		Model:            model,
@@ -161,6 +162,7 @@ func NewActivities(d Deps) *Activities {
 		Temporal:         d.Client,
 		Prompts:          subagents.PromptFS(prompts.FS), // the sub-agents keep their task prompts
 		Tools:            set.Runner,
+		Integrations:     set.Integrations,
 		Admins:           cfg.AdminUsers,
 		ApprovalKey:      cfg.ApprovalKey,
 		MaxToolCalls:     cfg.MaxToolCalls,
