@@ -56,7 +56,11 @@ func TestCustomIntegrationDeleteWaitsForApproval(t *testing.T) {
 	const tool = "lucy_custom_pets_delete_pet"
 	h := newHarness(t)
 	h.route = route
+	var approvedAt atomic.Bool
 	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		if !approvedAt.Load() {
+			t.Errorf("%s ran before the approval was given", in.Name)
+		}
 		out, err := runner.Run(ctx, tools.Invocation{Name: in.Name, Arguments: in.Arguments, Team: in.Team, User: in.User})
 		return activities.ToolResult{Content: out.Content, IsError: out.IsError, Chars: len(out.Content)}, err
 	}
@@ -73,6 +77,7 @@ func TestCustomIntegrationDeleteWaitsForApproval(t *testing.T) {
 		if len(h.prompts) != 1 || !strings.Contains(h.prompts[0].Summary+h.prompts[0].Details, tool) {
 			t.Errorf("no approval prompt for %s: %+v", tool, h.prompts)
 		}
+		approvedAt.Store(true)
 		h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
 	}, time.Minute)
 	if _, err := h.runAgent(runInput("delete pet 7")); err != nil {
