@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"context"
+	"errors"
 	"regexp"
 
 	"encoding/base64"
@@ -49,6 +50,11 @@ func TestResolveFromURLAndCallWithStoredKey(t *testing.T) {
 	}
 	if len(e.keys.asked) != 0 {
 		t.Errorf("a key was asked for although one is stored: %v", e.keys.asked)
+	}
+	// The registry keeps the document pruned to what the operations use.
+	stored, _, err := e.state.Read(t.Context(), tooltest.Team, "openapi/pets.json")
+	if err != nil || !strings.Contains(string(stored), "NewPet") || strings.Contains(string(stored), "Unused") {
+		t.Errorf("stored document (err %v) keeps the wrong components", err)
 	}
 
 	list := e.mustRun(t, "lucy_custom_pets_list_pets", `{"limit": 2}`)
@@ -391,6 +397,10 @@ func TestSecretsNeverReachTheModel(t *testing.T) {
 	te := tooltest.WantTransient(t, err)
 	wantNoSecret(t, te.Error(), testKey)
 	tooltest.WantContains(t, te.Error(), "503", "[secret removed]")
+	if list, _ := e.svc.Integrations(t.Context(), tooltest.Team); len(list) != 1 || list[0].Healthy ||
+		!strings.Contains(list[0].Status, "503") {
+		t.Errorf("after a 503 the service is listed as %+v", list)
+	}
 
 	out = e.mustRun(t, "lucy_custom_pets_flaky_write", `{}`)
 	tooltest.WantToolError(t, out, "HTTP 502", "check before trying again")
@@ -544,6 +554,25 @@ func TestPrivateAddressesRefused(t *testing.T) {
 	}
 	_, err = tooltest.Run(t, r, ResolveTool, `{"url": "https://bob:pw@example.com/spec.json"}`)
 	tooltest.WantArgError(t, err, ResolveTool, "user name or password")
+
+	// A document (fetched from an allowed host) whose API is at a private address is refused at
+	// resolve time, and so is a key sent over plain http to a public host.
+	d.CheckHost = func(_ context.Context, host string) error {
+		if host == "10.0.0.7" {
+			return errors.New("private")
+		}
+		return nil
+	}
+	d.AllowPrivate = false
+	d.HTTP = api.srv.Client() // a given client: the guard is CheckHost's, not the dialer's
+	s = New(d)
+	r, _ = tools.NewRunner(zerolog.Nop(), []any{s}, s)
+	out := tooltest.MustRun(t, r, ResolveTool, args(t, map[string]any{"url": api.srv.URL + "/openapi.json", "name": "p2",
+		"base_url": "http://10.0.0.7/v1"}))
+	tooltest.WantToolError(t, out, "private, loopback or reserved", "Nothing was connected")
+	out = tooltest.MustRun(t, r, ResolveTool, args(t, map[string]any{"url": api.srv.URL + "/openapi.json", "name": "p3",
+		"base_url": "http://api.example.com/v1"}))
+	tooltest.WantToolError(t, out, "https only")
 }
 
 func TestToolNames(t *testing.T) {

@@ -183,6 +183,20 @@ func (s *Services) resolve(ctx context.Context, inv tools.Invocation) (tools.Out
 	if err != nil {
 		return tools.ToolError("%s: %v. Nothing was connected.", svc, err), nil
 	}
+	// Checked now as well as on every call: a document that points its calls (or its token endpoint)
+	// at an internal address, or would send a key in clear text, is refused before anyone adds a key.
+	if err := s.checkURL(ctx, base, a != nil); err != nil {
+		return tools.ToolError("%s: the API's address: %v. Nothing was connected.", svc, err), nil
+	}
+	if a != nil && a.TokenURL != "" {
+		tu, err := url.Parse(a.TokenURL)
+		if err == nil {
+			err = s.checkURL(ctx, tu, true)
+		}
+		if err != nil {
+			return tools.ToolError("%s: the token endpoint: %v. Nothing was connected.", svc, err), nil
+		}
+	}
 	title := ""
 	if doc.Info != nil {
 		title = doc.Info.Title
