@@ -27,6 +27,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/tools"
@@ -81,6 +82,11 @@ type Activities struct {
 	modelSlots       modelSlots
 	// ContextWindow overrides the model's context window in tokens (LUCY_CONTEXT_WINDOW); 0 = known per model.
 	ContextWindow int
+	// Integrations list a team's connected integrations, one Lister per kind (OpenAPI services, MCP
+	// servers): the system prompt names them with their health, so that a request that names a
+	// service the team has not connected is answered with how to connect it, not a guessed API. Nil
+	// means no such block.
+	Integrations []integrations.Lister
 	// DataDir holds the tools' workspace files (DataDir/workspaces/<team>/) and, out of the tools'
 	// reach, the teams' knowledge notes (DataDir/knowledge/<team>/, see KnowledgeDir).
 	DataDir string

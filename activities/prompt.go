@@ -81,6 +81,9 @@ func (a *Activities) BuildSystemPrompt(ctx context.Context, in PromptInput) (Sys
 	if k := a.knowledge(in.Team); k != "" {
 		parts = append(parts, "# Workspace knowledge\n\n"+k)
 	}
+	if block := a.integrationsSection(ctx, in.Team); block != "" {
+		parts = append(parts, block)
+	}
 	parts = append(parts, contextSection(in))
 	text := strings.Join(parts, "\n\n")
 	return SystemPrompt{Text: text, Hash: shortHash(text)}, nil

@@ -111,6 +111,10 @@ type Config struct {
 	// calls get an error result, so a model that asks for fifty calls at once cannot make one turn
 	// run unbounded work.
 	MaxToolCalls int
+	// OpenAPIMaxOperations is how many operations of one OpenAPI service (a custom integration)
+	// become tools (LUCY_OPENAPI_MAX_OPERATIONS): a larger API is connected in part, the operations
+	// the request needs.
+	OpenAPIMaxOperations int
 	// UserEventsPerMinute is how many messages one person may hand to Lucy per minute, per gateway
 	// replica (LUCY_USER_EVENTS_PER_MINUTE; 0: no limit). "cancel that" is never limited.
 	UserEventsPerMinute int
@@ -224,6 +228,11 @@ const (
 	// MaxToolCallsLimit bounds LUCY_MAX_TOOL_CALLS: every call of one reply and its result land in one
 	// turn of workflow history.
 	MaxToolCallsLimit = 64
+	// DefaultOpenAPIMaxOperations and MaxOpenAPIMaxOperations bound LUCY_OPENAPI_MAX_OPERATIONS (the
+	// same as integrations/openapi's DefaultMaxOperations and MaxOperationsLimit, which config cannot
+	// import): every tool's schema is sent with each model call.
+	DefaultOpenAPIMaxOperations = 30
+	MaxOpenAPIMaxOperations     = 100
 	// Script limits (lucy_run_script).
 	DefaultScriptTimeout  = 10 * time.Second
 	MaxScriptTimeout      = 5 * time.Minute
@@ -388,6 +397,15 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("LUCY_MAX_TOOL_CALLS %q is not a number from 1 to %d (tool calls run per model reply; default %d)", v, MaxToolCallsLimit, DefaultMaxToolCalls)
 		}
 		c.MaxToolCalls = n
+	}
+	c.OpenAPIMaxOperations = DefaultOpenAPIMaxOperations
+	if v := strings.TrimSpace(getenv("LUCY_OPENAPI_MAX_OPERATIONS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxOpenAPIMaxOperations {
+			return nil, fmt.Errorf("LUCY_OPENAPI_MAX_OPERATIONS %q is not a number from 1 to %d (operations of one OpenAPI "+
+				"service that become tools; default %d)", v, MaxOpenAPIMaxOperations, DefaultOpenAPIMaxOperations)
+		}
+		c.OpenAPIMaxOperations = n
 	}
 	if v := strings.TrimSpace(getenv("LUCY_MODEL_CONCURRENCY")); v != "" {
 		n, err := strconv.Atoi(v)

@@ -203,6 +203,27 @@ func TestApprovalKey(t *testing.T) {
 	}
 }
 
+func TestOpenAPIMaxOperations(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want int
+	}{{"", DefaultOpenAPIMaxOperations}, {"1", 1}, {" 100 ", 100}, {"12", 12}} {
+		c, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_OPENAPI_MAX_OPERATIONS", tc.v))
+		if err != nil {
+			t.Fatalf("LUCY_OPENAPI_MAX_OPERATIONS=%q: %v", tc.v, err)
+		}
+		if c.OpenAPIMaxOperations != tc.want {
+			t.Errorf("LUCY_OPENAPI_MAX_OPERATIONS=%q: OpenAPIMaxOperations = %d, want %d", tc.v, c.OpenAPIMaxOperations, tc.want)
+		}
+	}
+	for _, v := range []string{"0", "101", "many"} {
+		_, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_OPENAPI_MAX_OPERATIONS", v))
+		if err == nil || !strings.Contains(err.Error(), "LUCY_OPENAPI_MAX_OPERATIONS") {
+			t.Errorf("LUCY_OPENAPI_MAX_OPERATIONS=%q: error = %v", v, err)
+		}
+	}
+}
+
 func TestMaxToolCalls(t *testing.T) {
 	for _, tc := range []struct {
 		v    string

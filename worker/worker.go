@@ -152,6 +152,7 @@ func NewActivities(d Deps) *Activities {
 		Log:                  d.Log,
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
 		PrivateHosts:         cfg.AllowedPrivateHosts,
+		OpenAPIMaxOperations: cfg.OpenAPIMaxOperations,
 	})
 	core := &activities.Activities{
 		Model:            model,
@@ -162,6 +163,7 @@ func NewActivities(d Deps) *Activities {
 		Temporal:         d.Client,
 		Prompts:          subagents.PromptFS(prompts.FS), // the sub-agents keep their task prompts
 		Tools:            set.Runner,
+		Integrations:     set.Integrations,
 		Admins:           cfg.AdminUsers,
 		ApprovalKey:      cfg.ApprovalKey,
 		MaxToolCalls:     cfg.MaxToolCalls,

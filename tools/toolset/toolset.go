@@ -12,6 +12,7 @@ import (
 	// The delegation tools are declared by the sub-agents' package; the workflow runs them, and the
 	// model is described them through this worker's catalogue.
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/openapi"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	_ "github.com/lucy-agent/lucy/subagents"
@@ -84,6 +85,9 @@ type Deps struct {
 	Credentials integrations.Credentials
 	// Keys asks a person for a missing credential (the Add key button); nil means it cannot be asked.
 	Keys integrations.KeyRequester
+	// OpenAPIMaxOperations is how many operations of one OpenAPI service become tools
+	// (LUCY_OPENAPI_MAX_OPERATIONS); zero means openapi.DefaultMaxOperations.
+	OpenAPIMaxOperations int
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -92,6 +96,8 @@ type Set struct {
 	Runner *tools.Runner
 	// Schedules answers a job's or monitor's firing: access, the monitor's check, its state.
 	Schedules *schedules.Manager
+	// Integrations list a team's connected integrations of each kind, for the system prompt.
+	Integrations []integrations.Lister
 }
 
 // New builds every domain from d and binds their tools; sources are the run-time tool sources (a
@@ -104,15 +110,19 @@ func New(d Deps, sources ...tools.Source) *Set {
 	fetcher := web.New(d.HTTP, d.NetPolicy(), d.Search)
 	sched := schedules.New(schedules.Deps{Schedules: d.Schedules, DataConverter: d.DataConverter, Admins: d.Admins,
 		ScheduleLimits: d.ScheduleLimits, Slack: slack, Web: fetcher})
-	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched}
-	r, err := tools.NewRunner(d.Log, domains, sources...)
+	// A team's OpenAPI services: a domain (the tools that connect and disconnect them) and a source
+	// (their operations' tools).
+	custom := openapi.New(openapi.Deps{State: d.State, Workspace: ws, Credentials: d.Credentials, Keys: d.Keys, HTTP: d.HTTP,
+		Hosts: d.NetPolicy(), Admins: d.Admins, MaxOperations: d.OpenAPIMaxOperations, Log: d.Log})
+	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, custom}
+	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
 	}
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
-	return &Set{Runner: r, Schedules: sched}
+	return &Set{Runner: r, Schedules: sched, Integrations: []integrations.Lister{custom}}
 }
 
 // NetPolicy is the private-address policy of every request to a URL from chat: PrivateHosts, or

@@ -1,0 +1,21 @@
+// Package openapi turns a team's OpenAPI services into tools ("custom integrations"): the model
+// resolves a service from its OpenAPI 3.0/3.1 or Swagger 2 document (a URL, or a file in the team's
+// workspace) with lucy_resolve_custom_integration, and its operations become the tools
+// lucy_custom_{service}_{operation}, offered to every later run of the team by the Source.
+//
+// What a resolved service is lives in Lucy's state store (Deps.State, shared by every worker), one
+// object per service, openapi/<service>.json: the operations chosen, their tools' schemas, the base
+// URL, the auth scheme, who added it, and the OpenAPI document pruned to those operations, so that any
+// worker rebuilds the tools and validates calls without fetching the document again. Writes are
+// conditional (workspace.Cond), so two workers resolving at once lose nothing.
+//
+// Calls: the model's arguments become an HTTP request that is validated against the document
+// (openapi3filter) before anything is sent; the team's stored credential (package secrets, read only
+// inside the call) is applied as the document's security scheme says (API key in a header, query or
+// cookie, HTTP bearer, HTTP basic, OAuth2 client credentials); the response is validated too (a
+// mismatch is reported, not fatal) and returned as text with the credential scrubbed out.
+//
+// Egress: the document's URL, the API and the token endpoint are reached only at public addresses
+// (tools.PrivateHosts.CheckURL and the guarded client of tools.NewGuardedClient) unless the operator
+// allows the host (LUCY_ALLOWED_PRIVATE_HOSTS, Deps.Hosts).
+package openapi

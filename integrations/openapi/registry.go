@@ -1,0 +1,184 @@
+package openapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/lucy-agent/lucy/workspace"
+)
+
+// registryDir is where a team's services live in the state store: one object per service.
+const registryDir = "openapi"
+
+func objectPath(service string) string { return path.Join(registryDir, service+".json") }
+
+// record is a service as the registry keeps it: everything a worker needs to offer its tools and
+// make its calls, without fetching the document again.
+type record struct {
+	Version int    `json:"v"`
+	Service string `json:"service"`
+	Title   string `json:"title,omitempty"`
+	// Source is where the document came from: its URL (credentials masked) or "workspace:<path>".
+	Source     string      `json:"source"`
+	Kind       string      `json:"kind"` // "OpenAPI 3.0.3", "Swagger 2.0 (converted …)"
+	BaseURL    string      `json:"baseUrl"`
+	Auth       *auth       `json:"auth,omitempty"`
+	Operations []operation `json:"operations"`
+	// Doc is the OpenAPI 3 document pruned to Operations and what they refer to (JSON).
+	Doc       json.RawMessage `json:"doc"`
+	AddedBy   string          `json:"addedBy"`
+	Added     time.Time       `json:"added"`
+	UpdatedBy string          `json:"updatedBy,omitempty"`
+	Updated   time.Time       `json:"updated"`
+}
+
+// service is a record with its document loaded, as a worker caches it.
+type service struct {
+	rec     record
+	doc     *openapi3.T
+	version string // what the store said of the object when it was read
+	err     error  // the stored document does not load: the service is listed as unhealthy
+}
+
+// teamCache is a team's services as a worker last read them.
+type teamCache struct {
+	read     time.Time
+	services []*service // sorted by name
+}
+
+func versionOf(info workspace.Info) string {
+	if info.ETag != "" {
+		return info.ETag
+	}
+	return fmt.Sprintf("%d/%d", info.ModTime.UnixNano(), info.Size)
+}
+
+// services returns a team's services, from this worker's memory when read less than cacheTTL ago.
+// Objects unchanged since they were last read are not read or parsed again.
+func (s *Services) services(ctx context.Context, team string) ([]*service, error) {
+	if s.d.State == nil || !workspace.ValidTeam(team) {
+		return nil, nil
+	}
+	s.mu.Lock()
+	c := s.teams[team]
+	s.mu.Unlock()
+	now := s.d.Now()
+	if c != nil && now.Sub(c.read) < cacheTTL {
+		return c.services, nil
+	}
+	infos, err := s.d.State.List(ctx, team, registryDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		infos, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list the custom integrations: %w", err)
+	}
+	old := map[string]*service{}
+	if c != nil {
+		for _, sv := range c.services {
+			old[sv.rec.Service] = sv
+		}
+	}
+	var out []*service
+	for _, info := range infos {
+		name, ok := strings.CutSuffix(path.Base(info.Path), ".json")
+		if !ok || path.Dir(info.Path) != registryDir {
+			continue
+		}
+		if sv := old[name]; sv != nil && sv.version == versionOf(info) && sv.version != "" {
+			out = append(out, sv)
+			continue
+		}
+		sv, err := s.readService(ctx, team, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sv)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].rec.Service < out[j].rec.Service })
+	s.mu.Lock()
+	s.teams[team] = &teamCache{read: now, services: out}
+	s.mu.Unlock()
+	return out, nil
+}
+
+// readService reads one service and loads its document; a record that does not load is returned
+// with err set on the service (listed as unhealthy), not as an error.
+func (s *Services) readService(ctx context.Context, team, name string) (*service, error) {
+	rec, info, err := s.readRecord(ctx, team, name)
+	if err != nil {
+		return nil, err
+	}
+	sv := &service{rec: rec, version: versionOf(info)}
+	if rec.Service == "" {
+		sv.rec.Service = name
+		sv.err = errors.New("its registry entry is damaged; connect it again")
+		return sv, nil
+	}
+	sv.doc, sv.err = newLoader(ctx).LoadFromData(rec.Doc)
+	if sv.err != nil {
+		s.d.Log.Warn().Err(sv.err).Str("team", team).Str("service", name).Msg("a custom integration's stored document does not load")
+		sv.err = errors.New("its stored document does not load; connect it again")
+	}
+	return sv, nil
+}
+
+// readRecord reads a service's record and the Info (ETag) it was read at; fs.ErrNotExist when none.
+func (s *Services) readRecord(ctx context.Context, team, name string) (record, workspace.Info, error) {
+	data, info, err := s.d.State.Read(ctx, team, objectPath(name))
+	if err != nil {
+		return record{}, workspace.Info{}, err
+	}
+	var rec record
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Version != 1 {
+		return record{}, info, nil // damaged: Service stays empty, readService says so
+	}
+	for i := range rec.Operations {
+		normalizeSchema(rec.Operations[i].Parameters)
+	}
+	return rec, info, nil
+}
+
+// normalizeSchema gives a schema read back from JSON the shape it was built with: "required" lists
+// as []string (JSON decodes them as []any), at any depth.
+func normalizeSchema(v any) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, x := range t {
+			if list, ok := x.([]any); ok && k == "required" {
+				req := make([]string, 0, len(list))
+				for _, e := range list {
+					if s, ok := e.(string); ok {
+						req = append(req, s)
+					}
+				}
+				t[k] = req
+				continue
+			}
+			normalizeSchema(x)
+		}
+	case []any:
+		for _, x := range t {
+			normalizeSchema(x)
+		}
+	}
+}
+
+// forget drops a team's cached services, after this worker changed them.
+func (s *Services) forget(team string) {
+	s.mu.Lock()
+	delete(s.teams, team)
+	s.mu.Unlock()
+}

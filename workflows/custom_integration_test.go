@@ -1,0 +1,89 @@
+package workflows
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/integrations/openapi"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workspace"
+)
+
+// A custom integration's DELETE operation is offered as destructive (the real route over the real
+// OpenAPI source records the flag), so the run asks the requester first: the API sees no request
+// until the approval arrives, and exactly one after.
+func TestCustomIntegrationDeleteWaitsForApproval(t *testing.T) {
+	var deletes atomic.Int32
+	var srv *httptest.Server
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /spec.json", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"openapi": "3.0.3", "info": {"title": "Pets", "version": "1"}, "servers": [{"url": %q}],
+			"paths": {"/pets/{id}": {"delete": {"operationId": "deletePet",
+				"parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "integer"}}],
+				"responses": {"204": {"description": "deleted"}}}}}}`, srv.URL)
+	})
+	mux.HandleFunc("DELETE /pets/{id}", func(w http.ResponseWriter, r *http.Request) {
+		deletes.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	srv = httptest.NewServer(mux)
+	defer srv.Close()
+
+	custom := openapi.New(openapi.Deps{State: workspace.NewLocalAt(t.TempDir()), AllowPrivate: true, Log: zerolog.Nop()})
+	runner, err := tools.NewRunner(zerolog.Nop(), []any{custom}, custom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	out, err := runner.Run(ctx, tools.Invocation{Name: openapi.ResolveTool, Team: "T1", User: "U1",
+		Arguments: fmt.Sprintf(`{"url": %q, "name": "pets"}`, srv.URL+"/spec.json")})
+	if err != nil || out.IsError {
+		t.Fatalf("resolve: %v %s", err, out.Content)
+	}
+	route, err := (&activities.Activities{Tools: runner, Log: zerolog.Nop()}).Route(ctx, activities.RouteInput{Text: "delete pet 7", Team: "T1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const tool = "lucy_custom_pets_delete_pet"
+	h := newHarness(t)
+	h.route = route
+	var approvedAt atomic.Bool
+	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		if !approvedAt.Load() {
+			t.Errorf("%s ran before the approval was given", in.Name)
+		}
+		out, err := runner.Run(ctx, tools.Invocation{Name: in.Name, Arguments: in.Arguments, Team: in.Team, User: in.User})
+		return activities.ToolResult{Content: out.Content, IsError: out.IsError, Chars: len(out.Content)}, err
+	}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("d1", tool, map[string]any{"id": 7})), nil
+		}
+		return text("deleted"), nil
+	}
+	h.env.RegisterDelayedCallback(func() {
+		if deletes.Load() != 0 || len(h.toolCalls) != 0 {
+			t.Errorf("the DELETE ran before anyone approved it (%d requests, tool calls %+v)", deletes.Load(), h.toolCalls)
+		}
+		if len(h.prompts) != 1 || !strings.Contains(h.prompts[0].Summary+h.prompts[0].Details, tool) {
+			t.Errorf("no approval prompt for %s: %+v", tool, h.prompts)
+		}
+		approvedAt.Store(true)
+		h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
+	}, time.Minute)
+	if _, err := h.runAgent(runInput("delete pet 7")); err != nil {
+		t.Fatal(err)
+	}
+	if deletes.Load() != 1 || len(h.toolCalls) != 1 || h.toolCalls[0].Name != tool {
+		t.Fatalf("after the approval: %d DELETE requests, tool calls %+v", deletes.Load(), h.toolCalls)
+	}
+}
