@@ -38,7 +38,7 @@ func TestCustomIntegrationDeleteWaitsForApproval(t *testing.T) {
 	srv = httptest.NewServer(mux)
 	defer srv.Close()
 
-	custom := openapi.New(openapi.Deps{State: workspace.NewLocalAt(t.TempDir()), AllowPrivate: true, Log: zerolog.Nop()})
+	custom := openapi.New(openapi.Deps{State: workspace.NewLocalAt(t.TempDir()), Hosts: tools.AllowAllPrivate(), Log: zerolog.Nop()})
 	runner, err := tools.NewRunner(zerolog.Nop(), []any{custom}, custom)
 	if err != nil {
 		t.Fatal(err)
