@@ -51,7 +51,7 @@ type Meta struct {
 // team and the service as additional data, so a sealed value copied to another team's or service's
 // object does not open.
 type record struct {
-	Version int    `json:"v"`
+	Version int `json:"v"`
 	Meta
 	Nonce []byte `json:"nonce"`
 	Data  []byte `json:"data"`
