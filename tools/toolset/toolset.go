@@ -80,6 +80,9 @@ type Deps struct {
 	Credentials integrations.Credentials
 	// Keys asks a person for a missing credential (the Add key button); nil means it cannot be asked.
 	Keys integrations.KeyRequester
+	// Listers are the integration kinds' lists (MCP servers, OpenAPI services) that
+	// lucy_list_integrations shows.
+	Listers []integrations.Lister
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -100,7 +103,8 @@ func New(d Deps, sources ...tools.Source) *Set {
 	fetcher := web.New(d.HTTP, d.AllowPrivateNetworks, d.Search)
 	sched := schedules.New(schedules.Deps{Schedules: d.Schedules, DataConverter: d.DataConverter, Admins: d.Admins,
 		ScheduleLimits: d.ScheduleLimits, Slack: slack, Web: fetcher})
-	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched}
+	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched,
+		integrations.NewKeys(storedKeys(d.Credentials), d.Keys, d.Listers)}
 	r, err := tools.NewRunner(d.Log, domains, sources...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
@@ -109,6 +113,15 @@ func New(d Deps, sources ...tools.Source) *Set {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
 	return &Set{Runner: r, Schedules: sched}
+}
+
+// storedKeys is what lucy_list_integrations and lucy_store_api_key read of the credentials: the
+// store lists names and owners (a *secrets.Store does); nil when there is none.
+func storedKeys(c integrations.Credentials) integrations.StoredKeys {
+	if k, ok := c.(integrations.StoredKeys); ok {
+		return k
+	}
+	return nil
 }
 
 // workspaceStore is Deps.Workspace, or the local folder under Deps.DataDir; nil without either.
