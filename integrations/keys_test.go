@@ -148,7 +148,9 @@ type fakeLister struct {
 	err  error
 }
 
-func (f fakeLister) Integrations(context.Context, string) ([]Integration, error) { return f.list, f.err }
+func (f fakeLister) Integrations(context.Context, string) ([]Integration, error) {
+	return f.list, f.err
+}
 
 func TestListIntegrations(t *testing.T) {
 	f := newFixture(t,
