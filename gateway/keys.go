@@ -206,7 +206,9 @@ func submissionTS(t time.Time) string {
 	return fmt.Sprintf("%d.%06d", us/1e6, us%1e6)
 }
 
-func plain(s string) *slack.TextBlockObject { return slack.NewTextBlockObject(slack.PlainTextType, s, false, false) }
+func plain(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+}
 
 func section(mrkdwn string) *slack.SectionBlock {
 	return slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, mrkdwn, false, false), nil, nil)
