@@ -31,6 +31,7 @@ const (
 	ModeGateway Mode = "gateway" // Slack events in, signals out
 	ModeChat    Mode = "chat"    // terminal conversation against a running stack
 	ModeSetup   Mode = "setup"   // namespace and search attributes on a cluster, then exit
+	ModeSecrets Mode = "secrets" // `lucy secrets`: the teams' stored keys, as an operator
 )
 
 // GatewayMode is how the gateway receives Slack events.
@@ -663,7 +664,7 @@ func (c *Config) loadLLM(getenv func(string) string) error {
 		c.Provider, c.LLMAPIKey, c.LLMBaseURL = "openai", oaKey, OpenAIBaseURL
 	}
 	// The gateway, the chat client and setup never call the model.
-	if c.Mode == ModeGateway || c.Mode == ModeChat || c.Mode == ModeSetup {
+	if c.Mode == ModeGateway || c.Mode == ModeChat || c.Mode == ModeSetup || c.Mode == ModeSecrets {
 		return nil
 	}
 	if c.Provider == "" {
