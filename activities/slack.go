@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/output"
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/slackwire"
 )
 
@@ -820,7 +821,9 @@ func threadMessage(m slack.Message, me botIdentity) (ThreadMessage, bool) {
 			return ThreadMessage{}, false
 		}
 	}
-	text := m.Text
+	// A key someone pasted into the thread stays in Slack (the gateway cannot delete it): it is
+	// taken out here, so that it never reaches the model or history through the thread.
+	text, _ := secrets.RemovePasted(m.Text)
 	if !mine && me.UserID != "" {
 		text = slackwire.StripMentionOf(text, me.UserID)
 	}

@@ -874,3 +874,13 @@ func TestPostedAfterIsTheRunsMessage(t *testing.T) {
 		}
 	}
 }
+
+// A key someone pasted into the thread is still in Slack; read back, it reaches neither the model
+// nor history.
+func TestThreadMessageRemovesPastedKeys(t *testing.T) {
+	me := botIdentity{UserID: "ULUCY", BotID: "BLUCY"}
+	m := slack.Message{Msg: slack.Msg{User: "U1", Timestamp: "1.000100", Text: "<@ULUCY> use ghp_1a2B3c4D5e6F7g8H9i0JkLmNoPqRsTuVwXyZ for it"}}
+	if tm, _ := threadMessage(m, me); tm.Text != "use [secret removed] for it" {
+		t.Errorf("text = %q", tm.Text)
+	}
+}

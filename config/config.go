@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/contrib/envconfig"
 
 	"github.com/lucy-agent/lucy/codec"
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/tools"
 )
@@ -31,6 +32,7 @@ const (
 	ModeGateway Mode = "gateway" // Slack events in, signals out
 	ModeChat    Mode = "chat"    // terminal conversation against a running stack
 	ModeSetup   Mode = "setup"   // namespace and search attributes on a cluster, then exit
+	ModeSecrets Mode = "secrets" // `lucy secrets`: the teams' stored keys, as an operator
 )
 
 // GatewayMode is how the gateway receives Slack events.
@@ -106,6 +108,11 @@ type Config struct {
 	// ApprovalKeySource says where ApprovalKey came from, for logs: "LUCY_APPROVAL_KEY",
 	// "SLACK_BOT_TOKEN", a key file's path, or "" for none.
 	ApprovalKeySource string
+	// SecretsKey encrypts the credentials people store for their tools (LUCY_SECRETS_KEY, 32 bytes
+	// in base64 or hex; package secrets). `lucy worker` and `lucy gateway` require it, the same in
+	// every process; `lucy dev` and `lucy secrets` without it use the key file in LUCY_DATA_DIR
+	// (cmd/lucy does that file I/O; Load does none). Zero when not set.
+	SecretsKey secrets.Key
 
 	// MaxToolCalls is how many tool calls of one model reply are run (LUCY_MAX_TOOL_CALLS); the excess
 	// calls get an error result, so a model that asks for fifty calls at once cannot make one turn
@@ -371,6 +378,9 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	if err := c.loadApprovalKey(getenv); err != nil {
+		return nil, err
+	}
+	if err := c.loadSecretsKey(getenv); err != nil {
 		return nil, err
 	}
 	c.MaxToolCalls = DefaultMaxToolCalls
@@ -648,6 +658,24 @@ func (c *Config) loadApprovalKey(getenv func(string) string) error {
 	return nil
 }
 
+// loadSecretsKey reads LUCY_SECRETS_KEY, which the worker (it opens stored keys) and the gateway
+// (it stores what the Add key form submits) must share.
+func (c *Config) loadSecretsKey(getenv func(string) string) error {
+	v := strings.TrimSpace(getenv("LUCY_SECRETS_KEY"))
+	if v == "" {
+		if c.Mode == ModeWorker || c.Mode == ModeGateway {
+			return fmt.Errorf("LUCY_SECRETS_KEY is required by `lucy %s`: it encrypts the keys people store for their tools; make one with `openssl rand -base64 32` and give the same to every worker and gateway", c.Mode)
+		}
+		return nil
+	}
+	k, err := secrets.ParseKey(v)
+	if err != nil {
+		return err
+	}
+	c.SecretsKey = k
+	return nil
+}
+
 func (c *Config) loadLLM(getenv func(string) string) error {
 	orKey := strings.TrimSpace(getenv("OPENROUTER_API_KEY"))
 	oaKey := strings.TrimSpace(getenv("OPENAI_API_KEY"))
@@ -664,7 +692,7 @@ func (c *Config) loadLLM(getenv func(string) string) error {
 		c.Provider, c.LLMAPIKey, c.LLMBaseURL = "openai", oaKey, OpenAIBaseURL
 	}
 	// The gateway, the chat client and setup never call the model.
-	if c.Mode == ModeGateway || c.Mode == ModeChat || c.Mode == ModeSetup {
+	if c.Mode == ModeGateway || c.Mode == ModeChat || c.Mode == ModeSetup || c.Mode == ModeSecrets {
 		return nil
 	}
 	if c.Provider == "" {

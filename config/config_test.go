@@ -9,13 +9,17 @@ import (
 	"github.com/lucy-agent/lucy/signing"
 )
 
+// env is a configuration of kv, with a LUCY_SECRETS_KEY unless kv sets one ("" to leave it out):
+// lucy worker and lucy gateway need it, and the tests of other settings are not about it.
 func env(kv ...string) func(string) string {
-	m := map[string]string{}
+	m := map[string]string{"LUCY_SECRETS_KEY": testSecretsKey}
 	for i := 0; i+1 < len(kv); i += 2 {
 		m[kv[i]] = kv[i+1]
 	}
 	return func(k string) string { return m[k] }
 }
+
+const testSecretsKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 func TestDefaults(t *testing.T) {
 	c, err := Load(ModeDev, env("OPENAI_API_KEY", "sk-test"))
@@ -528,5 +532,31 @@ func TestHTTPAddrDefaults(t *testing.T) {
 		if c.HTTPAddr != tc.want {
 			t.Errorf("%s %v: LUCY_HTTP_ADDR = %q, want %q", tc.mode, tc.extra, c.HTTPAddr, tc.want)
 		}
+	}
+}
+
+// LUCY_SECRETS_KEY: required where keys are opened or stored in production, parsed with an error
+// that never repeats the value, optional for `lucy dev` (its key file) and `lucy chat`.
+func TestSecretsKey(t *testing.T) {
+	for _, mode := range []Mode{ModeWorker, ModeGateway} {
+		_, err := Load(mode, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "SLACK_APP_TOKEN", "xapp-1", "LUCY_SECRETS_KEY", ""))
+		if err == nil || !strings.Contains(err.Error(), "LUCY_SECRETS_KEY is required") || !strings.Contains(err.Error(), "openssl rand -base64 32") {
+			t.Errorf("%s without LUCY_SECRETS_KEY: %v", mode, err)
+		}
+		c, err := Load(mode, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "SLACK_APP_TOKEN", "xapp-1"))
+		if err != nil || c.SecretsKey[1] != 1 || c.SecretsKey[31] != 31 {
+			t.Errorf("%s with LUCY_SECRETS_KEY: %v", mode, err)
+		}
+	}
+	for _, mode := range []Mode{ModeDev, ModeChat} {
+		c, err := Load(mode, env("OPENAI_API_KEY", "k", "LUCY_SECRETS_KEY", ""))
+		if err != nil || c.SecretsKey != ([32]byte{}) {
+			t.Errorf("%s without LUCY_SECRETS_KEY: %v", mode, err)
+		}
+	}
+	const bad = "not-a-key-but-long-enough-to-see"
+	_, err := Load(ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_SECRETS_KEY", bad))
+	if err == nil || !strings.Contains(err.Error(), "LUCY_SECRETS_KEY is not 32 bytes") || strings.Contains(err.Error(), bad) {
+		t.Errorf("a bad LUCY_SECRETS_KEY: %v", err)
 	}
 }

@@ -223,7 +223,7 @@ func TestEnvExample(t *testing.T) {
 	}
 	failAll(t, unknownVariables("lucy.env.example", names))
 	// What an operator must fill in is there, uncommented.
-	for _, want := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "OPENAI_API_KEY"} {
+	for _, want := range []string{"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "OPENAI_API_KEY", "LUCY_SECRETS_KEY"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("lucy.env.example does not set %s", want)
 		}

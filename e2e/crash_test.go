@@ -30,7 +30,7 @@ func (s *stack) startWorkerProcess(t *testing.T) *workerProc {
 		"TEMPORAL_ADDRESS="+s.frontend, "TEMPORAL_NAMESPACE="+s.cfg.TemporalNamespace,
 		"SLACK_BOT_TOKEN=xoxb-test", "SLACK_API_URL="+s.slackURL,
 		"OPENAI_BASE_URL="+s.llm.BaseURL(), "OPENAI_API_KEY=sk-test", "LUCY_MODEL_DEFAULT=model-default",
-		"LUCY_DATA_DIR="+s.cfg.DataDir, "LUCY_LOG_LEVEL=error",
+		"LUCY_DATA_DIR="+s.cfg.DataDir, "LUCY_LOG_LEVEL=error", "LUCY_SECRETS_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 	)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows"
 )
@@ -38,6 +39,14 @@ type Options struct {
 	// Ready, when set, is checked by /readyz after Temporal: `lucy dev` passes its worker's
 	// readiness, so that the one process answers ready only when both halves are.
 	Ready func(context.Context) error
+	// Credentials is the teams' credential store, where the Add key form's submissions are stored
+	// (the worker's, over the same state store and LUCY_SECRETS_KEY); nil: keys cannot be added.
+	Credentials *secrets.Store
+	// Admins may add, replace or delete any team's key (LUCY_ADMIN_USERS).
+	Admins []string
+	// Views opens the Add key form (views.open with the click's trigger_id), the one Slack Web API
+	// call the gateway makes; nil: the form cannot be opened.
+	Views ViewOpener
 }
 
 // Gateway turns Slack events into durable signals to lane workflows. It keeps no state between
@@ -53,6 +62,9 @@ type Gateway struct {
 	ready   func(context.Context) error
 	flood   *floodGuard
 	lanes   *laneCache
+	creds   *secrets.Store
+	admins  []string
+	views   ViewOpener
 }
 
 // New returns a Gateway.
@@ -66,6 +78,7 @@ func New(o Options) *Gateway {
 	return &Gateway{
 		h: o.Handoff, botUser: o.BotUserID, botID: o.BotID, team: o.Team,
 		log: o.Log, now: o.Now, metrics: o.Metrics, ready: o.Ready, flood: newFloodGuard(o.UserEventsPerMinute), lanes: newLaneCache(),
+		creds: o.Credentials, admins: o.Admins, views: o.Views,
 	}
 }
 
@@ -115,6 +128,8 @@ func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner
 		g.log.Debug().Str("eventId", eventID).Str("type", typ).Msg("event ignored")
 		return nil
 	}
+	// Before anything reads the text, and before it is signed and enters Temporal.
+	g.removePasted(&m, eventID)
 	// A cancel is charged like any message: each costs a call on Temporal, and "stop" in ever new
 	// DMs must not be a way around the limit. Over the limit it still goes to a running lane
 	// (stopping a run must always work); where there is none, the hand-off drops it anyway, since a

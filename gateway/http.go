@@ -177,6 +177,22 @@ func (g *Gateway) serveInteractivity(w http.ResponseWriter, r *http.Request, bod
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), ackBudget)
 	defer cancel()
+	if cb.Type == slack.InteractionTypeViewSubmission {
+		resp, err := g.HandleViewSubmission(ctx, cb)
+		if err != nil {
+			g.log.Error().Err(err).Msg("form submission failed; answering 500")
+			http.Error(w, "submission failed", http.StatusInternalServerError)
+			return
+		}
+		if resp != nil {
+			// The form's errors (response_action "errors"): Slack shows them in the open form.
+			w.Header().Set("Content-Type", "application/json; charset=utf-8")
+			_ = json.NewEncoder(w).Encode(resp)
+			return
+		}
+		w.WriteHeader(http.StatusOK) // an empty 200 closes the form
+		return
+	}
 	if err := g.HandleInteraction(ctx, cb); err != nil {
 		// Slack does not retry interactions; the 500 shows the person that the click failed, and
 		// they can click again.

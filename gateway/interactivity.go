@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -24,8 +25,9 @@ type ApprovalValue struct {
 	Fingerprint string `json:"fp"`
 }
 
-// HandleInteraction hands an interactivity payload (a button click) to its lane. Clicks on anything
-// other than Lucy's approval buttons are ignored. Like HandleEvent it returns an error only when the
+// HandleInteraction hands an interactivity payload (a button click) to its lane, or answers a click
+// on Add key with its form (keys.go; the form's submission is HandleViewSubmission's). Clicks on
+// anything else are ignored. Like HandleEvent it returns an error only when the
 // hand-off failed and Slack should deliver the payload again; a malformed value or a lane that has
 // ended is logged and acknowledged, since no retry can fix either.
 func (g *Gateway) HandleInteraction(ctx context.Context, cb slack.InteractionCallback) error {
@@ -44,6 +46,14 @@ func (g *Gateway) HandleInteraction(ctx context.Context, cb slack.InteractionCal
 	}
 	handled := false
 	for _, a := range cb.ActionCallback.BlockActions {
+		if a != nil && a.ActionID == slackwire.AddKeyAction {
+			handled = true
+			if err := g.openKeyForm(ctx, cb, a); err != nil {
+				g.metrics.GatewayEvent(typ, outcomeError)
+				return err
+			}
+			continue
+		}
 		if a == nil || (a.ActionID != ActionApprove && a.ActionID != ActionDeny) {
 			continue
 		}

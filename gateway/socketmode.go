@@ -98,6 +98,22 @@ func (g *Gateway) onInteractive(ctx context.Context) socketmode.SocketmodeHandle
 		}
 		hctx, cancel := context.WithTimeout(ctx, ackBudget)
 		defer cancel()
+		if cb.Type == slack.InteractionTypeViewSubmission {
+			resp, err := g.HandleViewSubmission(hctx, cb)
+			if err != nil {
+				log.Error().Err(err).Msg("form submission failed; envelope not acknowledged")
+				return
+			}
+			// The form's errors travel in the ack's payload; an empty ack closes the form.
+			var payload any
+			if resp != nil {
+				payload = resp
+			}
+			if err := c.AckCtx(ctx, evt.Request.EnvelopeID, payload); err != nil {
+				log.Warn().Err(err).Msg("ack not sent")
+			}
+			return
+		}
 		if err := g.HandleInteraction(hctx, cb); err != nil {
 			log.Error().Err(err).Msg("interaction hand-off failed; envelope not acknowledged")
 			return

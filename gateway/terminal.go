@@ -3,17 +3,20 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows"
 )
@@ -31,6 +34,14 @@ type Terminal struct {
 	Slack               *slack.Client
 	Team, Channel, User string
 	Log                 zerolog.Logger
+	// Credentials is where a key typed for an Add key button is stored (the worker's store: same
+	// data directory, same key file); nil: the terminal says keys cannot be stored.
+	Credentials *secrets.Store
+	// Admins may replace any key (LUCY_ADMIN_USERS).
+	Admins []string
+	// Echo, when set, turns the echo of typed characters off (false) and on again (true): stdin is a
+	// terminal, and a key is typed hidden. Nil: a key is read as a line (a pipe, a test).
+	Echo func(on bool)
 }
 
 // Timing of the terminal's polling. Variables, not constants, so that tests can shorten them.
@@ -98,8 +109,10 @@ type termSession struct {
 	lines   <-chan string // nil after EOF
 	pending []string      // lines typed while Lucy worked
 	eof     bool
-	root    string            // ts of the current thread's root; "" before the first line and after /new
-	seen    map[string]string // ts -> text already printed, in the current thread
+	root    string             // ts of the current thread's root; "" before the first line and after /new
+	seen    map[string]string  // ts -> text already printed, in the current thread
+	keys    []slackwire.AddKey // Add key buttons seen and not yet answered, in order
+	asked   map[string]bool    // ts of the Add key messages already queued in keys
 }
 
 // next returns the next line to send: a pending one, or one read after a prompt.
@@ -151,10 +164,81 @@ func (s *termSession) turn(ctx context.Context, line string) {
 		return
 	}
 	s.follow(ctx, m, runsBefore)
+	// A run that asked for a key has ended its turn: the key is asked for here, as the form would
+	// in Slack, and "I added the key" goes to the lane as the person's next message.
+	for len(s.keys) > 0 && ctx.Err() == nil {
+		req := s.keys[0]
+		s.keys = s.keys[1:]
+		if text, ok := s.askKey(ctx, req); ok {
+			s.turn(ctx, text)
+		}
+	}
 }
 
-// send posts the line to the local workspace as the human and hands it to the lane.
+// askKey asks for the key of an Add key button, hidden when stdin is a terminal, and stores it with
+// the rule the gateway applies to the form (secrets.MayWrite). It returns the message that tells
+// the lane, and false when nothing was stored.
+func (s *termSession) askKey(ctx context.Context, req slackwire.AddKey) (string, bool) {
+	t := s.t
+	if t.Credentials == nil {
+		fmt.Fprintf(t.Out, "! Lucy asked for a key for %s, but this terminal cannot store keys.\n", req.Service)
+		return "", false
+	}
+	existing, err := t.Credentials.Stat(ctx, req.Team, req.Service)
+	var ex *secrets.Meta
+	switch {
+	case err == nil:
+		ex = &existing
+	case !errors.Is(err, secrets.ErrNotFound):
+		fmt.Fprintf(t.Out, "! could not read the stored keys: %v\n", err)
+		return "", false
+	}
+	if err := secrets.MayWrite(ex, t.User, req.Requester, slices.Contains(t.Admins, t.User)); err != nil {
+		fmt.Fprintf(t.Out, "! %s\n", plainMrkdwn(err.Error()))
+		return "", false
+	}
+	fmt.Fprintf(t.Out, "Key for %s (typing is hidden; an empty line skips): ", req.Service)
+	if t.Echo != nil {
+		t.Echo(false)
+	}
+	var line string
+	var ok bool
+	select {
+	case <-ctx.Done():
+	case line, ok = <-s.lines:
+	}
+	if t.Echo != nil {
+		t.Echo(true)
+	}
+	fmt.Fprintln(t.Out)
+	if !ok {
+		s.lines, s.eof = nil, true
+		return "", false
+	}
+	key := strings.TrimSpace(line)
+	switch {
+	case key == "":
+		fmt.Fprintln(t.Out, "(no key given; nothing stored)")
+		return "", false
+	case len(key) > secrets.MaxValueBytes:
+		fmt.Fprintf(t.Out, "! that is %d bytes; a key is at most %d. Nothing stored.\n", len(key), secrets.MaxValueBytes)
+		return "", false
+	}
+	if _, err := t.Credentials.Put(ctx, req.Team, req.Service, key, t.User); err != nil {
+		fmt.Fprintf(t.Out, "! the key was not stored: %v\n", err)
+		return "", false
+	}
+	fmt.Fprintf(t.Out, "(the key for %s is stored, encrypted)\n", req.Service)
+	return KeyAddedText(req.Service), true
+}
+
+// send posts the line to the local workspace as the human and hands it to the lane. A key pasted
+// into it is removed first: the local workspace keeps its messages on disk.
 func (s *termSession) send(ctx context.Context, line string) (workflows.Message, bool) {
+	if clean, removed := secrets.RemovePasted(line); removed {
+		line = clean
+		fmt.Fprintln(s.t.Out, "(a key in your message was removed and not stored; Lucy will offer a hidden prompt for it)")
+	}
 	opts := []slack.MsgOption{slack.MsgOptionText(line, false), slack.MsgOptionUser(s.t.User)}
 	if s.root != "" {
 		opts = append(opts, slack.MsgOptionTS(s.root))
@@ -274,6 +358,13 @@ func (s *termSession) printReplies(ctx context.Context, after string) (answered 
 				continue
 			}
 			text := messageText(msg)
+			if req, ok := addKeyRequest(msg); ok && !s.asked[msg.Timestamp] {
+				if s.asked == nil {
+					s.asked = map[string]bool{}
+				}
+				s.asked[msg.Timestamp] = true
+				s.keys = append(s.keys, req)
+			}
 			if prev, ok := s.seen[msg.Timestamp]; ok && prev == text {
 				continue
 			}
@@ -334,6 +425,31 @@ func messageText(msg slack.Message) string {
 		out += "\n  (answer yes to approve or no to deny)"
 	}
 	return out
+}
+
+// addKeyRequest reads the Add key button of a message, if it has one.
+func addKeyRequest(msg slack.Message) (slackwire.AddKey, bool) {
+	for _, blk := range msg.Blocks.BlockSet {
+		bl, ok := blk.(*slack.ActionBlock)
+		if !ok || bl.Elements == nil {
+			continue
+		}
+		for _, el := range bl.Elements.ElementSet {
+			btn, ok := el.(*slack.ButtonBlockElement)
+			if !ok || btn.ActionID != slackwire.AddKeyAction {
+				continue
+			}
+			var v slackwire.AddKey
+			if json.Unmarshal([]byte(btn.Value), &v) != nil {
+				continue
+			}
+			if svc, ok := secrets.NormalizeService(v.Service); ok && v.Team != "" {
+				v.Service = svc
+				return v, true
+			}
+		}
+	}
+	return slackwire.AddKey{}, false
 }
 
 var (

@@ -18,6 +18,8 @@
 //	reactions.add, reactions.remove
 //	conversations.replies, conversations.history, conversations.info, conversations.list,
 //	search.messages (user tokens only, as Slack's)
+//	views.open (a modal, for the person whose click issued the trigger_id: Server.Click makes the
+//	click's block_actions payload and Server.SubmitView the view_submission, as Slack sends them)
 //	files.getUploadURLExternal, files.completeUploadExternal (files v2; the upload URL is served by the
 //	same server, at <mount>/api/_upload/<file id>, so slack-go sends it the token, which it requires)
 //

@@ -185,6 +185,11 @@ type Server struct {
 	revision   uint64
 	changed    chan struct{} // closed and replaced on every change
 	journal    *journal      // nil unless made by Open
+	// Modals (views.go).
+	views      []View
+	viewSeq    int
+	triggers   map[string]*trigger
+	triggerSeq int
 }
 
 type channelState struct {
@@ -491,6 +496,7 @@ var handlers = map[string]handler{
 	"search.messages":              (*Server).searchMessages,
 	"files.getUploadURLExternal":   (*Server).filesGetUploadURLExternal,
 	"files.completeUploadExternal": (*Server).filesCompleteUploadExternal,
+	"views.open":                   (*Server).viewsOpen,
 	// local.wait is served outside the lock, see serveWait.
 }
 

@@ -63,19 +63,27 @@ func LoadOrCreateKeyFile(path string) (Key, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return Key{}, fmt.Errorf("create the secrets key: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	// The key is written whole to a temporary file first and then linked to its name, which fails
+	// if the name exists: a process starting at the same moment never reads a half-written key.
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*") // mode 0600
+	if err != nil {
+		return Key{}, fmt.Errorf("create the secrets key: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(base64.StdEncoding.EncodeToString(k[:]) + "\n")
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(f.Name(), path)
+	}
 	if errors.Is(err, fs.ErrExist) {
 		return LoadOrCreateKeyFile(path) // another process made it first
 	}
 	if err != nil {
-		return Key{}, fmt.Errorf("create the secrets key: %w", err)
-	}
-	_, err = f.WriteString(base64.StdEncoding.EncodeToString(k[:]) + "\n")
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = os.Remove(path)
 		return Key{}, fmt.Errorf("create the secrets key: %w", err)
 	}
 	return k, nil

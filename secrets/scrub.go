@@ -57,9 +57,17 @@ func RemovePasted(text string) (string, bool) {
 	}
 	removed := false
 	out := pastedRE.ReplaceAllStringFunc(text, func(m string) string {
-		if g := keyValueRE.FindStringSubmatch(m); g != nil && !strings.HasPrefix(strings.ToLower(m), "sk-") &&
-			!strings.HasPrefix(m, "-----BEGIN") {
-			if !looksRandom(g[2]) {
+		switch {
+		case strings.HasPrefix(m, "-----BEGIN"), strings.HasPrefix(m, "AKIA"), strings.HasPrefix(m, "ASIA"):
+			// A PEM block and an AWS key ID are unmistakable as they are.
+		case hasPrefixKey(m):
+			// "sk-learn-is-a-great-library-for-ml" has the shape but none of the randomness.
+			if _, body, _ := strings.Cut(m, prefixSep(m)); !looksRandom(body) {
+				return m
+			}
+		default:
+			g := keyValueRE.FindStringSubmatch(m)
+			if g == nil || !looksRandom(g[2]) {
 				return m
 			}
 			removed = true
@@ -69,6 +77,29 @@ func RemovePasted(text string) (string, bool) {
 		return Removed
 	})
 	return out, removed
+}
+
+// hasPrefixKey reports whether m is one of the provider keys recognized by their prefix.
+func hasPrefixKey(m string) bool {
+	for _, p := range []string{"sk-", "xox", "xapp-", "gh", "github_pat_", "AIza"} {
+		if strings.HasPrefix(m, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// prefixSep is what separates a provider key's prefix from its random part.
+func prefixSep(m string) string {
+	switch {
+	case strings.HasPrefix(m, "github_pat_"):
+		return "github_pat_"
+	case strings.HasPrefix(m, "AIza"):
+		return "AIza"
+	case strings.HasPrefix(m, "gh"):
+		return "_"
+	}
+	return "-"
 }
 
 // looksRandom: long, with letters and digits mixed, as generated keys are and words are not.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,10 +23,12 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/toolset"
@@ -61,6 +64,50 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Workspace is the store of the teams' files; nil builds it from Config (WorkspaceStore).
 	Workspace workspace.Store
+	// State is Lucy's own store (stored credentials, connected integrations); nil builds it from
+	// Config (StateStore).
+	State workspace.Store
+	// Listers are the integration kinds' lists that lucy_list_integrations shows.
+	Listers []integrations.Lister
+}
+
+// StateDir is the folder of Lucy's own state in LUCY_DATA_DIR, beside the workspaces.
+const StateDir = "state"
+
+// StatePrefix is where Lucy's own state lives in the workspaces' bucket: a name no team ID can take
+// (team IDs have no '.'), so no team's files can reach it.
+const StatePrefix = "lucy.state"
+
+// StateStore returns Lucy's own durable store, shared by every worker, the gateway and `lucy
+// secrets`: LUCY_DATA_DIR/state, or with LUCY_WORKSPACE_STORE=s3://bucket/prefix the same bucket
+// under prefix/lucy.state/. The file tools never see it: they get the workspaces' store only.
+func StateStore(cfg *config.Config) (workspace.Store, error) {
+	if cfg.S3Bucket == "" {
+		return workspace.NewLocalAt(filepath.Join(cfg.DataDir, StateDir)), nil
+	}
+	prefix := StatePrefix
+	if cfg.S3Prefix != "" {
+		prefix = cfg.S3Prefix + "/" + StatePrefix
+	}
+	s, err := workspace.NewS3(workspace.S3Config{
+		Bucket: cfg.S3Bucket, Prefix: prefix, Endpoint: cfg.S3Endpoint, Region: cfg.S3Region,
+		AccessKey: cfg.S3AccessKey, SecretKey: cfg.S3SecretKey, SessionToken: cfg.S3SessionToken,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("LUCY_WORKSPACE_STORE (Lucy's state): %w", err)
+	}
+	return s, nil
+}
+
+// Credentials returns the teams' stored keys in Lucy's state store, sealed with LUCY_SECRETS_KEY.
+func Credentials(cfg *config.Config, state workspace.Store) (*secrets.Store, error) {
+	if state == nil {
+		var err error
+		if state, err = StateStore(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return secrets.New(state, cfg.SecretsKey)
 }
 
 // WorkspaceStore returns the store of the teams' files that cfg names (LUCY_WORKSPACE_STORE): the
@@ -132,6 +179,18 @@ func NewActivities(d Deps) *Activities {
 			panic(err) // unreachable: config.Load validated the settings NewS3 parses
 		}
 	}
+	state := d.State
+	if state == nil {
+		var err error
+		if state, err = StateStore(cfg); err != nil {
+			panic(err) // unreachable: config.Load validated the settings NewS3 parses
+		}
+	}
+	creds, err := Credentials(cfg, state)
+	if err != nil {
+		panic(err) // unreachable: a key of the right size always makes a cipher
+	}
+	slackTools := func(team string) tools.SlackAPI { return slackFor(team) }
 	var scheduleClient client.ScheduleClient
 	if d.Client != nil {
 		scheduleClient = d.Client.ScheduleClient()
@@ -145,7 +204,11 @@ func NewActivities(d Deps) *Activities {
 		DataConverter:        d.DataConverter,
 		Admins:               cfg.AdminUsers,
 		ScheduleLimits:       scheduleLimits(cfg),
-		Slack:                func(team string) tools.SlackAPI { return slackFor(team) },
+		Slack:                slackTools,
+		State:                state,
+		Credentials:          creds,
+		Keys:                 integrations.NewSlackKeys(slackTools),
+		Listers:              d.Listers,
 		HTTP:                 httpClient,
 		DataDir:              cfg.DataDir,
 		Workspace:            store,

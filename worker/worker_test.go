@@ -2,7 +2,10 @@ package worker
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,11 +106,11 @@ func TestScheduleActivitiesKeepTheirNames(t *testing.T) {
 func TestWorkerChecksWhatTheGatewaySigned(t *testing.T) {
 	const token = "xoxb-1-shared"
 	wcfg, err := config.Load(config.ModeWorker, env("SLACK_BOT_TOKEN", token, "OPENAI_API_KEY", "sk-test",
-		"LUCY_ADMIN_USERS", "UADMIN", "LUCY_MAX_TOOL_CALLS", "5", "LUCY_DATA_DIR", t.TempDir()))
+		"LUCY_ADMIN_USERS", "UADMIN", "LUCY_MAX_TOOL_CALLS", "5", "LUCY_DATA_DIR", t.TempDir(), "LUCY_SECRETS_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="))
 	if err != nil {
 		t.Fatal(err)
 	}
-	gcfg, err := config.Load(config.ModeGateway, env("SLACK_BOT_TOKEN", token, "SLACK_APP_TOKEN", "xapp-1"))
+	gcfg, err := config.Load(config.ModeGateway, env("SLACK_BOT_TOKEN", token, "SLACK_APP_TOKEN", "xapp-1", "LUCY_SECRETS_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,5 +182,42 @@ func TestScheduleLimitsReachTheTools(t *testing.T) {
 	}
 	if got := scheduleLimits(cfg); got.JobsPerUser != 3 || got.MinMonitorInterval != 10*time.Minute || got.JobsPerTeam != 50 {
 		t.Errorf("set: %+v", got)
+	}
+}
+
+// Lucy's state lives beside the workspaces, where no team's files can reach it: LUCY_DATA_DIR/state
+// locally, <prefix>/lucy.state in the bucket (team IDs have no '.'). The credentials are sealed there
+// with LUCY_SECRETS_KEY.
+func TestStateStore(t *testing.T) {
+	dir := t.TempDir()
+	cfg, err := config.Load(config.ModeWorker, env("SLACK_BOT_TOKEN", "xoxb-1", "OPENAI_API_KEY", "sk-test", "LUCY_DATA_DIR", dir,
+		"LUCY_SECRETS_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="))
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := Credentials(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := creds.Put(context.Background(), "T1", "github", "ghp_notOnDiskInClear000000000000000000", "U1"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "state", "T1", "secrets", "github.json"))
+	if err != nil || strings.Contains(string(data), "ghp_notOnDiskInClear") {
+		t.Fatalf("stored key file: %v %q", err, data)
+	}
+	if ws, _ := WorkspaceStore(cfg); ws.String() == "local "+filepath.Join(dir, "state") {
+		t.Fatal("the workspaces' store is the state store")
+	}
+	for store, want := range map[string]string{"s3://acme-lucy/workspaces": "s3://acme-lucy/workspaces/lucy.state/", "s3://acme-lucy": "s3://acme-lucy/lucy.state/"} {
+		cfg, err := config.Load(config.ModeWorker, env("SLACK_BOT_TOKEN", "xoxb-1", "OPENAI_API_KEY", "sk-test", "LUCY_WORKSPACE_STORE", store,
+			"LUCY_SECRETS_KEY", "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := StateStore(cfg)
+		if err != nil || st.String() != want {
+			t.Errorf("StateStore(%s) = %v %v, want %s", store, st, err, want)
+		}
 	}
 }

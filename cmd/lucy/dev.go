@@ -53,6 +53,10 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	if err := ensureApprovalKey(cfg, true); err != nil {
 		return err
 	}
+	// The key that seals stored credentials: LUCY_SECRETS_KEY, or the data directory's key file.
+	if err := ensureSecretsKey(cfg); err != nil {
+		return err
+	}
 
 	codecURL, stopCodec, err := serveCodec(cfg, true, log)
 	if err != nil {
@@ -125,9 +129,14 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 		return nil
 	default:
 		fmt.Fprintln(stdout, "Gateway: terminal (no Slack credentials set; `lucy chat` joins from another terminal).")
+		creds, err := worker.Credentials(cfg, nil)
+		if err != nil {
+			return err
+		}
 		t := &gateway.Terminal{
 			In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log,
 			Slack: slack.New(local.info.Token, slack.OptionAPIURL(local.info.URL)), Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
+			Credentials: creds, Admins: cfg.AdminUsers, Echo: terminalEcho(stdin),
 		}
 		return t.Run(ctx)
 	}

@@ -34,6 +34,7 @@ Usage:
   lucy gateway   receive Slack events (Socket Mode or HTTP) and hand them to Temporal
   lucy chat      talk to a running stack from the terminal
   lucy setup     prepare a Temporal cluster once: the namespace and Lucy's search attributes
+  lucy secrets   set, list or delete a team's stored keys (lucy secrets help)
   lucy version   print the version
 
 Configuration is read from the environment; see README.md.
@@ -57,6 +58,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = runChat(ctx, getenv, stdin, stdout, stderr)
 	case "setup":
 		err = runSetup(ctx, getenv, stdout, stderr)
+	case "secrets":
+		err = runSecrets(ctx, args[1:], getenv, stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		if devBuilt {
 			fmt.Fprintf(stdout, "lucy %s\n", version)

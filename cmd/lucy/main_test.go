@@ -263,7 +263,7 @@ func TestStartupErrors(t *testing.T) {
 		{"no llm", []string{"dev"}, map[string]string{}, "no LLM configured"},
 		{"bad bot token", []string{"dev"}, map[string]string{"OPENAI_API_KEY": "k", "SLACK_BOT_TOKEN": "xoxp-1", "SLACK_APP_TOKEN": "xapp-1"}, "xoxb-"},
 		{"http port in use", []string{"dev"}, map[string]string{"OPENAI_API_KEY": "k", "LUCY_HTTP_ADDR": busy.Addr().String()}, "already in use"},
-		{"unreachable temporal", []string{"worker"}, map[string]string{"OPENAI_API_KEY": "k", "SLACK_BOT_TOKEN": "xoxb-1", "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead), "LUCY_TEMPORAL_CONNECT_TIMEOUT": "2s", "LUCY_WORKER_HTTP_ADDR": "127.0.0.1:0"}, "cannot reach Temporal"},
+		{"unreachable temporal", []string{"worker"}, map[string]string{"OPENAI_API_KEY": "k", "SLACK_BOT_TOKEN": "xoxb-1", "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead), "LUCY_TEMPORAL_CONNECT_TIMEOUT": "2s", "LUCY_WORKER_HTTP_ADDR": "127.0.0.1:0", "LUCY_SECRETS_KEY": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="}, "cannot reach Temporal"},
 		{"unknown command", []string{"fly"}, map[string]string{}, "unknown command"},
 		{"chat without dev", []string{"chat"}, map[string]string{"LUCY_DATA_DIR": t.TempDir(), "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead)}, "start `lucy dev` first, with the same LUCY_DATA_DIR"},
 		{"chat after dev crashed", []string{"chat"}, map[string]string{"LUCY_DATA_DIR": staleDir, "TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", dead)}, "is `lucy dev` still running"},

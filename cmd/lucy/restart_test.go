@@ -56,7 +56,7 @@ func TestServerRestartMidRun(t *testing.T) {
 	env := envOf(map[string]string{
 		"TEMPORAL_ADDRESS": fmt.Sprintf("127.0.0.1:%d", tport), "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_API_URL": slackURL,
 		"OPENAI_BASE_URL": llm.BaseURL(), "OPENAI_API_KEY": "sk-test", "LUCY_MODEL_DEFAULT": "m", "LUCY_DATA_DIR": t.TempDir(),
-		"LUCY_LOG_LEVEL": "error", "LUCY_WORKER_HTTP_ADDR": "127.0.0.1:0",
+		"LUCY_LOG_LEVEL": "error", "LUCY_WORKER_HTTP_ADDR": "127.0.0.1:0", "LUCY_SECRETS_KEY": "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 	})
 	w := startLucy(t, "worker", env)
 

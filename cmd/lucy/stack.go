@@ -150,8 +150,21 @@ func shutdown(hs *http.Server) {
 // its own messages are ignored.
 func newGateway(ctx context.Context, cfg *config.Config, c client.Client, log zerolog.Logger, m *metrics.Metrics, ready func(context.Context) error) (*gateway.Gateway, error) {
 	o := gateway.Options{Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log, Metrics: m, Ready: ready, UserEventsPerMinute: cfg.UserEventsPerMinute}
+	// The Add key form's submissions are stored where the workers read them: Lucy's state store,
+	// sealed with LUCY_SECRETS_KEY (config.Load required it of `lucy gateway`; `lucy dev` set it).
+	creds, err := worker.Credentials(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	o.Credentials, o.Admins = creds, cfg.AdminUsers
+	if cfg.Mode == config.ModeGateway && cfg.S3Bucket == "" {
+		log.Warn().Str("dir", cfg.DataDir).Msg("keys added with the Add key form are stored in this gateway's LUCY_DATA_DIR/state: " +
+			"workers see them only if they share that folder; set LUCY_WORKSPACE_STORE=s3://… so that every process shares them")
+	}
 	if cfg.SlackBotToken != "" {
 		api := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
+		// views.open for the Add key form: the one Web API call the gateway makes (it never posts).
+		o.Views = api
 		actx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
 		who, err := api.AuthTestContext(actx)
@@ -284,6 +297,15 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 	if err := ensureApprovalKey(cfg, false); err != nil {
 		return err
 	}
+	// A key typed for an Add key button is stored as the worker reads it: same data directory (or
+	// bucket), same key.
+	if err := ensureSecretsKey(cfg); err != nil {
+		return err
+	}
+	creds, err := worker.Credentials(cfg, nil)
+	if err != nil {
+		return err
+	}
 	tr, err := startTracing(ctx, getenv, "chat", log)
 	if err != nil {
 		return err
@@ -297,6 +319,7 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 	t := &gateway.Terminal{
 		In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log,
 		Slack: api, Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
+		Credentials: creds, Admins: cfg.AdminUsers, Echo: terminalEcho(stdin),
 	}
 	return t.Run(ctx)
 }

@@ -100,7 +100,7 @@ func startCluster(t testing.TB, model func(worker int, req fakellm.Request) fake
 		"TEMPORAL_ADDRESS=" + temporalAddr, "TEMPORAL_NAMESPACE=default",
 		"SLACK_BOT_TOKEN=" + botToken, "SLACK_API_URL=" + slackURL, "SLACK_SIGNING_SECRET=" + secret,
 		"OPENAI_API_KEY=sk-cluster", "LUCY_MODEL_DEFAULT=fake", "LUCY_DATA_DIR=" + c.dataDir,
-		"LUCY_LOG_LEVEL=warn", "LUCY_MIN_JOB_INTERVAL=1m",
+		"LUCY_LOG_LEVEL=warn", "LUCY_MIN_JOB_INTERVAL=1m", "LUCY_SECRETS_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
 		// One person sends every message here, hundreds a minute in the benchmarks: no flood limit.
 		"LUCY_USER_EVENTS_PER_MINUTE=0",
 	}

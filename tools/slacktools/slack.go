@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/lucy-agent/lucy/output"
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/tools"
 )
@@ -417,7 +418,9 @@ func formatMessage(m slack.Message, withReplies bool) string {
 		fmt.Fprintf(&b, " [%s]", m.SubType)
 	}
 	b.WriteString(": ")
-	b.WriteString(tools.Truncate(m.Text, 4000))
+	// A key pasted into a channel must not come back to the model through a read.
+	text, _ := secrets.RemovePasted(m.Text)
+	b.WriteString(tools.Truncate(text, 4000))
 	if len(m.Files) > 0 {
 		names := make([]string, 0, len(m.Files))
 		for _, f := range m.Files {

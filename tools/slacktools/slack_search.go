@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/slack-go/slack"
 )
@@ -105,8 +106,9 @@ func (s *Slack) searchWithUserToken(ctx context.Context, api tools.SlackSearchAP
 		if ch == "" {
 			ch = m.Channel.ID
 		}
+		text, _ := secrets.RemovePasted(m.Text) // a pasted key must not come back through a search
 		fmt.Fprintf(&b, "- #%s, %s, %s (ts %s): %s\n", ch, tsTime(m.Timestamp), firstNonEmpty(m.Username, m.User), m.Timestamp,
-			tools.Truncate(strings.Join(strings.Fields(m.Text), " "), 500))
+			tools.Truncate(strings.Join(strings.Fields(text), " "), 500))
 		if m.Permalink != "" {
 			fmt.Fprintf(&b, "  %s\n", m.Permalink)
 		}
@@ -156,6 +158,7 @@ func (s *Slack) searchRecentHistory(ctx context.Context, api tools.SlackAPI, inv
 		}
 		read += len(h.Messages)
 		for _, m := range h.Messages {
+			m.Text, _ = secrets.RemovePasted(m.Text) // a pasted key is neither matched nor shown
 			text := strings.ToLower(m.Text)
 			all := len(words) > 0
 			for _, w := range words {

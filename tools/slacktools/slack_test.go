@@ -214,3 +214,13 @@ func TestPostMessage(t *testing.T) {
 	_, err := run(t, w.r, tools.PostMessage, `{"channel": "CLOCAL", "text": "hi"}`)
 	wantTransient(t, err)
 }
+
+// A key pasted into a channel does not come back to the model through the Slack reads.
+func TestReadsRemovePastedKeys(t *testing.T) {
+	const key = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+	m := slack.Message{Msg: slack.Msg{User: "U1", Timestamp: "1700000000.000100", Text: "the token is " + key}}
+	got := formatMessage(m, false)
+	if strings.Contains(got, "AbCdEfGh") || !strings.Contains(got, "the token is [secret removed]") {
+		t.Fatalf("formatMessage = %q", got)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/openapi"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
@@ -41,9 +42,9 @@ var allTools = []string{
 	"lucy_check_heartbeat", "lucy_create_cron", "lucy_create_heartbeat", "lucy_current_time", "lucy_delete_cron",
 	"lucy_delete_custom_integration", "lucy_delete_file", "lucy_delete_heartbeat", "lucy_edit_file", "lucy_generate_chart", "lucy_generate_csv",
 	"lucy_generate_excel", "lucy_generate_pdf", "lucy_get_channel_history", "lucy_get_thread", "lucy_list_crons",
-	"lucy_list_files", "lucy_list_heartbeats", "lucy_list_slack_channels", "lucy_modify_cron", "lucy_pause_cron",
+	"lucy_list_files", "lucy_list_heartbeats", "lucy_list_integrations", "lucy_list_slack_channels", "lucy_modify_cron", "lucy_pause_cron",
 	"lucy_post_message", "lucy_read_file", "lucy_resolve_custom_integration", "lucy_resume_cron", "lucy_run_script", "lucy_search_slack_history",
-	"lucy_trigger_cron", "lucy_web_fetch", "lucy_web_search", "lucy_write_file", "update_run_journal",
+	"lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch", "lucy_web_search", "lucy_write_file", "update_run_journal",
 }
 
 // New binds every tool to its domain (it panics otherwise), and the catalogue is the full list.
@@ -372,6 +373,10 @@ func TestArgValidation(t *testing.T) {
 		{openapi.ResolveTool, `{"url": "https://a.example/o.json", "operations": "pets"}`, []string{`"operations" must be an array`}},
 		{openapi.ResolveTool, `{}`, []string{"exactly one of url"}},
 		{openapi.DeleteTool, `{}`, []string{`missing required field "name"`}},
+		{integrations.StoreAPIKey, `{"service": "github"}`, []string{`missing required field "purpose"`}},
+		{integrations.StoreAPIKey, `{"service": "git hub", "purpose": "x"}`, []string{"not a key name"}},
+		{integrations.StoreAPIKey, `{"service": "github", "purpose": "x", "key": "sk-1"}`, []string{`unknown field "key"`}},
+		{integrations.ListIntegrations, `{"all": true}`, []string{`"all"`}},
 	}
 	r := newTestSet(t) // no Slack: the arguments must be refused before any client is needed
 	seen := map[string]bool{}

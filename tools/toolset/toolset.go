@@ -88,6 +88,9 @@ type Deps struct {
 	// OpenAPIMaxOperations is how many operations of one OpenAPI service become tools
 	// (LUCY_OPENAPI_MAX_OPERATIONS); zero means openapi.DefaultMaxOperations.
 	OpenAPIMaxOperations int
+	// Listers are the integration kinds' lists that lucy_list_integrations and the system prompt
+	// show, besides the OpenAPI services this package builds (the MCP client's).
+	Listers []integrations.Lister
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -114,7 +117,9 @@ func New(d Deps, sources ...tools.Source) *Set {
 	// (their operations' tools).
 	custom := openapi.New(openapi.Deps{State: d.State, Workspace: ws, Credentials: d.Credentials, Keys: d.Keys, HTTP: d.HTTP,
 		Hosts: d.NetPolicy(), Admins: d.Admins, MaxOperations: d.OpenAPIMaxOperations, Log: d.Log})
-	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, custom}
+	listers := append([]integrations.Lister{custom}, d.Listers...)
+	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, custom,
+		integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers)}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
@@ -122,7 +127,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
-	return &Set{Runner: r, Schedules: sched, Integrations: []integrations.Lister{custom}}
+	return &Set{Runner: r, Schedules: sched, Integrations: listers}
 }
 
 // NetPolicy is the private-address policy of every request to a URL from chat: PrivateHosts, or
@@ -133,6 +138,15 @@ func (d Deps) NetPolicy() tools.PrivateHosts {
 		return tools.AllowAllPrivate()
 	}
 	return d.PrivateHosts
+}
+
+// storedKeys is what lucy_list_integrations and lucy_store_api_key read of the credentials: the
+// store lists names and owners (a *secrets.Store does); nil when there is none.
+func storedKeys(c integrations.Credentials) integrations.StoredKeys {
+	if k, ok := c.(integrations.StoredKeys); ok {
+		return k
+	}
+	return nil
 }
 
 // workspaceStore is Deps.Workspace, or the local folder under Deps.DataDir; nil without either.

@@ -1,0 +1,100 @@
+package integrations
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// SlackKeys asks for a key with an Add key button in the run's thread, posted through the Slack
+// client the tools use (the local workspace's for the terminal, whose gateway asks for the key
+// without echo when it sees the button).
+type SlackKeys struct {
+	slack func(team string) tools.SlackAPI
+}
+
+// NewSlackKeys returns the KeyRequester over the tools' Slack clients.
+func NewSlackKeys(slack func(team string) tools.SlackAPI) *SlackKeys { return &SlackKeys{slack: slack} }
+
+// RequestKey posts the button, once per tool call: a retried call finds the message it posted by its
+// metadata (docs/architecture.md rule 4). Nothing it posts holds a key: the value names the service,
+// the requester and the thread, and why has been through secrets.RemovePasted.
+func (s *SlackKeys) RequestKey(ctx context.Context, inv tools.Invocation, service, why string) error {
+	var api tools.SlackAPI
+	if s.slack != nil {
+		api = s.slack(inv.Team)
+	}
+	if api == nil {
+		return errors.New("slack is not connected for this workspace")
+	}
+	if inv.Channel == "" || inv.ThreadTS == "" || inv.User == "" {
+		return errors.New("there is no conversation to post the Add key button in")
+	}
+	if s.posted(ctx, api, inv) {
+		return nil
+	}
+	value, err := json.Marshal(slackwire.AddKey{Team: inv.Team, Channel: inv.Channel, ThreadTS: inv.ThreadTS, Service: service, Requester: inv.User})
+	if err != nil {
+		return err
+	}
+	text := fmt.Sprintf("<@%s> Lucy needs a key for *%s*", inv.User, escape(service))
+	if why != "" {
+		text += ": " + escape(why)
+	}
+	text += ".\nClick *Add key* and paste it into the private form that opens: it is stored encrypted for this workspace, " +
+		"never posted here and never shown to the AI model. Please do not paste keys into messages."
+	blocks := []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
+		slack.NewActionBlock(slackwire.AddKeyBlock,
+			slack.NewButtonBlockElement(slackwire.AddKeyAction, string(value), slack.NewTextBlockObject(slack.PlainTextType, "Add key", false, false)).
+				WithStyle(slack.StylePrimary)),
+	}
+	_, _, err = api.PostMessageContext(ctx, inv.Channel,
+		slack.MsgOptionText(fmt.Sprintf("Lucy needs a key for %s: click Add key.", service), false),
+		slack.MsgOptionBlocks(blocks...),
+		slack.MsgOptionTS(inv.ThreadTS),
+		slack.MsgOptionMetadata(slack.SlackMetadata{
+			EventType:    slackwire.AddKeyMetadata,
+			EventPayload: map[string]any{"run": inv.RunID, "call": inv.CallID, "service": service},
+		}),
+	)
+	return err
+}
+
+// posted looks for the button this very call already posted in the thread. Any failure means "not
+// found": the check must not stop a first post.
+func (s *SlackKeys) posted(ctx context.Context, api tools.SlackAPI, inv tools.Invocation) bool {
+	if inv.RunID == "" || inv.CallID == "" {
+		return false
+	}
+	params := &slack.GetConversationRepliesParameters{ChannelID: inv.Channel, Timestamp: inv.ThreadTS, Limit: 200, IncludeAllMetadata: true}
+	for range 10 {
+		msgs, more, cursor, err := api.GetConversationRepliesContext(ctx, params)
+		if err != nil {
+			return false
+		}
+		for _, m := range msgs {
+			md := m.Metadata
+			if md.EventType == slackwire.AddKeyMetadata && md.EventPayload["run"] == inv.RunID && md.EventPayload["call"] == inv.CallID {
+				return true
+			}
+		}
+		if !more || cursor == "" {
+			return false
+		}
+		params.Cursor = cursor
+	}
+	return false
+}
+
+// escape makes text shown as mrkdwn literal: no mention, link or channel ping from the model's words.
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
