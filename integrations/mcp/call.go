@@ -130,6 +130,10 @@ func cloneParams(p map[string]any) map[string]any {
 
 var progressSeq atomic.Int64
 
+// codeRejected is the go-sdk's error for a message its transport could not send (the connection is
+// gone): a broken session, not an answer of the server.
+const codeRejected = -32005
+
 // call runs one tool call on the server. A read-only tool's failure to reach the server is a
 // *tools.TransientError (the workflow retries it); any other tool is attempted once, and a failure
 // is a result that says whether it may have run. Cancelling ctx ("cancel that") cancels the call on
@@ -177,9 +181,18 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 			return tools.Output{}, ctx.Err()
 		}
 		var wire *jsonrpc.Error
-		if errors.As(err, &wire) {
-			// The server answered with a protocol error (unknown tool, bad arguments): nothing ran.
-			return tools.ToolError("the MCP server %s refused the call: %s", c.srv.Name, c.scrubbed(wire.Message)), nil
+		if errors.As(err, &wire) && wire.Code != codeRejected {
+			msg := c.scrubbed(wire.Message)
+			switch {
+			case wire.Code >= jsonrpc.CodeInvalidParams && wire.Code <= jsonrpc.CodeInvalidRequest, wire.Code == jsonrpc.CodeParseError:
+				// The server refused the call (unknown tool, bad arguments): nothing ran.
+				return tools.ToolError("the MCP server %s refused the call: %s", c.srv.Name, msg), nil
+			case readOnly:
+				// The server failed while handling it (an internal error): worth another attempt.
+				return tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("MCP server %s: %s", c.srv.Name, msg)}
+			}
+			return tools.ToolError("the MCP server %s failed during the call (%s): it may or may not have done part of it. "+
+				"Check its effect before trying again.", c.srv.Name, msg), nil
 		}
 		// The session broke: the server went away or the connection dropped mid-call.
 		c.drop(cs)
@@ -321,4 +334,3 @@ func size(n int) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
-

@@ -128,10 +128,13 @@ func (c *conn) doRefresh(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.limits.ConnectTimeout)
 	defer cancel()
 	list, err := c.fetch(ctx)
+	msg := ""
+	if err != nil {
+		msg = c.scrubbed(plainError(err, ctx))
+	}
 	c.mu.Lock()
 	c.tried = true
 	if err != nil {
-		msg := c.scrubbed(plainError(err, ctx))
 		if c.status != msg || c.healthy {
 			c.s.log.Warn().Str("server", c.srv.Name).Str("team", c.team).Str("reason", msg).Msg("MCP server left out")
 		}
@@ -248,6 +251,9 @@ func checkTool(t *sdk.Tool) (listedTool, error) {
 	}
 	if schema.Type != "object" {
 		return listedTool{}, fmt.Errorf("tool %q has an input schema whose type is %q, not \"object\"", t.Name, schema.Type)
+	}
+	if err := checkTypes(params0(data), "inputSchema"); err != nil {
+		return listedTool{}, fmt.Errorf("tool %q has an input schema that is not valid JSON Schema: %v", t.Name, err)
 	}
 	resolved, err := schema.Resolve(nil)
 	if err != nil {
@@ -515,4 +521,75 @@ func (t *tail) last() string {
 	defer t.mu.Unlock()
 	lines := strings.Split(strings.TrimSpace(string(t.buf)), "\n")
 	return tools.Truncate(strings.TrimSpace(lines[len(lines)-1]), 300)
+}
+
+func params0(data []byte) any {
+	var v any
+	_ = json.Unmarshal(data, &v)
+	return v
+}
+
+// simpleTypes are the values JSON Schema's "type" takes.
+var simpleTypes = map[string]bool{"null": true, "boolean": true, "object": true, "array": true, "number": true, "string": true, "integer": true}
+
+// checkTypes checks every "type" keyword of a schema and its subschemas, which the resolver leaves
+// unchecked: a schema with "type": "nonsense" would be described to the model and then match nothing.
+func checkTypes(v any, at string) error {
+	s, ok := v.(map[string]any)
+	if !ok {
+		if _, isBool := v.(bool); isBool || v == nil {
+			return nil
+		}
+		return fmt.Errorf("%s is not a schema", at)
+	}
+	switch t := s["type"].(type) {
+	case nil:
+	case string:
+		if !simpleTypes[t] {
+			return fmt.Errorf("%s has the type %q, which JSON Schema does not have", at, t)
+		}
+	case []any:
+		for _, e := range t {
+			if name, ok := e.(string); !ok || !simpleTypes[name] {
+				return fmt.Errorf("%s has the type %v, which JSON Schema does not have", at, e)
+			}
+		}
+	default:
+		return fmt.Errorf("%s has a type that is neither a name nor a list of names", at)
+	}
+	for _, k := range []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"} {
+		if m, ok := s[k].(map[string]any); ok {
+			for name, sub := range m {
+				if err := checkTypes(sub, at+"."+k+"."+name); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames",
+		"unevaluatedItems", "unevaluatedProperties", "additionalItems"} {
+		if sub, ok := s[k]; ok {
+			if list, isList := sub.([]any); isList { // draft 7's tuple form of items
+				for i, e := range list {
+					if err := checkTypes(e, fmt.Sprintf("%s.%s[%d]", at, k, i)); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if err := checkTypes(sub, at+"."+k); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range []string{"allOf", "anyOf", "oneOf", "prefixItems"} {
+		if list, ok := s[k].([]any); ok {
+			for i, e := range list {
+				if err := checkTypes(e, fmt.Sprintf("%s.%s[%d]", at, k, i)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
