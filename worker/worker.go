@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
+	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
@@ -61,6 +63,19 @@ type Deps struct {
 	Metrics *metrics.Metrics
 	// Workspace is the store of the teams' files; nil builds it from Config (WorkspaceStore).
 	Workspace workspace.Store
+	// MCPServers are the operator's MCP servers, for every team (MCPServers reads them from
+	// LUCY_MCP_CONFIG); nil means none.
+	MCPServers []mcp.Server
+}
+
+// MCPServers reads the operator's MCP servers file: LUCY_MCP_CONFIG, which must exist and be valid,
+// or LUCY_DATA_DIR/mcp.json, which may be missing (no servers). Its error stops the worker at start,
+// naming the file and what to fix.
+func MCPServers(cfg *config.Config) ([]mcp.Server, error) {
+	if cfg.MCPConfig != "" {
+		return mcp.LoadFile(cfg.MCPConfig, true)
+	}
+	return mcp.LoadFile(filepath.Join(cfg.DataDir, "mcp.json"), false)
 }
 
 // WorkspaceStore returns the store of the teams' files that cfg names (LUCY_WORKSPACE_STORE): the
@@ -112,6 +127,9 @@ type Activities struct {
 	*activities.Activities
 	// Schedules answer the firings of recurring jobs and monitors.
 	Schedules *schedules.Activities
+	// MCP is the MCP client the tools use (not registered: no activity of its own); Close it when
+	// the worker stops, which ends the MCP servers it started.
+	MCP *mcp.Source
 }
 
 // NewActivities builds the activities with real clients.
@@ -151,6 +169,7 @@ func NewActivities(d Deps) *Activities {
 		Workspace:            store,
 		Log:                  d.Log,
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
+		MCPServers:           d.MCPServers,
 	})
 	core := &activities.Activities{
 		Model:            model,
@@ -171,7 +190,7 @@ func NewActivities(d Deps) *Activities {
 		DataConverter:    d.DataConverter,
 		Metrics:          d.Metrics,
 	}
-	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}}
+	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}, MCP: set.MCP}
 }
 
 // slackUser is the user-token client of the installed workspace (SLACK_USER_TOKEN), for Slack's

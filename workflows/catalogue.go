@@ -10,6 +10,7 @@ package workflows
 // imports this package. Its tools are linked wherever its workflows are registered (worker.Register
 // registers both), which is every binary that runs recurring jobs and monitors.
 import (
+	_ "github.com/lucy-agent/lucy/integrations/mcp"
 	_ "github.com/lucy-agent/lucy/tools/builtin"
 	_ "github.com/lucy-agent/lucy/tools/clock"
 	_ "github.com/lucy-agent/lucy/tools/documents"

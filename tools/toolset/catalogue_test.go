@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/subagents"
@@ -37,8 +38,8 @@ func TestMain(m *testing.M) {
 var allTools = []string{
 	"append_run_journal_entry", "ask_human", "delegate_to_code_agent", "delegate_to_document_agent",
 	"delegate_to_integrations_agent", "delegate_to_research_agent", "get_run_journal",
-	"lucy_check_heartbeat", "lucy_create_cron", "lucy_create_heartbeat", "lucy_current_time", "lucy_delete_cron",
-	"lucy_delete_file", "lucy_delete_heartbeat", "lucy_edit_file", "lucy_generate_chart", "lucy_generate_csv",
+	"lucy_check_heartbeat", "lucy_connect_mcp_server", "lucy_create_cron", "lucy_create_heartbeat", "lucy_current_time", "lucy_delete_cron",
+	"lucy_delete_file", "lucy_delete_heartbeat", "lucy_disconnect_mcp_server", "lucy_edit_file", "lucy_generate_chart", "lucy_generate_csv",
 	"lucy_generate_excel", "lucy_generate_pdf", "lucy_get_channel_history", "lucy_get_thread", "lucy_list_crons",
 	"lucy_list_files", "lucy_list_heartbeats", "lucy_list_slack_channels", "lucy_modify_cron", "lucy_pause_cron",
 	"lucy_post_message", "lucy_read_file", "lucy_resume_cron", "lucy_run_script", "lucy_search_slack_history",
@@ -367,6 +368,9 @@ func TestArgValidation(t *testing.T) {
 		{tools.WriteFile, `{"path": "a.txt"}`, []string{`missing required field "content"`}},
 		{tools.WriteFile, `{"path": ".", "content": "x"}`, []string{"give the path of a file"}},
 		{tools.WriteFile, `{"path": "a/.lucy-tmp-x", "content": "x"}`, []string{"reserved"}},
+		{mcp.ConnectServer, `{"name": "gh"}`, []string{`missing required field "url"`}},
+		{mcp.ConnectServer, `{"name": "gh", "url": "https://mcp.example.com/mcp", "credential": "Not A Name!"}`, []string{"not a credential name"}},
+		{mcp.DisconnectServer, `{}`, []string{`missing required field "name"`}},
 	}
 	r := newTestSet(t) // no Slack: the arguments must be refused before any client is needed
 	seen := map[string]bool{}

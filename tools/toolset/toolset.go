@@ -5,6 +5,7 @@
 package toolset
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	// The delegation tools are declared by the sub-agents' package; the workflow runs them, and the
 	// model is described them through this worker's catalogue.
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	_ "github.com/lucy-agent/lucy/subagents"
@@ -80,6 +82,10 @@ type Deps struct {
 	Credentials integrations.Credentials
 	// Keys asks a person for a missing credential (the Add key button); nil means it cannot be asked.
 	Keys integrations.KeyRequester
+	// MCPServers are the operator's MCP servers (LUCY_MCP_CONFIG), offered to every team.
+	MCPServers []mcp.Server
+	// MCPLimits bound what an MCP server may cost a run; zero means mcp.Limits' defaults.
+	MCPLimits mcp.Limits
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -88,6 +94,9 @@ type Set struct {
 	Runner *tools.Runner
 	// Schedules answers a job's or monitor's firing: access, the monitor's check, its state.
 	Schedules *schedules.Manager
+	// MCP is the MCP client: a tool source of the Runner, and the Lister of the teams' MCP servers
+	// (lucy_list_integrations). Close it when the worker stops: it ends the servers it started.
+	MCP *mcp.Source
 }
 
 // New builds every domain from d and binds their tools; sources are the run-time tool sources (a
@@ -100,15 +109,22 @@ func New(d Deps, sources ...tools.Source) *Set {
 	fetcher := web.New(d.HTTP, d.AllowPrivateNetworks, d.Search)
 	sched := schedules.New(schedules.Deps{Schedules: d.Schedules, DataConverter: d.DataConverter, Admins: d.Admins,
 		ScheduleLimits: d.ScheduleLimits, Slack: slack, Web: fetcher})
-	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched}
-	r, err := tools.NewRunner(d.Log, domains, sources...)
+	mcpClient := mcp.New(mcp.Deps{Servers: d.MCPServers, State: d.State, Credentials: d.Credentials, Keys: d.Keys,
+		Admins: d.Admins, Log: d.Log, Limits: d.MCPLimits,
+		// A server a team connects from chat is a URL a person chose: guarded as lucy_web_fetch's are.
+		HTTP: tools.NewFetchClient(d.HTTP, d.AllowPrivateNetworks),
+		CheckHost: func(ctx context.Context, host string) error {
+			return tools.CheckHost(ctx, host, d.AllowPrivateNetworks)
+		}})
+	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, mcpClient}
+	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
 	}
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
-	return &Set{Runner: r, Schedules: sched}
+	return &Set{Runner: r, Schedules: sched, MCP: mcpClient}
 }
 
 // workspaceStore is Deps.Workspace, or the local folder under Deps.DataDir; nil without either.
