@@ -148,33 +148,9 @@ func New(mode, logFile string) *Server {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "you are " + auth}}}, nil
 		})
 	s.raw("slow", "Reports progress, then waits (wait: true) until cancelled or released.",
-		`{"type":"object","properties":{"wait":{"type":"boolean"}}}`, readOnly(),
-		func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
-			var in struct{ Wait bool }
-			_ = json.Unmarshal(req.Params.Arguments, &in)
-			for i := 1; i <= 2; i++ {
-				if tok := req.Params.GetProgressToken(); tok != nil {
-					_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)})
-				}
-			}
-			if !in.Wait {
-				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil
-			}
-			s.event("slow started")
-			select {
-			case s.Started <- "slow":
-			default:
-			}
-			select {
-			case <-ctx.Done():
-				s.event("cancelled slow")
-				return nil, ctx.Err()
-			case <-s.Release:
-				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "released"}}}, nil
-			case <-time.After(time.Minute):
-				return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "gave up waiting"}}}, nil
-			}
-		})
+		`{"type":"object","properties":{"wait":{"type":"boolean"}}}`, readOnly(), s.slow("slow"))
+	s.raw("slow_write", "Like slow, but not read-only (and not destructive): attempted once, without approval.",
+		`{"type":"object","properties":{"wait":{"type":"boolean"}}}`, &sdk.ToolAnnotations{DestructiveHint: &no}, s.slow("slow_write"))
 	s.raw("crash", "Exits the server in the middle of the call (stdio).", `{"type":"object"}`, nil,
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			s.event("crash")
@@ -187,6 +163,36 @@ func New(mode, logFile string) *Server {
 			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "grew"}}}, nil
 		})
 	return s
+}
+
+// slow reports progress, then, with wait, waits until cancelled or released.
+func (s *Server) slow(name string) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var in struct{ Wait bool }
+		_ = json.Unmarshal(req.Params.Arguments, &in)
+		for i := 1; i <= 2; i++ {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 2, Message: fmt.Sprintf("step %d", i)})
+			}
+		}
+		if !in.Wait {
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "done"}}}, nil
+		}
+		s.event(name + " started")
+		select {
+		case s.Started <- name:
+		default:
+		}
+		select {
+		case <-ctx.Done():
+			s.event("cancelled " + name)
+			return nil, ctx.Err()
+		case <-s.Release:
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "released"}}}, nil
+		case <-time.After(time.Minute):
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: "gave up waiting"}}}, nil
+		}
+	}
 }
 
 func readOnly() *sdk.ToolAnnotations { return &sdk.ToolAnnotations{ReadOnlyHint: true} }
