@@ -39,6 +39,7 @@ type conn struct {
 	status   string
 	healthy  bool
 	tried    bool
+	waited   bool
 	refresh  chan struct{} // open while a listing runs
 	changed  bool          // the server said its list changed while a listing ran
 	progress map[string]func(*sdk.ProgressNotificationParams)
@@ -78,6 +79,9 @@ const (
 	waitFirst wait = iota
 	// waitAlways waits for a fresh listing (the connect tool, which reports what it found).
 	waitAlways
+	// waitKnown waits until the server's state is known (its first listing ended, or ConnectTimeout
+	// passed), whoever started it: lucy_list_integrations, which reports health rather than tools.
+	waitKnown
 )
 
 // listing returns the server's tools: the cached list while it is fresh; otherwise it starts a
@@ -96,9 +100,9 @@ func (c *conn) listing(ctx context.Context, w wait) []listedTool {
 		return nil // failed lately: not again yet
 	}
 	done := c.startRefreshLocked()
-	l, tried := c.list, c.tried
+	l, tried, waited := c.list, c.tried, c.waited
 	c.mu.Unlock()
-	if w == waitFirst && (l != nil || tried) {
+	if (w == waitFirst && (l != nil || tried || waited)) || (w == waitKnown && (l != nil || tried)) {
 		return l
 	}
 	t := time.NewTimer(lim.ConnectTimeout)
@@ -110,6 +114,7 @@ func (c *conn) listing(ctx context.Context, w wait) []listedTool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.waited = true // one listing waited its bound: the next ones answer at once, even if the refresh still runs
 	return c.list
 }
 

@@ -254,7 +254,7 @@ func (s *Source) Integrations(ctx context.Context, team string) ([]integrations.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			list := c.listing(ctx, waitFirst)
+			list := c.listing(ctx, waitKnown)
 			st := c.state()
 			scope := "every team"
 			if sc.key.own {
@@ -262,7 +262,7 @@ func (s *Source) Integrations(ctx context.Context, team string) ([]integrations.
 			}
 			status := st.status
 			if status == "" {
-				status = "not reached yet"
+				status = "not reached yet (still connecting)"
 			}
 			out[i] = integrations.Integration{Kind: "mcp", Name: sc.srv.Name, Scope: scope, Where: sc.srv.Where(),
 				Credential: sc.srv.Credential, Healthy: st.healthy, Status: status, Tools: len(list), AddedBy: sc.srv.AddedBy}
