@@ -373,7 +373,7 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error
 		hc := *base
 		hc.Transport = &headerTransport{base: base.Transport, host: u.Host, headers: headers}
 		if c.srv.Type == "sse" {
-			transport = &sdk.SSEClientTransport{Endpoint: c.srv.URL, HTTPClient: &hc}
+			transport = &detached{t: &sdk.SSEClientTransport{Endpoint: c.srv.URL, HTTPClient: &hc}}
 		} else {
 			// Few reconnects: a server that went away is reconnected by the next listing or call,
 			// and a call should learn of it quickly.
@@ -396,10 +396,52 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error
 		ProgressNotificationHandler: c.onProgress,
 	})
 	cs, err := client.Connect(ctx, transport, nil)
+	if d, ok := transport.(*detached); ok {
+		if err != nil {
+			d.end()
+		} else {
+			go func() { _ = cs.Wait(); d.end() }()
+		}
+	}
 	if err != nil {
 		return nil, nil, c.connectError(err)
 	}
 	return cs, scrub, nil
+}
+
+// detached connects a transport whose stream lives in the context it is connected with (the SSE
+// client's GET) so that the stream outlives the bounded connect: the connect is cancelled if ctx ends
+// first, the stream only when the session ends (end).
+type detached struct {
+	t      sdk.Transport
+	mu     sync.Mutex
+	cancel context.CancelFunc
+}
+
+func (d *detached) Connect(ctx context.Context) (sdk.Connection, error) {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	conn, err := d.t.Connect(sctx)
+	if !stop() || err != nil { // ctx ended during the connect, or it failed
+		cancel()
+		if err == nil {
+			_ = conn.Close()
+			err = ctx.Err()
+		}
+		return nil, err
+	}
+	d.mu.Lock()
+	d.cancel = cancel
+	d.mu.Unlock()
+	return conn, nil
+}
+
+func (d *detached) end() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cancel != nil {
+		d.cancel()
+	}
 }
 
 // connectError says why a connect failed, with what a started server wrote on its standard error.

@@ -433,6 +433,38 @@ func TestHTTPServerWithCredential(t *testing.T) {
 	}
 }
 
+// An older server over HTTP+SSE, with the team's credential in a header the configuration names.
+func TestSSEServerWithCredentialHeader(t *testing.T) {
+	ts := mcptest.New(mcptest.Normal, "")
+	var mu sync.Mutex
+	var seen []string // X-Api-Key and Authorization of every request
+	sse := mcptest.SSEHandler(ts)
+	h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("X-Api-Key")+"|"+r.Header.Get("Authorization"))
+		mu.Unlock()
+		sse.ServeHTTP(w, r)
+	}))
+	t.Cleanup(h.Close)
+	const key = "key-abcdef0123456789"
+	servers, err := mcp.ParseConfig([]byte(`{"mcpServers": {"legacy": {"type": "sse", "url": "` + h.URL + `",
+		"headers": {"X-Api-Key": "${credential}"}, "credential": "legacy"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSource(t, mcp.Deps{Servers: servers, Credentials: fakeCreds{team + "/legacy": key}})
+	list, _ := s.Tools(ctx(t), team)
+	out, err := call(t, byName(list)["mcp__legacy__echo"], `{"text":"over sse"}`)
+	if err != nil || !strings.Contains(out.Content, "echo: over sse") {
+		t.Fatalf("echo over SSE = %+v, %v", out, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) == 0 || slices.ContainsFunc(seen, func(v string) bool { return v != key+"|" }) {
+		t.Errorf("requests carried %q; want every one with the key in X-Api-Key and no bearer token", seen)
+	}
+}
+
 // A remote server that went away: a read-only tool's failure is transient (the workflow retries it);
 // a side-effecting one says it may or may not have run.
 func TestHTTPServerDown(t *testing.T) {

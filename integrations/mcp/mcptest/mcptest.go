@@ -81,6 +81,11 @@ func Handler(s *Server) http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.Server }, nil)
 }
 
+// SSEHandler serves s over the older HTTP+SSE transport (2024-11-05).
+func SSEHandler(s *Server) http.Handler {
+	return sdk.NewSSEHandler(func(*http.Request) *sdk.Server { return s.Server }, nil)
+}
+
 // New builds the server of mode, appending its events to logFile when set.
 func New(mode, logFile string) *Server {
 	s := &Server{Server: sdk.NewServer(&sdk.Implementation{Name: "lucy-test", Version: "1"}, nil), log: logFile,
