@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -347,6 +348,7 @@ func (c *conn) close() {
 // connect starts or reaches the server and initializes a session.
 func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error) {
 	scrub := c.srv.secretValues()
+	var refused *atomic.Int32 // the HTTP status of a refused authorization (401, 403), for the status
 	var transport sdk.Transport
 	if c.srv.Remote() {
 		headers := c.srv.Headers
@@ -371,7 +373,9 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error
 			base = c.s.d.HTTP
 		}
 		hc := *base
-		hc.Transport = &headerTransport{base: base.Transport, host: u.Host, headers: headers}
+		ht := &headerTransport{base: base.Transport, host: u.Host, headers: headers}
+		hc.Transport = ht
+		refused = &ht.refused
 		if c.srv.Type == "sse" {
 			transport = &detached{t: &sdk.SSEClientTransport{Endpoint: c.srv.URL, HTTPClient: &hc}}
 		} else {
@@ -404,9 +408,23 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error
 		}
 	}
 	if err != nil {
+		if refused != nil {
+			if code := refused.Load(); code != 0 {
+				return nil, nil, c.authError(int(code))
+			}
+		}
 		return nil, nil, c.connectError(err)
 	}
 	return cs, scrub, nil
+}
+
+// authError says what to do about a server that refused Lucy's authorization.
+func (c *conn) authError(code int) error {
+	if c.srv.Credential != "" {
+		return fmt.Errorf("it refused the stored credential %q (HTTP %d): store a valid key or token under that name", c.srv.Credential, code)
+	}
+	return fmt.Errorf("it requires authorization (HTTP %d): connect it with a credential (an API key or personal access token "+
+		"stored under a name, sent as a bearer token); signing in with OAuth is not supported yet", code)
 }
 
 // detached connects a transport whose stream lives in the context it is connected with (the SSE
@@ -510,6 +528,7 @@ type headerTransport struct {
 	base    http.RoundTripper
 	host    string
 	headers map[string]string
+	refused atomic.Int32 // the last 401 or 403 the server answered
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -517,14 +536,18 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	if req.URL.Host != t.host || len(t.headers) == 0 {
-		return base.RoundTrip(req)
+	r := req
+	if req.URL.Host == t.host && len(t.headers) > 0 {
+		r = req.Clone(req.Context())
+		for k, v := range t.headers {
+			r.Header.Set(k, v)
+		}
 	}
-	r := req.Clone(req.Context())
-	for k, v := range t.headers {
-		r.Header.Set(k, v)
+	resp, err := base.RoundTrip(r)
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		t.refused.Store(int32(resp.StatusCode))
 	}
-	return base.RoundTrip(r)
+	return resp, err
 }
 
 // inheritedEnv are the variables a started server gets from the worker's environment: enough to find

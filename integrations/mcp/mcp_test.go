@@ -228,11 +228,16 @@ func TestBadServersAreLeftOutWithAStatus(t *testing.T) {
 	many, _ := stdio(t, "many", mcptest.Many)
 	bad, _ := stdio(t, "badschema", mcptest.BadSchema)
 	exit, _ := stdio(t, "exits", mcptest.Exit)
+	locked := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="https://example.com/.well-known/oauth-protected-resource"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}))
+	t.Cleanup(locked.Close)
 	down := httptest.NewServer(http.NotFoundHandler())
 	downURL := down.URL + "/mcp"
 	down.Close()
 	servers := []mcp.Server{good, garbage, hang, many, bad, exit, {Name: "down", URL: downURL},
-		{Name: "nocred", URL: "https://mcp.example.invalid/mcp", Credential: "missing"}}
+		{Name: "nocred", URL: "https://mcp.example.invalid/mcp", Credential: "missing"}, {Name: "locked", URL: locked.URL + "/mcp"}}
 	s := newSource(t, mcp.Deps{Servers: servers, Limits: mcp.Limits{ConnectTimeout: 2 * time.Second}})
 
 	start := time.Now()
@@ -266,6 +271,7 @@ func TestBadServersAreLeftOutWithAStatus(t *testing.T) {
 		"good": "tools", "garbage": "could not connect", "hang": "did not answer", "many": "more than 100 tools",
 		"badschema": `tool "broken" has an input schema that is not valid JSON Schema`, "exits": "refuses to start",
 		"down": "could not connect", "nocred": `needs the credential "missing"`,
+		"locked": "requires authorization (HTTP 401): connect it with a credential",
 	}
 	for _, in := range ints {
 		w, ok := want[in.Name]
