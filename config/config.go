@@ -114,6 +114,11 @@ type Config struct {
 	// (cmd/lucy does that file I/O; Load does none). Zero when not set.
 	SecretsKey secrets.Key
 
+	// MCPConfig is the operator's MCP servers file (LUCY_MCP_CONFIG), for every team. Empty means
+	// LUCY_DATA_DIR/mcp.json, where a missing file means no servers; a file named here must exist
+	// and be valid, or the worker does not start (worker.MCPServers reads it: Load does no I/O).
+	MCPConfig string
+
 	// MaxToolCalls is how many tool calls of one model reply are run (LUCY_MAX_TOOL_CALLS); the excess
 	// calls get an error result, so a model that asks for fifty calls at once cannot make one turn
 	// run unbounded work.
@@ -456,6 +461,10 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	}
 	if err := c.loadLLM(getenv); err != nil {
 		return nil, err
+	}
+	c.MCPConfig = env("LUCY_MCP_CONFIG", "")
+	if strings.HasSuffix(c.MCPConfig, "/") || strings.ContainsRune(c.MCPConfig, 0) {
+		return nil, fmt.Errorf("LUCY_MCP_CONFIG %q is not the path of a file: give the MCP servers file, e.g. /etc/lucy/mcp.json, or unset it for LUCY_DATA_DIR/mcp.json", c.MCPConfig)
 	}
 	return c, nil
 }

@@ -243,6 +243,22 @@ func TestMaxToolCalls(t *testing.T) {
 	}
 }
 
+func TestMCPConfig(t *testing.T) {
+	for _, tc := range []struct{ v, want string }{{"", ""}, {" /etc/lucy/mcp.json ", "/etc/lucy/mcp.json"}} {
+		c, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MCP_CONFIG", tc.v))
+		if err != nil {
+			t.Fatalf("LUCY_MCP_CONFIG=%q: %v", tc.v, err)
+		}
+		if c.MCPConfig != tc.want {
+			t.Errorf("LUCY_MCP_CONFIG=%q: MCPConfig = %q, want %q", tc.v, c.MCPConfig, tc.want)
+		}
+	}
+	_, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MCP_CONFIG", "/etc/lucy/"))
+	if err == nil || !strings.Contains(err.Error(), "LUCY_MCP_CONFIG \"/etc/lucy/\" is not the path of a file") {
+		t.Errorf("a folder: %v", err)
+	}
+}
+
 func TestGatewayAndChatNeedNoLLM(t *testing.T) {
 	if _, err := Load(ModeGateway, env("SLACK_BOT_TOKEN", "xoxb-1", "SLACK_APP_TOKEN", "xapp-1")); err != nil {
 		t.Errorf("gateway: %v", err)

@@ -46,6 +46,8 @@ var fixedVariables = []string{
 	"LUCY_WORKSPACE_STORE", "LUCY_S3_ENDPOINT", "LUCY_S3_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 	// Logging
 	"LUCY_LOG_LEVEL", "LUCY_LOG_FORMAT",
+	// MCP servers for every team
+	"LUCY_MCP_CONFIG",
 }
 
 // tierPrefixes are the per-tier variables: the prefix followed by the tier's name in upper case

@@ -24,6 +24,7 @@ import (
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
@@ -69,6 +70,19 @@ type Deps struct {
 	State workspace.Store
 	// Listers are the integration kinds' lists that lucy_list_integrations shows.
 	Listers []integrations.Lister
+	// MCPServers are the operator's MCP servers, for every team (MCPServers reads them from
+	// LUCY_MCP_CONFIG); nil means none.
+	MCPServers []mcp.Server
+}
+
+// MCPServers reads the operator's MCP servers file: LUCY_MCP_CONFIG, which must exist and be valid,
+// or LUCY_DATA_DIR/mcp.json, which may be missing (no servers). Its error stops the worker at start,
+// naming the file and what to fix.
+func MCPServers(cfg *config.Config) ([]mcp.Server, error) {
+	if cfg.MCPConfig != "" {
+		return mcp.LoadFile(cfg.MCPConfig, true)
+	}
+	return mcp.LoadFile(filepath.Join(cfg.DataDir, "mcp.json"), false)
 }
 
 // StateDir is the folder of Lucy's own state in LUCY_DATA_DIR, beside the workspaces.
@@ -159,6 +173,9 @@ type Activities struct {
 	*activities.Activities
 	// Schedules answer the firings of recurring jobs and monitors.
 	Schedules *schedules.Activities
+	// MCP is the MCP client the tools use (not registered: no activity of its own); Close it when
+	// the worker stops, which ends the MCP servers it started.
+	MCP *mcp.Source
 }
 
 // NewActivities builds the activities with real clients.
@@ -216,6 +233,7 @@ func NewActivities(d Deps) *Activities {
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
 		PrivateHosts:         cfg.AllowedPrivateHosts,
 		OpenAPIMaxOperations: cfg.OpenAPIMaxOperations,
+		MCPServers:           d.MCPServers,
 	})
 	core := &activities.Activities{
 		Model:            model,
@@ -237,7 +255,7 @@ func NewActivities(d Deps) *Activities {
 		DataConverter:    d.DataConverter,
 		Metrics:          d.Metrics,
 	}
-	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}}
+	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}, MCP: set.MCP}
 }
 
 // slackUser is the user-token client of the installed workspace (SLACK_USER_TOKEN), for Slack's

@@ -101,7 +101,12 @@ func buildWorker(ctx context.Context, getenv func(string) string, s workerSetup)
 	if err := worker.CheckWorkspaceStore(ctx, deps.Workspace); err != nil {
 		return nil, err
 	}
-	st.w = st.health.NewWorker(c, worker.NewActivities(deps), s.sizing)
+	if deps.MCPServers, err = worker.MCPServers(cfg); err != nil {
+		return nil, err
+	}
+	acts := worker.NewActivities(deps)
+	st.closers = append(st.closers, acts.MCP.Close) // ends the MCP servers the worker started
+	st.w = st.health.NewWorker(c, acts, s.sizing)
 	return st, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	// model is described them through this worker's catalogue.
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/openapi"
+	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	_ "github.com/lucy-agent/lucy/subagents"
@@ -91,6 +92,10 @@ type Deps struct {
 	// Listers are the integration kinds' lists that lucy_list_integrations and the system prompt
 	// show, besides the OpenAPI services this package builds (the MCP client's).
 	Listers []integrations.Lister
+	// MCPServers are the operator's MCP servers (LUCY_MCP_CONFIG), offered to every team.
+	MCPServers []mcp.Server
+	// MCPLimits bound what an MCP server may cost a run; zero means mcp.Limits' defaults.
+	MCPLimits mcp.Limits
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -101,6 +106,9 @@ type Set struct {
 	Schedules *schedules.Manager
 	// Integrations list a team's connected integrations of each kind, for the system prompt.
 	Integrations []integrations.Lister
+	// MCP is the MCP client: a tool source of the Runner, and the Lister of the teams' MCP servers
+	// (lucy_list_integrations). Close it when the worker stops: it ends the servers it started.
+	MCP *mcp.Source
 }
 
 // New builds every domain from d and binds their tools; sources are the run-time tool sources (a
@@ -117,17 +125,22 @@ func New(d Deps, sources ...tools.Source) *Set {
 	// (their operations' tools).
 	custom := openapi.New(openapi.Deps{State: d.State, Workspace: ws, Credentials: d.Credentials, Keys: d.Keys, HTTP: d.HTTP,
 		Hosts: d.NetPolicy(), Admins: d.Admins, MaxOperations: d.OpenAPIMaxOperations, Log: d.Log})
-	listers := append([]integrations.Lister{custom}, d.Listers...)
+	// The MCP client: the operator's servers and each team's. A server a team connects from chat is a
+	// URL a person chose: guarded as lucy_web_fetch's are.
+	mcpClient := mcp.New(mcp.Deps{Servers: d.MCPServers, State: d.State, Credentials: d.Credentials, Keys: d.Keys,
+		Admins: d.Admins, Log: d.Log, Limits: d.MCPLimits, HTTP: tools.NewGuardedClient(d.HTTP, d.NetPolicy()),
+		CheckURL: d.NetPolicy().CheckURL})
+	listers := append([]integrations.Lister{mcpClient, custom}, d.Listers...)
 	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, custom,
-		integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers)}
-	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{custom}, sources...)...)
+		mcpClient, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers)}
+	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
 	}
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
-	return &Set{Runner: r, Schedules: sched, Integrations: listers}
+	return &Set{Runner: r, Schedules: sched, Integrations: listers, MCP: mcpClient}
 }
 
 // NetPolicy is the private-address policy of every request to a URL from chat: PrivateHosts, or

@@ -1,0 +1,113 @@
+package e2e
+
+import (
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/lucy-agent/lucy/integrations/mcp"
+	"github.com/lucy-agent/lucy/integrations/mcp/mcptest"
+	"github.com/lucy-agent/lucy/internal/fakellm"
+	"github.com/lucy-agent/lucy/worker"
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// MCP tools in a real run: a read-only tool retried after the server's transient failure, a
+// destructive one approved with the button and run exactly once, and a server killed in the middle of
+// a call, after which the run goes on with a result that says so.
+func TestMCPToolsInARun(t *testing.T) {
+	tracker := mcptest.New(mcptest.Normal, "")
+	trackerHTTP := httptest.NewServer(mcptest.Handler(tracker))
+	t.Cleanup(trackerHTTP.Close)
+	fragile := mcptest.New(mcptest.Normal, "")
+	fragileHTTP := httptest.NewServer(mcptest.Handler(fragile))
+	t.Cleanup(fragileHTTP.Close)
+	tracker.FailNext.Store(1) // the first echo fails on the server: retried by the workflow
+
+	var offered []string
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		var results []string
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				results = append(results, m.Text())
+			}
+		}
+		if len(results) == 0 {
+			for _, tl := range req.Tools {
+				offered = append(offered, tl.Function.Name)
+			}
+		}
+		switch len(results) {
+		case 0:
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("e1", "mcp__tracker__echo", `{"text":"hello"}`)}}
+		case 1:
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("a1", "mcp__tracker__add_item", `{"item":"milk"}`)}}
+		case 2:
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("s1", "mcp__fragile__slow_write", `{"wait":true}`)}}
+		}
+		return fakellm.Reply{Content: "Summary: " + strings.Join(results, " | ")}
+	})
+	// The stack's worker knows no MCP server: this test's worker takes its place, with two.
+	s.stopWorker()
+	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: s.log, AllowPrivateNetworks: true, DataConverter: s.dc,
+		MCPServers: []mcp.Server{{Name: "tracker", URL: trackerHTTP.URL + "/mcp"}, {Name: "fragile", URL: fragileHTTP.URL + "/mcp"}}})
+	t.Cleanup(acts.MCP.Close)
+	s.acts = acts.Activities
+	s.worker = sdkworker.New(s.client, workflows.TaskQueue, worker.Options(worker.Sizing{EmbeddedServer: true}))
+	worker.Register(s.worker, acts)
+	if err := s.worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The server dies while the slow write is in flight.
+	go func() {
+		select {
+		case <-fragile.Started:
+			fragileHTTP.CloseClientConnections()
+			fragileHTTP.Close()
+		case <-time.After(3 * time.Minute):
+		}
+	}()
+
+	const text = "<@ULUCY> add milk to the tracker"
+	ts := s.say(text, "")
+	s.event("app_mention", "Ev-mcp", text, ts, "", human)
+
+	var value string
+	s.waitFor("the approval prompt", 90*time.Second, func() bool { value = s.approvalValue(ts); return value != "" })
+	if tracker.Calls("add_item") != 0 {
+		t.Fatal("add_item ran before it was approved")
+	}
+	s.click(human, value, "lucy_approve")
+	s.waitFor("the answer", 120*time.Second, func() bool { return s.answered(ts, "Summary:") })
+
+	for _, want := range []string{"mcp__tracker__echo", "mcp__tracker__add_item", "mcp__fragile__slow_write"} {
+		if !slices.Contains(offered, want) {
+			t.Errorf("the model was not offered %s; offered %v", want, offered)
+		}
+	}
+	if got := tracker.Calls("echo"); got != 2 {
+		t.Errorf("echo ran %d times, want 2 (a transient failure, then the retry)", got)
+	}
+	if got := tracker.Calls("add_item"); got != 1 {
+		t.Errorf("add_item ran %d times, want exactly once", got)
+	}
+	if got := fragile.Calls("slow_write"); got != 1 {
+		t.Errorf("slow_write ran %d times, want once (not retried: it is not read-only)", got)
+	}
+	var answer string
+	for _, m := range s.botMessages(ts) {
+		if strings.Contains(m.Text, "Summary:") {
+			answer = m.Text
+		}
+	}
+	for _, want := range []string{"echo: hello", "added milk", "may or may not have completed"} {
+		if !strings.Contains(answer, want) {
+			t.Errorf("the answer %q lacks %q", answer, want)
+		}
+	}
+}

@@ -1,0 +1,336 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// Naming. The model sees a server's tool as mcp__{server}__{tool}: OpenAI allows [a-zA-Z0-9_-] and
+// 64 characters, so other characters become '_', and a name that is too long, or that two tools of a
+// team would share once cleaned, gets a short hash of the original pair instead of its tail. The
+// result depends only on the set of tools the team is offered, so every worker names them alike.
+const (
+	toolPrefix     = "mcp__"
+	maxToolNameLen = 64
+	// maxDescription bounds a description the model reads: a server may write a whole manual there.
+	maxDescription = 1024
+)
+
+type named struct {
+	server string
+	tool   listedTool
+	conn   *conn
+	name   string
+}
+
+func cleanName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r < utf8.RuneSelf && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	return b.String()
+}
+
+// assignNames sets each tool's model-facing name.
+func assignNames(all []named) {
+	count := map[string]int{}
+	for i := range all {
+		all[i].name = toolPrefix + cleanName(all[i].server) + "__" + cleanName(all[i].tool.raw.Name)
+		count[strings.ToLower(all[i].name)]++ // names differing in case only confuse models: treated as a clash
+	}
+	for i := range all {
+		n := all[i].name
+		if len(n) <= maxToolNameLen && count[strings.ToLower(n)] == 1 {
+			continue
+		}
+		sum := sha256.Sum256([]byte(all[i].server + "\x00" + all[i].tool.raw.Name))
+		suffix := "_" + hex.EncodeToString(sum[:3])
+		if len(n) > maxToolNameLen-len(suffix) {
+			n = n[:maxToolNameLen-len(suffix)]
+		}
+		all[i].name = n + suffix
+	}
+}
+
+// tool is the tools.Tool of one listed tool under its model-facing name.
+//
+// Flags follow the annotations, which are hints from a server Lucy may not trust, read so that they
+// can only make a tool handled more carefully: readOnlyHint makes it Idempotent (retried like Lucy's
+// read-only tools) unless the server also calls it destructive; every other tool is attempted once,
+// and is Destructive (a person approves each call) unless the server says destructiveHint: false,
+// as the MCP specification's default of true for tools that are not read-only says.
+func (c *conn) tool(name string, lt listedTool) tools.Tool {
+	t := lt.raw
+	readOnly, destructive := false, true
+	if a := t.Annotations; a != nil {
+		readOnly = a.ReadOnlyHint
+		if a.DestructiveHint != nil {
+			destructive = *a.DestructiveHint
+		}
+		if readOnly && (a.DestructiveHint == nil || !*a.DestructiveHint) {
+			destructive = false
+		}
+		if readOnly && destructive {
+			readOnly = false // contradictory hints: the careful reading
+		}
+	}
+	title := t.Title
+	if title == "" && t.Annotations != nil {
+		title = t.Annotations.Title
+	}
+	if title == "" {
+		title = t.Name
+	}
+	desc := strings.TrimSpace(t.Description)
+	if desc == "" {
+		desc = title
+	}
+	desc = fmt.Sprintf("[MCP server %s] %s", c.srv.Name, desc)
+	if utf8.RuneCountInString(desc) > maxDescription {
+		desc = string([]rune(desc)[:maxDescription-1]) + "…"
+	}
+	spec := tools.Spec{
+		Name: name, Description: desc, Parameters: cloneParams(lt.params),
+		Idempotent: readOnly, Destructive: destructive, Long: true,
+		Human: "using " + tools.Truncate(title, 60) + " on " + c.srv.Name,
+	}
+	return tools.Tool{Spec: spec, Run: func(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+		return c.call(ctx, inv, lt, readOnly)
+	}}
+}
+
+// cloneParams copies the schema (JSON round trip): a Spec's Parameters belong to its caller.
+func cloneParams(p map[string]any) map[string]any {
+	data, _ := json.Marshal(p)
+	var out map[string]any
+	_ = json.Unmarshal(data, &out)
+	return out
+}
+
+var progressSeq atomic.Int64
+
+// codeRejected is the go-sdk's error for a message its transport could not send (the connection is
+// gone): a broken session, not an answer of the server.
+const codeRejected = -32005
+
+// call runs one tool call on the server. A read-only tool's failure to reach the server is a
+// *tools.TransientError (the workflow retries it); any other tool is attempted once, and a failure
+// is a result that says whether it may have run. Cancelling ctx ("cancel that") cancels the call on
+// the server: the SDK sends notifications/cancelled for a call whose context ends.
+func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, readOnly bool) (tools.Output, error) {
+	args, err := c.arguments(inv, lt)
+	if err != nil {
+		return tools.Output{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, c.s.limits.ConnectTimeout)
+	cs, _, err := c.sessionFor(cctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return tools.Output{}, ctx.Err()
+		}
+		msg := c.scrubbed(plainError(err, cctx))
+		if readOnly {
+			return tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("MCP server %s: %s", c.srv.Name, msg)}
+		}
+		return tools.ToolError("the MCP server %s could not be reached (%s); the call was not made", c.srv.Name, msg), nil
+	}
+
+	params := &sdk.CallToolParams{Name: lt.raw.Name, Arguments: json.RawMessage(args)}
+	token := fmt.Sprintf("lucy-%d", progressSeq.Add(1))
+	params.SetProgressToken(token)
+	c.mu.Lock()
+	c.progress[token] = func(p *sdk.ProgressNotificationParams) {
+		// The activity already heartbeats while the tool runs; this adds what the server says it is
+		// at, which the Web UI shows as the heartbeat's details.
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, progressText(p))
+		}
+	}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.progress, token)
+		c.mu.Unlock()
+	}()
+
+	res, err := cs.CallTool(ctx, params)
+	if err != nil {
+		if ctx.Err() != nil {
+			return tools.Output{}, ctx.Err()
+		}
+		var wire *jsonrpc.Error
+		if errors.As(err, &wire) && wire.Code != codeRejected {
+			msg := c.scrubbed(wire.Message)
+			switch {
+			case wire.Code >= jsonrpc.CodeInvalidParams && wire.Code <= jsonrpc.CodeInvalidRequest, wire.Code == jsonrpc.CodeParseError:
+				// The server refused the call (unknown tool, bad arguments): nothing ran.
+				return tools.ToolError("the MCP server %s refused the call: %s", c.srv.Name, msg), nil
+			case readOnly:
+				// The server failed while handling it (an internal error): worth another attempt.
+				return tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("MCP server %s: %s", c.srv.Name, msg)}
+			}
+			return tools.ToolError("the MCP server %s failed during the call (%s): it may or may not have done part of it. "+
+				"Check its effect before trying again.", c.srv.Name, msg), nil
+		}
+		// The session broke: the server went away or the connection dropped mid-call.
+		c.drop(cs)
+		msg := c.scrubbed(err.Error())
+		if readOnly {
+			return tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("MCP server %s: %s", c.srv.Name, msg)}
+		}
+		return tools.ToolError("the MCP server %s stopped answering during the call (%s): the call may or may not have "+
+			"completed. Check its effect before trying again, and tell the person if you cannot.", c.srv.Name, brokenReason(err, msg)), nil
+	}
+	text := c.scrubbed(resultText(res))
+	if res.IsError {
+		return tools.Output{Content: "Error from the MCP server " + c.srv.Name + ": " + text, IsError: true}, nil
+	}
+	return tools.Output{Content: text}, nil
+}
+
+func brokenReason(err error, msg string) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, sdk.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "its connection closed"
+	case errors.As(err, &ne):
+		return "network error: " + msg
+	}
+	return msg
+}
+
+// arguments are the model's arguments, checked against the tool's schema: a mistake is an
+// *tools.ArgError the model can correct, and the server never sees it.
+func (c *conn) arguments(inv tools.Invocation, lt listedTool) (string, error) {
+	raw := strings.TrimSpace(inv.Arguments)
+	if raw == "" || raw == "null" {
+		raw = "{}"
+	}
+	var v any
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return "", tools.ArgErrorf(inv.Name, "the arguments are not valid JSON (%v); give a JSON object", err)
+	}
+	if dec.More() {
+		return "", tools.ArgErrorf(inv.Name, "unexpected data after the JSON object")
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return "", tools.ArgErrorf(inv.Name, "the arguments must be a JSON object")
+	}
+	var plain any // the validator wants float64 numbers, not json.Number
+	_ = json.Unmarshal([]byte(raw), &plain)
+	if err := lt.schema.Validate(plain); err != nil {
+		return "", tools.ArgErrorf(inv.Name, "the arguments do not match the tool's schema: %s", c.scrubbed(err.Error()))
+	}
+	return raw, nil
+}
+
+func progressText(p *sdk.ProgressNotificationParams) string {
+	var b strings.Builder
+	if p.Total > 0 {
+		fmt.Fprintf(&b, "%g/%g", p.Progress, p.Total)
+	} else {
+		fmt.Fprintf(&b, "%g", p.Progress)
+	}
+	if p.Message != "" {
+		b.WriteString(" " + tools.Truncate(p.Message, 200))
+	}
+	return b.String()
+}
+
+// resultText turns a tool's result into text for the model: text as it is, structured content as
+// JSON (unless the text already is that JSON), and images, audio and binary resources described,
+// never inlined (the model reads text; base64 would only fill the transcript).
+func resultText(res *sdk.CallToolResult) string {
+	var parts []string
+	for _, ct := range res.Content {
+		switch v := ct.(type) {
+		case *sdk.TextContent:
+			parts = append(parts, v.Text)
+		case *sdk.ImageContent:
+			parts = append(parts, fmt.Sprintf("[image: %s, %s; not shown]", orUnknown(v.MIMEType), size(len(v.Data))))
+		case *sdk.AudioContent:
+			parts = append(parts, fmt.Sprintf("[audio: %s, %s; not shown]", orUnknown(v.MIMEType), size(len(v.Data))))
+		case *sdk.ResourceLink:
+			s := "[resource link: " + v.URI
+			if v.Name != "" {
+				s += " (" + v.Name + ")"
+			}
+			if v.Description != "" {
+				s += ": " + v.Description
+			}
+			parts = append(parts, s+"]")
+		case *sdk.EmbeddedResource:
+			r := v.Resource
+			switch {
+			case r == nil:
+			case r.Text != "":
+				parts = append(parts, fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text))
+			default:
+				parts = append(parts, fmt.Sprintf("[resource %s: %s, %s of binary data; not shown]", r.URI, orUnknown(r.MIMEType), size(len(r.Blob))))
+			}
+		default:
+			if data, err := json.Marshal(ct); err == nil {
+				parts = append(parts, string(data))
+			}
+		}
+	}
+	if res.StructuredContent != nil {
+		data, err := json.Marshal(res.StructuredContent)
+		if err == nil && !slices.ContainsFunc(parts, func(p string) bool { return sameJSON(p, data) }) {
+			parts = append(parts, string(data))
+		}
+	}
+	if len(parts) == 0 {
+		return "(the tool returned nothing)"
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+func sameJSON(text string, data []byte) bool {
+	var b bytes.Buffer
+	if json.Compact(&b, []byte(text)) != nil {
+		return false
+	}
+	return bytes.Equal(b.Bytes(), data)
+}
+
+func orUnknown(mime string) string {
+	if mime == "" {
+		return "unknown type"
+	}
+	return mime
+}
+
+func size(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,286 @@
+// Package mcp is Lucy's MCP client: the servers of the operator's configuration file
+// (LUCY_MCP_CONFIG, for every team) and those a team connects from chat (lucy_connect_mcp_server,
+// kept in the state store) offer their tools to the model at run time, as mcp__{server}__{tool},
+// through a tools.Source; lucy_list_integrations shows them through Integrations.
+//
+// Listing must be fast, because the route activity lists every team's tools before each run: each
+// server's tools are cached per worker for a minute (refreshed at once when the server says its list
+// changed), a server that fails is left out and retried in the background, and no listing waits
+// longer than one bounded connect-and-list. Sessions are kept per server (per team for a server that
+// uses a team's credential or that a team connected) and reconnected when they break.
+package mcp
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workspace"
+)
+
+// Limits bound what a server may cost a run; zero fields take the defaults.
+type Limits struct {
+	// ConnectTimeout bounds connecting to a server and listing its tools (10 s).
+	ConnectTimeout time.Duration
+	// TTL is how long a server's tool list is used before it is listed again (60 s), unless the
+	// server says its list changed.
+	TTL time.Duration
+	// RetryAfter is how long a server that failed is left alone before it is tried again (30 s).
+	RetryAfter time.Duration
+	// TeamTTL is how long a team's own server list is cached (10 s): another worker's connect or
+	// disconnect shows here within it.
+	TeamTTL time.Duration
+	// MaxTools is how many tools one server may offer (100); a server with more is refused whole.
+	MaxTools int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.ConnectTimeout <= 0 {
+		l.ConnectTimeout = 10 * time.Second
+	}
+	if l.TTL <= 0 {
+		l.TTL = time.Minute
+	}
+	if l.RetryAfter <= 0 {
+		l.RetryAfter = 30 * time.Second
+	}
+	if l.TeamTTL <= 0 {
+		l.TeamTTL = 10 * time.Second
+	}
+	if l.MaxTools <= 0 {
+		l.MaxTools = 100
+	}
+	return l
+}
+
+// Deps are what the MCP client needs from the worker.
+type Deps struct {
+	// Servers are the operator's (LUCY_MCP_CONFIG): trusted, any address, for every team.
+	Servers []Server
+	// State is Lucy's state store, where each team's own servers live (mcp/<name>.json); nil means
+	// teams cannot connect servers from chat.
+	State workspace.Store
+	// Credentials are the teams' stored keys a server may be called with; nil means none.
+	Credentials integrations.Credentials
+	// Keys asks a person for a credential a server needs; nil means it cannot be asked.
+	Keys integrations.KeyRequester
+	// Admins may disconnect any team server (LUCY_ADMIN_USERS).
+	Admins []string
+	// HTTP is the client for the servers teams connect from chat: it must refuse private addresses
+	// when it dials (tools.NewGuardedClient). Nil builds that client, allowing no private host.
+	HTTP *http.Client
+	// CheckURL refuses a URL a team's server may not be at (private, loopback, link-local, unless
+	// the operator allows it: tools.PrivateHosts.CheckURL). Nil allows no private host.
+	CheckURL func(ctx context.Context, u *url.URL) error
+	Log      zerolog.Logger
+	Limits   Limits
+}
+
+// Source is the MCP client of a worker: the tools.Source of every team's MCP tools, the Lister of its
+// servers, and the domain of the connect and disconnect tools. It is safe for concurrent use.
+type Source struct {
+	d        Deps
+	limits   Limits
+	log      zerolog.Logger
+	operator []Server
+
+	mu     sync.Mutex
+	conns  map[connKey]*conn
+	teams  map[string]*teamCache
+	closed bool
+}
+
+// connKey names one session: the operator's servers share one across teams unless they use a
+// team's credential; a team's own server is the team's.
+type connKey struct {
+	team string // "" for a shared session
+	name string
+	own  bool // a server the team connected
+}
+
+type teamCache struct {
+	servers []Server
+	at      time.Time
+}
+
+// New returns the MCP client over d. It connects to nothing until a team's tools are listed.
+func New(d Deps) *Source {
+	if d.CheckURL == nil {
+		d.CheckURL = tools.PrivateHosts{}.CheckURL
+	}
+	if d.HTTP == nil {
+		d.HTTP = tools.NewGuardedClient(nil, tools.PrivateHosts{})
+	}
+	return &Source{d: d, limits: d.Limits.withDefaults(), log: d.Log.With().Str("component", "mcp").Logger(),
+		operator: slices.Clone(d.Servers), conns: map[connKey]*conn{}, teams: map[string]*teamCache{}}
+}
+
+// Close ends every session and stops the servers Lucy started.
+func (s *Source) Close() {
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = map[connKey]*conn{}
+	s.closed = true
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close()
+	}
+}
+
+// servers returns the operator's servers and the team's own, sorted by name (the operator's first
+// on a clash, which connect refuses anyway).
+func (s *Source) servers(ctx context.Context, team string) []scoped {
+	out := make([]scoped, 0, len(s.operator))
+	for _, srv := range s.operator {
+		out = append(out, scoped{srv, s.key(team, srv, false)})
+	}
+	own, err := s.teamServers(ctx, team)
+	if err != nil {
+		s.log.Warn().Err(err).Str("team", team).Msg("cannot read the team's MCP servers; only the operator's are offered")
+	}
+	for _, srv := range own {
+		if s.operatorServer(srv.Name) != nil {
+			continue
+		}
+		out = append(out, scoped{srv, s.key(team, srv, true)})
+	}
+	return out
+}
+
+type scoped struct {
+	srv Server
+	key connKey
+}
+
+func (s *Source) key(team string, srv Server, own bool) connKey {
+	if own || srv.Credential != "" {
+		return connKey{team: team, name: srv.Name, own: own}
+	}
+	return connKey{name: srv.Name}
+}
+
+func (s *Source) operatorServer(name string) *Server {
+	for i := range s.operator {
+		if strings.EqualFold(s.operator[i].Name, name) {
+			return &s.operator[i]
+		}
+	}
+	return nil
+}
+
+// conn returns the session holder of key, made on first use; a holder whose server changed (a team
+// server disconnected and connected again elsewhere) is replaced.
+func (s *Source) conn(k connKey, srv Server) *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.conns[k]
+	if c != nil && sameServer(c.srv, srv) {
+		return c
+	}
+	if c != nil {
+		go c.close()
+	}
+	c = newConn(s, srv, k.team)
+	if !s.closed {
+		s.conns[k] = c
+	}
+	return c
+}
+
+func sameServer(a, b Server) bool {
+	return a.Name == b.Name && a.URL == b.URL && a.Credential == b.Credential && a.Type == b.Type &&
+		a.Command == b.Command && slices.Equal(a.Args, b.Args) && a.AddedBy == b.AddedBy
+}
+
+// forget drops a team server's session and the team's cached list, after a connect or disconnect.
+func (s *Source) forget(team, name string) {
+	s.mu.Lock()
+	k := connKey{team: team, name: name, own: true}
+	c := s.conns[k]
+	delete(s.conns, k)
+	delete(s.teams, team)
+	s.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+}
+
+// Tools lists what the MCP servers offer team now: the operator's and the team's own, each from its
+// cache. A server listed for the first time is waited for (at most ConnectTimeout, all servers at
+// once); one that fails is left out, with its reason in Integrations and the log.
+func (s *Source) Tools(ctx context.Context, team string) ([]tools.Tool, error) {
+	servers := s.servers(ctx, team)
+	lists := make([][]listedTool, len(servers))
+	conns := make([]*conn, len(servers))
+	var wg sync.WaitGroup
+	for i, sc := range servers {
+		conns[i] = s.conn(sc.key, sc.srv)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lists[i] = conns[i].listing(ctx, waitFirst)
+		}()
+	}
+	wg.Wait()
+	var all []named
+	for i, list := range lists {
+		for _, t := range list {
+			all = append(all, named{server: servers[i].srv.Name, tool: t, conn: conns[i]})
+		}
+	}
+	assignNames(all)
+	out := make([]tools.Tool, 0, len(all))
+	for _, n := range all {
+		out = append(out, n.conn.tool(n.name, n.tool))
+	}
+	return out, nil
+}
+
+// Integrations lists the team's MCP servers for lucy_list_integrations, with their health: a server
+// never listed in this worker is listed now (bounded by ConnectTimeout, all at once).
+func (s *Source) Integrations(ctx context.Context, team string) ([]integrations.Integration, error) {
+	servers := s.servers(ctx, team)
+	out := make([]integrations.Integration, len(servers))
+	var wg sync.WaitGroup
+	for i, sc := range servers {
+		c := s.conn(sc.key, sc.srv)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			list := c.listing(ctx, waitKnown)
+			st := c.state()
+			scope := "every team"
+			if sc.key.own {
+				scope = "this workspace"
+			}
+			status := st.status
+			if status == "" {
+				status = "not reached yet (still connecting)"
+			}
+			out[i] = integrations.Integration{Kind: "mcp", Name: sc.srv.Name, Scope: scope, Where: sc.srv.Where(),
+				Credential: sc.srv.Credential, Healthy: st.healthy, Status: status, Tools: len(list), AddedBy: sc.srv.AddedBy}
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+var (
+	_ tools.Source        = (*Source)(nil)
+	_ integrations.Lister = (*Source)(nil)
+)
+
+func (k connKey) String() string {
+	if k.team == "" {
+		return k.name
+	}
+	return k.team + "/" + k.name
+}
