@@ -18,8 +18,8 @@ import (
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
-	"github.com/lucy-agent/lucy/workspace"
 	"github.com/lucy-agent/lucy/workflows"
+	"github.com/lucy-agent/lucy/workspace"
 )
 
 // syncBuffer is the terminal's output, readable while the terminal writes to it, by any number of
