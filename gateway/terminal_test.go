@@ -14,8 +14,12 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workflows"
+	"github.com/lucy-agent/lucy/workspace"
 )
 
 // syncBuffer is the terminal's output, readable while the terminal writes to it, by any number of
@@ -123,6 +127,15 @@ func (w *fakeWorker) handle(m workflows.Message) {
 	case m.Control == "status":
 		// The lane answers from its status; no run starts.
 		w.post(m, "Nothing running right now.")
+	case m.Text == "connect github":
+		// The run asks for a key (lucy_store_api_key's button) and ends its turn.
+		w.setStatus(key, true, true)
+		req := integrations.NewSlackKeys(func(string) tools.SlackAPI { return w.bot })
+		inv := tools.Invocation{Team: m.Team, Channel: m.Channel, ThreadTS: m.ThreadTS, User: m.User, RunID: "run", CallID: "call"}
+		if err := req.RequestKey(context.Background(), inv, "github", "read your issues"); err != nil {
+			w.t.Error(err)
+		}
+		w.setStatus(key, false, false)
 	case m.Text == "long task":
 		w.setStatus(key, true, true)
 		ts := w.post(m, "_working on it…_")
@@ -160,7 +173,7 @@ type terminalRig struct {
 	lines func(string)
 }
 
-func startTerminal(t *testing.T, h *fakeHandoff) *terminalRig {
+func startTerminal(t *testing.T, h *fakeHandoff, configure ...func(*Terminal)) *terminalRig {
 	t.Helper()
 	fastTerminal(t)
 	ws, base := localslack.NewTestServer(t, localslack.Options{})
@@ -170,6 +183,9 @@ func startTerminal(t *testing.T, h *fakeHandoff) *terminalRig {
 	pr, pw := io.Pipe()
 	term := &Terminal{In: pr, Out: out, Handoff: h, Slack: api, Team: localslack.DefaultTeam, Channel: "DLOCAL",
 		User: "ULOCAL", Log: zerolog.New(zerolog.NewTestWriter(t))}
+	for _, c := range configure {
+		c(term)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &terminalRig{ws: ws, h: h, out: out, in: pw, errc: make(chan error, 1), term: term, stop: cancel}
 	r.lines = func(s string) {
@@ -397,5 +413,50 @@ func TestPrintRepliesOrdersTimestamps(t *testing.T) {
 			t.Errorf("reply %s after %s: answered = %v, want %v", tc.reply, tc.after, got, tc.want)
 		}
 		srv.Close()
+	}
+}
+
+// An Add key button in the terminal: the key is asked for, stored with the form's rule, and the
+// lane gets "I added the key" as the person's next line, never the key.
+func TestTerminalAddKey(t *testing.T) {
+	h := &fakeHandoff{}
+	dir := t.TempDir()
+	store, err := secrets.New(workspace.NewLocalAt(dir), secrets.Key{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startTerminal(t, h, func(t *Terminal) { t.Credentials = store })
+	r.out.waitFor(t, "you> ", 1)
+	r.lines("connect github")
+	r.out.waitFor(t, "Key for github (typing is hidden", 1)
+	r.lines(testKeyValue)
+	r.out.waitFor(t, "(the key for github is stored, encrypted)", 1)
+	r.out.waitFor(t, "lucy> Done: the answer", 1) // the run that the message started answered
+	if v, m, err := store.Get(context.Background(), localslack.DefaultTeam, "github"); err != nil || v != testKeyValue || m.Owner != "ULOCAL" {
+		t.Fatalf("stored %q %+v %v", v, m, err)
+	}
+	msgs := h.gotMessages()
+	if len(msgs) < 2 || msgs[1].Text != KeyAddedText("github") || msgs[1].User != "ULOCAL" || msgs[1].ThreadTS != msgs[0].ThreadTS {
+		t.Fatalf("handed %+v", msgs)
+	}
+	for _, m := range r.ws.Messages("DLOCAL", "") {
+		if strings.Contains(m.Text, "ghp_") {
+			t.Fatalf("the key is in the local workspace: %+v", m)
+		}
+	}
+	for _, m := range msgs {
+		if strings.Contains(m.Text, "ghp_") {
+			t.Fatal("the key was handed to Temporal")
+		}
+	}
+	// A key pasted into a line is removed before the local workspace keeps it.
+	r.lines("/new")
+	r.lines("here " + testKeyValue)
+	r.out.waitFor(t, "(a key in your message was removed", 1)
+	r.out.waitFor(t, "lucy> Done: the answer", 2)
+	for _, m := range r.ws.Messages("DLOCAL", "") {
+		if strings.Contains(m.Text, "ghp_") {
+			t.Fatalf("a pasted key is in the local workspace: %+v", m)
+		}
 	}
 }
