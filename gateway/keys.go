@@ -29,7 +29,7 @@ type ViewOpener interface {
 }
 
 // KeyAddedText is the message the lane gets from the person who submitted the form.
-func KeyAddedText(service string) string { return "I added the key for `" + service + "`." }
+func KeyAddedText(service string) string { return slackwire.KeyAddedText(service) }
 
 // outcomeKey is the outcome of an Add key click that opened the form, and of a stored key handed
 // to its lane.
@@ -169,7 +169,8 @@ func (g *Gateway) HandleViewSubmission(ctx context.Context, cb slack.Interaction
 	m := workflows.Message{
 		// The view's ID names this submission: a redelivery hands the same event, which the lane
 		// drops. There is no Slack message behind it (the gateway never posts), so its ts is the
-		// time of the submission, after the button's.
+		// time of the submission, after the button's. (Not the button's own ts: the run reads its
+		// request back from the thread by ts, and would read the button's text instead.)
 		EventID: "view:" + cb.View.ID, Team: v.Team, Channel: v.Channel, TS: submissionTS(now), ThreadTS: v.ThreadTS,
 		User: cb.User.ID, Text: KeyAddedText(service), Kind: "message", IsDM: strings.HasPrefix(v.Channel, "D"),
 		ReceivedAt: now.UTC().Format(time.RFC3339Nano),

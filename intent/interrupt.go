@@ -1,5 +1,7 @@
 package intent
 
+import "github.com/lucy-agent/lucy/slackwire"
+
 // InterruptAction is what to do with a message that arrives in a thread while a run is busy there.
 type InterruptAction int
 
@@ -54,6 +56,11 @@ var foldAnywhere = newLexicon(0, group{irFold, []string{
 // region instead", "include Q4 too". Anything else is queued as its own run after the current one.
 // Callers check approvals, Cancel and IsStatusQuery first: "wait, stop" is a cancel.
 func ThreadInterrupt(text string) InterruptAction {
+	if slackwire.IsKeyAdded(text) {
+		// The Add key form's message: the running request may be waiting for this key (or about to
+		// ask for it), so it belongs to that request, never to the queue.
+		return Fold
+	}
 	m := parse(text)
 	words := m.words
 	if len(words) > 0 && words[len(words)-1] == "too" && m.wordCount() >= 3 {

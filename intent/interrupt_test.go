@@ -37,6 +37,9 @@ func TestThreadInterrupt(t *testing.T) {
 		{"<@U0LUCY> also include Q4", Fold},
 		{"can you also add a chart", Fold},
 		{"correction: the client is Globex", Fold},
+		// The Add key form's message: the running request may wait for exactly this key.
+		{"I added the key for `billing`.", Fold},
+		{"I added the key for `github`. now list my repos", Queue},
 		{"thanks, can you also make it a PDF?", Fold},
 		// New requests: queued.
 		{"what's the weather in Paris?", Queue},

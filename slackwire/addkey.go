@@ -1,5 +1,7 @@
 package slackwire
 
+import "strings"
+
 // The Add key button: a run posts it (package integrations, lucy_store_api_key) and the gateway
 // answers its click with a form (a Slack modal) whose submission it stores. Both sides read these
 // names, so they live here, once.
@@ -28,4 +30,15 @@ type AddKey struct {
 	ThreadTS  string `json:"thread"`
 	Service   string `json:"service"`
 	Requester string `json:"requester"`
+}
+
+// KeyAddedText is the message the lane gets, in the submitter's name, once the Add key form stored
+// a key: never the key itself.
+func KeyAddedText(service string) string { return "I added the key for `" + service + "`." }
+
+// IsKeyAdded reports whether text (mentions stripped) is KeyAddedText: the lane folds it into the
+// running request (which may be waiting for exactly that), whatever the request is doing.
+func IsKeyAdded(text string) bool {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(text), "I added the key for `")
+	return ok && strings.HasSuffix(rest, "`.") && !strings.ContainsAny(strings.TrimSuffix(rest, "`."), "` \n")
 }
