@@ -90,7 +90,7 @@ func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.release(context.WithoutCancel(ctx))
 		reason := exchangeReason(err, code, p.Verifier, p.Client.Secret)
 		log.Warn().Str("reason", reason).Msg("MCP sign-in: the token endpoint refused the code")
-		page(w, http.StatusBadGateway, "Not connected", "The sign-in to "+p.Server+" could not be completed: its token endpoint refused it ("+
+		page(w, http.StatusBadGateway, "Not connected", "The sign-in to "+p.Server+" could not be completed at its token endpoint ("+
 			reason+"). Nothing was changed. You can try the same link again, or ask Lucy for a new one.")
 		return
 	}
