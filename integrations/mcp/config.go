@@ -245,9 +245,6 @@ func (e fileEntry) server(name string) (Server, error) {
 // envRefRE is a secret read from the worker's environment: ${env:NAME}.
 var envRefRE = regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$`)
 
-// lookupEnv reads the worker's environment (a variable of tests).
-var lookupEnv = os.LookupEnv
-
 func (e fileEntry) oauthClient() (*OAuthClient, error) {
 	o := &OAuthClient{ClientID: strings.TrimSpace(e.OAuth.ClientID), ClientSecret: strings.TrimSpace(e.OAuth.ClientSecret), Scopes: e.OAuth.Scopes}
 	if o.ClientID == "" {
@@ -255,7 +252,7 @@ func (e fileEntry) oauthClient() (*OAuthClient, error) {
 			`(leave "oauth" out for a server that lets clients register themselves)`)
 	}
 	if m := envRefRE.FindStringSubmatch(o.ClientSecret); m != nil {
-		v, ok := lookupEnv(m[1])
+		v, ok := os.LookupEnv(m[1])
 		if !ok || strings.TrimSpace(v) == "" {
 			return nil, fmt.Errorf(`"oauth" "clientSecret" reads the environment variable %s, which is not set in the worker's environment`, m[1])
 		}

@@ -457,3 +457,34 @@ func TestOAuthWithoutAPublicURL(t *testing.T) {
 		t.Error("registered a client although no sign-in can complete")
 	}
 }
+
+// The operator's "oauth" client: its secret from the environment or a stored credential, never
+// marshalled, and mistakes said at load.
+func TestOAuthClientInTheConfigurationFile(t *testing.T) {
+	t.Setenv("LUCY_TEST_CRM_SECRET", "env-secret-8c2d1f")
+	servers, err := mcp.ParseConfig([]byte(`{"mcpServers": {
+		"crm": {"url": "https://crm.example.com/mcp", "oauth": {"clientId": "lucy", "clientSecret": "${env:LUCY_TEST_CRM_SECRET}", "scopes": ["crm.read"]}},
+		"wiki": {"url": "https://wiki.example.com/mcp", "oauth": {"clientId": "lucy", "clientSecret": "${credential:Wiki-Client}"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crm, wiki := servers[0], servers[1]
+	if crm.OAuth == nil || crm.OAuth.ClientSecret != "env-secret-8c2d1f" || crm.OAuth.Scopes[0] != "crm.read" || wiki.OAuth.ClientSecret != "${credential:wiki-client}" {
+		t.Fatalf("parsed: %+v %+v", crm.OAuth, wiki.OAuth)
+	}
+	if data, _ := json.Marshal(crm); strings.Contains(string(data), "env-secret") {
+		t.Errorf("a marshalled server carries its client secret: %s", data)
+	}
+	for entry, want := range map[string]string{
+		`{"url": "https://x.example.com/mcp", "oauth": {"clientSecret": "s"}}`:                                      `needs the "clientId"`,
+		`{"url": "https://x.example.com/mcp", "oauth": {"clientId": "c", "clientSecret": "${env:LUCY_NOT_SET_X}"}}`: "LUCY_NOT_SET_X, which is not set",
+		`{"url": "https://x.example.com/mcp", "oauth": {"clientId": "c", "clientSecret": "${credential:a b}"}}`:     "needs a credential name",
+		`{"url": "https://x.example.com/mcp", "credential": "k", "oauth": {"clientId": "c"}}`:                       "not both",
+		`{"command": "npx", "oauth": {"clientId": "c"}}`:                                                            `"oauth" is for remote servers`,
+		`{"url": "https://x.example.com/mcp", "oauth": {"clientId": "c", "scopes": ["a b"]}}`:                       "not one scope",
+	} {
+		if _, err := mcp.ParseConfig([]byte(`{"mcpServers": {"x": ` + entry + `}}`)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", entry, err, want)
+		}
+	}
+}

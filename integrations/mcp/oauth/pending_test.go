@@ -133,4 +133,3 @@ func TestExchangeOfAChatServerUsesTheGuardedClient(t *testing.T) {
 		t.Error("tokens stored")
 	}
 }
-
