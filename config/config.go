@@ -85,6 +85,11 @@ type Config struct {
 	// WorkerHTTPAddr (LUCY_WORKER_HTTP_ADDR) is where `lucy worker` serves /healthz, /readyz and
 	// /metrics. `lucy dev` serves them once, on HTTPAddr, for the whole process.
 	WorkerHTTPAddr string
+	// PublicURL (LUCY_PUBLIC_URL) is the gateway's base URL as a browser reaches it, without a
+	// trailing slash: the sign-in to an MCP server that requires OAuth redirects the person's browser
+	// to PublicURL + "/mcp/oauth/callback", which the gateway serves. Empty means no public URL (Socket
+	// Mode behind a firewall): sign-in is not offered, and a stored token is the way in.
+	PublicURL string
 
 	// Slack
 	SlackBotToken string // SLACK_BOT_TOKEN (xoxb-)
@@ -361,6 +366,9 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("LUCY_HTTP_ADDR %q is not [host]:port (for example %s)", c.HTTPAddr, defaultHTTPAddr(mode))
+	}
+	if c.PublicURL, err = publicURL(getenv("LUCY_PUBLIC_URL")); err != nil {
+		return nil, err
 	}
 	if _, _, err := net.SplitHostPort(c.WorkerHTTPAddr); err != nil {
 		return nil, fmt.Errorf("LUCY_WORKER_HTTP_ADDR %q is not [host]:port (for example :9090)", c.WorkerHTTPAddr)
@@ -776,7 +784,38 @@ func (c *Config) Redacted() map[string]any {
 		"approvalKeyFrom": c.ApprovalKeySource, "maxToolCalls": c.MaxToolCalls,
 		"workspaceStore": c.WorkspaceStore(), "s3Endpoint": c.S3Endpoint,
 		"allowedPrivateHosts": c.AllowedPrivateHosts.String(),
+		"publicUrl":           c.PublicURL,
 	}
+}
+
+// publicURL checks LUCY_PUBLIC_URL: an absolute base URL, https, or http on a loopback host (a
+// developer's browser and `lucy dev` on one machine). Plain http elsewhere would carry the sign-in
+// code over the network in clear. A path is kept (a gateway behind a reverse proxy's prefix); a
+// query, a fragment or user info make no sense in a base URL and are refused.
+func publicURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", fmt.Errorf("LUCY_PUBLIC_URL %q is not an absolute URL: give the gateway's public base URL, e.g. https://lucy.example.com", raw)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", fmt.Errorf("LUCY_PUBLIC_URL %q must be a base URL without user info, query or fragment, e.g. https://lucy.example.com", u.Redacted())
+	}
+	if u.Scheme == "http" && !loopbackHost(u.Hostname()) {
+		return "", fmt.Errorf("LUCY_PUBLIC_URL %q is http on a host that is not loopback: the sign-in code would travel in clear; use https (http is accepted for localhost, 127.0.0.1 and [::1] only)", raw)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+func loopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
 
 // searchProviders are the values of LUCY_SEARCH_PROVIDER.

@@ -22,6 +22,8 @@ var fixedVariables = []string{
 	"LUCY_DATA_DIR", "LUCY_TEMPORAL_PORT", "LUCY_UI_PORT",
 	// HTTP listeners (the gateway's, and the worker's health and metrics)
 	"LUCY_HTTP_ADDR", "LUCY_WORKER_HTTP_ADDR",
+	// The gateway's public base URL (the OAuth sign-in callback of MCP servers)
+	"LUCY_PUBLIC_URL",
 	// Slack
 	"SLACK_BOT_TOKEN", "SLACK_USER_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL",
 	// Approvals

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -47,6 +48,10 @@ type Options struct {
 	// Views opens the Add key form (views.open with the click's trigger_id), the one Slack Web API
 	// call the gateway makes; nil: the form cannot be opened.
 	Views ViewOpener
+	// OAuthCallback answers the browser's return from an MCP server's sign-in (GET
+	// /mcp/oauth/callback, package integrations/mcp/oauth: it exchanges the code and stores the
+	// tokens; it calls no model and posts nothing). Nil: the path is not served.
+	OAuthCallback http.Handler
 }
 
 // Gateway turns Slack events into durable signals to lane workflows. It keeps no state between
@@ -65,6 +70,7 @@ type Gateway struct {
 	creds   *secrets.Store
 	admins  []string
 	views   ViewOpener
+	oauth   http.Handler
 }
 
 // New returns a Gateway.
@@ -78,7 +84,7 @@ func New(o Options) *Gateway {
 	return &Gateway{
 		h: o.Handoff, botUser: o.BotUserID, botID: o.BotID, team: o.Team,
 		log: o.Log, now: o.Now, metrics: o.Metrics, ready: o.Ready, flood: newFloodGuard(o.UserEventsPerMinute), lanes: newLaneCache(),
-		creds: o.Credentials, admins: o.Admins, views: o.Views,
+		creds: o.Credentials, admins: o.Admins, views: o.Views, oauth: o.OAuthCallback,
 	}
 }
 

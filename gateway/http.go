@@ -33,6 +33,7 @@ const (
 //	GET  /healthz              200 while the process is up
 //	GET  /readyz               200 when Temporal answers, 503 otherwise
 //	GET  /metrics              Prometheus text format
+//	GET  /mcp/oauth/callback   the browser's return from an MCP server's sign-in (with OAuthCallback)
 //
 // Every Slack request is verified with the signing secret on its raw body before anything in it is
 // parsed. An event is answered 200 only after it was handed to its lane; a failed hand-off is
@@ -48,8 +49,9 @@ func (g *Gateway) HTTPHandler(signingSecret string) http.Handler {
 	return mux
 }
 
-// OpsHandler serves only /healthz, /readyz and /metrics, for Socket Mode deployments, which need no
-// public Slack endpoint.
+// OpsHandler serves /healthz, /readyz and /metrics, for Socket Mode deployments, which need no
+// public Slack endpoint, and the sign-in callback of MCP servers, for those that have a public URL
+// all the same (LUCY_PUBLIC_URL).
 func (g *Gateway) OpsHandler() http.Handler {
 	mux := http.NewServeMux()
 	g.registerOps(mux)
@@ -58,7 +60,16 @@ func (g *Gateway) OpsHandler() http.Handler {
 
 func (g *Gateway) registerOps(mux *http.ServeMux) {
 	ops.Register(mux, g.readiness, g.metrics, g.log)
+	if g.oauth != nil {
+		// Not behind Slack's signature: the provider sends the person's browser here. What makes
+		// a request count is its state, single use and unguessable, which the handler checks.
+		mux.Handle("GET "+OAuthCallbackPath, g.oauth)
+	}
 }
+
+// OAuthCallbackPath is where the browser comes back from an MCP server's sign-in (the
+// integrations/mcp/oauth package's CallbackPath, which the worker puts in the redirect URI).
+const OAuthCallbackPath = "/mcp/oauth/callback"
 
 // readiness is ready when Temporal answers and, in `lucy dev`, the worker beside the gateway polls.
 func (g *Gateway) readiness(ctx context.Context) error {

@@ -25,6 +25,7 @@ import (
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp"
+	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
@@ -207,6 +208,12 @@ func NewActivities(d Deps) *Activities {
 	if err != nil {
 		panic(err) // unreachable: a key of the right size always makes a cipher
 	}
+	// The OAuth sign-in to MCP servers: pending sign-ins in the state store, tokens in the
+	// credential store, the callback on LUCY_PUBLIC_URL (without one, a 401 says what works instead).
+	mcpOAuth, err := oauth.New(state, creds, cfg.SecretsKey, cfg.PublicURL)
+	if err != nil {
+		panic(err) // unreachable: the stores are set and a key of the right size always makes a cipher
+	}
 	slackTools := func(team string) tools.SlackAPI { return slackFor(team) }
 	var scheduleClient client.ScheduleClient
 	if d.Client != nil {
@@ -234,6 +241,7 @@ func NewActivities(d Deps) *Activities {
 		PrivateHosts:         cfg.AllowedPrivateHosts,
 		OpenAPIMaxOperations: cfg.OpenAPIMaxOperations,
 		MCPServers:           d.MCPServers,
+		MCPOAuth:             mcpOAuth,
 	})
 	core := &activities.Activities{
 		Model:            model,

@@ -21,8 +21,11 @@ import (
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/gateway"
+	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tracing"
 	"github.com/lucy-agent/lucy/worker"
 )
@@ -157,6 +160,13 @@ func newGateway(ctx context.Context, cfg *config.Config, c client.Client, log ze
 		return nil, err
 	}
 	o.Credentials, o.Admins = creds, cfg.AdminUsers
+	// The browser's return from an MCP server's sign-in, served in every gateway mode (Socket Mode
+	// too: the listener exists, and with LUCY_PUBLIC_URL pointing at it the sign-in works).
+	cb, err := oauthCallback(cfg, creds, log)
+	if err != nil {
+		return nil, err
+	}
+	o.OAuthCallback = cb
 	if cfg.Mode == config.ModeGateway && cfg.S3Bucket == "" {
 		log.Warn().Str("dir", cfg.DataDir).Msg("keys added with the Add key form are stored in this gateway's LUCY_DATA_DIR/state: " +
 			"workers see them only if they share that folder; set LUCY_WORKSPACE_STORE=s3://… so that every process shares them")
@@ -174,6 +184,24 @@ func newGateway(ctx context.Context, cfg *config.Config, c client.Client, log ze
 		o.BotUserID, o.BotID, o.Team = who.UserID, who.BotID, who.TeamID
 	}
 	return gateway.New(o), nil
+}
+
+// oauthCallback is the gateway's handler of GET /mcp/oauth/callback: the pending sign-ins are in
+// Lucy's state store (where the workers put them), the tokens go to the credential store. The code
+// of a server connected from chat is exchanged through the guarded client (its token endpoint must
+// be public unless LUCY_ALLOWED_PRIVATE_HOSTS allows it); an operator's server's through a plain one.
+func oauthCallback(cfg *config.Config, creds *secrets.Store, log zerolog.Logger) (http.Handler, error) {
+	state, err := worker.StateStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	flow, err := oauth.New(state, creds, cfg.SecretsKey, cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	timeout := &http.Client{Timeout: 15 * time.Second}
+	return &oauth.Callback{Flow: flow, Guarded: tools.NewGuardedClient(timeout, cfg.AllowedPrivateHosts),
+		Trusted: &http.Client{Timeout: 15 * time.Second, Transport: http.DefaultTransport}, Log: log}, nil
 }
 
 func socketMode(ctx context.Context, cfg *config.Config, gw *gateway.Gateway) error {

@@ -143,6 +143,7 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 	if err != nil {
 		return tools.Output{}, err
 	}
+	c.setRequester(inv.User)
 	cctx, cancel := context.WithTimeout(ctx, c.s.limits.ConnectTimeout)
 	cs, _, err := c.sessionFor(cctx)
 	cancel()
@@ -151,6 +152,12 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 			return tools.Output{}, ctx.Err()
 		}
 		msg := c.scrubbed(plainError(err, cctx))
+		var sign *needSignIn
+		if errors.As(err, &sign) {
+			// Retrying cannot help until a person signs in: the model passes the link on.
+			return tools.ToolError("the MCP server %s needs a person of this workspace to sign in before it can be used; the call "+
+				"was not made. Give the person this: %s. Then try again.", c.srv.Name, msg), nil
+		}
 		if readOnly {
 			return tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("MCP server %s: %s", c.srv.Name, msg)}
 		}

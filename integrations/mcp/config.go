@@ -38,9 +38,32 @@ type Server struct {
 	// Credential names the team's stored credential (package secrets) the server is called with: as
 	// "Authorization: Bearer <value>", or where a header value says ${credential}.
 	Credential string `json:"credential,omitempty"`
+	// OAuth is the operator's client for a server whose authorization server does not let Lucy
+	// register herself ("oauth" in the configuration file); nil registers dynamically when the
+	// server asks for a sign-in.
+	OAuth *OAuthClient `json:"oauth,omitempty"`
 
 	// Set for a server a team connected from chat: who connected it. Empty for the operator's.
 	AddedBy string `json:"addedBy,omitempty"`
+}
+
+// OAuthClient is an OAuth client the operator registered with a server's authorization server
+// (with the redirect URI LUCY_PUBLIC_URL/mcp/oauth/callback).
+type OAuthClient struct {
+	ClientID string `json:"clientId"`
+	// ClientSecret is the secret itself (read from ${env:NAME} when the file is loaded), or
+	// ${credential:name}: the team's stored credential of that name, read at each sign-in. Empty
+	// for a public client. Never marshalled: a Server may be logged or stored.
+	ClientSecret string   `json:"-"`
+	Scopes       []string `json:"scopes,omitempty"`
+}
+
+// credentialSecret is the name of the stored credential a ${credential:name} secret names, or "".
+func (o *OAuthClient) credentialSecret() string {
+	if name, ok := strings.CutPrefix(o.ClientSecret, "${credential:"); ok {
+		return strings.TrimSuffix(name, "}")
+	}
+	return ""
 }
 
 // Remote reports whether s is reached over HTTP rather than started as a command.
@@ -77,6 +100,11 @@ type fileEntry struct {
 	Transport  string            `json:"transport"` // another spelling of type
 	Credential string            `json:"credential"`
 	Disabled   bool              `json:"disabled"`
+	OAuth      *struct {
+		ClientID     string   `json:"clientId"`
+		ClientSecret string   `json:"clientSecret"`
+		Scopes       []string `json:"scopes"`
+	} `json:"oauth"`
 }
 
 // LoadFile reads the operator's servers from path. A missing file means no servers when required is
@@ -177,6 +205,9 @@ func (e fileEntry) server(name string) (Server, error) {
 		if e.Credential != "" {
 			return Server{}, errors.New(`"credential" is for remote servers ("url"): a started command serves every team, and a team's credential is not given to it`)
 		}
+		if e.OAuth != nil {
+			return Server{}, errors.New(`"oauth" is for remote servers ("url"): a started command does not sign in`)
+		}
 		return s, nil
 	}
 	u, err := url.Parse(s.URL)
@@ -198,7 +229,49 @@ func (e fileEntry) server(name string) (Server, error) {
 			return Server{}, fmt.Errorf(`header %q uses %s, but the server names no "credential"`, k, CredentialRef)
 		}
 	}
+	if e.OAuth != nil {
+		o, err := e.oauthClient()
+		if err != nil {
+			return Server{}, err
+		}
+		if s.Credential != "" {
+			return Server{}, errors.New(`give either "credential" (a stored token) or "oauth" (a sign-in), not both`)
+		}
+		s.OAuth = o
+	}
 	return s, nil
+}
+
+// envRefRE is a secret read from the worker's environment: ${env:NAME}.
+var envRefRE = regexp.MustCompile(`^\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}$`)
+
+func (e fileEntry) oauthClient() (*OAuthClient, error) {
+	o := &OAuthClient{ClientID: strings.TrimSpace(e.OAuth.ClientID), ClientSecret: strings.TrimSpace(e.OAuth.ClientSecret), Scopes: e.OAuth.Scopes}
+	if o.ClientID == "" {
+		return nil, errors.New(`"oauth" needs the "clientId" the operator registered with the server's authorization server ` +
+			`(leave "oauth" out for a server that lets clients register themselves)`)
+	}
+	if m := envRefRE.FindStringSubmatch(o.ClientSecret); m != nil {
+		v, ok := os.LookupEnv(m[1])
+		if !ok || strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf(`"oauth" "clientSecret" reads the environment variable %s, which is not set in the worker's environment`, m[1])
+		}
+		o.ClientSecret = strings.TrimSpace(v)
+	} else if strings.HasPrefix(o.ClientSecret, "${credential:") {
+		name, ok := secrets.NormalizeService(o.credentialSecret())
+		if !ok || !strings.HasSuffix(o.ClientSecret, "}") {
+			return nil, fmt.Errorf(`"oauth" "clientSecret" %q: ${credential:name} needs a credential name (lowercase letters, digits, '.', '_' and '-')`, o.ClientSecret)
+		}
+		o.ClientSecret = "${credential:" + name + "}"
+	} else if strings.HasPrefix(o.ClientSecret, "${") {
+		return nil, errors.New(`"oauth" "clientSecret" is the secret, ${env:NAME} or ${credential:name}`)
+	}
+	for _, sc := range o.Scopes {
+		if strings.TrimSpace(sc) == "" || strings.ContainsAny(sc, " \t\n") {
+			return nil, fmt.Errorf(`"oauth" "scopes" holds %q, which is not one scope`, sc)
+		}
+	}
+	return o, nil
 }
 
 // Where says where a server is, for people: its URL (credentials masked) or its command line.
@@ -241,6 +314,9 @@ func (s Server) secretValues() []string {
 				out = append(out, after)
 			}
 		}
+	}
+	if s.OAuth != nil && s.OAuth.ClientSecret != "" && s.OAuth.credentialSecret() == "" {
+		out = append(out, s.OAuth.ClientSecret)
 	}
 	for _, v := range s.Env {
 		if len(v) >= 8 { // "1", "true", "debug" are settings, and scrubbing them would mangle results

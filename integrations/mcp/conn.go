@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +19,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
 )
@@ -46,6 +48,15 @@ type conn struct {
 	progress map[string]func(*sdk.ProgressNotificationParams)
 	stderr   *tail
 	closed   bool
+
+	// The OAuth sign-in of a remote server without a configured credential that answered 401.
+	tokens     *oauth.TokenSet // the team's tokens in use, refreshed as they expire
+	seen       []string        // every token value this conn used: scrubbed from results and errors
+	signIn     *oauth.SignIn   // the link last offered, reused while it works
+	client     *oauth.Client   // the client registered for it, reused by the next sign-in
+	awaiting   bool            // the last listing asked for a sign-in
+	requester  string          // the last person whose request used this server: who the sign-in is for
+	refreshing sync.Mutex      // one refresh of the tokens at a time
 }
 
 // listedTool is a tool a server listed, checked: its schema resolved, its parameters for the model.
@@ -88,6 +99,11 @@ const (
 // listing returns the server's tools: the cached list while it is fresh; otherwise it starts a
 // refresh and, as w says, waits for it (bounded by ConnectTimeout and ctx).
 func (c *conn) listing(ctx context.Context, w wait) []listedTool {
+	if w != waitAlways && c.signedInSince(ctx) {
+		// Someone signed in since the listing that asked them to: list now, with the tokens,
+		// rather than after RetryAfter; this listing waits for it.
+		w = waitAlways
+	}
 	c.mu.Lock()
 	now := time.Now()
 	lim := c.s.limits
@@ -138,8 +154,14 @@ func (c *conn) doRefresh(done chan struct{}) {
 	if err != nil {
 		msg = c.scrubbed(plainError(err, ctx))
 	}
+	var need *needSignIn
+	var perTeam *perTeamSignIn
+	if errors.As(err, &perTeam) {
+		c.s.markPerTeam(c.srv.Name)
+	}
 	c.mu.Lock()
 	c.tried = true
+	c.awaiting = errors.As(err, &need)
 	if err != nil {
 		if c.status != msg || c.healthy {
 			c.s.log.Warn().Str("server", c.srv.Name).Str("team", c.team).Str("reason", msg).Msg("MCP server left out")
@@ -165,9 +187,15 @@ func (c *conn) doRefresh(done chan struct{}) {
 // plainError says in words why a server could not be listed.
 func plainError(err error, ctx context.Context) string {
 	var need *needCredential
+	var sign *needSignIn
+	var perTeam *perTeamSignIn
 	switch {
 	case errors.As(err, &need):
 		return need.Error()
+	case errors.As(err, &sign):
+		return sign.Error()
+	case errors.As(err, &perTeam):
+		return perTeam.Error()
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
 		return "did not answer within the time allowed (it may be down or hanging): " + err.Error()
 	}
@@ -345,11 +373,22 @@ func (c *conn) close() {
 	}
 }
 
-// connect starts or reaches the server and initializes a session.
+// connect starts or reaches the server and initializes a session; a signed-in token the server
+// refused is refreshed, and the connect tried once more with the new one.
 func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error) {
+	cs, scrub, err := c.connectOnce(ctx, false)
+	if errors.Is(err, errTokenRefreshed) {
+		cs, scrub, err = c.connectOnce(ctx, true)
+	}
+	return cs, scrub, err
+}
+
+func (c *conn) connectOnce(ctx context.Context, refreshed bool) (*sdk.ClientSession, []string, error) {
 	scrub := c.srv.secretValues()
 	var refused *atomic.Int32 // the HTTP status of a refused authorization (401, 403), for the status
 	var transport sdk.Transport
+	var ht *headerTransport
+	hadToken := false
 	if c.srv.Remote() {
 		headers := c.srv.Headers
 		if c.srv.Credential != "" {
@@ -359,6 +398,17 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error
 			}
 			scrub = append(scrub, value)
 			headers = c.srv.credentialHeaders(value)
+		}
+		var bearer func(context.Context) (string, error)
+		if c.signInEligible() && c.team != "" {
+			ts, err := c.s.d.OAuth.Token(ctx, c.team, c.srv.Name, c.srv.URL)
+			switch {
+			case err == nil:
+				c.useTokens(ts)
+				bearer, hadToken = c.bearer, true
+			case !errors.Is(err, oauth.ErrNotSignedIn):
+				return nil, nil, fmt.Errorf("its sign-in cannot be read: %w", err)
+			}
 		}
 		u, err := url.Parse(c.srv.URL)
 		if err != nil {
@@ -373,7 +423,7 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error
 			base = c.s.d.HTTP
 		}
 		hc := *base
-		ht := &headerTransport{base: base.Transport, host: u.Host, headers: headers}
+		ht = &headerTransport{base: base.Transport, host: u.Host, headers: headers, bearer: bearer}
 		hc.Transport = ht
 		refused = &ht.refused
 		if c.srv.Type == "sse" {
@@ -410,6 +460,9 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error
 	if err != nil {
 		if refused != nil {
 			if code := refused.Load(); code != 0 {
+				if code == http.StatusUnauthorized && c.signInEligible() {
+					return nil, nil, c.signInError(ctx, ht.lastChallenge(), hadToken, refreshed)
+				}
 				return nil, nil, c.authError(int(code))
 			}
 		}
@@ -418,13 +471,27 @@ func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error
 	return cs, scrub, nil
 }
 
+// signInEligible is a remote server Lucy may sign in to: one the operator gave no credential or
+// Authorization header (those are the way in, and a 401 means they are wrong), with sign-in wired.
+func (c *conn) signInEligible() bool {
+	if !c.srv.Remote() || c.srv.Credential != "" || c.s.d.OAuth == nil {
+		return false
+	}
+	for k := range c.srv.Headers {
+		if strings.EqualFold(k, "Authorization") {
+			return false
+		}
+	}
+	return true
+}
+
 // authError says what to do about a server that refused Lucy's authorization.
 func (c *conn) authError(code int) error {
 	if c.srv.Credential != "" {
 		return fmt.Errorf("it refused the stored credential %q (HTTP %d): store a valid key or token under that name", c.srv.Credential, code)
 	}
 	return fmt.Errorf("it requires authorization (HTTP %d): connect it with a credential (an API key or personal access token "+
-		"stored under a name, sent as a bearer token); signing in with OAuth is not supported yet", code)
+		"stored under a name, sent as a bearer token); signing in with OAuth is not available in this Lucy", code)
 }
 
 // detached connects a transport whose stream lives in the context it is connected with (the SSE
@@ -517,7 +584,7 @@ func (c *conn) onProgress(_ context.Context, req *sdk.ProgressNotificationClient
 
 func (c *conn) scrubbed(s string) string {
 	c.mu.Lock()
-	values := c.scrub
+	values := append(slices.Clone(c.scrub), c.seen...)
 	c.mu.Unlock()
 	return secrets.Scrub(tools.RedactCredentials(s), append(values, c.srv.secretValues()...)...)
 }
@@ -529,6 +596,9 @@ type headerTransport struct {
 	host    string
 	headers map[string]string
 	refused atomic.Int32 // the last 401 or 403 the server answered
+	// bearer gives the signed-in token of each request (refreshed as it expires); nil for none.
+	bearer    func(context.Context) (string, error)
+	challenge atomic.Pointer[[]string]
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -543,11 +613,38 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r.Header.Set(k, v)
 		}
 	}
+	if req.URL.Host == t.host && t.bearer != nil {
+		token, err := t.bearer(req.Context())
+		if err != nil {
+			return nil, err
+		}
+		if token != "" {
+			if r == req {
+				r = req.Clone(req.Context())
+			}
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+	}
 	resp, err := base.RoundTrip(r)
 	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 		t.refused.Store(int32(resp.StatusCode))
+		if resp.StatusCode == http.StatusUnauthorized {
+			ch := resp.Header.Values("WWW-Authenticate")
+			t.challenge.Store(&ch)
+		}
 	}
 	return resp, err
+}
+
+// lastChallenge is the WWW-Authenticate of the last 401 (resource_metadata, scope), if any.
+func (t *headerTransport) lastChallenge() []string {
+	if t == nil {
+		return nil
+	}
+	if p := t.challenge.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // inheritedEnv are the variables a started server gets from the worker's environment: enough to find

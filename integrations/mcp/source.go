@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workspace"
 )
@@ -80,8 +81,14 @@ type Deps struct {
 	// CheckURL refuses a URL a team's server may not be at (private, loopback, link-local, unless
 	// the operator allows it: tools.PrivateHosts.CheckURL). Nil allows no private host.
 	CheckURL func(ctx context.Context, u *url.URL) error
-	Log      zerolog.Logger
-	Limits   Limits
+	// OAuth signs a team in to a remote server that answers 401 and uses the tokens it stored; nil
+	// means sign-in is not offered (a 401 then asks for a stored credential).
+	OAuth *oauth.Flow
+	// TrustedHTTP makes the sign-in's requests (discovery, registration, refresh) for the
+	// operator's servers, which may be internal. Nil uses a client with a 15 s timeout.
+	TrustedHTTP *http.Client
+	Log         zerolog.Logger
+	Limits      Limits
 }
 
 // Source is the MCP client of a worker: the tools.Source of every team's MCP tools, the Lister of its
@@ -96,6 +103,9 @@ type Source struct {
 	conns  map[connKey]*conn
 	teams  map[string]*teamCache
 	closed bool
+	// perTeam are the operator's servers found to want each team signed in (a 401 without a
+	// configured credential): their sessions are per team from then on.
+	perTeam map[string]bool
 }
 
 // connKey names one session: the operator's servers share one across teams unless they use a
@@ -119,8 +129,13 @@ func New(d Deps) *Source {
 	if d.HTTP == nil {
 		d.HTTP = tools.NewGuardedClient(nil, tools.PrivateHosts{})
 	}
+	if d.TrustedHTTP == nil {
+		// http.DefaultTransport dials by itself, which tells the SDK's discovery that the caller
+		// chose its own network policy: the operator's servers may be internal.
+		d.TrustedHTTP = &http.Client{Timeout: 15 * time.Second, Transport: http.DefaultTransport}
+	}
 	return &Source{d: d, limits: d.Limits.withDefaults(), log: d.Log.With().Str("component", "mcp").Logger(),
-		operator: slices.Clone(d.Servers), conns: map[connKey]*conn{}, teams: map[string]*teamCache{}}
+		operator: slices.Clone(d.Servers), conns: map[connKey]*conn{}, teams: map[string]*teamCache{}, perTeam: map[string]bool{}}
 }
 
 // Close ends every session and stops the servers Lucy started.
@@ -161,7 +176,10 @@ type scoped struct {
 }
 
 func (s *Source) key(team string, srv Server, own bool) connKey {
-	if own || srv.Credential != "" {
+	s.mu.Lock()
+	perTeam := s.perTeam[srv.Name]
+	s.mu.Unlock()
+	if own || srv.Credential != "" || srv.OAuth != nil || perTeam {
 		return connKey{team: team, name: srv.Name, own: own}
 	}
 	return connKey{name: srv.Name}
@@ -230,6 +248,7 @@ func (s *Source) Tools(ctx context.Context, team string) ([]tools.Tool, error) {
 		}()
 	}
 	wg.Wait()
+	s.relistPerTeam(ctx, team, servers, conns, lists)
 	var all []named
 	for i, list := range lists {
 		for _, t := range list {
@@ -256,6 +275,11 @@ func (s *Source) Integrations(ctx context.Context, team string) ([]integrations.
 		go func() {
 			defer wg.Done()
 			list := c.listing(ctx, waitKnown)
+			if k := s.key(team, sc.srv, sc.key.own); k != sc.key {
+				// The shared session found that each team must sign in: the team's own says how.
+				c = s.conn(k, sc.srv)
+				list = c.listing(ctx, waitKnown)
+			}
 			st := c.state()
 			scope := "every team"
 			if sc.key.own {
@@ -271,6 +295,24 @@ func (s *Source) Integrations(ctx context.Context, team string) ([]integrations.
 	}
 	wg.Wait()
 	return out, nil
+}
+
+// relistPerTeam lists again, with the team's own session, the operator's servers whose shared
+// session just found that each team must sign in.
+func (s *Source) relistPerTeam(ctx context.Context, team string, servers []scoped, conns []*conn, lists [][]listedTool) {
+	for i, sc := range servers {
+		if k := s.key(team, sc.srv, sc.key.own); k != sc.key {
+			conns[i] = s.conn(k, sc.srv)
+			lists[i] = conns[i].listing(ctx, waitFirst)
+		}
+	}
+}
+
+// markPerTeam makes name's sessions per team.
+func (s *Source) markPerTeam(name string) {
+	s.mu.Lock()
+	s.perTeam[name] = true
+	s.mu.Unlock()
 }
 
 var (

@@ -193,8 +193,15 @@ func (s *Source) connectServer(ctx context.Context, inv tools.Invocation) (tools
 		}
 	}
 	c := s.conn(connKey{team: inv.Team, name: name, own: true}, srv)
+	c.setRequester(inv.User)
 	list := c.listing(ctx, waitAlways)
 	st := c.state()
+	if si, ok := c.awaitingSignIn(); ok && !st.healthy {
+		return tools.Output{Content: fmt.Sprintf("Connected the MCP server %s (%s). It requires signing in with OAuth before its tools "+
+			"can be used: tell the person to open this link and sign in (it works until %s UTC; whoever signs in connects this "+
+			"workspace to %s with their own account): %s\nIts tools are offered from the next request after the sign-in.",
+			name, shown, si.Expires.UTC().Format("15:04"), name, si.URL)}, nil
+	}
 	if !st.healthy {
 		status := st.status
 		if status == "" {

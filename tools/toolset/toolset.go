@@ -14,6 +14,7 @@ import (
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/openapi"
 	"github.com/lucy-agent/lucy/integrations/mcp"
+	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	_ "github.com/lucy-agent/lucy/subagents"
@@ -96,6 +97,8 @@ type Deps struct {
 	MCPServers []mcp.Server
 	// MCPLimits bound what an MCP server may cost a run; zero means mcp.Limits' defaults.
 	MCPLimits mcp.Limits
+	// MCPOAuth signs teams in to remote MCP servers that require OAuth; nil: not offered.
+	MCPOAuth *oauth.Flow
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -129,7 +132,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 	// URL a person chose: guarded as lucy_web_fetch's are.
 	mcpClient := mcp.New(mcp.Deps{Servers: d.MCPServers, State: d.State, Credentials: d.Credentials, Keys: d.Keys,
 		Admins: d.Admins, Log: d.Log, Limits: d.MCPLimits, HTTP: tools.NewGuardedClient(d.HTTP, d.NetPolicy()),
-		CheckURL: d.NetPolicy().CheckURL})
+		CheckURL: d.NetPolicy().CheckURL, OAuth: d.MCPOAuth})
 	listers := append([]integrations.Lister{mcpClient, custom}, d.Listers...)
 	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, custom,
 		mcpClient, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers)}

@@ -1,0 +1,144 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"html/template"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/oauth2"
+)
+
+// Callback answers the browser's return from an authorization server (GET CallbackPath?code=…&
+// state=…): it takes the pending sign-in of the state (once, before it expires), exchanges the
+// code with the PKCE verifier at the token endpoint, stores the tokens in the team's credential
+// store and answers a page saying so. A refusal (unknown, expired or used state, consent denied, a
+// failed exchange) is a page saying what happened, and changes nothing: the tokens stored before,
+// if any, stay, and a link that failed at the exchange can be tried again while it is valid.
+//
+// It is mounted on the gateway's HTTP listener. It never calls a model and never posts to Slack;
+// the person goes back to Slack and tells Lucy, whose next listing finds the tokens.
+type Callback struct {
+	Flow *Flow
+	// Guarded exchanges codes at the token endpoints of servers connected from chat: a client
+	// that refuses private addresses unless LUCY_ALLOWED_PRIVATE_HOSTS allows them
+	// (tools.NewGuardedClient).
+	Guarded *http.Client
+	// Trusted exchanges them for the operator's servers, whose token endpoints may be internal.
+	Trusted *http.Client
+	Log     zerolog.Logger
+}
+
+// exchangeBudget bounds one exchange: the person is waiting in front of the page.
+const exchangeBudget = 20 * time.Second
+
+func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	ctx, cancel := context.WithTimeout(r.Context(), exchangeBudget)
+	defer cancel()
+	log := cb.Log.With().Str("component", "mcp-oauth").Logger()
+	if e := q.Get("error"); e != "" {
+		// The provider sent the person back without a code: they declined, or it failed. The
+		// pending sign-in stays, so the same link works if they change their mind.
+		msg := "Signing in was not completed: the provider answered \"" + clip(e, 100) + "\"."
+		if e == "access_denied" {
+			msg = "Signing in was cancelled: access was not granted, so Lucy is not connected."
+		}
+		if d := q.Get("error_description"); d != "" {
+			msg += " (" + clip(d, 200) + ")"
+		}
+		log.Info().Str("error", clip(e, 100)).Msg("MCP sign-in not completed at the provider")
+		page(w, http.StatusBadRequest, "Not connected", msg+" You can close this tab; ask Lucy again to get a new link.")
+		return
+	}
+	code, state := q.Get("code"), q.Get("state")
+	if code == "" || state == "" {
+		page(w, http.StatusBadRequest, "Not connected", "This page is where a sign-in provider sends you back to Lucy; "+
+			"it was opened without a sign-in code. Ask Lucy again to get a sign-in link.")
+		return
+	}
+	c, err := cb.Flow.claim(ctx, state)
+	if err != nil {
+		status := http.StatusBadRequest
+		switch {
+		case errors.Is(err, errInUse):
+			status = http.StatusConflict
+		case !errors.Is(err, errUnknownState) && !errors.Is(err, errExpired):
+			status = http.StatusInternalServerError
+			log.Error().Err(err).Msg("MCP sign-in could not be read")
+		}
+		page(w, status, "Not connected", sentence(err)+" Ask Lucy again to get a new sign-in link.")
+		return
+	}
+	p := c.p
+	log = log.With().Str("team", p.Team).Str("server", p.Server).Str("user", p.User).Logger()
+	hc := cb.Guarded
+	if p.Trusted {
+		hc = cb.Trusted
+	}
+	cfg := oauth2.Config{ClientID: p.Client.ID, ClientSecret: p.Client.Secret, RedirectURL: p.RedirectURI, Scopes: p.Scopes,
+		Endpoint: oauth2.Endpoint{TokenURL: p.TokenEndpoint, AuthStyle: oauth2.AuthStyle(p.Client.AuthStyle)}}
+	opts := []oauth2.AuthCodeOption{oauth2.VerifierOption(p.Verifier)}
+	if p.Resource != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("resource", p.Resource))
+	}
+	tok, err := cfg.Exchange(context.WithValue(ctx, oauth2.HTTPClient, httpClient(hc)), code, opts...)
+	if err != nil {
+		c.release(context.WithoutCancel(ctx))
+		reason := exchangeReason(err, code, p.Verifier, p.Client.Secret)
+		log.Warn().Str("reason", reason).Msg("MCP sign-in: the token endpoint refused the code")
+		page(w, http.StatusBadGateway, "Not connected", "The sign-in to "+p.Server+" could not be completed at its token endpoint ("+
+			reason+"). Nothing was changed. You can try the same link again, or ask Lucy for a new one.")
+		return
+	}
+	if tok.AccessToken == "" {
+		c.release(context.WithoutCancel(ctx))
+		page(w, http.StatusBadGateway, "Not connected", "The sign-in to "+p.Server+" could not be completed: its token endpoint gave no access token. Nothing was changed.")
+		return
+	}
+	ts := &TokenSet{Access: tok.AccessToken, Refresh: tok.RefreshToken, Type: tok.TokenType, Expiry: tok.Expiry,
+		ServerURL: p.ServerURL, TokenEndpoint: p.TokenEndpoint, Resource: p.Resource, Client: p.Client, Scopes: p.Scopes, Trusted: p.Trusted}
+	if err := cb.Flow.store(context.WithoutCancel(ctx), p.Team, p.Server, ts, p.User); err != nil {
+		c.release(context.WithoutCancel(ctx))
+		log.Error().Str("reason", exchangeReason(err, ts.Secrets()...)).Msg("MCP sign-in: the tokens could not be stored")
+		page(w, http.StatusInternalServerError, "Not connected", "Signed in to "+p.Server+", but Lucy could not keep the sign-in. Nothing was changed; ask Lucy for a new link.")
+		return
+	}
+	if err := c.done(context.WithoutCancel(ctx)); err != nil {
+		// The tokens are stored; the state stays held (claimHold) and expires with its link.
+		log.Warn().Err(err).Msg("MCP sign-in: the used state could not be removed")
+	}
+	log.Info().Bool("refreshable", ts.Refresh != "").Msg("MCP sign-in completed")
+	page(w, http.StatusOK, "Connected", "Lucy is connected to "+p.Server+" for your workspace. You can close this tab and go back to Slack.")
+}
+
+func sentence(err error) string {
+	s := err.Error()
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
+}
+
+var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Lucy: {{.Title}}</title>
+<style>body{font-family:system-ui,sans-serif;max-width:36em;margin:4em auto;padding:0 1em;line-height:1.5}</style>
+</head><body><h1>{{.Title}}</h1><p>{{.Message}}</p></body></html>
+`))
+
+// page answers the browser. The page holds no token and no code; it is not cached, sends no
+// referrer (the callback's URL carries the code) and runs nothing.
+func page(w http.ResponseWriter, status int, title, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	w.WriteHeader(status)
+	_ = pageTmpl.Execute(w, struct{ Title, Message string }{title, msg})
+}

@@ -1,0 +1,490 @@
+package mcp_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/lucy-agent/lucy/integrations/mcp"
+	"github.com/lucy-agent/lucy/integrations/mcp/mcptest"
+	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
+	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workspace"
+)
+
+// authServer is an OAuth authorization server for tests: metadata (RFC 8414), dynamic client
+// registration (RFC 7591), an authorization endpoint that "signs the person in" at once and sends
+// the browser to the redirect URI with a code, and a token endpoint that checks the PKCE verifier
+// and issues (and rotates) tokens. firstLifetime is the lifetime of the tokens a code gives.
+type authServer struct {
+	*httptest.Server
+	mu            sync.Mutex
+	challenges    map[string]string // code -> code_challenge
+	redirects     map[string]string // code -> redirect_uri
+	access        map[string]time.Time
+	refresh       map[string]bool
+	issued        []string // every token issued, access and refresh
+	refreshes     int
+	registrations int
+	exchanges     int
+	firstLifetime int
+	n             int
+}
+
+const clientSecret = "dcr-client-secret-5f2b9c"
+
+func newAuthServer(t *testing.T) *authServer {
+	a := &authServer{challenges: map[string]string{}, redirects: map[string]string{}, access: map[string]time.Time{}, refresh: map[string]bool{}, firstLifetime: 3600}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{
+			"issuer": a.URL, "authorization_endpoint": a.URL + "/authorize", "token_endpoint": a.URL + "/token",
+			"registration_endpoint": a.URL + "/register", "response_types_supported": []string{"code"},
+			"code_challenge_methods_supported": []string{"S256"}, "scopes_supported": []string{"mcp", "offline_access"},
+			"token_endpoint_auth_methods_supported": []string{"client_secret_post"},
+		})
+	})
+	mux.HandleFunc("POST /register", func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		a.mu.Lock()
+		a.registrations++
+		a.mu.Unlock()
+		writeJSON(w, 201, map[string]any{"client_id": "client-1", "client_secret": clientSecret, "redirect_uris": m["redirect_uris"],
+			"token_endpoint_auth_method": "client_secret_post"})
+	})
+	mux.HandleFunc("GET /authorize", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if q.Get("client_id") != "client-1" || q.Get("code_challenge_method") != "S256" || q.Get("code_challenge") == "" ||
+			q.Get("response_type") != "code" || q.Get("state") == "" {
+			http.Error(w, "bad authorization request: "+r.URL.RawQuery, 400)
+			return
+		}
+		a.mu.Lock()
+		a.n++
+		code := fmt.Sprintf("code-%d-7c1e", a.n)
+		a.challenges[code], a.redirects[code] = q.Get("code_challenge"), q.Get("redirect_uri")
+		a.mu.Unlock()
+		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
+	})
+	mux.HandleFunc("POST /token", func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		if r.PostForm.Get("client_id") != "client-1" || r.PostForm.Get("client_secret") != clientSecret {
+			writeJSON(w, 401, map[string]any{"error": "invalid_client"})
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		lifetime := 3600
+		switch r.PostForm.Get("grant_type") {
+		case "authorization_code":
+			code := r.PostForm.Get("code")
+			ch, ok := a.challenges[code]
+			sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
+			if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != ch || r.PostForm.Get("redirect_uri") != a.redirects[code] {
+				writeJSON(w, 400, map[string]any{"error": "invalid_grant", "error_description": "code or verifier refused"})
+				return
+			}
+			delete(a.challenges, code) // a code works once
+			a.exchanges++
+			lifetime = a.firstLifetime
+		case "refresh_token":
+			rt := r.PostForm.Get("refresh_token")
+			if !a.refresh[rt] {
+				writeJSON(w, 400, map[string]any{"error": "invalid_grant"})
+				return
+			}
+			delete(a.refresh, rt) // rotation
+			a.refreshes++
+		default:
+			writeJSON(w, 400, map[string]any{"error": "unsupported_grant_type"})
+			return
+		}
+		a.n++
+		at, rt := fmt.Sprintf("at-%d-9d3f0a7b21", a.n), fmt.Sprintf("rt-%d-4e8c6a1f05", a.n)
+		a.access[at], a.refresh[rt] = time.Now().Add(time.Duration(lifetime)*time.Second), true
+		a.issued = append(a.issued, at, rt)
+		writeJSON(w, 200, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer", "expires_in": lifetime})
+	})
+	a.Server = httptest.NewServer(mux)
+	t.Cleanup(a.Close)
+	return a
+}
+
+func (a *authServer) valid(token string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	exp, ok := a.access[token]
+	return ok && time.Now().Before(exp)
+}
+
+func (a *authServer) tokens() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]string{}, a.issued...)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// protectedServer is the MCP test server behind a bearer check, with its protected resource
+// metadata (RFC 9728) naming a; without a valid token it answers 401 with resource_metadata.
+func protectedServer(t *testing.T, a *authServer) *httptest.Server {
+	h := mcptest.Handler(mcptest.New(mcptest.Normal, ""))
+	var rs *httptest.Server
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, 200, map[string]any{"resource": rs.URL + "/mcp", "authorization_servers": []string{a.URL}, "scopes_supported": []string{"mcp"}})
+	})
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || !a.valid(token) {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+rs.URL+`/.well-known/oauth-protected-resource/mcp", scope="mcp"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+	rs = httptest.NewServer(mux)
+	t.Cleanup(rs.Close)
+	return rs
+}
+
+// syncBuffer is the log's output, written from several goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type oauthRig struct {
+	as    *authServer
+	rs    *httptest.Server
+	dir   string
+	creds *secrets.Store
+	flow  *oauth.Flow
+	cb    *oauth.Callback
+	src   *mcp.Source
+	log   *syncBuffer
+}
+
+func newOAuthRig(t *testing.T, publicURL string, servers []mcp.Server, fromChat bool) *oauthRig {
+	t.Helper()
+	r := &oauthRig{as: newAuthServer(t), dir: t.TempDir(), log: &syncBuffer{}}
+	r.rs = protectedServer(t, r.as)
+	var key secrets.Key
+	copy(key[:], "0123456789abcdef0123456789abcdef")
+	state := workspace.NewLocalAt(r.dir)
+	var err error
+	if r.creds, err = secrets.New(state, key); err != nil {
+		t.Fatal(err)
+	}
+	if r.flow, err = oauth.New(state, r.creds, key, publicURL); err != nil {
+		t.Fatal(err)
+	}
+	log := zerolog.New(r.log).Level(zerolog.DebugLevel)
+	// The test servers are on loopback: the guard must allow them for a server connected from chat.
+	guarded := tools.NewGuardedClient(nil, tools.AllowAllPrivate())
+	r.cb = &oauth.Callback{Flow: r.flow, Guarded: guarded, Trusted: http.DefaultClient, Log: log}
+	for i := range servers {
+		servers[i].URL = r.rs.URL + "/mcp"
+	}
+	d := mcp.Deps{Servers: servers, Credentials: r.creds, OAuth: r.flow, Log: log, Limits: mcp.Limits{ConnectTimeout: 5 * time.Second}}
+	if fromChat {
+		d.State, d.HTTP, d.CheckURL = state, guarded, tools.AllowAllPrivate().CheckURL
+	}
+	r.src = mcp.New(d)
+	t.Cleanup(r.src.Close)
+	return r
+}
+
+// browse is the person's browser: it opens the authorization URL and returns where the
+// authorization server sends it back (the callback URL with the code and the state).
+func (r *oauthRig) browse(t *testing.T, authURL string) *url.URL {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(authURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusFound {
+		t.Fatalf("authorization endpoint answered %d", resp.StatusCode)
+	}
+	back, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+// callback delivers the browser's return to the gateway's handler and returns its answer.
+func (r *oauthRig) callback(t *testing.T, rawQuery string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	r.cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.CallbackPath+"?"+rawQuery, nil))
+	return rec.Code, rec.Body.String()
+}
+
+func (r *oauthRig) stored(t *testing.T, server string) (oauth.TokenSet, bool) {
+	t.Helper()
+	raw, _, err := r.creds.Get(ctx(t), team, oauth.CredentialName(server))
+	if err != nil {
+		return oauth.TokenSet{}, false
+	}
+	var ts oauth.TokenSet
+	if err := json.Unmarshal([]byte(raw), &ts); err != nil {
+		t.Fatal(err)
+	}
+	return ts, true
+}
+
+// stateFiles is everything in Lucy's state store, as bytes on disk.
+func (r *oauthRig) stateFiles(t *testing.T) string {
+	t.Helper()
+	var all strings.Builder
+	_ = filepath.WalkDir(r.dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			b, _ := os.ReadFile(p)
+			all.Write(b)
+		}
+		return nil
+	})
+	return all.String()
+}
+
+func statusOf(t *testing.T, s *mcp.Source, name string) (string, bool) {
+	t.Helper()
+	ints, err := s.Integrations(ctx(t), team)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range ints {
+		if in.Name == name {
+			return in.Status, in.Healthy
+		}
+	}
+	t.Fatalf("%s is not listed: %+v", name, ints)
+	return "", false
+}
+
+// The whole sign-in to an operator's server that requires OAuth: the 401 gives a status with an
+// authorization URL (PKCE S256, a state); the browser signs in and comes back to the gateway's
+// callback, which exchanges the code and stores the tokens; the next listing and call use them,
+// refreshing the short-lived first token. Unknown, garbled and replayed states, and a declined
+// consent, are refused and change nothing. No token appears in a result, a status, the log or
+// the state store in clear.
+func TestOAuthSignInToAnOperatorServer(t *testing.T) {
+	r := newOAuthRig(t, "https://lucy.example.com", []mcp.Server{{Name: "acme"}}, false)
+	r.as.firstLifetime = 1 // the code's tokens expire at once: the first use refreshes them
+
+	if list, _ := r.src.Tools(ctx(t), team); len(list) != 0 {
+		t.Fatalf("tools offered before signing in: %v", names(list))
+	}
+	status, healthy := statusOf(t, r.src, "acme")
+	if healthy || !strings.Contains(status, "Sign in to acme: "+r.as.URL+"/authorize?") {
+		t.Fatalf("status before signing in: %q (healthy %v)", status, healthy)
+	}
+	authURL := status[strings.Index(status, r.as.URL+"/authorize?"):]
+	authURL = authURL[:strings.IndexByte(authURL, ' ')]
+	u, _ := url.Parse(authURL)
+	q := u.Query()
+	if q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 || !strings.HasPrefix(q.Get("state"), team+".") ||
+		q.Get("redirect_uri") != "https://lucy.example.com/mcp/oauth/callback" || q.Get("resource") != r.rs.URL+"/mcp" ||
+		q.Get("client_id") != "client-1" || !strings.Contains(q.Get("scope"), "mcp") || !strings.Contains(q.Get("scope"), "offline_access") {
+		t.Fatalf("authorization URL: %s", authURL)
+	}
+	// Listed again: the same link, not another registration or state.
+	if again, _ := statusOf(t, r.src, "acme"); !strings.Contains(again, authURL) {
+		t.Errorf("the link changed between listings: %q", again)
+	}
+
+	// Refused without changing anything: a state Lucy never made, a garbled one, no code.
+	for _, query := range []string{
+		"code=x&state=" + team + ".AAAAAAAAAAAAAAAAAAAAAAAAAA",
+		"code=x&state=../../etc",
+		"code=x&state=TOTHER." + strings.TrimPrefix(q.Get("state"), team+"."),
+		"state=" + url.QueryEscape(q.Get("state")),
+	} {
+		if code, body := r.callback(t, query); code != http.StatusBadRequest || !strings.Contains(body, "Ask Lucy again") {
+			t.Errorf("callback %q: %d %s", query, code, body)
+		}
+	}
+	// The person declines at the provider: nothing stored, and the link still works afterwards.
+	if code, body := r.callback(t, "error=access_denied&state="+url.QueryEscape(q.Get("state"))); code != http.StatusBadRequest || !strings.Contains(body, "cancelled") {
+		t.Errorf("declined consent: %d %s", code, body)
+	}
+	if _, ok := r.stored(t, "acme"); ok {
+		t.Fatal("tokens stored before a code was exchanged")
+	}
+
+	back := r.browse(t, authURL)
+	if back.Host != "lucy.example.com" || back.Path != oauth.CallbackPath || back.Query().Get("state") != q.Get("state") {
+		t.Fatalf("the provider sent the browser to %s", back)
+	}
+	code, body := r.callback(t, back.RawQuery)
+	if code != http.StatusOK || !strings.Contains(body, "Lucy is connected to acme") {
+		t.Fatalf("callback: %d %s", code, body)
+	}
+	first, ok := r.stored(t, "acme")
+	if !ok || first.Access == "" || first.Refresh == "" || first.ServerURL != r.rs.URL+"/mcp" {
+		t.Fatalf("stored after the callback: %+v %v", first, ok)
+	}
+	for _, tok := range r.as.tokens() {
+		if strings.Contains(body, tok) {
+			t.Errorf("the page shows a token: %s", body)
+		}
+	}
+	// Replayed (a reload, or someone with the URL): refused, the stored tokens untouched.
+	if code, body := r.callback(t, back.RawQuery); code != http.StatusBadRequest || !strings.Contains(body, "already used") {
+		t.Errorf("replayed callback: %d %s", code, body)
+	}
+	if again, _ := r.stored(t, "acme"); again.Access != first.Access {
+		t.Error("the replay changed the stored tokens")
+	}
+
+	// The next request lists the server with the tokens: no wait for the retry delay. The first
+	// token expired already: it is refreshed, and the new set written back.
+	list, _ := r.src.Tools(ctx(t), team)
+	tool, ok := byName(list)["mcp__acme__whoami"]
+	if !ok {
+		st, _ := statusOf(t, r.src, "acme")
+		t.Fatalf("after signing in, tools %v; status %q", names(list), st)
+	}
+	if r.as.refreshes != 1 {
+		t.Errorf("%d refreshes, want 1 (the first token had expired)", r.as.refreshes)
+	}
+	second, _ := r.stored(t, "acme")
+	if second.Access == first.Access || second.Refresh == first.Refresh || !r.as.valid(second.Access) {
+		t.Errorf("the refreshed tokens were not written back: %+v", second)
+	}
+	out, err := tool.Run(ctx(t), tools.Invocation{Name: "mcp__acme__whoami", Arguments: `{}`, Team: team, User: "U1"})
+	if err != nil || !strings.Contains(out.Content, "you are Bearer "+secrets.Removed) {
+		t.Fatalf("whoami = %+v, %v: the server should have been called with the token, and the result show it removed", out, err)
+	}
+	status, healthy = statusOf(t, r.src, "acme")
+	if !healthy || !strings.Contains(status, "tools") {
+		t.Errorf("status after signing in: %q", status)
+	}
+
+	seen := status + out.Content + body + r.log.String()
+	state := r.stateFiles(t)
+	for _, tok := range append(r.as.tokens(), clientSecret, back.Query().Get("code")) {
+		if strings.Contains(seen, tok) {
+			t.Errorf("%q is in a result, a status, the page or the log", tok)
+		}
+		if strings.Contains(state, tok) {
+			t.Errorf("%q is in Lucy's state store in clear", tok)
+		}
+	}
+	if !strings.Contains(r.log.String(), "MCP sign-in completed") {
+		t.Errorf("the sign-in was not logged: %s", r.log.String())
+	}
+}
+
+// A server connected from chat: lucy_connect_mcp_server's output gives the sign-in link; the
+// exchange goes through the guarded client; then the tools work.
+func TestOAuthSignInFromTheConnectTool(t *testing.T) {
+	r := newOAuthRig(t, "https://lucy.example.com", nil, true)
+	run := tools.Invocation{Name: mcp.ConnectServer, Team: team, User: "UREQ",
+		Arguments: fmt.Sprintf(`{"name":"tracker","url":%q}`, r.rs.URL+"/mcp")}
+	runner, err := tools.NewRunner(zerolog.Nop(), []any{r.src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run.CallID = "c1"
+	out, err := runner.Run(ctx(t), run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(out.Content, r.as.URL+"/authorize?")
+	if i < 0 || !strings.Contains(out.Content, "requires signing in with OAuth") {
+		t.Fatalf("connect output: %s", out.Content)
+	}
+	authURL := strings.Fields(out.Content[i:])[0]
+	back := r.browse(t, authURL)
+	if code, body := r.callback(t, back.RawQuery); code != http.StatusOK {
+		t.Fatalf("callback: %d %s", code, body)
+	}
+	ts, ok := r.stored(t, "tracker")
+	if !ok || ts.Trusted {
+		t.Fatalf("stored: %+v %v (a chat-connected server's tokens are not trusted)", ts, ok)
+	}
+	list, _ := r.src.Tools(ctx(t), team)
+	if _, ok := byName(list)["mcp__tracker__echo"]; !ok {
+		t.Fatalf("tools after signing in: %v", names(list))
+	}
+}
+
+// Without LUCY_PUBLIC_URL the status says plainly that sign-in needs one, and what works instead.
+func TestOAuthWithoutAPublicURL(t *testing.T) {
+	r := newOAuthRig(t, "", []mcp.Server{{Name: "acme"}}, false)
+	r.src.Tools(ctx(t), team)
+	status, healthy := statusOf(t, r.src, "acme")
+	if healthy || !strings.Contains(status, "LUCY_PUBLIC_URL") || !strings.Contains(status, "store a bearer token") || strings.Contains(status, "/authorize") {
+		t.Fatalf("status: %q", status)
+	}
+	if r.as.registrations != 0 {
+		t.Error("registered a client although no sign-in can complete")
+	}
+}
+
+// The operator's "oauth" client: its secret from the environment or a stored credential, never
+// marshalled, and mistakes said at load.
+func TestOAuthClientInTheConfigurationFile(t *testing.T) {
+	t.Setenv("LUCY_TEST_CRM_SECRET", "env-secret-8c2d1f")
+	servers, err := mcp.ParseConfig([]byte(`{"mcpServers": {
+		"crm": {"url": "https://crm.example.com/mcp", "oauth": {"clientId": "lucy", "clientSecret": "${env:LUCY_TEST_CRM_SECRET}", "scopes": ["crm.read"]}},
+		"wiki": {"url": "https://wiki.example.com/mcp", "oauth": {"clientId": "lucy", "clientSecret": "${credential:Wiki-Client}"}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crm, wiki := servers[0], servers[1]
+	if crm.OAuth == nil || crm.OAuth.ClientSecret != "env-secret-8c2d1f" || crm.OAuth.Scopes[0] != "crm.read" || wiki.OAuth.ClientSecret != "${credential:wiki-client}" {
+		t.Fatalf("parsed: %+v %+v", crm.OAuth, wiki.OAuth)
+	}
+	if data, _ := json.Marshal(crm); strings.Contains(string(data), "env-secret") {
+		t.Errorf("a marshalled server carries its client secret: %s", data)
+	}
+	for entry, want := range map[string]string{
+		`{"url": "https://x.example.com/mcp", "oauth": {"clientSecret": "s"}}`:                                      `needs the "clientId"`,
+		`{"url": "https://x.example.com/mcp", "oauth": {"clientId": "c", "clientSecret": "${env:LUCY_NOT_SET_X}"}}`: "LUCY_NOT_SET_X, which is not set",
+		`{"url": "https://x.example.com/mcp", "oauth": {"clientId": "c", "clientSecret": "${credential:a b}"}}`:     "needs a credential name",
+		`{"url": "https://x.example.com/mcp", "credential": "k", "oauth": {"clientId": "c"}}`:                       "not both",
+		`{"command": "npx", "oauth": {"clientId": "c"}}`:                                                            `"oauth" is for remote servers`,
+		`{"url": "https://x.example.com/mcp", "oauth": {"clientId": "c", "scopes": ["a b"]}}`:                       "not one scope",
+	} {
+		if _, err := mcp.ParseConfig([]byte(`{"mcpServers": {"x": ` + entry + `}}`)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", entry, err, want)
+		}
+	}
+}

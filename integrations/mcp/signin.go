@@ -1,0 +1,206 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
+	"github.com/lucy-agent/lucy/secrets"
+)
+
+// needSignIn is a server that wants a person of the team to sign in: its message is what the model
+// and the person are told, the authorization URL whole (it is no secret: it carries no token, and
+// only the person who completes it grants anything).
+type needSignIn struct {
+	server  string
+	url     string
+	expires time.Time
+}
+
+func (e *needSignIn) Error() string {
+	return fmt.Sprintf("it requires signing in. Sign in to %s: %s (the link works until %s UTC; whoever signs in connects this "+
+		"workspace to %s with their own account)", e.server, e.url, e.expires.UTC().Format("15:04"), e.server)
+}
+
+// perTeamSignIn is the operator's server, listed with a session shared by every team, that asked
+// for a sign-in: each team signs in for itself, so its sessions become per team.
+type perTeamSignIn struct{}
+
+func (perTeamSignIn) Error() string {
+	return "it requires each workspace to sign in (HTTP 401); it is listed per workspace from now on"
+}
+
+// errTokenRefreshed: the server refused the signed-in token, and it was refreshed; connect again.
+var errTokenRefreshed = errors.New("the server refused the token; it was refreshed")
+
+// signInReuse is how long a link must still work to be shown again rather than replaced.
+const signInReuse = 2 * time.Minute
+
+// signInError answers a 401 of a server Lucy may sign in to: a refused token is refreshed once;
+// otherwise a sign-in is started (or the one offered lately shown again) and the error carries its
+// link, or says plainly why none can be offered and what works instead.
+func (c *conn) signInError(ctx context.Context, challenge []string, hadToken, refreshed bool) error {
+	if c.team == "" {
+		return &perTeamSignIn{}
+	}
+	flow := c.s.d.OAuth
+	if hadToken && !refreshed {
+		c.mu.Lock()
+		ts := c.tokens
+		c.mu.Unlock()
+		if ts != nil && ts.Refresh != "" {
+			next, err := flow.Fresh(ctx, c.team, c.srv.Name, ts, c.oauthHTTP(), true)
+			if err == nil {
+				c.useTokens(next)
+				return errTokenRefreshed
+			}
+			c.s.log.Info().Str("server", c.srv.Name).Str("team", c.team).Str("reason", c.scrubbed(err.Error())).
+				Msg("MCP server refused the signed-in token and it could not be refreshed; asking for a new sign-in")
+		}
+	}
+	if !flow.SignInPossible() {
+		return fmt.Errorf("it requires signing in with OAuth (HTTP 401), and signing in needs Lucy's public URL (LUCY_PUBLIC_URL), " +
+			"which is not set (as with Socket Mode, Lucy may have none): the provider must be able to send the browser back to Lucy. " +
+			"Instead, store a bearer token for it (a personal access token or API key: the Add key button or lucy secrets) and " +
+			"connect the server with that credential, or ask an operator to set LUCY_PUBLIC_URL")
+	}
+	c.mu.Lock()
+	si, client, user := c.signIn, c.client, c.requester
+	c.mu.Unlock()
+	if si != nil && time.Until(si.Expires) > signInReuse {
+		return &needSignIn{server: c.srv.Name, url: si.URL, expires: si.Expires}
+	}
+	in := oauth.BeginInput{Team: c.team, User: user, Server: c.srv.Name, ServerURL: c.srv.URL, Challenge: challenge,
+		HTTP: c.oauthHTTP(), Trusted: c.srv.AddedBy == "", Client: client}
+	if o := c.srv.OAuth; o != nil {
+		secret := o.ClientSecret
+		if name := o.credentialSecret(); name != "" {
+			v, err := c.credentialNamed(ctx, name)
+			if err != nil {
+				return err
+			}
+			secret = v
+			c.remember(v)
+		}
+		in.Client, in.Scopes = &oauth.Client{ID: o.ClientID, Secret: secret}, o.Scopes
+	}
+	started, err := flow.Begin(ctx, in)
+	if err != nil {
+		return fmt.Errorf("it requires signing in with OAuth (HTTP 401), but a sign-in cannot be offered: %v. Instead, store a bearer "+
+			"token for it (a personal access token or API key) and connect the server with that credential", err)
+	}
+	c.mu.Lock()
+	c.signIn = &started
+	if c.srv.OAuth == nil {
+		c.client = &started.Client // the next sign-in does not register another client
+	}
+	c.mu.Unlock()
+	c.remember(started.Client.Secret)
+	return &needSignIn{server: c.srv.Name, url: started.URL, expires: started.Expires}
+}
+
+// oauthHTTP is the client of the sign-in's requests: the guarded one for a server a team
+// connected from chat (its authorization server may not be private either), the operator's
+// otherwise.
+func (c *conn) oauthHTTP() *http.Client {
+	if c.srv.AddedBy != "" {
+		return c.s.d.HTTP
+	}
+	return c.s.d.TrustedHTTP
+}
+
+// useTokens makes ts the tokens of this conn's requests.
+func (c *conn) useTokens(ts *oauth.TokenSet) {
+	c.mu.Lock()
+	c.tokens, c.signIn, c.awaiting = ts, nil, false
+	c.mu.Unlock()
+	c.remember(ts.Secrets()...)
+}
+
+// remember adds values that results, errors and statuses must never show.
+func (c *conn) remember(values ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, v := range values {
+		if v != "" && !slices.Contains(c.seen, v) {
+			c.seen = append(c.seen, v)
+		}
+	}
+}
+
+// bearer is the access token of a request, refreshed first when it expires; "" when there is none
+// usable (the server then answers 401 and a sign-in is asked for). Refreshes are serialized: one
+// refresh token is spent once.
+func (c *conn) bearer(ctx context.Context) (string, error) {
+	c.refreshing.Lock()
+	defer c.refreshing.Unlock()
+	c.mu.Lock()
+	ts := c.tokens
+	c.mu.Unlock()
+	if ts == nil {
+		return "", nil
+	}
+	next, err := c.s.d.OAuth.Fresh(ctx, c.team, c.srv.Name, ts, c.oauthHTTP(), false)
+	if err != nil {
+		c.s.log.Info().Str("server", c.srv.Name).Str("team", c.team).Str("reason", c.scrubbed(err.Error())).
+			Msg("MCP sign-in expired and could not be refreshed")
+		return "", nil
+	}
+	if next != ts {
+		c.useTokens(next)
+	}
+	return next.Access, nil
+}
+
+// signedInSince reports whether the team signed in since this conn's listing asked it to: then the
+// listing runs again at once instead of waiting out RetryAfter.
+func (c *conn) signedInSince(ctx context.Context) bool {
+	c.mu.Lock()
+	awaiting := c.awaiting && c.refresh == nil
+	c.mu.Unlock()
+	if !awaiting || c.s.d.OAuth == nil || c.team == "" {
+		return false
+	}
+	if _, err := c.s.d.OAuth.Token(ctx, c.team, c.srv.Name, c.srv.URL); err != nil {
+		return false
+	}
+	c.mu.Lock()
+	c.awaiting = false
+	c.mu.Unlock()
+	return true
+}
+
+// setRequester records who is using the server now: a sign-in started for their request is theirs.
+func (c *conn) setRequester(user string) {
+	if user == "" {
+		return
+	}
+	c.mu.Lock()
+	c.requester = user
+	c.mu.Unlock()
+}
+
+// awaitingSignIn is the link the last listing offered, if it asked for a sign-in.
+func (c *conn) awaitingSignIn() (*oauth.SignIn, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.signIn, c.awaiting && c.signIn != nil
+}
+
+func (c *conn) credentialNamed(ctx context.Context, name string) (string, error) {
+	if c.s.d.Credentials == nil {
+		return "", &needCredential{service: name}
+	}
+	v, _, err := c.s.d.Credentials.Get(ctx, c.team, name)
+	if errors.Is(err, secrets.ErrNotFound) {
+		return "", &needCredential{service: name}
+	}
+	if err != nil {
+		return "", fmt.Errorf("its OAuth client secret %q cannot be read: %w", name, err)
+	}
+	return v, nil
+}
