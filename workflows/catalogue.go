@@ -11,8 +11,8 @@ package workflows
 // registers both), which is every binary that runs recurring jobs and monitors.
 import (
 	_ "github.com/lucy-agent/lucy/integrations"
-	_ "github.com/lucy-agent/lucy/integrations/openapi"
 	_ "github.com/lucy-agent/lucy/integrations/mcp"
+	_ "github.com/lucy-agent/lucy/integrations/openapi"
 	_ "github.com/lucy-agent/lucy/tools/builtin"
 	_ "github.com/lucy-agent/lucy/tools/clock"
 	_ "github.com/lucy-agent/lucy/tools/documents"

@@ -16,8 +16,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lucy-agent/lucy/integrations"
-	"github.com/lucy-agent/lucy/integrations/openapi"
 	"github.com/lucy-agent/lucy/integrations/mcp"
+	"github.com/lucy-agent/lucy/integrations/openapi"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/subagents"

@@ -12,9 +12,9 @@ import (
 	// The delegation tools are declared by the sub-agents' package; the workflow runs them, and the
 	// model is described them through this worker's catalogue.
 	"github.com/lucy-agent/lucy/integrations"
-	"github.com/lucy-agent/lucy/integrations/openapi"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
+	"github.com/lucy-agent/lucy/integrations/openapi"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	_ "github.com/lucy-agent/lucy/subagents"
