@@ -92,7 +92,10 @@ func integrationLine(in integrations.Integration) string {
 		b.WriteString(": NOT WORKING")
 	}
 	if in.Status != "" {
-		fmt.Fprintf(&b, ", %s", promptField(in.Status, 200))
+		// Long enough for an OAuth sign-in link (the status says "Sign in to X: <authorization URL>",
+		// whose PKCE challenge, state and redirect make it a few hundred characters), which the model
+		// passes on to the person whole.
+		fmt.Fprintf(&b, ", %s", promptField(in.Status, 800))
 	}
 	if in.Tools > 0 && !strings.Contains(in.Status, "tools") { // the status often says it already ("12 tools")
 		fmt.Fprintf(&b, "; %d tools", in.Tools)
