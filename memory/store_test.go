@@ -41,7 +41,9 @@ func stores(t *testing.T) []struct {
 	}
 }
 
-func told(by string) Source { return Source{By: by, Channel: "C1", Thread: "1700000000.000100", Via: ViaTold} }
+func told(by string) Source {
+	return Source{By: by, Channel: "C1", Thread: "1700000000.000100", Via: ViaTold}
+}
 
 func TestRoundTripAndScopes(t *testing.T) {
 	for _, tc := range stores(t) {
