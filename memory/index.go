@@ -294,3 +294,18 @@ func matchQuery(text string) string {
 	}
 	return strings.Join(terms, " OR ")
 }
+
+// Keywords returns up to n significant words of text (no stopwords), in order: a short query for a
+// search that ANDs its words (Slack's).
+func Keywords(text string, n int) []string {
+	var out []string
+	for _, t := range strings.Split(matchQuery(text), " OR ") {
+		if t = strings.Trim(t, `"`); t != "" {
+			out = append(out, t)
+			if len(out) == n {
+				break
+			}
+		}
+	}
+	return out
+}

@@ -142,12 +142,6 @@ func (t *Tools) remember(ctx context.Context, inv tools.Invocation) (tools.Outpu
 	if err := tools.DecodeArgs(inv, &args); err != nil {
 		return tools.Output{}, err
 	}
-	if t.store == nil {
-		return t.unavailable(), nil
-	}
-	if args.ID != "" {
-		return t.edit(ctx, inv, args)
-	}
 	by := inv.User
 	if by == "" {
 		by = Operator // a scheduled job's run with no person: the job's creator is not here to ask
@@ -155,6 +149,18 @@ func (t *Tools) remember(ctx context.Context, inv tools.Invocation) (tools.Outpu
 	scope := Scope(args.Scope)
 	d := Draft{Scope: scope, About: resolveAbout(scope, args.About, inv), Text: args.Note, Tags: args.Tags,
 		Source: Source{By: by, Channel: inv.Channel, Thread: inv.ThreadTS, Via: ViaTold}}
+	if args.ID == "" {
+		// The model's mistakes are told as such whatever the storage: check before using it.
+		if _, err := d.normalize(); err != nil {
+			return tools.Output{}, tools.ArgErrorf(RememberTool, "%s", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+		}
+	}
+	if t.store == nil {
+		return t.unavailable(), nil
+	}
+	if args.ID != "" {
+		return t.edit(ctx, inv, args)
+	}
 	n, out, err := t.store.Remember(ctx, inv.Team, d)
 	if errors.Is(err, ErrInvalid) {
 		return tools.Output{}, tools.ArgErrorf(RememberTool, "%s", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))

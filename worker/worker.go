@@ -25,6 +25,7 @@ import (
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp"
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
@@ -73,6 +74,8 @@ type Deps struct {
 	// MCPServers are the operator's MCP servers, for every team (MCPServers reads them from
 	// LUCY_MCP_CONFIG); nil means none.
 	MCPServers []mcp.Server
+	// Memory is the teams' notes; nil builds it over State (Memory).
+	Memory *memory.Store
 }
 
 // MCPServers reads the operator's MCP servers file: LUCY_MCP_CONFIG, which must exist and be valid,
@@ -207,6 +210,12 @@ func NewActivities(d Deps) *Activities {
 	if err != nil {
 		panic(err) // unreachable: a key of the right size always makes a cipher
 	}
+	notes := d.Memory
+	if notes == nil {
+		if notes, err = Memory(cfg, state, d.Log); err != nil {
+			panic(err) // an in-memory SQLite database that does not open: the binary is broken
+		}
+	}
 	slackTools := func(team string) tools.SlackAPI { return slackFor(team) }
 	var scheduleClient client.ScheduleClient
 	if d.Client != nil {
@@ -234,6 +243,7 @@ func NewActivities(d Deps) *Activities {
 		PrivateHosts:         cfg.AllowedPrivateHosts,
 		OpenAPIMaxOperations: cfg.OpenAPIMaxOperations,
 		MCPServers:           d.MCPServers,
+		Memory:               notes,
 	})
 	core := &activities.Activities{
 		Model:            model,
@@ -254,6 +264,8 @@ func NewActivities(d Deps) *Activities {
 		Log:              d.Log,
 		DataConverter:    d.DataConverter,
 		Metrics:          d.Metrics,
+		Memory:           notes,
+		MemoryTokens:     cfg.MemoryTokens,
 	}
 	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}, MCP: set.MCP}
 }
@@ -370,6 +382,7 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"PostEphemeral":         acts.PostEphemeral,
 		"PostApprovalPrompt":    acts.PostApprovalPrompt,
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
+		"NoteFromRun":           acts.NoteFromRun,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

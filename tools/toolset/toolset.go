@@ -14,6 +14,7 @@ import (
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/openapi"
 	"github.com/lucy-agent/lucy/integrations/mcp"
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	_ "github.com/lucy-agent/lucy/subagents"
@@ -96,6 +97,9 @@ type Deps struct {
 	MCPServers []mcp.Server
 	// MCPLimits bound what an MCP server may cost a run; zero means mcp.Limits' defaults.
 	MCPLimits mcp.Limits
+	// Memory is the teams' notes (lucy_remember, lucy_recall, lucy_forget), in the state store; nil
+	// means memory is not available here, and the tools say so.
+	Memory *memory.Store
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -132,7 +136,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 		CheckURL: d.NetPolicy().CheckURL})
 	listers := append([]integrations.Lister{mcpClient, custom}, d.Listers...)
 	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, custom,
-		mcpClient, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers)}
+		mcpClient, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers), memory.NewTools(d.Memory)}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
