@@ -63,7 +63,7 @@ type NoteFromRunInput struct {
 
 // NoteFromRunResult names the notes kept (new or updated), for the run's log.
 type NoteFromRunResult struct {
-	Noted []string `json:"noted,omitempty"`
+	Noted []string   `json:"noted,omitempty"`
 	Model string     `json:"model,omitempty"`
 	Usage TokenUsage `json:"usage"`
 }
