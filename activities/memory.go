@@ -164,7 +164,7 @@ func toSaid(in []Said) []memory.Said {
 
 // refersToPast matches the phrasings of a request about an earlier conversation.
 var refersToPast = regexp.MustCompile(`(?i)\b(what (did|have) we (decide|decided|agree|agreed|say|said|discuss|discussed|conclude)` +
-	`|we (decided|agreed|discussed|talked about|said)|last (week|month|time|meeting|quarter|sprint|call)|like (before|last time)` +
+	`|we (decided|agreed|discussed|talked about|said)|(like )?last (week|month|time|meeting|quarter|sprint|call)|like before` +
 	`|(earlier|previous|past|last) (conversation|discussion|thread|chat)s?|remind me (what|of)|as (we|i) (said|mentioned) before)\b`)
 
 const (

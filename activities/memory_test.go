@@ -175,3 +175,30 @@ func botPosts(ls *localslack.Server, thread string) []localslack.Message {
 	}
 	return out
 }
+
+// Which requests get the Slack history pre-flight, and what they search for.
+func TestHistoryPreflightTrigger(t *testing.T) {
+	for text, want := range map[string]string{
+		"What did we decide about the pricing tiers?":         "pricing tiers",
+		"Make the report like last week":                      "make report",
+		"remind me what Acme said about invoices":             "acme said invoices",
+		"Make a chart of Q3 revenue":                          "",
+		"Summarize the previous discussion on hiring budgets": "summarize hiring budgets",
+	} {
+		got := ""
+		if refersToPast.MatchString(text) {
+			got = strings.Join(memory.Keywords(refersToPast.ReplaceAllString(text, " "), preflightKeywords), " ")
+			if got == "" {
+				got = "(match, no words)"
+			}
+		}
+		if got != want {
+			t.Errorf("%q: search %q, want %q", text, got, want)
+		}
+	}
+	// Without a person (a scheduled job) or a store, nothing is searched.
+	a := &Activities{Log: zerolog.Nop()}
+	if h := a.historyPreflight(context.Background(), PromptInput{Team: "T1", Message: "what did we decide about pricing?"}); h != nil {
+		t.Fatalf("pre-flight without a runner or a person: %v", h)
+	}
+}
