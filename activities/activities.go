@@ -28,6 +28,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/tools"
@@ -87,6 +88,11 @@ type Activities struct {
 	// service the team has not connected is answered with how to connect it, not a guessed API. Nil
 	// means no such block.
 	Integrations []integrations.Lister
+	// Memory is the teams' notes (package memory): the system prompt's memory block and the step
+	// after a run that notes what the people said. Nil means no memory.
+	Memory *memory.Store
+	// MemoryTokens is the memory block's budget (LUCY_MEMORY_TOKENS); 0 means memory.DefaultTokens.
+	MemoryTokens int
 	// DataDir holds the tools' workspace files (DataDir/workspaces/<team>/) and, out of the tools'
 	// reach, the teams' knowledge notes (DataDir/knowledge/<team>/, see KnowledgeDir).
 	DataDir string

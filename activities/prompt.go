@@ -33,7 +33,17 @@ type PromptInput struct {
 	// Scheduled: the run is a recurring job's firing (the prompt then says no one is
 	// waiting in the thread).
 	Scheduled bool `json:"scheduled,omitempty"`
+	// Channel, User and Message select the team memory block's notes: the channel's, the
+	// requester's, the entities the request names and the notes most relevant to it. Message is the
+	// request's text, cut to maxMessageForMemory by the workflow (MemoryMessage). Empty for runs
+	// started before they existed: the block then has the workspace's notes only.
+	Channel string `json:"channel,omitempty"`
+	User    string `json:"user,omitempty"`
+	Message string `json:"message,omitempty"`
 }
+
+// MemoryMessage is the part of a request's text PromptInput.Message carries.
+func MemoryMessage(text string) string { return slackwire.Head(text, maxMessageForMemory) }
 
 // SystemPrompt is the assembled system prompt.
 type SystemPrompt struct {
@@ -82,6 +92,9 @@ func (a *Activities) BuildSystemPrompt(ctx context.Context, in PromptInput) (Sys
 		parts = append(parts, "# Workspace knowledge\n\n"+k)
 	}
 	if block := a.integrationsSection(ctx, in.Team); block != "" {
+		parts = append(parts, block)
+	}
+	if block := a.memorySection(ctx, in, a.historyPreflight(ctx, in)); block != "" {
 		parts = append(parts, block)
 	}
 	parts = append(parts, contextSection(in))

@@ -138,6 +138,12 @@ type Config struct {
 	// ModelConcurrency bounds the model calls one worker makes at once to one model
 	// (LUCY_MODEL_CONCURRENCY); the rest wait, heartbeating, for a slot.
 	ModelConcurrency int
+	// MemoryTokens is the budget, in tokens, of the team memory block in a run's system prompt
+	// (LUCY_MEMORY_TOKENS).
+	MemoryTokens int
+	// EmbeddingModel is the embeddings model on the OpenAI-compatible endpoint that adds semantic
+	// recall to the lexical search of notes (LUCY_MODEL_EMBEDDING); empty means lexical only.
+	EmbeddingModel string
 
 	// Schedules bound the recurring jobs and monitors: how many a workspace and one person may have
 	// (admins only the workspace's), and the least time between two firings of a job or two checks
@@ -245,6 +251,12 @@ const (
 	// MaxToolCallsLimit bounds LUCY_MAX_TOOL_CALLS: every call of one reply and its result land in one
 	// turn of workflow history.
 	MaxToolCallsLimit = 64
+	// DefaultMemoryTokens is LUCY_MEMORY_TOKENS' default (memory.DefaultTokens: about 6,000
+	// characters of notes); MinMemoryTokens and MaxMemoryTokens bound it, from a few notes to a
+	// share of a small model's window.
+	DefaultMemoryTokens = 1500
+	MinMemoryTokens     = 200
+	MaxMemoryTokens     = 20000
 	// DefaultOpenAPIMaxOperations and MaxOpenAPIMaxOperations bound LUCY_OPENAPI_MAX_OPERATIONS (the
 	// same as integrations/openapi's DefaultMaxOperations and MaxOperationsLimit, which config cannot
 	// import): every tool's schema is sent with each model call.
@@ -421,6 +433,16 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		}
 		c.MaxToolCalls = n
 	}
+	c.MemoryTokens = DefaultMemoryTokens
+	if v := strings.TrimSpace(getenv("LUCY_MEMORY_TOKENS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < MinMemoryTokens || n > MaxMemoryTokens {
+			return nil, fmt.Errorf("LUCY_MEMORY_TOKENS %q is not a number of tokens from %d to %d (the budget of the team memory "+
+				"block in each run's prompt; default %d)", v, MinMemoryTokens, MaxMemoryTokens, DefaultMemoryTokens)
+		}
+		c.MemoryTokens = n
+	}
+	c.EmbeddingModel = strings.TrimSpace(getenv("LUCY_MODEL_EMBEDDING"))
 	c.OpenAPIMaxOperations = DefaultOpenAPIMaxOperations
 	if v := strings.TrimSpace(getenv("LUCY_OPENAPI_MAX_OPERATIONS")); v != "" {
 		n, err := strconv.Atoi(v)

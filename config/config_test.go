@@ -576,3 +576,27 @@ func TestSecretsKey(t *testing.T) {
 		t.Errorf("a bad LUCY_SECRETS_KEY: %v", err)
 	}
 }
+
+func TestMemorySettings(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want int
+	}{{"", DefaultMemoryTokens}, {"200", 200}, {" 4000 ", 4000}} {
+		c, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MEMORY_TOKENS", tc.v, "LUCY_MODEL_EMBEDDING", " text-embedding-3-small "))
+		if err != nil {
+			t.Fatalf("LUCY_MEMORY_TOKENS=%q: %v", tc.v, err)
+		}
+		if c.MemoryTokens != tc.want || c.EmbeddingModel != "text-embedding-3-small" {
+			t.Errorf("LUCY_MEMORY_TOKENS=%q: MemoryTokens = %d, EmbeddingModel = %q", tc.v, c.MemoryTokens, c.EmbeddingModel)
+		}
+	}
+	for _, v := range []string{"0", "199", "20001", "lots"} {
+		_, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MEMORY_TOKENS", v))
+		if err == nil || !strings.Contains(err.Error(), "LUCY_MEMORY_TOKENS") {
+			t.Errorf("LUCY_MEMORY_TOKENS=%q: error = %v", v, err)
+		}
+	}
+	if c, err := Load(ModeDev, env("OPENAI_API_KEY", "k")); err != nil || c.EmbeddingModel != "" {
+		t.Fatalf("EmbeddingModel by default = %q, %v", c.EmbeddingModel, err)
+	}
+}

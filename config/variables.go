@@ -50,6 +50,8 @@ var fixedVariables = []string{
 	"LUCY_LOG_LEVEL", "LUCY_LOG_FORMAT",
 	// MCP servers for every team
 	"LUCY_MCP_CONFIG",
+	// Memory: the prompt block's budget, and the embeddings model of semantic recall
+	"LUCY_MEMORY_TOKENS", "LUCY_MODEL_EMBEDDING",
 }
 
 // tierPrefixes are the per-tier variables: the prefix followed by the tier's name in upper case

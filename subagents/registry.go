@@ -62,18 +62,19 @@ var registry = []Spec{
 		Name: "research", Prompt: "sub_agents/research.md", Tier: agent.TierResearch, MaxTurns: 12,
 		MaxOutputTokens: 4096, Temperature: 0.4, Human: "research agent", Doing: "Researching",
 		Tools: []string{"lucy_web_search", "lucy_web_fetch", "lucy_search_slack_history", "lucy_get_channel_history",
-			"lucy_get_thread", "lucy_list_slack_channels", "lucy_read_file", "lucy_list_files", "lucy_current_time"},
+			"lucy_get_thread", "lucy_list_slack_channels", "lucy_read_file", "lucy_list_files", "lucy_current_time", "lucy_recall"},
 	},
 	{
 		Name: "code", Prompt: "sub_agents/code.md", Tier: agent.TierCode, MaxTurns: 10,
 		MaxOutputTokens: 4096, Temperature: 0.2, Human: "code agent", Doing: "Working on the code",
-		Tools: []string{"lucy_run_script", "lucy_read_file", "lucy_write_file", "lucy_edit_file", "lucy_list_files", "lucy_current_time"},
+		Tools: []string{"lucy_run_script", "lucy_read_file", "lucy_write_file", "lucy_edit_file", "lucy_list_files", "lucy_current_time",
+			"lucy_recall"},
 	},
 	{
 		Name: "integrations", Prompt: "sub_agents/integrations.md", Tier: agent.TierDefault, MaxTurns: 8,
 		MaxOutputTokens: 4096, Temperature: 0.4, Human: "integrations agent", Doing: "Working with the connected services",
 		Tools: []string{"lucy_web_fetch", "lucy_web_search", "lucy_list_slack_channels", "lucy_get_channel_history",
-			"lucy_get_thread", "lucy_post_message", "lucy_read_file", "lucy_list_files", "lucy_current_time",
+			"lucy_get_thread", "lucy_post_message", "lucy_read_file", "lucy_list_files", "lucy_current_time", "lucy_recall",
 			// The team's connected MCP servers and OpenAPI services, whatever they offer when it starts.
 			"*sources"},
 	},
@@ -81,7 +82,7 @@ var registry = []Spec{
 		Name: "document", Prompt: "sub_agents/document.md", Tier: agent.TierDocument, MaxTurns: 8,
 		MaxOutputTokens: 4096, Temperature: 0.4, Human: "document agent", Doing: "Preparing the document",
 		Tools: []string{"lucy_generate_pdf", "lucy_generate_excel", "lucy_generate_csv", "lucy_generate_chart",
-			"lucy_run_script", "lucy_write_file", "lucy_read_file", "lucy_list_files", "lucy_current_time"},
+			"lucy_run_script", "lucy_write_file", "lucy_read_file", "lucy_list_files", "lucy_current_time", "lucy_recall"},
 	},
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
@@ -74,6 +75,8 @@ type Deps struct {
 	// MCPServers are the operator's MCP servers, for every team (MCPServers reads them from
 	// LUCY_MCP_CONFIG); nil means none.
 	MCPServers []mcp.Server
+	// Memory is the teams' notes; nil builds it over State (Memory).
+	Memory *memory.Store
 }
 
 // MCPServers reads the operator's MCP servers file: LUCY_MCP_CONFIG, which must exist and be valid,
@@ -214,6 +217,12 @@ func NewActivities(d Deps) *Activities {
 	if err != nil {
 		panic(err) // unreachable: the stores are set and a key of the right size always makes a cipher
 	}
+	notes := d.Memory
+	if notes == nil {
+		if notes, err = Memory(cfg, state, d.Log); err != nil {
+			panic(err) // an in-memory SQLite database that does not open: the binary is broken
+		}
+	}
 	slackTools := func(team string) tools.SlackAPI { return slackFor(team) }
 	var scheduleClient client.ScheduleClient
 	if d.Client != nil {
@@ -242,6 +251,7 @@ func NewActivities(d Deps) *Activities {
 		OpenAPIMaxOperations: cfg.OpenAPIMaxOperations,
 		MCPServers:           d.MCPServers,
 		MCPOAuth:             mcpOAuth,
+		Memory:               notes,
 	})
 	core := &activities.Activities{
 		Model:            model,
@@ -262,6 +272,8 @@ func NewActivities(d Deps) *Activities {
 		Log:              d.Log,
 		DataConverter:    d.DataConverter,
 		Metrics:          d.Metrics,
+		Memory:           notes,
+		MemoryTokens:     cfg.MemoryTokens,
 	}
 	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}, MCP: set.MCP}
 }
@@ -378,6 +390,7 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"PostEphemeral":         acts.PostEphemeral,
 		"PostApprovalPrompt":    acts.PostApprovalPrompt,
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
+		"NoteFromRun":           acts.NoteFromRun,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

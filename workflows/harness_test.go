@@ -63,6 +63,9 @@ type harness struct {
 	promptErr func(in activities.PromptInput) error
 	// order records "tool-done:<name>" and "update:<text>" as they happen.
 	order []string
+	// notes are the memory step's inputs (NoteFromRun); noteErr, when set, fails it.
+	notes   []activities.NoteFromRunInput
+	noteErr error
 }
 
 func newHarness(t *testing.T) *harness { t.Helper(); return newHarnessWith(t, nil) }
@@ -124,6 +127,16 @@ func (h *harness) register() {
 	reg("PostEphemeral", acts.PostEphemeral)
 	reg("PostApprovalPrompt", acts.PostApprovalPrompt)
 	reg("ResolveApprovalPrompt", acts.ResolveApprovalPrompt)
+	reg("NoteFromRun", acts.NoteFromRun)
+	env.OnActivity("NoteFromRun", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.NoteFromRunInput) (activities.NoteFromRunResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.notes = append(h.notes, in)
+		if h.noteErr != nil {
+			return activities.NoteFromRunResult{}, h.noteErr
+		}
+		return activities.NoteFromRunResult{Noted: []string{"mem-0123456789"}, Model: "m-fast"}, nil
+	})
 
 	h.modelMock = env.OnActivity("CallModel", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.CallModelInput) (activities.ModelReply, error) {
 		h.mu.Lock()

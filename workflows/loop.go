@@ -160,6 +160,7 @@ func (r *run) absorbFolded(ctx workflow.Context) {
 			return
 		}
 		r.appendInline("user", m.Text)
+		r.heard(m.User, m.Text)
 		r.log.Info("agent.message.folded", "run", r.id, "ts", m.TS)
 	}
 }

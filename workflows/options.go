@@ -89,3 +89,17 @@ func QuickOptions(ctx workflow.Context, id string) workflow.Context { return qui
 
 // SlackOptions: see QuickOptions.
 func SlackOptions(ctx workflow.Context, id string) workflow.Context { return slackOptions(ctx, id) }
+
+// memoryOptions is for the step after a run that notes what the people said (NoteFromRun): one model
+// call on the fast tier, a few writes and one idempotent post. It is an aid: two attempts at most,
+// then the run ends without it (a failure is logged, never the run's).
+func memoryOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ActivityID:          "memory",
+		StartToCloseTimeout: time.Minute,
+		HeartbeatTimeout:    llmHeartbeat,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 2,
+		},
+	})
+}

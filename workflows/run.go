@@ -135,6 +135,9 @@ type run struct {
 	sub *SubAgentInput
 	// subs counts the sub-agents this run started (their IDs: subagents.ID).
 	subs int
+	// said are the people's own messages in this run (the request, what they folded in, their
+	// answers), for the step that notes what they said (memory.go).
+	said []activities.Said
 
 	transcript
 	clock
@@ -226,6 +229,7 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 	r.status.Phase = "done"
 	r.log.Info("agent_run.completed", "run", r.id, "status", status, "turns", r.turn, "tier", r.tier,
 		"elapsed", workflow.Now(ctx).Sub(r.start).String())
+	r.noteFromRun(ctx, status)
 	res := RunResult{Status: status, Turns: r.turn, Tier: r.tier, Reason: reason, Usage: r.status.Usage, Unread: r.unreadFolds()}
 	if r.hardened && !r.journal.IsEmpty() {
 		res.Journal = slackwire.Head(r.journal.Render(), MaxCarriedJournal)
@@ -340,7 +344,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 	if err := workflow.ExecuteActivity(quick(ctx, "prompt"), a.BuildSystemPrompt, activities.PromptInput{
 		Team: m.Team, Modules: r.route.Modules, TeamName: r.in.TeamName, ChannelName: r.in.ChannelName, IsDM: m.IsDM,
 		UserName: r.in.UserName, UserTZ: r.in.UserTZ, Now: workflow.Now(ctx).UTC().Format(time.RFC3339), Surface: surface,
-		Scheduled: r.in.Scheduled,
+		Scheduled: r.in.Scheduled, Channel: m.Channel, User: r.in.Requester, Message: activities.MemoryMessage(m.Text),
 	}).Get(ctx, &sp); err != nil {
 		return fmt.Errorf("build system prompt: %w", err)
 	}

@@ -93,6 +93,13 @@ const (
 	// it. (The share a run gives its sub-agents and the count they report are input and result
 	// fields: they replay either way.)
 	changeFetchCap = "fetch-cap"
+	// changeRunMemory (issue 23), in the agent run: after a run that delivered its answer, the
+	// NoteFromRun activity proposes memorable facts from what the people said in the run (their
+	// messages only) and posts a "Noted: …" line; it never fails the run. Read where the run has
+	// delivered, before it returns: only a run that gets there records it, and a history recorded
+	// before replays without the activity. (The memory block's fields of PromptInput, Channel, User and
+	// Message, are activity input: they replay either way.)
+	changeRunMemory = "run-memory"
 )
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's

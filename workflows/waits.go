@@ -135,6 +135,7 @@ func (r *run) ask(ctx workflow.Context, question string) (answer string, ok bool
 		r.log.Warn("agent.question.placeholder_failed", "run", r.id, "error", err)
 	}
 	r.placeholder = ph.TS
+	r.heard(reply.User, reply.Text)
 	return reply.Text, true, ""
 }
 

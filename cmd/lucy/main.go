@@ -35,6 +35,7 @@ Usage:
   lucy chat      talk to a running stack from the terminal
   lucy setup     prepare a Temporal cluster once: the namespace and Lucy's search attributes
   lucy secrets   set, list or delete a team's stored keys (lucy secrets help)
+  lucy memory    export or delete a team's notes (lucy memory help)
   lucy version   print the version
 
 Configuration is read from the environment; see README.md.
@@ -60,6 +61,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = runSetup(ctx, getenv, stdout, stderr)
 	case "secrets":
 		err = runSecrets(ctx, args[1:], getenv, stdin, stdout, stderr)
+	case "memory":
+		err = runMemory(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-v":
 		if devBuilt {
 			fmt.Fprintf(stdout, "lucy %s\n", version)

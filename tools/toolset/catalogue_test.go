@@ -18,6 +18,7 @@ import (
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/openapi"
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/subagents"
@@ -41,10 +42,10 @@ var allTools = []string{
 	"append_run_journal_entry", "ask_human", "delegate_to_code_agent", "delegate_to_document_agent",
 	"delegate_to_integrations_agent", "delegate_to_research_agent", "get_run_journal",
 	"lucy_check_heartbeat", "lucy_connect_mcp_server", "lucy_create_cron", "lucy_create_heartbeat", "lucy_current_time", "lucy_delete_cron",
-	"lucy_delete_custom_integration", "lucy_delete_file", "lucy_delete_heartbeat", "lucy_disconnect_mcp_server", "lucy_edit_file", "lucy_generate_chart", "lucy_generate_csv",
+	"lucy_delete_custom_integration", "lucy_delete_file", "lucy_delete_heartbeat", "lucy_disconnect_mcp_server", "lucy_edit_file", "lucy_forget", "lucy_generate_chart", "lucy_generate_csv",
 	"lucy_generate_excel", "lucy_generate_pdf", "lucy_get_channel_history", "lucy_get_thread", "lucy_list_crons",
 	"lucy_list_files", "lucy_list_heartbeats", "lucy_list_integrations", "lucy_list_slack_channels", "lucy_modify_cron", "lucy_pause_cron",
-	"lucy_post_message", "lucy_read_file", "lucy_resolve_custom_integration", "lucy_resume_cron", "lucy_run_script", "lucy_search_slack_history",
+	"lucy_post_message", "lucy_read_file", "lucy_recall", "lucy_remember", "lucy_resolve_custom_integration", "lucy_resume_cron", "lucy_run_script", "lucy_search_slack_history",
 	"lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch", "lucy_web_search", "lucy_write_file", "update_run_journal",
 }
 
@@ -377,6 +378,11 @@ func TestArgValidation(t *testing.T) {
 		{integrations.StoreAPIKey, `{"service": "github"}`, []string{`missing required field "purpose"`}},
 		{integrations.StoreAPIKey, `{"service": "git hub", "purpose": "x"}`, []string{"not a key name"}},
 		{integrations.StoreAPIKey, `{"service": "github", "purpose": "x", "key": "sk-1"}`, []string{`unknown field "key"`}},
+		{memory.RememberTool, `{"scope": "workspace"}`, []string{`missing required field "note"`}},
+		{memory.RememberTool, `{"scope": "client", "note": "x"}`, []string{`"scope" must be one of`}},
+		{memory.RememberTool, `{"scope": "entity", "note": "x"}`, []string{"entity's name"}},
+		{memory.RecallTool, `{"scopes": ["planet"]}`, []string{"must be one of"}},
+		{memory.ForgetTool, `{}`, []string{"give at least 1 of: id, query"}},
 		{integrations.ListIntegrations, `{"all": true}`, []string{`"all"`}},
 		{mcp.ConnectServer, `{"name": "gh"}`, []string{`missing required field "url"`}},
 		{mcp.ConnectServer, `{"name": "gh", "url": "https://mcp.example.com/mcp", "credential": "Not A Name!"}`, []string{"not a credential name"}},

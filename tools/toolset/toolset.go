@@ -15,6 +15,7 @@ import (
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/integrations/openapi"
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	_ "github.com/lucy-agent/lucy/subagents"
@@ -99,6 +100,9 @@ type Deps struct {
 	MCPLimits mcp.Limits
 	// MCPOAuth signs teams in to remote MCP servers that require OAuth; nil: not offered.
 	MCPOAuth *oauth.Flow
+	// Memory is the teams' notes (lucy_remember, lucy_recall, lucy_forget), in the state store; nil
+	// means memory is not available here, and the tools say so.
+	Memory *memory.Store
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -135,7 +139,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 		CheckURL: d.NetPolicy().CheckURL, OAuth: d.MCPOAuth})
 	listers := append([]integrations.Lister{mcpClient, custom}, d.Listers...)
 	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, custom,
-		mcpClient, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers)}
+		mcpClient, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers), memory.NewTools(d.Memory)}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
