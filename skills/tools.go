@@ -157,7 +157,7 @@ func (c *Catalog) save(ctx context.Context, inv tools.Invocation) (tools.Output,
 	if !inv.Approved || inv.Guard != guard {
 		summary, details := saveApproval(name, content, current, shadowed)
 		return tools.Output{
-			Content: fmt.Sprintf("Nothing was changed: saving the team skill %s needs a person's approval of its whole text.", name),
+			Content:       fmt.Sprintf("Nothing was changed: saving the team skill %s needs a person's approval of its whole text.", name),
 			NeedsApproval: &tools.ApprovalNeed{Summary: summary, Details: details, Guard: guard},
 		}, nil
 	}
