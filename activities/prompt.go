@@ -33,6 +33,11 @@ type PromptInput struct {
 	// Scheduled: the run is a recurring job's firing (the prompt then says no one is
 	// waiting in the thread).
 	Scheduled bool `json:"scheduled,omitempty"`
+	// User is the Slack user ID of the person the run works for: their first contact with Lucy is
+	// recorded (onboarding) and makes the prompt ask for a short introduction.
+	User string `json:"user,omitempty"`
+	// Skills are the skills the route matched to the request (Route.Skills): loaded whole.
+	Skills []string `json:"skills,omitempty"`
 }
 
 // SystemPrompt is the assembled system prompt.
@@ -83,6 +88,12 @@ func (a *Activities) BuildSystemPrompt(ctx context.Context, in PromptInput) (Sys
 	}
 	if block := a.integrationsSection(ctx, in.Team); block != "" {
 		parts = append(parts, block)
+	}
+	if in.SubAgentPrompt == "" {
+		parts = append(parts, a.skillsSections(ctx, in)...)
+		if block := a.firstContact(ctx, &in); block != "" {
+			parts = append(parts, block)
+		}
 	}
 	parts = append(parts, contextSection(in))
 	text := strings.Join(parts, "\n\n")

@@ -99,10 +99,8 @@ var _ = tools.Register(tools.Def{
 	},
 	Required: []string{"name", "description", "instructions"},
 	Props: func() []tools.Prop {
-		name := tools.StrProp("name", "Lowercase words joined by hyphens, at most 64 characters, e.g. \"weekly-report\".", 1, MaxNameLen)
-		name.Schema["pattern"] = namePattern.String()
 		return []tools.Prop{
-			name,
+			tools.StrProp("name", "Lowercase letters, digits and single hyphens, at most 64 characters, e.g. \"weekly-report\".", 1, MaxNameLen),
 			tools.StrProp("description", "What the skill does and when to use it, in one or two sentences (the Skills "+
 				"list shows it, and requests are matched against it).", 1, MaxDescriptionLen),
 			tools.StrProp("instructions", "The steps in Markdown: what to gather, with which tools, what to produce and "+

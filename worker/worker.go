@@ -26,6 +26,7 @@ import (
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/onboarding"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
@@ -254,6 +255,9 @@ func NewActivities(d Deps) *Activities {
 		Log:              d.Log,
 		DataConverter:    d.DataConverter,
 		Metrics:          d.Metrics,
+		Skills:           set.Skills,
+		// First contacts: markers in Lucy's state store, the team's workspace scaffolded.
+		Onboarding: onboarding.New(state, store, nil),
 	}
 	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}, MCP: set.MCP}
 }
