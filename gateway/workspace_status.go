@@ -131,19 +131,38 @@ func (h temporalHandoff) WorkspaceStatus(ctx context.Context, team string) (Work
 	return out, nil
 }
 
-// schedules lists the team's recurring jobs and monitors, soonest next firing first.
+// schedules lists the team's recurring jobs and monitors, soonest next firing first: by a query on
+// the schedules' LucyWorkspace attribute, or, when that finds none (a server whose schedule list
+// does not filter on custom attributes, or has not indexed them yet), by the ID prefixes of every
+// schedule, which is exact either way.
 func (h temporalHandoff) schedules(ctx context.Context, team string) ([]ScheduledJob, int, error) {
-	iter, err := h.c.ScheduleClient().List(ctx, client.ScheduleListOptions{
-		PageSize: 100, Query: fmt.Sprintf("%s = '%s'", searchattr.Workspace.GetName(), team),
-	})
+	jobs, err := h.listSchedules(ctx, team, fmt.Sprintf("%s = '%s'", searchattr.Workspace.GetName(), team))
+	if err != nil || len(jobs) == 0 {
+		if jobs, err = h.listSchedules(ctx, team, ""); err != nil {
+			return nil, 0, err
+		}
+	}
+	sortJobs(jobs)
+	more := 0
+	if len(jobs) > maxStatusJobs {
+		more, jobs = len(jobs)-maxStatusJobs, jobs[:maxStatusJobs]
+	}
+	return jobs, more, nil
+}
+
+// maxScanned bounds the schedules one answer reads.
+const maxScanned = 1000
+
+func (h temporalHandoff) listSchedules(ctx context.Context, team, query string) ([]ScheduledJob, error) {
+	iter, err := h.c.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 100, Query: query})
 	if err != nil {
-		return nil, 0, fmt.Errorf("list the schedules of %s: %w", team, err)
+		return nil, fmt.Errorf("list the schedules of %s: %w", team, err)
 	}
 	var jobs []ScheduledJob
-	for iter.HasNext() && len(jobs) < 500 {
+	for scanned := 0; iter.HasNext() && scanned < maxScanned; scanned++ {
 		e, err := iter.Next()
 		if err != nil {
-			return nil, 0, fmt.Errorf("list the schedules of %s: %w", team, err)
+			return nil, fmt.Errorf("list the schedules of %s: %w", team, err)
 		}
 		var j ScheduledJob
 		switch {
@@ -167,6 +186,11 @@ func (h temporalHandoff) schedules(ctx context.Context, team string) ([]Schedule
 		}
 		jobs = append(jobs, j)
 	}
+	return jobs, nil
+}
+
+// sortJobs puts the next firing first, paused ones and those with none last.
+func sortJobs(jobs []ScheduledJob) {
 	sort.SliceStable(jobs, func(i, k int) bool {
 		a, b := jobs[i], jobs[k]
 		if a.Paused != b.Paused {
@@ -180,11 +204,6 @@ func (h temporalHandoff) schedules(ctx context.Context, team string) ([]Schedule
 		}
 		return a.Name < b.Name
 	})
-	more := 0
-	if len(jobs) > maxStatusJobs {
-		more, jobs = len(jobs)-maxStatusJobs, jobs[:maxStatusJobs]
-	}
-	return jobs, more, nil
 }
 
 // FormatWorkspaceStatus is the answer for the whole workspace. It names channels (links, which notify
