@@ -30,7 +30,9 @@ import (
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/onboarding"
 	"github.com/lucy-agent/lucy/signing"
+	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/tools"
 )
 
@@ -106,6 +108,12 @@ type Activities struct {
 	// Metrics counts tool calls, model calls, tokens and estimated cost (nil: not counted). Activities
 	// never replay, so they count directly; workflow code counts through its SDK metrics handler.
 	Metrics *metrics.Metrics
+	// Skills are the skills of the platform, the operator and each team: the system prompt lists
+	// them, and the route loads the ones a request clearly names. Nil means no skills block.
+	Skills *skills.Catalog
+	// Onboarding records first contacts with a team and a person (a marker each in Lucy's state
+	// store): the run that makes one is told to introduce Lucy. Nil means no onboarding.
+	Onboarding *onboarding.Onboarder
 
 	legacyKnowledge sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
 	resetRuns       sync.Map // run ID -> whether it is a reset run (resetRun)

@@ -40,6 +40,8 @@ type PromptInput struct {
 	Channel string `json:"channel,omitempty"`
 	User    string `json:"user,omitempty"`
 	Message string `json:"message,omitempty"`
+	// Skills are the skills the route matched to the request (Route.Skills): loaded whole.
+	Skills []string `json:"skills,omitempty"`
 }
 
 // MemoryMessage is the part of a request's text PromptInput.Message carries.
@@ -96,6 +98,12 @@ func (a *Activities) BuildSystemPrompt(ctx context.Context, in PromptInput) (Sys
 	}
 	if block := a.memorySection(ctx, in, a.historyPreflight(ctx, in)); block != "" {
 		parts = append(parts, block)
+	}
+	if in.SubAgentPrompt == "" {
+		parts = append(parts, a.skillsSections(ctx, in)...)
+		if block := a.firstContact(ctx, &in); block != "" {
+			parts = append(parts, block)
+		}
 	}
 	parts = append(parts, contextSection(in))
 	text := strings.Join(parts, "\n\n")

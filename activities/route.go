@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/lucy-agent/lucy/intent"
+	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/tools"
 	// The builtins' flags are recorded in every route (toolFlags): their declarations must be linked
 	// wherever routes are made.
@@ -38,6 +39,10 @@ type Route struct {
 	// MaxToolCalls is how many tool calls of one model reply are run (LUCY_MAX_TOOL_CALLS); the
 	// excess calls get an error result the model can act on. 0 in old histories: no limit.
 	MaxToolCalls int `json:"maxToolCalls,omitempty"`
+	// Skills are the skills the request clearly asks for (skills.Match: it names one, or shares
+	// enough of its description), loaded whole into the system prompt (PromptInput.Skills). The
+	// workflow only passes them on.
+	Skills []string `json:"skills,omitempty"`
 }
 
 // ToolFlags are the flags of one tool the workflow decides by (tools.Spec without the schema).
@@ -74,8 +79,21 @@ func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {
 	offered := a.offered(ctx, in.Team)
 	return Route{
 		Intent: r.Intent, Tier: r.Tier, Modules: r.Modules, Tools: names(offered), Complex: r.Complex,
-		Specs: a.toolFlags(ctx, in.Team, offered), MaxToolCalls: a.MaxToolCalls,
+		Specs: a.toolFlags(ctx, in.Team, offered), MaxToolCalls: a.MaxToolCalls, Skills: a.matchSkills(ctx, in.Team, in.Text),
 	}, nil
+}
+
+// matchSkills names the skills in force for the team that the request clearly asks for.
+func (a *Activities) matchSkills(ctx context.Context, team, text string) []string {
+	if a.Skills == nil || team == "" {
+		return nil
+	}
+	list, _ := a.Skills.List(ctx, team)
+	var out []string
+	for _, s := range skills.Match(text, list) {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 // offered are the tools of a main agent's run: the compiled-in default set, and what the team's

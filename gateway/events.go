@@ -310,7 +310,7 @@ func handOff(ctx context.Context, h Handoff, m workflows.Message) (outcome strin
 		return outcomeCancel, nil
 	case controlStatus:
 		m.Control = controlStatus
-		m.StatusText = statusText(ctx, h, m.Key())
+		m.StatusText = statusText(ctx, h, m)
 		if err := h.Message(ctx, m); err != nil {
 			return outcomeError, fmt.Errorf("hand off status question %s/%s: %w", m.Channel, m.TS, err)
 		}
@@ -323,11 +323,22 @@ func handOff(ctx context.Context, h Handoff, m workflows.Message) (outcome strin
 }
 
 // statusText answers "what are you working on?" from the lane's and the current run's `status`
-// queries. When a query fails the text stays empty and the lane answers from its own state.
-func statusText(ctx context.Context, h Handoff, key workflows.LaneKey) string {
+// queries. When a query fails the text stays empty and the lane answers from its own state. Asked
+// outside a thread (a new top-level message, or a DM without a running lane), it answers for the
+// whole workspace when the Handoff can (WorkspaceStatuser), and for the thread if that fails.
+func statusText(ctx context.Context, h Handoff, m workflows.Message) string {
+	key := m.Key()
 	lane, ok, err := h.LaneStatus(ctx, key)
 	if err != nil {
 		return ""
+	}
+	if !ok && (m.ThreadTS == "" || m.ThreadTS == m.TS || m.IsDM) {
+		if ws, can := h.(WorkspaceStatuser); can {
+			st, err := ws.WorkspaceStatus(ctx, m.Team)
+			if err == nil {
+				return FormatWorkspaceStatus(st, time.Now())
+			}
+		}
 	}
 	if !ok {
 		return workflows.FormatStatus(workflows.LaneStatus{}, nil, time.Now())

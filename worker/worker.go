@@ -28,6 +28,7 @@ import (
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/onboarding"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
@@ -274,6 +275,9 @@ func NewActivities(d Deps) *Activities {
 		Metrics:          d.Metrics,
 		Memory:           notes,
 		MemoryTokens:     cfg.MemoryTokens,
+		Skills:           set.Skills,
+		// First contacts: markers in Lucy's state store, the team's workspace scaffolded.
+		Onboarding: onboarding.New(state, store, nil),
 	}
 	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}, MCP: set.MCP}
 }

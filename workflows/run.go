@@ -345,6 +345,9 @@ func (r *run) prepare(ctx workflow.Context) error {
 		Team: m.Team, Modules: r.route.Modules, TeamName: r.in.TeamName, ChannelName: r.in.ChannelName, IsDM: m.IsDM,
 		UserName: r.in.UserName, UserTZ: r.in.UserTZ, Now: workflow.Now(ctx).UTC().Format(time.RFC3339), Surface: surface,
 		Scheduled: r.in.Scheduled, Channel: m.Channel, User: r.in.Requester, Message: activities.MemoryMessage(m.Text),
+		// Plain data for the activity (the memory block's notes, who is first met, which matched
+		// skills to load): no new command, so histories recorded before these fields replay unchanged.
+		Skills: r.route.Skills,
 	}).Get(ctx, &sp); err != nil {
 		return fmt.Errorf("build system prompt: %w", err)
 	}

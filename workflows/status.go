@@ -86,6 +86,10 @@ func FormatStatus(lane LaneStatus, run *RunStatus, now time.Time) string {
 	return strings.TrimSpace(b.String())
 }
 
+// PhaseText is a run's phase in words ("Working through the steps"), for the gateway's answer about a
+// whole workspace.
+func PhaseText(p string) string { return phaseText(p) }
+
 func phaseText(p string) string {
 	switch p {
 	case "preparing":

@@ -21,6 +21,7 @@ import (
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
+	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/documents"
@@ -44,8 +45,8 @@ var allTools = []string{
 	"lucy_check_heartbeat", "lucy_connect_mcp_server", "lucy_create_cron", "lucy_create_heartbeat", "lucy_current_time", "lucy_delete_cron",
 	"lucy_delete_custom_integration", "lucy_delete_file", "lucy_delete_heartbeat", "lucy_disconnect_mcp_server", "lucy_edit_file", "lucy_forget", "lucy_generate_chart", "lucy_generate_csv",
 	"lucy_generate_excel", "lucy_generate_pdf", "lucy_get_channel_history", "lucy_get_thread", "lucy_list_crons",
-	"lucy_list_files", "lucy_list_heartbeats", "lucy_list_integrations", "lucy_list_slack_channels", "lucy_modify_cron", "lucy_pause_cron",
-	"lucy_post_message", "lucy_read_file", "lucy_recall", "lucy_remember", "lucy_resolve_custom_integration", "lucy_resume_cron", "lucy_run_script", "lucy_search_slack_history",
+	"lucy_list_files", "lucy_list_heartbeats", "lucy_list_integrations", "lucy_list_slack_channels", "lucy_load_skill", "lucy_modify_cron", "lucy_pause_cron",
+	"lucy_post_message", "lucy_read_file", "lucy_recall", "lucy_remember", "lucy_resolve_custom_integration", "lucy_resume_cron", "lucy_run_script", "lucy_save_skill", "lucy_search_slack_history",
 	"lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch", "lucy_web_search", "lucy_write_file", "update_run_journal",
 }
 
@@ -327,6 +328,11 @@ func TestArgValidation(t *testing.T) {
 		{schedules.CreateCron, `{"name":"x","schedule":"every day","instruction":"x"}`, []string{"a cron expression has 5"}},
 		{schedules.CreateCron, `{"name":"x","schedule":"0 9 * * *","instruction":"x","in_this_thread":"yes"}`, []string{`"in_this_thread" must be true or false`}},
 		{schedules.ListCrons, `{"all": true}`, []string{`"all"`}},
+		{skills.LoadTool, `{}`, []string{`missing required field "name"`}},
+		{skills.LoadTool, `{"name": "Weekly Report"}`, []string{"lowercase letters, digits and single hyphens"}},
+		{skills.SaveTool, `{"name": "weekly-report", "description": "d"}`, []string{`missing required field "instructions"`}},
+		{skills.SaveTool, `{"name": "weekly_report", "description": "d", "instructions": "x"}`, []string{"lowercase letters, digits and single hyphens"}},
+		{skills.SaveTool, `{"name": "weekly-report", "description": "d", "instructions": "x", "replace": true}`, []string{`unknown field "replace"`}},
 		{schedules.ModifyCron, `{"name":"x"}`, []string{"at least 2"}},
 		{schedules.DeleteCron, `{}`, []string{`missing required field "name"`}},
 		{schedules.TriggerCron, `{"name": 3}`, []string{`"name" must be a string`}},

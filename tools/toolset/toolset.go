@@ -18,6 +18,7 @@ import (
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
+	"github.com/lucy-agent/lucy/skills"
 	_ "github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	_ "github.com/lucy-agent/lucy/tools/builtin" // the tools the workflow runs: declared, no domain
@@ -116,6 +117,10 @@ type Set struct {
 	// MCP is the MCP client: a tool source of the Runner, and the Lister of the teams' MCP servers
 	// (lucy_list_integrations). Close it when the worker stops: it ends the servers it started.
 	MCP *mcp.Source
+	// Skills are the skills of every source (platform, the operator's in DataDir/skills, each team's
+	// in its workspace): the domain of lucy_load_skill and lucy_save_skill, and what the system
+	// prompt lists.
+	Skills *skills.Catalog
 }
 
 // New builds every domain from d and binds their tools; sources are the run-time tool sources (a
@@ -138,7 +143,11 @@ func New(d Deps, sources ...tools.Source) *Set {
 		Admins: d.Admins, Log: d.Log, Limits: d.MCPLimits, HTTP: tools.NewGuardedClient(d.HTTP, d.NetPolicy()),
 		CheckURL: d.NetPolicy().CheckURL, OAuth: d.MCPOAuth})
 	listers := append([]integrations.Lister{mcpClient, custom}, d.Listers...)
-	domains := []any{ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, custom,
+	// Skills: the platform's, the operator's and each team's (team skills in force only as approved,
+	// which the state store records).
+	skillSet := skills.New(skills.Deps{Platform: skills.PlatformFS(), Operator: skills.OperatorFS(d.DataDir),
+		Workspace: workspaceStore(d), State: d.State, Log: d.Log})
+	domains := []any{skillSet, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, custom,
 		mcpClient, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers), memory.NewTools(d.Memory)}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
@@ -147,7 +156,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
-	return &Set{Runner: r, Schedules: sched, Integrations: listers, MCP: mcpClient}
+	return &Set{Runner: r, Schedules: sched, Integrations: listers, MCP: mcpClient, Skills: skillSet}
 }
 
 // NetPolicy is the private-address policy of every request to a URL from chat: PrivateHosts, or
