@@ -10,12 +10,10 @@ import (
 	"testing"
 	"time"
 
-	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/lucy-agent/lucy/codec"
 
@@ -146,27 +144,10 @@ func TestRunWithPayloadCodec(t *testing.T) {
 
 // payloadsContain reports whether any payload of an event holds s in its raw bytes.
 func payloadsContain(ev *historypb.HistoryEvent, s string) bool {
-	found := false
-	var walk func(m protoreflect.Message)
-	walk = func(m protoreflect.Message) {
-		if p, ok := m.Interface().(*commonpb.Payload); ok {
-			found = found || bytes.Contains(p.GetData(), []byte(s))
-			return
-		}
-		m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-			switch {
-			case fd.IsList() && fd.Message() != nil:
-				for i := 0; i < v.List().Len(); i++ {
-					walk(v.List().Get(i).Message())
-				}
-			case fd.IsMap() && fd.MapValue().Message() != nil:
-				v.Map().Range(func(_ protoreflect.MapKey, mv protoreflect.Value) bool { walk(mv.Message()); return true })
-			case fd.Message() != nil && !fd.IsList() && !fd.IsMap():
-				walk(v.Message())
-			}
+	for _, p := range eventPayloads(ev) {
+		if bytes.Contains(p.GetData(), []byte(s)) {
 			return true
-		})
+		}
 	}
-	walk(ev.ProtoReflect())
-	return found
+	return false
 }

@@ -7,13 +7,10 @@ import (
 	"testing"
 	"time"
 
-	sdkworker "go.temporal.io/sdk/worker"
-
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/mcptest"
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/worker"
-	"github.com/lucy-agent/lucy/workflows"
 )
 
 // MCP tools in a real run: a read-only tool retried after the server's transient failure, a
@@ -53,15 +50,8 @@ func TestMCPToolsInARun(t *testing.T) {
 	})
 	// The stack's worker knows no MCP server: this test's worker takes its place, with two.
 	s.stopWorker()
-	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: s.log, AllowPrivateNetworks: true, DataConverter: s.dc,
+	s.startWorkerWith(worker.Deps{Log: s.log,
 		MCPServers: []mcp.Server{{Name: "tracker", URL: trackerHTTP.URL + "/mcp"}, {Name: "fragile", URL: fragileHTTP.URL + "/mcp"}}})
-	t.Cleanup(acts.MCP.Close)
-	s.acts = acts.Activities
-	s.worker = sdkworker.New(s.client, workflows.TaskQueue, worker.Options(worker.Sizing{EmbeddedServer: true}))
-	worker.Register(s.worker, acts)
-	if err := s.worker.Start(); err != nil {
-		t.Fatal(err)
-	}
 
 	// The server dies while the slow write is in flight.
 	go func() {

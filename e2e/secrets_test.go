@@ -21,7 +21,6 @@ import (
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
-	sdkworker "go.temporal.io/sdk/worker"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -33,7 +32,6 @@ import (
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/worker"
-	"github.com/lucy-agent/lucy/workflows"
 )
 
 // The keys of TestNoKeyReachesHistoryLogsModelOrSlack: one a person types into the Add key form (an
@@ -171,15 +169,7 @@ func noKeyLeaks(t *testing.T, dc converter.DataConverter, c *codec.Codec) {
 		t.Fatal(err)
 	}
 	s.stopWorker()
-	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: log, AllowPrivateNetworks: true, DataConverter: s.dc,
-		MCPServers: []mcp.Server{{Name: "vault", URL: vaultHTTP.URL + "/mcp", Credential: "vault"}}})
-	t.Cleanup(acts.MCP.Close)
-	s.acts = acts.Activities
-	s.worker = sdkworker.New(s.client, workflows.TaskQueue, worker.Options(worker.Sizing{EmbeddedServer: true}))
-	worker.Register(s.worker, acts)
-	if err := s.worker.Start(); err != nil {
-		t.Fatal(err)
-	}
+	s.startWorkerWith(worker.Deps{Log: log, MCPServers: []mcp.Server{{Name: "vault", URL: vaultHTTP.URL + "/mcp", Credential: "vault"}}})
 	s.gw.Close()
 	gw := gateway.New(gateway.Options{Handoff: gateway.NewTemporalHandoff(s.client, s.cfg.ApprovalKey), BotUserID: "ULUCY", BotID: "BLUCY",
 		Team: team, Log: log, Credentials: creds, Admins: s.cfg.AdminUsers, Views: slack.New("xoxb-test", slack.OptionAPIURL(s.slackURL))})

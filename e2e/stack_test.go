@@ -177,7 +177,16 @@ func (s *stack) startDevServer(clientOpts client.Options) (frontend string) {
 }
 
 func (s *stack) startWorker(log zerolog.Logger) {
-	acts := worker.NewActivities(worker.Deps{Config: s.cfg, Client: s.client, Log: log, AllowPrivateNetworks: true, DataConverter: s.dc})
+	s.startWorkerWith(worker.Deps{Log: log})
+}
+
+// startWorkerWith starts the stack's worker with d (a test's MCP servers, its logger), filling in
+// what every worker of the stack shares: its configuration, client, data converter and loopback
+// access. Its MCP client is closed with the test.
+func (s *stack) startWorkerWith(d worker.Deps) *worker.Activities {
+	d.Config, d.Client, d.AllowPrivateNetworks, d.DataConverter = s.cfg, s.client, true, s.dc
+	acts := worker.NewActivities(d)
+	s.tb.Cleanup(acts.MCP.Close)
 	s.acts = acts.Activities
 	// Both temporaltest's server and devserver's keep their storage in SQLite, as `lucy dev` does.
 	s.worker = sdkworker.New(s.client, workflows.TaskQueue, worker.Options(worker.Sizing{EmbeddedServer: true}))
@@ -186,6 +195,7 @@ func (s *stack) startWorker(log zerolog.Logger) {
 		s.tb.Fatal(err)
 	}
 	s.tb.Cleanup(s.stopWorker)
+	return acts
 }
 
 func (s *stack) stopWorker() {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -252,28 +251,8 @@ func (s *Store) Remember(ctx context.Context, team string, d Draft) (Note, Outco
 	return n, Created, s.idx.put(ctx, []Note{n}, []string{""})
 }
 
-// lock serializes the merges and edits of team's notes over a folder on this machine: the local
-// store's conditional writes are atomic within one store value only. A shared S3 store's conditional
-// writes are atomic by themselves and need no lock.
-func (s *Store) lock(team string) (func(), error) {
-	dirs, ok := s.st.(workspace.Dirs)
-	if !ok {
-		return func() {}, nil
-	}
-	d, err := dirs.Dir(team)
-	if err != nil {
-		return nil, err
-	}
-	return lockFile(filepath.Join(d, ".memory.lock"))
-}
-
 // merge folds d into the note id: a conditional write on the version read, read again on a lost race.
 func (s *Store) merge(ctx context.Context, team, id string, d Draft) (Note, Outcome, error) {
-	unlock, err := s.lock(team)
-	if err != nil {
-		return Note{}, "", err
-	}
-	defer unlock()
 	for {
 		n, info, err := s.read(ctx, team, id)
 		if err != nil {
@@ -318,11 +297,6 @@ func (s *Store) Edit(ctx context.Context, team, id, text string, tags []string, 
 	if !ValidID(id) {
 		return Note{}, ErrNotFound
 	}
-	unlock, err := s.lock(team)
-	if err != nil {
-		return Note{}, err
-	}
-	defer unlock()
 	for {
 		n, info, err := s.read(ctx, team, id)
 		if err != nil {

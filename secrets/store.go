@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -97,11 +96,6 @@ func (s *Store) Put(ctx context.Context, team, service, value, user string) (Met
 	if len(value) > MaxValueBytes {
 		return Meta{}, fmt.Errorf("the key is %d bytes; at most %d are kept", len(value), MaxValueBytes)
 	}
-	unlock, err := s.lock(team)
-	if err != nil {
-		return Meta{}, err
-	}
-	defer unlock()
 	for {
 		old, info, err := s.read(ctx, team, service)
 		cond := workspace.Cond{IfNoneMatch: true}
@@ -196,12 +190,7 @@ func (s *Store) Delete(ctx context.Context, team, service string) error {
 	if !ok {
 		return ErrNotFound
 	}
-	unlock, err := s.lock(team)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	err = s.st.Delete(ctx, team, object(service))
+	err := s.st.Delete(ctx, team, object(service))
 	if errors.Is(err, fs.ErrNotExist) {
 		return ErrNotFound
 	}
@@ -209,22 +198,6 @@ func (s *Store) Delete(ctx context.Context, team, service string) error {
 		return fmt.Errorf("delete the key for %s: %w", service, err)
 	}
 	return nil
-}
-
-// lock serializes the writers of team's credentials that share a folder on this machine (a
-// worker, the gateway and `lucy secrets` over one LUCY_DATA_DIR): the local store's conditional
-// writes are atomic within one process only. A shared S3 store's conditional writes are atomic
-// by themselves and need no lock.
-func (s *Store) lock(team string) (func(), error) {
-	dirs, ok := s.st.(workspace.Dirs)
-	if !ok {
-		return func() {}, nil
-	}
-	d, err := dirs.Dir(team)
-	if err != nil {
-		return nil, err
-	}
-	return lockFile(filepath.Join(d, ".secrets.lock"))
 }
 
 func (s *Store) read(ctx context.Context, team, service string) (record, workspace.Info, error) {

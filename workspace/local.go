@@ -78,11 +78,30 @@ func (l *Local) root(team, rel string, allowRoot bool) (*os.Root, error) {
 // Lock implements Dirs.
 func (l *Local) Lock(team string) func() { return l.lock(team) }
 
+// lockName is the team folder's lock file: it starts with TmpPrefix, so listings hide it and the
+// file tools refuse its path.
+const lockName = TmpPrefix + "lock"
+
+// lock takes the team's write lock: a mutex of this store value, then a flock on the team folder's
+// lock file, so that a conditional write's check and rename are one step for every process and
+// every store value over the folder. Without the flock (a folder that cannot hold the file, a
+// system without flock) the mutex alone still serializes this store value's writers.
 func (l *Local) lock(team string) func() {
 	m, _ := l.locks.LoadOrStore(team, &sync.Mutex{})
 	mu := m.(*sync.Mutex)
 	mu.Lock()
-	return mu.Unlock
+	dir, err := l.Dir(team)
+	if err != nil {
+		return mu.Unlock
+	}
+	release, err := lockFile(filepath.Join(dir, lockName))
+	if err != nil {
+		return mu.Unlock
+	}
+	return func() {
+		release()
+		mu.Unlock()
+	}
 }
 
 func localInfo(rel string, fi fs.FileInfo) Info {
