@@ -1,5 +1,7 @@
 package intent
 
+import "github.com/lucy-agent/lucy/slackwire"
+
 const (
 	rcUrgent uint32 = 1 << iota
 	rcBug
@@ -81,6 +83,10 @@ var reactionLex = newLexicon(0,
 // ("how are you?") → "wave". A question with none of these gets "thinking_face"; anything else
 // "eyes", Slack's "on it".
 func Reaction(text string) string {
+	if slackwire.IsKeyAdded(text) {
+		// The Add key form's message is the gateway's, with no Slack message behind it to react to.
+		return ""
+	}
 	m := parse(text)
 	if len(m.words) == 0 && !m.code && len(m.links) == 0 {
 		return "eyes"

@@ -15,6 +15,8 @@ func TestReaction(t *testing.T) {
 	tests := []struct {
 		in, want string
 	}{
+		// The Add key form's message has no Slack message to react to.
+		{"I added the key for `billing`.", ""},
 		// Fast path, control, approval.
 		{"hi lucy", "wave"},
 		{"good morning!", "wave"},
@@ -64,7 +66,7 @@ func TestReaction(t *testing.T) {
 			if got != tt.want {
 				t.Errorf("Reaction(%q) = %q, want %q", tt.in, got, tt.want)
 			}
-			if !slices.Contains(slackEmoji, got) {
+			if got != "" && !slices.Contains(slackEmoji, got) {
 				t.Errorf("Reaction(%q) = %q, not in the list of Slack emoji names", tt.in, got)
 			}
 		})
