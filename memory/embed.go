@@ -27,6 +27,8 @@ const MinSimilarity = 0.35
 type vectors struct {
 	once sync.Once
 	db   *chromem.DB
+	// mu serializes the writes: chromem-go's Delete reads a collection's size without its lock.
+	mu sync.Mutex
 }
 
 func (vs *vectors) chromem() *chromem.DB {
@@ -55,7 +57,9 @@ func (vs *vectors) teamCollections(team string) []*chromem.Collection {
 
 // put indexes n's embedding, replacing the one it had (a note without one is dropped).
 func (vs *vectors) put(n Note) error {
-	if err := vs.remove(n.Team, n.ID); err != nil {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if err := vs.removeLocked(n.Team, n.ID); err != nil {
 		return err
 	}
 	if len(n.Embedding) == 0 {
@@ -70,6 +74,12 @@ func (vs *vectors) put(n Note) error {
 }
 
 func (vs *vectors) remove(team string, ids ...string) error {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return vs.removeLocked(team, ids...)
+}
+
+func (vs *vectors) removeLocked(team string, ids ...string) error {
 	if len(ids) == 0 {
 		return nil
 	}

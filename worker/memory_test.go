@@ -2,8 +2,10 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -108,5 +110,34 @@ func TestSemanticRecallFindsWhatWordsMiss(t *testing.T) {
 	n, _, err := restarted.Remember(ctx, "T1", memory.Draft{Scope: memory.Workspace, Text: "Invoices go out on the first.", Source: src})
 	if err != nil || len(n.Embedding) != 0 {
 		t.Fatalf("a note written with the endpoint down: %+v, %v", n, err)
+	}
+
+	// Notes embedded and searched at once on one worker: every one is kept with its vector and found.
+	llm.FailEmbeddings(0)
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 10 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			_, _, err := restarted.Remember(ctx, "T2", memory.Draft{Scope: memory.Entity, About: fmt.Sprintf("Client %d", i),
+				Text: fmt.Sprintf("Client %d renews its contract in spring number%d.", i, i), Source: src})
+			errs <- err
+		}()
+		go func() {
+			defer wg.Done()
+			_, err := restarted.Search(ctx, "T2", memory.Query{Text: "When does the customer sign again?"})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := restarted.Search(ctx, "T2", memory.Query{Text: "When does the customer sign again?", Limit: 50}); err != nil || len(got) != 10 {
+		t.Fatalf("semantic recall after concurrent writes found %d notes, want 10 (%v)", len(got), err)
 	}
 }
