@@ -181,6 +181,16 @@ var scenarios = []struct {
 		s.click(human, value, "lucy_approve")
 		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "Posted the message") })
 	}},
+	// run-memory: a person states a fact; after the answer, the run's memory step (change ID
+	// run-memory, the NoteFromRun activity) notes it and posts "Noted: …" in the thread.
+	{"run-memory", "<@ULUCY> remember that Acme's renewal is in March", func(n int, req fakellm.Request) fakellm.Reply {
+		if isMemoryStep(req) {
+			return fakellm.Reply{Content: acmeRenewalProposal}
+		}
+		return fakellm.Reply{Content: "Got it: Acme's renewal is in March."}
+	}, func(s *stack, ts string) {
+		s.waitFor("the Noted line", 60*time.Second, func() bool { return s.answered(ts, "Noted:") })
+	}},
 }
 
 // statusSite is a web page that answers 503 until statusSiteUp (the tool-parks scenario).

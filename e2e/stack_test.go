@@ -95,6 +95,9 @@ type stackOptions struct {
 	// temporary directory) instead of temporaltest's in-memory one: the benchmarks measure that.
 	// serverOpts do not apply to it.
 	devServer bool
+	// dataDir, when set, is the LUCY_DATA_DIR of the stack: another stack's, as when `lucy dev`
+	// restarts over the same directory.
+	dataDir string
 }
 
 func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
@@ -143,10 +146,13 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 		models[tier] = "model-" + tier
 	}
 	s.cfg = &config.Config{
-		TemporalNamespace: namespace, DataDir: tb.TempDir(), SlackBotToken: "xoxb-test", SlackAPIURL: s.slackURL,
+		TemporalNamespace: namespace, DataDir: o.dataDir, SlackBotToken: "xoxb-test", SlackAPIURL: s.slackURL,
 		LLMBaseURL: s.llm.BaseURL(), LLMAPIKey: "sk-test", Provider: "custom", Models: models, AdminUsers: []string{"UADMIN"},
 		// As config.Load derives it for the worker and the gateway alike.
 		ApprovalKey: signing.FromBotToken("xoxb-test"), ApprovalKeySource: "SLACK_BOT_TOKEN", MaxToolCalls: config.DefaultMaxToolCalls,
+	}
+	if s.cfg.DataDir == "" {
+		s.cfg.DataDir = tb.TempDir()
 	}
 	s.log = log
 	s.startWorker(log)

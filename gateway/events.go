@@ -295,6 +295,9 @@ func handOff(ctx context.Context, h Handoff, m workflows.Message) (outcome strin
 	if m.Text != "" {
 		control, drop = controlIntent(m.Text)
 	}
+	if control == controlCancel && !drop && forgetsANote(ctx, h, m) {
+		control = controlNone
+	}
 	switch control {
 	case controlCancel:
 		c := workflows.CancelRequest{
@@ -320,6 +323,19 @@ func handOff(ctx context.Context, h Handoff, m workflows.Message) (outcome strin
 		return outcomeError, fmt.Errorf("hand off message %s/%s: %w", m.Channel, m.TS, err)
 	}
 	return outcomeMessage, nil
+}
+
+// forgetsANote reports whether a "forget that"-style cancel phrase is about the note Lucy just took
+// rather than about a run: the thread's lane is idle after a run (the memory step posts "Noted: …
+// Say “forget that” if I shouldn't keep it." once the run has answered). Such a message is a request
+// for the agent (lucy_forget); while a run works, "forget that" still stops it. A lane whose status
+// cannot be read keeps the cancel.
+func forgetsANote(ctx context.Context, h Handoff, m workflows.Message) bool {
+	if !strings.Contains(strings.ToLower(m.Text), "forget") {
+		return false
+	}
+	st, ok, err := h.LaneStatus(ctx, m.Key())
+	return err == nil && ok && !st.Busy && st.CurrentRun == "" && st.Runs > 0
 }
 
 // statusText answers "what are you working on?" from the lane's and the current run's `status`

@@ -25,7 +25,9 @@
 //
 // With LUCY_MODEL_EMBEDDING set, each note also carries an embedding of its text (computed on the
 // same OpenAI-compatible endpoint when it is written), and a recall adds the notes closest in meaning
-// to the query (cosine similarity) to the lexical hits.
+// to the query to the lexical hits: each worker keeps the vectors in a chromem-go database in memory
+// (github.com/philippgille/chromem-go, pure Go, cosine similarity), rebuilt from the store like the
+// full-text index.
 //
 // # Trust
 //

@@ -2,97 +2,120 @@ package memory
 
 import (
 	"context"
-	"math"
+	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
+
+	"github.com/philippgille/chromem-go"
 )
 
 // Semantic recall (LUCY_MODEL_EMBEDDING). A note's vector is computed once, when its text is written,
-// and stored with it; each worker keeps the vectors of the notes it has indexed in memory (vectors),
-// normalized, so that a query costs one embedding call and one dot product per note. Without an
-// embedder, or when the endpoint fails, recall is lexical only: an embedding is an aid, never a
-// reason for a write or a search to fail.
+// and stored with it; each worker keeps the vectors of the notes it has indexed in a chromem-go
+// database in memory (github.com/philippgille/chromem-go: cosine similarity over normalized vectors),
+// one collection per team and vector size (a change of embeddings model never compares vectors of two
+// sizes), so that a query costs one embedding call and one lookup. Without an embedder, or when the
+// endpoint fails, recall is lexical only: an embedding is an aid, never a reason for a write or a
+// search to fail.
 
 // MinSimilarity is the cosine similarity from which a note counts as close in meaning to a query.
 const MinSimilarity = 0.35
 
-// vectors holds the normalized embeddings of the indexed notes, per team and note ID, with the
-// note's subject for the scope filter.
+// vectors holds the embeddings of the indexed notes, with each note's subject (metadata "scope" and
+// "subject") for the scope filter.
 type vectors struct {
-	mu    sync.RWMutex
-	teams map[string]map[string]vec
+	once sync.Once
+	db   *chromem.DB
+	// mu serializes the writes: chromem-go's Delete reads a collection's size without its lock.
+	mu sync.Mutex
 }
 
-type vec struct {
-	ref Ref
-	v   []float32
+func (vs *vectors) chromem() *chromem.DB {
+	vs.once.Do(func() { vs.db = chromem.NewDB() })
+	return vs.db
 }
 
-func (vs *vectors) put(n Note) {
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	if vs.teams == nil {
-		vs.teams = map[string]map[string]vec{}
-	}
-	t := vs.teams[n.Team]
-	if len(n.Embedding) == 0 {
-		if t != nil {
-			delete(t, n.ID)
-		}
-		return
-	}
-	if t == nil {
-		t = map[string]vec{}
-		vs.teams[n.Team] = t
-	}
-	t[n.ID] = vec{ref: Ref{Scope: n.Scope, About: n.subjectKey()}, v: normalize(n.Embedding)}
+// noEmbed is the collections' embedding function: every document and query comes with its vector,
+// so chromem-go never embeds a text itself (its default would call OpenAI).
+func noEmbed(context.Context, string) ([]float32, error) {
+	return nil, errors.New("memory: vectors are computed by the store's embedder")
 }
 
-func (vs *vectors) remove(team string, ids ...string) {
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	for _, id := range ids {
-		delete(vs.teams[team], id)
-	}
-}
+func collection(team string, dim int) string { return team + "/" + strconv.Itoa(dim) }
 
-type scored struct {
-	id  string
-	sim float32
-}
-
-// nearest returns the IDs of team's notes within refs closest to q (normalized), at least
-// MinSimilarity, best first, at most limit.
-func (vs *vectors) nearest(team string, q []float32, refs []Ref, limit int) []string {
-	vs.mu.RLock()
-	defer vs.mu.RUnlock()
-	var all []scored
-	for id, v := range vs.teams[team] {
-		if len(v.v) != len(q) || !inRefs(v.ref, refs) {
-			continue
+// teamCollections returns the collections of team (one per vector size).
+func (vs *vectors) teamCollections(team string) []*chromem.Collection {
+	var out []*chromem.Collection
+	for name, c := range vs.chromem().ListCollections() {
+		if strings.HasPrefix(name, team+"/") {
+			out = append(out, c)
 		}
-		var dot float32
-		for i := range q {
-			dot += q[i] * v.v[i]
-		}
-		if dot >= MinSimilarity {
-			all = append(all, scored{id, dot})
-		}
-	}
-	slices.SortFunc(all, func(a, b scored) int {
-		switch {
-		case a.sim > b.sim:
-			return -1
-		case a.sim < b.sim:
-			return 1
-		}
-		return 0
-	})
-	out := make([]string, 0, min(limit, len(all)))
-	for i := 0; i < len(all) && i < limit; i++ {
-		out = append(out, all[i].id)
 	}
 	return out
+}
+
+// put indexes n's embedding, replacing the one it had (a note without one is dropped).
+func (vs *vectors) put(n Note) error {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if err := vs.removeLocked(n.Team, n.ID); err != nil {
+		return err
+	}
+	if len(n.Embedding) == 0 {
+		return nil
+	}
+	c, err := vs.chromem().GetOrCreateCollection(collection(n.Team, len(n.Embedding)), nil, noEmbed)
+	if err != nil {
+		return err
+	}
+	return c.AddDocument(context.Background(), chromem.Document{ID: n.ID, Embedding: slices.Clone(n.Embedding),
+		Metadata: map[string]string{"scope": string(n.Scope), "subject": n.subjectKey()}})
+}
+
+func (vs *vectors) remove(team string, ids ...string) error {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return vs.removeLocked(team, ids...)
+}
+
+func (vs *vectors) removeLocked(team string, ids ...string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	for _, c := range vs.teamCollections(team) {
+		if err := c.Delete(context.Background(), nil, nil, ids...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// nearest returns the IDs of team's notes within refs closest to q, at least MinSimilarity, best
+// first, at most limit.
+func (vs *vectors) nearest(ctx context.Context, team string, q []float32, refs []Ref, limit int) ([]string, error) {
+	c := vs.chromem().GetCollection(collection(team, len(q)), noEmbed)
+	if c == nil || c.Count() == 0 || limit <= 0 {
+		return nil, nil
+	}
+	n := c.Count()
+	if len(refs) == 0 {
+		n = min(n, limit) // else every note is ranked, and those outside refs skipped below
+	}
+	res, err := c.QueryEmbedding(ctx, q, n, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range res {
+		if len(out) == limit || r.Similarity < MinSimilarity {
+			break // best first: the rest are further
+		}
+		if inRefs(Ref{Scope: Scope(r.Metadata["scope"]), About: r.Metadata["subject"]}, refs) {
+			out = append(out, r.ID)
+		}
+	}
+	return out, nil
 }
 
 func inRefs(r Ref, refs []Ref) bool {
@@ -105,22 +128,6 @@ func inRefs(r Ref, refs []Ref) bool {
 		}
 	}
 	return false
-}
-
-func normalize(v []float32) []float32 {
-	var sum float64
-	for _, x := range v {
-		sum += float64(x) * float64(x)
-	}
-	if sum == 0 {
-		return v
-	}
-	n := float32(math.Sqrt(sum))
-	out := make([]float32, len(v))
-	for i, x := range v {
-		out[i] = x / n
-	}
-	return out
 }
 
 // embedNote sets n's embedding when an embedder is configured; a failure leaves the note without
@@ -151,7 +158,11 @@ func (s *Store) addSemantic(ctx context.Context, team string, q Query, hits []No
 	for _, h := range hits {
 		have[h.ID] = true
 	}
-	for _, id := range s.idx.vecs.nearest(team, normalize(vs[0]), q.Refs, q.Limit) {
+	near, err := s.idx.vecs.nearest(ctx, team, vs[0], q.Refs, q.Limit)
+	if err != nil {
+		return hits, nil // lexical results stand on their own
+	}
+	for _, id := range near {
 		if have[id] || len(hits) >= q.Limit {
 			continue
 		}

@@ -110,7 +110,9 @@ func (ix *index) put(ctx context.Context, notes []Note, vers []string) error {
 		return err
 	}
 	for _, n := range notes {
-		ix.vecs.put(n)
+		if err := ix.vecs.put(n); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -130,8 +132,7 @@ func (ix *index) remove(ctx context.Context, team string, ids ...string) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	ix.vecs.remove(team, ids...)
-	return nil
+	return ix.vecs.remove(team, ids...)
 }
 
 // get returns one indexed note.

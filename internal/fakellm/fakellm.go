@@ -4,12 +4,16 @@
 package fakellm
 
 import (
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -93,12 +97,47 @@ func Call(id, name, args string) ToolCall {
 // Handler decides the reply to a request; n counts requests from 1.
 type Handler func(n int, req Request) Reply
 
+// EmbedFunc returns the vector of one input text of an embeddings request for model.
+type EmbedFunc func(model, text string) []float32
+
+// EmbeddingRequest is an embeddings request as the client sent it.
+type EmbeddingRequest struct {
+	Model          string   `json:"model"`
+	Input          []string `json:"-"` // the input, one string or an array of strings
+	EncodingFormat string   `json:"encoding_format"`
+}
+
 // Server is a running fake.
 type Server struct {
 	*httptest.Server
-	mu       sync.Mutex
-	handler  Handler
-	requests []Request
+	mu         sync.Mutex
+	handler    Handler
+	requests   []Request
+	embed      EmbedFunc
+	embedFail  int // status of the embeddings endpoint's error answers; 0 answers
+	embeddings []EmbeddingRequest
+}
+
+// SetEmbed serves OpenAI's embeddings endpoint (POST /v1/embeddings) with f; without it the endpoint
+// is unknown (404), as on a provider that has none.
+func (s *Server) SetEmbed(f EmbedFunc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.embed = f
+}
+
+// FailEmbeddings makes the embeddings endpoint answer an OpenAI error of HTTP status (0: answer again).
+func (s *Server) FailEmbeddings(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.embedFail = status
+}
+
+// EmbeddingRequests returns every embeddings request received so far.
+func (s *Server) EmbeddingRequests() []EmbeddingRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]EmbeddingRequest(nil), s.embeddings...)
 }
 
 // New starts a fake; URL() + "/v1" is the base URL for openai-go.
@@ -128,6 +167,10 @@ func (s *Server) SetHandler(h Handler) {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.Path == "/v1/embeddings" {
+		s.serveEmbeddings(w, r)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
 		writeError(w, http.StatusNotFound, "unknown endpoint "+r.URL.Path, 0)
 		return
@@ -224,4 +267,62 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// serveEmbeddings answers POST /v1/embeddings in OpenAI's format: "input" is a string or an array of
+// strings (token arrays are refused), each answered by one {"object": "embedding", "index": i,
+// "embedding": [...]} in "data", as floats or, with "encoding_format": "base64", as the base64 of
+// the little-endian float32s.
+func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	embed, fail := s.embed, s.embedFail
+	s.mu.Unlock()
+	if embed == nil {
+		writeError(w, http.StatusNotFound, "unknown endpoint "+r.URL.Path, 0)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	var req EmbeddingRequest
+	var raw struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil || json.Unmarshal(body, &raw) != nil {
+		writeError(w, http.StatusBadRequest, "invalid JSON", 0)
+		return
+	}
+	var one string
+	if json.Unmarshal(raw.Input, &one) == nil {
+		req.Input = []string{one}
+	} else if err := json.Unmarshal(raw.Input, &req.Input); err != nil || len(req.Input) == 0 {
+		writeError(w, http.StatusBadRequest, "'input' must be a string or a non-empty array of strings", 0)
+		return
+	}
+	if req.Model == "" {
+		writeError(w, http.StatusBadRequest, "'model' is required", 0)
+		return
+	}
+	s.mu.Lock()
+	s.embeddings = append(s.embeddings, req)
+	s.mu.Unlock()
+	if fail != 0 {
+		writeError(w, fail, "scripted error", 0)
+		return
+	}
+	data := make([]any, len(req.Input))
+	tokens := 0
+	for i, text := range req.Input {
+		v := embed(req.Model, text)
+		tokens += len(strings.Fields(text))
+		var vec any = v
+		if req.EncodingFormat == "base64" {
+			b := make([]byte, 4*len(v))
+			for j, x := range v {
+				binary.LittleEndian.PutUint32(b[4*j:], math.Float32bits(x))
+			}
+			vec = base64.StdEncoding.EncodeToString(b)
+		}
+		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": vec}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": req.Model,
+		"usage": map[string]any{"prompt_tokens": tokens, "total_tokens": tokens}})
 }
