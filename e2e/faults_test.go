@@ -35,28 +35,28 @@ func TestModelProviderFaults(t *testing.T) {
 		}
 	})
 	t.Run("500s, then an answer", func(t *testing.T) {
-		s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		s := newStack(t, fakellm.WithoutNotes(func(n int, req fakellm.Request) fakellm.Reply {
 			if n <= 2 {
 				return fakellm.Reply{Status: 500}
 			}
 			return fakellm.Reply{Content: "Answer after two server errors."}
-		})
+		}))
 		root := s.say("<@ULUCY> summarize the launch plan", "")
 		s.event("app_mention", "Ev-500", "<@ULUCY> summarize the launch plan", root, "", human)
 		s.waitFor("the answer", 90*time.Second, func() bool { return s.answered(root, "Answer after two server errors.") })
-		if n := len(s.llm.Requests()); n != 3 {
+		if n := len(s.llm.RunRequests()); n != 3 {
 			t.Errorf("%d requests, want 3", n)
 		}
 	})
 	t.Run("401: the thread hears the key was rejected", func(t *testing.T) {
-		s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Status: 401} })
+		s := newStack(t, fakellm.WithoutNotes(func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Status: 401} }))
 		root := s.say("<@ULUCY> summarize the launch plan", "")
 		s.event("app_mention", "Ev-401", "<@ULUCY> summarize the launch plan", root, "", human)
 		s.waitFor("the notice", 60*time.Second, func() bool { return s.answered(root, "rejected my request") })
 		if s.answered(root, "couldn't reach") {
 			t.Error("a rejected key was reported as an unreachable provider")
 		}
-		if n := len(s.llm.Requests()); n != 1 {
+		if n := len(s.llm.RunRequests()); n != 1 {
 			t.Errorf("%d requests: a 401 is not retried", n)
 		}
 	})
@@ -134,10 +134,10 @@ func TestSlackRefusalWaitsForTheFix(t *testing.T) {
 		t.Run(code, func(t *testing.T) {
 			hold := make(chan struct{})
 			var calls atomic.Int32
-			s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+			s := newStack(t, fakellm.WithoutNotes(func(n int, req fakellm.Request) fakellm.Reply {
 				calls.Add(1)
 				return fakellm.Reply{Content: "The plan has three phases.", Hold: hold}
-			})
+			}))
 			root := s.say("<@ULUCY> summarize the launch plan", "")
 			s.event("app_mention", "Ev-"+code, "<@ULUCY> summarize the launch plan", root, "", human)
 			s.waitFor("the model call", 30*time.Second, func() bool { return calls.Load() > 0 })

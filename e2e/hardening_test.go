@@ -233,6 +233,16 @@ func (s *stack) currentOrLastRun(t *testing.T, root string) string {
 
 func (s *stack) history(t *testing.T, workflowID string) []*historypb.HistoryEvent {
 	t.Helper()
+	out, err := s.historyOrErr(workflowID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// historyOrErr reads a workflow's history; a workflow the lane has named but whose start the server
+// has not recorded yet is a *serviceerror.NotFound.
+func (s *stack) historyOrErr(workflowID string) ([]*historypb.HistoryEvent, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	it := s.client.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -240,11 +250,11 @@ func (s *stack) history(t *testing.T, workflowID string) []*historypb.HistoryEve
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		out = append(out, ev)
 	}
-	return out
+	return out, nil
 }
 
 func (s *stack) countActivities(t *testing.T, workflowID, activityType string) int {

@@ -23,9 +23,9 @@ func TestLaneContinuesAsNewLosingNothing(t *testing.T) {
 		dynamicconfig.HistoryCountSuggestContinueAsNew.Key():        []dynamicconfig.ConstrainedValue{{Value: 60}},
 		dynamicconfig.ForceSearchAttributesCacheRefreshOnRead.Key(): []dynamicconfig.ConstrainedValue{{Value: true}},
 	}
-	s := newStackTB(t, func(n int, req fakellm.Request) fakellm.Reply {
+	s := newStackTB(t, fakellm.WithoutNotes(func(n int, req fakellm.Request) fakellm.Reply {
 		return fakellm.Reply{Content: fmt.Sprintf("Answer number %d, complete and checked.", n)}
-	}, temporal.WithDynamicConfigClient(dc))
+	}), temporal.WithDynamicConfigClient(dc))
 
 	root := s.say("<@ULUCY> let's go through the checklist, item 1", "")
 	s.event("app_mention", "Ev-0", "<@ULUCY> let's go through the checklist, item 1", root, "", human)
@@ -76,7 +76,7 @@ func TestLaneContinuesAsNewLosingNothing(t *testing.T) {
 	if st, _ := s.laneStatus(root); st.Runs != n+1 {
 		t.Errorf("runs = %d, want %d: the redelivered mention ran again", st.Runs, n+1)
 	}
-	if got := len(s.llm.Requests()); got != n+1 {
+	if got := len(s.llm.RunRequests()); got != n+1 {
 		t.Errorf("LLM calls %d, want %d", got, n+1)
 	}
 }

@@ -19,12 +19,6 @@ import (
 	"github.com/lucy-agent/lucy/worker"
 )
 
-// isMemoryStep tells the post-run memory step's model call (prompts/MEMORY_NOTES.md) from the run's.
-func isMemoryStep(req fakellm.Request) bool {
-	return len(req.Messages) > 0 && req.Messages[0].Role == "system" &&
-		strings.Contains(req.Messages[0].Text(), "You keep Lucy's team memory")
-}
-
 // acmeRenewalProposal is the memory step's answer to "remember that Acme's renewal is in March".
 const acmeRenewalProposal = `{"notes": [{"scope": "entity", "about": "Acme", "note": "Acme's renewal is in March.",
  "tags": ["renewal"], "confidence": 0.95, "volatile": false, "said_by": "<@ULOCAL>"}]}`
@@ -37,7 +31,7 @@ var noteIDRe = regexp.MustCompile(`mem-[0-9a-f]{10}`)
 // nothing; "forget that" forgets the note the conversation named; any other request recalls
 // "Acme renewal" and answers with what the tool returned.
 func memoryRecallModel(n int, req fakellm.Request) fakellm.Reply {
-	if isMemoryStep(req) {
+	if fakellm.IsMemoryStep(req) {
 		return fakellm.Reply{Content: `{"notes": []}`}
 	}
 	last := req.Messages[len(req.Messages)-1]
@@ -85,7 +79,7 @@ func botIn(msgs []localslack.Message, want string) int {
 func requestsAbout(s *stack, text string) []fakellm.Request {
 	var out []fakellm.Request
 	for _, r := range s.llm.Requests() {
-		if !isMemoryStep(r) && strings.Contains(lastUserText(r), text) {
+		if !fakellm.IsMemoryStep(r) && strings.Contains(lastUserText(r), text) {
 			out = append(out, r)
 		}
 	}
@@ -116,7 +110,7 @@ func TestMemorySurvivesARestartAndForgetRemovesIt(t *testing.T) {
 	}))
 	t.Cleanup(page.Close)
 	s1 := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
-		if isMemoryStep(req) {
+		if fakellm.IsMemoryStep(req) {
 			return fakellm.Reply{Content: acmeRenewalProposal}
 		}
 		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
@@ -154,7 +148,7 @@ func TestMemorySurvivesARestartAndForgetRemovesIt(t *testing.T) {
 	}
 	var step []fakellm.Request
 	for _, r := range s1.llm.Requests() {
-		if isMemoryStep(r) {
+		if fakellm.IsMemoryStep(r) {
 			step = append(step, r)
 		}
 	}

@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"errors"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -31,7 +33,16 @@ func TestPanicInWorkflowCodeHealsWithAFixedWorker(t *testing.T) {
 	var run string
 	s.waitFor("the run to start", 30*time.Second, func() bool { run = s.lastRunOrEmpty(root); return run != "" })
 	s.waitFor("the panic to be recorded", 30*time.Second, func() bool {
-		for _, ev := range s.history(t, run) {
+		// The lane names its run as it starts it: under load the server may not have it yet.
+		events, err := s.historyOrErr(run)
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			return false
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range events {
 			if a := ev.GetWorkflowTaskFailedEventAttributes(); a != nil {
 				return true
 			}

@@ -184,7 +184,7 @@ var scenarios = []struct {
 	// run-memory: a person states a fact; after the answer, the run's memory step (change ID
 	// run-memory, the NoteFromRun activity) notes it and posts "Noted: …" in the thread.
 	{"run-memory", "<@ULUCY> remember that Acme's renewal is in March", func(n int, req fakellm.Request) fakellm.Reply {
-		if isMemoryStep(req) {
+		if fakellm.IsMemoryStep(req) {
 			return fakellm.Reply{Content: acmeRenewalProposal}
 		}
 		return fakellm.Reply{Content: "Got it: Acme's renewal is in March."}

@@ -19,7 +19,7 @@ import (
 // Slack retries (same event_id, X-Slack-Retry-Num) and the double delivery of a mention as
 // app_mention and message start exactly one run.
 func TestDuplicateDeliveriesStartOneRun(t *testing.T) {
-	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: "Once."} })
+	s := newStack(t, fakellm.WithoutNotes(func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: "Once."} }))
 	text := "<@ULUCY> summarize the incident channel"
 	ts := s.say(text, "")
 	s.event("app_mention", "EvA", text, ts, "", human)
@@ -30,7 +30,7 @@ func TestDuplicateDeliveriesStartOneRun(t *testing.T) {
 		st, err := s.laneStatus(ts)
 		return err == nil && !st.Busy
 	})
-	if n := len(s.llm.Requests()); n != 1 {
+	if n := len(s.llm.RunRequests()); n != 1 {
 		t.Errorf("LLM called %d times, want 1", n)
 	}
 	if n := len(s.botMessages(ts)); n != 1 {

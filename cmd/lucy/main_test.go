@@ -73,9 +73,9 @@ func TestDevStartsServesAndStops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal server")
 	}
-	llm := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply {
+	llm := fakellm.New(t, fakellm.WithoutNotes(func(n int, req fakellm.Request) fakellm.Reply {
 		return fakellm.Reply{Content: fmt.Sprintf("Hello from the dev stack (%d).", n)}
-	})
+	}))
 	tport, uiport, hport := freePort(t), freePort(t), freePort(t)
 	dataDir := t.TempDir()
 	vars := map[string]string{
@@ -312,9 +312,9 @@ func TestDevWithEncryptedPayloads(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Temporal server")
 	}
-	llm := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply {
+	llm := fakellm.New(t, fakellm.WithoutNotes(func(n int, req fakellm.Request) fakellm.Reply {
 		return fakellm.Reply{Content: fmt.Sprintf("Hello from the dev stack (%d).", n)}
-	})
+	}))
 	tport, uiport, hport := freePort(t), freePort(t), freePort(t)
 	vars := map[string]string{
 		"LUCY_DATA_DIR": t.TempDir(), "LUCY_TEMPORAL_PORT": fmt.Sprint(tport), "LUCY_UI_PORT": fmt.Sprint(uiport),

@@ -97,6 +97,30 @@ func Call(id, name, args string) ToolCall {
 // Handler decides the reply to a request; n counts requests from 1.
 type Handler func(n int, req Request) Reply
 
+// IsMemoryStep reports whether req is the call of a run's post-run memory step (its system prompt is
+// prompts/MEMORY_NOTES.md): one per run that a person asked, after its answer.
+func IsMemoryStep(req Request) bool {
+	return len(req.Messages) > 0 && req.Messages[0].Role == "system" &&
+		strings.Contains(req.Messages[0].Text(), "You keep Lucy's team memory")
+}
+
+// WithoutNotes wraps h for a test of something other than memory: the memory step's calls are
+// answered with no notes, and h sees the other calls only, numbered from 1 among themselves.
+func WithoutNotes(h Handler) Handler {
+	var mu sync.Mutex
+	n := 0
+	return func(_ int, req Request) Reply {
+		if IsMemoryStep(req) {
+			return Reply{Content: `{"notes": []}`}
+		}
+		mu.Lock()
+		n++
+		k := n
+		mu.Unlock()
+		return h(k, req)
+	}
+}
+
 // EmbedFunc returns the vector of one input text of an embeddings request for model.
 type EmbedFunc func(model, text string) []float32
 
@@ -157,6 +181,17 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+// RunRequests returns the requests of the runs themselves, without the memory steps' (IsMemoryStep).
+func (s *Server) RunRequests() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if !IsMemoryStep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // SetHandler replaces the handler.
