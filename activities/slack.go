@@ -72,6 +72,8 @@ type DeliverInput struct {
 type UpdateInput struct {
 	Team, Channel, TS string
 	Text              string // Markdown, rendered to a single message (further parts are cut)
+	// Discard are streamed messages of the run to delete first (a run that stops before it answers).
+	Discard []string `json:",omitempty"`
 }
 
 // ReactInput adds (or, with Remove, removes) Lucy's emoji reaction on a message.
@@ -503,6 +505,9 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 // UpdateMessage rewrites one of Lucy's messages (progress notes on the placeholder, "Stopped."). Its
 // metadata is kept, so a placeholder stays a placeholder.
 func (a *Activities) UpdateMessage(ctx context.Context, in UpdateInput) error {
+	if err := a.discardStreams(ctx, in.Team, in.Channel, in.Discard); err != nil {
+		return err
+	}
 	m, ok := renderOne(in.Text, nil) // progress and notes never ping: they need no one's attention
 
 	if !ok { // Slack refuses an empty message; the old text is better than a failed run
