@@ -443,7 +443,7 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 	}
 	target := in.PlaceholderTS
 	if in.StreamTS != "" {
-		// The streamed message is where the person read the answer: it becomes the first part, and
+		// The streamed message is where the person read the answer: it becomes the first part, then
 		// the placeholder above it goes. Both steps are idempotent (an update, a delete of what is
 		// gone), so a retried or reset delivery ends the same way.
 		target = in.StreamTS
@@ -459,11 +459,6 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 					return PostResult{}, err
 				}
 				target = ts
-			}
-		}
-		if in.PlaceholderTS != "" && in.PlaceholderTS != target {
-			if err := a.discardStreams(ctx, in.Team, in.Channel, []string{in.PlaceholderTS}); err != nil {
-				return PostResult{}, err
 			}
 		}
 	}
@@ -494,6 +489,12 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 		tss = append(tss, posted...)
 	default:
 		return PostResult{}, a.slackFail(op+": replace placeholder", in.Team, in.Channel, err)
+	}
+	if in.StreamTS != "" && in.PlaceholderTS != "" && in.PlaceholderTS != target {
+		// The placeholder goes once the answer stands in the streamed message.
+		if err := a.discardStreams(ctx, in.Team, in.Channel, []string{in.PlaceholderTS}); err != nil {
+			return PostResult{}, err
+		}
 	}
 	rest, err := a.postParts(ctx, op, in.Team, in.Channel, in.ThreadTS, in.RunID, parts[1:])
 	if err != nil {
