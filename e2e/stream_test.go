@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/lucy-agent/lucy/activities"
@@ -64,7 +67,7 @@ func TestStreamedAnswerEndToEnd(t *testing.T) {
 	stall, stalled := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
-		if !req.Stream {
+		if len(req.Tools) == 0 { // the memory step's proposals, not the agent's model call
 			return fakellm.Reply{Content: "[]"}
 		}
 		r := fakellm.Reply{Content: answer, ChunkChars: 25}
@@ -113,7 +116,7 @@ func TestWorkerKilledMidStream(t *testing.T) {
 	var mu sync.Mutex
 	streams := 0
 	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
-		if !req.Stream {
+		if len(req.Tools) == 0 { // the memory step's proposals, not the agent's model call
 			return fakellm.Reply{Content: "[]"}
 		}
 		mu.Lock()
@@ -180,4 +183,65 @@ func (s *stack) streamHeartbeat(t *testing.T, root string) bool {
 		}
 	}
 	return false
+}
+
+// A run reset from the Web UI (to its first, a middle and its last workflow task) after it streamed
+// its answer streams no second answer: the thread keeps exactly one answer and no stream is started
+// again.
+func TestResetDoesNotStreamTwice(t *testing.T) {
+	answer := "Here is the streamed answer. " + streamAnswer()
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if len(req.Tools) == 0 { // the memory step's proposals, not the agent's model call
+			return fakellm.Reply{Content: "[]"}
+		}
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			return fakellm.Reply{Content: answer, ChunkChars: 40}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("c1", "lucy_current_time", `{"timezone":"Europe/Paris"}`)}}
+	})
+	text := "<@ULUCY> what time is it in Paris, and explain the pipeline"
+	root := s.say(text, "")
+	s.event("app_mention", "Ev-stream-reset", text, root, "", human)
+	s.waitFor("the answer", 60*time.Second, func() bool { return s.delivered(root, answer) })
+	if n := s.slack.Calls("chat.startStream"); n != 1 {
+		t.Fatalf("%d streams started for one answer", n)
+	}
+	run := s.currentOrLastRun(t, root)
+	s.waitFor("the run to complete", 30*time.Second, func() bool { return s.runStatus(t, run) == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED })
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	d, err := s.client.DescribeWorkflowExecution(dctx, run, "")
+	dcancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstRun := d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	var points []int64
+	for _, ev := range s.history(t, run) {
+		if ev.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED {
+			points = append(points, ev.GetEventId())
+		}
+	}
+	if len(points) < 3 {
+		t.Fatalf("only %d workflow tasks", len(points))
+	}
+	for i, p := range []int64{points[0], points[len(points)/2], points[len(points)-1]} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		resp, err := s.client.ResetWorkflowExecution(ctx, &workflowservice.ResetWorkflowExecutionRequest{
+			Namespace: s.cfg.TemporalNamespace, WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: run, RunId: firstRun},
+			Reason: fmt.Sprintf("test reset %d", i), WorkflowTaskFinishEventId: p, RequestId: fmt.Sprintf("stream-reset-%d", i),
+		})
+		cancel()
+		if err != nil {
+			t.Fatalf("reset to event %d: %v", p, err)
+		}
+		s.waitFor(fmt.Sprintf("reset %d to complete", i), 60*time.Second, func() bool {
+			return s.runStatusOf(t, run, resp.GetRunId()) == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+		})
+		if !s.delivered(root, answer) {
+			t.Errorf("after reset to event %d: the thread is not exactly the answer (%d messages of Lucy's): %.200q", p, len(s.botMessages(root)), s.botMessages(root)[0].Text)
+		}
+		if n := s.slack.Calls("chat.startStream"); n != 1 {
+			t.Errorf("after reset to event %d: %d streams started, want the first one only", p, n)
+		}
+	}
 }
