@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,6 +137,15 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		prev := previousStreams(ctx)
 		beat.set(prev.Channel, prev.TSs)
 		stop = heartbeatBeat(ctx, &beat)
+		if orphans := a.orphanStreams(ctx, in.Stream); len(orphans) > 0 {
+			prev.Channel = in.Stream.Channel
+			for _, ts := range orphans {
+				if !slices.Contains(prev.TSs, ts) {
+					prev.TSs = append(prev.TSs, ts)
+				}
+			}
+			beat.set(prev.Channel, prev.TSs)
+		}
 	} else {
 		stop = heartbeat(ctx)
 	}

@@ -166,6 +166,44 @@ func (a *Activities) answered(ctx context.Context, t *StreamTarget) bool {
 	return ok
 }
 
+// orphanStreams finds streams an earlier attempt of this call may have left without a heartbeat
+// naming them (a worker killed in the moment between chat.startStream and the heartbeat reaching
+// the server): Lucy's own messages in the thread, since the run's message, without Lucy's metadata.
+// Every post Lucy makes carries metadata (docs/architecture.md rule 4) and a stopped stream gets it
+// on chat.stopStream, so a message of the bot without it is a stream nobody stopped; the lane runs
+// one request of a thread at a time, so it is this run's. Only a call that may repeat an earlier
+// one looks (mayHavePosted). A failed lookup finds nothing: the heartbeat detail still covers
+// every stream but that moment's.
+func (a *Activities) orphanStreams(ctx context.Context, t *StreamTarget) []string {
+	if !a.mayHavePosted(ctx) {
+		return nil
+	}
+	me, err := a.botIdentity(ctx, t.Team)
+	if err != nil || me.BotID == "" {
+		return nil
+	}
+	params := &slack.GetConversationRepliesParameters{
+		ChannelID: t.Channel, Timestamp: t.ThreadTS, Limit: lookupPageSize, IncludeAllMetadata: true, Oldest: postedAfter(t.RunID),
+	}
+	var out []string
+	for range maxThreadPages {
+		msgs, more, next, err := a.Slack(t.Team).GetConversationRepliesContext(ctx, params)
+		if err != nil {
+			return out
+		}
+		for _, m := range msgs {
+			if m.BotID == me.BotID && m.Metadata.EventType != postEventType && m.Timestamp != t.ThreadTS {
+				out = append(out, m.Timestamp)
+			}
+		}
+		if !more || next == "" {
+			break
+		}
+		params.Cursor = next
+	}
+	return out
+}
+
 // deleteStreams stops and deletes streamed messages. A message already stopped or gone is fine.
 func deleteStreams(ctx context.Context, api SlackStreamAPI, channel string, tss []string) error {
 	for _, ts := range tss {

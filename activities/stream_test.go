@@ -1,9 +1,12 @@
 package activities
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/slack-go/slack"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
@@ -267,5 +270,47 @@ func TestPreviewNeutralizesMentions(t *testing.T) {
 	send, keep := cutPending("one two thr", false)
 	if send != "one two " || keep != "thr" {
 		t.Errorf("cut = %q, %q: a word was split", send, keep)
+	}
+}
+
+// A stream whose heartbeat never reached the server (the worker died in that moment) is found all
+// the same when the call is retried: Lucy's message in the thread without her metadata. A stopped
+// stream of an earlier reply of the run (metadata "stream") and the placeholder stay.
+func TestRetriedCallModelDeletesUnnamedStream(t *testing.T) {
+	answer := paragraphs(900)
+	f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if n == 1 {
+			return fakellm.Reply{Status: 503}
+		}
+		return fakellm.Reply{Content: answer, ChunkChars: 50}
+	})
+	root, ph := f.thread(t)
+	ctx := context.Background()
+	_, orphan, err := f.api.StartStreamContext(ctx, "C1", slack.MsgOptionTS(root), slack.MsgOptionMarkdownText("half an answer from a dead worker "),
+		slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID("T1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, earlier, err := f.api.StartStreamContext(ctx, "C1", slack.MsgOptionTS(root), slack.MsgOptionMarkdownText("an earlier reply"),
+		slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID("T1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.api.StopStreamContext(ctx, "C1", earlier, slack.MsgOptionMetadata(postMetadata("run-1", streamKey))); err != nil {
+		t.Fatal(err)
+	}
+	var reply ModelReply
+	if err := f.runWithRetries(t, f.a.CallModel, streamInput(root), &reply); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, m := range f.botMessages(root) {
+		got[m.TS] = true
+	}
+	if got[orphan] {
+		t.Error("the unnamed half stream is still in the thread")
+	}
+	if !got[earlier] || !got[ph] || !got[reply.StreamTS] || len(got) != 3 {
+		t.Errorf("thread %v: want the placeholder %s, the earlier reply %s and the new stream %s", got, ph, earlier, reply.StreamTS)
 	}
 }
