@@ -471,6 +471,9 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 	var tss []string
 	// The new metadata marks the message as a real answer (LoadThread skips placeholders). Blocks are
 	// always sent, empty ones too: Slack keeps a message's old blocks when an edit sends none.
+	// Feedback buttons (issue 24, built elsewhere) belong in the answer's blocks here: this edit is
+	// the last word on a streamed answer too (it replaces what chat.stopStream left), so blocks put
+	// only on stopStream would be overwritten.
 	_, _, _, err := api.UpdateMessageContext(ctx, in.Channel, target,
 		slack.MsgOptionText(first.text, false),
 		slack.MsgOptionBlocks(first.blocks...),
