@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,8 @@ type CallModelInput struct {
 	// registry row); a model that rejects a setting does not get it.
 	MaxTokens   int64    `json:"maxTokens,omitempty"`
 	Temperature *float64 `json:"temperature,omitempty"`
+	// Stream, when set, shows a text reply in that thread as the model writes it (stream.go).
+	Stream *StreamTarget `json:"stream,omitempty"`
 }
 
 // ModelReply is the model's answer.
@@ -79,6 +82,11 @@ type ModelReply struct {
 	// Gemini, OpenAI o-series through OpenRouter) need it to continue. Empty for other models, and
 	// dropped when larger than maxReasoningBytes (then the provider reasons afresh).
 	ReasoningDetails json.RawMessage `json:"reasoningDetails,omitempty"`
+	// StreamTS is the streamed message that shows Content (stopped, keyed "stream"): delivery turns
+	// it into the answer or deletes it. Empty when the reply was not streamed.
+	StreamTS string `json:"streamTS,omitempty"`
+	// StreamUnavailable: chat.startStream failed, so the run delivers by post-and-update from now on.
+	StreamUnavailable bool `json:"streamUnavailable,omitempty"`
 }
 
 // apiKeyRE matches API keys as providers echo them in error messages (OpenAI sk-…, OpenRouter
@@ -121,8 +129,39 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	// Heartbeat from the start, not only around the HTTP call: reading the run's history to resolve
 	// the transcript can take seconds on a long run, and a silence longer than the workflow's
 	// heartbeat timeout (5 s) makes Temporal time the attempt out and repeat the whole call.
-	stop := heartbeat(ctx)
+	// A streaming call's heartbeats carry the streams it may leave (StreamBeat): first those of the
+	// previous attempts, until they are deleted.
+	var beat streamBeat
+	var stop func()
+	if in.Stream != nil {
+		prev := previousStreams(ctx)
+		beat.set(prev.Channel, prev.TSs)
+		stop = heartbeatBeat(ctx, &beat)
+		if orphans := a.orphanStreams(ctx, in.Stream); len(orphans) > 0 {
+			prev.Channel = in.Stream.Channel
+			for _, ts := range orphans {
+				if !slices.Contains(prev.TSs, ts) {
+					prev.TSs = append(prev.TSs, ts)
+				}
+			}
+			beat.set(prev.Channel, prev.TSs)
+		}
+	} else {
+		stop = heartbeat(ctx)
+	}
 	defer stop()
+	if prev := beat.get(); len(prev.TSs) > 0 && a.Slack != nil {
+		if api, ok := a.Slack(in.Stream.Team).(SlackStreamAPI); ok {
+			if err := deleteStreams(ctx, api, prev.Channel, prev.TSs); err != nil {
+				return ModelReply{}, a.slackFail("delete an earlier attempt's stream", in.Stream.Team, prev.Channel, err)
+			}
+			a.Log.Info().Str("channel", prev.Channel).Strs("tss", prev.TSs).Msg("deleted the stream an earlier attempt left")
+			beat.set(prev.Channel, nil)
+			if activity.IsActivity(ctx) {
+				activity.RecordHeartbeat(ctx, beat.get())
+			}
+		}
+	}
 	res, err := a.newResolver(ctx, needsHistory(in.Transcript, in.System))
 	if err != nil {
 		return ModelReply{}, err
@@ -156,7 +195,20 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		}
 	}
 	a.sample(&params, in.Tier, model, in.MaxTokens, in.Temperature)
-	comp, err := a.complete(ctx, params)
+	var comp *openai.ChatCompletion
+	var ss *slackStream
+	settled := false // the stream is the reply's (or gone): until then any failure deletes it
+	defer func() {
+		if ss != nil && !settled {
+			ss.abandon(ctx)
+		}
+	}()
+	if streamer, api, ok := a.canStream(in.Stream); ok && !a.answered(ctx, in.Stream) {
+		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now}
+		comp, err = a.completeStreaming(ctx, streamer, ss, params)
+	} else {
+		comp, err = a.complete(ctx, params)
+	}
 	a.countModelCall(model, comp, err)
 	if err != nil {
 		return ModelReply{}, err
@@ -187,6 +239,14 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	uniqueCallIDs(ctx, out.ToolCalls)
 	if err := a.fitReply(&out); err != nil {
 		return ModelReply{}, err
+	}
+	if ss != nil {
+		if ss.unavailable {
+			out.StreamUnavailable = true
+		} else if len(out.ToolCalls) == 0 && out.Content != "" {
+			out.StreamTS = ss.finish(ctx)
+		}
+		settled = true
 	}
 	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(params.Messages)).
 		Int("toolCalls", len(out.ToolCalls)).Int64("promptTokens", out.Usage.Prompt).Msg("model call")

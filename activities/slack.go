@@ -44,6 +44,9 @@ type PostInput struct {
 type PostResult struct {
 	TS  string
 	TSs []string
+	// Answered (PostPlaceholder): the run's answer is already in the thread (a run reset or resumed
+	// after it delivered) and TS is that answer; the run must not stream another one.
+	Answered bool `json:",omitempty"`
 }
 
 // DeliverInput is a run's final answer.
@@ -57,12 +60,20 @@ type DeliverInput struct {
 	KeyPrefix string
 	// AllowedMentions: as PostInput's.
 	AllowedMentions []string `json:",omitempty"`
+	// StreamTS is the streamed message that showed this answer as the model wrote it
+	// (ModelReply.StreamTS): it becomes the first part, rewritten to the rendered answer, and the
+	// placeholder is deleted. Empty: the placeholder becomes the answer (post-and-update).
+	StreamTS string `json:",omitempty"`
+	// Discard are the run's other streamed messages (replies that did not become the answer): deleted.
+	Discard []string `json:",omitempty"`
 }
 
 // UpdateInput rewrites one of Lucy's messages.
 type UpdateInput struct {
 	Team, Channel, TS string
 	Text              string // Markdown, rendered to a single message (further parts are cut)
+	// Discard are streamed messages of the run to delete first (a run that stops before it answers).
+	Discard []string `json:",omitempty"`
 }
 
 // ReactInput adds (or, with Remove, removes) Lucy's emoji reaction on a message.
@@ -391,7 +402,7 @@ func (a *Activities) PostPlaceholder(ctx context.Context, in PostInput) (PostRes
 	// the run's DeliverAnswer updates it again instead of answering twice.
 	if ts, ok := existing[fmt.Sprintf(answerKeyFmt, 0)]; ok && existing[placeholderKey] == "" {
 		a.Log.Info().Str("run", in.RunID).Str("ts", ts).Msg("the run's answer already exists (a reset run): it is the placeholder")
-		return PostResult{TS: ts, TSs: []string{ts}}, nil
+		return PostResult{TS: ts, TSs: []string{ts}, Answered: true}, nil
 	}
 	tss, err := a.postPartsAfter(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID, parts, existing)
 	return postResult(tss), err
@@ -427,7 +438,31 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 		}
 		parts[i] = slackPart{key: key, text: m.Text, blocks: m.Blocks}
 	}
-	if in.PlaceholderTS == "" {
+	if err := a.discardStreams(ctx, in.Team, in.Channel, in.Discard); err != nil {
+		return PostResult{}, err
+	}
+	target := in.PlaceholderTS
+	if in.StreamTS != "" {
+		// The streamed message is where the person read the answer: it becomes the first part, then
+		// the placeholder above it goes. Both steps are idempotent (an update, a delete of what is
+		// gone), so a retried or reset delivery ends the same way.
+		target = in.StreamTS
+		if a.mayHavePosted(ctx) {
+			// A reset run (or a retry) whose answer is already in the thread: that message stays the
+			// answer, and the new stream goes.
+			existing, err := findOwnPosts(ctx, a.Slack(in.Team), in.Channel, in.ThreadTS, in.RunID)
+			if err != nil {
+				return PostResult{}, a.slackFail(op+": look for an earlier attempt's post", in.Team, in.Channel, err)
+			}
+			if ts, ok := existing[parts[0].key]; ok && ts != in.StreamTS {
+				if err := a.discardStreams(ctx, in.Team, in.Channel, []string{in.StreamTS}); err != nil {
+					return PostResult{}, err
+				}
+				target = ts
+			}
+		}
+	}
+	if target == "" {
 		tss, err := a.postParts(ctx, op, in.Team, in.Channel, in.ThreadTS, in.RunID, parts)
 		return postResult(tss), err
 	}
@@ -436,13 +471,16 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 	var tss []string
 	// The new metadata marks the message as a real answer (LoadThread skips placeholders). Blocks are
 	// always sent, empty ones too: Slack keeps a message's old blocks when an edit sends none.
-	_, _, _, err := api.UpdateMessageContext(ctx, in.Channel, in.PlaceholderTS,
+	// Feedback buttons (issue 24, built elsewhere) belong in the answer's blocks here: this edit is
+	// the last word on a streamed answer too (it replaces what chat.stopStream left), so blocks put
+	// only on stopStream would be overwritten.
+	_, _, _, err := api.UpdateMessageContext(ctx, in.Channel, target,
 		slack.MsgOptionText(first.text, false),
 		slack.MsgOptionBlocks(first.blocks...),
 		slack.MsgOptionMetadata(postMetadata(in.RunID, first.key)))
 	switch {
 	case err == nil:
-		tss = append(tss, in.PlaceholderTS)
+		tss = append(tss, target)
 	case slackErrorCode(err) == "message_not_found":
 		// Someone deleted the placeholder: the answer still arrives, as a new message.
 		a.Log.Warn().Str("workspace", in.Team).Str("channel", in.Channel).Str("run", in.RunID).
@@ -455,6 +493,12 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 	default:
 		return PostResult{}, a.slackFail(op+": replace placeholder", in.Team, in.Channel, err)
 	}
+	if in.StreamTS != "" && in.PlaceholderTS != "" && in.PlaceholderTS != target {
+		// The placeholder goes once the answer stands in the streamed message.
+		if err := a.discardStreams(ctx, in.Team, in.Channel, []string{in.PlaceholderTS}); err != nil {
+			return PostResult{}, err
+		}
+	}
 	rest, err := a.postParts(ctx, op, in.Team, in.Channel, in.ThreadTS, in.RunID, parts[1:])
 	if err != nil {
 		return PostResult{}, err
@@ -465,6 +509,9 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 // UpdateMessage rewrites one of Lucy's messages (progress notes on the placeholder, "Stopped."). Its
 // metadata is kept, so a placeholder stays a placeholder.
 func (a *Activities) UpdateMessage(ctx context.Context, in UpdateInput) error {
+	if err := a.discardStreams(ctx, in.Team, in.Channel, in.Discard); err != nil {
+		return err
+	}
 	m, ok := renderOne(in.Text, nil) // progress and notes never ping: they need no one's attention
 
 	if !ok { // Slack refuses an empty message; the old text is better than a failed run
@@ -852,7 +899,26 @@ func threadMessage(m slack.Message, me botIdentity) (ThreadMessage, bool) {
 // the placeholder (thinking, progress, "Stopped."; DeliverAnswer re-keys it when it becomes the
 // answer), approval prompts and progress notes.
 func transientKey(key string) bool {
-	return key == placeholderKey || strings.HasPrefix(key, approvalPrefix) || strings.HasPrefix(key, "progress")
+	return key == placeholderKey || key == streamKey || strings.HasPrefix(key, approvalPrefix) || strings.HasPrefix(key, "progress")
+}
+
+// discardStreams deletes messages of the run that are not (or no longer) part of its answer:
+// streams of replies that did not become the answer, the placeholder a streamed answer replaces. A
+// message already gone is fine.
+func (a *Activities) discardStreams(ctx context.Context, team, channel string, tss []string) error {
+	if len(tss) == 0 {
+		return nil
+	}
+	api, ok := a.Slack(team).(SlackStreamAPI)
+	if !ok {
+		return nil
+	}
+	for _, ts := range tss {
+		if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil && slackErrorCode(err) != "message_not_found" {
+			return a.slackFail("delete a stream that is not the answer", team, channel, err)
+		}
+	}
+	return nil
 }
 
 // unescapeSlack undoes Slack's escaping of &, < and > in message text.

@@ -155,6 +155,21 @@ var scenarios = []struct {
 		}
 		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "three phases") })
 	}},
+	// streamed-answer: a tool step, then an answer long enough to stream (stream-answer): the
+	// model call streams it into the thread and delivery turns the stream into the answer.
+	{"streamed-answer", "<@ULUCY> what time is it in Paris, and how does the release pipeline work?", func(n int, req fakellm.Request) fakellm.Reply {
+		if len(req.Tools) == 0 { // the memory step's proposals
+			return fakellm.Reply{Content: "[]"}
+		}
+		if last := req.Messages[len(req.Messages)-1]; last.Role != "tool" {
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("c1", "lucy_current_time", `{"timezone":"Europe/Paris"}`)}}
+		}
+		var b strings.Builder
+		for i := 1; b.Len() < 1200; i++ {
+			fmt.Fprintf(&b, "Stage %d of the release pipeline checks the build before the next one starts. ", i)
+		}
+		return fakellm.Reply{Content: "It is afternoon in Paris. " + b.String(), ChunkChars: 30}
+	}, nil},
 	// cancel-rights: someone who did not ask says "cancel that"; the lane refuses (change ID
 	// cancel-rights: an admin check, a refusal to them alone) and the run answers.
 	{"cancel-rights", "<@ULUCY> summarize the incident report", func(n int, req fakellm.Request) fakellm.Reply {

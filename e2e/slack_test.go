@@ -50,7 +50,9 @@ func TestLongAnswerIsSplit(t *testing.T) {
 	s.event("app_mention", "EvL", "<@ULUCY> write me the long version", ts, "", human)
 	s.waitFor("the whole answer", 60*time.Second, func() bool {
 		bots := s.botMessages(ts)
-		return len(bots) >= 2 && strings.Contains(bots[len(bots)-1].Text, "Paragraph")
+		// A streamed answer shows beside the placeholder until it is delivered.
+		_, streaming := s.streamingMessage(ts)
+		return len(bots) >= 2 && !streaming && strings.Contains(bots[0].Text, "Paragraph") && strings.Contains(bots[len(bots)-1].Text, "Paragraph")
 	})
 	bots := s.botMessages(ts)
 	if len(bots) != 2 {

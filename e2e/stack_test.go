@@ -294,8 +294,13 @@ func (s *stack) waitFor(what string, timeout time.Duration, cond func() bool) {
 }
 
 // answered reports whether Lucy's placeholder in the thread has become an answer containing want.
+// A streamed answer counts once it is delivered: not while it streams, nor once stopped and not yet
+// rewritten into the answer (its metadata key is still "stream").
 func (s *stack) answered(threadTS, want string) bool {
 	for _, m := range s.botMessages(threadTS) {
+		if m.Streaming || (m.Metadata != nil && m.Metadata.EventPayload["key"] == "stream") {
+			continue
+		}
 		if strings.Contains(m.Text, want) {
 			return true
 		}

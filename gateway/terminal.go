@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
@@ -365,12 +366,13 @@ func (s *termSession) printReplies(ctx context.Context, after string) (answered 
 				s.asked[msg.Timestamp] = true
 				s.keys = append(s.keys, req)
 			}
-			if prev, ok := s.seen[msg.Timestamp]; ok && prev == text {
+			prev, ok := s.seen[msg.Timestamp]
+			if ok && prev == text {
 				continue
 			}
 			s.seen[msg.Timestamp] = text
-			if text != "" {
-				fmt.Fprintf(s.t.Out, "lucy> %s\n", text)
+			if out := streamedPrint(prev, text); out != "" {
+				fmt.Fprint(s.t.Out, out)
 			}
 			if slackwire.After(msg.Timestamp, after) {
 				answered = true
@@ -381,6 +383,36 @@ func (s *termSession) printReplies(ctx context.Context, after string) (answered 
 		}
 		params.Cursor = cursor
 	}
+}
+
+// streamedPrint is what the terminal prints for a message whose text was prev (empty: not printed
+// yet) and is now text. A streamed answer (chat.appendStream) grows by extension: only the new text
+// is printed, so it reads as it is written; when delivery then rewrites it to the rendered answer
+// with the same words, that is not printed again. Anything else prints whole on a line of its own.
+func streamedPrint(prev, text string) string {
+	switch {
+	case text == "":
+		return ""
+	case prev != "" && strings.HasPrefix(text, prev):
+		return text[len(prev):]
+	case prev != "" && sameWords(prev, text):
+		return "\n"
+	}
+	return "lucy> " + text + "\n"
+}
+
+// sameWords compares two texts by their letters and digits only (mrkdwn rendering changes marks,
+// not words).
+func sameWords(a, b string) bool {
+	keep := func(s string) string {
+		return strings.Map(func(r rune) rune {
+			if unicode.IsLetter(r) || unicode.IsDigit(r) {
+				return r
+			}
+			return -1
+		}, s)
+	}
+	return keep(a) == keep(b)
 }
 
 // approvalDetailsBlock starts the block IDs of an approval's details sections (activities.approvalParts:

@@ -460,3 +460,21 @@ func TestTerminalAddKey(t *testing.T) {
 		}
 	}
 }
+
+// A streamed answer prints as it grows, only its new text, and its final rewrite to the rendered
+// answer with the same words prints no second copy; other edits print whole.
+func TestStreamedPrint(t *testing.T) {
+	steps := []struct{ prev, text, want string }{
+		{"", "Thinking…", "lucy> Thinking…\n"},
+		{"", "The pipeline has three ", "lucy> The pipeline has three \n"},
+		{"The pipeline has three ", "The pipeline has three stages: build, test", "stages: build, test"},
+		{"The pipeline has three stages: build, test", "The pipeline has three stages: *build*, test", "\n"},
+		{"Thinking…", "Stopped.", "lucy> Stopped.\n"},
+		{"x", "", ""},
+	}
+	for _, s := range steps {
+		if got := streamedPrint(s.prev, s.text); got != s.want {
+			t.Errorf("streamedPrint(%q, %q) = %q, want %q", s.prev, s.text, got, s.want)
+		}
+	}
+}

@@ -14,7 +14,9 @@
 // HTTP 200 with {"ok":true,...} or {"ok":false,"error":"..."}, as Slack does. Methods:
 //
 //	auth.test, team.info, users.info
-//	chat.postMessage, chat.update, chat.postEphemeral
+//	chat.postMessage, chat.update, chat.postEphemeral, chat.delete
+//	chat.startStream, chat.appendStream, chat.stopStream (stream.go: streamed thread replies, with
+//	Slack's errors; Message.Streaming and Message.Appends show the state and the chunking)
 //	reactions.add, reactions.remove
 //	conversations.replies, conversations.history, conversations.info, conversations.list,
 //	search.messages (user tokens only, as Slack's)

@@ -107,6 +107,10 @@ func (s *Server) load(path string) error {
 		switch {
 		case rec.Message != nil:
 			m := rec.Message
+			if m.Deleted { // chat.delete: the message is gone
+				delete(msgs, m.Channel+"/"+m.TS)
+				continue
+			}
 			msgs[m.Channel+"/"+m.TS] = m
 		case rec.File != nil:
 			f := rec.File

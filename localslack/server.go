@@ -128,6 +128,13 @@ type Message struct {
 	Reactions []Reaction
 	Files     []File
 	Edited    string // ts of the last chat.update; empty if never edited
+	// Streaming is true from chat.startStream until chat.stopStream: chat.appendStream adds to Text.
+	Streaming bool `json:",omitempty"`
+	// Appends counts the chat.appendStream calls that added to the message (tests check the
+	// chunking).
+	Appends int `json:",omitempty"`
+	// Deleted marks a chat.delete in the journal; a deleted message is no longer in the workspace.
+	Deleted bool `json:",omitempty"`
 }
 
 // Root is the ts of the thread the message belongs to (its own ts for a top-level message).
@@ -485,6 +492,10 @@ var handlers = map[string]handler{
 	"chat.postMessage":             (*Server).chatPostMessage,
 	"chat.update":                  (*Server).chatUpdate,
 	"chat.postEphemeral":           (*Server).chatPostEphemeral,
+	"chat.delete":                  (*Server).chatDelete,
+	"chat.startStream":             (*Server).chatStartStream,
+	"chat.appendStream":            (*Server).chatAppendStream,
+	"chat.stopStream":              (*Server).chatStopStream,
 	"reactions.add":                (*Server).reactionsAdd,
 	"reactions.remove":             (*Server).reactionsRemove,
 	"conversations.replies":        (*Server).conversationsReplies,

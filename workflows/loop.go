@@ -179,11 +179,13 @@ func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
 		t := r.sub.Spec.Temperature
 		in.MaxTokens, in.Temperature = int64(r.sub.Spec.MaxOutputTokens), &t
 	}
+	in.Stream = r.streamTarget(ctx)
 	var reply activities.ModelReply
 	err := workflow.ExecuteActivity(llmOptions(ctx, id, modelCallTimeout), a.CallModel, in).Get(ctx, &reply)
 	if err != nil {
 		return reply, err
 	}
+	r.noteStream(reply)
 	r.sent(id)
 	r.model, r.window, r.lastText = reply.Model, reply.Window, reply.Content
 	r.addUsage(reply.Model, reply.Usage)

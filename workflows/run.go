@@ -118,6 +118,13 @@ type run struct {
 
 	// placeholder is the ts of the "Thinking…" message that becomes the answer ("" for none).
 	placeholder string
+	// answered: the placeholder is the run's answer already (a reset run): nothing is streamed.
+	answered bool
+	// stream: 0 not decided yet, 1 the model calls stream their text, -1 they do not
+	// (changeStreamAnswer, or chat.startStream failed once). streams are the streamed replies, in
+	// order: delivery keeps the one that is the answer and deletes the others.
+	stream  int
+	streams []streamedReply
 
 	// The loop (loop.go): its turn, the model's last reply, what it must do next, the journal
 	// and the plan it keeps, the supervisor's last check, the gates' retries (gates.go).
@@ -298,6 +305,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 			return fmt.Errorf("post placeholder: %w", err)
 		}
 		r.placeholder = ph.TS
+		r.answered = ph.Answered
 	}
 
 	// A hardened run reads the thread first, so that routing knows how deep the thread is: a short
@@ -413,10 +421,14 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	}
 	m := r.in.Message
 	var res activities.PostResult
+	streamTS, discard := r.settleStreams(answer)
 	err := workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, activities.DeliverInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,
-		AllowedMentions: r.allowedMentions(),
+		AllowedMentions: r.allowedMentions(), StreamTS: streamTS, Discard: discard,
 	}).Get(ctx, &res)
+	if err == nil && streamTS != "" {
+		r.placeholder = streamTS // the placeholder is gone: the streamed message is the answer
+	}
 	var appErr *temporal.ApplicationError
 	if _, fixable := activities.SlackNeedsOperator(err); err != nil && fixable && r.sub == nil && hardened(ctx, changeSlackRefusalParks) {
 		return err // not "ask me for a shorter version": the run keeps the answer and waits for the fix (run)
@@ -451,8 +463,9 @@ func (r *run) cancelled(ctx workflow.Context) (RunResult, error) {
 			}
 			text = "_Stopped._ A step already under way had finished before I could stop it: " + strings.Join(done, ", ") + "."
 		}
+		_, discard := r.settleStreams("")
 		err := workflow.ExecuteActivity(slackOptions(dctx, "cancelled"), a.UpdateMessage, activities.UpdateInput{
-			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: text,
+			Team: m.Team, Channel: m.Channel, TS: r.placeholder, Text: text, Discard: discard,
 		}).Get(dctx, nil)
 		if err != nil {
 			r.log.Warn("agent_run.cancel_cleanup_failed", "run", r.id, "error", err)

@@ -100,6 +100,14 @@ const (
 	// before replays without the activity. (The memory block's fields of PromptInput, Channel, User and
 	// Message, are activity input: they replay either way.)
 	changeRunMemory = "run-memory"
+	// changeStreamAnswer (issue 24), in the agent run: the run's model calls stream a text reply into
+	// the thread as it is written (CallModelInput.Stream), and delivery turns the streamed message
+	// of the reply that became the answer into the answer and deletes the others
+	// (DeliverInput.StreamTS, Discard); a chat.startStream that fails once turns streaming off for the
+	// rest of the run. Read at the run's first model call (not in sub-agents, scheduled runs or a
+	// run whose answer is already in the thread): only a run that gets there records it, and a
+	// history recorded before replays without streams.
+	changeStreamAnswer = "stream-answer"
 )
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's

@@ -4,6 +4,7 @@
 package fakellm
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -25,6 +26,10 @@ type Request struct {
 	Tools      []Tool          `json:"tools"`
 	ToolChoice json.RawMessage `json:"tool_choice"`
 	Stream     bool            `json:"stream"`
+	// StreamOptions: include_usage asks for a last chunk with the usage.
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 }
 
 // Message is a chat message as sent by the client.
@@ -85,6 +90,18 @@ type Reply struct {
 	Cancelled chan<- struct{}
 	// PromptTokens/CompletionTokens are reported as usage.
 	PromptTokens, CompletionTokens int
+
+	// Streaming (the request asks for stream: true). ChunkChars sends the content in deltas of that
+	// many characters (0: one delta). StallAt, with Stall, stops after that many characters of
+	// content until Stall is closed or the client goes away (a provider that stalls mid-answer; a
+	// test kills the worker meanwhile). BreakAt, when > 0, drops the connection after that many
+	// characters, with no [DONE]: a stream broken mid-answer, which openai-go reports as an error.
+	ChunkChars int
+	StallAt    int
+	Stall      <-chan struct{}
+	BreakAt    int
+	// Stalled, when set, is closed when the stream reaches StallAt.
+	Stalled chan<- struct{}
 }
 
 // Call builds a tool call reply entry.
@@ -248,7 +265,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	id := "chatcmpl-" + strconv.Itoa(n)
 	if req.Stream {
-		writeSSE(w, id, req.Model, reply, finish)
+		writeSSE(r.Context(), w, id, req.Model, reply, finish, req.StreamOptions.IncludeUsage)
 		return
 	}
 	msg := map[string]any{"role": "assistant", "content": reply.Content}
@@ -265,7 +282,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func writeSSE(w http.ResponseWriter, id, model string, reply Reply, finish string) {
+func writeSSE(ctx context.Context, w http.ResponseWriter, id, model string, reply Reply, finish string, includeUsage bool) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	flusher, _ := w.(http.Flusher)
 	send := func(v any) {
@@ -280,14 +297,45 @@ func writeSSE(w http.ResponseWriter, id, model string, reply Reply, finish strin
 			"choices": []any{map[string]any{"index": 0, "delta": delta, "finish_reason": fin}}}
 	}
 	send(chunk(map[string]any{"role": "assistant", "content": ""}, nil))
-	if reply.Content != "" {
-		send(chunk(map[string]any{"content": reply.Content}, nil))
+	content := []rune(reply.Content)
+	size := reply.ChunkChars
+	if size <= 0 {
+		size = len(content)
+	}
+	for i := 0; i < len(content); {
+		end := min(i+size, len(content))
+		if reply.StallAt > i && reply.StallAt < end {
+			end = reply.StallAt
+		}
+		if reply.BreakAt > i && reply.BreakAt < end {
+			end = reply.BreakAt
+		}
+		send(chunk(map[string]any{"content": string(content[i:end])}, nil))
+		i = end
+		if reply.BreakAt > 0 && i >= reply.BreakAt {
+			panic(http.ErrAbortHandler) // the connection drops mid-stream
+		}
+		if reply.Stall != nil && reply.StallAt > 0 && i == reply.StallAt {
+			if reply.Stalled != nil {
+				close(reply.Stalled)
+			}
+			select {
+			case <-reply.Stall:
+			case <-ctx.Done():
+				return
+			}
+		}
 	}
 	for i, c := range reply.ToolCalls {
 		send(chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": c.ID, "type": "function",
 			"function": map[string]any{"name": c.Function.Name, "arguments": c.Function.Arguments}}}}, nil))
 	}
 	send(chunk(map[string]any{}, finish))
+	if includeUsage {
+		send(map[string]any{"id": id, "object": "chat.completion.chunk", "created": 1700000000, "model": model, "choices": []any{},
+			"usage": map[string]any{"prompt_tokens": reply.PromptTokens, "completion_tokens": reply.CompletionTokens,
+				"total_tokens": reply.PromptTokens + reply.CompletionTokens}})
+	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 }
 

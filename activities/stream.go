@@ -1,0 +1,478 @@
+package activities
+
+// Streamed answers (issue 24). CallModel, given a StreamTarget, asks the provider for a stream (SSE)
+// and shows the reply's text in the thread as the model writes it, through Slack's streamed messages
+// (chat.startStream, chat.appendStream, chat.stopStream). The streamed message is a preview that the
+// workflow settles at delivery: DeliverAnswer turns it into the answer's first part (chat.update to
+// the rendered answer, with the answer's metadata), or deletes it when the reply did not become the
+// answer (a gate rewrote it, the run stopped). The durability rules:
+//
+//   - the ts of the stream an attempt opened is in its heartbeat details from the moment
+//     chat.startStream answers; a retried attempt (after a crash, a timeout, a broken SSE stream)
+//     stops and deletes the streams the previous attempts left before it streams again, so text
+//     never shows twice and no half stream stays;
+//   - a reply with tool calls, an attempt that fails and a cancelled call delete their stream
+//     themselves;
+//   - a chat.startStream that fails for any reason (not_allowed, method_not_supported_for_channel_type,
+//     an old workspace, a policy, a 429) makes the reply say StreamUnavailable: the run then stops
+//     asking for streams and delivers by post-and-update, as before;
+//   - a chat.appendStream that fails mid-way abandons the stream (deleted); the reply is delivered
+//     by post-and-update.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/activity"
+
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// StreamTarget is where CallModel streams a text reply: a thread, for one person.
+type StreamTarget struct {
+	Team, Channel, ThreadTS string
+	RunID                   string // the run whose post it is (metadata once stopped)
+	// Recipient is the requester: Slack wants recipient_user_id and recipient_team_id for a stream
+	// in a channel.
+	Recipient string `json:",omitempty"`
+}
+
+// ChatStreamer is the streaming part of openai-go's *openai.ChatCompletionService. A ChatModel
+// without it never streams.
+type ChatStreamer interface {
+	NewStreaming(ctx context.Context, body openai.ChatCompletionNewParams, opts ...option.RequestOption) *ssestream.Stream[openai.ChatCompletionChunk]
+}
+
+// SlackStreamAPI is the part of *slack.Client that streams messages and deletes them. A Slack
+// client without it never streams.
+type SlackStreamAPI interface {
+	StartStreamContext(ctx context.Context, channelID string, options ...slack.MsgOption) (string, string, error)
+	AppendStreamContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, error)
+	StopStreamContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, error)
+	DeleteMessageContext(ctx context.Context, channelID, timestamp string) (string, string, error)
+}
+
+// Streaming sizes. Slack's appendStream is Tier 4 (100+ a minute); the Slack SDKs buffer 256
+// characters. A stream starts only once a reply has that much text and no tool call (a short
+// reply is delivered whole; narration before tool calls is never shown).
+const (
+	streamBuffer   = 256
+	streamInterval = time.Second
+	// streamMaxChars is Slack's cap on one call's markdown_text.
+	streamMaxChars = 12000
+	// streamKey is the metadata key of a stopped stream before delivery re-keys it.
+	streamKey = "stream"
+)
+
+// StreamBeat is CallModel's heartbeat detail when it streams: the streamed messages the attempt may
+// leave behind. The next attempt reads it and deletes them.
+type StreamBeat struct {
+	Channel string   `json:"channel"`
+	TSs     []string `json:"tss,omitempty"`
+}
+
+type streamBeat struct {
+	mu sync.Mutex
+	b  StreamBeat
+}
+
+func (s *streamBeat) get() StreamBeat {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return StreamBeat{Channel: s.b.Channel, TSs: append([]string(nil), s.b.TSs...)}
+}
+
+func (s *streamBeat) set(channel string, tss []string) {
+	s.mu.Lock()
+	s.b = StreamBeat{Channel: channel, TSs: tss}
+	s.mu.Unlock()
+}
+
+// heartbeatBeat is heartbeat with the stream detail: every heartbeat carries it, so that none
+// replaces it with nothing.
+func heartbeatBeat(ctx context.Context, beat *streamBeat) (stop func()) {
+	if !activity.IsActivity(ctx) {
+		return func() {}
+	}
+	record := func() { activity.RecordHeartbeat(ctx, beat.get()) }
+	record()
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(HeartbeatEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				record()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// previousStreams is what earlier attempts of this activity left: their heartbeat detail.
+func previousStreams(ctx context.Context) StreamBeat {
+	var b StreamBeat
+	if activity.IsActivity(ctx) && activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &b)
+	}
+	return b
+}
+
+// canStream reports whether this call can stream: a target, a streaming model client and a Slack
+// client that streams.
+func (a *Activities) canStream(t *StreamTarget) (ChatStreamer, SlackStreamAPI, bool) {
+	if t == nil || t.ThreadTS == "" || a.Slack == nil {
+		return nil, nil, false
+	}
+	m, ok := a.Model.(ChatStreamer)
+	if !ok {
+		return nil, nil, false
+	}
+	s, ok := a.Slack(t.Team).(SlackStreamAPI)
+	if !ok {
+		return nil, nil, false
+	}
+	return m, s, true
+}
+
+// answered reports whether the run's answer is already in the thread: a run reset (or resumed)
+// after it delivered re-runs its last model call, which must not stream a second answer. Only a
+// call that may repeat an earlier one asks Slack (mayHavePosted); when it cannot tell, it does not
+// stream.
+func (a *Activities) answered(ctx context.Context, t *StreamTarget) bool {
+	if !a.mayHavePosted(ctx) {
+		return false
+	}
+	existing, err := findOwnPosts(ctx, a.Slack(t.Team), t.Channel, t.ThreadTS, t.RunID)
+	if err != nil {
+		return true
+	}
+	_, ok := existing[fmt.Sprintf(answerKeyFmt, 0)]
+	return ok
+}
+
+// orphanStreams finds streams an earlier attempt of this call may have left without a heartbeat
+// naming them (a worker killed in the moment between chat.startStream and the heartbeat reaching
+// the server): Lucy's own messages in the thread, since the run's message, without Lucy's metadata.
+// Every post Lucy makes carries metadata (docs/architecture.md rule 4) and a stopped stream gets it
+// on chat.stopStream, so a message of the bot without it is a stream nobody stopped; the lane runs
+// one request of a thread at a time, so it is this run's. Only a call that may repeat an earlier
+// one looks (mayHavePosted). A failed lookup finds nothing: the heartbeat detail still covers
+// every stream but that moment's.
+func (a *Activities) orphanStreams(ctx context.Context, t *StreamTarget) []string {
+	if !a.mayHavePosted(ctx) {
+		return nil
+	}
+	me, err := a.botIdentity(ctx, t.Team)
+	if err != nil || me.BotID == "" {
+		return nil
+	}
+	params := &slack.GetConversationRepliesParameters{
+		ChannelID: t.Channel, Timestamp: t.ThreadTS, Limit: lookupPageSize, IncludeAllMetadata: true, Oldest: postedAfter(t.RunID),
+	}
+	var out []string
+	for range maxThreadPages {
+		msgs, more, next, err := a.Slack(t.Team).GetConversationRepliesContext(ctx, params)
+		if err != nil {
+			return out
+		}
+		for _, m := range msgs {
+			if m.BotID == me.BotID && m.Metadata.EventType != postEventType && m.Timestamp != t.ThreadTS {
+				out = append(out, m.Timestamp)
+			}
+		}
+		if !more || next == "" {
+			break
+		}
+		params.Cursor = next
+	}
+	return out
+}
+
+// deleteStreams stops and deletes streamed messages. A message already stopped or gone is fine.
+func deleteStreams(ctx context.Context, api SlackStreamAPI, channel string, tss []string) error {
+	for _, ts := range tss {
+		_, _, _ = api.StopStreamContext(ctx, channel, ts)
+		if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil && slackErrorCode(err) != "message_not_found" {
+			return err
+		}
+	}
+	return nil
+}
+
+// slackStream shows one reply's text as a Slack stream, in buffered chunks.
+type slackStream struct {
+	api     SlackStreamAPI
+	t       *StreamTarget
+	beat    *streamBeat
+	ts      string
+	pending string
+	last    time.Time
+	// unavailable: chat.startStream failed; abandoned: a later call failed and the stream was
+	// deleted. Either way the reply is delivered by post-and-update.
+	unavailable, abandoned bool
+	now                    func() time.Time
+}
+
+// previewText is the text a stream shows: credentials masked like the reply's, special mentions
+// (<!channel>, <!here>, user groups) neutralized: the answer's own rendering decides what may ping.
+func previewText(s string) string {
+	return strings.ReplaceAll(tools.RedactCredentials(s), "<!", "<\u200b!")
+}
+
+// cut returns the part of pending to send now: up to its last whitespace (a word, a URL or a
+// mention is never split across calls), or everything when final, at most streamMaxChars.
+func cutPending(pending string, final bool) (send, keep string) {
+	n := len(pending)
+	if !final {
+		n = strings.LastIndexAny(pending, " \n\t") + 1
+		if n == 0 && len(pending) > 8*streamBuffer {
+			n = len(pending) // a very long word: send it anyway
+		}
+	}
+	send = pending[:n]
+	if utf8.RuneCountInString(send) > streamMaxChars {
+		i, r := 0, 0
+		for i = range send {
+			if r == streamMaxChars {
+				break
+			}
+			r++
+		}
+		send = send[:i]
+	}
+	return send, pending[len(send):]
+}
+
+// add takes a piece of the reply's text and sends what is due.
+func (s *slackStream) add(ctx context.Context, text string) {
+	if s.unavailable || s.abandoned {
+		return
+	}
+	s.pending += text
+	if s.ts == "" && len(s.pending) < streamBuffer {
+		return
+	}
+	if s.ts != "" && len(s.pending) < streamBuffer && s.now().Sub(s.last) < streamInterval {
+		return
+	}
+	s.flush(ctx, false)
+}
+
+func (s *slackStream) flush(ctx context.Context, final bool) {
+	for s.pending != "" && !s.unavailable && !s.abandoned {
+		send, keep := cutPending(s.pending, final)
+		if send == "" {
+			return
+		}
+		if s.ts == "" {
+			opts := []slack.MsgOption{slack.MsgOptionTS(s.t.ThreadTS), slack.MsgOptionMarkdownText(previewText(send))}
+			if s.t.Recipient != "" {
+				opts = append(opts, slack.MsgOptionRecipientUserID(s.t.Recipient), slack.MsgOptionRecipientTeamID(s.t.Team))
+			}
+			_, ts, err := s.api.StartStreamContext(ctx, s.t.Channel, opts...)
+			if err != nil {
+				s.unavailable = true
+				return
+			}
+			s.ts = ts
+			s.beat.set(s.t.Channel, []string{ts})
+			if activity.IsActivity(ctx) {
+				activity.RecordHeartbeat(ctx, s.beat.get())
+			}
+		} else if _, _, err := s.api.AppendStreamContext(ctx, s.t.Channel, s.ts, slack.MsgOptionMarkdownText(previewText(send))); err != nil {
+			s.abandon(ctx)
+			return
+		}
+		s.pending, s.last = keep, s.now()
+		if !final {
+			return
+		}
+	}
+}
+
+// finish ends the stream of a text reply: the rest of the text and stopStream. It returns the
+// stream's ts, or "" when the reply was not streamed (too short, unavailable, abandoned).
+func (s *slackStream) finish(ctx context.Context) string {
+	if s.ts == "" || s.abandoned {
+		return ""
+	}
+	s.flush(ctx, true)
+	if s.abandoned {
+		return ""
+	}
+	if _, _, err := s.api.StopStreamContext(ctx, s.t.Channel, s.ts,
+		slack.MsgOptionMetadata(postMetadata(s.t.RunID, streamKey))); err != nil {
+		s.abandon(ctx)
+		return ""
+	}
+	return s.ts
+}
+
+// abandon deletes the stream (best effort, with a context of its own: the call's may be done).
+func (s *slackStream) abandon(ctx context.Context) {
+	s.abandoned = true
+	if s.ts == "" {
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if deleteStreams(dctx, s.api, s.t.Channel, []string{s.ts}) == nil {
+		s.beat.set(s.t.Channel, nil)
+		if activity.IsActivity(ctx) {
+			activity.RecordHeartbeat(ctx, s.beat.get())
+		}
+	}
+	s.ts = ""
+}
+
+// rawChunk is the part of a Chat Completions chunk the stream reads, from its raw JSON: provider
+// extras (reasoning_details, a tool call's extra_content) are not in openai-go's types.
+type rawChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content          *string           `json:"content"`
+			ReasoningDetails []json.RawMessage `json:"reasoning_details"`
+			ToolCalls        []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Type     string `json:"type"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+				Extra json.RawMessage `json:"extra_content"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int64 `json:"prompt_tokens"`
+		CompletionTokens int64 `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+type rawCall struct {
+	ID    string          `json:"id"`
+	Type  string          `json:"type"`
+	Fn    rawFn           `json:"function"`
+	Extra json.RawMessage `json:"extra_content,omitempty"`
+}
+
+type rawFn struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// completeStreaming sends the request as a stream, shows a text reply in Slack as it arrives, and
+// returns the whole completion as the non-streaming call would (rebuilt from the chunks, so that
+// the provider's extras survive) and the stream's ts ("" when nothing stayed streamed).
+func (a *Activities) completeStreaming(ctx context.Context, model ChatStreamer, s *slackStream, params openai.ChatCompletionNewParams) (*openai.ChatCompletion, error) {
+	release, err := a.modelSlots.acquire(ctx, string(params.Model), a.ModelConcurrency)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	st := model.NewStreaming(ctx, params)
+	defer st.Close()
+	var (
+		content   strings.Builder
+		reasoning []json.RawMessage
+		calls     []rawCall
+		finish    string
+		usage     struct{ p, c int64 }
+		id        string
+	)
+	for st.Next() {
+		ch := st.Current()
+		if id == "" {
+			id = ch.ID
+		}
+		var rc rawChunk
+		if err := json.Unmarshal([]byte(ch.RawJSON()), &rc); err != nil {
+			continue
+		}
+		if rc.Usage != nil {
+			usage.p, usage.c = rc.Usage.PromptTokens, rc.Usage.CompletionTokens
+		}
+		if len(rc.Choices) == 0 {
+			continue
+		}
+		c := rc.Choices[0]
+		reasoning = append(reasoning, c.Delta.ReasoningDetails...)
+		for _, tc := range c.Delta.ToolCalls {
+			for len(calls) <= tc.Index {
+				calls = append(calls, rawCall{Type: "function"})
+			}
+			x := &calls[tc.Index]
+			if tc.ID != "" {
+				x.ID = tc.ID
+			}
+			if tc.Type != "" {
+				x.Type = tc.Type
+			}
+			x.Fn.Name += tc.Function.Name
+			x.Fn.Arguments += tc.Function.Arguments
+			if len(tc.Extra) > 0 && string(tc.Extra) != "null" {
+				x.Extra = tc.Extra
+			}
+		}
+		if c.FinishReason != nil && *c.FinishReason != "" {
+			finish = *c.FinishReason
+		}
+		if c.Delta.Content != nil && *c.Delta.Content != "" {
+			content.WriteString(*c.Delta.Content)
+			if len(calls) == 0 {
+				s.add(ctx, *c.Delta.Content)
+			}
+		}
+		if len(calls) > 0 && s.ts != "" { // not the answer after all: its text goes
+			s.abandon(ctx)
+		}
+	}
+	if err := st.Err(); err != nil {
+		s.abandon(ctx)
+		return nil, modelError(ctx, err)
+	}
+	if len(calls) > 0 || strings.TrimSpace(content.String()) == "" {
+		s.abandon(ctx)
+	}
+	msg := map[string]any{"role": "assistant", "content": content.String()}
+	if len(calls) > 0 {
+		msg["tool_calls"] = calls
+	}
+	if len(reasoning) > 0 {
+		msg["reasoning_details"] = reasoning
+	}
+	raw, err := json.Marshal(map[string]any{
+		"id": id, "object": "chat.completion", "model": params.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": usage.p, "completion_tokens": usage.c, "total_tokens": usage.p + usage.c},
+	})
+	if err != nil {
+		s.abandon(ctx)
+		return nil, err
+	}
+	var comp openai.ChatCompletion
+	if err := json.Unmarshal(raw, &comp); err != nil {
+		s.abandon(ctx)
+		return nil, errors.New("rebuild the streamed completion: " + err.Error())
+	}
+	return &comp, nil
+}

@@ -1,0 +1,104 @@
+package localslack_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/localslack"
+)
+
+// chat.startStream / appendStream / stopStream: a thread reply that grows, ends, and refuses more;
+// Slack's errors for what Slack refuses.
+func TestStreamWireFormat(t *testing.T) {
+	ctx := context.Background()
+	srv, base := localslack.NewTestServer(t, workspace())
+	api := slack.New(srv.Options().Token, slack.OptionAPIURL(base))
+	_, root, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("explain", false), slack.MsgOptionUser("U1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipient := []slack.MsgOption{slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID("T1")}
+
+	if _, _, err := api.StartStreamContext(ctx, "C1", append(recipient, slack.MsgOptionMarkdownText("x"))...); slackCode(err) != "invalid_arguments" {
+		t.Errorf("a stream outside a thread: %v, want invalid_arguments", err)
+	}
+	if _, _, err := api.StartStreamContext(ctx, "C1", slack.MsgOptionTS(root), slack.MsgOptionMarkdownText("x")); slackCode(err) != "missing_recipient_user_id" {
+		t.Errorf("a stream in a channel without its recipient: %v", err)
+	}
+	_, ts, err := api.StartStreamContext(ctx, "C1", append(recipient, slack.MsgOptionTS(root), slack.MsgOptionMarkdownText("The answer "))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.AppendStreamContext(ctx, "C1", ts, slack.MsgOptionMarkdownText(strings.Repeat("a", 12001))); slackCode(err) != "msg_too_long" {
+		t.Errorf("12,001 characters of markdown_text: %v, want msg_too_long", err)
+	}
+	if _, _, err := api.AppendStreamContext(ctx, "C1", ts, slack.MsgOptionMarkdownText("grows ")); err != nil {
+		t.Fatal(err)
+	}
+	m := srv.Messages("C1", root)[1]
+	if !m.Streaming || m.Text != "The answer grows " || m.Appends != 1 || m.ThreadTS != root || m.BotID == "" {
+		t.Fatalf("while streaming: %+v", m)
+	}
+	if _, _, err := api.StopStreamContext(ctx, "C1", ts, slack.MsgOptionMarkdownText("and ends."),
+		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: "lucy_post", EventPayload: map[string]any{"key": "stream"}})); err != nil {
+		t.Fatal(err)
+	}
+	m = srv.Messages("C1", root)[1]
+	if m.Streaming || m.Text != "The answer grows and ends." || m.Metadata == nil {
+		t.Fatalf("stopped: %+v", m)
+	}
+	if _, _, err := api.AppendStreamContext(ctx, "C1", ts, slack.MsgOptionMarkdownText("more")); slackCode(err) != "message_not_in_streaming_state" {
+		t.Errorf("append after stop: %v", err)
+	}
+	if _, _, err := api.StopStreamContext(ctx, "C1", ts); slackCode(err) != "message_not_in_streaming_state" {
+		t.Errorf("stop after stop: %v", err)
+	}
+	// A DM needs no recipient.
+	_, dm, err := api.PostMessageContext(ctx, "D1", slack.MsgOptionText("hi", false), slack.MsgOptionUser("U1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.StartStreamContext(ctx, "D1", slack.MsgOptionTS(dm), slack.MsgOptionMarkdownText("hello")); err != nil {
+		t.Errorf("a stream in a DM: %v", err)
+	}
+}
+
+// chat.delete removes the bot's message, refuses a person's, and the deletion survives a restart.
+func TestDeleteSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "local-slack.jsonl")
+	srv, api, stop := openServed(t, path)
+	_, root, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("explain", false), slack.MsgOptionUser("U1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("Thinking…", false), slack.MsgOptionTS(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.DeleteMessageContext(ctx, "C1", root); slackCode(err) != "cant_delete_message" {
+		t.Errorf("the bot deleting a person's message: %v", err)
+	}
+	if _, _, err := api.DeleteMessageContext(ctx, "C1", ts); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.DeleteMessageContext(ctx, "C1", ts); slackCode(err) != "message_not_found" {
+		t.Errorf("deleting twice: %v", err)
+	}
+	if n := len(srv.Messages("C1", root)); n != 1 {
+		t.Fatalf("%d messages in the thread after the delete, want the root only", n)
+	}
+	stop()
+	s2, err := localslack.Open(workspace(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if n := len(s2.Messages("C1", root)); n != 1 {
+		t.Errorf("after a restart, %d messages in the thread, want the root only", n)
+	}
+}

@@ -1,0 +1,81 @@
+package workflows
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/lucy-agent/lucy/activities"
+)
+
+const streamedAnswer = "Here is the whole answer: the figures for Q3 went up by four percent, mostly from the new region."
+
+// The run asks its model calls to stream into the thread; the answer's stream is delivered as the
+// answer (DeliverInput.StreamTS).
+func TestRunStreamsItsAnswer(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		r := text(streamedAnswer)
+		r.StreamTS = "300.1"
+		return r, nil
+	}
+	if _, err := h.runAgent(runInput("<@ULUCY> how did Q3 go?")); err != nil {
+		t.Fatal(err)
+	}
+	st := h.modelCalls[0].Stream
+	if st == nil || st.Channel != "C1" || st.ThreadTS != "100.1" || st.Recipient != "U1" || st.Team != "T1" {
+		t.Fatalf("stream target %+v", st)
+	}
+	d := h.deliveries[len(h.deliveries)-1]
+	if d.StreamTS != "300.1" || len(d.Discard) != 0 || d.PlaceholderTS != "200.1" {
+		t.Fatalf("delivery: stream %q discard %v placeholder %q", d.StreamTS, d.Discard, d.PlaceholderTS)
+	}
+}
+
+// When chat.startStream fails, the run stops asking for streams: the post-and-update path, once.
+func TestRunFallsBackOnceWhenStreamingUnavailable(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			r := calls(toolCall("c1", "lucy_web_search", map[string]any{"query": "q3"}))
+			r.StreamUnavailable = true
+			return r, nil
+		}
+		return text(streamedAnswer), nil
+	}
+	if _, err := h.runAgent(runInput("<@ULUCY> how did Q3 go?")); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.modelCalls) < 2 || h.modelCalls[0].Stream == nil {
+		t.Fatalf("%d model calls; the first streams: %v", len(h.modelCalls), len(h.modelCalls) > 0 && h.modelCalls[0].Stream != nil)
+	}
+	for i, c := range h.modelCalls[1:] {
+		if c.Stream != nil {
+			t.Errorf("model call %d asks for a stream after Slack refused one", i+2)
+		}
+	}
+	if d := h.deliveries[len(h.deliveries)-1]; d.StreamTS != "" || d.PlaceholderTS != "200.1" {
+		t.Errorf("delivery %+v: want the placeholder updated", d)
+	}
+}
+
+// A reset run whose answer is already in the thread streams nothing.
+func TestAnsweredRunDoesNotStream(t *testing.T) {
+	r := &run{hardened: true, answered: true, placeholder: "200.1", in: runInput("hi")}
+	if r.streamTarget(nil) != nil {
+		t.Fatal("a run whose answer exists streams again")
+	}
+}
+
+// Delivery keeps the stream of the reply that is the answer and deletes the others.
+func TestSettleStreams(t *testing.T) {
+	r := &run{streams: []streamedReply{{"1.1", "first"}, {"1.2", "narration"}, {"1.3", "rewritten"}}}
+	keep, discard := r.settleStreams("rewritten")
+	slices.Sort(discard)
+	if keep != "1.3" || !slices.Equal(discard, []string{"1.1", "1.2"}) {
+		t.Errorf("keep %q discard %v", keep, discard)
+	}
+	keep, discard = r.settleStreams("a partial summary")
+	if keep != "" || len(discard) != 3 {
+		t.Errorf("an answer no stream shows: keep %q discard %v", keep, discard)
+	}
+}
