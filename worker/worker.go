@@ -395,6 +395,7 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"PostApprovalPrompt":    acts.PostApprovalPrompt,
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
 		"NoteFromRun":           acts.NoteFromRun,
+		"SetThreadStatus":       acts.SetThreadStatus,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -66,6 +66,10 @@ type harness struct {
 	// notes are the memory step's inputs (NoteFromRun); noteErr, when set, fails it.
 	notes   []activities.NoteFromRunInput
 	noteErr error
+	// statusWorks makes SetThreadStatus succeed (by default Slack answers not_allowed, as a workspace
+	// without the status API does); statuses are what it was asked to show, in order ("" clears).
+	statusWorks bool
+	statuses    []string
 }
 
 func newHarness(t *testing.T) *harness { t.Helper(); return newHarnessWith(t, nil) }
@@ -128,6 +132,17 @@ func (h *harness) register() {
 	reg("PostApprovalPrompt", acts.PostApprovalPrompt)
 	reg("ResolveApprovalPrompt", acts.ResolveApprovalPrompt)
 	reg("NoteFromRun", acts.NoteFromRun)
+	reg("SetThreadStatus", acts.SetThreadStatus)
+	env.OnActivity("SetThreadStatus", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ThreadStatusInput) (activities.ThreadStatusResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.statuses = append(h.statuses, in.Status)
+		h.order = append(h.order, "status:"+in.Status)
+		if !h.statusWorks {
+			return activities.ThreadStatusResult{Code: "not_allowed"}, nil
+		}
+		return activities.ThreadStatusResult{Supported: true}, nil
+	})
 	env.OnActivity("NoteFromRun", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.NoteFromRunInput) (activities.NoteFromRunResult, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()

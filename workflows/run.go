@@ -89,6 +89,7 @@ func AgentRun(ctx workflow.Context, in RunInput) (RunResult, error) {
 		return RunResult{}, err
 	}
 	res, err := r.run(ctx)
+	r.clearStatus(ctx)
 	countRun(ctx, res.Status, err)
 	r.endAttrs(ctx, res.Status, err)
 	return res, err
@@ -144,6 +145,7 @@ type run struct {
 	guards
 	toolBatch
 	waits
+	statusLine
 }
 
 // logger is the subset of the SDK's replay-safe logger we use.
@@ -172,6 +174,9 @@ func newRun(ctx workflow.Context, in RunInput) *run {
 func (r *run) setup(ctx workflow.Context) error {
 	r.hardened = hardened(ctx, changeRunHardening)
 	r.searchAttrs = hardened(ctx, changeSearchAttributes)
+	if r.sub == nil { // a sub-agent's steps show in its parent's status
+		r.statusOn = hardened(ctx, changeThreadStatus)
+	}
 	r.loop.PerBatch = r.hardened
 	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
 	r.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)

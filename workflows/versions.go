@@ -100,6 +100,14 @@ const (
 	// before replays without the activity. (The memory block's fields of PromptInput, Channel, User and
 	// Message, are activity input: they replay either way.)
 	changeRunMemory = "run-memory"
+	// changeThreadStatus (issue 24), in the agent run (not a sub-agent): the thread's status line
+	// (assistant.threads.setStatus, the SetThreadStatus local activity) says what the run does at each
+	// step (the model's turn, each batch of tools, an approval or a question it waits for) and is
+	// cleared when the run ends. Where Slack answers that the status is not available, the run stops
+	// asking and its placeholder's progress edits stay the fallback; where it works, they are not
+	// made. Read at the start of the run: a history recorded before replays without the status and
+	// with the progress edits.
+	changeThreadStatus = "thread-status"
 )
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's

@@ -1,0 +1,75 @@
+package activities
+
+// Slack's agent surface: the thread's status line (assistant.threads.setStatus). A status is cosmetic:
+// it never fails a run. Where Slack does not offer it (an old workspace, a missing scope, a channel
+// type it does not support) the activity says so once, and the run falls back to editing its
+// placeholder.
+
+import (
+	"context"
+
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/slackwire"
+)
+
+// ThreadStatusInput sets (or, with an empty Status, clears) the status line of a thread.
+type ThreadStatusInput struct {
+	Team, Channel, ThreadTS string
+	Status                  string   // "is reading #sales history"; empty clears it
+	LoadingMessages         []string `json:",omitempty"` // up to 10 rotating messages
+}
+
+// ThreadStatusResult says whether the status API is available for this thread.
+type ThreadStatusResult struct {
+	Supported bool
+	// Code is Slack's error code when it is not ("not_allowed", "missing_scope", …).
+	Code string `json:",omitempty"`
+}
+
+// AssistantThreadsAPI is the part of Slack's client that speaks assistant.threads.*. A SlackAPI that
+// lacks it (a test double, an old client) is a workspace without the status API.
+type AssistantThreadsAPI interface {
+	SetAssistantThreadsStatusContext(ctx context.Context, params slack.AssistantThreadsSetStatusParameters) error
+	SetAssistantThreadsSuggestedPromptsContext(ctx context.Context, params slack.AssistantThreadsSetSuggestedPromptsParameters) error
+	SetAssistantThreadsTitleContext(ctx context.Context, params slack.AssistantThreadsSetTitleParameters) error
+}
+
+// MaxLoadingMessages is Slack's limit on a status's rotating loading_messages.
+const MaxLoadingMessages = 10
+
+// maxStatusChars keeps a status line short: Slack shows one line under the thread.
+const maxStatusChars = 120
+
+// statusUnavailable are the answers that mean "this workspace or channel has no status API": the run
+// falls back to its placeholder and does not ask again.
+var statusUnavailable = map[string]bool{
+	"not_allowed": true, "not_allowed_token_type": true, "missing_scope": true, "no_permission": true,
+	"method_not_supported_for_channel_type": true, "unknown_method": true, "feature_not_enabled": true,
+	"restricted_action": true, "team_access_not_granted": true, "channel_not_found": true,
+	"not_in_channel": true, "invalid_thread_ts": true, "thread_not_found": true,
+}
+
+// SetThreadStatus sets the thread's status line. It answers Supported false, without an error, when
+// Slack does not offer the status here; other failures (rate limits, Slack unavailable) are errors,
+// retried by the caller's policy.
+func (a *Activities) SetThreadStatus(ctx context.Context, in ThreadStatusInput) (ThreadStatusResult, error) {
+	api, ok := a.Slack(in.Team).(AssistantThreadsAPI)
+	if !ok {
+		return ThreadStatusResult{Code: "unknown_method"}, nil
+	}
+	msgs := in.LoadingMessages
+	if len(msgs) > MaxLoadingMessages {
+		msgs = msgs[:MaxLoadingMessages]
+	}
+	err := api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+		ChannelID: in.Channel, ThreadTS: in.ThreadTS, Status: slackwire.HeadEllipsis(in.Status, maxStatusChars), LoadingMessages: msgs,
+	})
+	if err == nil {
+		return ThreadStatusResult{Supported: true}, nil
+	}
+	if code := slackErrorCode(err); statusUnavailable[code] {
+		return ThreadStatusResult{Code: code}, nil
+	}
+	return ThreadStatusResult{}, a.slackFail("set thread status", in.Team, in.Channel, err)
+}
