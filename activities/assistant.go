@@ -7,9 +7,13 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/temporal"
 
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/slackwire"
 )
 
@@ -72,4 +76,35 @@ func (a *Activities) SetThreadStatus(ctx context.Context, in ThreadStatusInput) 
 		return ThreadStatusResult{Code: code}, nil
 	}
 	return ThreadStatusResult{}, a.slackFail("set thread status", in.Team, in.Channel, err)
+}
+
+// KeepFeedbackInput is a 👎's reason to keep in the team's memory.
+type KeepFeedbackInput struct {
+	Team, Channel, ThreadTS string
+	User                    string // who gave it: the note's source
+	Run                     string
+	Reason                  string
+}
+
+// KeepFeedback keeps the reason a person gave for a 👎 in the team's memory, about the channel the
+// answer was in, with the person as its source, so that later runs there see what went wrong. It is
+// idempotent: the store merges a note it already has. Without a memory store it keeps nothing.
+func (a *Activities) KeepFeedback(ctx context.Context, in KeepFeedbackInput) error {
+	if a.Memory == nil || strings.TrimSpace(in.Reason) == "" {
+		return nil
+	}
+	_, _, err := a.Memory.Remember(ctx, in.Team, memory.Draft{
+		Scope: memory.Channel, About: in.Channel,
+		Text:   "An answer here was marked unhelpful: " + strings.Join(strings.Fields(in.Reason), " "),
+		Tags:   []string{"feedback"},
+		Source: memory.Source{By: in.User, Channel: in.Channel, Thread: in.ThreadTS, Via: memory.ViaTold},
+	})
+	if errors.Is(err, memory.ErrInvalid) {
+		a.Log.Warn().Err(err).Str("run", in.Run).Msg("a feedback reason the memory refuses; not kept")
+		return nil
+	}
+	if err != nil {
+		return temporal.NewApplicationError("keep feedback: "+err.Error(), ErrToolTransient)
+	}
+	return nil
 }

@@ -2,9 +2,12 @@ package activities
 
 import (
 	"context"
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/output"
 )
 
 func TestSetThreadStatus(t *testing.T) {
@@ -41,5 +44,49 @@ func TestSetThreadStatus(t *testing.T) {
 	f.a.Slack = func(string) SlackAPI { return struct{ SlackAPI }{f.api} }
 	if res, err := f.a.SetThreadStatus(ctx, in); err != nil || res.Supported {
 		t.Errorf("client without the API: %+v %v", res, err)
+	}
+}
+
+// The answer is Markdown in a markdown block (Slack renders it as written), with mrkdwn as the
+// fallback text, and its last part ends with the feedback buttons; a question the run asks has none.
+func TestDeliverAnswerMarkdownAndFeedback(t *testing.T) {
+	f := newSlackFixture(t)
+	root := f.say(t, "U1", "", "<@ULUCY> sales by region?")
+	var ph PostResult
+	if err := f.run(t, f.a.PostPlaceholder, PostInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "lane:T1:C1:" + root + ":run:1:" + root, Key: "placeholder", Text: "_Thinking…_"}, &ph); err != nil {
+		t.Fatal(err)
+	}
+	lane := "lane:T1:C1:" + root
+	run := lane + ":run:1:" + root
+	md := "| Region | Deals |\n|---|---|\n| EU | 3 |\n\n**Done.**\n\n" + longAnswerOf(14000)
+	var res PostResult
+	if err := f.run(t, f.a.DeliverAnswer, DeliverInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: run, PlaceholderTS: ph.TS, Markdown: md, Lane: lane}, &res); err != nil {
+		t.Fatal(err)
+	}
+	bots := f.botMessages(root)
+	if len(bots) != 2 {
+		t.Fatalf("%d messages", len(bots))
+	}
+	var first, last []map[string]any
+	if json.Unmarshal(bots[0].Blocks, &first) != nil || json.Unmarshal(bots[1].Blocks, &last) != nil {
+		t.Fatalf("blocks %s / %s", bots[0].Blocks, bots[1].Blocks)
+	}
+	if len(first) != 1 || first[0]["type"] != "markdown" || !strings.Contains(first[0]["text"].(string), "| Region | Deals |") ||
+		!strings.Contains(first[0]["text"].(string), "**Done.**") {
+		t.Errorf("first part: %s", bots[0].Blocks)
+	}
+	if !strings.Contains(bots[0].Text, "*Done.*") || strings.Contains(bots[0].Text, "**Done.**") {
+		t.Errorf("fallback text is not mrkdwn: %q", bots[0].Text)
+	}
+	if len(last) != 2 || last[0]["type"] != "markdown" || last[1]["type"] != "actions" || last[1]["block_id"] != output.FeedbackBlockID ||
+		!strings.Contains(string(bots[1].Blocks), output.ActionFeedbackDown) || !strings.Contains(string(bots[1].Blocks), run) {
+		t.Errorf("last part: %s", bots[1].Blocks)
+	}
+	// A question delivered mid-run (KeyPrefix) carries no feedback buttons.
+	if err := f.run(t, f.a.DeliverAnswer, DeliverInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: run, Markdown: "Which year?", KeyPrefix: "question-1", Lane: lane}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if q := f.botMessages(root); strings.Contains(string(q[len(q)-1].Blocks), output.ActionFeedbackUp) {
+		t.Errorf("question with feedback buttons: %s", q[len(q)-1].Blocks)
 	}
 }

@@ -50,7 +50,7 @@ func TestAssistantThreads(t *testing.T) {
 			ChannelID: "C1", ThreadTS: "1.000001", Status: "x"}), "invalid_thread_ts"},
 		"a channel name is not a channel_id": {api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
 			ChannelID: "#general", ThreadTS: root, Status: "x"}), "channel_not_found"},
-		"no title": {api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: "C1", ThreadTS: root}), "invalid_arguments"},
+		"no title":   {api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: "C1", ThreadTS: root}), "invalid_arguments"},
 		"no prompts": {api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{ChannelID: "C1", ThreadTS: root}), "invalid_arguments"},
 	} {
 		if got := slackCode(c.err); got != c.want {

@@ -396,6 +396,7 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
 		"NoteFromRun":           acts.NoteFromRun,
 		"SetThreadStatus":       acts.SetThreadStatus,
+		"KeepFeedback":          acts.KeepFeedback,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -70,6 +70,8 @@ type harness struct {
 	// without the status API does); statuses are what it was asked to show, in order ("" clears).
 	statusWorks bool
 	statuses    []string
+	// kept are the 👎 reasons KeepFeedback was asked to keep.
+	kept []activities.KeepFeedbackInput
 }
 
 func newHarness(t *testing.T) *harness { t.Helper(); return newHarnessWith(t, nil) }
@@ -133,6 +135,13 @@ func (h *harness) register() {
 	reg("ResolveApprovalPrompt", acts.ResolveApprovalPrompt)
 	reg("NoteFromRun", acts.NoteFromRun)
 	reg("SetThreadStatus", acts.SetThreadStatus)
+	reg("KeepFeedback", acts.KeepFeedback)
+	env.OnActivity("KeepFeedback", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.KeepFeedbackInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.kept = append(h.kept, in)
+		return nil
+	})
 	env.OnActivity("SetThreadStatus", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ThreadStatusInput) (activities.ThreadStatusResult, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()

@@ -57,7 +57,7 @@ type lane struct {
 	cur      *current
 	starting bool
 
-	msgCh, cancelCh, approvalCh, resumeCh, eventCh workflow.ReceiveChannel
+	msgCh, cancelCh, approvalCh, resumeCh, eventCh, feedbackCh workflow.ReceiveChannel
 }
 
 // current is the running agent run.
@@ -103,6 +103,7 @@ func (l *lane) setup(ctx workflow.Context) error {
 	l.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
 	l.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
 	l.eventCh = workflow.GetSignalChannel(ctx, SignalRunEvent)
+	l.feedbackCh = workflow.GetSignalChannel(ctx, SignalFeedback)
 	return workflow.SetQueryHandler(ctx, QueryStatus, func() (LaneStatus, error) {
 		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: queuedForStatus(l.st.Queue), Busy: l.starting}
 		if l.cur != nil {
@@ -178,6 +179,11 @@ func (l *lane) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		c.Receive(ctx, &rs)
 		l.forward(ctx, SignalResume, rs)
 	})
+	sel.AddReceive(l.feedbackCh, func(c workflow.ReceiveChannel, _ bool) {
+		var fb Feedback
+		c.Receive(ctx, &fb)
+		l.onFeedback(ctx, fb)
+	})
 	sel.AddReceive(l.eventCh, func(c workflow.ReceiveChannel, _ bool) {
 		var ev RunEvent
 		c.Receive(ctx, &ev)
@@ -188,7 +194,7 @@ func (l *lane) addSignals(ctx workflow.Context, sel workflow.Selector) {
 }
 
 func (l *lane) pendingSignals() bool {
-	for _, c := range []workflow.ReceiveChannel{l.msgCh, l.cancelCh, l.approvalCh, l.resumeCh, l.eventCh} {
+	for _, c := range []workflow.ReceiveChannel{l.msgCh, l.cancelCh, l.approvalCh, l.resumeCh, l.eventCh, l.feedbackCh} {
 		if c.Len() > 0 {
 			return true
 		}

@@ -152,6 +152,8 @@ type LaneState struct {
 	// LastJournal is the run journal of the last run that kept one, for the next run (bounded by
 	// MaxCarriedJournal).
 	LastJournal string `json:"lastJournal,omitempty"`
+	// Feedback are the votes on the thread's answers, one per person per answer (feedback.go).
+	Feedback []FeedbackRecord `json:"feedback,omitempty"`
 }
 
 // Person is a resolved Slack user.

@@ -420,7 +420,7 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	var res activities.PostResult
 	err := workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, activities.DeliverInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,
-		AllowedMentions: r.allowedMentions(),
+		AllowedMentions: r.allowedMentions(), Lane: r.feedbackLane(),
 	}).Get(ctx, &res)
 	var appErr *temporal.ApplicationError
 	if _, fixable := activities.SlackNeedsOperator(err); err != nil && fixable && r.sub == nil && hardened(ctx, changeSlackRefusalParks) {

@@ -108,6 +108,12 @@ const (
 	// made. Read at the start of the run: a history recorded before replays without the status and
 	// with the progress edits.
 	changeThreadStatus = "thread-status"
+	// changeFeedback (issue 24), in the lane: a 👍/👎 on an answer (SignalFeedback) is recorded once per
+	// person per answer, counted, set as the lane's LucyFeedback attribute and memo, and a 👎's reason
+	// is kept in the team's memory (KeepFeedback). Read where a feedback first arrives: only a lane
+	// that gets one records it. (The answer's buttons name the lane in DeliverInput.Lane, an
+	// activity input: it replays either way.)
+	changeFeedback = "feedback"
 )
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's
