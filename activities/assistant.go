@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/memory"
+	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/slackwire"
 )
 
@@ -107,4 +108,95 @@ func (a *Activities) KeepFeedback(ctx context.Context, in KeepFeedbackInput) err
 		return temporal.NewApplicationError("keep feedback: "+err.Error(), ErrToolTransient)
 	}
 	return nil
+}
+
+// AssistantThreadInput names an assistant thread (the AI app pane) and what to set on it.
+type AssistantThreadInput struct {
+	Team, Channel, ThreadTS string
+	// Title, for SetThreadTitle: the thread's title, from its first request.
+	Title string `json:",omitempty"`
+}
+
+// maxSuggestedPrompts is Slack's limit on a thread's suggested prompts.
+const maxSuggestedPrompts = 4
+
+// defaultPrompts fill the suggested prompts a team's own skills leave room for.
+var defaultPrompts = []slack.AssistantThreadsPrompt{
+	{Title: "Catch me up on a channel", Message: "Summarize what happened in #general this week"},
+	{Title: "Find a past decision", Message: "What did we decide about "},
+	{Title: "Draft something", Message: "Draft a short announcement about "},
+	{Title: "Set up a recurring job", Message: "Every Monday at 9, post a summary of last week's open issues"},
+}
+
+// suggestedPrompts are the prompts a new assistant thread offers: this team's skills first (what
+// the team taught Lucy to do), then the operator's and the platform's, then general ones, at most
+// four.
+func (a *Activities) suggestedPrompts(ctx context.Context, team string) []slack.AssistantThreadsPrompt {
+	var out []slack.AssistantThreadsPrompt
+	if a.Skills != nil {
+		list, _ := a.Skills.List(ctx, team)
+		for _, pass := range []bool{true, false} { // the team's own skills first
+			for _, s := range list {
+				if len(out) == maxSuggestedPrompts {
+					return out
+				}
+				if (s.Source == skills.Team) != pass || strings.TrimSpace(s.Description) == "" {
+					continue
+				}
+				out = append(out, slack.AssistantThreadsPrompt{
+					Title:   slackwire.HeadEllipsis(skillTitle(s.Name), 60),
+					Message: "Use the " + s.Name + " skill: " + slackwire.HeadEllipsis(strings.Join(strings.Fields(s.Description), " "), 200),
+				})
+			}
+		}
+	}
+	for _, p := range defaultPrompts {
+		if len(out) == maxSuggestedPrompts {
+			break
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// skillTitle is a skill's name as a title: "weekly-report" → "Weekly report".
+func skillTitle(name string) string {
+	t := strings.ReplaceAll(strings.ReplaceAll(name, "-", " "), "_", " ")
+	if t == "" {
+		return t
+	}
+	return strings.ToUpper(t[:1]) + t[1:]
+}
+
+// StartAssistantThread sets a new assistant thread's suggested prompts (suggestedPrompts). Where
+// Slack does not offer them it does nothing: the greeting is enough.
+func (a *Activities) StartAssistantThread(ctx context.Context, in AssistantThreadInput) error {
+	api, ok := a.Slack(in.Team).(AssistantThreadsAPI)
+	if !ok {
+		return nil
+	}
+	err := api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
+		ChannelID: in.Channel, ThreadTS: in.ThreadTS, Title: "Things I can do for your team", Prompts: a.suggestedPrompts(ctx, in.Team),
+	})
+	if err == nil || statusUnavailable[slackErrorCode(err)] {
+		return nil
+	}
+	return a.slackFail("set suggested prompts", in.Team, in.Channel, err)
+}
+
+// SetThreadTitle titles an assistant thread after its first request. Where Slack does not offer
+// titles (a thread that is not an assistant thread) it does nothing.
+func (a *Activities) SetThreadTitle(ctx context.Context, in AssistantThreadInput) error {
+	api, ok := a.Slack(in.Team).(AssistantThreadsAPI)
+	title := strings.TrimSpace(in.Title)
+	if !ok || title == "" {
+		return nil
+	}
+	err := api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{
+		ChannelID: in.Channel, ThreadTS: in.ThreadTS, Title: slackwire.HeadEllipsis(title, 80),
+	})
+	if err == nil || statusUnavailable[slackErrorCode(err)] {
+		return nil
+	}
+	return a.slackFail("set thread title", in.Team, in.Channel, err)
 }

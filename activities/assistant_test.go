@@ -90,3 +90,35 @@ func TestDeliverAnswerMarkdownAndFeedback(t *testing.T) {
 		t.Errorf("question with feedback buttons: %s", q[len(q)-1].Blocks)
 	}
 }
+
+func TestAssistantThreadPromptsAndTitle(t *testing.T) {
+	ctx := context.Background()
+	f := newSlackFixture(t)
+	root := f.say(t, "U1", "", "hello")
+	in := AssistantThreadInput{Team: "T1", Channel: "C1", ThreadTS: root}
+	if err := f.a.StartAssistantThread(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	title, prompts := f.srv.SuggestedPrompts("C1", root)
+	if title == "" || len(prompts) != maxSuggestedPrompts || prompts[0].Title != defaultPrompts[0].Title {
+		t.Errorf("prompts %q %+v", title, prompts)
+	}
+	in.Title = "Summarize the launch plan"
+	if err := f.a.SetThreadTitle(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.srv.ThreadTitle("C1", root); got != "Summarize the launch plan" {
+		t.Errorf("title %q", got)
+	}
+	// Not an assistant thread, or no such API: nothing to do, no error.
+	f.srv.FailNext("assistant.threads.setTitle", localslack.Failure{SlackError: "not_allowed"})
+	if err := f.a.SetThreadTitle(ctx, in); err != nil {
+		t.Errorf("not_allowed: %v", err)
+	}
+}
+
+func TestSkillTitle(t *testing.T) {
+	if got := skillTitle("weekly-sales_report"); got != "Weekly sales report" {
+		t.Errorf("%q", got)
+	}
+}

@@ -397,6 +397,8 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"NoteFromRun":           acts.NoteFromRun,
 		"SetThreadStatus":       acts.SetThreadStatus,
 		"KeepFeedback":          acts.KeepFeedback,
+		"StartAssistantThread":  acts.StartAssistantThread,
+		"SetThreadTitle":        acts.SetThreadTitle,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

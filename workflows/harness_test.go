@@ -136,6 +136,20 @@ func (h *harness) register() {
 	reg("NoteFromRun", acts.NoteFromRun)
 	reg("SetThreadStatus", acts.SetThreadStatus)
 	reg("KeepFeedback", acts.KeepFeedback)
+	reg("StartAssistantThread", acts.StartAssistantThread)
+	reg("SetThreadTitle", acts.SetThreadTitle)
+	env.OnActivity("StartAssistantThread", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.AssistantThreadInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.order = append(h.order, "prompts")
+		return nil
+	})
+	env.OnActivity("SetThreadTitle", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.AssistantThreadInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.order = append(h.order, "title:"+in.Title)
+		return nil
+	})
 	env.OnActivity("KeepFeedback", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.KeepFeedbackInput) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()

@@ -56,6 +56,8 @@ type lane struct {
 
 	cur      *current
 	starting bool
+	// titled: this lane titled its assistant thread (changeAssistantThreads).
+	titled bool
 
 	msgCh, cancelCh, approvalCh, resumeCh, eventCh, feedbackCh workflow.ReceiveChannel
 }
@@ -311,7 +313,14 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 	}
 	if m.Kind == "assistant_thread_started" && in.Empty {
 		l.post(ctx, m, "hello-"+m.TS, "Hi! I'm Lucy. Ask me anything, or give me something to get done.")
+		if hardened(ctx, changeAssistantThreads) {
+			l.assistantThread(ctx, a.StartAssistantThread, "")
+		}
 		return
+	}
+	if m.IsDM && l.st.Runs == 0 && len(l.st.Queue) == 0 && !l.titled && hardened(ctx, changeAssistantThreads) {
+		l.titled = true // the thread's first request titles it (in the AI app pane, a DM thread)
+		l.assistantThread(ctx, a.SetThreadTitle, threadTitle(m.Text))
 	}
 	l.st.Queue = append(l.st.Queue, m)
 }

@@ -1,12 +1,15 @@
 package workflows
 
 import (
+	"context"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
@@ -105,4 +108,18 @@ func (r *run) clearStatus(ctx workflow.Context) {
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
 	defer cancel()
 	r.showStatus(dctx, "", false)
+}
+
+// assistantThread runs one of the assistant thread's cosmetic calls (suggested prompts, the title)
+// as a local activity; a failure is logged, never more.
+func (l *lane) assistantThread(ctx workflow.Context, fn func(context.Context, activities.AssistantThreadInput) error, title string) {
+	in := activities.AssistantThreadInput{Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, Title: title}
+	if err := workflow.ExecuteLocalActivity(statusOptions(ctx), fn, in).Get(ctx, nil); err != nil {
+		l.log.Warn("lane.assistant_thread_failed", "lane", l.id, "error", err)
+	}
+}
+
+// threadTitle is a thread's title from its first request: its words, mentions stripped, cut short.
+func threadTitle(text string) string {
+	return slackwire.HeadEllipsis(strings.Join(strings.Fields(slackwire.StripMentions(text)), " "), 60)
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +96,34 @@ func TestStatusLineAsksForApproval(t *testing.T) {
 	want := []string{"is thinking", "is writing a file", "is waiting for your approval", "is going over what I found", ""}
 	if !reflect.DeepEqual(h.statuses, want) {
 		t.Errorf("statuses:\n got %q\nwant %q", h.statuses, want)
+	}
+}
+
+// A new assistant thread is greeted and offered suggested prompts; its first request titles it, and
+// later requests do not.
+func TestAssistantThreadPromptsAndTitle(t *testing.T) {
+	h := newHarness(t)
+	started := msg("100.1", "U1", "")
+	started.Kind, started.IsDM = "assistant_thread_started", true
+	first := msg("100.2", "U1", "<@ULUCY>   Summarize   the launch plan for the sales team, with owners and dates please")
+	first.IsDM = true
+	second := msg("100.3", "U1", "now the marketing plan")
+	second.IsDM = true
+	h.runLane(started, signalAt(time.Minute, SignalMessage, first), signalAt(time.Hour, SignalMessage, second))
+	var got []string
+	for _, o := range h.order {
+		if o == "prompts" || strings.HasPrefix(o, "title:") {
+			got = append(got, o)
+		}
+	}
+	want := []string{"prompts", "title:Summarize the launch plan for the sales team, with owners an…"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("assistant thread calls %q, want %q", got, want)
+	}
+	if len(h.posts) == 0 || !strings.Contains(h.posts[0].Text, "I'm Lucy") {
+		t.Errorf("no greeting: %+v", h.posts)
+	}
+	if len(h.deliveries) != 2 {
+		t.Errorf("%d answers, want 2", len(h.deliveries))
 	}
 }

@@ -114,6 +114,11 @@ const (
 	// that gets one records it. (The answer's buttons name the lane in DeliverInput.Lane, an
 	// activity input: it replays either way.)
 	changeFeedback = "feedback"
+	// changeAssistantThreads (issue 24), in the lane: a new assistant thread (assistant_thread_started)
+	// gets suggested prompts after the greeting (StartAssistantThread), and the first request of a DM
+	// thread titles it (SetThreadTitle), both local activities. Read where either happens: only a
+	// lane that greets or gets a first request in a DM records it.
+	changeAssistantThreads = "assistant-threads"
 )
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's
