@@ -70,6 +70,8 @@ type harness struct {
 	// without the status API does); statuses are what it was asked to show, in order ("" clears).
 	statusWorks bool
 	statuses    []string
+	// promptIns are BuildSystemPrompt's inputs, in order.
+	promptIns []activities.PromptInput
 	// kept are the 👎 reasons KeepFeedback was asked to keep.
 	kept []activities.KeepFeedbackInput
 }
@@ -235,6 +237,7 @@ func (h *harness) register() {
 	env.OnActivity("BuildSystemPrompt", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.PromptInput) (activities.SystemPrompt, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		h.promptIns = append(h.promptIns, in)
 		if h.promptErr != nil {
 			if err := h.promptErr(in); err != nil {
 				return activities.SystemPrompt{}, err

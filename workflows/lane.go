@@ -250,6 +250,12 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 		count(workflow.GetMetricsHandler(ctx), metrics.WorkflowDedupeHits, "kind", "message")
 		return
 	}
+	if m.ContextChannel != "" { // plain state: no command
+		l.st.ViewingChannel = m.ContextChannel
+	}
+	if m.Kind == KindContextChanged { // the person looks at another channel: nothing to answer
+		return
+	}
 	if m.Control == "status" {
 		l.answerStatus(ctx, m)
 		return
@@ -566,6 +572,9 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 		id = RunID(l.key, n, m.TS)
 	}
 	cctx, cancel := workflow.WithCancel(ctx)
+	if m.ContextChannel == "" && m.Kind != KindScheduled {
+		m.ContextChannel = l.st.ViewingChannel
+	}
 	in := RunInput{
 		Lane: l.key, Number: n, Message: m, Requester: m.User,
 		UserName: person.Name, UserTZ: person.TZ, ChannelName: l.st.ChannelName, PriorJournal: l.st.LastJournal,

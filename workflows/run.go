@@ -352,7 +352,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 		Scheduled: r.in.Scheduled, Channel: m.Channel, User: r.in.Requester, Message: activities.MemoryMessage(m.Text),
 		// Plain data for the activity (the memory block's notes, who is first met, which matched
 		// skills to load): no new command, so histories recorded before these fields replay unchanged.
-		Skills: r.route.Skills,
+		Skills: r.route.Skills, ViewingChannel: m.ContextChannel,
 	}).Get(ctx, &sp); err != nil {
 		return fmt.Errorf("build system prompt: %w", err)
 	}

@@ -127,3 +127,22 @@ func TestAssistantThreadPromptsAndTitle(t *testing.T) {
 		t.Errorf("%d answers, want 2", len(h.deliveries))
 	}
 }
+
+// The channel the person looks at (assistant_thread_context_changed) reaches the next run's prompt as
+// data; the context change itself starts nothing.
+func TestContextChannelReachesThePrompt(t *testing.T) {
+	h := newHarness(t)
+	started := msg("100.1", "U1", "")
+	started.Kind, started.IsDM, started.ContextChannel = "assistant_thread_started", true, "C1"
+	changed := msg("100.2", "U1", "")
+	changed.Kind, changed.IsDM, changed.ContextChannel = KindContextChanged, true, "CSALES"
+	ask := msg("100.3", "U1", "summarize this channel")
+	ask.IsDM = true
+	h.runLane(started, signalAt(time.Minute, SignalMessage, changed), signalAt(2*time.Minute, SignalMessage, ask))
+	if len(h.promptIns) != 1 || h.promptIns[0].ViewingChannel != "CSALES" {
+		t.Fatalf("prompt inputs %+v, want one run looking at CSALES", h.promptIns)
+	}
+	if len(h.deliveries) != 1 {
+		t.Errorf("%d answers, want 1 (a context change is not a request)", len(h.deliveries))
+	}
+}
