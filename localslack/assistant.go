@@ -1,7 +1,11 @@
 package localslack
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -188,4 +192,52 @@ func (s *Server) SuggestedPrompts(channel, threadTS string) (string, []Suggested
 		return t.promptsTitle, append([]SuggestedPrompt(nil), t.prompts...)
 	}
 	return "", nil
+}
+
+// localThreadStatus is local.threadStatus (not a Slack method: Slack shows the status, it has no
+// method to read it): the status line a person sees under a thread now, for the terminal.
+func (s *Server) localThreadStatus(c *call) (reply, *apiError) {
+	chID, ts := c.p.Get("channel_id"), c.p.Get("thread_ts")
+	if chID == "" || ts == "" {
+		return nil, errCode("invalid_arguments")
+	}
+	status := ""
+	if t := s.assistant[threadKey{chID, ts}]; t != nil && t.shown != "" && s.now().Sub(t.shownAt) <= StatusTimeout {
+		status = t.shown
+	}
+	return reply{"status": status}, nil
+}
+
+// ThreadStatusReader reads a thread's status line from a local workspace's Web API (local.threadStatus)
+// at base (ending in /api/) with token: the terminal's view of the status line.
+func ThreadStatusReader(client *http.Client, base, token string) func(ctx context.Context, channel, threadTS string) (string, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return func(ctx context.Context, channel, threadTS string) (string, error) {
+		form := url.Values{"channel_id": {channel}, "thread_ts": {threadTS}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"local.threadStatus", strings.NewReader(form.Encode()))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		var out struct {
+			OK     bool   `json:"ok"`
+			Error  string `json:"error"`
+			Status string `json:"status"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return "", err
+		}
+		if !out.OK {
+			return "", fmt.Errorf("local.threadStatus: %s", out.Error)
+		}
+		return out.Status, nil
+	}
 }

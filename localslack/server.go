@@ -503,6 +503,7 @@ var handlers = map[string]handler{
 	"assistant.threads.setStatus":           (*Server).assistantSetStatus,
 	"assistant.threads.setSuggestedPrompts": (*Server).assistantSetSuggestedPrompts,
 	"assistant.threads.setTitle":            (*Server).assistantSetTitle,
+	"local.threadStatus":                    (*Server).localThreadStatus,
 	// local.wait is served outside the lock, see serveWait.
 }
 
