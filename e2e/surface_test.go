@@ -105,6 +105,10 @@ func TestStatusStepsAndFeedback(t *testing.T) {
 	if n := len(laneFeedback(t, s, lane)); n != 2 {
 		t.Errorf("%d votes recorded, want 2", n)
 	}
+	if *record { // go test ./e2e/ -run TestStatusStepsAndFeedback -record
+		s.saveHistory(t, lane, "surface-lane.json")
+		s.saveHistory(t, recs[0].Run, "surface-run.json")
+	}
 
 	// Fallback: a workspace without the status API.
 	s.slack.FailNext("assistant.threads.setStatus", localslack.Failure{SlackError: "not_allowed"})
