@@ -3,6 +3,7 @@ package localslack_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/slack-go/slack"
@@ -85,5 +86,26 @@ func TestAssistantThreads(t *testing.T) {
 	}
 	if title, prompts := s.SuggestedPrompts("C1", root); title != "Try" || len(prompts) != 1 || prompts[0].Message != "Write the weekly sales report" {
 		t.Errorf("prompts %q %+v", title, prompts)
+	}
+}
+
+// The markdown block, as Slack takes it: a text, and at most 12,000 characters of markdown blocks
+// in one message.
+func TestMarkdownBlockValidation(t *testing.T) {
+	ctx := context.Background()
+	_, api := newClient(t, workspace())
+	post := func(blocks ...slack.Block) error {
+		_, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("fallback", false), slack.MsgOptionBlocks(blocks...))
+		return err
+	}
+	if err := post(slack.NewMarkdownBlock("", "| a | b |\n|---|---|\n| 1 | 2 |")); err != nil {
+		t.Fatal(err)
+	}
+	if code := slackCode(post(slack.NewMarkdownBlock("", " "))); code != "invalid_blocks" {
+		t.Errorf("empty markdown block: %q", code)
+	}
+	big := strings.Repeat("x", 6001)
+	if code := slackCode(post(slack.NewMarkdownBlock("a", big), slack.NewMarkdownBlock("b", big))); code != "invalid_blocks" {
+		t.Errorf("12,002 characters of markdown: %q", code)
 	}
 }
