@@ -8,12 +8,16 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/memory"
+	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/slackwire"
 )
@@ -129,27 +133,38 @@ var defaultPrompts = []slack.AssistantThreadsPrompt{
 }
 
 // suggestedPrompts are the prompts a new assistant thread offers: this team's skills first (what
-// the team taught Lucy to do), then the operator's and the platform's, then general ones, at most
-// four.
+// the team taught Lucy to do), then its recurring jobs (run one now), then the operator's and the
+// platform's skills, then general ones, at most four.
 func (a *Activities) suggestedPrompts(ctx context.Context, team string) []slack.AssistantThreadsPrompt {
 	var out []slack.AssistantThreadsPrompt
+	var list []skills.Skill
 	if a.Skills != nil {
-		list, _ := a.Skills.List(ctx, team)
-		for _, pass := range []bool{true, false} { // the team's own skills first
-			for _, s := range list {
-				if len(out) == maxSuggestedPrompts {
-					return out
-				}
-				if (s.Source == skills.Team) != pass || strings.TrimSpace(s.Description) == "" {
-					continue
-				}
-				out = append(out, slack.AssistantThreadsPrompt{
-					Title:   slackwire.HeadEllipsis(skillTitle(s.Name), 60),
-					Message: "Use the " + s.Name + " skill: " + slackwire.HeadEllipsis(strings.Join(strings.Fields(s.Description), " "), 200),
-				})
+		list, _ = a.Skills.List(ctx, team)
+	}
+	addSkills := func(team bool) {
+		for _, s := range list {
+			if len(out) == maxSuggestedPrompts {
+				return
 			}
+			if (s.Source == skills.Team) != team || strings.TrimSpace(s.Description) == "" {
+				continue
+			}
+			out = append(out, slack.AssistantThreadsPrompt{
+				Title:   slackwire.HeadEllipsis(skillTitle(s.Name), 60),
+				Message: "Use the " + s.Name + " skill: " + slackwire.HeadEllipsis(strings.Join(strings.Fields(s.Description), " "), 200),
+			})
 		}
 	}
+	addSkills(true) // the team's own skills first, then its recurring jobs, then the other skills
+	for _, job := range a.recurringJobs(ctx, team) {
+		if len(out) == maxSuggestedPrompts {
+			break
+		}
+		out = append(out, slack.AssistantThreadsPrompt{
+			Title: slackwire.HeadEllipsis("Run "+skillTitle(job)+" now", 60), Message: "Run the recurring job " + job + " now",
+		})
+	}
+	addSkills(false)
 	for _, p := range defaultPrompts {
 		if len(out) == maxSuggestedPrompts {
 			break
@@ -199,4 +214,35 @@ func (a *Activities) SetThreadTitle(ctx context.Context, in AssistantThreadInput
 		return nil
 	}
 	return a.slackFail("set thread title", in.Team, in.Channel, err)
+}
+
+// recurringJobPrefix starts the schedule IDs of a team's recurring jobs: cron:{team}:{slug}
+// (docs/architecture.md, workflow IDs).
+const recurringJobPrefix = "cron:"
+
+// recurringJobs are the slugs of the team's recurring jobs (at most maxSuggestedPrompts), read from
+// the schedules' list in at most two seconds; none without a Temporal client or on any error: the
+// prompts are a courtesy.
+func (a *Activities) recurringJobs(ctx context.Context, team string) []string {
+	if a.Temporal == nil || team == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	iter, err := a.Temporal.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 50,
+		Query: fmt.Sprintf("%s = '%s'", searchattr.Workspace.GetName(), team)})
+	if err != nil {
+		return nil
+	}
+	var jobs []string
+	for scanned := 0; iter.HasNext() && scanned < 50 && len(jobs) < maxSuggestedPrompts; scanned++ {
+		e, err := iter.Next()
+		if err != nil {
+			return jobs
+		}
+		if slug, ok := strings.CutPrefix(e.ID, recurringJobPrefix+team+":"); ok && slug != "" && !e.Paused {
+			jobs = append(jobs, slug)
+		}
+	}
+	return jobs
 }

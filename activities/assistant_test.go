@@ -3,11 +3,14 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/output"
+	"github.com/lucy-agent/lucy/skills"
 )
 
 func TestSetThreadStatus(t *testing.T) {
@@ -131,5 +134,29 @@ func TestPromptNamesTheViewedChannel(t *testing.T) {
 		if s := contextSection(PromptInput{ViewingChannel: c}); strings.Contains(s, "looking at") {
 			t.Errorf("%q named: %q", c, s)
 		}
+	}
+}
+
+// A skill with a description becomes a suggested prompt ahead of the general ones, which fill the
+// remaining places.
+func TestSuggestedPromptsFromSkills(t *testing.T) {
+	ctx := context.Background()
+	f := newSlackFixture(t)
+	dir := t.TempDir()
+	write := func(rel, body string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("weekly-report/SKILL.md", "---\nname: weekly-report\ndescription: Write the weekly sales report from #sales.\n---\nSteps.\n")
+	f.a.Skills = skills.New(skills.Deps{Operator: os.DirFS(dir)})
+	got := f.a.suggestedPrompts(ctx, "T1")
+	if len(got) != maxSuggestedPrompts || got[0].Title != "Weekly report" || !strings.Contains(got[0].Message, "weekly sales report") ||
+		got[1].Title != defaultPrompts[0].Title {
+		t.Errorf("prompts %+v", got)
 	}
 }
