@@ -48,6 +48,13 @@ type assistantThread struct {
 
 type threadKey struct{ channel, ts string }
 
+func init() {
+	handlers["assistant.threads.setStatus"] = (*Server).assistantSetStatus
+	handlers["assistant.threads.setSuggestedPrompts"] = (*Server).assistantSetSuggestedPrompts
+	handlers["assistant.threads.setTitle"] = (*Server).assistantSetTitle
+	handlers["local.threadStatus"] = (*Server).localThreadStatus
+}
+
 // assistantTarget checks the channel_id and thread_ts of an assistant.threads.* call.
 func (s *Server) assistantTarget(c *call) (*assistantThread, *apiError) {
 	if !c.who.bot {
@@ -68,6 +75,9 @@ func (s *Server) assistantTarget(c *call) (*assistantThread, *apiError) {
 		return nil, errCode("invalid_thread_ts")
 	}
 	k := threadKey{chID, ts}
+	if s.assistant == nil {
+		s.assistant = map[threadKey]*assistantThread{}
+	}
 	t := s.assistant[k]
 	if t == nil {
 		t = &assistantThread{}

@@ -225,15 +225,14 @@ func New(opts Options) *Server {
 		}
 	}
 	s := &Server{
-		opts:      opts,
-		users:     map[string]User{},
-		channels:  map[string]*channelState{},
-		files:     map[string]*File{},
-		lastTS:    1700000000_000000,
-		calls:     map[string]int{},
-		failures:  map[string][]Failure{},
-		changed:   make(chan struct{}),
-		assistant: map[threadKey]*assistantThread{},
+		opts:     opts,
+		users:    map[string]User{},
+		channels: map[string]*channelState{},
+		files:    map[string]*File{},
+		lastTS:   1700000000_000000,
+		calls:    map[string]int{},
+		failures: map[string][]Failure{},
+		changed:  make(chan struct{}),
 	}
 	s.addUser(User{ID: opts.BotUserID, Name: opts.BotName, RealName: opts.BotName, IsBot: true})
 	for _, u := range opts.Users {
@@ -482,28 +481,24 @@ type call struct {
 type handler func(s *Server, c *call) (reply, *apiError)
 
 var handlers = map[string]handler{
-	"auth.test":                             (*Server).authTest,
-	"team.info":                             (*Server).teamInfo,
-	"users.info":                            (*Server).usersInfo,
-	"chat.postMessage":                      (*Server).chatPostMessage,
-	"chat.update":                           (*Server).chatUpdate,
-	"chat.postEphemeral":                    (*Server).chatPostEphemeral,
-	"reactions.add":                         (*Server).reactionsAdd,
-	"reactions.remove":                      (*Server).reactionsRemove,
-	"conversations.replies":                 (*Server).conversationsReplies,
-	"conversations.history":                 (*Server).conversationsHistory,
-	"conversations.info":                    (*Server).conversationsInfo,
-	"conversations.list":                    (*Server).conversationsList,
-	"conversations.members":                 (*Server).conversationsMembers,
-	"users.conversations":                   (*Server).usersConversations,
-	"search.messages":                       (*Server).searchMessages,
-	"files.getUploadURLExternal":            (*Server).filesGetUploadURLExternal,
-	"files.completeUploadExternal":          (*Server).filesCompleteUploadExternal,
-	"views.open":                            (*Server).viewsOpen,
-	"assistant.threads.setStatus":           (*Server).assistantSetStatus,
-	"assistant.threads.setSuggestedPrompts": (*Server).assistantSetSuggestedPrompts,
-	"assistant.threads.setTitle":            (*Server).assistantSetTitle,
-	"local.threadStatus":                    (*Server).localThreadStatus,
+	"auth.test":                    (*Server).authTest,
+	"team.info":                    (*Server).teamInfo,
+	"users.info":                   (*Server).usersInfo,
+	"chat.postMessage":             (*Server).chatPostMessage,
+	"chat.update":                  (*Server).chatUpdate,
+	"chat.postEphemeral":           (*Server).chatPostEphemeral,
+	"reactions.add":                (*Server).reactionsAdd,
+	"reactions.remove":             (*Server).reactionsRemove,
+	"conversations.replies":        (*Server).conversationsReplies,
+	"conversations.history":        (*Server).conversationsHistory,
+	"conversations.info":           (*Server).conversationsInfo,
+	"conversations.list":           (*Server).conversationsList,
+	"conversations.members":        (*Server).conversationsMembers,
+	"users.conversations":          (*Server).usersConversations,
+	"search.messages":              (*Server).searchMessages,
+	"files.getUploadURLExternal":   (*Server).filesGetUploadURLExternal,
+	"files.completeUploadExternal": (*Server).filesCompleteUploadExternal,
+	"views.open":                   (*Server).viewsOpen,
 	// local.wait is served outside the lock, see serveWait.
 }
 
