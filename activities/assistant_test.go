@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/output"
 	"github.com/lucy-agent/lucy/skills"
+	"github.com/lucy-agent/lucy/workspace"
 )
 
 func TestSetThreadStatus(t *testing.T) {
@@ -158,5 +160,35 @@ func TestSuggestedPromptsFromSkills(t *testing.T) {
 	if len(got) != maxSuggestedPrompts || got[0].Title != "Weekly report" || !strings.Contains(got[0].Message, "weekly sales report") ||
 		got[1].Title != defaultPrompts[0].Title {
 		t.Errorf("prompts %+v", got)
+	}
+}
+
+// A 👎's reason is kept in the team's memory, about the answer's channel, with the person as its
+// source; kept again, it is merged, not doubled.
+func TestKeepFeedback(t *testing.T) {
+	ctx := context.Background()
+	store, err := memory.New(workspace.NewLocalAt(t.TempDir()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	a := &Activities{Memory: store}
+	in := KeepFeedbackInput{Team: "T1", Channel: "C1", ThreadTS: "100.1", User: "U2", Run: "lane:T1:C1:100.1:run:1:100.1",
+		Reason: "The numbers\nwere from last year"}
+	for range 2 {
+		if err := a.KeepFeedback(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notes, err := store.All(ctx, "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(notes) != 1 || notes[0].Scope != memory.Channel || notes[0].About != "C1" || notes[0].Source.By != "U2" ||
+		!strings.Contains(notes[0].Text, "The numbers were from last year") {
+		t.Fatalf("notes %+v", notes)
+	}
+	if err := (&Activities{}).KeepFeedback(ctx, in); err != nil {
+		t.Errorf("without a memory store: %v", err)
 	}
 }
