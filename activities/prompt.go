@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -42,6 +43,8 @@ type PromptInput struct {
 	Message string `json:"message,omitempty"`
 	// Skills are the skills the route matched to the request (Route.Skills): loaded whole.
 	Skills []string `json:"skills,omitempty"`
+	// ViewingChannel is the channel the person is looking at in Slack (Message.ContextChannel).
+	ViewingChannel string `json:"viewingChannel,omitempty"`
 }
 
 // MemoryMessage is the part of a request's text PromptInput.Message carries.
@@ -126,6 +129,10 @@ func contextSection(in PromptInput) string {
 	}
 	if in.TeamName != "" {
 		fmt.Fprintf(&b, "- Workspace: %s\n", in.TeamName)
+	}
+	if viewedChannel.MatchString(in.ViewingChannel) {
+		fmt.Fprintf(&b, "- The person is looking at the channel <#%s> in Slack: when they say \"this channel\" or \"here\", "+
+			"they mean it.\n", in.ViewingChannel)
 	}
 	if in.UserName != "" {
 		fmt.Fprintf(&b, "- You are talking with %s", in.UserName)
@@ -213,3 +220,7 @@ func (a *Activities) warnLegacyKnowledge(team string) {
 			"write that folder, so a web page could plant instructions there. Review each note (the model may " +
 			"have written or changed it), then move the ones you trust to " + KnowledgeDir(a.DataDir, team))
 }
+
+// viewedChannel is a channel ID the prompt may name as the one the person looks at: a channel, not a
+// DM (someone else's conversation is not context for this one).
+var viewedChannel = regexp.MustCompile(`^[CG][A-Z0-9]{2,20}$`)

@@ -66,6 +66,9 @@ type DeliverInput struct {
 	StreamTS string `json:",omitempty"`
 	// Discard are the run's other streamed messages (replies that did not become the answer): deleted.
 	Discard []string `json:",omitempty"`
+	// Lane is the lane's workflow ID: the final answer (no KeyPrefix) ends with the feedback buttons
+	// (output.FeedbackBlocks), whose clicks the gateway hands to this lane. Empty: no buttons.
+	Lane string `json:",omitempty"`
 }
 
 // UpdateInput rewrites one of Lucy's messages.
@@ -422,13 +425,20 @@ func (a *Activities) PostMessage(ctx context.Context, in PostInput) (PostResult,
 
 // DeliverAnswer turns the placeholder into the answer: the first part replaces it (chat.update, which
 // is idempotent), further parts follow as replies keyed "answer#<i>". It returns every ts in order.
+// Each part is a `markdown` block (output.RenderMarkdown: Slack shows the model's Markdown as
+// written) with its mrkdwn conversion as the fallback text; the final answer's last part ends with
+// the feedback buttons.
 func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostResult, error) {
 	const op = "deliver answer"
-	rendered := output.RenderAllowing(in.Markdown, in.AllowedMentions)
+	rendered := output.RenderMarkdown(in.Markdown, in.AllowedMentions)
 	if len(rendered) == 0 {
 		a.Log.Warn().Str("workspace", in.Team).Str("channel", in.Channel).Str("run", in.RunID).
 			Msg("the answer renders to nothing; the placeholder says it is done")
-		rendered = []output.Message{{Text: nothingToShow}}
+		rendered = output.RenderMarkdown(nothingToShow, nil)
+	}
+	if fb := output.FeedbackBlocks(in.Lane, in.RunID); in.KeyPrefix == "" && fb != nil {
+		last := &rendered[len(rendered)-1]
+		last.Blocks = append(append([]slack.Block(nil), last.Blocks...), fb...)
 	}
 	parts := make([]slackPart, len(rendered))
 	for i, m := range rendered {
@@ -471,9 +481,9 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 	var tss []string
 	// The new metadata marks the message as a real answer (LoadThread skips placeholders). Blocks are
 	// always sent, empty ones too: Slack keeps a message's old blocks when an edit sends none.
-	// Feedback buttons (issue 24, built elsewhere) belong in the answer's blocks here: this edit is
-	// the last word on a streamed answer too (it replaces what chat.stopStream left), so blocks put
-	// only on stopStream would be overwritten.
+	// The feedback buttons are in the answer's blocks (rendered above) for the same reason: this
+	// edit is the last word on a streamed answer too (it replaces what chat.stopStream left), so
+	// blocks put only on stopStream would be overwritten.
 	_, _, _, err := api.UpdateMessageContext(ctx, in.Channel, target,
 		slack.MsgOptionText(first.text, false),
 		slack.MsgOptionBlocks(first.blocks...),

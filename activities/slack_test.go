@@ -175,9 +175,12 @@ func metaKey(m localslack.Message) string {
 }
 
 // longAnswer is about 5,000 characters of Markdown in paragraphs.
-func longAnswer() string {
+func longAnswer() string { return longAnswerOf(5000) }
+
+// longAnswerOf is an answer of about n characters, in numbered paragraphs.
+func longAnswerOf(n int) string {
 	var b strings.Builder
-	for i := 0; b.Len() < 5000; i++ {
+	for i := 0; b.Len() < n; i++ {
 		fmt.Fprintf(&b, "Paragraph %d explains one more part of the answer in plain words, so that the whole reads well.\n\n", i)
 	}
 	return b.String()
@@ -298,12 +301,12 @@ func TestDeliverLongAnswer(t *testing.T) {
 	if err := f.run(t, f.a.PostPlaceholder, PostInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", Key: "placeholder", Text: "_Thinking…_"}, &ph); err != nil {
 		t.Fatal(err)
 	}
-	md := longAnswer()
-	if n := len(md); n < 4900 || n > 5200 {
+	md := longAnswerOf(15000) // markdown blocks carry up to 12,000 characters a message
+	if n := len(md); n < 14900 || n > 15200 {
 		t.Fatalf("answer is %d chars", n)
 	}
-	if n := len(output.Render(md)); n != 2 {
-		t.Fatalf("a 5,000-char answer renders to %d parts, want 2", n)
+	if n := len(output.RenderMarkdown(md, nil)); n != 2 {
+		t.Fatalf("a 15,000-char answer renders to %d parts, want 2", n)
 	}
 	var res PostResult
 	in := DeliverInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", PlaceholderTS: ph.TS, Markdown: md}
@@ -337,7 +340,7 @@ func TestDeliverRetry(t *testing.T) {
 	}
 	f.srv.FailNext("chat.postMessage", localslack.Failure{Status: 503, AfterEffect: true}) // part 2's response is lost
 	var res PostResult
-	in := DeliverInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", PlaceholderTS: ph.TS, Markdown: longAnswer()}
+	in := DeliverInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", PlaceholderTS: ph.TS, Markdown: longAnswerOf(15000)}
 	if err := f.runWithRetries(t, f.a.DeliverAnswer, in, &res); err != nil {
 		t.Fatal(err)
 	}

@@ -190,6 +190,10 @@ func (g *Gateway) normalize(ctx context.Context, eventID, team string, inner sla
 		return g.fromAssistantThread(eventID, team, ev)
 	case slackevents.AssistantThreadStartedEvent:
 		return g.fromAssistantThread(eventID, team, &ev)
+	case *slackevents.AssistantThreadContextChangedEvent:
+		return g.fromContextChanged(eventID, team, ev)
+	case slackevents.AssistantThreadContextChangedEvent:
+		return g.fromContextChanged(eventID, team, &ev)
 	}
 	return workflows.Message{}, false, nil
 }
@@ -244,7 +248,21 @@ func (g *Gateway) fromAssistantThread(eventID, team string, ev *slackevents.Assi
 	// The person opened Lucy's AI app pane: the lane starts and greets them. There is no text.
 	return workflows.Message{
 		EventID: eventID, Team: team, Channel: t.ChannelID, TS: t.ThreadTimeStamp, ThreadTS: t.ThreadTimeStamp,
-		User: t.UserID, Kind: string(slackevents.AssistantThreadStarted), IsDM: true,
+		User: t.UserID, Kind: string(slackevents.AssistantThreadStarted), IsDM: true, ContextChannel: t.Context.ChannelID,
+	}, true, nil
+}
+
+// fromContextChanged: the person, in Lucy's AI app pane, now looks at another channel. The lane keeps
+// it for the thread's next requests. Its ts is the event's, so that it is not taken for the thread's
+// start (the lane deduplicates on channel and ts).
+func (g *Gateway) fromContextChanged(eventID, team string, ev *slackevents.AssistantThreadContextChangedEvent) (workflows.Message, bool, error) {
+	t := ev.AssistantThread
+	if t.ChannelID == "" || t.ThreadTimeStamp == "" || t.Context.ChannelID == "" || ev.EventTimestamp == "" {
+		return workflows.Message{}, false, nil
+	}
+	return workflows.Message{
+		EventID: eventID, Team: team, Channel: t.ChannelID, TS: ev.EventTimestamp, ThreadTS: t.ThreadTimeStamp,
+		User: t.UserID, Kind: workflows.KindContextChanged, IsDM: true, ContextChannel: t.Context.ChannelID,
 	}, true, nil
 }
 

@@ -125,7 +125,15 @@ func TestEventNormalization(t *testing.T) {
 				"assistant_thread": map[string]any{"user_id": "U1", "channel_id": "D1", "thread_ts": "1700000000.001800",
 					"context": map[string]any{"channel_id": "C1", "team_id": testTeam}}},
 			want: &workflows.Message{EventID: "Ev1", Team: testTeam, Channel: "D1", TS: "1700000000.001800",
-				ThreadTS: "1700000000.001800", User: "U1", Kind: "assistant_thread_started", IsDM: true},
+				ThreadTS: "1700000000.001800", User: "U1", Kind: "assistant_thread_started", IsDM: true, ContextChannel: "C1"},
+		},
+		{
+			name: "assistant_thread_context_changed",
+			inner: map[string]any{"type": "assistant_thread_context_changed", "event_ts": "1700000000.002000",
+				"assistant_thread": map[string]any{"user_id": "U1", "channel_id": "D1", "thread_ts": "1700000000.001800",
+					"context": map[string]any{"channel_id": "C7", "team_id": testTeam}}},
+			want: &workflows.Message{EventID: "Ev1", Team: testTeam, Channel: "D1", TS: "1700000000.002000",
+				ThreadTS: "1700000000.001800", User: "U1", Kind: workflows.KindContextChanged, IsDM: true, ContextChannel: "C7"},
 		},
 		{
 			name:  "reaction_added is not for Lucy",

@@ -29,6 +29,7 @@ type fakeHandoff struct {
 	cancels   []cancelCall
 	noLane    []cancelCall // cancels to a thread without a running lane (ErrLaneGone)
 	approvals []approvalCall
+	feedback  []feedbackCall
 	lanes     map[workflows.LaneKey]bool // LaneExists answers
 	statuses  map[workflows.LaneKey]workflows.LaneStatus
 	err       error // returned by Message, Cancel and Approval
@@ -166,6 +167,27 @@ func (f *fakeHandoff) gotCancels() []cancelCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]cancelCall(nil), f.cancels...)
+}
+
+type feedbackCall struct {
+	Lane     string
+	Feedback workflows.Feedback
+}
+
+func (f *fakeHandoff) Feedback(_ context.Context, lane string, fb workflows.Feedback) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	f.feedback = append(f.feedback, feedbackCall{lane, fb})
+	return nil
+}
+
+func (f *fakeHandoff) gotFeedback() []feedbackCall {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]feedbackCall(nil), f.feedback...)
 }
 
 func (f *fakeHandoff) gotNoLane() []cancelCall {

@@ -36,6 +36,9 @@ type Handoff interface {
 	// decision) (Approval.Sig). A lane that is gone (closed or never existed) yields ErrLaneGone:
 	// there is nobody left to approve anything for.
 	Approval(ctx context.Context, laneID string, a workflows.Approval) error
+	// Feedback signals a 👍/👎 on an answer, or a 👎's reason, to the lane that ran it
+	// (workflows.SignalFeedback). A lane that is gone yields ErrLaneGone.
+	Feedback(ctx context.Context, laneID string, f workflows.Feedback) error
 	// LaneStatus queries a lane. ok is false when the lane does not exist or is not running.
 	LaneStatus(ctx context.Context, key workflows.LaneKey) (st workflows.LaneStatus, ok bool, err error)
 	// RunStatus queries an agent run by its workflow ID.
@@ -143,6 +146,20 @@ func (h temporalHandoff) Approval(ctx context.Context, laneID string, a workflow
 	}
 	if err != nil {
 		return fmt.Errorf("signal %s to %s: %w", workflows.SignalApproval, laneID, err)
+	}
+	return nil
+}
+
+func (h temporalHandoff) Feedback(ctx context.Context, laneID string, f workflows.Feedback) error {
+	ctx, span := handoffSpan(ctx, "feedback", attribute.String("lucy.lane", laneID), attribute.String("slack.event_id", f.EventID))
+	var err error
+	defer func() { endSpan(span, err) }()
+	err = h.c.SignalWorkflow(ctx, laneID, "", workflows.SignalFeedback, f)
+	if isNotFound(err) {
+		return fmt.Errorf("signal %s to %s: %w", workflows.SignalFeedback, laneID, ErrLaneGone)
+	}
+	if err != nil {
+		return fmt.Errorf("signal %s to %s: %w", workflows.SignalFeedback, laneID, err)
 	}
 	return nil
 }

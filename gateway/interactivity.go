@@ -54,6 +54,13 @@ func (g *Gateway) HandleInteraction(ctx context.Context, cb slack.InteractionCal
 			}
 			continue
 		}
+		if a != nil && isFeedbackAction(a.ActionID) {
+			handled = true
+			if err := g.feedback(ctx, cb, a); err != nil {
+				return err
+			}
+			continue
+		}
 		if a == nil || (a.ActionID != ActionApprove && a.ActionID != ActionDeny) {
 			continue
 		}

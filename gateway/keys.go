@@ -120,6 +120,9 @@ func (g *Gateway) openKeyForm(ctx context.Context, cb slack.InteractionCallback,
 // ID from the first hand-off, deduplicates). Submissions of other forms are ignored.
 func (g *Gateway) HandleViewSubmission(ctx context.Context, cb slack.InteractionCallback) (*slack.ViewSubmissionResponse, error) {
 	typ := string(cb.Type)
+	if cb.View.CallbackID == FeedbackReasonView {
+		return g.feedbackReason(ctx, cb)
+	}
 	if cb.View.CallbackID != slackwire.AddKeyView {
 		g.metrics.GatewayEvent(typ, outcomeIgnored)
 		return nil, nil

@@ -40,6 +40,9 @@ type Terminal struct {
 	Credentials *secrets.Store
 	// Admins may replace any key (LUCY_ADMIN_USERS).
 	Admins []string
+	// ThreadStatus, when set, reads the status line under a thread (localslack.ThreadStatusReader):
+	// the terminal prints it when it changes, as Slack shows it under the thread. Nil: not shown.
+	ThreadStatus func(ctx context.Context, channel, threadTS string) (string, error)
 	// Echo, when set, turns the echo of typed characters off (false) and on again (true): stdin is a
 	// terminal, and a key is typed hidden. Nil: a key is read as a line (a pipe, a test).
 	Echo func(on bool)
@@ -114,6 +117,7 @@ type termSession struct {
 	seen    map[string]string  // ts -> text already printed, in the current thread
 	keys    []slackwire.AddKey // Add key buttons seen and not yet answered, in order
 	asked   map[string]bool    // ts of the Add key messages already queued in keys
+	shown   string             // the status line last printed
 }
 
 // next returns the next line to send: a pending one, or one read after a prompt.
@@ -302,6 +306,7 @@ func (s *termSession) follow(ctx context.Context, m workflows.Message, runsBefor
 			if s.printReplies(ctx, m.TS) {
 				progressed = true
 			}
+			s.printStatus(ctx)
 			if err != nil {
 				if ctx.Err() != nil {
 					return
@@ -321,6 +326,22 @@ func (s *termSession) follow(ctx context.Context, m workflows.Message, runsBefor
 				return
 			}
 		}
+	}
+}
+
+// printStatus prints the thread's status line when it changed ("  … Lucy is reading #sales
+// history"); a cleared one prints nothing.
+func (s *termSession) printStatus(ctx context.Context) {
+	if s.t.ThreadStatus == nil || s.root == "" {
+		return
+	}
+	st, err := s.t.ThreadStatus(ctx, s.t.Channel, s.root)
+	if err != nil || st == s.shown {
+		return
+	}
+	s.shown = st
+	if st != "" {
+		fmt.Fprintf(s.t.Out, "  … Lucy %s\n", st)
 	}
 }
 

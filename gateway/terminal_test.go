@@ -136,6 +136,21 @@ func (w *fakeWorker) handle(m workflows.Message) {
 			w.t.Error(err)
 		}
 		w.setStatus(key, false, false)
+	case m.Text == "three steps":
+		// A run that sets the thread's status line at each step, then answers and clears it.
+		w.setStatus(key, true, true)
+		ts := w.post(m, "_thinking…_")
+		for _, st := range []string{"is reading #sales history", "is asking the research agent"} {
+			if err := w.bot.SetAssistantThreadsStatus(slack.AssistantThreadsSetStatusParameters{ChannelID: m.Channel, ThreadTS: m.ThreadTS, Status: st}); err != nil {
+				w.t.Error(err)
+			}
+			w.out.waitFor(w.t, "… Lucy "+st, 1)
+		}
+		w.update(m, ts, "All done.")
+		if err := w.bot.SetAssistantThreadsStatus(slack.AssistantThreadsSetStatusParameters{ChannelID: m.Channel, ThreadTS: m.ThreadTS}); err != nil {
+			w.t.Error(err)
+		}
+		w.setStatus(key, false, false)
 	case m.Text == "long task":
 		w.setStatus(key, true, true)
 		ts := w.post(m, "_working on it…_")
@@ -182,7 +197,7 @@ func startTerminal(t *testing.T, h *fakeHandoff, configure ...func(*Terminal)) *
 	newFakeWorker(t, h, api, out)
 	pr, pw := io.Pipe()
 	term := &Terminal{In: pr, Out: out, Handoff: h, Slack: api, Team: localslack.DefaultTeam, Channel: "DLOCAL",
-		User: "ULOCAL", Log: zerolog.New(zerolog.NewTestWriter(t))}
+		User: "ULOCAL", Log: zerolog.New(zerolog.NewTestWriter(t)), ThreadStatus: localslack.ThreadStatusReader(nil, base, localslack.DefaultToken)}
 	for _, c := range configure {
 		c(term)
 	}
@@ -476,5 +491,20 @@ func TestStreamedPrint(t *testing.T) {
 		if got := streamedPrint(s.prev, s.text); got != s.want {
 			t.Errorf("streamedPrint(%q, %q) = %q, want %q", s.prev, s.text, got, s.want)
 		}
+	}
+}
+
+// The terminal shows the thread's status line as it changes, as Slack shows it under the thread.
+func TestTerminalShowsTheStatusLine(t *testing.T) {
+	h := &fakeHandoff{}
+	r := startTerminal(t, h)
+	r.out.waitFor(t, "you> ", 1)
+	r.lines("three steps")
+	r.out.waitFor(t, "lucy> All done.", 1)
+	r.out.waitFor(t, "you> ", 2)
+	out := r.out.String()
+	i, j := strings.Index(out, "… Lucy is reading #sales history"), strings.Index(out, "… Lucy is asking the research agent")
+	if i < 0 || j < i || strings.Count(out, "… Lucy is reading #sales history") != 1 {
+		t.Errorf("status lines out of order or repeated:\n%s", out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/lucy-agent/lucy/slackwire"
@@ -72,7 +73,9 @@ func validateBlocks(raw string) (json.RawMessage, *apiError) {
 		case "markdown":
 			t, _ := b["text"].(string)
 			markdown += utf8.RuneCountInString(t)
-			if markdown > maxMarkdownTotal {
+			if strings.TrimSpace(t) == "" {
+				msg, where = "must be more than 0 characters", "/text"
+			} else if markdown > maxMarkdownTotal {
 				msg, where = fmt.Sprintf("markdown blocks must total no more than %d characters", maxMarkdownTotal), "/text"
 			}
 		}

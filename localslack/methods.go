@@ -114,6 +114,9 @@ func (s *Server) store(cs *channelState, m *Message) {
 	cs.byTS[m.TS] = m
 	if m.ThreadTS != "" {
 		cs.replies[m.ThreadTS] = append(cs.replies[m.ThreadTS], m)
+		if m.BotID != "" {
+			s.botReplied(cs.info.ID, m.ThreadTS)
+		}
 	}
 	s.touchMessage(m)
 	s.bump()

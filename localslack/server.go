@@ -197,6 +197,8 @@ type Server struct {
 	viewSeq    int
 	triggers   map[string]*trigger
 	triggerSeq int
+	// Slack's agent surface (assistant.go): status lines, titles and suggested prompts by thread.
+	assistant map[threadKey]*assistantThread
 }
 
 type channelState struct {

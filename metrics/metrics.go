@@ -52,8 +52,11 @@ const (
 	// WorkflowCancellations counts runs stopped by "cancel that" (or the lane's cancel signal).
 	WorkflowCancellations = "lucy_cancellations_total"
 	// WorkflowDedupeHits counts events a lane had already seen (Slack retries, the app_mention and
-	// message pair of one @mention). Tag: kind (message, cancel, approval).
+	// message pair of one @mention). Tag: kind (message, cancel, approval, feedback).
 	WorkflowDedupeHits = "lucy_dedupe_hits_total"
+	// WorkflowFeedback counts the 👍/👎 votes on answers, one per person per answer. Tag: value (up,
+	// down).
+	WorkflowFeedback = "lucy_feedback_total"
 )
 
 // reportEvery is how often the tally scope flushes the SDK's and the workflows' metrics into the

@@ -44,10 +44,13 @@ var (
 	// cancelled, failed; a firing also skipped (no free job slot) or unfinished (it stopped
 	// waiting for its run before the next firing).
 	Outcome = temporal.NewSearchAttributeKeyKeyword("LucyOutcome")
+	// Feedback is what people thought of a thread's answers, set on its lane: down once any answer
+	// got a 👎, else up once one got a 👍 (the lane's memo lists each vote and its run).
+	Feedback = temporal.NewSearchAttributeKeyKeyword("LucyFeedback")
 )
 
 // All are every attribute Lucy sets, in the order the README lists them.
-var All = []temporal.SearchAttributeKeyKeyword{Workspace, Channel, User, Intent, Tier, Outcome}
+var All = []temporal.SearchAttributeKeyKeyword{Workspace, Channel, User, Intent, Tier, Outcome, Feedback}
 
 // want is All as the operator service spells it.
 func want() map[string]enumspb.IndexedValueType {

@@ -395,6 +395,10 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"PostApprovalPrompt":    acts.PostApprovalPrompt,
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
 		"NoteFromRun":           acts.NoteFromRun,
+		"SetThreadStatus":       acts.SetThreadStatus,
+		"KeepFeedback":          acts.KeepFeedback,
+		"StartAssistantThread":  acts.StartAssistantThread,
+		"SetThreadTitle":        acts.SetThreadTitle,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/metrics"
+	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
 // approve posts the approval prompt for a destructive call and waits — durably, across worker
@@ -29,6 +30,7 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, deta
 	r.status.Phase = "awaiting_approval"
 	r.pause(ctx)
 	defer func() { r.status.Phase = prev; r.unpause(ctx) }()
+	r.showStatus(ctx, agent.StatusApproval, false)
 	showsAll := workflow.GetVersion(ctx, changeApprovalShowsAll, workflow.DefaultVersion, 1) >= 1
 	for attempt := 1; attempt <= 2; attempt++ {
 		now := workflow.Now(ctx)

@@ -66,6 +66,14 @@ type harness struct {
 	// notes are the memory step's inputs (NoteFromRun); noteErr, when set, fails it.
 	notes   []activities.NoteFromRunInput
 	noteErr error
+	// statusWorks makes SetThreadStatus succeed (by default Slack answers not_allowed, as a workspace
+	// without the status API does); statuses are what it was asked to show, in order ("" clears).
+	statusWorks bool
+	statuses    []string
+	// promptIns are BuildSystemPrompt's inputs, in order.
+	promptIns []activities.PromptInput
+	// kept are the 👎 reasons KeepFeedback was asked to keep.
+	kept []activities.KeepFeedbackInput
 }
 
 func newHarness(t *testing.T) *harness { t.Helper(); return newHarnessWith(t, nil) }
@@ -128,6 +136,38 @@ func (h *harness) register() {
 	reg("PostApprovalPrompt", acts.PostApprovalPrompt)
 	reg("ResolveApprovalPrompt", acts.ResolveApprovalPrompt)
 	reg("NoteFromRun", acts.NoteFromRun)
+	reg("SetThreadStatus", acts.SetThreadStatus)
+	reg("KeepFeedback", acts.KeepFeedback)
+	reg("StartAssistantThread", acts.StartAssistantThread)
+	reg("SetThreadTitle", acts.SetThreadTitle)
+	env.OnActivity("StartAssistantThread", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.AssistantThreadInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.order = append(h.order, "prompts")
+		return nil
+	})
+	env.OnActivity("SetThreadTitle", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.AssistantThreadInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.order = append(h.order, "title:"+in.Title)
+		return nil
+	})
+	env.OnActivity("KeepFeedback", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.KeepFeedbackInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.kept = append(h.kept, in)
+		return nil
+	})
+	env.OnActivity("SetThreadStatus", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ThreadStatusInput) (activities.ThreadStatusResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.statuses = append(h.statuses, in.Status)
+		h.order = append(h.order, "status:"+in.Status)
+		if !h.statusWorks {
+			return activities.ThreadStatusResult{Code: "not_allowed"}, nil
+		}
+		return activities.ThreadStatusResult{Supported: true}, nil
+	})
 	env.OnActivity("NoteFromRun", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.NoteFromRunInput) (activities.NoteFromRunResult, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -197,6 +237,7 @@ func (h *harness) register() {
 	env.OnActivity("BuildSystemPrompt", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.PromptInput) (activities.SystemPrompt, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		h.promptIns = append(h.promptIns, in)
 		if h.promptErr != nil {
 			if err := h.promptErr(in); err != nil {
 				return activities.SystemPrompt{}, err

@@ -56,8 +56,10 @@ type lane struct {
 
 	cur      *current
 	starting bool
+	// titled: this lane titled its assistant thread (changeAssistantThreads).
+	titled bool
 
-	msgCh, cancelCh, approvalCh, resumeCh, eventCh workflow.ReceiveChannel
+	msgCh, cancelCh, approvalCh, resumeCh, eventCh, feedbackCh workflow.ReceiveChannel
 }
 
 // current is the running agent run.
@@ -103,6 +105,7 @@ func (l *lane) setup(ctx workflow.Context) error {
 	l.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
 	l.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
 	l.eventCh = workflow.GetSignalChannel(ctx, SignalRunEvent)
+	l.feedbackCh = workflow.GetSignalChannel(ctx, SignalFeedback)
 	return workflow.SetQueryHandler(ctx, QueryStatus, func() (LaneStatus, error) {
 		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: queuedForStatus(l.st.Queue), Busy: l.starting}
 		if l.cur != nil {
@@ -178,6 +181,11 @@ func (l *lane) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		c.Receive(ctx, &rs)
 		l.forward(ctx, SignalResume, rs)
 	})
+	sel.AddReceive(l.feedbackCh, func(c workflow.ReceiveChannel, _ bool) {
+		var fb Feedback
+		c.Receive(ctx, &fb)
+		l.onFeedback(ctx, fb)
+	})
 	sel.AddReceive(l.eventCh, func(c workflow.ReceiveChannel, _ bool) {
 		var ev RunEvent
 		c.Receive(ctx, &ev)
@@ -188,7 +196,7 @@ func (l *lane) addSignals(ctx workflow.Context, sel workflow.Selector) {
 }
 
 func (l *lane) pendingSignals() bool {
-	for _, c := range []workflow.ReceiveChannel{l.msgCh, l.cancelCh, l.approvalCh, l.resumeCh, l.eventCh} {
+	for _, c := range []workflow.ReceiveChannel{l.msgCh, l.cancelCh, l.approvalCh, l.resumeCh, l.eventCh, l.feedbackCh} {
 		if c.Len() > 0 {
 			return true
 		}
@@ -240,6 +248,12 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 	if l.dedupe(m.DedupeKeys()) {
 		l.log.Info("lane.duplicate", "lane", l.id, "ts", m.TS, "eventId", m.EventID)
 		count(workflow.GetMetricsHandler(ctx), metrics.WorkflowDedupeHits, "kind", "message")
+		return
+	}
+	if m.ContextChannel != "" { // plain state: no command
+		l.st.ViewingChannel = m.ContextChannel
+	}
+	if m.Kind == KindContextChanged { // the person looks at another channel: nothing to answer
 		return
 	}
 	if m.Control == "status" {
@@ -305,7 +319,14 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 	}
 	if m.Kind == "assistant_thread_started" && in.Empty {
 		l.post(ctx, m, "hello-"+m.TS, "Hi! I'm Lucy. Ask me anything, or give me something to get done.")
+		if hardened(ctx, changeAssistantThreads) {
+			l.assistantThread(ctx, a.StartAssistantThread, "")
+		}
 		return
+	}
+	if m.IsDM && l.st.Runs == 0 && len(l.st.Queue) == 0 && !l.titled && hardened(ctx, changeAssistantThreads) {
+		l.titled = true // the thread's first request titles it (in the AI app pane, a DM thread)
+		l.assistantThread(ctx, a.SetThreadTitle, threadTitle(m.Text))
 	}
 	l.st.Queue = append(l.st.Queue, m)
 }
@@ -551,6 +572,9 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 		id = RunID(l.key, n, m.TS)
 	}
 	cctx, cancel := workflow.WithCancel(ctx)
+	if m.ContextChannel == "" && m.Kind != KindScheduled {
+		m.ContextChannel = l.st.ViewingChannel
+	}
 	in := RunInput{
 		Lane: l.key, Number: n, Message: m, Requester: m.User,
 		UserName: person.Name, UserTZ: person.TZ, ChannelName: l.st.ChannelName, PriorJournal: l.st.LastJournal,

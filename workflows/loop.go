@@ -44,6 +44,11 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 			r.forceTool = "ask_human"
 		}
 
+		if r.turn == 1 {
+			r.showStatus(ctx, agent.StatusThinking, true)
+		} else {
+			r.showStatus(ctx, agent.StatusGoingOver, true)
+		}
 		reply, err := r.callModel(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -126,6 +131,7 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 			return q, RunNeedsInput, "asked the person"
 		}
 		r.status.Phase = "running_tools"
+		r.showStatus(ctx, stepStatus(reply.ToolCalls), false)
 		results := r.runTools(ctx, reply.ToolCalls)
 		if ctx.Err() != nil { // safe boundary: after a tool batch; completed results stay in history
 			return "", RunCancelled, ""
@@ -271,7 +277,7 @@ func askHuman(calls []activities.ToolCall) (string, bool) {
 
 // progress updates the placeholder at turn 3 and every 5 turns after, with varied wording.
 func (r *run) progress(ctx workflow.Context) {
-	if !agent.ShouldPostProgress(r.turn) || r.placeholder == "" {
+	if !agent.ShouldPostProgress(r.turn) || r.placeholder == "" || r.statusShown() {
 		return
 	}
 	m := r.in.Message

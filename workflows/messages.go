@@ -23,6 +23,10 @@ type Message struct {
 	Kind string `json:"kind"`
 	// IsDM is true in a direct message channel (channel type "im").
 	IsDM bool `json:"isDm,omitempty"`
+	// ContextChannel is the channel the person is looking at in Slack while they talk to Lucy in her
+	// AI app pane (assistant_thread_started and assistant_thread_context_changed give it): plain data
+	// for the run's prompt ("this channel"), never a place to act on by itself.
+	ContextChannel string `json:"contextChannel,omitempty"`
 	// Control is set by the gateway when the text is a control intent rather than a request:
 	// "status" (what are you working on?). Cancel intents arrive as the `cancel` signal instead.
 	// The lane sets "new_request" on a reply to a run's question that is a new request instead of
@@ -152,6 +156,11 @@ type LaneState struct {
 	// LastJournal is the run journal of the last run that kept one, for the next run (bounded by
 	// MaxCarriedJournal).
 	LastJournal string `json:"lastJournal,omitempty"`
+	// ViewingChannel is the channel the person last looked at, for an assistant thread
+	// (Message.ContextChannel): the lane's next runs get it.
+	ViewingChannel string `json:"viewingChannel,omitempty"`
+	// Feedback are the votes on the thread's answers, one per person per answer (feedback.go).
+	Feedback []FeedbackRecord `json:"feedback,omitempty"`
 }
 
 // Person is a resolved Slack user.
@@ -200,3 +209,7 @@ type JobDone struct {
 	Status string `json:"status"` // a RunResult status, or "cancelled" / "failed"
 	Reason string `json:"reason,omitempty"`
 }
+
+// KindContextChanged is the Kind of an assistant_thread_context_changed event: the channel the
+// person looks at changed (Message.ContextChannel). The lane keeps it for the next runs.
+const KindContextChanged = "assistant_thread_context_changed"

@@ -22,6 +22,8 @@ const (
 	SignalCancel   = "cancel"
 	SignalApproval = "approval"
 	SignalResume   = "resume"
+	// SignalFeedback carries a 👍/👎 click on an answer, or a 👎's reason (Feedback), to the lane.
+	SignalFeedback = "feedback"
 
 	// SignalRunEvent is internal: an agent run tells its lane that it waits for (or no longer waits
 	// for) an approval, so the lane can route a natural-language "yes, do it" to it.

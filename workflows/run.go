@@ -89,6 +89,7 @@ func AgentRun(ctx workflow.Context, in RunInput) (RunResult, error) {
 		return RunResult{}, err
 	}
 	res, err := r.run(ctx)
+	r.clearStatus(ctx)
 	countRun(ctx, res.Status, err)
 	r.endAttrs(ctx, res.Status, err)
 	return res, err
@@ -151,6 +152,7 @@ type run struct {
 	guards
 	toolBatch
 	waits
+	statusLine
 }
 
 // logger is the subset of the SDK's replay-safe logger we use.
@@ -179,6 +181,9 @@ func newRun(ctx workflow.Context, in RunInput) *run {
 func (r *run) setup(ctx workflow.Context) error {
 	r.hardened = hardened(ctx, changeRunHardening)
 	r.searchAttrs = hardened(ctx, changeSearchAttributes)
+	if r.sub == nil { // a sub-agent's steps show in its parent's status
+		r.statusOn = hardened(ctx, changeThreadStatus)
+	}
 	r.loop.PerBatch = r.hardened
 	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)
 	r.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
@@ -355,7 +360,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 		Scheduled: r.in.Scheduled, Channel: m.Channel, User: r.in.Requester, Message: activities.MemoryMessage(m.Text),
 		// Plain data for the activity (the memory block's notes, who is first met, which matched
 		// skills to load): no new command, so histories recorded before these fields replay unchanged.
-		Skills: r.route.Skills,
+		Skills: r.route.Skills, ViewingChannel: m.ContextChannel,
 	}).Get(ctx, &sp); err != nil {
 		return fmt.Errorf("build system prompt: %w", err)
 	}
@@ -424,7 +429,7 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	streamTS, discard := r.settleStreams(answer)
 	err := workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, activities.DeliverInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,
-		AllowedMentions: r.allowedMentions(), StreamTS: streamTS, Discard: discard,
+		AllowedMentions: r.allowedMentions(), StreamTS: streamTS, Discard: discard, Lane: r.feedbackLane(),
 	}).Get(ctx, &res)
 	if err == nil && streamTS != "" {
 		r.placeholder = streamTS // the placeholder is gone: the streamed message is the answer

@@ -108,6 +108,25 @@ const (
 	// run whose answer is already in the thread): only a run that gets there records it, and a
 	// history recorded before replays without streams.
 	changeStreamAnswer = "stream-answer"
+	// changeThreadStatus (issue 24), in the agent run (not a sub-agent): the thread's status line
+	// (assistant.threads.setStatus, the SetThreadStatus local activity) says what the run does at each
+	// step (the model's turn, each batch of tools, an approval or a question it waits for) and is
+	// cleared when the run ends. Where Slack answers that the status is not available, the run stops
+	// asking and its placeholder's progress edits stay the fallback; where it works, they are not
+	// made. Read at the start of the run: a history recorded before replays without the status and
+	// with the progress edits.
+	changeThreadStatus = "thread-status"
+	// changeFeedback (issue 24), in the lane: a 👍/👎 on an answer (SignalFeedback) is recorded once per
+	// person per answer, counted, set as the lane's LucyFeedback attribute and memo, and a 👎's reason
+	// is kept in the team's memory (KeepFeedback). Read where a feedback first arrives: only a lane
+	// that gets one records it. (The answer's buttons name the lane in DeliverInput.Lane, an
+	// activity input: it replays either way.)
+	changeFeedback = "feedback"
+	// changeAssistantThreads (issue 24), in the lane: a new assistant thread (assistant_thread_started)
+	// gets suggested prompts after the greeting (StartAssistantThread), and the first request of a DM
+	// thread titles it (SetThreadTitle), both local activities. Read where either happens: only a
+	// lane that greets or gets a first request in a DM records it.
+	changeAssistantThreads = "assistant-threads"
 )
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's

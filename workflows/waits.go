@@ -5,6 +5,7 @@ import (
 
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
 // waits are what a run needs to wait for a person: the signals that answer it (approvals, resume,
@@ -89,6 +90,7 @@ func (r *run) ask(ctx workflow.Context, question string) (answer string, ok bool
 	r.status.Phase = "waiting_for_answer"
 	r.pause(ctx)
 	defer func() { r.status.Phase = prev; r.unpause(ctx) }()
+	r.showStatus(ctx, agent.StatusAnswer, false)
 	id := r.nextID("question")
 	// The lane learns first: a reply typed the moment the question shows must already go to the run.
 	r.tellLaneAwaitingAnswer(ctx, true)

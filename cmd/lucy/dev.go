@@ -17,6 +17,7 @@ import (
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/devserver"
 	"github.com/lucy-agent/lucy/gateway"
+	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/worker"
@@ -137,6 +138,7 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 			In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log,
 			Slack: slack.New(local.info.Token, slack.OptionAPIURL(local.info.URL)), Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
 			Credentials: creds, Admins: cfg.AdminUsers, Echo: terminalEcho(stdin),
+			ThreadStatus: localslack.ThreadStatusReader(nil, local.info.URL, local.info.Token),
 		}
 		return t.Run(ctx)
 	}

@@ -52,7 +52,7 @@ func TestSetup(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("exit %d: %s", code, errs)
 		}
-		for _, want := range []string{`namespace "lucy-a": created`, "registered LucyChannel, LucyIntent, LucyOutcome, LucyTier, LucyUser, LucyWorkspace", "`lucy worker` can start"} {
+		for _, want := range []string{`namespace "lucy-a": created`, "registered LucyChannel, LucyFeedback, LucyIntent, LucyOutcome, LucyTier, LucyUser, LucyWorkspace", "`lucy worker` can start"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("first run's output lacks %q:\n%s", want, out)
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
+	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/secrets"
@@ -348,6 +349,7 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 		In: stdin, Out: stdout, Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log,
 		Slack: api, Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
 		Credentials: creds, Admins: cfg.AdminUsers, Echo: terminalEcho(stdin),
+		ThreadStatus: localslack.ThreadStatusReader(nil, local.URL, local.Token),
 	}
 	return t.Run(ctx)
 }

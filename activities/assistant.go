@@ -1,0 +1,248 @@
+package activities
+
+// Slack's agent surface: the thread's status line (assistant.threads.setStatus). A status is cosmetic:
+// it never fails a run. Where Slack does not offer it (an old workspace, a missing scope, a channel
+// type it does not support) the activity says so once, and the run falls back to editing its
+// placeholder.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/lucy-agent/lucy/memory"
+	"github.com/lucy-agent/lucy/searchattr"
+	"github.com/lucy-agent/lucy/skills"
+	"github.com/lucy-agent/lucy/slackwire"
+)
+
+// ThreadStatusInput sets (or, with an empty Status, clears) the status line of a thread.
+type ThreadStatusInput struct {
+	Team, Channel, ThreadTS string
+	Status                  string   // "is reading #sales history"; empty clears it
+	LoadingMessages         []string `json:",omitempty"` // up to 10 rotating messages
+}
+
+// ThreadStatusResult says whether the status API is available for this thread.
+type ThreadStatusResult struct {
+	Supported bool
+	// Code is Slack's error code when it is not ("not_allowed", "missing_scope", …).
+	Code string `json:",omitempty"`
+}
+
+// AssistantThreadsAPI is the part of Slack's client that speaks assistant.threads.*. A SlackAPI that
+// lacks it (a test double, an old client) is a workspace without the status API.
+type AssistantThreadsAPI interface {
+	SetAssistantThreadsStatusContext(ctx context.Context, params slack.AssistantThreadsSetStatusParameters) error
+	SetAssistantThreadsSuggestedPromptsContext(ctx context.Context, params slack.AssistantThreadsSetSuggestedPromptsParameters) error
+	SetAssistantThreadsTitleContext(ctx context.Context, params slack.AssistantThreadsSetTitleParameters) error
+}
+
+// MaxLoadingMessages is Slack's limit on a status's rotating loading_messages.
+const MaxLoadingMessages = 10
+
+// maxStatusChars keeps a status line short: Slack shows one line under the thread.
+const maxStatusChars = 120
+
+// statusUnavailable are the answers that mean "this workspace or channel has no status API": the run
+// falls back to its placeholder and does not ask again.
+var statusUnavailable = map[string]bool{
+	"not_allowed": true, "not_allowed_token_type": true, "missing_scope": true, "no_permission": true,
+	"method_not_supported_for_channel_type": true, "unknown_method": true, "feature_not_enabled": true,
+	"restricted_action": true, "team_access_not_granted": true, "channel_not_found": true,
+	"not_in_channel": true, "invalid_thread_ts": true, "thread_not_found": true,
+}
+
+// SetThreadStatus sets the thread's status line. It answers Supported false, without an error, when
+// Slack does not offer the status here; other failures (rate limits, Slack unavailable) are errors,
+// retried by the caller's policy.
+func (a *Activities) SetThreadStatus(ctx context.Context, in ThreadStatusInput) (ThreadStatusResult, error) {
+	api, ok := a.Slack(in.Team).(AssistantThreadsAPI)
+	if !ok {
+		return ThreadStatusResult{Code: "unknown_method"}, nil
+	}
+	msgs := in.LoadingMessages
+	if len(msgs) > MaxLoadingMessages {
+		msgs = msgs[:MaxLoadingMessages]
+	}
+	err := api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+		ChannelID: in.Channel, ThreadTS: in.ThreadTS, Status: slackwire.HeadEllipsis(in.Status, maxStatusChars), LoadingMessages: msgs,
+	})
+	if err == nil {
+		return ThreadStatusResult{Supported: true}, nil
+	}
+	if code := slackErrorCode(err); statusUnavailable[code] {
+		return ThreadStatusResult{Code: code}, nil
+	}
+	return ThreadStatusResult{}, a.slackFail("set thread status", in.Team, in.Channel, err)
+}
+
+// KeepFeedbackInput is a 👎's reason to keep in the team's memory.
+type KeepFeedbackInput struct {
+	Team, Channel, ThreadTS string
+	User                    string // who gave it: the note's source
+	Run                     string
+	Reason                  string
+}
+
+// KeepFeedback keeps the reason a person gave for a 👎 in the team's memory, about the channel the
+// answer was in, with the person as its source, so that later runs there see what went wrong. It is
+// idempotent: the store merges a note it already has. Without a memory store it keeps nothing.
+func (a *Activities) KeepFeedback(ctx context.Context, in KeepFeedbackInput) error {
+	if a.Memory == nil || strings.TrimSpace(in.Reason) == "" {
+		return nil
+	}
+	_, _, err := a.Memory.Remember(ctx, in.Team, memory.Draft{
+		Scope: memory.Channel, About: in.Channel,
+		Text:   "An answer here was marked unhelpful: " + strings.Join(strings.Fields(in.Reason), " "),
+		Tags:   []string{"feedback"},
+		Source: memory.Source{By: in.User, Channel: in.Channel, Thread: in.ThreadTS, Via: memory.ViaTold},
+	})
+	if errors.Is(err, memory.ErrInvalid) {
+		a.Log.Warn().Err(err).Str("run", in.Run).Msg("a feedback reason the memory refuses; not kept")
+		return nil
+	}
+	if err != nil {
+		return temporal.NewApplicationError("keep feedback: "+err.Error(), ErrToolTransient)
+	}
+	return nil
+}
+
+// AssistantThreadInput names an assistant thread (the AI app pane) and what to set on it.
+type AssistantThreadInput struct {
+	Team, Channel, ThreadTS string
+	// Title, for SetThreadTitle: the thread's title, from its first request.
+	Title string `json:",omitempty"`
+}
+
+// maxSuggestedPrompts is Slack's limit on a thread's suggested prompts.
+const maxSuggestedPrompts = 4
+
+// defaultPrompts fill the suggested prompts a team's own skills leave room for.
+var defaultPrompts = []slack.AssistantThreadsPrompt{
+	{Title: "Catch me up on a channel", Message: "Summarize what happened in #general this week"},
+	{Title: "Find a past decision", Message: "What did we decide about "},
+	{Title: "Draft something", Message: "Draft a short announcement about "},
+	{Title: "Set up a recurring job", Message: "Every Monday at 9, post a summary of last week's open issues"},
+}
+
+// suggestedPrompts are the prompts a new assistant thread offers: this team's skills first (what
+// the team taught Lucy to do), then its recurring jobs (run one now), then the operator's and the
+// platform's skills, then general ones, at most four.
+func (a *Activities) suggestedPrompts(ctx context.Context, team string) []slack.AssistantThreadsPrompt {
+	var out []slack.AssistantThreadsPrompt
+	var list []skills.Skill
+	if a.Skills != nil {
+		list, _ = a.Skills.List(ctx, team)
+	}
+	addSkills := func(team bool) {
+		for _, s := range list {
+			if len(out) == maxSuggestedPrompts {
+				return
+			}
+			if (s.Source == skills.Team) != team || strings.TrimSpace(s.Description) == "" {
+				continue
+			}
+			out = append(out, slack.AssistantThreadsPrompt{
+				Title:   slackwire.HeadEllipsis(skillTitle(s.Name), 60),
+				Message: "Use the " + s.Name + " skill: " + slackwire.HeadEllipsis(strings.Join(strings.Fields(s.Description), " "), 200),
+			})
+		}
+	}
+	addSkills(true) // the team's own skills first, then its recurring jobs, then the other skills
+	for _, job := range a.recurringJobs(ctx, team) {
+		if len(out) == maxSuggestedPrompts {
+			break
+		}
+		out = append(out, slack.AssistantThreadsPrompt{
+			Title: slackwire.HeadEllipsis("Run "+skillTitle(job)+" now", 60), Message: "Run the recurring job " + job + " now",
+		})
+	}
+	addSkills(false)
+	for _, p := range defaultPrompts {
+		if len(out) == maxSuggestedPrompts {
+			break
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// skillTitle is a skill's name as a title: "weekly-report" → "Weekly report".
+func skillTitle(name string) string {
+	t := strings.ReplaceAll(strings.ReplaceAll(name, "-", " "), "_", " ")
+	if t == "" {
+		return t
+	}
+	return strings.ToUpper(t[:1]) + t[1:]
+}
+
+// StartAssistantThread sets a new assistant thread's suggested prompts (suggestedPrompts). Where
+// Slack does not offer them it does nothing: the greeting is enough.
+func (a *Activities) StartAssistantThread(ctx context.Context, in AssistantThreadInput) error {
+	api, ok := a.Slack(in.Team).(AssistantThreadsAPI)
+	if !ok {
+		return nil
+	}
+	err := api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{
+		ChannelID: in.Channel, ThreadTS: in.ThreadTS, Title: "Things I can do for your team", Prompts: a.suggestedPrompts(ctx, in.Team),
+	})
+	if err == nil || statusUnavailable[slackErrorCode(err)] {
+		return nil
+	}
+	return a.slackFail("set suggested prompts", in.Team, in.Channel, err)
+}
+
+// SetThreadTitle titles an assistant thread after its first request. Where Slack does not offer
+// titles (a thread that is not an assistant thread) it does nothing.
+func (a *Activities) SetThreadTitle(ctx context.Context, in AssistantThreadInput) error {
+	api, ok := a.Slack(in.Team).(AssistantThreadsAPI)
+	title := strings.TrimSpace(in.Title)
+	if !ok || title == "" {
+		return nil
+	}
+	err := api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{
+		ChannelID: in.Channel, ThreadTS: in.ThreadTS, Title: slackwire.HeadEllipsis(title, 80),
+	})
+	if err == nil || statusUnavailable[slackErrorCode(err)] {
+		return nil
+	}
+	return a.slackFail("set thread title", in.Team, in.Channel, err)
+}
+
+// recurringJobPrefix starts the schedule IDs of a team's recurring jobs: cron:{team}:{slug}
+// (docs/architecture.md, workflow IDs).
+const recurringJobPrefix = "cron:"
+
+// recurringJobs are the slugs of the team's recurring jobs (at most maxSuggestedPrompts), read from
+// the schedules' list in at most two seconds; none without a Temporal client or on any error: the
+// prompts are a courtesy.
+func (a *Activities) recurringJobs(ctx context.Context, team string) []string {
+	if a.Temporal == nil || team == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	iter, err := a.Temporal.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 50,
+		Query: fmt.Sprintf("%s = '%s'", searchattr.Workspace.GetName(), team)})
+	if err != nil {
+		return nil
+	}
+	var jobs []string
+	for scanned := 0; iter.HasNext() && scanned < 50 && len(jobs) < maxSuggestedPrompts; scanned++ {
+		e, err := iter.Next()
+		if err != nil {
+			return jobs
+		}
+		if slug, ok := strings.CutPrefix(e.ID, recurringJobPrefix+team+":"); ok && slug != "" && !e.Paused {
+			jobs = append(jobs, slug)
+		}
+	}
+	return jobs
+}

@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/output"
+	"github.com/lucy-agent/lucy/workflows"
+)
+
+// A click on an answer's 👎, as Slack posts it (signed), is handed to the lane with the run, the
+// person and the value, and opens the optional "What was wrong?" form; the form's answer is handed
+// to the lane as the vote's reason. A 👍 opens no form; a forged click hands off nothing; an empty
+// form just closes. (Counting once per person per answer is the lane's: workflows'
+// TestLaneRecordsFeedbackOncePerPersonPerAnswer, and e2e.)
+func TestFeedbackClicksOverSignedHTTP(t *testing.T) {
+	ws, apiURL := localslack.NewTestServer(t, localslack.Options{Team: testTeam,
+		Users: []localslack.User{{ID: "ULOCAL", Name: "you"}, {ID: "UOTHER", Name: "other"}}})
+	api := slack.New(localslack.DefaultToken, slack.OptionAPIURL(apiURL))
+	ctx := context.Background()
+	_, root, err := api.PostMessageContext(ctx, "CLOCAL", slack.MsgOptionText("<@ULUCY> sales numbers?", false), slack.MsgOptionUser("ULOCAL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lane := workflows.LaneID(workflows.LaneKey{Team: testTeam, Channel: "CLOCAL", ThreadTS: root})
+	run := workflows.RunID(workflows.LaneKey{Team: testTeam, Channel: "CLOCAL", ThreadTS: root}, 1, root)
+	blocks := append([]slack.Block{slack.NewMarkdownBlock("", "**42** deals")}, output.FeedbackBlocks(lane, run)...)
+	_, answer, err := api.PostMessageContext(ctx, "CLOCAL", slack.MsgOptionText("*42* deals", false), slack.MsgOptionTS(root), slack.MsgOptionBlocks(blocks...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeHandoff{}
+	g := New(Options{Handoff: f, BotUserID: testBotUser, BotID: testBotID, Team: testTeam, Log: zerolog.New(zerolog.NewTestWriter(t)),
+		Now: func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) }, Views: api})
+	h := g.HTTPHandler(testSecret)
+	post := func(payload []byte, secret string) int {
+		form := []byte("payload=" + url.QueryEscape(string(payload)))
+		return serve(h, signedRequest(t, "/slack/interactivity", "application/x-www-form-urlencoded", form, time.Now(), secret)).Code
+	}
+	click := func(user, action string) []byte {
+		p, err := ws.Click(user, "CLOCAL", answer, action)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	if code := post(click("ULOCAL", output.ActionFeedbackDown), "not-the-secret"); code != http.StatusUnauthorized || len(f.gotFeedback()) != 0 {
+		t.Fatalf("forged click: %d, %+v", code, f.gotFeedback())
+	}
+	if code := post(click("ULOCAL", output.ActionFeedbackDown), testSecret); code != http.StatusOK {
+		t.Fatalf("click: %d", code)
+	}
+	got := f.gotFeedback()
+	if len(got) != 1 || got[0].Lane != lane || got[0].Feedback.Run != run || got[0].Feedback.User != "ULOCAL" ||
+		got[0].Feedback.Value != workflows.FeedbackDown || got[0].Feedback.Channel != "CLOCAL" || got[0].Feedback.EventID == "" {
+		t.Fatalf("handed off %+v", got)
+	}
+	views := ws.Views()
+	if len(views) != 1 || views[0].CallbackID != FeedbackReasonView || views[0].User != "ULOCAL" {
+		t.Fatalf("no \"What was wrong?\" form: %+v", views)
+	}
+	if code := post(click("UOTHER", output.ActionFeedbackUp), testSecret); code != http.StatusOK || len(ws.Views()) != 1 {
+		t.Fatalf("👍: %d, forms %d", code, len(ws.Views()))
+	}
+	if got := f.gotFeedback(); len(got) != 2 || got[1].Feedback.Value != workflows.FeedbackUp || got[1].Feedback.User != "UOTHER" {
+		t.Fatalf("👍 handed off %+v", got)
+	}
+
+	empty, err := ws.SubmitView(views[0].ID, map[string]map[string]string{feedbackReasonBlock: {feedbackReasonAction: "  "}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := post(empty, testSecret); code != http.StatusOK || len(f.gotFeedback()) != 2 {
+		t.Fatalf("empty form: %d, %+v", code, f.gotFeedback())
+	}
+	sub, err := ws.SubmitView(views[0].ID, map[string]map[string]string{feedbackReasonBlock: {feedbackReasonAction: "Those are last year's numbers"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := post(sub, testSecret); code != http.StatusOK {
+		t.Fatalf("form: %d", code)
+	}
+	got = f.gotFeedback()
+	if len(got) != 3 || got[2].Lane != lane || got[2].Feedback.Reason != "Those are last year's numbers" ||
+		got[2].Feedback.Value != workflows.FeedbackDown || got[2].Feedback.User != "ULOCAL" || got[2].Feedback.Run != run {
+		t.Fatalf("reason handed off %+v", got)
+	}
+}

@@ -1,0 +1,253 @@
+package localslack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Slack's agent surface: assistant.threads.setStatus, .setSuggestedPrompts and .setTitle, as Slack
+// takes them (form parameters or a JSON body; loading_messages as slack-go sends them, joined by
+// commas, or as a JSON array; prompts as a JSON array of {title, message}).
+
+// Limits of assistant.threads.*.
+const (
+	maxLoadingMessages  = 10
+	maxSuggestedPrompts = 4
+	// StatusTimeout is how long Slack shows a status without a message from the app.
+	StatusTimeout = 2 * time.Minute
+)
+
+// StatusChange is one assistant.threads.setStatus call that Slack accepted ("" clears).
+type StatusChange struct {
+	Status          string
+	LoadingMessages []string
+	At              time.Time
+}
+
+// SuggestedPrompt is one of a thread's suggested prompts.
+type SuggestedPrompt struct {
+	Title   string `json:"title"`
+	Message string `json:"message"`
+}
+
+// assistantThread is what the agent surface shows of one thread.
+type assistantThread struct {
+	statuses     []StatusChange
+	shown        string    // the status shown now ("" when none)
+	shownAt      time.Time // when it was set
+	title        string
+	promptsTitle string
+	prompts      []SuggestedPrompt
+}
+
+type threadKey struct{ channel, ts string }
+
+func init() {
+	handlers["assistant.threads.setStatus"] = (*Server).assistantSetStatus
+	handlers["assistant.threads.setSuggestedPrompts"] = (*Server).assistantSetSuggestedPrompts
+	handlers["assistant.threads.setTitle"] = (*Server).assistantSetTitle
+	handlers["local.threadStatus"] = (*Server).localThreadStatus
+}
+
+// assistantTarget checks the channel_id and thread_ts of an assistant.threads.* call.
+func (s *Server) assistantTarget(c *call) (*assistantThread, *apiError) {
+	if !c.who.bot {
+		return nil, errCode("not_allowed_token_type")
+	}
+	chID, ts := c.p.Get("channel_id"), c.p.Get("thread_ts")
+	if chID == "" || ts == "" {
+		return nil, errCode("invalid_arguments")
+	}
+	cs, ok := s.channels[chID] // an ID, not a name: Slack takes channel_id only
+	if !ok {
+		return nil, errCode("channel_not_found")
+	}
+	if cs.info.BotNotMember {
+		return nil, errCode("not_in_channel")
+	}
+	if _, ok := cs.byTS[ts]; !ok {
+		return nil, errCode("invalid_thread_ts")
+	}
+	k := threadKey{chID, ts}
+	if s.assistant == nil {
+		s.assistant = map[threadKey]*assistantThread{}
+	}
+	t := s.assistant[k]
+	if t == nil {
+		t = &assistantThread{}
+		s.assistant[k] = t
+	}
+	return t, nil
+}
+
+// listParam reads a list given as a JSON array or, as slack-go sends loading_messages, joined by commas.
+func listParam(v string) ([]string, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, true
+	}
+	if strings.HasPrefix(v, "[") {
+		var l []string
+		if json.Unmarshal([]byte(v), &l) != nil {
+			return nil, false
+		}
+		return l, true
+	}
+	return strings.Split(v, ","), true
+}
+
+func (s *Server) assistantSetStatus(c *call) (reply, *apiError) {
+	t, aerr := s.assistantTarget(c)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if !c.p.Has("status") {
+		return nil, errCode("invalid_arguments")
+	}
+	status := c.p.Get("status")
+	msgs, ok := listParam(c.p.Get("loading_messages"))
+	if !ok || len(msgs) > maxLoadingMessages || utf8.RuneCountInString(status) > 250 {
+		return nil, errCode("invalid_arguments")
+	}
+	now := s.now()
+	t.statuses = append(t.statuses, StatusChange{Status: status, LoadingMessages: msgs, At: now})
+	t.shown, t.shownAt = status, now
+	s.bump()
+	return reply{}, nil
+}
+
+func (s *Server) assistantSetSuggestedPrompts(c *call) (reply, *apiError) {
+	t, aerr := s.assistantTarget(c)
+	if aerr != nil {
+		return nil, aerr
+	}
+	var prompts []SuggestedPrompt
+	if json.Unmarshal([]byte(c.p.Get("prompts")), &prompts) != nil || len(prompts) == 0 || len(prompts) > maxSuggestedPrompts {
+		return nil, errCode("invalid_arguments")
+	}
+	for _, p := range prompts {
+		if strings.TrimSpace(p.Title) == "" || strings.TrimSpace(p.Message) == "" {
+			return nil, errCode("invalid_arguments")
+		}
+	}
+	t.promptsTitle, t.prompts = c.p.Get("title"), prompts
+	s.bump()
+	return reply{}, nil
+}
+
+func (s *Server) assistantSetTitle(c *call) (reply, *apiError) {
+	t, aerr := s.assistantTarget(c)
+	if aerr != nil {
+		return nil, aerr
+	}
+	title := strings.TrimSpace(c.p.Get("title"))
+	if title == "" {
+		return nil, errCode("invalid_arguments")
+	}
+	t.title = title
+	s.bump()
+	return reply{}, nil
+}
+
+// botReplied clears a thread's status: Slack clears it when the app posts in the thread.
+func (s *Server) botReplied(channel, threadTS string) {
+	if t := s.assistant[threadKey{channel, threadTS}]; t != nil {
+		t.shown = ""
+	}
+}
+
+// StatusHistory is every status the app set on a thread, in order ("" for a clear).
+func (s *Server) StatusHistory(channel, threadTS string) []StatusChange {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.assistant[threadKey{channel, threadTS}]; t != nil {
+		return append([]StatusChange(nil), t.statuses...)
+	}
+	return nil
+}
+
+// Status is the status line a person sees under the thread now: the last one set, unless it was
+// cleared, the app replied in the thread since, or StatusTimeout passed without a message.
+func (s *Server) Status(channel, threadTS string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.assistant[threadKey{channel, threadTS}]
+	if t == nil || t.shown == "" || s.now().Sub(t.shownAt) > StatusTimeout {
+		return ""
+	}
+	return t.shown
+}
+
+// ThreadTitle is the title the app gave a thread ("" for none).
+func (s *Server) ThreadTitle(channel, threadTS string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.assistant[threadKey{channel, threadTS}]; t != nil {
+		return t.title
+	}
+	return ""
+}
+
+// SuggestedPrompts are a thread's suggested prompts and their title.
+func (s *Server) SuggestedPrompts(channel, threadTS string) (string, []SuggestedPrompt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t := s.assistant[threadKey{channel, threadTS}]; t != nil {
+		return t.promptsTitle, append([]SuggestedPrompt(nil), t.prompts...)
+	}
+	return "", nil
+}
+
+// localThreadStatus is local.threadStatus (not a Slack method: Slack shows the status, it has no
+// method to read it): the status line a person sees under a thread now, for the terminal.
+func (s *Server) localThreadStatus(c *call) (reply, *apiError) {
+	chID, ts := c.p.Get("channel_id"), c.p.Get("thread_ts")
+	if chID == "" || ts == "" {
+		return nil, errCode("invalid_arguments")
+	}
+	status := ""
+	if t := s.assistant[threadKey{chID, ts}]; t != nil && t.shown != "" && s.now().Sub(t.shownAt) <= StatusTimeout {
+		status = t.shown
+	}
+	return reply{"status": status}, nil
+}
+
+// ThreadStatusReader reads a thread's status line from a local workspace's Web API (local.threadStatus)
+// at base (ending in /api/) with token: the terminal's view of the status line.
+func ThreadStatusReader(client *http.Client, base, token string) func(ctx context.Context, channel, threadTS string) (string, error) {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return func(ctx context.Context, channel, threadTS string) (string, error) {
+		form := url.Values{"channel_id": {channel}, "thread_ts": {threadTS}}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"local.threadStatus", strings.NewReader(form.Encode()))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		var out struct {
+			OK     bool   `json:"ok"`
+			Error  string `json:"error"`
+			Status string `json:"status"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			return "", err
+		}
+		if !out.OK {
+			return "", fmt.Errorf("local.threadStatus: %s", out.Error)
+		}
+		return out.Status, nil
+	}
+}

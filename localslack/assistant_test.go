@@ -1,0 +1,111 @@
+package localslack_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/slack-go/slack"
+)
+
+func TestAssistantThreads(t *testing.T) {
+	ctx := context.Background()
+	s, api := newClient(t, workspace())
+	_, root, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("what did #sales say?", false), slack.MsgOptionAsUser(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(status string, msgs ...string) error {
+		return api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+			ChannelID: "C1", ThreadTS: root, Status: status, LoadingMessages: msgs})
+	}
+	if err := set("is reading #sales history", "is reading #sales history…", "still reading"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Status("C1", root); got != "is reading #sales history" {
+		t.Errorf("status %q", got)
+	}
+	if err := set(""); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Status("C1", root); got != "" {
+		t.Errorf("status after clear %q", got)
+	}
+	h := s.StatusHistory("C1", root)
+	if len(h) != 2 || h[0].Status != "is reading #sales history" || !reflect.DeepEqual(h[0].LoadingMessages, []string{"is reading #sales history…", "still reading"}) || h[1].Status != "" {
+		t.Errorf("history %+v", h)
+	}
+
+	// Slack's validation.
+	eleven := make([]string, 11)
+	for i := range eleven {
+		eleven[i] = "m"
+	}
+	for name, c := range map[string]struct {
+		err  error
+		want string
+	}{
+		"too many loading messages": {set("x", eleven...), "invalid_arguments"},
+		"unknown thread": {api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+			ChannelID: "C1", ThreadTS: "1.000001", Status: "x"}), "invalid_thread_ts"},
+		"a channel name is not a channel_id": {api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+			ChannelID: "#general", ThreadTS: root, Status: "x"}), "channel_not_found"},
+		"no title":   {api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: "C1", ThreadTS: root}), "invalid_arguments"},
+		"no prompts": {api.SetAssistantThreadsSuggestedPromptsContext(ctx, slack.AssistantThreadsSetSuggestedPromptsParameters{ChannelID: "C1", ThreadTS: root}), "invalid_arguments"},
+	} {
+		if got := slackCode(c.err); got != c.want {
+			t.Errorf("%s: %v, want %s", name, c.err, c.want)
+		}
+	}
+	if len(s.StatusHistory("C1", root)) != 2 {
+		t.Error("a refused status was recorded")
+	}
+
+	// A reply of the app in the thread clears the status, as in Slack.
+	if err := set("is thinking"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("done", false), slack.MsgOptionTS(root)); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Status("C1", root); got != "" {
+		t.Errorf("status after the app replied %q", got)
+	}
+
+	if err := api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: "C1", ThreadTS: root, Title: "Sales launch notes"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.ThreadTitle("C1", root); got != "Sales launch notes" {
+		t.Errorf("title %q", got)
+	}
+	p := slack.AssistantThreadsSetSuggestedPromptsParameters{ChannelID: "C1", ThreadTS: root, Title: "Try"}
+	p.AddPrompt("Weekly report", "Write the weekly sales report")
+	if err := api.SetAssistantThreadsSuggestedPromptsContext(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if title, prompts := s.SuggestedPrompts("C1", root); title != "Try" || len(prompts) != 1 || prompts[0].Message != "Write the weekly sales report" {
+		t.Errorf("prompts %q %+v", title, prompts)
+	}
+}
+
+// The markdown block, as Slack takes it: a text, and at most 12,000 characters of markdown blocks
+// in one message.
+func TestMarkdownBlockValidation(t *testing.T) {
+	ctx := context.Background()
+	_, api := newClient(t, workspace())
+	post := func(blocks ...slack.Block) error {
+		_, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("fallback", false), slack.MsgOptionBlocks(blocks...))
+		return err
+	}
+	if err := post(slack.NewMarkdownBlock("", "| a | b |\n|---|---|\n| 1 | 2 |")); err != nil {
+		t.Fatal(err)
+	}
+	if code := slackCode(post(slack.NewMarkdownBlock("", " "))); code != "invalid_blocks" {
+		t.Errorf("empty markdown block: %q", code)
+	}
+	big := strings.Repeat("x", 6001)
+	if code := slackCode(post(slack.NewMarkdownBlock("a", big), slack.NewMarkdownBlock("b", big))); code != "invalid_blocks" {
+		t.Errorf("12,002 characters of markdown: %q", code)
+	}
+}

@@ -1,0 +1,125 @@
+package workflows
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/workflows/agent"
+)
+
+// statusLine is the thread's status line (assistant.threads.setStatus) while a run works
+// (changeThreadStatus): it says what the run does at each step and is cleared when the run ends.
+// Where Slack does not offer it, the run's first attempt says so and the placeholder's progress
+// edits (loop.go, progress) stay the fallback for the rest of the run.
+type statusLine struct {
+	statusOn    bool      // this execution sets the status line (versioned; never in a sub-agent)
+	statusState int       // statusUndecided, statusWorks or statusUnavailable
+	statusLast  string    // the status last set ("" when cleared or never set)
+	statusAt    time.Time // when it was last set
+}
+
+const (
+	statusUndecided = iota
+	statusWorks
+	statusUnavailable
+)
+
+// statusThrottle: a "thinking" step that follows another status within this time is not sent (a
+// tool step always is: it is what the person wants to see).
+const statusThrottle = time.Second
+
+// statusOptions: a status is one cheap call, as a local activity (no task queue round trip); a
+// failure after a few quick attempts is logged and the run goes on.
+func statusOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 5 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 2, MaximumInterval: 2 * time.Second, MaximumAttempts: 3,
+		},
+	})
+}
+
+// statusShown reports whether the status line works for this run: the placeholder's progress edits
+// are then not needed.
+func (r *run) statusShown() bool { return r.statusOn && r.statusState == statusWorks }
+
+// showStatus sets the status line to "is <words>". throttle lets a step that follows another within
+// statusThrottle be skipped.
+func (r *run) showStatus(ctx workflow.Context, words string, throttle bool) {
+	if !r.statusOn || r.statusState == statusUnavailable {
+		return
+	}
+	text := ""
+	if words != "" {
+		text = "is " + words
+	}
+	if text == r.statusLast && text != "" {
+		return
+	}
+	now := workflow.Now(ctx)
+	if throttle && r.statusLast != "" && now.Sub(r.statusAt) < statusThrottle {
+		return
+	}
+	if text == "" && r.statusLast == "" {
+		return // nothing to clear
+	}
+	m := r.in.Message
+	in := activities.ThreadStatusInput{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, Status: text}
+	if text != "" {
+		in.LoadingMessages = []string{text + "…"}
+	}
+	var res activities.ThreadStatusResult
+	if err := workflow.ExecuteLocalActivity(statusOptions(ctx), a.SetThreadStatus, in).Get(ctx, &res); err != nil {
+		if ctx.Err() == nil {
+			r.log.Warn("agent.status.failed", "run", r.id, "error", err)
+		}
+		return
+	}
+	if !res.Supported {
+		r.statusState = statusUnavailable
+		r.log.Info("agent.status.unavailable", "run", r.id, "code", res.Code)
+		return
+	}
+	r.statusState = statusWorks
+	r.statusLast, r.statusAt = text, now
+}
+
+// stepStatus names a batch of tool calls for the status line.
+func stepStatus(calls []activities.ToolCall) string {
+	steps := make([]agent.Step, len(calls))
+	for i, c := range calls {
+		steps[i] = agent.Step{Name: c.Name, Arguments: c.Arguments}
+	}
+	return agent.StepStatus(steps)
+}
+
+// clearStatus clears the status line at the end of the run, on a context that survives its
+// cancellation.
+func (r *run) clearStatus(ctx workflow.Context) {
+	if !r.statusOn || r.statusLast == "" {
+		return
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	r.showStatus(dctx, "", false)
+}
+
+// assistantThread runs one of the assistant thread's cosmetic calls (suggested prompts, the title)
+// as a local activity; a failure is logged, never more.
+func (l *lane) assistantThread(ctx workflow.Context, fn func(context.Context, activities.AssistantThreadInput) error, title string) {
+	in := activities.AssistantThreadInput{Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, Title: title}
+	if err := workflow.ExecuteLocalActivity(statusOptions(ctx), fn, in).Get(ctx, nil); err != nil {
+		l.log.Warn("lane.assistant_thread_failed", "lane", l.id, "error", err)
+	}
+}
+
+// threadTitle is a thread's title from its first request: its words, mentions stripped, cut short.
+func threadTitle(text string) string {
+	return slackwire.HeadEllipsis(strings.Join(strings.Fields(slackwire.StripMentions(text)), " "), 60)
+}

@@ -1,0 +1,148 @@
+package workflows
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lucy-agent/lucy/activities"
+)
+
+// threeSteps is a model that reads #sales, fetches a page, then searches and fetches at once, then
+// answers: three tool steps in four turns.
+func threeSteps(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+	switch n {
+	case 1:
+		return calls(toolCall("c1", "lucy_get_channel_history", map[string]string{"channel": "#sales"})), nil
+	case 2:
+		return calls(toolCall("c2", "lucy_web_fetch", map[string]string{"url": "https://e.example/a"})), nil
+	case 3:
+		return calls(
+			toolCall("c3", "lucy_read_file", map[string]string{"path": "notes.md"}),
+			toolCall("c4", "lucy_web_fetch", map[string]string{"url": "https://e.example/b"})), nil
+	}
+	return text("Here is what I found."), nil
+}
+
+func TestStatusLineAtEachStep(t *testing.T) {
+	h := newHarness(t)
+	h.statusWorks = true
+	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
+	h.model = threeSteps
+	res, err := h.runAgent(runInput("what did #sales say about the launch?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != RunCompleted {
+		t.Fatalf("status %s", res.Status)
+	}
+	// The model's turns after the first follow a tool step within the same (test) second: throttled.
+	want := []string{
+		"is thinking",
+		"is reading #sales history",
+		"is reading a web page",
+		"is looking things up and reading a web page",
+		"", // cleared when the answer is complete
+	}
+	if !reflect.DeepEqual(h.statuses, want) {
+		t.Errorf("statuses:\n got %q\nwant %q", h.statuses, want)
+	}
+	if len(h.updates) != 0 {
+		t.Errorf("the placeholder was edited although the status line works: %q", h.updates)
+	}
+	if len(h.deliveries) != 1 {
+		t.Errorf("deliveries %d, want 1", len(h.deliveries))
+	}
+}
+
+func TestStatusLineFallsBackToPlaceholderOnce(t *testing.T) {
+	h := newHarness(t) // Slack answers not_allowed
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n <= 9 {
+			return calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://e.example/%d", n)})), nil
+		}
+		return text("done"), nil
+	}
+	if _, err := h.runAgent(runInput("crawl nine pages")); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.statuses) != 1 {
+		t.Errorf("SetThreadStatus asked %d times after not_allowed, want once: %q", len(h.statuses), h.statuses)
+	}
+	if len(h.updates) != 2 { // the placeholder's progress edits: turn 3 and turn 8
+		t.Errorf("progress updates = %d (%v), want 2", len(h.updates), h.updates)
+	}
+}
+
+func TestStatusLineAsksForApproval(t *testing.T) {
+	h := newHarness(t)
+	h.statusWorks = true
+	h.route.Specs = []activities.ToolFlags{{Name: "lucy_write_file", Destructive: true}}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("w1", "lucy_write_file", map[string]string{"path": "a.md", "content": "x"})), nil
+		}
+		return text("Written."), nil
+	}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
+	}, time.Minute)
+	if _, err := h.runAgent(runInput("write a.md")); err != nil {
+		t.Fatal(err)
+	}
+	// The model's next turn comes a minute after the last status (the approval): not throttled.
+	want := []string{"is thinking", "is writing a file", "is waiting for your approval", "is going over what I found", ""}
+	if !reflect.DeepEqual(h.statuses, want) {
+		t.Errorf("statuses:\n got %q\nwant %q", h.statuses, want)
+	}
+}
+
+// A new assistant thread is greeted and offered suggested prompts; its first request titles it, and
+// later requests do not.
+func TestAssistantThreadPromptsAndTitle(t *testing.T) {
+	h := newHarness(t)
+	started := msg("100.1", "U1", "")
+	started.Kind, started.IsDM = "assistant_thread_started", true
+	first := msg("100.2", "U1", "<@ULUCY>   Summarize   the launch plan for the sales team, with owners and dates please")
+	first.IsDM = true
+	second := msg("100.3", "U1", "now the marketing plan")
+	second.IsDM = true
+	h.runLane(started, signalAt(time.Minute, SignalMessage, first), signalAt(time.Hour, SignalMessage, second))
+	var got []string
+	for _, o := range h.order {
+		if o == "prompts" || strings.HasPrefix(o, "title:") {
+			got = append(got, o)
+		}
+	}
+	want := []string{"prompts", "title:Summarize the launch plan for the sales team, with owners an…"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("assistant thread calls %q, want %q", got, want)
+	}
+	if len(h.posts) == 0 || !strings.Contains(h.posts[0].Text, "I'm Lucy") {
+		t.Errorf("no greeting: %+v", h.posts)
+	}
+	if len(h.deliveries) != 2 {
+		t.Errorf("%d answers, want 2", len(h.deliveries))
+	}
+}
+
+// The channel the person looks at (assistant_thread_context_changed) reaches the next run's prompt as
+// data; the context change itself starts nothing.
+func TestContextChannelReachesThePrompt(t *testing.T) {
+	h := newHarness(t)
+	started := msg("100.1", "U1", "")
+	started.Kind, started.IsDM, started.ContextChannel = "assistant_thread_started", true, "C1"
+	changed := msg("100.2", "U1", "")
+	changed.Kind, changed.IsDM, changed.ContextChannel = KindContextChanged, true, "CSALES"
+	ask := msg("100.3", "U1", "summarize this channel")
+	ask.IsDM = true
+	h.runLane(started, signalAt(time.Minute, SignalMessage, changed), signalAt(2*time.Minute, SignalMessage, ask))
+	if len(h.promptIns) != 1 || h.promptIns[0].ViewingChannel != "CSALES" {
+		t.Fatalf("prompt inputs %+v, want one run looking at CSALES", h.promptIns)
+	}
+	if len(h.deliveries) != 1 {
+		t.Errorf("%d answers, want 1 (a context change is not a request)", len(h.deliveries))
+	}
+}
