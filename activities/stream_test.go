@@ -103,7 +103,7 @@ func TestCallModelStreamsAnswerInChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	bots := f.botMessages(root)
-	want := output.Render(answer)
+	want := output.RenderMarkdown(answer, nil)
 	if len(bots) != len(want) || res.TS != reply.StreamTS {
 		t.Fatalf("after delivery: %d bot messages (want %d), first %q (want the stream %q)", len(bots), len(want), res.TS, reply.StreamTS)
 	}
@@ -118,7 +118,7 @@ func TestCallModelStreamsAnswerInChunks(t *testing.T) {
 // others follow it.
 func TestStreamedAnswerSplitInOrder(t *testing.T) {
 	answer := longAnswer() + longAnswer() + longAnswer() + longAnswer() + longAnswer() + longAnswer() + longAnswer() + longAnswer() + longAnswer()
-	want := output.Render(answer)
+	want := output.RenderMarkdown(answer, nil)
 	if len(want) < 2 {
 		t.Fatalf("the answer renders to %d part(s); the test needs more", len(want))
 	}
@@ -169,7 +169,7 @@ func TestCallModelStreamUnavailable(t *testing.T) {
 				t.Fatal(err)
 			}
 			bots := f.botMessages(root)
-			if len(bots) != 1 || bots[0].TS != ph || bots[0].Text != output.Render(answer)[0].Text {
+			if len(bots) != 1 || bots[0].TS != ph || bots[0].Text != output.RenderMarkdown(answer, nil)[0].Text {
 				t.Fatalf("thread after the fallback: %+v", bots)
 			}
 		})
@@ -222,7 +222,7 @@ func TestRetriedCallModelLeavesOneAnswer(t *testing.T) {
 		t.Fatal(err)
 	}
 	bots := f.botMessages(root)
-	if len(bots) != 1 || bots[0].TS != reply.StreamTS || bots[0].Text != output.Render(answer)[0].Text {
+	if len(bots) != 1 || bots[0].TS != reply.StreamTS || bots[0].Text != output.RenderMarkdown(answer, nil)[0].Text {
 		tss := make([]string, len(bots))
 		for i, m := range bots {
 			tss[i] = fmt.Sprintf("%s (%d chars)", m.TS, len(m.Text))

@@ -45,7 +45,7 @@ func (s *stack) streamingMessage(root string) (localslack.Message, bool) {
 // rendered, with no text twice and nothing still streaming.
 func (s *stack) checkOneAnswer(t *testing.T, root, answer string) {
 	t.Helper()
-	want := output.Render(answer)
+	want := output.RenderMarkdown(answer, nil)
 	bots := s.botMessages(root)
 	if len(bots) != len(want) {
 		t.Fatalf("%d messages of Lucy's in the thread, want %d (the answer only)", len(bots), len(want))
@@ -157,7 +157,7 @@ func TestWorkerKilledMidStream(t *testing.T) {
 // answer.
 func (s *stack) delivered(root, answer string) bool {
 	bots := s.botMessages(root)
-	return len(bots) == len(output.Render(answer)) && bots[0].Text == output.Render(answer)[0].Text
+	return len(bots) == len(output.RenderMarkdown(answer, nil)) && bots[0].Text == output.RenderMarkdown(answer, nil)[0].Text
 }
 
 // streamHeartbeat reports whether the run's pending model call has recorded its stream in a
