@@ -413,10 +413,23 @@ func (s *modelSlots) acquire(ctx context.Context, model string, n int) (release 
 // synchronous so that the server hears from the attempt before the caller starts its work, however
 // long the first step takes. Outside an activity (unit tests of helpers) it does nothing.
 func heartbeat(ctx context.Context) (stop func()) {
+	return heartbeatWith(ctx, nil)
+}
+
+// heartbeatWith is heartbeat whose every beat carries details() (nil: none), so that no beat
+// replaces the details an attempt recorded with nothing (a stream's ts, heartbeatBeat).
+func heartbeatWith(ctx context.Context, details func() any) (stop func()) {
 	if !activity.IsActivity(ctx) {
 		return func() {}
 	}
-	activity.RecordHeartbeat(ctx)
+	record := func() {
+		if details == nil {
+			activity.RecordHeartbeat(ctx)
+			return
+		}
+		activity.RecordHeartbeat(ctx, details())
+	}
+	record()
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(HeartbeatEvery)
@@ -428,7 +441,7 @@ func heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				activity.RecordHeartbeat(ctx)
+				record()
 			}
 		}
 	}()

@@ -101,27 +101,7 @@ func (s *streamBeat) set(channel string, tss []string) {
 // heartbeatBeat is heartbeat with the stream detail: every heartbeat carries it, so that none
 // replaces it with nothing.
 func heartbeatBeat(ctx context.Context, beat *streamBeat) (stop func()) {
-	if !activity.IsActivity(ctx) {
-		return func() {}
-	}
-	record := func() { activity.RecordHeartbeat(ctx, beat.get()) }
-	record()
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(HeartbeatEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				record()
-			}
-		}
-	}()
-	return func() { close(done) }
+	return heartbeatWith(ctx, func() any { return beat.get() })
 }
 
 // previousStreams is what earlier attempts of this activity left: their heartbeat detail.

@@ -122,17 +122,27 @@ func (s *Server) store(cs *channelState, m *Message) {
 	s.bump()
 }
 
-func (s *Server) chatUpdate(c *call) (reply, *apiError) {
+// ownMessage finds the message a call names (channel, ts), which must be the caller's own: Slack
+// lets a token change or delete only what it posted, and answers refusal otherwise.
+func (s *Server) ownMessage(c *call, refusal string) (*channelState, *Message, *apiError) {
 	cs, ok := s.channels[c.p.Get("channel")]
 	if !ok {
-		return nil, errCode("channel_not_found")
+		return nil, nil, errCode("channel_not_found")
 	}
 	m, ok := cs.byTS[c.p.Get("ts")]
 	if !ok {
-		return nil, errCode("message_not_found")
+		return nil, nil, errCode("message_not_found")
 	}
 	if c.who.bot != (m.BotID != "") || m.User != c.who.user {
-		return nil, errCode("cant_update_message")
+		return nil, nil, errCode(refusal)
+	}
+	return cs, m, nil
+}
+
+func (s *Server) chatUpdate(c *call) (reply, *apiError) {
+	cs, m, aerr := s.ownMessage(c, "cant_update_message")
+	if aerr != nil {
+		return nil, aerr
 	}
 	text, hasText, blocks, hasBlocks, md, aerr := s.content(c)
 	if aerr != nil {

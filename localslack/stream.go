@@ -66,16 +66,9 @@ func (s *Server) chatStartStream(c *call) (reply, *apiError) {
 
 // streaming finds the streamed message a call names.
 func (s *Server) streaming(c *call) (*channelState, *Message, *apiError) {
-	cs, ok := s.channels[c.p.Get("channel")]
-	if !ok {
-		return nil, nil, errCode("channel_not_found")
-	}
-	m, ok := cs.byTS[c.p.Get("ts")]
-	if !ok {
-		return nil, nil, errCode("message_not_found")
-	}
-	if m.BotID == "" || m.User != c.who.user {
-		return nil, nil, errCode("cant_update_message")
+	cs, m, aerr := s.ownMessage(c, "cant_update_message")
+	if aerr != nil {
+		return nil, nil, aerr
 	}
 	if !m.Streaming {
 		return nil, nil, errCode("message_not_in_streaming_state")
@@ -130,16 +123,9 @@ func (s *Server) chatStopStream(c *call) (reply, *apiError) {
 
 // chatDelete deletes one of the caller's messages (Slack: a bot deletes its own messages).
 func (s *Server) chatDelete(c *call) (reply, *apiError) {
-	cs, ok := s.channels[c.p.Get("channel")]
-	if !ok {
-		return nil, errCode("channel_not_found")
-	}
-	m, ok := cs.byTS[c.p.Get("ts")]
-	if !ok {
-		return nil, errCode("message_not_found")
-	}
-	if c.who.bot != (m.BotID != "") || m.User != c.who.user {
-		return nil, errCode("cant_delete_message")
+	cs, m, aerr := s.ownMessage(c, "cant_delete_message")
+	if aerr != nil {
+		return nil, aerr
 	}
 	delete(cs.byTS, m.TS)
 	cs.msgs = slices.DeleteFunc(cs.msgs, func(x *Message) bool { return x == m })
