@@ -59,6 +59,16 @@ type Onboarder struct {
 	state     workspace.Store // markers
 	workspace workspace.Store // the teams' files: scaffolded on a team's first contact; nil: none
 	now       func() time.Time
+	met       func(ctx context.Context, team, user string) (bool, error)
+}
+
+// MetBefore gives the Onboarder a way to tell whether Lucy worked for a person before markers
+// existed (the worker asks Temporal's visibility for a completed run of theirs): such a person gets
+// a marker and no introduction, so a team that upgrades is not greeted by Lucy once per person. A
+// failed lookup counts as met: an introduction missed is better than one repeated.
+func (o *Onboarder) MetBefore(met func(ctx context.Context, team, user string) (bool, error)) *Onboarder {
+	o.met = met
+	return o
 }
 
 // New returns an Onboarder over Lucy's state store and the teams' workspace store. now is time.Now
@@ -120,6 +130,11 @@ func (o *Onboarder) FirstContact(ctx context.Context, c Contact) (Result, error)
 	first, err := o.claim(ctx, c.Team, rel, c.Run, rec)
 	if err != nil {
 		return Result{}, fmt.Errorf("onboarding: person marker: %w", err)
+	}
+	if first && o.met != nil {
+		if met, err := o.met(ctx, c.Team, c.User); err != nil || met {
+			first = false
+		}
 	}
 	res.PersonFirst, res.TZ = first, c.TZ
 	if !first {

@@ -2,6 +2,7 @@ package onboarding_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -93,6 +94,35 @@ func TestRetryOfTheSameRun(t *testing.T) {
 		if err != nil || !r.TeamFirst || !r.PersonFirst {
 			t.Errorf("attempt %d: %+v, %v", i+1, r, err)
 		}
+	}
+}
+
+// A person Lucy worked for before markers existed (a team that upgrades) gets a marker and no
+// introduction; a new person is introduced once; a failed lookup counts as met.
+func TestPeopleMetBeforeMarkersAreNotIntroduced(t *testing.T) {
+	asked := 0
+	o := onboarding.New(workspace.NewLocalAt(t.TempDir()), nil, now).MetBefore(func(_ context.Context, team, user string) (bool, error) {
+		asked++
+		switch user {
+		case "UOLD":
+			return true, nil
+		case "UERR":
+			return false, errors.New("visibility unavailable")
+		}
+		return false, nil
+	})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		user, run string
+		first     bool
+	}{{"UOLD", "r1", false}, {"UOLD", "r2", false}, {"UNEW", "r3", true}, {"UNEW", "r4", false}, {"UERR", "r5", false}} {
+		r, err := o.FirstContact(ctx, onboarding.Contact{Team: "T1", User: tc.user, Run: tc.run})
+		if err != nil || r.PersonFirst != tc.first {
+			t.Errorf("%s in %s: %+v, %v; want first %v", tc.user, tc.run, r, err, tc.first)
+		}
+	}
+	if asked != 3 {
+		t.Errorf("visibility asked %d times, want 3 (once per person, at their first marker)", asked)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -32,6 +33,7 @@ import (
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
+	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
@@ -276,8 +278,9 @@ func NewActivities(d Deps) *Activities {
 		Memory:           notes,
 		MemoryTokens:     cfg.MemoryTokens,
 		Skills:           set.Skills,
-		// First contacts: markers in Lucy's state store, the team's workspace scaffolded.
-		Onboarding: onboarding.New(state, store, nil),
+		// First contacts: markers in Lucy's state store, the team's workspace scaffolded; a person
+		// with a completed run from before the markers is not introduced again.
+		Onboarding: onboarding.New(state, store, nil).MetBefore(metBefore(d.Client, cfg.TemporalNamespace)),
 	}
 	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}, MCP: set.MCP}
 }
@@ -471,3 +474,23 @@ const StickyCacheSize = 2000
 
 // MaxActivities is how many activities one worker runs at once.
 const MaxActivities = 256
+
+// metBefore asks Temporal's visibility whether a person has a completed agent run in the team: Lucy
+// worked for them before onboarding's markers existed. Nil without a client (tests of activities).
+func metBefore(c client.Client, namespace string) func(ctx context.Context, team, user string) (bool, error) {
+	if c == nil {
+		return nil
+	}
+	return func(ctx context.Context, team, user string) (bool, error) {
+		// team and user are a Slack team ID and user ID, checked by onboarding (no quotes in them).
+		query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Completed' AND %s = '%s' AND %s = '%s'",
+			workflows.AgentRunWorkflowName, searchattr.Workspace.GetName(), team, searchattr.User.GetName(), user)
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		resp, err := c.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: namespace, Query: query})
+		if err != nil {
+			return false, err
+		}
+		return resp.GetCount() > 0, nil
+	}
+}
