@@ -42,6 +42,9 @@ import (
 type StreamTarget struct {
 	Team, Channel, ThreadTS string
 	RunID                   string // the run whose post it is (metadata once stopped)
+	// TS is the run's timeline (StreamSteps), open: a text reply is appended to it instead of a
+	// stream of its own, and the stream is neither stopped nor deleted here (delivery settles it).
+	TS string `json:",omitempty"`
 	// Recipient is the requester: Slack wants recipient_user_id and recipient_team_id for a stream
 	// in a channel.
 	Recipient string `json:",omitempty"`
@@ -172,7 +175,7 @@ func (a *Activities) orphanStreams(ctx context.Context, t *StreamTarget) []strin
 			return out
 		}
 		for _, m := range msgs {
-			if m.BotID == me.BotID && m.Metadata.EventType != postEventType && m.Timestamp != t.ThreadTS {
+			if m.BotID == me.BotID && m.Metadata.EventType != postEventType && m.Timestamp != t.ThreadTS && m.Timestamp != t.TS {
 				out = append(out, m.Timestamp)
 			}
 		}
@@ -206,7 +209,9 @@ type slackStream struct {
 	// unavailable: chat.startStream failed; abandoned: a later call failed and the stream was
 	// deleted. Either way the reply is delivered by post-and-update.
 	unavailable, abandoned bool
-	now                    func() time.Time
+	// into: ts is the run's timeline, not this reply's stream; sent: text was appended to it.
+	into, sent bool
+	now        func() time.Time
 }
 
 // previewText is the text a stream shows: credentials masked like the reply's, special mentions
@@ -245,7 +250,7 @@ func (s *slackStream) add(ctx context.Context, text string) {
 		return
 	}
 	s.pending += text
-	if s.ts == "" && len(s.pending) < streamBuffer {
+	if (s.ts == "" || s.into && !s.sent) && len(s.pending) < streamBuffer {
 		return
 	}
 	if s.ts != "" && len(s.pending) < streamBuffer && s.now().Sub(s.last) < streamInterval {
@@ -279,6 +284,7 @@ func (s *slackStream) flush(ctx context.Context, final bool) {
 			s.abandon(ctx)
 			return
 		}
+		s.sent = true
 		s.pending, s.last = keep, s.now()
 		if !final {
 			return
@@ -291,6 +297,16 @@ func (s *slackStream) flush(ctx context.Context, final bool) {
 func (s *slackStream) finish(ctx context.Context) string {
 	if s.ts == "" || s.abandoned {
 		return ""
+	}
+	if s.into {
+		if !s.sent {
+			return "" // too short to stream: delivery puts it in
+		}
+		s.flush(ctx, true)
+		if s.abandoned {
+			return ""
+		}
+		return s.ts
 	}
 	s.flush(ctx, true)
 	if s.abandoned {
@@ -307,7 +323,7 @@ func (s *slackStream) finish(ctx context.Context) string {
 // abandon deletes the stream (best effort, with a context of its own: the call's may be done).
 func (s *slackStream) abandon(ctx context.Context) {
 	s.abandoned = true
-	if s.ts == "" {
+	if s.ts == "" || s.into { // the timeline is the run's: what was appended is replaced at delivery
 		return
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
