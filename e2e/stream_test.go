@@ -294,7 +294,7 @@ func TestTimelineEndToEnd(t *testing.T) {
 			t.Fatalf("%s: %d tasks, want %d (one a step): %+v", when, len(m.Tasks), len(zones), m.Tasks)
 		}
 		for i, task := range m.Tasks {
-			if task.ID != fmt.Sprintf("c%d", i+1) || task.Status != "complete" || task.Title == "" {
+			if task.ID != fmt.Sprintf("c%d", i+1) || task.Status != "complete" || task.Title != "checking the time" {
 				t.Errorf("%s: task %d is %+v, want c%d complete with its step's words", when, i, task, i+1)
 			}
 		}
@@ -303,6 +303,9 @@ func TestTimelineEndToEnd(t *testing.T) {
 		}
 	}
 	checkTasks("while the answer streams", partial)
+	if *screenshot != "" {
+		writeScreenshot(t, s.slack.Messages(channel, root), *screenshot)
+	}
 	if !strings.HasPrefix(answer, partial.Text) {
 		t.Fatalf("while streaming, the message is not the start of the answer in order: %.120q", partial.Text)
 	}
