@@ -203,8 +203,10 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 			ss.abandon(ctx)
 		}
 	}()
-	if streamer, api, ok := a.canStream(in.Stream); ok && !a.answered(ctx, in.Stream) {
-		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now}
+	if streamer, api, ok := a.canStream(in.Stream); ok && !a.answered(ctx, in.Stream) && (in.Stream.TS == "" || previousStreams(ctx).Into != in.Stream.TS) {
+		// Into the run's timeline (in.Stream.TS): a retried call does not append again what an
+		// earlier attempt appended (StreamBeat.Into; delivery puts the answer in).
+		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now, ts: in.Stream.TS, into: in.Stream.TS != ""}
 		comp, err = a.completeStreaming(ctx, streamer, ss, params)
 	} else {
 		comp, err = a.complete(ctx, params)

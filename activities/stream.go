@@ -42,6 +42,9 @@ import (
 type StreamTarget struct {
 	Team, Channel, ThreadTS string
 	RunID                   string // the run whose post it is (metadata once stopped)
+	// TS is the run's timeline (StreamSteps), open: a text reply is appended to it instead of a
+	// stream of its own, and the stream is neither stopped nor deleted here (delivery settles it).
+	TS string `json:",omitempty"`
 	// Recipient is the requester: Slack wants recipient_user_id and recipient_team_id for a stream
 	// in a channel.
 	Recipient string `json:",omitempty"`
@@ -79,6 +82,9 @@ const (
 type StreamBeat struct {
 	Channel string   `json:"channel"`
 	TSs     []string `json:"tss,omitempty"`
+	// Into is the run's timeline the attempt appended text to: a retried attempt appends nothing
+	// (delivery puts the answer in), so no text shows twice.
+	Into string `json:"into,omitempty"`
 }
 
 type streamBeat struct {
@@ -89,12 +95,18 @@ type streamBeat struct {
 func (s *streamBeat) get() StreamBeat {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return StreamBeat{Channel: s.b.Channel, TSs: append([]string(nil), s.b.TSs...)}
+	return StreamBeat{Channel: s.b.Channel, TSs: append([]string(nil), s.b.TSs...), Into: s.b.Into}
 }
 
 func (s *streamBeat) set(channel string, tss []string) {
 	s.mu.Lock()
-	s.b = StreamBeat{Channel: channel, TSs: tss}
+	s.b = StreamBeat{Channel: channel, TSs: tss, Into: s.b.Into}
+	s.mu.Unlock()
+}
+
+func (s *streamBeat) setInto(ts string) {
+	s.mu.Lock()
+	s.b.Into = ts
 	s.mu.Unlock()
 }
 
@@ -172,7 +184,7 @@ func (a *Activities) orphanStreams(ctx context.Context, t *StreamTarget) []strin
 			return out
 		}
 		for _, m := range msgs {
-			if m.BotID == me.BotID && m.Metadata.EventType != postEventType && m.Timestamp != t.ThreadTS {
+			if m.BotID == me.BotID && m.Metadata.EventType != postEventType && m.Timestamp != t.ThreadTS && m.Timestamp != t.TS {
 				out = append(out, m.Timestamp)
 			}
 		}
@@ -206,7 +218,9 @@ type slackStream struct {
 	// unavailable: chat.startStream failed; abandoned: a later call failed and the stream was
 	// deleted. Either way the reply is delivered by post-and-update.
 	unavailable, abandoned bool
-	now                    func() time.Time
+	// into: ts is the run's timeline, not this reply's stream; sent: text was appended to it.
+	into, sent bool
+	now        func() time.Time
 }
 
 // previewText is the text a stream shows: credentials masked like the reply's, special mentions
@@ -245,7 +259,7 @@ func (s *slackStream) add(ctx context.Context, text string) {
 		return
 	}
 	s.pending += text
-	if s.ts == "" && len(s.pending) < streamBuffer {
+	if (s.ts == "" || s.into && !s.sent) && len(s.pending) < streamBuffer {
 		return
 	}
 	if s.ts != "" && len(s.pending) < streamBuffer && s.now().Sub(s.last) < streamInterval {
@@ -275,10 +289,14 @@ func (s *slackStream) flush(ctx context.Context, final bool) {
 			if activity.IsActivity(ctx) {
 				activity.RecordHeartbeat(ctx, s.beat.get())
 			}
-		} else if _, _, err := s.api.AppendStreamContext(ctx, s.t.Channel, s.ts, slack.MsgOptionMarkdownText(previewText(send))); err != nil {
-			s.abandon(ctx)
-			return
+		} else {
+			s.beatInto(ctx)
+			if _, _, err := s.api.AppendStreamContext(ctx, s.t.Channel, s.ts, slack.MsgOptionMarkdownText(previewText(send))); err != nil {
+				s.abandon(ctx)
+				return
+			}
 		}
+		s.sent = true
 		s.pending, s.last = keep, s.now()
 		if !final {
 			return
@@ -286,11 +304,31 @@ func (s *slackStream) flush(ctx context.Context, final bool) {
 	}
 }
 
+// beatInto records, before the first append to the run's timeline, that this attempt appends to
+// it (StreamBeat.Into): a retry then appends nothing.
+func (s *slackStream) beatInto(ctx context.Context) {
+	if !s.into || s.sent || !activity.IsActivity(ctx) {
+		return
+	}
+	s.beat.setInto(s.ts)
+	activity.RecordHeartbeat(ctx, s.beat.get())
+}
+
 // finish ends the stream of a text reply: the rest of the text and stopStream. It returns the
 // stream's ts, or "" when the reply was not streamed (too short, unavailable, abandoned).
 func (s *slackStream) finish(ctx context.Context) string {
 	if s.ts == "" || s.abandoned {
 		return ""
+	}
+	if s.into {
+		if !s.sent {
+			return "" // too short to stream: delivery puts it in
+		}
+		s.flush(ctx, true)
+		if s.abandoned {
+			return ""
+		}
+		return s.ts
 	}
 	s.flush(ctx, true)
 	if s.abandoned {
@@ -307,7 +345,7 @@ func (s *slackStream) finish(ctx context.Context) string {
 // abandon deletes the stream (best effort, with a context of its own: the call's may be done).
 func (s *slackStream) abandon(ctx context.Context) {
 	s.abandoned = true
-	if s.ts == "" {
+	if s.ts == "" || s.into { // the timeline is the run's: what was appended is replaced at delivery
 		return
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -245,3 +245,82 @@ func TestResetDoesNotStreamTwice(t *testing.T) {
 		}
 	}
 }
+
+// A three-step run shows its steps as task cards in one stream while it works, in order, each
+// ending complete, and the answer is streamed into the same message below them; the message that
+// stays is the answer with its steps. A step's update that Slack applied but whose answer was lost
+// (a 500 after the effect) is retried and shows no task twice.
+func TestTimelineEndToEnd(t *testing.T) {
+	answer := streamAnswer()
+	stall, stalled := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	zones := []string{"Europe/Paris", "Asia/Tokyo", "America/New_York"}
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if len(req.Tools) == 0 { // the memory step's proposals, not the agent's model call
+			return fakellm.Reply{Content: "[]"}
+		}
+		steps := 0
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				steps++
+			}
+		}
+		if steps < len(zones) {
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call(fmt.Sprintf("c%d", steps+1), "lucy_current_time", fmt.Sprintf(`{"timezone":%q}`, zones[steps]))}}
+		}
+		r := fakellm.Reply{Content: answer, ChunkChars: 25}
+		once.Do(func() { r.StallAt, r.Stall, r.Stalled = 1000, stall, stalled })
+		return r
+	})
+	s.slack.FailNext("chat.appendStream", localslack.Failure{Status: 500, AfterEffect: true})
+	text := "<@ULUCY> what time is it in Paris, Tokyo and New York, and explain the pipeline"
+	root := s.say(text, "")
+	s.event("app_mention", "Ev-timeline-1", text, root, "", human)
+
+	select {
+	case <-stalled:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the model was never asked for the answer")
+	}
+	var partial localslack.Message
+	s.waitFor("the answer streaming below the steps", time.Minute, func() bool {
+		m, ok := s.streamingMessage(root)
+		partial = m
+		return ok && len(m.Text) >= 700
+	})
+	checkTasks := func(when string, m localslack.Message) {
+		t.Helper()
+		if len(m.Tasks) != len(zones) {
+			t.Fatalf("%s: %d tasks, want %d (one a step): %+v", when, len(m.Tasks), len(zones), m.Tasks)
+		}
+		for i, task := range m.Tasks {
+			if task.ID != fmt.Sprintf("c%d", i+1) || task.Status != "complete" || task.Title != "checking the time" {
+				t.Errorf("%s: task %d is %+v, want c%d complete with its step's words", when, i, task, i+1)
+			}
+		}
+		if m.TaskDisplay != "timeline" {
+			t.Errorf("%s: task_display_mode %q, want timeline", when, m.TaskDisplay)
+		}
+	}
+	checkTasks("while the answer streams", partial)
+	if *screenshot != "" {
+		writeScreenshot(t, s.slack.Messages(channel, root), *screenshot)
+	}
+	if !strings.HasPrefix(answer, partial.Text) {
+		t.Fatalf("while streaming, the message is not the start of the answer in order: %.120q", partial.Text)
+	}
+	if n := s.slack.Calls("chat.startStream"); n != 1 {
+		t.Errorf("%d streams started, want one: the steps and the answer in the same stream", n)
+	}
+	close(stall)
+	s.waitFor("the answer", time.Minute, func() bool {
+		_, streaming := s.streamingMessage(root)
+		return !streaming && s.delivered(root, answer)
+	})
+	s.checkOneAnswer(t, root, answer)
+	bots := s.botMessages(root)
+	if bots[0].TS != partial.TS {
+		t.Errorf("the answer is %s, not the stream of the steps %s", bots[0].TS, partial.TS)
+	}
+	checkTasks("the answer", bots[0])
+}

@@ -68,7 +68,7 @@ func TestStatusStepsAndFeedback(t *testing.T) {
 		return len(h) > 0 && h[len(h)-1] == ""
 	})
 	got := statuses(s, ts)
-	want := []string{"is thinking", "is reading #general history", "is looking things up", "is working on it", ""}
+	want := []string{"is thinking", "is reading #general history", "is looking things up", "is checking the time", ""}
 	if !inOrder(got, want) {
 		t.Fatalf("status history %q, want %q in order", got, want)
 	}

@@ -133,6 +133,12 @@ type Message struct {
 	// Appends counts the chat.appendStream calls that added to the message (tests check the
 	// chunking).
 	Appends int `json:",omitempty"`
+	// Tasks are the stream's task_update chunks, one per task id in the order they first came, each
+	// as its latest update left it (Slack updates a task card in place by its id). Plan is the last
+	// plan_update's title, TaskDisplay the chat.startStream's task_display_mode (timeline or plan).
+	Tasks       []Task `json:",omitempty"`
+	Plan        string `json:",omitempty"`
+	TaskDisplay string `json:",omitempty"`
 	// Deleted marks a chat.delete in the journal; a deleted message is no longer in the workspace.
 	Deleted bool `json:",omitempty"`
 }
@@ -434,6 +440,7 @@ func copyMessage(m *Message) Message {
 		md := copyMetadata(*m.Metadata)
 		c.Metadata = &md
 	}
+	c.Tasks = append([]Task(nil), m.Tasks...)
 	c.Reactions = nil
 	for _, r := range m.Reactions {
 		c.Reactions = append(c.Reactions, Reaction{Name: r.Name, Users: append([]string(nil), r.Users...)})

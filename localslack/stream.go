@@ -1,6 +1,7 @@
 package localslack
 
 import (
+	"encoding/json"
 	"slices"
 	"unicode/utf8"
 )
@@ -12,8 +13,12 @@ import (
 // chat.appendStream adds its markdown_text to the message's text, chat.stopStream adds its last
 // markdown_text, sets blocks and metadata if given, and ends the streaming state. markdown_text is at
 // most maxStreamChars characters per call (msg_too_long). Appending to or stopping a message that is
-// not streaming answers message_not_in_streaming_state. Chunks (task_update, plan_update, markdown)
-// are accepted and their markdown text is kept; the task chunks are not rendered here.
+// not streaming answers message_not_in_streaming_state. Every call may carry chunks (a JSON array):
+// markdown_text adds its text like markdown_text does, task_update (id and title required, status
+// one of pending, in_progress, complete, error) updates the task card of its id in place or adds it
+// after the others, plan_update (title required) sets the plan's title; chat.startStream's
+// task_display_mode is timeline or plan. A malformed chunk refuses the whole call
+// (invalid_arguments) and changes nothing.
 
 // maxStreamChars is Slack's limit on one call's markdown_text.
 const maxStreamChars = 12000
@@ -24,6 +29,91 @@ func (s *Server) streamText(c *call) (string, *apiError) {
 		return "", errCode("msg_too_long")
 	}
 	return t, nil
+}
+
+// Task is one task card of a streamed message, as its latest task_update left it.
+type Task struct {
+	ID      string
+	Title   string
+	Status  string `json:",omitempty"`
+	Details string `json:",omitempty"`
+	Output  string `json:",omitempty"`
+}
+
+// streamChunk is one element of a call's chunks, in Slack's wire format.
+type streamChunk struct {
+	Type    string `json:"type"`
+	Text    string `json:"text"`
+	ID      string `json:"id"`
+	Title   string `json:"title"`
+	Status  string `json:"status"`
+	Details string `json:"details"`
+	Output  string `json:"output"`
+}
+
+// streamChunks reads and checks a call's chunks: all valid, or the call is refused.
+func (s *Server) streamChunks(c *call) ([]streamChunk, *apiError) {
+	raw := c.p.Get("chunks")
+	if raw == "" {
+		return nil, nil
+	}
+	var chunks []streamChunk
+	if err := json.Unmarshal([]byte(raw), &chunks); err != nil {
+		return nil, errCode("invalid_arguments")
+	}
+	for _, ch := range chunks {
+		switch ch.Type {
+		case "markdown_text":
+			if utf8.RuneCountInString(ch.Text) > maxStreamChars {
+				return nil, errCode("msg_too_long")
+			}
+		case "task_update":
+			if ch.ID == "" || ch.Title == "" {
+				return nil, errCode("invalid_arguments")
+			}
+			switch ch.Status {
+			case "", "pending", "in_progress", "complete", "error":
+			default:
+				return nil, errCode("invalid_arguments")
+			}
+		case "plan_update":
+			if ch.Title == "" {
+				return nil, errCode("invalid_arguments")
+			}
+		default:
+			return nil, errCode("invalid_arguments")
+		}
+	}
+	return chunks, nil
+}
+
+// applyChunks applies checked chunks to a streamed message.
+func applyChunks(m *Message, chunks []streamChunk) {
+	for _, ch := range chunks {
+		switch ch.Type {
+		case "markdown_text":
+			m.Text += ch.Text
+		case "plan_update":
+			m.Plan = ch.Title
+		case "task_update":
+			i := slices.IndexFunc(m.Tasks, func(t Task) bool { return t.ID == ch.ID })
+			if i < 0 {
+				m.Tasks = append(m.Tasks, Task{ID: ch.ID})
+				i = len(m.Tasks) - 1
+			}
+			t := &m.Tasks[i]
+			t.Title = ch.Title
+			if ch.Status != "" {
+				t.Status = ch.Status
+			}
+			if ch.Details != "" {
+				t.Details = ch.Details
+			}
+			if ch.Output != "" {
+				t.Output = ch.Output
+			}
+		}
+	}
 }
 
 func (s *Server) chatStartStream(c *call) (reply, *apiError) {
@@ -55,10 +145,19 @@ func (s *Server) chatStartStream(c *call) (reply, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	chunks, aerr := s.streamChunks(c)
+	if aerr != nil {
+		return nil, aerr
+	}
+	mode := c.p.Get("task_display_mode")
+	if mode != "" && mode != "timeline" && mode != "plan" {
+		return nil, errCode("invalid_arguments")
+	}
 	m := &Message{
 		Channel: cs.info.ID, TS: s.nextTS(), ThreadTS: parent.Root(), User: c.who.user, BotID: s.opts.BotID,
-		Text: text, Streaming: true,
+		Text: text, Streaming: true, TaskDisplay: mode,
 	}
+	applyChunks(m, chunks)
 	s.store(cs, m)
 	c.posted = append(c.posted, copyMessage(m))
 	return reply{"channel": cs.info.ID, "ts": m.TS}, nil
@@ -85,10 +184,15 @@ func (s *Server) chatAppendStream(c *call) (reply, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	if text == "" && c.p.Get("chunks") == "" {
+	chunks, aerr := s.streamChunks(c)
+	if aerr != nil {
+		return nil, aerr
+	}
+	if text == "" && len(chunks) == 0 {
 		return nil, errCode("no_text")
 	}
 	m.Text += text
+	applyChunks(m, chunks)
 	m.Appends++
 	s.touchMessage(m)
 	s.bump()
@@ -104,11 +208,16 @@ func (s *Server) chatStopStream(c *call) (reply, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	chunks, aerr := s.streamChunks(c)
+	if aerr != nil {
+		return nil, aerr
+	}
 	_, _, blocks, hasBlocks, md, aerr := s.content(c)
 	if aerr != nil {
 		return nil, aerr
 	}
 	m.Text += text
+	applyChunks(m, chunks)
 	if hasBlocks {
 		m.Blocks = blocks
 	}

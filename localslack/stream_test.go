@@ -3,6 +3,7 @@ package localslack_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,5 +101,67 @@ func TestDeleteSurvivesRestart(t *testing.T) {
 	defer s2.Close()
 	if n := len(s2.Messages("C1", root)); n != 1 {
 		t.Errorf("after a restart, %d messages in the thread, want the root only", n)
+	}
+}
+
+// Chunks: task_update cards are updated in place by id and keep the order they first came in,
+// plan_update sets the plan's title, markdown_text chunks add text after the tasks' updates;
+// a malformed chunk refuses the whole call and changes nothing.
+func TestStreamChunks(t *testing.T) {
+	ctx := context.Background()
+	srv, base := localslack.NewTestServer(t, workspace())
+	api := slack.New(srv.Options().Token, slack.OptionAPIURL(base))
+	_, root, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("explain", false), slack.MsgOptionUser("U1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipient := []slack.MsgOption{slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID("T1"), slack.MsgOptionTS(root)}
+	task := func(id, title string, status slack.TaskCardStatus) slack.TaskUpdateChunk {
+		c := slack.NewTaskUpdateChunk(id, title)
+		c.Status = status
+		return c
+	}
+	if _, _, err := api.StartStreamContext(ctx, "C1", append(recipient, slack.MsgOptionTaskDisplayMode("sideways"),
+		slack.MsgOptionChunks(task("1", "a", slack.TaskCardStatusPending)))...); slackCode(err) != "invalid_arguments" {
+		t.Errorf("task_display_mode sideways: %v, want invalid_arguments", err)
+	}
+	_, ts, err := api.StartStreamContext(ctx, "C1", append(recipient, slack.MsgOptionTaskDisplayMode(slack.TaskDisplayModeTimeline),
+		slack.MsgOptionChunks(slack.NewPlanUpdateChunk("Working on it"), task("1", "reading #sales history", slack.TaskCardStatusInProgress)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []slack.MsgOption{
+		slack.MsgOptionChunks(task("1", "reading #sales history", slack.TaskCardStatusComplete), task("2", "asking the research agent", slack.TaskCardStatusInProgress)),
+		slack.MsgOptionChunks(task("2", "asking the research agent", slack.TaskCardStatusComplete)),
+		slack.MsgOptionChunks(task("2", "asking the research agent", slack.TaskCardStatusComplete)), // the same update again
+		slack.MsgOptionChunks(slack.NewMarkdownTextChunk("The answer.")),
+	}
+	for _, o := range steps {
+		if _, _, err := api.AppendStreamContext(ctx, "C1", ts, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, bad := range map[string]slack.StreamChunk{
+		"a task without id":    task("", "x", slack.TaskCardStatusPending),
+		"a task without title": task("3", "", slack.TaskCardStatusPending),
+		"a status Slack lacks": task("1", "x", "done"),
+		"a plan without title": slack.NewPlanUpdateChunk(""),
+		"an unknown chunk":     slack.MarkdownTextChunk{Type: "sparkles", Text: "x"},
+	} {
+		// the valid chunk before the bad one must not be applied either
+		if _, _, err := api.AppendStreamContext(ctx, "C1", ts, slack.MsgOptionChunks(task("1", "changed", slack.TaskCardStatusError), bad)); slackCode(err) != "invalid_arguments" {
+			t.Errorf("%s: %v, want invalid_arguments", name, err)
+		}
+	}
+	if _, _, err := api.StopStreamContext(ctx, "C1", ts, slack.MsgOptionChunks(slack.NewMarkdownTextChunk(" More."))); err != nil {
+		t.Fatal(err)
+	}
+	m := srv.Messages("C1", root)[1]
+	want := []localslack.Task{
+		{ID: "1", Title: "reading #sales history", Status: "complete"},
+		{ID: "2", Title: "asking the research agent", Status: "complete"},
+	}
+	if m.Streaming || m.Text != "The answer. More." || m.Plan != "Working on it" || m.TaskDisplay != "timeline" || !slices.Equal(m.Tasks, want) {
+		t.Errorf("the stream: %+v, want tasks %+v", m, want)
 	}
 }

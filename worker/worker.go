@@ -399,6 +399,7 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
 		"NoteFromRun":           acts.NoteFromRun,
 		"SetThreadStatus":       acts.SetThreadStatus,
+		"StreamSteps":           acts.StreamSteps,
 		"KeepFeedback":          acts.KeepFeedback,
 		"StartAssistantThread":  acts.StartAssistantThread,
 		"SetThreadTitle":        acts.SetThreadTitle,

@@ -70,6 +70,10 @@ type harness struct {
 	// without the status API does); statuses are what it was asked to show, in order ("" clears).
 	statusWorks bool
 	statuses    []string
+	// timelineWorks makes StreamSteps open the timeline (by default Slack will not open a stream);
+	// timelines are its inputs, in order.
+	timelineWorks bool
+	timelines     []activities.TimelineInput
 	// promptIns are BuildSystemPrompt's inputs, in order.
 	promptIns []activities.PromptInput
 	// kept are the 👎 reasons KeepFeedback was asked to keep.
@@ -137,6 +141,7 @@ func (h *harness) register() {
 	reg("ResolveApprovalPrompt", acts.ResolveApprovalPrompt)
 	reg("NoteFromRun", acts.NoteFromRun)
 	reg("SetThreadStatus", acts.SetThreadStatus)
+	reg("StreamSteps", acts.StreamSteps)
 	reg("KeepFeedback", acts.KeepFeedback)
 	reg("StartAssistantThread", acts.StartAssistantThread)
 	reg("SetThreadTitle", acts.SetThreadTitle)
@@ -167,6 +172,19 @@ func (h *harness) register() {
 			return activities.ThreadStatusResult{Code: "not_allowed"}, nil
 		}
 		return activities.ThreadStatusResult{Supported: true}, nil
+	})
+	env.OnActivity("StreamSteps", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.TimelineInput) (activities.TimelineResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.timelines = append(h.timelines, in)
+		if !h.timelineWorks {
+			return activities.TimelineResult{Unavailable: true}, nil
+		}
+		h.order = append(h.order, fmt.Sprintf("timeline:%s:stop=%v", in.TS, in.Stop))
+		if in.TS == "" {
+			return activities.TimelineResult{TS: "400.1"}, nil
+		}
+		return activities.TimelineResult{TS: in.TS}, nil
 	})
 	env.OnActivity("NoteFromRun", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.NoteFromRunInput) (activities.NoteFromRunResult, error) {
 		h.mu.Lock()

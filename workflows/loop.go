@@ -132,10 +132,12 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 		}
 		r.status.Phase = "running_tools"
 		r.showStatus(ctx, stepStatus(reply.ToolCalls), false)
+		r.showSteps(ctx, reply.ToolCalls, nil)
 		results := r.runTools(ctx, reply.ToolCalls)
 		if ctx.Err() != nil { // safe boundary: after a tool batch; completed results stay in history
 			return "", RunCancelled, ""
 		}
+		r.showSteps(ctx, reply.ToolCalls, results)
 		if r.aborted != "" { // an operator chose abort while the run was parked on a failing tool
 			return agent.PartialResults(r.records, "", r.aborted), RunFailed, r.aborted
 		}

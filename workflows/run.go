@@ -126,6 +126,12 @@ type run struct {
 	// order: delivery keeps the one that is the answer and deletes the others.
 	stream  int
 	streams []streamedReply
+	// timeline is the run's steps as task cards in a stream opened at its first tool step
+	// (changeTimeline, timeline.go): its ts ("" for none), and timelineOff once the run shows no
+	// timeline (not versioned in, no stream, or Slack failed it).
+	timeline      string
+	timelineOff   bool
+	timelineCalls int
 
 	// The loop (loop.go): its turn, the model's last reply, what it must do next, the journal
 	// and the plan it keeps, the supervisor's last check, the gates' retries (gates.go).
@@ -426,6 +432,7 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	}
 	m := r.in.Message
 	var res activities.PostResult
+	r.stopTimeline(ctx)
 	streamTS, discard := r.settleStreams(answer)
 	err := workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, activities.DeliverInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,

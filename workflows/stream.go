@@ -36,7 +36,7 @@ func (r *run) streamTarget(ctx workflow.Context) *activities.StreamTarget {
 	if r.stream < 0 {
 		return nil
 	}
-	return &activities.StreamTarget{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Recipient: r.in.Requester}
+	return &activities.StreamTarget{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Recipient: r.in.Requester, TS: r.timeline}
 }
 
 // noteStream remembers what a model call streamed, and turns streaming off for the run when Slack
@@ -53,14 +53,26 @@ func (r *run) noteStream(reply activities.ModelReply) {
 
 // settleStreams picks the stream that shows answer (the latest with its exact text) and the streams
 // to delete (all the others).
+//
+// With a timeline (timeline.go), the timeline is the answer's message whatever it shows (delivery
+// rewrites it), and it is deleted with the others when the run stops before it answers.
 func (r *run) settleStreams(answer string) (keep string, discard []string) {
+	if r.timeline != "" && answer != "" {
+		keep = r.timeline
+	}
 	for i := len(r.streams) - 1; i >= 0; i-- {
 		s := r.streams[i]
+		if r.timeline != "" && s.ts == r.timeline {
+			continue
+		}
 		if keep == "" && answer != "" && s.text == answer {
 			keep = s.ts
 			continue
 		}
 		discard = append(discard, s.ts)
+	}
+	if r.timeline != "" && keep != r.timeline {
+		discard = append(discard, r.timeline)
 	}
 	return keep, discard
 }

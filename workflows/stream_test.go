@@ -79,3 +79,52 @@ func TestSettleStreams(t *testing.T) {
 		t.Errorf("an answer no stream shows: keep %q discard %v", keep, discard)
 	}
 }
+
+// With the timeline (changeTimeline): the first tool step opens it, each step is a task in progress
+// then complete (or error) by its call's ID, the model's calls stream into it, and delivery stops it
+// and keeps it as the answer, deleting no stream.
+func TestRunShowsItsStepsInTheTimeline(t *testing.T) {
+	h := newHarness(t)
+	h.timelineWorks = true
+	h.statusWorks = true
+	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
+	h.model = threeSteps
+	if _, err := h.runAgent(runInput("what did #sales say about the launch?")); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, in := range h.timelines {
+		s := in.TS + ":"
+		for _, task := range in.Tasks {
+			s += " " + task.ID + "=" + task.Status
+		}
+		if in.Stop {
+			s += " stop"
+		}
+		got = append(got, s)
+	}
+	want := []string{
+		": c1=in_progress", "400.1: c1=complete",
+		"400.1: c2=in_progress", "400.1: c2=complete",
+		"400.1: c3=in_progress c4=in_progress", "400.1: c3=complete c4=complete",
+		"400.1: stop",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("timeline updates:\n got %q\nwant %q", got, want)
+	}
+	if title := h.timelines[0].Tasks[0].Title; title != "reading #sales history" {
+		t.Errorf("the first task's title %q, want the status line's words", title)
+	}
+	if st := h.modelCalls[0].Stream; st == nil || st.TS != "" {
+		t.Errorf("the first model call streams on its own (no timeline yet): %+v", st)
+	}
+	for i, c := range h.modelCalls[1:] {
+		if c.Stream == nil || c.Stream.TS != "400.1" {
+			t.Errorf("model call %d does not stream into the timeline: %+v", i+2, c.Stream)
+		}
+	}
+	d := h.deliveries[len(h.deliveries)-1]
+	if d.StreamTS != "400.1" || len(d.Discard) != 0 || d.PlaceholderTS != "200.1" {
+		t.Errorf("delivery: stream %q discard %v placeholder %q, want the timeline as the answer", d.StreamTS, d.Discard, d.PlaceholderTS)
+	}
+}

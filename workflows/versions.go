@@ -127,6 +127,13 @@ const (
 	// thread titles it (SetThreadTitle), both local activities. Read where either happens: only a
 	// lane that greets or gets a first request in a DM records it.
 	changeAssistantThreads = "assistant-threads"
+	// changeTimeline (issue 24), in the agent run (not a sub-agent): where the run streams
+	// (changeStreamAnswer), its first tool step opens a stream of its own, the timeline (the
+	// StreamSteps activity), in which each tool call is a task card (in progress, then complete or
+	// error); the model's text reply is appended to it (StreamTarget.TS), and delivery stops it and
+	// turns it into the answer. Read at the run's first tool step that can stream: only a run that
+	// gets there records it, and a history recorded before replays without the timeline.
+	changeTimeline = "timeline"
 )
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's

@@ -24,6 +24,8 @@ func HumanToolName(name string) string {
 	// Integrations and workspace tools.
 	case "lucy_spaces_init":
 		return "setting up the project"
+	case "lucy_current_time":
+		return "checking the time"
 	case "lucy_spaces_deploy":
 		return "deploying your app"
 	case "lucy_generate_excel":
