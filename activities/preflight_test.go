@@ -17,7 +17,7 @@ import (
 	"github.com/lucy-agent/lucy/workspace"
 )
 
-// The history pre-flight (seed 000): a request that refers to an earlier conversation runs Slack's
+// The history pre-flight: a request that refers to an earlier conversation runs Slack's
 // history search for the requester (their user token, their access) before the first model call, and
 // its best hits join the memory block; a request that does not refer to one searches nothing.
 func TestHistoryPreflightAddsEarlierConversationsToTheBlock(t *testing.T) {

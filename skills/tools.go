@@ -12,7 +12,8 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 )
 
-// The tools' names (fixed: DESIGN.md names lucy_load_skill).
+// The tools' names: wire names (the model's transcript, history), listed among the fixed names in
+// docs/architecture.md.
 const (
 	LoadTool = "lucy_load_skill"
 	SaveTool = "lucy_save_skill"
