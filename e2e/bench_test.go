@@ -154,7 +154,7 @@ func (s *stack) load(b *testing.B, rate int, d time.Duration) (acks []time.Durat
 			}
 			threads[i] = ts
 			start := time.Now()
-			resp := s.event("app_mention", fmt.Sprintf("Ev-load-%d", i), text, ts, "", human)
+			resp := s.eventOnce("app_mention", fmt.Sprintf("Ev-load-%d", i), text, ts, "", human)
 			acks[i] = time.Since(start)
 			if resp.StatusCode != http.StatusOK {
 				b.Errorf("event %d acknowledged with %d", i, resp.StatusCode)
