@@ -5,8 +5,6 @@ import (
 	"testing"
 )
 
-
-
 func TestBlockedAddr(t *testing.T) {
 	tests := []struct {
 		addr    string

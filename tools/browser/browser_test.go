@@ -1,0 +1,319 @@
+package browser
+
+import (
+	"bytes"
+	"fmt"
+	"image/png"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/files"
+	"github.com/lucy-agent/lucy/tools/tooltest"
+	"github.com/lucy-agent/lucy/tools/web"
+	"github.com/lucy-agent/lucy/workspace"
+)
+
+// chromium is the browser the tests run, or they skip (the CI job installs Debian's chromium).
+func chromium(t *testing.T) string {
+	t.Helper()
+	p := Find(os.Getenv("LUCY_CHROMIUM"))
+	if p == "" {
+		t.Skip("no Chromium on this machine (apt-get install chromium, or set LUCY_CHROMIUM): lucy_browse cannot be tested")
+	}
+	return p
+}
+
+// refusedServer is a server on loopback the page must never reach: it counts every connection made to
+// it, whatever the request.
+func refusedServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "<html><body><p>SECRET FROM THE INTERNAL SERVER</p></body></html>")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv, &conns
+}
+
+// site serves the pages the tests open; refused is the address the pages try to reach.
+func site(t *testing.T, refused string) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	page := func(path, body string) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprint(w, body)
+		})
+	}
+	// The text is in neither the HTML nor the script: the script fetches it (an XHR through the
+	// proxy) and writes it into the page.
+	page("/js", `<!doctype html><html><head><title>Quarterly report</title></head><body><div id="app"></div>
+<script>
+fetch("/data.json").then(r => r.json()).then(d => {
+  const h = document.createElement("h1"); h.textContent = d.heading;
+  const p = document.createElement("p"); p.textContent = d.body;
+  document.getElementById("app").append(h, p);
+});
+</script></body></html>`)
+	mux.HandleFunc("/data.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"heading":"Revenue grew 12 percent","body":"Sales in the northern region reached 4.2 million."}`)
+	})
+	// A page that tries every way out to the refused server and to a local file.
+	page("/probe", `<!doctype html><html><head><title>Probe</title>
+<link rel="stylesheet" href="http://`+refused+`/style.css"></head><body>
+<p id="status">probing</p>
+<img src="http://`+refused+`/img.png">
+<iframe src="file:///etc/hostname"></iframe>
+<iframe src="http://`+refused+`/frame"></iframe>
+<script>
+const results = [];
+const done = () => { if (results.length === 3) document.getElementById("status").textContent = "probe done: " + results.join(", "); };
+fetch("http://`+refused+`/xhr").then(() => results.push("xhr reached")).catch(() => results.push("xhr refused")).finally(done);
+fetch("file:///etc/hostname").then(() => results.push("file reached")).catch(() => results.push("file refused")).finally(done);
+try {
+  const ws = new WebSocket("ws://`+refused+`/ws");
+  ws.onopen = () => { results.push("ws reached"); done(); };
+  ws.onerror = () => { results.push("ws refused"); done(); };
+} catch (e) { results.push("ws refused"); done(); }
+window.open("file:///etc/hostname");
+</script></body></html>`)
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://"+refused+"/secret", http.StatusFound)
+	})
+	page("/form", `<!doctype html><html><head><title>Form</title></head><body>
+<input name="q" id="q"><button id="go" onclick="document.getElementById('out').textContent = 'You searched for ' + document.getElementById('q').value">Go</button>
+<p id="out"></p>
+<div id="later"></div>
+<script>setTimeout(() => { document.getElementById("later").innerHTML = "<p id=ready>Loaded later</p>"; }, 300);</script>
+</body></html>`)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// testBrowser is lucy_browse with exactly the site's host:port allowed among private addresses, and
+// a workspace whose Slack is a localslack server.
+type testBrowser struct {
+	r     *tools.Runner
+	slack *localslack.Server
+	site  *httptest.Server
+	web   *web.Fetcher
+	// refusedConns counts the connections that reached the refused server.
+	refusedConns *atomic.Int32
+	refused      string
+	proxyArgs    []string
+}
+
+func newTestBrowser(t *testing.T) *testBrowser {
+	t.Helper()
+	exe := chromium(t)
+	refusedSrv, conns := refusedServer(t)
+	refused := strings.TrimPrefix(refusedSrv.URL, "http://")
+	s := site(t, refused)
+	hosts, err := tools.ParseAllowedPrivateHosts(strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	slackSrv, base := localslack.NewTestServer(t, localslack.Options{
+		Team:     tooltest.Team,
+		Users:    []localslack.User{{ID: "ULOCAL", Name: "local", RealName: "Local Person"}},
+		Channels: []localslack.Channel{{ID: "CLOCAL", Name: "general"}},
+	})
+	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
+	ws := files.New(workspace.NewLocal(t.TempDir()), func(string) files.Slack { return bot })
+	b := New(exe, hosts, ws, Limits{Total: 25 * time.Second, Settle: 4 * time.Second})
+	f := web.New(nil, hosts, web.SearchConfig{})
+	r, err := tools.NewRunner(zerolog.Nop(), []any{b, f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testBrowser{r: r, slack: slackSrv, site: s, web: f, refusedConns: conns, refused: refused}
+}
+
+func (tb *testBrowser) browse(t *testing.T, args string) (tools.Output, error) {
+	t.Helper()
+	return tooltest.Run(t, tb.r, Browse, args)
+}
+
+// noBrowserLeft fails when a process of a browser this package started is still running.
+func noBrowserLeft(t *testing.T) {
+	t.Helper()
+	if left := chromeProcesses(); len(left) > 0 {
+		t.Errorf("browser processes outlived the call: %v", left)
+	}
+}
+
+// chromeProcesses lists the processes started with one of this package's guard proxies (each call's
+// browser and its children carry --proxy-server=http://127.0.0.1:…).
+func chromeProcesses() []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(cmdline, []byte("--proxy-bypass-list=<-loopback>")) && bytes.Contains(cmdline, []byte("--proxy-server=http://127.0.0.1:")) {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestBrowseReadsScriptBuiltPage: the page's text is built by JavaScript from an XHR. lucy_web_fetch
+// reads nothing of it and says the page is script-built; lucy_browse reads it. No browser process is
+// left after the call.
+func TestBrowseReadsScriptBuiltPage(t *testing.T) {
+	tb := newTestBrowser(t)
+	fetched := tooltest.MustRun(t, tb.r, tools.WebFetch, fmt.Sprintf(`{"url": %q}`, tb.site.URL+"/js"))
+	if strings.Contains(fetched.Content, "Revenue grew") {
+		t.Fatalf("lucy_web_fetch read the script-built text; the test page is wrong:\n%s", fetched.Content)
+	}
+	tooltest.WantContains(t, fetched.Content, "built by JavaScript", "lucy_browse")
+
+	start := time.Now()
+	out, err := tb.browse(t, fmt.Sprintf(`{"url": %q}`, tb.site.URL+"/js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lucy_browse took %s", time.Since(start).Round(time.Millisecond))
+	tooltest.WantOK(t, out, "URL: "+tb.site.URL+"/js", "Title: Quarterly report", "# Revenue grew 12 percent",
+		"Sales in the northern region reached 4.2 million.")
+	noBrowserLeft(t)
+}
+
+// TestBrowseRefusesPrivateAddresses: a page that loads a stylesheet, an image, a frame, an XHR and a
+// WebSocket from another loopback address, and opens file: URLs, gets none of them: the refused
+// server never sees a connection, and no file's content is read. A page that redirects to the
+// refused address, or a URL at it, is refused whole.
+func TestBrowseRefusesPrivateAddresses(t *testing.T) {
+	tb := newTestBrowser(t)
+	hostname, _ := os.ReadFile("/etc/hostname")
+
+	out, err := tb.browse(t, fmt.Sprintf(`{"url": %q, "steps": [{"action": "wait_for", "selector": "#status"}]}`, tb.site.URL+"/probe"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s", out.Content)
+	tooltest.WantOK(t, out, "probe done", "xhr refused", "file refused", "ws refused", "request(s) of the page were refused", tb.refused)
+	if h := strings.TrimSpace(string(hostname)); h != "" && strings.Contains(out.Content, h) {
+		t.Errorf("the page read a local file (/etc/hostname holds %q):\n%s", h, out.Content)
+	}
+	if strings.Contains(out.Content, "SECRET FROM THE INTERNAL SERVER") {
+		t.Errorf("the page read the refused server")
+	}
+
+	_, err = tb.browse(t, fmt.Sprintf(`{"url": %q}`, tb.site.URL+"/redirect"))
+	tooltest.WantArgError(t, err, tools.WebFetch, "private, loopback, link-local or reserved")
+
+	_, err = tb.browse(t, fmt.Sprintf(`{"url": %q}`, "http://"+tb.refused+"/direct"))
+	tooltest.WantArgError(t, err, tools.WebFetch, "private, loopback, link-local or reserved")
+
+	_, err = tb.browse(t, `{"url": "file:///etc/hostname"}`)
+	tooltest.WantArgError(t, err, Browse, "not an absolute http or https URL")
+
+	if n := tb.refusedConns.Load(); n != 0 {
+		t.Errorf("the refused server saw %d connection(s); it must see none", n)
+	}
+	noBrowserLeft(t)
+}
+
+// TestBrowseStepsAndScreenshot: steps wait for a late element, fill an input and click; the
+// screenshot is saved in the workspace and shared in the thread, and it decodes as a PNG.
+func TestBrowseStepsAndScreenshot(t *testing.T) {
+	tb := newTestBrowser(t)
+	out, err := tb.browse(t, fmt.Sprintf(`{"url": %q, "screenshot": true, "steps": [
+		{"action": "wait_for", "selector": "#ready"},
+		{"action": "fill", "selector": "#q", "text": "blue boats"},
+		{"action": "click", "selector": "#go"},
+		{"action": "scroll"}]}`, tb.site.URL+"/form"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooltest.WantOK(t, out, "Loaded later", "You searched for blue boats", "1. waited for #ready", "3. clicked #go",
+		"shared it in the thread")
+	id := regexp.MustCompile(`Slack file (F[A-Z0-9]+)`).FindStringSubmatch(out.Content)
+	if id == nil {
+		t.Fatalf("no Slack file in the result:\n%s", out.Content)
+	}
+	f, ok := tb.slack.File(id[1])
+	if !ok || !f.Uploaded || f.Channel != "CLOCAL" || f.ThreadTS != "1700000000.000100" {
+		t.Fatalf("the screenshot is not shared in the thread: %+v", f)
+	}
+	img, err := png.Decode(bytes.NewReader(f.Content))
+	if err != nil {
+		t.Fatalf("the screenshot is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() < 800 || b.Dy() < 600 {
+		t.Errorf("the screenshot is %dx%d, want the 1280x900 window", b.Dx(), b.Dy())
+	}
+	if !strings.HasPrefix(f.Name, "127.0.0.1-") || !strings.HasSuffix(f.Name, ".png") {
+		t.Errorf("the screenshot's name is %q", f.Name)
+	}
+	noBrowserLeft(t)
+}
+
+// TestBrowseFillCarryingDataWaitsForApproval: a fill step that types what looks like encoded data is
+// held for the person's approval, and no browser starts.
+func TestBrowseFillCarryingDataWaitsForApproval(t *testing.T) {
+	tb := newTestBrowser(t)
+	secret := strings.Repeat("aG9zdG5hbWU9c2VjcmV0LWRhdGEtZnJvbS10aGUtcnVu", 3)
+	out, err := tb.browse(t, fmt.Sprintf(`{"url": %q, "steps": [{"action": "fill", "selector": "#q", "text": %q}]}`, tb.site.URL+"/form", secret))
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := tooltest.WantHeld(t, out, "carries data")
+	if !strings.Contains(need.Details, secret) {
+		t.Errorf("the approval does not show the text:\n%s", need.Details)
+	}
+	noBrowserLeft(t)
+}
+
+// TestBrowseWithheldWithoutChromium: without a Chromium binary the tool is not offered (Available,
+// Spec) and a call says why; it is offered with one.
+func TestBrowseWithheldWithoutChromium(t *testing.T) {
+	if Find("/nonexistent/chromium") != "" {
+		t.Fatal("Find accepted a binary that does not exist")
+	}
+	without, err := tools.NewRunner(zerolog.Nop(), []any{New("", tools.PrivateHosts{}, nil, Limits{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range without.Available(t.Context(), tooltest.Team) {
+		if s.Name == Browse {
+			t.Errorf("%s is offered without Chromium", Browse)
+		}
+	}
+	if _, ok := without.Spec(t.Context(), tooltest.Team, Browse); ok {
+		t.Errorf("Spec(%s) found without Chromium", Browse)
+	}
+	_, err = tooltest.Run(t, without, Browse, `{"url": "https://example.com/"}`)
+	tooltest.WantArgError(t, err, Browse, "not available", "apt-get install chromium")
+
+	with, err := tools.NewRunner(zerolog.Nop(), []any{New("/usr/bin/chromium", tools.PrivateHosts{}, nil, Limits{})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := with.Spec(t.Context(), tooltest.Team, Browse); !ok {
+		t.Errorf("%s is not offered with Chromium", Browse)
+	}
+}
