@@ -130,10 +130,11 @@ var _ = tools.Register(tools.Def{
 						"action": map[string]any{"type": "string", "enum": []string{"click", "fill", "scroll", "wait_for"},
 							"description": "click an element; fill an input with text; scroll an element into view (or, without a selector, down one screen); wait_for an element to appear."},
 						"selector": map[string]any{"type": "string", "maxLength": 500,
-							"description": "A CSS selector, e.g. button#load-more or input[name=q]. Needed by click, fill and wait_for."},
-						"text": map[string]any{"type": "string", "maxLength": maxFillChars, "description": "The text fill types."},
+							"description": "A CSS selector, e.g. button#load-more or input[name=q]. Needed by click, fill and wait_for; \"\" for scroll to scroll down one screen."},
+						"text": map[string]any{"type": "string", "maxLength": maxFillChars, "description": "The text fill types; \"\" for the other actions."},
 					},
-					"required":             []string{"action"},
+					// Every field listed: nested objects name all their fields in required (ValidateArgs).
+					"required":             []string{"action", "selector", "text"},
 					"additionalProperties": false,
 				},
 			}},
@@ -239,7 +240,8 @@ func (b *Browser) dataGuard(ctx context.Context, inv tools.Invocation, u *url.UR
 				"me to send this there.", tools.MrkdwnEscape(u.Hostname()), tools.MrkdwnEscape(strings.Replace(why, "the query parameter \"q\"", "the text", 1)))
 			details := "Step " + fmt.Sprint(i+1) + " types into `" + tools.MrkdwnEscape(s.Selector) + "`:\n```\n" +
 				strings.ReplaceAll(tools.MrkdwnEscape(s.Text), "```", "`\u200b`\u200b`") + "\n```"
-			return &tools.Output{Content: "Nothing was opened: a fill step types text that carries data, so it needs the person's approval.",
+			return &tools.Output{Content: fmt.Sprintf("Nothing was changed: the page was not opened, because step %d types text that carries "+
+				"data (%s), so it needs the person's approval.", i+1, strings.Replace(why, "the query parameter \"q\"", "the text", 1)),
 				NeedsApproval: &tools.ApprovalNeed{Summary: summary, Details: details, Guard: guard}}, nil
 		}
 	}

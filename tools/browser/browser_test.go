@@ -87,13 +87,13 @@ fetch("/data.json").then(r => r.json()).then(d => {
 <script>
 const results = [];
 const done = () => { if (results.length === 3) document.getElementById("status").textContent = "probe done: " + results.join(", "); };
-fetch("http://`+refused+`/xhr").then(() => results.push("xhr reached")).catch(() => results.push("xhr refused")).finally(done);
-fetch("file:///etc/hostname").then(() => results.push("file reached")).catch(() => results.push("file refused")).finally(done);
+fetch("http://`+refused+`/xhr").then(() => results.push("xhr reached")).catch(() => results.push("xhr failed")).finally(done);
+fetch("file:///etc/hostname").then(() => results.push("file reached")).catch(() => results.push("file failed")).finally(done);
 try {
   const ws = new WebSocket("ws://`+refused+`/ws");
   ws.onopen = () => { results.push("ws reached"); done(); };
-  ws.onerror = () => { results.push("ws refused"); done(); };
-} catch (e) { results.push("ws refused"); done(); }
+  ws.onerror = () => { results.push("ws failed"); done(); };
+} catch (e) { results.push("ws failed"); done(); }
 window.open("file:///etc/hostname");
 </script></body></html>`)
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
@@ -115,6 +115,7 @@ window.open("file:///etc/hostname");
 type testBrowser struct {
 	r     *tools.Runner
 	slack *localslack.Server
+	bot   *slack.Client
 	site  *httptest.Server
 	web   *web.Fetcher
 	// refusedConns counts the connections that reached the refused server.
@@ -146,7 +147,7 @@ func newTestBrowser(t *testing.T) *testBrowser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testBrowser{r: r, slack: slackSrv, site: s, web: f, refusedConns: conns, refused: refused}
+	return &testBrowser{r: r, slack: slackSrv, bot: bot, site: s, web: f, refusedConns: conns, refused: refused}
 }
 
 func (tb *testBrowser) browse(t *testing.T, args string) (tools.Output, error) {
@@ -209,12 +210,12 @@ func TestBrowseRefusesPrivateAddresses(t *testing.T) {
 	tb := newTestBrowser(t)
 	hostname, _ := os.ReadFile("/etc/hostname")
 
-	out, err := tb.browse(t, fmt.Sprintf(`{"url": %q, "steps": [{"action": "wait_for", "selector": "#status"}]}`, tb.site.URL+"/probe"))
+	out, err := tb.browse(t, fmt.Sprintf(`{"url": %q, "steps": [{"action": "wait_for", "selector": "#status", "text": ""}]}`, tb.site.URL+"/probe"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s", out.Content)
-	tooltest.WantOK(t, out, "probe done", "xhr refused", "file refused", "ws refused", "request(s) of the page were refused", tb.refused)
+	tooltest.WantOK(t, out, "probe done", "xhr failed", "file failed", "ws failed", "request(s) of the page were refused", tb.refused)
 	if h := strings.TrimSpace(string(hostname)); h != "" && strings.Contains(out.Content, h) {
 		t.Errorf("the page read a local file (/etc/hostname holds %q):\n%s", h, out.Content)
 	}
@@ -241,11 +242,18 @@ func TestBrowseRefusesPrivateAddresses(t *testing.T) {
 // screenshot is saved in the workspace and shared in the thread, and it decodes as a PNG.
 func TestBrowseStepsAndScreenshot(t *testing.T) {
 	tb := newTestBrowser(t)
-	out, err := tb.browse(t, fmt.Sprintf(`{"url": %q, "screenshot": true, "steps": [
-		{"action": "wait_for", "selector": "#ready"},
+	// The thread the screenshot is shared in.
+	_, root, err := tb.bot.PostMessageContext(t.Context(), "CLOCAL", slack.MsgOptionText("can you look at the form?", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := tooltest.Invocation(Browse, fmt.Sprintf(`{"url": %q, "screenshot": true, "steps": [
+		{"action": "wait_for", "selector": "#ready", "text": ""},
 		{"action": "fill", "selector": "#q", "text": "blue boats"},
-		{"action": "click", "selector": "#go"},
-		{"action": "scroll"}]}`, tb.site.URL+"/form"))
+		{"action": "click", "selector": "#go", "text": ""},
+		{"action": "scroll", "selector": "", "text": ""}]}`, tb.site.URL+"/form"), "ULOCAL")
+	inv.ThreadTS = root
+	out, err := tb.r.Run(t.Context(), inv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +264,7 @@ func TestBrowseStepsAndScreenshot(t *testing.T) {
 		t.Fatalf("no Slack file in the result:\n%s", out.Content)
 	}
 	f, ok := tb.slack.File(id[1])
-	if !ok || !f.Uploaded || f.Channel != "CLOCAL" || f.ThreadTS != "1700000000.000100" {
+	if !ok || !f.Uploaded || f.Channel != "CLOCAL" || f.ThreadTS != root {
 		t.Fatalf("the screenshot is not shared in the thread: %+v", f)
 	}
 	img, err := png.Decode(bytes.NewReader(f.Content))

@@ -218,7 +218,7 @@ func (b *Browser) runStep(ctx context.Context, s step) (string, error) {
 		return "clicked " + s.Selector, chromedp.Do(sctx, chromedp.Click(sel, chromedp.NodeVisible))
 	case "fill":
 		return fmt.Sprintf("filled %s with %d characters", s.Selector, len(s.Text)),
-			chromedp.Do(sctx, chromedp.SetValue(sel, ""), chromedp.SendKeys(sel, s.Text, chromedp.NodeVisible))
+			chromedp.Do(sctx, chromedp.Clear(sel, chromedp.NodeVisible), chromedp.SendKeys(sel, s.Text, chromedp.NodeVisible))
 	case "scroll":
 		if s.Selector == "" {
 			return "scrolled down one screen", chromedp.Do(sctx, chromedp.Evaluate[chromedp.Void](`window.scrollBy(0, window.innerHeight)`))
