@@ -215,6 +215,11 @@ func TestBrowseRefusesPrivateAddresses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%s", out.Content)
+	// The page's own view (each attempt failed) does not tell a refusal from a server that said no
+	// (CORS, no WebSocket there): the refused server's connection count does.
+	if n := tb.refusedConns.Load(); n != 0 {
+		t.Errorf("the refused server saw %d connection(s) from the page; it must see none", n)
+	}
 	tooltest.WantOK(t, out, "probe done", "xhr failed", "file failed", "ws failed", "request(s) of the page were refused", tb.refused)
 	if h := strings.TrimSpace(string(hostname)); h != "" && strings.Contains(out.Content, h) {
 		t.Errorf("the page read a local file (/etc/hostname holds %q):\n%s", h, out.Content)
@@ -224,6 +229,9 @@ func TestBrowseRefusesPrivateAddresses(t *testing.T) {
 	}
 
 	_, err = tb.browse(t, fmt.Sprintf(`{"url": %q}`, tb.site.URL+"/redirect"))
+	if n := tb.refusedConns.Load(); n != 0 {
+		t.Errorf("the refused server saw %d connection(s) after a redirect to it; it must see none", n)
+	}
 	tooltest.WantArgError(t, err, tools.WebFetch, "private, loopback, link-local or reserved")
 
 	_, err = tb.browse(t, fmt.Sprintf(`{"url": %q}`, "http://"+tb.refused+"/direct"))
