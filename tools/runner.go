@@ -32,7 +32,7 @@ type Source interface {
 type Runner struct {
 	handlers map[string]Handler
 	// withheld are bound tools this worker cannot run (their domain's Offers says no: the machine
-	// lacks what they need, such as a browser): not offered, and a call of one says why.
+	// lacks what they need, such as a browser): not offered; their handler says why to a call.
 	withheld map[string]string
 	sources  []Source
 	log      zerolog.Logger
@@ -41,7 +41,9 @@ type Runner struct {
 // Offerer is implemented by a domain whose tools need something of the machine the worker runs on
 // (lucy_browse needs a Chromium binary). Offers reports whether the worker offers the tool, and if
 // not, why, in words for the model. A tool it withholds is left out of what runs are offered
-// (Available, Spec), so that the model never sees a tool it cannot use.
+// (Available, Spec), so that the model never sees a tool it cannot use. Its handler is still bound:
+// a call that reaches this worker anyway (offered by another worker when the run started) has its
+// arguments checked as anywhere else, and the handler says why it cannot run here.
 type Offerer interface {
 	Offers(tool string) (ok bool, why string)
 }
@@ -175,10 +177,6 @@ func (r *Runner) handler(ctx context.Context, inv Invocation) (Handler, error) {
 	if t, ok := find(inv.Name); ok {
 		if t.def.Spec.Builtin {
 			return nil, fmt.Errorf("run %s: %w", inv.Name, ErrBuiltin)
-		}
-		if why, no := r.withheld[inv.Name]; no {
-			// Offered by another worker when the run started (a worker with a browser), run here.
-			return nil, ArgErrorf(inv.Name, "%s is not available on the worker that ran this call: %s; use another tool or tell the person", inv.Name, why)
 		}
 		if h := r.handlers[inv.Name]; h != nil {
 			return h, nil

@@ -163,10 +163,6 @@ func (b *Browser) browse(ctx context.Context, inv tools.Invocation) (tools.Outpu
 	if err := tools.DecodeArgs(inv, &args); err != nil {
 		return tools.Output{}, err
 	}
-	if b.exec == "" {
-		_, why := b.Offers(Browse)
-		return tools.Output{}, tools.ArgErrorf(Browse, "%s is not available here: %s; use lucy_web_fetch or tell the person", Browse, why)
-	}
 	for i, s := range args.Steps {
 		if s.Selector == "" && s.Action != "scroll" {
 			return tools.Output{}, tools.ArgErrorf(Browse, "step %d (%s) needs a selector", i+1, s.Action)
@@ -185,6 +181,10 @@ func (b *Browser) browse(ctx context.Context, inv tools.Invocation) (tools.Outpu
 	shown := tools.RedactURL(u)
 	if err := tools.RefuseCredentials(u, shown); err != nil {
 		return tools.Output{}, err
+	}
+	if b.exec == "" {
+		_, why := b.Offers(Browse)
+		return tools.Output{}, tools.ArgErrorf(Browse, "%s is not available here: %s; use lucy_web_fetch or tell the person", Browse, why)
 	}
 	if hold, err := b.dataGuard(ctx, inv, u, forms, args.Steps); hold != nil || err != nil {
 		if err != nil {
@@ -323,4 +323,22 @@ func fileSafe(s string) string {
 		return "page"
 	}
 	return tools.Truncate(b.String(), 80)
+}
+
+// Available reports whether a browser binary was found (a monitor made with render needs one).
+func (b *Browser) Available() bool { return b.exec != "" }
+
+// PageText opens u in a browser of its own, under the same rules as lucy_browse (every request the
+// page makes checked by the address rule, no downloads, a fresh profile), lets it settle and returns
+// its final URL and readable text: a page monitor made with render.
+func (b *Browser) PageText(ctx context.Context, u *url.URL) (final, text string, err error) {
+	if b.exec == "" {
+		return "", "", errors.New("no browser is installed")
+	}
+	page, err := b.render(ctx, u.String(), nil, false)
+	if err != nil {
+		return "", "", err
+	}
+	_, text = web.PageMarkdown(page.html, page.base())
+	return page.finalURL, text, nil
 }
