@@ -94,14 +94,14 @@ type MonitorResult struct {
 
 // Limits.
 const (
-	minEveryMinutes    = 1
-	maxEveryMinutes    = 7 * 24 * 60
-	monitorTimeout     = 15 * time.Second
+	minEveryMinutes = 1
+	maxEveryMinutes = 7 * 24 * 60
+	monitorTimeout  = 15 * time.Second
 	// monitorRenderTimeout bounds a rendered page check: within the check activity's 30 s.
 	monitorRenderTimeout = 25 * time.Second
-	monitorBodyLimit   = 2 << 20
-	defaultEvery       = 5
-	monitorEvidenceMax = 300
+	monitorBodyLimit     = 2 << 20
+	defaultEvery         = 5
+	monitorEvidenceMax   = 300
 )
 
 var jsonOps = []string{"<", "<=", ">", ">=", "==", "!="}
