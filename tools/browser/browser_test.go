@@ -54,7 +54,7 @@ func refusedServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 }
 
 // site serves the pages the tests open; refused is the address the pages try to reach.
-func site(t *testing.T, refused string) *httptest.Server {
+func site(t testing.TB, refused string) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	page := func(path, body string) {
@@ -121,7 +121,6 @@ type testBrowser struct {
 	// refusedConns counts the connections that reached the refused server.
 	refusedConns *atomic.Int32
 	refused      string
-	proxyArgs    []string
 }
 
 func newTestBrowser(t *testing.T) *testBrowser {
@@ -331,5 +330,33 @@ func TestBrowseWithheldWithoutChromium(t *testing.T) {
 	}
 	if _, ok := with.Spec(t.Context(), tooltest.Team, Browse); !ok {
 		t.Errorf("%s is not offered with Chromium", Browse)
+	}
+}
+
+// BenchmarkBrowse is one lucy_browse call of the script-built page: a browser started with a fresh
+// profile, the page loaded and settled, its text read, the browser gone. It reports the wall time of
+// a call: the figure is what a person waits for a page built by one script and one XHR.
+func BenchmarkBrowse(b *testing.B) {
+	exe := Find(os.Getenv("LUCY_CHROMIUM"))
+	if exe == "" {
+		b.Skip("no Chromium on this machine (apt-get install chromium)")
+	}
+	s := site(b, "127.0.0.1:9")
+	hosts, err := tools.ParseAllowedPrivateHosts(strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	br := New(exe, hosts, nil, Limits{})
+	r, err := tools.NewRunner(zerolog.Nop(), []any{br})
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := fmt.Sprintf(`{"url": %q}`, s.URL+"/js")
+	b.ResetTimer()
+	for b.Loop() {
+		out, err := r.Run(b.Context(), tooltest.Invocation(Browse, args, "ULOCAL"))
+		if err != nil || !strings.Contains(out.Content, "Revenue grew") {
+			b.Fatalf("%v %+v", err, out)
+		}
 	}
 }

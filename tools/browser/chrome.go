@@ -83,6 +83,8 @@ func (b *Browser) render(ctx context.Context, target string, steps []step, scree
 		chromedp.Flag("disable-quic", true),
 		chromedp.Flag("dns-prefetch-disable", true),
 		chromedp.Flag("js-flags", "--max-old-space-size="+strconv.Itoa(jsHeapMB)),
+		// One page: no more renderer processes than a page and a frame need.
+		chromedp.Flag("renderer-process-limit", "2"),
 		chromedp.Flag("disable-file-system", true),
 		chromedp.Flag("no-pings", true),
 		chromedp.WindowSize(1280, 900),
