@@ -48,12 +48,15 @@ const (
 type Limits struct {
 	// Total bounds the whole call: start, navigation, settling, steps, reading (45 s).
 	Total time.Duration
+	// Load bounds the wait for the page's load event: past it the page is read as it is (a page that
+	// never finishes loading, such as one that streams or polls, still has text) (20 s).
+	Load time.Duration
 	// Settle bounds the wait for the page to become quiet after a navigation or a step (8 s).
 	Settle time.Duration
 }
 
 // DefaultLimits are the limits of lucy_browse.
-var DefaultLimits = Limits{Total: 45 * time.Second, Settle: 8 * time.Second}
+var DefaultLimits = Limits{Total: 45 * time.Second, Load: 20 * time.Second, Settle: 8 * time.Second}
 
 // Browser is the domain of lucy_browse. It is safe for concurrent use: each call starts its own browser.
 type Browser struct {
@@ -69,6 +72,9 @@ type Browser struct {
 func New(chromium string, hosts tools.PrivateHosts, ws *files.Workspace, limits Limits) *Browser {
 	if limits.Total <= 0 {
 		limits.Total = DefaultLimits.Total
+	}
+	if limits.Load <= 0 {
+		limits.Load = DefaultLimits.Load
 	}
 	if limits.Settle <= 0 {
 		limits.Settle = DefaultLimits.Settle

@@ -99,6 +99,12 @@ window.open("file:///etc/hostname");
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://"+refused+"/secret", http.StatusFound)
 	})
+	mux.HandleFunc("/redirect-tls", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "https://"+refused+"/secret", http.StatusFound)
+	})
+	// A page whose load event never comes: an image that never answers.
+	page("/never-loads", `<!doctype html><html><head><title>Streaming</title></head><body><p>Live prices below.</p><img src="/hang"></body></html>`)
+	mux.HandleFunc("/hang", func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
 	page("/form", `<!doctype html><html><head><title>Form</title></head><body>
 <input name="q" id="q"><button id="go" onclick="document.getElementById('out').textContent = 'You searched for ' + document.getElementById('q').value">Go</button>
 <p id="out"></p>
@@ -140,7 +146,7 @@ func newTestBrowser(t *testing.T) *testBrowser {
 	})
 	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
 	ws := files.New(workspace.NewLocal(t.TempDir()), func(string) files.Slack { return bot })
-	b := New(exe, hosts, ws, Limits{Total: 25 * time.Second, Settle: 4 * time.Second})
+	b := New(exe, hosts, ws, Limits{Total: 25 * time.Second, Load: 5 * time.Second, Settle: 4 * time.Second})
 	f := web.New(nil, hosts, web.SearchConfig{})
 	r, err := tools.NewRunner(zerolog.Nop(), []any{b, f})
 	if err != nil {
@@ -233,6 +239,10 @@ func TestBrowseRefusesPrivateAddresses(t *testing.T) {
 	}
 	tooltest.WantArgError(t, err, tools.WebFetch, "private, loopback, link-local or reserved")
 
+	// Through a CONNECT tunnel (https), which the proxy refuses before any byte of TLS.
+	_, err = tb.browse(t, fmt.Sprintf(`{"url": %q}`, tb.site.URL+"/redirect-tls"))
+	tooltest.WantArgError(t, err, tools.WebFetch, "private, loopback, link-local or reserved")
+
 	_, err = tb.browse(t, fmt.Sprintf(`{"url": %q}`, "http://"+tb.refused+"/direct"))
 	tooltest.WantArgError(t, err, tools.WebFetch, "private, loopback, link-local or reserved")
 
@@ -283,6 +293,22 @@ func TestBrowseStepsAndScreenshot(t *testing.T) {
 	}
 	if !strings.HasPrefix(f.Name, "127.0.0.1-") || !strings.HasSuffix(f.Name, ".png") {
 		t.Errorf("the screenshot's name is %q", f.Name)
+	}
+	noBrowserLeft(t)
+}
+
+// TestBrowseReadsPageThatNeverLoads: a page whose load event never comes is read as it is once the
+// load limit passes, within the call's limit.
+func TestBrowseReadsPageThatNeverLoads(t *testing.T) {
+	tb := newTestBrowser(t)
+	start := time.Now()
+	out, err := tb.browse(t, fmt.Sprintf(`{"url": %q}`, tb.site.URL+"/never-loads"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooltest.WantOK(t, out, "Live prices below.")
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("the call took %s; the load limit is 5 s", took)
 	}
 	noBrowserLeft(t)
 }

@@ -3,6 +3,7 @@ package browser
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -123,17 +124,26 @@ func (b *Browser) render(ctx context.Context, target string, steps []step, scree
 	if _, err := chromedp.Call(cctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
 		return out, fmt.Errorf("watch the page's requests: %w", err)
 	}
-	navErr := chromedp.Do(cctx, chromedp.Navigate(target))
-	// The page, or where it redirected, at a refused address: a refused CONNECT fails the
-	// navigation, a refused plain http request answers 403; either way the proxy counted it.
-	if location, err := chromedp.Run(cctx, chromedp.Location()); err == nil && proxy.wasRefused(hostPort(location)) {
-		return out, &refusedError{host: hostOf(location)}
+	nctx, ncancel := context.WithTimeout(cctx, b.limits.Load)
+	navErr := chromedp.Do(nctx, chromedp.Navigate(target))
+	ncancel()
+	if navErr != nil && nctx.Err() != nil && cctx.Err() == nil {
+		navErr = nil // no load event in time: read the page as it is
 	}
-	if navErr != nil {
-		if proxy.refused.Load() > 0 {
-			return out, &refusedError{host: hostOf(target)}
-		}
+	// The page, or where it redirected, at a refused address: a refused plain http request answers
+	// 403 at that location; a refused CONNECT (https) ends on Chromium's error page or fails the
+	// navigation. Either way the proxy counted it.
+	location, _ := chromedp.Run(cctx, chromedp.Location())
+	failed := navErr != nil || strings.HasPrefix(location, "chrome-error:")
+	switch {
+	case proxy.wasRefused(hostPort(location)):
+		return out, &refusedError{host: hostOf(location)}
+	case failed && proxy.refused.Load() > 0:
+		return out, &refusedError{host: hostOf(target)}
+	case navErr != nil:
 		return out, navErr
+	case failed:
+		return out, errors.New("the page could not be loaded (the site did not answer, or its certificate is not valid)")
 	}
 	b.settle(cctx)
 	for i, s := range steps {
@@ -145,7 +155,7 @@ func (b *Browser) render(ctx context.Context, target string, steps []step, scree
 		out.steps = append(out.steps, fmt.Sprintf("%d. %s", i+1, did))
 		b.settle(cctx)
 	}
-	location, err := chromedp.Run(cctx, chromedp.Location())
+	location, err = chromedp.Run(cctx, chromedp.Location())
 	if err != nil {
 		return out, err
 	}
