@@ -42,6 +42,9 @@ const (
 	maxScreenshotBytes = tools.MaxFileBytes
 	// jsHeapMB bounds the JavaScript heap of the page (V8's old space).
 	jsHeapMB = 256
+	// maxBrowsers bounds the browsers one worker runs at once (calls and rendered monitor checks):
+	// each may hold a few hundred MB; more calls wait their turn within their own time limit.
+	maxBrowsers = 3
 )
 
 // Limits bound one call's time; tests shorten them.
@@ -64,6 +67,7 @@ type Browser struct {
 	hosts  tools.PrivateHosts
 	files  *files.Workspace // where screenshots are saved and shared from
 	limits Limits
+	slots  chan struct{} // maxBrowsers: one per running browser
 }
 
 // New returns the browser domain. chromium is the binary (Find); "" withholds lucy_browse. hosts are
@@ -79,7 +83,7 @@ func New(chromium string, hosts tools.PrivateHosts, ws *files.Workspace, limits 
 	if limits.Settle <= 0 {
 		limits.Settle = DefaultLimits.Settle
 	}
-	return &Browser{exec: chromium, hosts: hosts, files: ws, limits: limits}
+	return &Browser{exec: chromium, hosts: hosts, files: ws, limits: limits, slots: make(chan struct{}, maxBrowsers)}
 }
 
 // Find returns the Chromium binary to use: configured (LUCY_CHROMIUM) when set (and "" if it is not

@@ -63,6 +63,14 @@ func (e *refusedError) Error() string { return e.host + " is a refused address" 
 // profile and its proxy are gone when it returns.
 func (b *Browser) render(ctx context.Context, target string, steps []step, screenshot bool) (rendered, error) {
 	var out rendered
+	ctx, cancel := context.WithTimeout(ctx, b.limits.Total)
+	defer cancel()
+	select {
+	case b.slots <- struct{}{}:
+		defer func() { <-b.slots }()
+	case <-ctx.Done():
+		return out, fmt.Errorf("every browser of this worker stayed busy: %w", ctx.Err())
+	}
 	proxy, err := startProxy(b.hosts)
 	if err != nil {
 		return out, fmt.Errorf("start the address guard: %w", err)
@@ -70,8 +78,6 @@ func (b *Browser) render(ctx context.Context, target string, steps []step, scree
 	defer proxy.close()
 	proxyURL := "http://" + proxy.addr()
 
-	ctx, cancel := context.WithTimeout(ctx, b.limits.Total)
-	defer cancel()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(b.exec),
 		// Every request through the guard, loopback included (Chromium bypasses the proxy for
