@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -101,6 +102,13 @@ window.open("file:///etc/hostname");
 	})
 	mux.HandleFunc("/redirect-tls", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "https://"+refused+"/secret", http.StatusFound)
+	})
+	// A link to a file the server sends as a download.
+	page("/download", `<!doctype html><html><body><a id="dl" href="/report.bin">Get the report</a></body></html>`)
+	mux.HandleFunc("/report.bin", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Content-Disposition", `attachment; filename="report.bin"`)
+		fmt.Fprint(w, strings.Repeat("payload ", 1000))
 	})
 	// A page whose load event never comes: an image that never answers.
 	page("/never-loads", `<!doctype html><html><head><title>Streaming</title></head><body><p>Live prices below.</p><img src="/hang"></body></html>`)
@@ -309,6 +317,31 @@ func TestBrowseReadsPageThatNeverLoads(t *testing.T) {
 	tooltest.WantOK(t, out, "Live prices below.")
 	if took := time.Since(start); took > 20*time.Second {
 		t.Errorf("the call took %s; the load limit is 5 s", took)
+	}
+	noBrowserLeft(t)
+}
+
+// TestBrowseDeniesDownloads: a click on a link the server sends as an attachment saves nothing (the
+// browser's download folder is under HOME, which the test points at a folder of its own).
+func TestBrowseDeniesDownloads(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_DOWNLOAD_DIR", filepath.Join(home, "Downloads"))
+	tb := newTestBrowser(t)
+	out, err := tb.browse(t, fmt.Sprintf(`{"url": %q, "steps": [{"action": "click", "selector": "#dl", "text": ""}]}`, tb.site.URL+"/download"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooltest.WantOK(t, out, "1. clicked #dl")
+	time.Sleep(time.Second) // a download that started would be written by now
+	err = filepath.WalkDir(home, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.Contains(d.Name(), "report") {
+			t.Errorf("a download was saved: %s", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	noBrowserLeft(t)
 }
