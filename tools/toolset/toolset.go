@@ -138,7 +138,11 @@ func New(d Deps, sources ...tools.Source) *Set {
 	slack := slacktools.New(d.Slack, d.SlackUser, access)
 	fetcher := web.New(d.HTTP, d.NetPolicy(), d.Search)
 	// The browser: the page and every request it makes meet the same address rule as a fetch.
-	pages := browser.New(browser.Find(d.Chromium), d.NetPolicy(), ws, d.BrowserLimits)
+	chromium := browser.Find(d.Chromium)
+	if chromium == "" {
+		d.Log.Info().Str("LUCY_CHROMIUM", d.Chromium).Msg("lucy_browse is not offered: no Chromium found (apt-get install chromium, or set LUCY_CHROMIUM)")
+	}
+	pages := browser.New(chromium, d.NetPolicy(), ws, d.BrowserLimits)
 	sched := schedules.New(schedules.Deps{Schedules: d.Schedules, DataConverter: d.DataConverter, Admins: d.Admins,
 		ScheduleLimits: d.ScheduleLimits, Slack: slack, Web: fetcher, Browser: pages})
 	// A team's OpenAPI services: a domain (the tools that connect and disconnect them) and a source
