@@ -223,9 +223,13 @@ func (b *Browser) browse(ctx context.Context, inv tools.Invocation) (tools.Outpu
 // dataGuard holds the call for a person's approval when its URL carries data the run has not seen
 // (as lucy_web_fetch does), or when a fill step types text that carries data: a form a page asks the
 // model to fill is as good a way out for the run's data as a URL. The approval's guard covers the URL
-// and the steps, so an approved call runs exactly as approved.
+// and the steps, so an approved call runs exactly as approved, and one approval covers both holds.
 func (b *Browser) dataGuard(ctx context.Context, inv tools.Invocation, u *url.URL, forms []string, steps []step) (*tools.Output, error) {
 	target := u.String()
+	guard := tools.TextHash(fmt.Sprintf("%s\n%s\n%+v", Browse, target, steps))
+	if inv.Approved && inv.Guard == guard {
+		return nil, nil
+	}
 	if data, why := tools.URLCarriesData(u); data {
 		ok, err := web.MayFetch(ctx, inv, target, forms)
 		if err != nil {
@@ -233,6 +237,7 @@ func (b *Browser) dataGuard(ctx context.Context, inv tools.Invocation, u *url.UR
 		}
 		if !ok {
 			out := web.HoldFetch(u, target, why)
+			out.NeedsApproval.Guard = guard
 			return &out, nil
 		}
 	}
@@ -242,10 +247,6 @@ func (b *Browser) dataGuard(ctx context.Context, inv tools.Invocation, u *url.UR
 		}
 		// The text is judged as the query value a form's submission would send.
 		if data, why := tools.URLCarriesData(&url.URL{RawQuery: "q=" + url.QueryEscape(s.Text)}); data {
-			guard := tools.TextHash(fmt.Sprintf("%s\n%+v", target, steps))
-			if inv.Approved && inv.Guard == guard {
-				continue
-			}
 			summary := fmt.Sprintf("I'd like to type text that carries data into a page of *%s*: %s. Approve only if you expect "+
 				"me to send this there.", tools.MrkdwnEscape(u.Hostname()), tools.MrkdwnEscape(strings.Replace(why, "the query parameter \"q\"", "the text", 1)))
 			details := "Step " + fmt.Sprint(i+1) + " types into `" + tools.MrkdwnEscape(s.Selector) + "`:\n```\n" +

@@ -347,17 +347,35 @@ func TestBrowseDeniesDownloads(t *testing.T) {
 }
 
 // TestBrowseFillCarryingDataWaitsForApproval: a fill step that types what looks like encoded data is
-// held for the person's approval, and no browser starts.
+// held for the person's approval, and runs once approved with its guard; a composed URL that carries
+// data is held too.
 func TestBrowseFillCarryingDataWaitsForApproval(t *testing.T) {
 	tb := newTestBrowser(t)
 	secret := strings.Repeat("aG9zdG5hbWU9c2VjcmV0LWRhdGEtZnJvbS10aGUtcnVu", 3)
-	out, err := tb.browse(t, fmt.Sprintf(`{"url": %q, "steps": [{"action": "fill", "selector": "#q", "text": %q}]}`, tb.site.URL+"/form", secret))
+	args := fmt.Sprintf(`{"url": %q, "steps": [{"action": "fill", "selector": "#q", "text": %q}]}`, tb.site.URL+"/form", secret)
+	out, err := tb.browse(t, args)
 	if err != nil {
 		t.Fatal(err)
 	}
 	need := tooltest.WantHeld(t, out, "carries data")
 	if !strings.Contains(need.Details, secret) {
 		t.Errorf("the approval does not show the text:\n%s", need.Details)
+	}
+	// Approved with another guard (other steps, another URL): still held. With its own: it runs.
+	if again := tooltest.RunApproved(t, tb.r, Browse, args, true, "sha256:00"); again.NeedsApproval == nil {
+		t.Errorf("approved with another guard, the call ran: %+v", again)
+	}
+	done := tooltest.RunApproved(t, tb.r, Browse, args, true, need.Guard)
+	tooltest.WantOK(t, done, "1. filled #q with")
+
+	// A URL put together that carries data waits as lucy_web_fetch's does, whole URL shown.
+	composed := tb.site.URL + "/form?d=" + secret
+	held, err := tb.browse(t, fmt.Sprintf(`{"url": %q}`, composed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if need := held.NeedsApproval; need == nil || !strings.Contains(need.Details, composed) {
+		t.Errorf("a composed URL that carries data: %+v", held)
 	}
 	noBrowserLeft(t)
 }
