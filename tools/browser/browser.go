@@ -213,6 +213,9 @@ func (b *Browser) browse(ctx context.Context, inv tools.Invocation) (tools.Outpu
 		}
 		var refused *refusedError
 		if errors.As(err, &refused) {
+			if refused.host != "" && refused.host != u.Host {
+				return tools.Output{}, web.RefusePrivate(shown + ", which redirected to " + refused.host + ",")
+			}
 			return tools.Output{}, web.RefusePrivate(shown)
 		}
 		return tools.ToolError("could not open %s in the browser: %v", shown, err), nil

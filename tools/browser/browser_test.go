@@ -245,7 +245,7 @@ func TestBrowseRefusesPrivateAddresses(t *testing.T) {
 	if n := tb.refusedConns.Load(); n != 0 {
 		t.Errorf("the refused server saw %d connection(s) after a redirect to it; it must see none", n)
 	}
-	tooltest.WantArgError(t, err, tools.WebFetch, "private, loopback, link-local or reserved")
+	tooltest.WantArgError(t, err, tools.WebFetch, "which redirected to "+tb.refused, "private, loopback, link-local or reserved")
 
 	// Through a CONNECT tunnel (https), which the proxy refuses before any byte of TLS.
 	_, err = tb.browse(t, fmt.Sprintf(`{"url": %q}`, tb.site.URL+"/redirect-tls"))
