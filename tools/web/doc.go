@@ -1,5 +1,6 @@
 // Package web holds the web tools: lucy_web_fetch, which reads a public page as text, and
-// lucy_web_search, which asks the operator's search provider. Each tool is declared beside its
+// lucy_web_search, which asks the operator's search provider. Its reading of HTML (PageMarkdown:
+// go-readability and html-to-markdown) is shared with lucy_browse (tools/browser) and page monitors. Each tool is declared beside its
 // handler (tools.Register) and runs on a *Fetcher, which holds only what they need: the fetch client
 // that refuses private addresses, the search provider's settings and its client.
 //
