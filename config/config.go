@@ -178,6 +178,10 @@ type Config struct {
 	// link-local or reserved (LUCY_ALLOWED_PRIVATE_HOSTS: host names, host:port, IPs and CIDRs).
 	// Only the operator sets it; zero means none.
 	AllowedPrivateHosts tools.PrivateHosts
+	// Chromium is the browser binary of lucy_browse (LUCY_CHROMIUM: a path or a name on PATH); empty
+	// means chromium (or chromium-browser, google-chrome) on PATH. Without one, lucy_browse is not
+	// offered.
+	Chromium string
 
 	// ContextWindow overrides the context window of every model, in tokens (LUCY_CONTEXT_WINDOW): for
 	// local models served with a small window (Ollama defaults to a few thousand tokens).
@@ -489,6 +493,7 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	if c.AllowedPrivateHosts, err = tools.ParseAllowedPrivateHosts(getenv("LUCY_ALLOWED_PRIVATE_HOSTS")); err != nil {
 		return nil, fmt.Errorf("LUCY_ALLOWED_PRIVATE_HOSTS: %w", err)
 	}
+	c.Chromium = strings.TrimSpace(getenv("LUCY_CHROMIUM"))
 	if err := c.loadLLM(getenv); err != nil {
 		return nil, err
 	}
@@ -806,6 +811,7 @@ func (c *Config) Redacted() map[string]any {
 		"approvalKeyFrom": c.ApprovalKeySource, "maxToolCalls": c.MaxToolCalls,
 		"workspaceStore": c.WorkspaceStore(), "s3Endpoint": c.S3Endpoint,
 		"allowedPrivateHosts": c.AllowedPrivateHosts.String(),
+		"chromium":            c.Chromium,
 		"publicUrl":           c.PublicURL,
 	}
 }

@@ -600,3 +600,15 @@ func TestMemorySettings(t *testing.T) {
 		t.Fatalf("EmbeddingModel by default = %q, %v", c.EmbeddingModel, err)
 	}
 }
+
+// LUCY_CHROMIUM names lucy_browse's browser; unset leaves the choice to the PATH (tools/browser.Find).
+func TestChromium(t *testing.T) {
+	c, err := Load(ModeDev, env("OPENAI_API_KEY", "k"))
+	if err != nil || c.Chromium != "" {
+		t.Fatalf("default: %q, %v; want empty", c.Chromium, err)
+	}
+	c, err = Load(ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_CHROMIUM", " /opt/chrome/chrome "))
+	if err != nil || c.Chromium != "/opt/chrome/chrome" || c.Redacted()["chromium"] != "/opt/chrome/chrome" {
+		t.Fatalf("set: %q, %v, redacted %v", c.Chromium, err, c.Redacted()["chromium"])
+	}
+}

@@ -44,6 +44,8 @@ var fixedVariables = []string{
 	"LUCY_SEARCH_PROVIDER", "LUCY_SEARCH_API_KEY", "LUCY_SEARCH_MODEL", "LUCY_SEARCH_BASE_URL",
 	// The internal hosts URLs from chat may reach (web fetch, monitors, MCP servers, OpenAPI services)
 	"LUCY_ALLOWED_PRIVATE_HOSTS",
+	// The browser of lucy_browse
+	"LUCY_CHROMIUM",
 	// Workspace files: the local folder, or a shared S3-compatible store
 	"LUCY_WORKSPACE_STORE", "LUCY_S3_ENDPOINT", "LUCY_S3_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
 	// Logging

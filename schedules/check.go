@@ -78,6 +78,9 @@ func (m *Manager) evaluate(ctx context.Context, c MonitorCheck) (ok bool, eviden
 	if err := m.deps.Web.CheckAddress(ctx, u); err != nil {
 		return false, "the address is private", ""
 	}
+	if c.Kind == CheckPage && c.Render {
+		return m.evaluateRendered(ctx, c, u)
+	}
 	cctx, cancel := context.WithTimeout(ctx, monitorTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(cctx, http.MethodGet, c.URL, nil)
@@ -121,21 +124,8 @@ func (m *Manager) evaluate(ctx context.Context, c MonitorCheck) (ok bool, eviden
 		if strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "html") {
 			text = m.deps.Web.PageText(text, u)
 		}
-		sum := sha256.Sum256([]byte(strings.Join(strings.Fields(text), " ")))
-		hash = hex.EncodeToString(sum[:8])
-		switch {
-		case c.Contains != "":
-			if strings.Contains(text, c.Contains) {
-				return true, fmt.Sprintf("%s; the page contains %q", status, c.Contains), hash
-			}
-			return false, fmt.Sprintf("%s; the page no longer contains %q", status, c.Contains), hash
-		case c.NotContains != "":
-			if i := strings.Index(text, c.NotContains); i >= 0 {
-				return false, fmt.Sprintf("%s; the page now contains %q: …%s…", status, c.NotContains, snippet(text, i, len(c.NotContains))), hash
-			}
-			return true, fmt.Sprintf("%s; the page does not contain %q", status, c.NotContains), hash
-		}
-		return true, fmt.Sprintf("%s; the text now begins: %s", status, truncate(strings.Join(strings.Fields(text), " "), 160)), hash
+		ok, evidence, hash = pageCondition(c, status, text)
+		return ok, evidence, hash
 	case CheckJSON:
 		if resp.StatusCode >= 400 {
 			return false, status, ""
@@ -157,6 +147,45 @@ func (m *Manager) evaluate(ctx context.Context, c MonitorCheck) (ok bool, eviden
 		return true, fmt.Sprintf("%s is %s (not %s %s)", c.Path, shown, c.Op, th), ""
 	}
 	return false, "unknown check kind " + c.Kind, ""
+}
+
+// pageCondition evaluates a page check on the page's text; status opens the evidence.
+func pageCondition(c MonitorCheck, status, text string) (ok bool, evidence, hash string) {
+	sum := sha256.Sum256([]byte(strings.Join(strings.Fields(text), " ")))
+	hash = hex.EncodeToString(sum[:8])
+	switch {
+	case c.Contains != "":
+		if strings.Contains(text, c.Contains) {
+			return true, fmt.Sprintf("%s; the page contains %q", status, c.Contains), hash
+		}
+		return false, fmt.Sprintf("%s; the page no longer contains %q", status, c.Contains), hash
+	case c.NotContains != "":
+		if i := strings.Index(text, c.NotContains); i >= 0 {
+			return false, fmt.Sprintf("%s; the page now contains %q: …%s…", status, c.NotContains, snippet(text, i, len(c.NotContains))), hash
+		}
+		return true, fmt.Sprintf("%s; the page does not contain %q", status, c.NotContains), hash
+	}
+	return true, fmt.Sprintf("%s; the text now begins: %s", status, truncate(strings.Join(strings.Fields(text), " "), 160)), hash
+}
+
+// evaluateRendered is a page check of a monitor made with render: the page opened in the browser, so
+// that text its scripts build counts. The browser applies the address rule to every request.
+func (m *Manager) evaluateRendered(ctx context.Context, c MonitorCheck, u *url.URL) (ok bool, evidence, hash string) {
+	if m.deps.Browser == nil || !m.deps.Browser.Available() {
+		return false, "no browser is installed on the worker to render the page", ""
+	}
+	rctx, cancel := context.WithTimeout(ctx, monitorRenderTimeout)
+	defer cancel()
+	start := time.Now()
+	_, text, err := m.deps.Browser.PageText(rctx, u)
+	ms := time.Since(start).Milliseconds()
+	if err != nil {
+		if rctx.Err() != nil {
+			return false, fmt.Sprintf("the page did not render within %s", monitorRenderTimeout), ""
+		}
+		return false, "the page could not be rendered: " + truncate(tools.RedactCredentials(err.Error()), 200), ""
+	}
+	return pageCondition(c, fmt.Sprintf("rendered in %d ms", ms), text)
 }
 
 func expectText(code int) string {

@@ -70,6 +70,9 @@ type MonitorCheck struct {
 	Path      string  `json:"path,omitempty"`
 	Op        string  `json:"op,omitempty"`
 	Threshold float64 `json:"threshold,omitempty"`
+	// Render (page only): the page is opened in the browser (lucy_browse's), so that text its
+	// JavaScript builds is checked too.
+	Render bool `json:"render,omitempty"`
 }
 
 // MonitorState is a monitor's last known state.
@@ -91,12 +94,14 @@ type MonitorResult struct {
 
 // Limits.
 const (
-	minEveryMinutes    = 1
-	maxEveryMinutes    = 7 * 24 * 60
-	monitorTimeout     = 15 * time.Second
-	monitorBodyLimit   = 2 << 20
-	defaultEvery       = 5
-	monitorEvidenceMax = 300
+	minEveryMinutes = 1
+	maxEveryMinutes = 7 * 24 * 60
+	monitorTimeout  = 15 * time.Second
+	// monitorRenderTimeout bounds a rendered page check: within the check activity's 30 s.
+	monitorRenderTimeout = 25 * time.Second
+	monitorBodyLimit     = 2 << 20
+	defaultEvery         = 5
+	monitorEvidenceMax   = 300
 )
 
 var jsonOps = []string{"<", "<=", ">", ">=", "==", "!="}
@@ -129,6 +134,9 @@ var _ = tools.Register(tools.Def{
 			tools.IntProp("max_latency_ms", "http: slower than this counts as down.", 1, 120000),
 			tools.StrProp("contains", "page: alert when the text stops containing this.", 1, 500),
 			tools.StrProp("not_contains", "page: alert when the text starts containing this.", 1, 500),
+			tools.Prop{Name: "render", Schema: map[string]any{"type": "boolean",
+				"description": "page: open the page in a browser that runs its JavaScript before reading its text (for pages " +
+					"lucy_web_fetch reads as empty or script-only). Slower; only where a browser is installed. Default false."}},
 			tools.StrProp("path", "json: where the number is: keys and array indexes separated by dots (\"$.\" prefix allowed).", 1, 300),
 			tools.EnumProp("op", "json: the comparison that raises the alert.", jsonOps...),
 			tools.Prop{Name: "threshold", Schema: map[string]any{"type": "number", "description": "json: the number to compare with."}},
@@ -179,6 +187,7 @@ type createHeartbeatArgs struct {
 	Op           string   `json:"op"`
 	Threshold    *float64 `json:"threshold"`
 	Channel      string   `json:"channel"`
+	Render       bool     `json:"render"`
 }
 
 func (m *Manager) createHeartbeat(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
@@ -191,7 +200,7 @@ func (m *Manager) createHeartbeat(ctx context.Context, inv tools.Invocation) (to
 		return tools.Output{}, err
 	}
 	check := MonitorCheck{Kind: args.Kind, URL: strings.TrimSpace(args.URL), ExpectStatus: args.ExpectStatus, MaxLatencyMS: args.MaxLatencyMS,
-		Contains: args.Contains, NotContains: args.NotContains, Path: args.Path, Op: args.Op}
+		Contains: args.Contains, NotContains: args.NotContains, Path: args.Path, Op: args.Op, Render: args.Render}
 	if args.Threshold != nil {
 		check.Threshold = *args.Threshold
 	}
@@ -308,6 +317,13 @@ func (m *Manager) validateCheck(ctx context.Context, c MonitorCheck, hasThreshol
 		return argErrorf(CreateHeartbeat, "%s is a private, loopback, link-local or reserved address: monitors check public addresses, "+
 			"and the internal hosts an operator lists in LUCY_ALLOWED_PRIVATE_HOSTS", shown)
 	}
+	if c.Render && c.Kind != CheckPage {
+		return argErrorf(CreateHeartbeat, "render applies to page monitors only")
+	}
+	if c.Render && (m.deps.Browser == nil || !m.deps.Browser.Available()) {
+		return argErrorf(CreateHeartbeat, "render needs a browser, and none is installed where Lucy runs (an operator adds "+
+			"Chromium); make the monitor without render, or tell the person")
+	}
 	switch c.Kind {
 	case CheckHTTP:
 	case CheckPage:
@@ -343,9 +359,12 @@ func describeCheck(c MonitorCheck) string {
 	case CheckPage:
 		switch {
 		case c.Contains != "":
-			return fmt.Sprintf("page %s contains %q", c.URL, c.Contains)
+			return fmt.Sprintf("page %s contains %q", c.URL, c.Contains) + rendered(c)
 		case c.NotContains != "":
-			return fmt.Sprintf("page %s does not contain %q", c.URL, c.NotContains)
+			return fmt.Sprintf("page %s does not contain %q", c.URL, c.NotContains) + rendered(c)
+		}
+		if c.Render {
+			return "page " + c.URL + " changes (rendered in a browser)"
 		}
 		return "page " + c.URL + " changes"
 	case CheckJSON:
@@ -557,4 +576,13 @@ func deleteHeartbeatApproval(args map[string]any) (summary, details string) {
 		n = "(no name given)"
 	}
 	return "delete the monitor \"" + n + "\" for good", "It will not check or alert again."
+}
+
+// rendered is what a page check's description adds when the page is rendered ("" otherwise, so that
+// the description of a monitor made before render existed reads as it did).
+func rendered(c MonitorCheck) string {
+	if c.Render {
+		return " (rendered in a browser)"
+	}
+	return ""
 }

@@ -51,6 +51,15 @@ type Web interface {
 	CheckURL(u *url.URL) (shown string, err error)
 }
 
+// Browser is what a page monitor with render needs of the browser domain (tools/browser).
+type Browser interface {
+	// Available reports whether a browser is installed here.
+	Available() bool
+	// PageText opens u in the browser (every request the page makes under the address rule of
+	// lucy_web_fetch) and returns its final URL and its readable text.
+	PageText(ctx context.Context, u *url.URL) (final, text string, err error)
+}
+
 // Deps are what the schedule tools and activities need; toolset builds them from its Deps.
 type Deps struct {
 	// Schedules manages Temporal Schedules; nil means this process cannot, and the tools say so.
@@ -64,6 +73,8 @@ type Deps struct {
 	ScheduleLimits ScheduleLimits
 	Slack          Slack
 	Web            Web
+	// Browser renders the pages of monitors made with render; nil means none (render is refused).
+	Browser Browser
 }
 
 // Manager is the domain of recurring jobs and monitors: it declares their tools (cron.go,

@@ -61,7 +61,9 @@ var registry = []Spec{
 	{
 		Name: "research", Prompt: "sub_agents/research.md", Tier: agent.TierResearch, MaxTurns: 12,
 		MaxOutputTokens: 4096, Temperature: 0.4, Human: "research agent", Doing: "Researching",
-		Tools: []string{"lucy_web_search", "lucy_web_fetch", "lucy_search_slack_history", "lucy_get_channel_history",
+		// lucy_browse reads what lucy_web_fetch finds empty or script-only; a worker without a browser
+		// leaves it out of what the agent is offered (the route activity asks its catalogue).
+		Tools: []string{"lucy_web_search", "lucy_web_fetch", "lucy_browse", "lucy_search_slack_history", "lucy_get_channel_history",
 			"lucy_get_thread", "lucy_list_slack_channels", "lucy_read_file", "lucy_list_files", "lucy_current_time", "lucy_recall"},
 	},
 	{

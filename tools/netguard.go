@@ -201,6 +201,13 @@ func newGuardedClient(given *http.Client, p PrivateHosts, r *net.Resolver) *http
 	return &c
 }
 
+// GuardedDialer is the dialer of NewGuardedClient's own transport: it dials a host:port and refuses,
+// at dial time, every address p does not allow (so DNS rebinding cannot reach one). The browser's
+// forward proxy dials with it, so that each request a page makes meets the same rule as a fetch.
+func GuardedDialer(p PrivateHosts) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return guardedDial(p, nil)
+}
+
 // guardedDial dials the host:port the transport asks for (the URL's, since there is no proxy) and
 // checks, in the dialer's Control, each address it resolved to before connecting: the check DNS
 // rebinding cannot pass. Whether the host name is listed in p (for this port) is known here only, from

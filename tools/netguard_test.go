@@ -2,61 +2,8 @@ package tools
 
 import (
 	"net/netip"
-	"net/url"
-	"os"
-	"strings"
 	"testing"
 )
-
-// testPage is a page with what the reading of HTML must handle (shared with package web's tests).
-var testPage = mustReadFile("testdata/page.html")
-
-func mustReadFile(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-func TestHTMLToText(t *testing.T) {
-	base, _ := url.Parse("https://example.com/pricing")
-	title, text := htmlToText(testPage, base)
-	if title != "Pricing & Plans" {
-		t.Errorf("title = %q", title)
-	}
-	want := `[Home](https://example.com/) Top Menu
-
-# Plans
-
-Our plans are simple.
-Pick one.
-
-## Team
-
-- 10 seats
-- See [the docs](https://example.com/docs/team?x=1)
-1. First
-2. Second
-
-Plan | Price
-Team | €10
-
-line 1
-    indented
-
-[image: A chart]
-
-Mail sales@example.com or https://other.example/x`
-	if text != want {
-		t.Errorf("htmlToText:\n%s\n\nwant:\n%s", text, want)
-	}
-	for _, hidden := range []string{"secret", "color: red", "svg text", "icon", "enable JS"} {
-		if strings.Contains(text, hidden) {
-			t.Errorf("text contains %q from a non-content element", hidden)
-		}
-	}
-}
 
 func TestBlockedAddr(t *testing.T) {
 	tests := []struct {

@@ -31,8 +31,21 @@ type Source interface {
 // run-time sources. It is safe for concurrent use.
 type Runner struct {
 	handlers map[string]Handler
+	// withheld are bound tools this worker cannot run (their domain's Offers says no: the machine
+	// lacks what they need, such as a browser): not offered; their handler says why to a call.
+	withheld map[string]string
 	sources  []Source
 	log      zerolog.Logger
+}
+
+// Offerer is implemented by a domain whose tools need something of the machine the worker runs on
+// (lucy_browse needs a Chromium binary). Offers reports whether the worker offers the tool, and if
+// not, why, in words for the model. A tool it withholds is left out of what runs are offered
+// (Available, Spec), so that the model never sees a tool it cannot use. Its handler is still bound:
+// a call that reaches this worker anyway (offered by another worker when the run started) has its
+// arguments checked as anywhere else, and the handler says why it cannot run here.
+type Offerer interface {
+	Offers(tool string) (ok bool, why string)
 }
 
 // NewRunner binds every compiled-in tool that the Runner executes to its domain, the one of domains
@@ -40,7 +53,7 @@ type Runner struct {
 // (Unbound lists them) and a call of it fails as the worker's fault: package toolset, which wires the
 // worker, refuses to start with one; a test binds only the domains it exercises.
 func NewRunner(log zerolog.Logger, domains []any, sources ...Source) (*Runner, error) {
-	r := &Runner{handlers: make(map[string]Handler, len(compiled)), sources: sources,
+	r := &Runner{handlers: make(map[string]Handler, len(compiled)), withheld: map[string]string{}, sources: sources,
 		log: log.With().Str("component", "tools").Logger()}
 	for _, t := range compiled {
 		if t.bind == nil {
@@ -49,6 +62,11 @@ func NewRunner(log zerolog.Logger, domains []any, sources ...Source) (*Runner, e
 		for _, d := range domains {
 			if h, ok := t.bind(d); ok {
 				r.handlers[t.def.Spec.Name] = h
+				if o, ok := d.(Offerer); ok {
+					if offered, why := o.Offers(t.def.Spec.Name); !offered {
+						r.withheld[t.def.Spec.Name] = why
+					}
+				}
 				break
 			}
 		}
@@ -74,6 +92,9 @@ func (r *Runner) Unbound() []string {
 func (r *Runner) Available(ctx context.Context, team string) []Spec {
 	var out []Spec
 	for _, name := range DefaultSet() {
+		if _, no := r.withheld[name]; no {
+			continue
+		}
 		s, _ := Lookup(name)
 		out = append(out, s)
 	}
@@ -104,7 +125,8 @@ func (r *Runner) SourceSpecs(ctx context.Context, team string) []Spec {
 // Spec returns the spec of a tool for team: compiled-in, or offered by a source now.
 func (r *Runner) Spec(ctx context.Context, team, name string) (Spec, bool) {
 	if s, ok := Lookup(name); ok {
-		return s, true
+		_, no := r.withheld[name]
+		return s, !no
 	}
 	if t, ok := r.sourceTool(ctx, team, name); ok {
 		return t.Spec, true

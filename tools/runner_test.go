@@ -100,3 +100,50 @@ func TestRunnerWithoutADomain(t *testing.T) {
 		t.Errorf("Run(unbound) = %v, want the worker's error", err)
 	}
 }
+
+// A tool whose domain says the machine cannot run it (Offerer) is left out of what runs are offered
+// (Available, Spec); a call that reaches the worker anyway has its arguments checked and the handler
+// says why. With the gadget, it is offered and runs.
+func TestRunnerWithholdsWhatTheMachineCannotRun(t *testing.T) {
+	offered := func(r *Runner) bool {
+		for _, s := range r.Available(t.Context(), "T1") {
+			if s.Name == testMachine {
+				return true
+			}
+		}
+		return false
+	}
+	without, err := NewRunner(zerolog.Nop(), []any{&machineDomain{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offered(without) {
+		t.Errorf("%s is offered without its gadget", testMachine)
+	}
+	if _, ok := without.Spec(t.Context(), "T1", testMachine); ok {
+		t.Errorf("Spec(%s) found without its gadget", testMachine)
+	}
+	if slices.Contains(without.Unbound(), testMachine) {
+		t.Errorf("a withheld tool counts as unbound: %v", without.Unbound())
+	}
+	_, err = without.Run(t.Context(), Invocation{Name: testMachine, Arguments: `{}`})
+	var argErr *ArgError
+	if !errors.As(err, &argErr) || !strings.Contains(err.Error(), `missing required field "path"`) {
+		t.Errorf("a call with bad arguments: %v, want the arguments' error", err)
+	}
+	_, err = without.Run(t.Context(), Invocation{Name: testMachine, Arguments: `{"path": "a"}`})
+	if !errors.As(err, &argErr) || !strings.Contains(err.Error(), "no gadget") {
+		t.Errorf("a call without the gadget: %v", err)
+	}
+
+	with, err := NewRunner(zerolog.Nop(), []any{&machineDomain{gadget: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !offered(with) {
+		t.Errorf("%s is not offered with its gadget", testMachine)
+	}
+	if out, err := with.Run(t.Context(), Invocation{Name: testMachine, Arguments: `{"path": "a"}`}); err != nil || out.Content != "used" {
+		t.Errorf("with the gadget: %+v, %v", out, err)
+	}
+}

@@ -27,3 +27,25 @@ func ContentHash(data []byte) string {
 	sum := sha256.Sum256(data)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
+
+// CollapseSpace turns every run of white space into one space (keeping one at either end): the text
+// of a page as it reads, and an edit's text compared with a file's while ignoring how it is spaced.
+func CollapseSpace(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' || r == '\u00a0' {
+			space = true
+			continue
+		}
+		if space {
+			b.WriteByte(' ') // a leading space too: it separates this text from what precedes it
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	if space && b.Len() > 0 {
+		b.WriteByte(' ')
+	}
+	return b.String()
+}

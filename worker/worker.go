@@ -251,6 +251,7 @@ func NewActivities(d Deps) *Activities {
 		Log:                  d.Log,
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
 		PrivateHosts:         cfg.AllowedPrivateHosts,
+		Chromium:             cfg.Chromium,
 		OpenAPIMaxOperations: cfg.OpenAPIMaxOperations,
 		MCPServers:           d.MCPServers,
 		MCPOAuth:             mcpOAuth,

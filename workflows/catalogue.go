@@ -15,6 +15,7 @@ import (
 	_ "github.com/lucy-agent/lucy/integrations/openapi"
 	_ "github.com/lucy-agent/lucy/memory"
 	_ "github.com/lucy-agent/lucy/skills"
+	_ "github.com/lucy-agent/lucy/tools/browser"
 	_ "github.com/lucy-agent/lucy/tools/builtin"
 	_ "github.com/lucy-agent/lucy/tools/clock"
 	_ "github.com/lucy-agent/lucy/tools/documents"

@@ -24,6 +24,7 @@ import (
 	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/browser"
 	"github.com/lucy-agent/lucy/tools/documents"
 	"github.com/lucy-agent/lucy/tools/toolset"
 	"github.com/lucy-agent/lucy/tools/tooltest"
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 var allTools = []string{
 	"append_run_journal_entry", "ask_human", "delegate_to_code_agent", "delegate_to_document_agent",
 	"delegate_to_integrations_agent", "delegate_to_research_agent", "get_run_journal",
-	"lucy_check_heartbeat", "lucy_connect_mcp_server", "lucy_create_cron", "lucy_create_heartbeat", "lucy_current_time", "lucy_delete_cron",
+	"lucy_browse", "lucy_check_heartbeat", "lucy_connect_mcp_server", "lucy_create_cron", "lucy_create_heartbeat", "lucy_current_time", "lucy_delete_cron",
 	"lucy_delete_custom_integration", "lucy_delete_file", "lucy_delete_heartbeat", "lucy_disconnect_mcp_server", "lucy_edit_file", "lucy_forget", "lucy_generate_chart", "lucy_generate_csv",
 	"lucy_generate_excel", "lucy_generate_pdf", "lucy_get_channel_history", "lucy_get_thread", "lucy_list_crons",
 	"lucy_list_files", "lucy_list_heartbeats", "lucy_list_integrations", "lucy_list_slack_channels", "lucy_load_skill", "lucy_modify_cron", "lucy_pause_cron",
@@ -374,6 +375,10 @@ func TestArgValidation(t *testing.T) {
 		{tools.WebFetch, `{"url": "ftp://example.com/file"}`, []string{"not an absolute http or https URL"}},
 		{tools.WebFetch, `{"url": "example.com"}`, []string{"not an absolute http or https URL"}},
 		{tools.WebFetch, `{"url": "file:///etc/passwd"}`, []string{"not an absolute http or https URL"}},
+		{browser.Browse, `{}`, []string{`missing required field "url"`}},
+		{browser.Browse, `{"url": "file:///etc/passwd"}`, []string{"not an absolute http or https URL"}},
+		{browser.Browse, `{"url": "https://example.com", "steps": [{"action": "hover", "selector": "a", "text": ""}]}`, []string{"must be one of"}},
+		{browser.Browse, `{"url": "https://example.com", "steps": [{"action": "click", "selector": "", "text": ""}]}`, []string{"needs a selector"}},
 		{tools.WriteFile, `{"path": "a.txt"}`, []string{`missing required field "content"`}},
 		{tools.WriteFile, `{"path": ".", "content": "x"}`, []string{"give the path of a file"}},
 		{tools.WriteFile, `{"path": "a/.lucy-tmp-x", "content": "x"}`, []string{"reserved"}},
@@ -466,5 +471,21 @@ func wantArgError(tb testing.TB, err error, tool string, want ...string) {
 		if !strings.Contains(argErr.Msg, w) {
 			tb.Errorf("ArgError %q does not contain %q", argErr.Msg, w)
 		}
+	}
+}
+
+// A worker without a browser (LUCY_CHROMIUM names none, and so would a machine without chromium on
+// PATH) does not offer lucy_browse; the other tools are offered as ever.
+func TestBrowseNotOfferedWithoutChromium(t *testing.T) {
+	r := toolset.New(toolset.Deps{DataDir: t.TempDir(), Log: zerolog.Nop(), Chromium: "/nonexistent/chromium"}).Runner
+	var names []string
+	for _, s := range r.Available(t.Context(), testTeam) {
+		names = append(names, s.Name)
+	}
+	if slices.Contains(names, browser.Browse) {
+		t.Errorf("%s is offered without a browser", browser.Browse)
+	}
+	if !slices.Contains(names, tools.WebFetch) {
+		t.Errorf("%s is not offered: %q", tools.WebFetch, names)
 	}
 }

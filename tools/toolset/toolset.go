@@ -21,6 +21,7 @@ import (
 	"github.com/lucy-agent/lucy/skills"
 	_ "github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/browser"
 	_ "github.com/lucy-agent/lucy/tools/builtin" // the tools the workflow runs: declared, no domain
 	"github.com/lucy-agent/lucy/tools/clock"
 	"github.com/lucy-agent/lucy/tools/documents"
@@ -101,6 +102,11 @@ type Deps struct {
 	MCPLimits mcp.Limits
 	// MCPOAuth signs teams in to remote MCP servers that require OAuth; nil: not offered.
 	MCPOAuth *oauth.Flow
+	// Chromium is lucy_browse's browser binary (LUCY_CHROMIUM; "" looks for chromium on PATH). Where
+	// none is found the tool is not offered.
+	Chromium string
+	// BrowserLimits bound each lucy_browse call; zero means browser.DefaultLimits.
+	BrowserLimits browser.Limits
 	// Memory is the teams' notes (lucy_remember, lucy_recall, lucy_forget), in the state store; nil
 	// means memory is not available here, and the tools say so.
 	Memory *memory.Store
@@ -131,8 +137,14 @@ func New(d Deps, sources ...tools.Source) *Set {
 	access := slackaccess.New(d.Admins, slacktools.AccessAPI(d.Slack), nil)
 	slack := slacktools.New(d.Slack, d.SlackUser, access)
 	fetcher := web.New(d.HTTP, d.NetPolicy(), d.Search)
+	// The browser: the page and every request it makes meet the same address rule as a fetch.
+	chromium := browser.Find(d.Chromium)
+	if chromium == "" {
+		d.Log.Info().Str("LUCY_CHROMIUM", d.Chromium).Msg("lucy_browse is not offered: no Chromium found (apt-get install chromium, or set LUCY_CHROMIUM)")
+	}
+	pages := browser.New(chromium, d.NetPolicy(), ws, d.BrowserLimits)
 	sched := schedules.New(schedules.Deps{Schedules: d.Schedules, DataConverter: d.DataConverter, Admins: d.Admins,
-		ScheduleLimits: d.ScheduleLimits, Slack: slack, Web: fetcher})
+		ScheduleLimits: d.ScheduleLimits, Slack: slack, Web: fetcher, Browser: pages})
 	// A team's OpenAPI services: a domain (the tools that connect and disconnect them) and a source
 	// (their operations' tools).
 	custom := openapi.New(openapi.Deps{State: d.State, Workspace: ws, Credentials: d.Credentials, Keys: d.Keys, HTTP: d.HTTP,
@@ -147,7 +159,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 	// which the state store records).
 	skillSet := skills.New(skills.Deps{Platform: skills.PlatformFS(), Operator: skills.OperatorFS(d.DataDir),
 		Workspace: workspaceStore(d), State: d.State, Log: d.Log})
-	domains := []any{skillSet, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, sched, custom,
+	domains := []any{skillSet, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
 		mcpClient, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers), memory.NewTools(d.Memory)}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {

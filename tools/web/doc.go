@@ -1,7 +1,9 @@
 // Package web holds the web tools: lucy_web_fetch, which reads a public page as text, and
 // lucy_web_search, which asks the operator's search provider. Each tool is declared beside its
 // handler (tools.Register) and runs on a *Fetcher, which holds only what they need: the fetch client
-// that refuses private addresses, the search provider's settings and its client.
+// that refuses private addresses, the search provider's settings and its client. Its reading of HTML
+// (PageMarkdown: go-readability and html-to-markdown) is shared with lucy_browse (tools/browser) and
+// page monitors.
 //
 // It is its own package so that the web tools and their dependencies sit together, apart from the
 // other domains; package toolset builds the *Fetcher a worker runs.

@@ -105,3 +105,15 @@ func mayFetch(ctx context.Context, inv tools.Invocation, target string, forms []
 	}
 	return inv.Seen(ctx, tools.SeenQuery{Forms: forms, Guard: guard})
 }
+
+// MayFetch and HoldFetch are mayFetch and holdFetch for lucy_browse, which opens a URL by the same
+// rule: a URL that carries data and that the run has not seen waits for a person's approval.
+func MayFetch(ctx context.Context, inv tools.Invocation, target string, forms []string) (bool, error) {
+	return mayFetch(ctx, inv, target, forms)
+}
+
+// HoldFetch: see MayFetch.
+func HoldFetch(u *url.URL, target, why string) tools.Output { return holdFetch(u, target, why) }
+
+// RefusePrivate is the refusal of a URL that leads to an address Lucy may not reach.
+func RefusePrivate(shown string) *tools.ArgError { return refusePrivate(shown) }

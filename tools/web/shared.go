@@ -24,9 +24,9 @@ func (f *Fetcher) Fetch(req *http.Request) (*http.Response, error) {
 	return f.http.Do(req)
 }
 
-// PageText is the readable text of an HTML page.
+// PageText is the readable text of an HTML page (PageMarkdown).
 func (f *Fetcher) PageText(page string, base *url.URL) string {
-	_, text := tools.HTMLToText(page, base)
+	_, text := PageMarkdown(page, base)
 	return text
 }
 

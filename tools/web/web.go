@@ -118,9 +118,12 @@ func (f *Fetcher) webFetch(ctx context.Context, inv tools.Invocation) (tools.Out
 	}
 	media, _, _ := mime.ParseMediaType(contentType)
 	var title, text string
+	var shell bool // an HTML page with next to no text and scripts: built by JavaScript
 	switch {
 	case media == "text/html" || media == "application/xhtml+xml":
-		title, text = tools.HTMLToText(decodeCharset(body, contentType), resp.Request.URL)
+		page := decodeCharset(body, contentType)
+		title, text = PageMarkdown(page, resp.Request.URL)
+		shell = scriptBuilt(page, text)
 	case isTextual(media):
 		text = strings.TrimSpace(decodeCharset(body, contentType))
 	default:
@@ -152,6 +155,11 @@ func (f *Fetcher) webFetch(ctx context.Context, inv tools.Invocation) (tools.Out
 	}
 	if capped {
 		b.WriteString("\n[The page is larger than 2 MB: only its first 2 MB were read.]")
+	}
+	if shell {
+		b.WriteString("\n[The page has next to no text and loads scripts: its content is probably built by " +
+			"JavaScript in the browser, which lucy_web_fetch does not run. If lucy_browse is among your tools, " +
+			"read it with lucy_browse, which renders the page in a browser.]")
 	}
 	return tools.Output{Content: b.String()}, nil
 }

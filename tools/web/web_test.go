@@ -18,9 +18,9 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 )
 
-// testPage is the page of package tools' reading of HTML (tools/testdata/page.html).
+// testPage is a page with what the reading of HTML must handle (testdata/page.html).
 var testPage = func() string {
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "page.html"))
+	b, err := os.ReadFile(filepath.Join("testdata", "page.html"))
 	if err != nil {
 		panic(err)
 	}

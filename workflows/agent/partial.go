@@ -51,6 +51,8 @@ func HumanToolName(name string) string {
 		return "searching the web"
 	case "lucy_web_fetch":
 		return "reading a web page"
+	case "lucy_browse": // new with the tool: no recorded history names it, so no replay changes
+		return "opening a web page in a browser"
 	case "lucy_search_slack_history", "lucy_get_channel_history":
 		return "going through the Slack history"
 	case "lucy_list_slack_channels":
