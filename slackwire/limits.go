@@ -6,6 +6,8 @@ const (
 	MaxMessageChars = 40_000
 	// MaxSectionChars is the most text a section block may carry.
 	MaxSectionChars = 3_000
+	// MaxBlocks is the most blocks one message may carry.
+	MaxBlocks = 50
 )
 
 // personSubtypes are the message subtypes that are still a person saying something new. Every other
