@@ -23,3 +23,14 @@ func IsPersonSubtype(subtype string) bool { return personSubtypes[subtype] }
 func IsContentSubtype(subtype string) bool {
 	return personSubtypes[subtype] || subtype == "bot_message"
 }
+
+// TaskUpdate is a task card as a stream's task_update chunk carries it (chat.startStream,
+// appendStream, stopStream): Slack updates the card of an ID in place. Status is pending,
+// in_progress, complete or error.
+type TaskUpdate struct {
+	ID      string `json:"id"`
+	Title   string `json:"title"`
+	Status  string `json:"status,omitempty"`
+	Details string `json:"details,omitempty"`
+	Output  string `json:"output,omitempty"`
+}
