@@ -144,11 +144,18 @@ func (p *killableDev) kill() {
 // `lucy dev` killed with SIGKILL while the answer streams into the local workspace (server, worker,
 // gateway and the local Slack at once), then started again on the same data directory: the local
 // workspace comes back from its journal with the half stream in it, the retried model call removes
-// it, and the thread ends with exactly one complete answer and no sentence of it twice.
+// it (or, below a tool step, the timeline keeps it and delivery rewrites it), and the thread ends
+// with exactly one complete answer and no sentence of it twice.
 func TestDevKilledMidStreamAnswersOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts lucy dev twice")
 	}
+	t.Run("answer", func(t *testing.T) { killMidStream(t, false) })
+	// The terminal prints the step's task card; the answer streams into the timeline's message.
+	t.Run("after a tool step", func(t *testing.T) { killMidStream(t, true) })
+}
+
+func killMidStream(t *testing.T, toolStep bool) {
 	var sentences []string
 	for i := range 30 {
 		sentences = append(sentences, fmt.Sprintf("Step %02d of the rollout moves one more team to the new pipeline.", i+1))
@@ -158,7 +165,10 @@ func TestDevKilledMidStreamAnswersOnce(t *testing.T) {
 	t.Cleanup(func() { close(never) })
 	var mu sync.Mutex
 	calls := 0
-	llm := fakellm.New(t, fakellm.WithoutNotes(func(int, fakellm.Request) fakellm.Reply {
+	llm := fakellm.New(t, fakellm.WithoutNotes(func(_ int, req fakellm.Request) fakellm.Reply {
+		if last := req.Messages[len(req.Messages)-1]; toolStep && last.Role != "tool" {
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("c1", "lucy_current_time", `{"timezone":"Europe/Paris"}`)}}
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
@@ -223,6 +233,11 @@ func TestDevKilledMidStreamAnswersOnce(t *testing.T) {
 	waitFor(t, "the half stream in the thread", time.Minute, func() bool { return streamed(replies()) })
 	if bots := replies(); streamed(bots) && strings.Contains(bots[len(bots)-1].Text, sentences[len(sentences)-1]) {
 		t.Fatal("the answer was complete before the kill: the test did not kill mid-stream")
+	}
+	if toolStep {
+		waitFor(t, "the step's task card in the terminal", 30*time.Second, func() bool {
+			return strings.Contains(first.out.String(), "  [done] checking the time\n")
+		})
 	}
 	first.kill()
 
