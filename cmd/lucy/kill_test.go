@@ -246,16 +246,26 @@ func killMidStream(t *testing.T, toolStep bool) {
 	if !streamed(replies()) {
 		t.Fatal("the local workspace lost the half stream across the restart: the test would prove nothing")
 	}
+	// What a person sees while the answer streams again counts too: no message of Lucy's may show a
+	// sentence twice at any point.
+	var twice string
 	complete := func() bool {
+		done := false
 		for _, m := range replies() {
+			if twice == "" && strings.Count(m.Text, sentences[0]) > 1 {
+				twice = m.Text
+			}
 			if strings.Contains(m.Text, sentences[len(sentences)-1]) {
-				return true
+				done = true
 			}
 		}
-		return false
+		return done
 	}
 	waitFor(t, "the complete answer after the restart", 3*time.Minute, complete)
 	time.Sleep(2 * time.Second) // a second answer, or a late append, would come right after
+	if twice != "" {
+		t.Errorf("while the answer streamed again, a message showed it twice: %.300q", twice)
+	}
 	bots := replies()
 	var answers []slack.Message
 	for _, m := range bots {
