@@ -221,11 +221,11 @@ func (a *Activities) mayHavePosted(ctx context.Context) bool {
 // it cannot tell (no client, Temporal unreachable) it says yes: a lookup too many is cheap, a post
 // too many is not.
 func (a *Activities) resetRun(ctx context.Context, namespace, workflowID, runID string) bool {
-	if a.Temporal == nil {
-		return true
-	}
 	if v, ok := a.resetRuns.Load(runID); ok {
 		return v.(bool)
+	}
+	if a.Temporal == nil {
+		return true
 	}
 	resp, err := a.Temporal.WorkflowService().GetWorkflowExecutionHistory(ctx, &workflowservice.GetWorkflowExecutionHistoryRequest{
 		Namespace: namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: workflowID, RunId: runID}, MaximumPageSize: 1,
