@@ -9,13 +9,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/slack-go/slack"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/skills"
@@ -133,8 +137,9 @@ var defaultPrompts = []slack.AssistantThreadsPrompt{
 }
 
 // suggestedPrompts are the prompts a new assistant thread offers: this team's skills first (what
-// the team taught Lucy to do), then its recurring jobs (run one now), then the operator's and the
-// platform's skills, then general ones, at most four.
+// the team taught Lucy to do), then its recurring jobs (run one now), then the kinds of request the
+// team made most lately (recentKinds), then the operator's and the platform's skills, then general
+// ones, at most four.
 func (a *Activities) suggestedPrompts(ctx context.Context, team string) []slack.AssistantThreadsPrompt {
 	var out []slack.AssistantThreadsPrompt
 	var list []skills.Skill
@@ -163,6 +168,12 @@ func (a *Activities) suggestedPrompts(ctx context.Context, team string) []slack.
 		out = append(out, slack.AssistantThreadsPrompt{
 			Title: slackwire.HeadEllipsis("Run "+skillTitle(job)+" now", 60), Message: "Run the recurring job " + job + " now",
 		})
+	}
+	for _, kind := range a.recentKinds(ctx, team) {
+		if len(out) == maxSuggestedPrompts {
+			break
+		}
+		out = append(out, kindPrompts[kind])
 	}
 	addSkills(false)
 	for _, p := range defaultPrompts {
@@ -216,6 +227,94 @@ func (a *Activities) SetThreadTitle(ctx context.Context, in AssistantThreadInput
 	return a.slackFail("set thread title", in.Team, in.Channel, err)
 }
 
+// kindPrompts are the prompts offered for a kind of request the team makes, by the router's intent
+// (intent.Intent…, the LucyIntent search attribute of a run). Intents that are not a kind of work
+// (chat, greeting, status, follow_up) have none.
+var kindPrompts = map[string]slack.AssistantThreadsPrompt{
+	intent.IntentResearch:   {Title: "Research a question", Message: "Research and compare the options for "},
+	intent.IntentData:       {Title: "Analyze some data", Message: "Analyze this data and tell me what stands out: "},
+	intent.IntentDocument:   {Title: "Write a document", Message: "Write a one-page document about "},
+	intent.IntentCode:       {Title: "Write or fix code", Message: "Write a script that "},
+	intent.IntentLookup:     {Title: "Look something up", Message: "Find where we discussed "},
+	intent.IntentReasoning:  {Title: "Think a problem through", Message: "Help me think through "},
+	intent.IntentMonitoring: {Title: "Watch something for me", Message: "Tell me when "},
+	intent.IntentToolUse:    {Title: "Use one of our tools", Message: "Use our integrations to "},
+}
+
+// recentRuns bounds the runs recentKinds reads: the newest this many agent runs of the team.
+const recentRuns = 50
+
+// recentKinds are the kinds of request the team made in its newest agent runs, read from Temporal's
+// visibility (their LucyIntent attribute) in at most two seconds; none without a Temporal client or
+// on any error: the prompts are a courtesy.
+func (a *Activities) recentKinds(ctx context.Context, team string) []string {
+	if a.Temporal == nil || !safeQueryValue(team) {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	// Without an ORDER BY, visibility lists running runs first, then the most recently closed: the
+	// newest runs, which is what "lately" means here.
+	resp, err := a.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{PageSize: recentRuns,
+		Query: fmt.Sprintf("WorkflowType = '%s' AND %s = '%s'", agentRunWorkflowType, searchattr.Workspace.GetName(), team)})
+	if err != nil {
+		return nil
+	}
+	var intents []string
+	for _, e := range resp.GetExecutions() {
+		var in string
+		if p := e.GetSearchAttributes().GetIndexedFields()[searchattr.Intent.GetName()]; p != nil &&
+			converter.GetDefaultDataConverter().FromPayload(p, &in) == nil {
+			intents = append(intents, in)
+		}
+	}
+	return rankKinds(intents, maxSuggestedPrompts)
+}
+
+// rankKinds orders the kinds of work among intents (newest first) by how often they occur, a tie
+// going to the kind seen most recently, and keeps at most limit: the same runs give the same prompts.
+func rankKinds(intents []string, limit int) []string {
+	count, first := map[string]int{}, map[string]int{}
+	var kinds []string
+	for i, in := range intents {
+		if _, ok := kindPrompts[in]; !ok {
+			continue
+		}
+		if count[in] == 0 {
+			first[in] = i
+			kinds = append(kinds, in)
+		}
+		count[in]++
+	}
+	sort.SliceStable(kinds, func(i, j int) bool {
+		if count[kinds[i]] != count[kinds[j]] {
+			return count[kinds[i]] > count[kinds[j]]
+		}
+		return first[kinds[i]] < first[kinds[j]]
+	})
+	if len(kinds) > limit {
+		kinds = kinds[:limit]
+	}
+	return kinds
+}
+
+// agentRunWorkflowType is the agent run's registered name (workflows.AgentRunWorkflowName; this
+// package may not import workflows).
+const agentRunWorkflowType = "agent_run"
+
+// safeQueryValue reports whether a Slack ID can go into a visibility query between quotes as it is.
+func safeQueryValue(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // recurringJobPrefix starts the schedule IDs of a team's recurring jobs: cron:{team}:{slug}
 // (docs/architecture.md, workflow IDs).
 const recurringJobPrefix = "cron:"
@@ -224,7 +323,7 @@ const recurringJobPrefix = "cron:"
 // the schedules' list in at most two seconds; none without a Temporal client or on any error: the
 // prompts are a courtesy.
 func (a *Activities) recurringJobs(ctx context.Context, team string) []string {
-	if a.Temporal == nil || team == "" {
+	if a.Temporal == nil || !safeQueryValue(team) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)

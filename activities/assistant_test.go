@@ -3,14 +3,25 @@ package activities
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/mock"
+	commonpb "go.temporal.io/api/common/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/mocks"
+
+	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/output"
+	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/workspace"
 )
@@ -190,5 +201,85 @@ func TestKeepFeedback(t *testing.T) {
 	}
 	if err := (&Activities{}).KeepFeedback(ctx, in); err != nil {
 		t.Errorf("without a memory store: %v", err)
+	}
+}
+
+// The kinds of request a team made lately become suggested prompts, most frequent first (a tie to
+// the most recent), read from its newest agent runs' LucyIntent; chat, greetings and status
+// questions are not kinds of work, and a run not yet routed has no intent.
+func TestSuggestedPromptsFromRecentKinds(t *testing.T) {
+	ctx := context.Background()
+	f := newSlackFixture(t)
+	dc := converter.GetDefaultDataConverter()
+	run := func(intent string) *workflowpb.WorkflowExecutionInfo {
+		e := &workflowpb.WorkflowExecutionInfo{SearchAttributes: &commonpb.SearchAttributes{IndexedFields: map[string]*commonpb.Payload{}}}
+		if intent != "" {
+			p, err := dc.ToPayload(intent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.SearchAttributes.IndexedFields[searchattr.Intent.GetName()] = p
+		}
+		return e
+	}
+	c := &mocks.Client{}
+	var query string
+	c.On("ListWorkflow", mock.Anything, mock.Anything).Return(func(_ context.Context, r *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+		query = r.Query
+		if r.PageSize != recentRuns {
+			t.Errorf("page size %d, want %d", r.PageSize, recentRuns)
+		}
+		return &workflowservice.ListWorkflowExecutionsResponse{Executions: []*workflowpb.WorkflowExecutionInfo{
+			run("chat"), run("data"), run(""), run("research"), run("greeting"), run("research"), run("data"), run("document"), run("status"),
+		}}, nil
+	})
+	schedules := &mocks.ScheduleClient{}
+	schedules.On("List", mock.Anything, mock.Anything).Return(nil, errors.New("no schedules here"))
+	c.On("ScheduleClient").Return(schedules)
+	f.a.Temporal = c
+
+	got := f.a.suggestedPrompts(ctx, "T1")
+	want := []string{kindPrompts["data"].Title, kindPrompts["research"].Title, kindPrompts["document"].Title, defaultPrompts[0].Title}
+	if len(got) != len(want) {
+		t.Fatalf("prompts %+v", got)
+	}
+	for i := range want {
+		if got[i].Title != want[i] {
+			t.Errorf("prompt %d: %q, want %q", i, got[i].Title, want[i])
+		}
+	}
+	if query != "WorkflowType = 'agent_run' AND LucyWorkspace = 'T1'" {
+		t.Errorf("query %q", query)
+	}
+	// A team ID that could break out of the query's quotes is never asked about.
+	query = ""
+	if kinds := f.a.recentKinds(ctx, "T1' OR WorkflowType = 'x"); kinds != nil || query != "" {
+		t.Errorf("unsafe team: %v, query %q", kinds, query)
+	}
+}
+
+func TestRankKinds(t *testing.T) {
+	for _, tc := range []struct {
+		in   []string
+		want []string
+	}{
+		{nil, nil},
+		{[]string{"chat", "follow_up", "status", "greeting", "made_up"}, nil},
+		{[]string{"code", "data", "data", "code", "lookup"}, []string{"code", "data", "lookup"}},
+		{[]string{"lookup", "code", "data", "research", "document", "document"}, []string{"document", "lookup", "code", "data"}},
+	} {
+		if got := rankKinds(tc.in, 4); !slices.Equal(got, tc.want) {
+			t.Errorf("rankKinds(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// Every intent the router gives a kind of work has a prompt, each with a title and a message.
+func TestKindPromptsCoverTheWorkIntents(t *testing.T) {
+	for _, in := range []string{intent.IntentLookup, intent.IntentCode, intent.IntentData, intent.IntentDocument, intent.IntentResearch,
+		intent.IntentReasoning, intent.IntentMonitoring, intent.IntentToolUse} {
+		if p, ok := kindPrompts[in]; !ok || p.Title == "" || p.Message == "" {
+			t.Errorf("%s: %+v", in, p)
+		}
 	}
 }

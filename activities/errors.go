@@ -127,7 +127,7 @@ var slackHints = map[string]string{
 	"restricted_action":       "a workspace setting stops Lucy from posting here: ask a Slack admin, or use another channel",
 	"team_access_not_granted": "the app is not installed in this workspace (or org): install it there",
 	"ekm_access_denied":       "Enterprise Key Management blocked access to this content",
-	"msg_too_long":            "the message is too long for Slack: a bug in Lucy's message splitting (output.Render)",
+	"msg_too_long":            "the message is too long for Slack: a bug in Lucy's message splitting (output.RenderMarkdown)",
 	"no_text":                 "Lucy tried to post an empty message: a bug in the caller",
 	"invalid_blocks":          "Slack rejected the Block Kit layout: a bug in Lucy's rendering",
 	"invalid_blocks_format":   "Slack rejected the Block Kit JSON: a bug in Lucy's rendering",

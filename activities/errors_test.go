@@ -57,7 +57,7 @@ func TestSlackErrorClassification(t *testing.T) {
 		{"token_revoked", slack.SlackErrorResponse{Err: "token_revoked"}, ErrSlackPermanent, true, 0, "revoked"},
 		{"missing_scope", slack.SlackErrorResponse{Err: "missing_scope", Needed: "chat:write"}, ErrSlackPermanent, true, 0, "(needed: chat:write)"},
 		{"is_archived", slack.SlackErrorResponse{Err: "is_archived"}, ErrSlackPermanent, true, 0, "archived"},
-		{"msg_too_long", slack.SlackErrorResponse{Err: "msg_too_long"}, ErrSlackPermanent, true, 0, "output.Render"},
+		{"msg_too_long", slack.SlackErrorResponse{Err: "msg_too_long"}, ErrSlackPermanent, true, 0, "output.RenderMarkdown"},
 		{"no_text", slack.SlackErrorResponse{Err: "no_text"}, ErrSlackPermanent, true, 0, "empty"},
 		{"invalid_blocks with details", slack.SlackErrorResponse{Err: "invalid_blocks", ResponseMetadata: slack.ResponseMetadata{
 			Messages: []string{"[ERROR] must be less than 3001 characters [json-pointer:/blocks/0/text/text]"}}}, ErrSlackPermanent, true, 0, "/blocks/0/text/text"},

@@ -203,9 +203,12 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 			ss.abandon(ctx)
 		}
 	}()
-	if streamer, api, ok := a.canStream(in.Stream); ok && !a.answered(ctx, in.Stream) && (in.Stream.TS == "" || previousStreams(ctx).Into != in.Stream.TS) {
-		// Into the run's timeline (in.Stream.TS): a retried call does not append again what an
-		// earlier attempt appended (StreamBeat.Into; delivery puts the answer in).
+	if streamer, api, ok := a.canStream(in.Stream); ok && !a.answered(ctx, in.Stream) && (in.Stream.TS == "" || !a.mayHavePosted(ctx)) {
+		// Into the run's timeline (in.Stream.TS) only on a call that cannot repeat an earlier one:
+		// text appended to a stream cannot be taken back, and nothing can say for sure that an
+		// earlier attempt appended none (its heartbeat may never have reached the server: the SDK
+		// throttles heartbeats, and a process killed meanwhile loses the last one). A retried or
+		// reset call leaves the timeline as it is; delivery puts the answer in.
 		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now, ts: in.Stream.TS, into: in.Stream.TS != ""}
 		comp, err = a.completeStreaming(ctx, streamer, ss, params)
 	} else {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/output"
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // postedText is everything Slack stored of a message: its text and the text of its blocks.
@@ -155,7 +156,7 @@ func TestApprovalPromptShowsALongPostWhole(t *testing.T) {
 			}
 			shown.WriteString(s)
 		}
-		if n := len(blocksOf(t, m)); n > output.MaxBlocks {
+		if n := len(blocksOf(t, m)); n > slackwire.MaxBlocks {
 			t.Errorf("message %d has %d blocks", i, n)
 		}
 	}

@@ -221,11 +221,11 @@ func (a *Activities) mayHavePosted(ctx context.Context) bool {
 // it cannot tell (no client, Temporal unreachable) it says yes: a lookup too many is cheap, a post
 // too many is not.
 func (a *Activities) resetRun(ctx context.Context, namespace, workflowID, runID string) bool {
-	if a.Temporal == nil {
-		return true
-	}
 	if v, ok := a.resetRuns.Load(runID); ok {
 		return v.(bool)
+	}
+	if a.Temporal == nil {
+		return true
 	}
 	resp, err := a.Temporal.WorkflowService().GetWorkflowExecutionHistory(ctx, &workflowservice.GetWorkflowExecutionHistoryRequest{
 		Namespace: namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: workflowID, RunId: runID}, MaximumPageSize: 1,
@@ -274,10 +274,10 @@ type slackPart struct {
 }
 
 // renderOne renders Markdown into a single Slack message: the first part of it, with the special
-// mentions in allowed and no other. ok is false when nothing is left to post (output.Render drops
-// empty text and text that is only Lucy's machinery).
+// mentions in allowed and no other. ok is false when nothing is left to post (output.RenderMarkdown
+// drops empty text and text that is only Lucy's machinery).
 func renderOne(markdown string, allowed []string) (m output.Message, ok bool) {
-	if parts := output.RenderAllowing(markdown, allowed); len(parts) > 0 {
+	if parts := output.RenderMarkdown(markdown, allowed); len(parts) > 0 {
 		return parts[0], true
 	}
 	return output.Message{}, false
@@ -416,7 +416,7 @@ func (a *Activities) PostPlaceholder(ctx context.Context, in PostInput) (PostRes
 // to nothing posts nothing.
 func (a *Activities) PostMessage(ctx context.Context, in PostInput) (PostResult, error) {
 	var parts []slackPart
-	for i, m := range output.RenderAllowing(in.Text, in.AllowedMentions) {
+	for i, m := range output.RenderMarkdown(in.Text, in.AllowedMentions) {
 		parts = append(parts, slackPart{key: fmt.Sprintf("%s#%d", in.Key, i), text: m.Text, blocks: m.Blocks})
 	}
 	tss, err := a.postParts(ctx, "post message", in.Team, in.Channel, in.ThreadTS, in.RunID, parts)

@@ -271,8 +271,8 @@ func TestPlaceholderLookupHelper(t *testing.T) {
 func TestSlackPostMessageSplitsAndRetries(t *testing.T) {
 	f := newSlackFixture(t)
 	root := f.say(t, "U1", "", "what are you working on?")
-	md := longAnswer()
-	want := len(output.Render(md))
+	md := longAnswerOf(25_000)
+	want := len(output.RenderMarkdown(md, nil))
 	if want < 2 {
 		t.Fatalf("the long answer renders to %d part(s); the test needs more", want)
 	}
@@ -620,7 +620,7 @@ func TestLoadThreadRolesAndUpTo(t *testing.T) {
 	}
 	want := []ThreadMessage{
 		{Role: "user", User: "U1", Text: "what's the weather in Tokyo?", TS: root},
-		{Role: "assistant", User: "ULUCY", Text: unescapeSlack(output.Render("Sunny, **24°C** & dry.")[0].Text), TS: ph.TS},
+		{Role: "assistant", User: "ULUCY", Text: unescapeSlack(output.RenderMarkdown("Sunny, **24°C** & dry.", nil)[0].Text), TS: ph.TS},
 		{Role: "user", User: "U2", Text: "thanks, can you email it to me?"},
 		{Role: "user", User: "U1", Text: "and tomorrow?", TS: upTo},
 	}

@@ -82,9 +82,6 @@ const (
 type StreamBeat struct {
 	Channel string   `json:"channel"`
 	TSs     []string `json:"tss,omitempty"`
-	// Into is the run's timeline the attempt appended text to: a retried attempt appends nothing
-	// (delivery puts the answer in), so no text shows twice.
-	Into string `json:"into,omitempty"`
 }
 
 type streamBeat struct {
@@ -95,18 +92,12 @@ type streamBeat struct {
 func (s *streamBeat) get() StreamBeat {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return StreamBeat{Channel: s.b.Channel, TSs: append([]string(nil), s.b.TSs...), Into: s.b.Into}
+	return StreamBeat{Channel: s.b.Channel, TSs: append([]string(nil), s.b.TSs...)}
 }
 
 func (s *streamBeat) set(channel string, tss []string) {
 	s.mu.Lock()
-	s.b = StreamBeat{Channel: channel, TSs: tss, Into: s.b.Into}
-	s.mu.Unlock()
-}
-
-func (s *streamBeat) setInto(ts string) {
-	s.mu.Lock()
-	s.b.Into = ts
+	s.b = StreamBeat{Channel: channel, TSs: tss}
 	s.mu.Unlock()
 }
 
@@ -290,7 +281,6 @@ func (s *slackStream) flush(ctx context.Context, final bool) {
 				activity.RecordHeartbeat(ctx, s.beat.get())
 			}
 		} else {
-			s.beatInto(ctx)
 			if _, _, err := s.api.AppendStreamContext(ctx, s.t.Channel, s.ts, slack.MsgOptionMarkdownText(previewText(send))); err != nil {
 				s.abandon(ctx)
 				return
@@ -302,16 +292,6 @@ func (s *slackStream) flush(ctx context.Context, final bool) {
 			return
 		}
 	}
-}
-
-// beatInto records, before the first append to the run's timeline, that this attempt appends to
-// it (StreamBeat.Into): a retry then appends nothing.
-func (s *slackStream) beatInto(ctx context.Context) {
-	if !s.into || s.sent || !activity.IsActivity(ctx) {
-		return
-	}
-	s.beat.setInto(s.ts)
-	activity.RecordHeartbeat(ctx, s.beat.get())
 }
 
 // finish ends the stream of a text reply: the rest of the text and stopStream. It returns the

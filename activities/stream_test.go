@@ -26,6 +26,9 @@ func newStreamFixture(t *testing.T, h fakellm.Handler) *streamFixture {
 	llm := fakellm.New(t, h)
 	a := llmActivities(t, llm, fakeHistory{})
 	a.Slack = f.a.Slack
+	// The test environments' run was not reset: what the worker's Temporal client would answer
+	// (resetRun), which a model call asks before it streams into a run's timeline.
+	a.resetRuns.Store("default-test-run-id", false)
 	f.a = a
 	return &streamFixture{slackFixture: f, llm: llm, a: a}
 }

@@ -112,7 +112,8 @@ func TestTimelineUnavailable(t *testing.T) {
 }
 
 // A model call that appended part of the answer to the timeline and broke is retried: the retry
-// appends nothing (its heartbeat named the timeline), so no text shows twice.
+// appends nothing (a call that may repeat an earlier one never appends to the timeline, whatever
+// its heartbeat says), so no text shows twice.
 func TestRetriedCallModelAppendsToTimelineOnce(t *testing.T) {
 	answer := paragraphs(2000)
 	f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply {
@@ -142,5 +143,31 @@ func TestRetriedCallModelAppendsToTimelineOnce(t *testing.T) {
 	}
 	if reply.Content != answer || f.srv.Calls("chat.delete") != 0 {
 		t.Errorf("reply %d chars, %d deletes", len(reply.Content), f.srv.Calls("chat.delete"))
+	}
+}
+
+// A reset run's model call (attempt 1 of a new activity, no heartbeat of the original run's) may
+// repeat one that already streamed into the timeline it was handed: it appends nothing to it.
+func TestResetRunAppendsNothingToTheTimeline(t *testing.T) {
+	answer := paragraphs(1500)
+	f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: answer, ChunkChars: 50} })
+	root, _ := f.thread(t)
+	var open TimelineResult
+	if err := f.run(t, f.a.StreamSteps, TimelineInput{Target: StreamTarget{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", Recipient: "U1"},
+		Tasks: []StepTask{{ID: "c1", Title: "checking the time", Status: "complete"}}}, &open); err != nil {
+		t.Fatal(err)
+	}
+	f.a.resetRuns.Store("default-test-run-id", true)
+	in := streamInput(root)
+	in.Stream.TS = open.TS
+	var reply ModelReply
+	if err := f.run(t, f.a.CallModel, in, &reply); err != nil {
+		t.Fatal(err)
+	}
+	if m := f.botMessages(root)[1]; m.TS != open.TS || m.Text != "" || f.srv.Calls("chat.appendStream") != 0 {
+		t.Errorf("the timeline after a reset run's call: %.80q, %d appends; want it untouched", m.Text, f.srv.Calls("chat.appendStream"))
+	}
+	if reply.Content != answer || reply.StreamTS != "" {
+		t.Errorf("reply %d chars, stream %q", len(reply.Content), reply.StreamTS)
 	}
 }

@@ -170,6 +170,49 @@ var scenarios = []struct {
 		}
 		return fakellm.Reply{Content: "It is afternoon in Paris. " + b.String(), ChunkChars: 30}
 	}, nil},
+	// timeline: two tool steps, the first in parallel with a second tool, then an answer long
+	// enough to stream (timeline): the first step opens the timeline (StreamSteps) with each call
+	// as a task card, later steps add theirs and mark them complete, and the answer streams into the
+	// same message, which delivery stops and keeps as the answer.
+	{"timeline", "<@ULUCY> what time is it in Tokyo and Paris, which files do we have, and how does the release train work?", func(n int, req fakellm.Request) fakellm.Reply {
+		if len(req.Tools) == 0 { // the memory step's proposals
+			return fakellm.Reply{Content: "[]"}
+		}
+		tools := 0
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				tools++
+			}
+		}
+		switch tools {
+		case 0:
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+				fakellm.Call("t1", "lucy_current_time", `{"timezone":"Asia/Tokyo"}`),
+				fakellm.Call("t2", "lucy_current_time", `{"timezone":"Europe/Paris"}`),
+			}}
+		case 2:
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("f1", "lucy_list_files", `{}`)}}
+		}
+		var b strings.Builder
+		for i := 1; b.Len() < 1200; i++ {
+			fmt.Fprintf(&b, "Car %d of the release train carries the changes merged before it leaves. ", i)
+		}
+		return fakellm.Reply{Content: "It is evening in Tokyo and midday in Paris, and the workspace has no files yet. " + b.String(), ChunkChars: 30}
+	}, func(s *stack, ts string) {
+		// The answer is the timeline's message: its three task cards complete above the text.
+		s.waitFor("the answer below its three complete steps", 60*time.Second, func() bool {
+			bots := s.botMessages(ts)
+			if len(bots) != 1 || bots[0].Streaming || len(bots[0].Tasks) != 3 || !strings.Contains(bots[0].Text, "release train") {
+				return false
+			}
+			for _, task := range bots[0].Tasks {
+				if task.Status != "complete" {
+					return false
+				}
+			}
+			return true
+		})
+	}},
 	// cancel-rights: someone who did not ask says "cancel that"; the lane refuses (change ID
 	// cancel-rights: an admin check, a refusal to them alone) and the run answers.
 	{"cancel-rights", "<@ULUCY> summarize the incident report", func(n int, req fakellm.Request) fakellm.Reply {

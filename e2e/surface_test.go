@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
@@ -161,4 +163,49 @@ func laneFeedback(t *testing.T, s *stack, lane string) []workflows.FeedbackRecor
 		t.Fatal(err)
 	}
 	return recs
+}
+
+// A new assistant thread suggests the kinds of request the team made lately: after two research
+// requests, "Research a question" comes first among the prompts (there are no team skills or
+// recurring jobs here), read from the runs' LucyIntent in Temporal's visibility.
+func TestSuggestedPromptsFromRecentRuns(t *testing.T) {
+	s := newStack(t, fakellm.WithoutNotes(func(int, fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "Acme is cheaper than Globex."}
+	}))
+	for i, text := range []string{"<@ULUCY> compare Acme and Globex pricing", "<@ULUCY> research the competitors' pricing"} {
+		root := s.say(text, "")
+		s.event("app_mention", fmt.Sprint("Ev-kinds-", i), text, root, "", human)
+		s.waitFor("the answer", time.Minute, func() bool { return s.answered(root, "cheaper than Globex") })
+	}
+	s.waitFor("both runs in visibility as research", 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := s.client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowType = '%s' AND LucyWorkspace = '%s' AND LucyIntent = 'research'", workflows.AgentRunWorkflowName, team)})
+		return err == nil && resp.GetCount() == 2
+	})
+	_, root, err := s.user.PostMessage("DLOCAL", slack.MsgOptionText("hi", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{
+		"token": "x", "team_id": team, "api_app_id": "ALUCY", "type": "event_callback", "event_id": "Ev-assistant-1",
+		"event_time": time.Now().Unix(), "event": map[string]any{"type": "assistant_thread_started", "event_ts": root,
+			"assistant_thread": map[string]any{"user_id": human, "channel_id": "DLOCAL", "thread_ts": root,
+				"context": map[string]any{"channel_id": channel, "team_id": team}}},
+	})
+	s.post("/slack/events", body, "application/json", secret)
+	var prompts []localslack.SuggestedPrompt
+	s.waitFor("the suggested prompts", time.Minute, func() bool {
+		_, prompts = s.slack.SuggestedPrompts("DLOCAL", root)
+		return len(prompts) > 0
+	})
+	if prompts[0].Title != "Research a question" {
+		t.Errorf("suggested prompts %+v, want the team's research requests first", prompts)
+	}
+	for _, p := range prompts[1:] {
+		if p.Title == "Research a question" {
+			t.Errorf("research suggested twice: %+v", prompts)
+		}
+	}
 }

@@ -43,6 +43,10 @@ type Terminal struct {
 	// ThreadStatus, when set, reads the status line under a thread (localslack.ThreadStatusReader):
 	// the terminal prints it when it changes, as Slack shows it under the thread. Nil: not shown.
 	ThreadStatus func(ctx context.Context, channel, threadTS string) (string, error)
+	// ThreadTasks, when set, reads the task cards of a thread's messages by ts
+	// (localslack.ThreadTasksReader): the steps of a run's timeline, which the terminal prints as
+	// each appears or changes state, as Slack shows them above the answer. Nil: not shown.
+	ThreadTasks func(ctx context.Context, channel, threadTS string) (map[string][]slackwire.TaskUpdate, error)
 	// Echo, when set, turns the echo of typed characters off (false) and on again (true): stdin is a
 	// terminal, and a key is typed hidden. Nil: a key is read as a line (a pipe, a test).
 	Echo func(on bool)
@@ -118,6 +122,8 @@ type termSession struct {
 	keys    []slackwire.AddKey // Add key buttons seen and not yet answered, in order
 	asked   map[string]bool    // ts of the Add key messages already queued in keys
 	shown   string             // the status line last printed
+	cards   map[string]string  // message ts and task ID -> the task card's state and title last printed
+	midLine bool               // the last text printed was part of a streamed answer, without its line's end
 }
 
 // next returns the next line to send: a pending one, or one read after a prompt.
@@ -153,7 +159,7 @@ func (s *termSession) turn(ctx context.Context, line string) {
 	case "":
 		return
 	case "/new":
-		s.root, s.seen = "", map[string]string{}
+		s.root, s.seen, s.cards = "", map[string]string{}, nil
 		fmt.Fprintln(s.t.Out, "(new thread)")
 		return
 	}
@@ -302,7 +308,8 @@ func (s *termSession) follow(ctx context.Context, m workflows.Message, runsBefor
 		case <-tick.C:
 			st, running, err := s.status(ctx, key)
 			// Read the thread after the status, so that the final edit of a finished run is printed
-			// before the prompt comes back.
+			// before the prompt comes back; the steps first, as Slack shows them above the answer.
+			s.printTasks(ctx)
 			if s.printReplies(ctx, m.TS) {
 				progressed = true
 			}
@@ -342,6 +349,56 @@ func (s *termSession) printStatus(ctx context.Context) {
 	s.shown = st
 	if st != "" {
 		fmt.Fprintf(s.t.Out, "  … Lucy %s\n", st)
+	}
+}
+
+// taskStates are the words the terminal prints for a task card's status (Slack's task_update
+// statuses); an unknown one prints as it is.
+var taskStates = map[string]string{"pending": "waiting", "in_progress": "working", "complete": "done", "error": "failed"}
+
+// printTasks prints each task card of the thread (a run's timeline: its tool steps) when it appears
+// or its state or title changes ("  [working] checking the time", later "  [done] checking the
+// time"), in the order of their messages and, within one, the order Slack shows them.
+func (s *termSession) printTasks(ctx context.Context) {
+	if s.t.ThreadTasks == nil || s.root == "" {
+		return
+	}
+	byTS, err := s.t.ThreadTasks(ctx, s.t.Channel, s.root)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.t.Log.Debug().Err(err).Msg("read the thread's task cards")
+		}
+		return
+	}
+	tss := make([]string, 0, len(byTS))
+	for ts := range byTS {
+		tss = append(tss, ts)
+	}
+	slices.SortFunc(tss, slackwire.CompareTS)
+	for _, ts := range tss {
+		for _, task := range byTS[ts] {
+			state := taskStates[task.Status]
+			if state == "" {
+				state = task.Status
+			}
+			line := fmt.Sprintf("  [%s] %s", state, strings.Join(strings.Fields(task.Title), " "))
+			if task.Status == "error" && task.Output != "" {
+				line += ": " + strings.Join(strings.Fields(task.Output), " ")
+			}
+			key := ts + "\x00" + task.ID
+			if s.cards[key] == line {
+				continue
+			}
+			if s.cards == nil {
+				s.cards = map[string]string{}
+			}
+			s.cards[key] = line
+			if s.midLine { // a step after narration streamed into the same message starts a line
+				fmt.Fprintln(s.t.Out)
+				s.midLine = false
+			}
+			fmt.Fprintln(s.t.Out, line)
+		}
 	}
 }
 
@@ -394,6 +451,7 @@ func (s *termSession) printReplies(ctx context.Context, after string) (answered 
 			s.seen[msg.Timestamp] = text
 			if out := streamedPrint(prev, text); out != "" {
 				fmt.Fprint(s.t.Out, out)
+				s.midLine = !strings.HasSuffix(out, "\n")
 			}
 			if slackwire.After(msg.Timestamp, after) {
 				answered = true

@@ -17,6 +17,7 @@ import (
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workflows"
 	"github.com/lucy-agent/lucy/workspace"
@@ -151,6 +152,40 @@ func (w *fakeWorker) handle(m workflows.Message) {
 			w.t.Error(err)
 		}
 		w.setStatus(key, false, false)
+	case m.Text == "two tools":
+		// A run whose tool steps are task cards in its timeline (a stream), each printed as it
+		// appears and as it completes, before the answer streams into the same message.
+		w.setStatus(key, true, true)
+		task := func(id, title string, status slack.TaskCardStatus) slack.TaskUpdateChunk {
+			c := slack.NewTaskUpdateChunk(id, title)
+			c.Status = status
+			return c
+		}
+		_, ts, err := w.bot.StartStream(m.Channel, slack.MsgOptionTS(m.ThreadTS), slack.MsgOptionTaskDisplayMode(slack.TaskDisplayModeTimeline),
+			slack.MsgOptionChunks(task("c1", "checking the time", slack.TaskCardStatusInProgress)))
+		if err != nil {
+			w.t.Error(err)
+			return
+		}
+		w.out.waitFor(w.t, "[working] checking the time", 1)
+		steps := [][]slack.StreamChunk{
+			{task("c1", "checking the time", slack.TaskCardStatusComplete), task("c2", "listing the files", slack.TaskCardStatusInProgress)},
+			{task("c2", "listing the files", slack.TaskCardStatusComplete)},
+			{task("c2", "listing the files", slack.TaskCardStatusComplete)}, // a retried update changes nothing
+			{slack.NewMarkdownTextChunk("It is noon and ")},
+			{slack.NewMarkdownTextChunk("there are two files.")},
+		}
+		for _, chunks := range steps {
+			if _, _, err := w.bot.AppendStream(m.Channel, ts, slack.MsgOptionChunks(chunks...)); err != nil {
+				w.t.Error(err)
+			}
+			time.Sleep(3 * terminalPoll) // let the terminal see each state
+		}
+		if _, _, err := w.bot.StopStream(m.Channel, ts); err != nil {
+			w.t.Error(err)
+		}
+		w.update(m, ts, "It is noon and there are two files.")
+		w.setStatus(key, false, false)
 	case m.Text == "long task":
 		w.setStatus(key, true, true)
 		ts := w.post(m, "_working on it…_")
@@ -197,7 +232,8 @@ func startTerminal(t *testing.T, h *fakeHandoff, configure ...func(*Terminal)) *
 	newFakeWorker(t, h, api, out)
 	pr, pw := io.Pipe()
 	term := &Terminal{In: pr, Out: out, Handoff: h, Slack: api, Team: localslack.DefaultTeam, Channel: "DLOCAL",
-		User: "ULOCAL", Log: zerolog.New(zerolog.NewTestWriter(t)), ThreadStatus: localslack.ThreadStatusReader(nil, base, localslack.DefaultToken)}
+		User: "ULOCAL", Log: zerolog.New(zerolog.NewTestWriter(t)), ThreadStatus: localslack.ThreadStatusReader(nil, base, localslack.DefaultToken),
+		ThreadTasks: localslack.ThreadTasksReader(nil, base, localslack.DefaultToken)}
 	for _, c := range configure {
 		c(term)
 	}
@@ -506,5 +542,43 @@ func TestTerminalShowsTheStatusLine(t *testing.T) {
 	i, j := strings.Index(out, "… Lucy is reading #sales history"), strings.Index(out, "… Lucy is asking the research agent")
 	if i < 0 || j < i || strings.Count(out, "… Lucy is reading #sales history") != 1 {
 		t.Errorf("status lines out of order or repeated:\n%s", out)
+	}
+}
+
+// The terminal prints a run's task cards (its timeline's tool steps) as each appears and as its
+// state changes, once each, in order, before the answer.
+func TestTerminalShowsTheTimeline(t *testing.T) {
+	h := &fakeHandoff{}
+	r := startTerminal(t, h)
+	r.out.waitFor(t, "you> ", 1)
+	r.lines("two tools")
+	r.out.waitFor(t, "there are two files.", 1)
+	r.out.waitFor(t, "you> ", 2)
+	out := r.out.String()
+	last := -1
+	for _, want := range []string{"  [working] checking the time\n", "  [done] checking the time\n", "  [working] listing the files\n",
+		"  [done] listing the files\n", "lucy> It is noon and "} {
+		i := strings.Index(out, want)
+		if i <= last || strings.Count(out, want) != 1 {
+			t.Fatalf("%q missing, repeated or out of order:\n%s", want, out)
+		}
+		last = i
+	}
+}
+
+func TestPrintTasksStates(t *testing.T) {
+	out := newSyncBuffer()
+	cards := map[string][]slackwire.TaskUpdate{
+		"2.0": {{ID: "b", Title: "reading  #sales\nhistory", Status: "error", Output: "not in channel"}},
+		"1.0": {{ID: "a", Title: "checking the time", Status: "pending"}},
+	}
+	s := &termSession{t: &Terminal{Out: out, Channel: "C1", ThreadTasks: func(context.Context, string, string) (map[string][]slackwire.TaskUpdate, error) {
+		return cards, nil
+	}}, root: "1.0", midLine: true}
+	s.printTasks(context.Background())
+	s.printTasks(context.Background()) // nothing changed: nothing printed
+	want := "\n  [waiting] checking the time\n  [failed] reading #sales history: not in channel\n"
+	if got := out.String(); got != want {
+		t.Errorf("printed %q, want %q", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -221,33 +222,45 @@ func (s *Server) localThreadStatus(c *call) (reply, *apiError) {
 // ThreadStatusReader reads a thread's status line from a local workspace's Web API (local.threadStatus)
 // at base (ending in /api/) with token: the terminal's view of the status line.
 func ThreadStatusReader(client *http.Client, base, token string) func(ctx context.Context, channel, threadTS string) (string, error) {
+	return func(ctx context.Context, channel, threadTS string) (string, error) {
+		var out struct {
+			Status string `json:"status"`
+		}
+		err := localCall(ctx, client, base, token, "local.threadStatus", url.Values{"channel_id": {channel}, "thread_ts": {threadTS}}, &out)
+		return out.Status, err
+	}
+}
+
+// localCall calls a local.* method of a local workspace's Web API at base with token and decodes
+// its answer into out.
+func localCall(ctx context.Context, client *http.Client, base, token, method string, form url.Values, out any) error {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return func(ctx context.Context, channel, threadTS string) (string, error) {
-		form := url.Values{"channel_id": {channel}, "thread_ts": {threadTS}}
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"local.threadStatus", strings.NewReader(form.Encode()))
-		if err != nil {
-			return "", err
-		}
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := client.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer resp.Body.Close()
-		var out struct {
-			OK     bool   `json:"ok"`
-			Error  string `json:"error"`
-			Status string `json:"status"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			return "", err
-		}
-		if !out.OK {
-			return "", fmt.Errorf("local.threadStatus: %s", out.Error)
-		}
-		return out.Status, nil
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+method, strings.NewReader(form.Encode()))
+	if err != nil {
+		return err
 	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if err != nil {
+		return err
+	}
+	var status struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(body, &status); err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	if !status.OK {
+		return fmt.Errorf("%s: %s", method, status.Error)
+	}
+	return json.Unmarshal(body, out)
 }

@@ -41,6 +41,11 @@
 //     changes after revision since, then answers {"ok":true,"revision":N,"changed":true|false}. A
 //     terminal in another process long-polls it and reads the messages with conversations.replies;
 //     in-process code uses Server.Changed or Server.WaitForMessage instead. Neither busy-loops.
+//   - local.threadStatus (channel_id, thread_ts) answers the status line a person sees under the
+//     thread now ({"status": …}), and local.threadTasks (channel_id, thread_ts) the task cards of each
+//     of the thread's streamed messages that has any ({"messages":[{"ts", "tasks":[task_update…]}]}):
+//     Slack shows both and has no method to read them; the terminal prints them
+//     (ThreadStatusReader, ThreadTasksReader).
 //
 // # Inspection and fault injection
 //

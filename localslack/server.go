@@ -505,6 +505,7 @@ var handlers = map[string]handler{
 	"chat.startStream":             (*Server).chatStartStream,
 	"chat.appendStream":            (*Server).chatAppendStream,
 	"chat.stopStream":              (*Server).chatStopStream,
+	"local.threadTasks":            (*Server).localThreadTasks,
 	"reactions.add":                (*Server).reactionsAdd,
 	"reactions.remove":             (*Server).reactionsRemove,
 	"conversations.replies":        (*Server).conversationsReplies,

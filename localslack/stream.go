@@ -1,9 +1,14 @@
 package localslack
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/url"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // Slack's streamed messages (chat.startStream, chat.appendStream, chat.stopStream) and chat.delete.
@@ -245,4 +250,52 @@ func (s *Server) chatDelete(c *call) (reply, *apiError) {
 	s.touchMessage(m)
 	s.bump()
 	return reply{"channel": cs.info.ID, "ts": m.TS}, nil
+}
+
+// localThreadTasks is local.threadTasks (not a Slack method: Slack shows a stream's task cards, and
+// no documented method reads them back): the task cards of each message of a thread that has any,
+// as their latest task_update left them, for the terminal.
+func (s *Server) localThreadTasks(c *call) (reply, *apiError) {
+	chID, ts := c.p.Get("channel_id"), c.p.Get("thread_ts")
+	if chID == "" || ts == "" {
+		return nil, errCode("invalid_arguments")
+	}
+	type message struct {
+		TS    string                 `json:"ts"`
+		Tasks []slackwire.TaskUpdate `json:"tasks"`
+	}
+	msgs := []message{}
+	for _, m := range s.messagesLocked(chID, ts) {
+		if len(m.Tasks) == 0 {
+			continue
+		}
+		out := message{TS: m.TS}
+		for _, t := range m.Tasks {
+			out.Tasks = append(out.Tasks, slackwire.TaskUpdate{ID: t.ID, Title: t.Title, Status: t.Status, Details: t.Details, Output: t.Output})
+		}
+		msgs = append(msgs, out)
+	}
+	return reply{"messages": msgs}, nil
+}
+
+// ThreadTasksReader reads the task cards of a thread's messages, by message ts, from a local
+// workspace's Web API (local.threadTasks) at base (ending in /api/) with token: the terminal's view
+// of a run's timeline.
+func ThreadTasksReader(client *http.Client, base, token string) func(ctx context.Context, channel, threadTS string) (map[string][]slackwire.TaskUpdate, error) {
+	return func(ctx context.Context, channel, threadTS string) (map[string][]slackwire.TaskUpdate, error) {
+		var out struct {
+			Messages []struct {
+				TS    string                 `json:"ts"`
+				Tasks []slackwire.TaskUpdate `json:"tasks"`
+			} `json:"messages"`
+		}
+		if err := localCall(ctx, client, base, token, "local.threadTasks", url.Values{"channel_id": {channel}, "thread_ts": {threadTS}}, &out); err != nil {
+			return nil, err
+		}
+		tasks := make(map[string][]slackwire.TaskUpdate, len(out.Messages))
+		for _, m := range out.Messages {
+			tasks[m.TS] = m.Tasks
+		}
+		return tasks, nil
+	}
 }

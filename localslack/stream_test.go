@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/slackwire"
 )
 
 // chat.startStream / appendStream / stopStream: a thread reply that grows, ends, and refuses more;
@@ -163,5 +164,21 @@ func TestStreamChunks(t *testing.T) {
 	}
 	if m.Streaming || m.Text != "The answer. More." || m.Plan != "Working on it" || m.TaskDisplay != "timeline" || !slices.Equal(m.Tasks, want) {
 		t.Errorf("the stream: %+v, want tasks %+v", m, want)
+	}
+	// The terminal reads the cards back by message (local.threadTasks); messages without cards are
+	// left out.
+	cards, err := localslack.ThreadTasksReader(nil, base, srv.Options().Token)(ctx, "C1", root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCards := []slackwire.TaskUpdate{
+		{ID: "1", Title: "reading #sales history", Status: "complete"},
+		{ID: "2", Title: "asking the research agent", Status: "complete"},
+	}
+	if len(cards) != 1 || !slices.Equal(cards[ts], wantCards) {
+		t.Errorf("local.threadTasks: %+v, want %s: %+v", cards, ts, wantCards)
+	}
+	if _, err := localslack.ThreadTasksReader(nil, base, srv.Options().Token)(ctx, "C1", ""); err == nil || !strings.Contains(err.Error(), "invalid_arguments") {
+		t.Errorf("without a thread: %v, want invalid_arguments", err)
 	}
 }

@@ -98,8 +98,10 @@ var plainWords = map[string]string{
 // and Slack tokens are never touched. If nothing but filler is left, the text is returned unchanged.
 func Detone(s string) string {
 	exclaims := 0
-	out := mapProse(stripSentinels(s), false, func(p string) string { return detoneProse(p, &exclaims) })
-	out = tidyBlankLines(out, false)
+	// Detone runs on the Markdown every message is rendered from (RenderMarkdown), so code is what
+	// CommonMark calls code: ``` and ~~~ fences alike.
+	out := mapProse(stripSentinels(s), true, func(p string) string { return detoneProse(p, &exclaims) })
+	out = tidyBlankLines(out, true)
 	if strings.TrimSpace(out) == "" {
 		return s
 	}

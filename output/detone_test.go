@@ -55,6 +55,7 @@ func TestDetone(t *testing.T) {
 		{"not operator", "if a != b! then", "if a != b! then"},
 
 		{"code block untouched", "```\nCertainly! delve!!!\n```\nCertainly! Done.", "```\nCertainly! delve!!!\n```\nDone."},
+		{"tilde fence untouched", "~~~\nCertainly! delve!!!\n~~~\nCertainly! Done.", "~~~\nCertainly! delve!!!\n~~~\nDone."},
 		{"code span untouched", "Type `I hope this helps!` and `delve`.", "Type `I hope this helps!` and `delve`."},
 		{"slack tokens untouched", "<!here> <https://x.com/delve|delve docs> ok", "<!here> <https://x.com/delve|delve docs> ok"},
 		{"url untouched", "See https://x.com/delve-into-it now.", "See https://x.com/delve-into-it now."},

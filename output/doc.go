@@ -1,11 +1,11 @@
-// Package output turns the model's final Markdown answer into Slack messages. It is Lucy's output
-// pipeline (four layers) plus the Block Kit side of Slack delivery. Everything here is a pure function of its input: no I/O, no
-// clock, no randomness, so it is safe to call from an activity that may be retried and gives the same
-// messages every time, which is what lets the posting activity check for its own earlier post.
+// Package output turns the Markdown Lucy posts (the model's answers, and her placeholders, progress,
+// questions and notes) into Slack messages. Everything here is a pure function of its input: no I/O,
+// no clock, no randomness, so it is safe to call from an activity that may be retried and gives the
+// same messages every time, which is what lets the posting activity check for its own earlier post.
 //
 // # Layers
 //
-// [Render] runs them in this order; each is exported so callers and tests can use one on its own.
+// [RenderMarkdown] runs them in this order; each is exported so callers and tests can use one on its own.
 //
 //  1. [Sanitize] (Markdown in, Markdown out). The model sees Lucy's machinery (tool names such as
 //     lucy_web_search, sandbox paths such as /app/workspaces/..., raw tool results, its own planning
@@ -15,42 +15,39 @@
 //     model" disclaimers go. Fenced
 //     code blocks are left exactly as written, because a user who asked for code or a config file
 //     must get it intact.
-//  2. [ToMrkdwn] (Markdown in, mrkdwn out). Models write CommonMark/GFM; Slack speaks its own mrkdwn,
-//     where **bold** shows up as literal asterisks, [text](url) is not a link and tables and headings
-//     do not exist. This layer translates what has a Slack equivalent and renders tables as aligned
-//     code blocks. It also escapes &, < and >, which Slack reads as control characters: unescaped,
-//     "a <b> c" loses its middle and a <!channel> inside a pasted log notifies a whole channel. Only
-//     Slack tokens the model wrote in prose on purpose (<@U123>, <!here>) stay live, and of those
-//     the special mentions only until the next step.
-//  3. [Detone] (mrkdwn in, mrkdwn out; tone validation and de-AI). Lucy should sound like a
+//  2. [Detone] (Markdown in, Markdown out; tone validation and de-AI). Lucy should sound like a
 //     capable colleague, not a chatbot: stock openers ("Certainly!", "Great question!"), closers
 //     ("I hope this helps!", "Feel free to reach out"), AI tells ("delve") and exclamation marks
 //     in bulk are removed or softened with regular expressions. It only removes filler or swaps a
 //     word for a plain synonym, so meaning never changes; code is never touched.
-//  4. [Split] (mrkdwn in, chunks out). A Block Kit section holds at most 3,000 characters. Long
-//     answers are cut at the most natural boundary that fits, and a code block that has to be cut is
-//     closed and reopened, so every message renders on its own.
+//  3. [NeutralizeMentions]: every special mention (<!channel>, <!here>, <!everyone>, user groups,
+//     and the plain words @channel, @here and @everyone) becomes visible text that notifies nobody,
+//     unless the requester's own message asked for that mention ([RequestedMentions]), because the
+//     model's text may come from a fetched page that wants a channel pinged.
+//  4. [Split] (chunks out). One message's markdown blocks hold at most 12,000 characters: long text
+//     is cut at the most natural boundary within [MaxMarkdownChunk], and a code block that has to
+//     be cut is closed and reopened, so every message renders on its own.
 //
-// Before splitting, [Render] also runs [NeutralizeMentions]: every special mention (<!channel>,
-// <!here>, <!everyone>, user groups, and the plain words @channel, @here and @everyone) becomes
-// visible text that notifies nobody, unless the requester's own message asked for that mention
-// ([RequestedMentions], [RenderAllowing]), because the model's text may come from a fetched page
-// that wants a channel pinged. Code stays as written: ToMrkdwn has escaped any token in it.
+// Each chunk becomes one [Message]: a `markdown` block, which Slack renders as standard Markdown
+// (tables, nested lists, code, headings), and as its Text the fallback that notifications show and
+// that Slack returns as the message's text: the chunk converted by [ToMrkdwn]. Models write
+// CommonMark/GFM and Slack's text speaks its own mrkdwn, where **bold** shows up as literal asterisks,
+// [text](url) is not a link and tables and headings do not exist; ToMrkdwn translates what has a
+// Slack equivalent, renders tables as aligned code blocks and escapes &, < and >, which Slack reads
+// as control characters. That fallback is the converter's one use.
 //
-// Finally [Render] adds a few contextual emoji (before splitting, so that
-// the limits hold for the final text) and turns each chunk into one [Message]: the mrkdwn as fallback
-// text plus section and divider blocks within Slack's limits.
+// [SplitVerbatim] cuts text shown as written (an approval's details) into section-sized pieces.
 //
 // # Using it from workflows
 //
 // [Message] holds slack.Block values, which must not cross the Temporal boundary (docs/architecture.md rule 2).
-// Pass the Markdown answer to the posting activity and call [Render] there. [RequestedMentions] is a
+// Pass the Markdown to the posting activity and call [RenderMarkdown] there. [RequestedMentions] is a
 // pure function of the requester's message: workflow code calls it and passes the result along.
 //
 // # Slack conventions this package relies on
 //
 //   - In mrkdwn, a code block is any line that starts with ```; Slack has no info strings, so
-//     ToMrkdwn drops language tags, and [Split] and [Render] use this simple prefix rule.
+//     ToMrkdwn drops language tags, and [Split] uses this simple prefix rule.
 //   - &, < and > are escaped as &amp;, &lt; and &gt; everywhere, code included: that is Slack's wire
 //     encoding and Slack decodes it before display, so code still reads verbatim. Only Slack's own
 //     tokens (<@U123>, <#C123|general>, <!here>, <https://x|links>) stay raw, a special mention

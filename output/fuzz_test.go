@@ -58,13 +58,13 @@ func FuzzToMrkdwn(f *testing.F) {
 	})
 }
 
-// FuzzRender checks that whatever the model writes, every message respects Slack's limits.
-func FuzzRender(f *testing.F) {
+// FuzzRenderMarkdown checks that whatever the model writes, every message respects Slack's limits.
+func FuzzRenderMarkdown(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, md string) {
-		for i, m := range Render(md) {
+		for i, m := range RenderMarkdown(md, nil) {
 			checkMessage(t, i, m)
 		}
 	})

@@ -7,17 +7,24 @@ import (
 	"github.com/slack-go/slack"
 )
 
+// Message is one Slack message: Blocks its Block Kit rendering (one markdown block), Text the mrkdwn
+// fallback text Slack shows in notifications and returns as the message's text.
+type Message struct {
+	Text   string        `json:"text"`
+	Blocks []slack.Block `json:"blocks"`
+}
+
 // MaxMarkdownChunk is the most Markdown one message's markdown block carries: Slack accepts 12,000
 // characters of markdown blocks per message, and Split may add a fence line at a cut.
 const MaxMarkdownChunk = 11_500
 
-// RenderMarkdown renders the model's answer for Slack's `markdown` block, which shows standard
-// Markdown as written (tables, nested lists, code, headings). The Markdown is cleaned as Render cleans
-// it (Sanitize, Detone, NeutralizeMentions letting through the requester's allowed mentions) but not
-// converted: each message carries one markdown block, and its Text, the fallback Slack shows in
-// notifications and reads as the message's text, is the chunk converted to mrkdwn. Long answers are
-// split (Split) into several messages, in order. Empty input, or an answer that was nothing but
-// internal content, gives nil.
+// RenderMarkdown renders Markdown Lucy posts (answers, placeholders, progress, questions, notes) for
+// Slack's `markdown` block, which shows standard Markdown as written (tables, nested lists, code,
+// headings). The Markdown is cleaned (Sanitize, Detone, NeutralizeMentions letting through the
+// requester's allowed mentions: none for a nil allowed) but not converted: each message carries one
+// markdown block, and its Text, the fallback Slack shows in notifications and reads as the message's
+// text, is the chunk converted to mrkdwn (ToMrkdwn). Long text is split (Split) into several
+// messages, in order. Empty input, or text that was nothing but internal content, gives nil.
 func RenderMarkdown(markdown string, allowed []string) []Message {
 	if strings.TrimSpace(markdown) == "" {
 		return nil

@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Rule is the line ToMrkdwn writes for a Markdown horizontal rule; Render turns it into a divider.
+// Rule is the line ToMrkdwn writes for a Markdown horizontal rule in the fallback text.
 const Rule = "———"
 
 // listIndent is the indentation of one nesting level. Slack keeps leading spaces, and four of them

@@ -6,6 +6,8 @@ const (
 	MaxMessageChars = 40_000
 	// MaxSectionChars is the most text a section block may carry.
 	MaxSectionChars = 3_000
+	// MaxBlocks is the most blocks one message may carry.
+	MaxBlocks = 50
 )
 
 // personSubtypes are the message subtypes that are still a person saying something new. Every other
@@ -20,4 +22,15 @@ func IsPersonSubtype(subtype string) bool { return personSubtypes[subtype] }
 // included: what a thread read back as context keeps.
 func IsContentSubtype(subtype string) bool {
 	return personSubtypes[subtype] || subtype == "bot_message"
+}
+
+// TaskUpdate is a task card as a stream's task_update chunk carries it (chat.startStream,
+// appendStream, stopStream): Slack updates the card of an ID in place. Status is pending,
+// in_progress, complete or error.
+type TaskUpdate struct {
+	ID      string `json:"id"`
+	Title   string `json:"title"`
+	Status  string `json:"status,omitempty"`
+	Details string `json:"details,omitempty"`
+	Output  string `json:"output,omitempty"`
 }

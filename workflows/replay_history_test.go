@@ -12,6 +12,7 @@ import (
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -93,5 +94,47 @@ func TestReplayRecordedHistories(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join("testdata", "history", "README.md")); err != nil {
 		t.Error("testdata/history/README.md should say how the histories were recorded")
+	}
+}
+
+// TestReplayRecordingsExerciseTheirChanges: a recording added for a versioned change holds that
+// change's version marker and the activities of its new path, so the replay above covers the path
+// and not only the code around it.
+func TestReplayRecordingsExerciseTheirChanges(t *testing.T) {
+	for _, tc := range []struct {
+		file       string
+		change     string
+		activities []string
+	}{
+		{"streamed-answer-run.json", "stream-answer", []string{"CallModel", "DeliverAnswer"}},
+		{"surface-run.json", "thread-status", nil}, // SetThreadStatus is a local activity: a marker
+		{"timeline-run.json", "timeline", []string{"StreamSteps", "CallModel", "DeliverAnswer"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			h, err := readHistory(filepath.Join("testdata", "history", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			changes, acts := map[string]bool{}, map[string]int{}
+			for _, ev := range h.GetEvents() {
+				if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "Version" {
+					var id string
+					if p := m.GetDetails()["change-id"]; p != nil && converter.GetDefaultDataConverter().FromPayloads(p, &id) == nil {
+						changes[id] = true
+					}
+				}
+				if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+					acts[a.GetActivityType().GetName()]++
+				}
+			}
+			if !changes[tc.change] {
+				t.Errorf("no version marker of %q (markers: %v)", tc.change, changes)
+			}
+			for _, name := range tc.activities {
+				if acts[name] == 0 {
+					t.Errorf("no %s activity (activities: %v)", name, acts)
+				}
+			}
+		})
 	}
 }

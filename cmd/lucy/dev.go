@@ -139,6 +139,7 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 			Slack: slack.New(local.info.Token, slack.OptionAPIURL(local.info.URL)), Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
 			Credentials: creds, Admins: cfg.AdminUsers, Echo: terminalEcho(stdin),
 			ThreadStatus: localslack.ThreadStatusReader(nil, local.info.URL, local.info.Token),
+			ThreadTasks:  localslack.ThreadTasksReader(nil, local.info.URL, local.info.Token),
 		}
 		return t.Run(ctx)
 	}

@@ -350,6 +350,7 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 		Slack: api, Team: worker.LocalTeam, Channel: "CLOCAL", User: "ULOCAL",
 		Credentials: creds, Admins: cfg.AdminUsers, Echo: terminalEcho(stdin),
 		ThreadStatus: localslack.ThreadStatusReader(nil, local.URL, local.Token),
+		ThreadTasks:  localslack.ThreadTasksReader(nil, local.URL, local.Token),
 	}
 	return t.Run(ctx)
 }
