@@ -107,7 +107,9 @@ func (s *mailServers) deliver(t *testing.T, raw string) {
 
 type smtpBackend struct{ ms *mailServers }
 
-func (b *smtpBackend) NewSession(*smtp.Conn) (smtp.Session, error) { return &smtpSession{ms: b.ms}, nil }
+func (b *smtpBackend) NewSession(*smtp.Conn) (smtp.Session, error) {
+	return &smtpSession{ms: b.ms}, nil
+}
 
 type smtpSession struct {
 	ms     *mailServers

@@ -41,7 +41,6 @@ func sentID(inv tools.Invocation, domain string) string {
 	return "lucy." + hex.EncodeToString(sum[:16]) + "@" + domain
 }
 
-
 func (e *Email) sendEmail(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 	var args sendArgs
 	if err := tools.DecodeArgs(inv, &args); err != nil {
