@@ -207,7 +207,7 @@ func Summary(in MessageInput) string {
 	if subject == "" {
 		subject = "(no subject)"
 	}
-	s := fmt.Sprintf("📧 New mail in *%s* from %s: *%s*", clean(in.Mailbox, 32), clean(m.From, 120), subject)
+	s := fmt.Sprintf("📧 New mail in **%s** from %s: **%s**", clean(in.Mailbox, 32), clean(m.From, 120), subject)
 	if m.Files > 0 {
 		s += fmt.Sprintf(" (%d attachment(s))", m.Files)
 	}
