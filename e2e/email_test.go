@@ -153,6 +153,9 @@ func TestEmailListenerFiftyMessagesAcrossWorkerRestart(t *testing.T) {
 	if th, all := answers(); th != total || all != total {
 		t.Errorf("%d threads answered with %d answers; want exactly %d runs, one per message", th, all, total)
 	}
+	if *record {
+		s.recordEmailHistories(t, ctx, h, resp.Executions[0].GetExecution().GetWorkflowId())
+	}
 	perOrder := map[string]int{}
 	for _, m := range s.slack.Messages(channel, "") {
 		if m.ThreadTS == "" && m.BotID != "" {
@@ -166,4 +169,34 @@ func TestEmailListenerFiftyMessagesAcrossWorkerRestart(t *testing.T) {
 			t.Errorf("order %d has %d summaries; want 1", i, n)
 		}
 	}
+}
+
+// recordEmailHistories saves a firing that handed messages on (email-listener-firing.json), the last
+// firing after the reset, which handed on none (email-listener-reset.json), and one message's workflow
+// (email-message.json).
+func (s *stack) recordEmailHistories(t *testing.T, ctx context.Context, h client.ScheduleHandle, message string) {
+	t.Helper()
+	d, err := h.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actions := d.Info.RecentActions
+	for _, a := range actions {
+		it := s.client.GetWorkflowHistory(ctx, a.StartWorkflowResult.WorkflowID, a.StartWorkflowResult.FirstExecutionRunID, false,
+			enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		started := false
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			started = started || ev.GetEventType() == enumspb.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED
+		}
+		if started {
+			s.saveHistory(t, a.StartWorkflowResult.WorkflowID, "email-listener-firing.json")
+			break
+		}
+	}
+	s.saveHistory(t, actions[len(actions)-1].StartWorkflowResult.WorkflowID, "email-listener-reset.json")
+	s.saveHistory(t, message, "email-message.json")
 }
