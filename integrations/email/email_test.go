@@ -2,6 +2,7 @@ package email
 
 import (
 	"context"
+	"crypto/tls"
 	"strings"
 	"testing"
 
@@ -228,4 +229,32 @@ func TestConnectRefusals(t *testing.T) {
 	tooltest.WantOK(t, out, "Disconnected the mailbox support")
 	_, err = tooltest.Run(t, f.r, ReadEmails, `{}`)
 	tooltest.WantArgError(t, err, ReadEmails, "no mailbox connected")
+}
+
+// Over TLS: IMAP with implicit TLS and SMTP with STARTTLS (the server refuses AUTH before it),
+// certificates verified against the test's roots.
+func TestOverTLS(t *testing.T) {
+	ms := mailtest.StartTLS(t)
+	f := newFixture(t)
+	f.ms = ms
+	f.e.d.TLS = &tls.Config{RootCAs: ms.RootCAs, MinVersion: tls.VersionTLS12}
+	if _, err := f.creds.Put(context.Background(), tooltest.Team, "email-support", mailtest.Password, "ULOCAL"); err != nil {
+		t.Fatal(err)
+	}
+	out := tooltest.MustRun(t, f.r, ConnectEmail, tooltest.JSONArgs(t, map[string]any{
+		"address": mailtest.Addr, "imap_host": "127.0.0.1", "imap_port": ms.IMAPPort, "imap_tls": "tls",
+		"smtp_host": "127.0.0.1", "smtp_port": ms.SMTPPort, "smtp_tls": "starttls",
+	}))
+	tooltest.WantOK(t, out, "Connected the mailbox support", "IMAP login works")
+	ms.Deliver(t, invoiceMail)
+	tooltest.WantOK(t, tooltest.MustRun(t, f.r, ReadEmails, `{}`), "Invoice 4411 overdue")
+	tooltest.WantOK(t, tooltest.MustRun(t, f.r, SendEmail, `{"to": ["ana@client.test"], "subject": "Paid", "body": "Invoice 4411 is paid."}`),
+		"Sent the message", "Its copy is in Sent")
+	if n := len(ms.Got()); n != 1 {
+		t.Fatalf("received %d messages over STARTTLS; want 1", n)
+	}
+	// A server whose certificate does not verify is refused.
+	f.e.d.TLS = nil
+	out = tooltest.MustRun(t, f.r, ReadEmails, `{}`)
+	tooltest.WantToolError(t, out, "could not reach the mailbox", "certificate")
 }

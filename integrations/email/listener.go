@@ -57,7 +57,8 @@ type NewMessage struct {
 
 // Batch is what one look at a mailbox found.
 type Batch struct {
-	// Gone is set when the mailbox was disconnected: the firing ends quietly.
+	// Gone is set when there is nothing to read now: the mailbox was disconnected, has no channel, or
+	// its password is not stored yet. The firing ends quietly; the next one looks again.
 	Gone        bool         `json:"gone,omitempty"`
 	Name        string       `json:"name"`
 	Address     string       `json:"address"`
@@ -102,6 +103,9 @@ func (e *Email) NewMail(ctx context.Context, team, name string, limit int, progr
 		return Batch{Gone: true, Name: name}, nil
 	}
 	s, err := e.openIMAP(ctx, team, m)
+	if errors.Is(err, errNoPassword) {
+		return Batch{Gone: true, Name: name}, nil
+	}
 	if err != nil {
 		return Batch{}, err
 	}

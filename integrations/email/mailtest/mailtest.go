@@ -5,8 +5,12 @@ package mailtest
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -29,8 +33,10 @@ const (
 // on loopback, sharing one account.
 type Servers struct {
 	User     *imapmemserver.User
-	IMAPPort int
-	SMTPPort int
+	IMAPPort int // plain, or implicit TLS with StartTLS
+	SMTPPort int // plain, or STARTTLS (required before AUTH) with StartTLS
+	// RootCAs verify the servers' certificate (StartTLS only; valid for 127.0.0.1).
+	RootCAs  *x509.CertPool
 	mu       sync.Mutex
 	received []Received
 }
@@ -49,7 +55,28 @@ func (s *Servers) Got() []Received {
 	return append([]Received(nil), s.received...)
 }
 
+// Start runs the servers without TLS.
 func Start(t testing.TB) *Servers {
+	t.Helper()
+	return start(t, nil)
+}
+
+// StartTLS runs the servers with TLS: IMAP with implicit TLS (IMAPS), SMTP with STARTTLS, which
+// it requires before authentication. The certificate is httptest's, for 127.0.0.1.
+func StartTLS(t testing.TB) *Servers {
+	t.Helper()
+	hs := httptest.NewUnstartedServer(http.NotFoundHandler())
+	hs.StartTLS()
+	cfg := &tls.Config{Certificates: hs.TLS.Certificates, MinVersion: tls.VersionTLS12}
+	pool := x509.NewCertPool()
+	pool.AddCert(hs.Certificate())
+	hs.Close()
+	ms := start(t, cfg)
+	ms.RootCAs = pool
+	return ms
+}
+
+func start(t testing.TB, tlsCfg *tls.Config) *Servers {
 	t.Helper()
 	ms := &Servers{}
 	mem := imapmemserver.New()
@@ -65,19 +92,23 @@ func Start(t testing.TB) *Servers {
 			return mem.NewSession(), nil, nil
 		},
 		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapIMAP4rev2: {}},
-		InsecureAuth: true,
+		InsecureAuth: tlsCfg == nil,
 		Logger:       nopLogger{},
 	})
 	iln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	ms.IMAPPort = iln.Addr().(*net.TCPAddr).Port
+	if tlsCfg != nil {
+		iln = tls.NewListener(iln, tlsCfg)
+	}
 	go func() { _ = isrv.Serve(iln) }()
 	t.Cleanup(func() { _ = isrv.Close() })
-	ms.IMAPPort = iln.Addr().(*net.TCPAddr).Port
 
 	ssrv := smtp.NewServer(&smtpBackend{ms: ms})
-	ssrv.AllowInsecureAuth = true
+	ssrv.AllowInsecureAuth = tlsCfg == nil
+	ssrv.TLSConfig = tlsCfg
 	ssrv.Domain = "smtp.acme.test"
 	ssrv.ReadTimeout, ssrv.WriteTimeout = 10*time.Second, 10*time.Second
 	sln, err := net.Listen("tcp", "127.0.0.1:0")
