@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-imap/v2"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
@@ -20,8 +21,10 @@ import (
 	"github.com/lucy-agent/lucy/integrations/email/mailtest"
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/toolset"
 	"github.com/lucy-agent/lucy/worker"
+	"github.com/lucy-agent/lucy/workflows"
 	"github.com/lucy-agent/lucy/workspace"
 )
 
@@ -43,23 +46,10 @@ func TestEmailListenerFiftyMessagesAcrossWorkerRestart(t *testing.T) {
 	s.stopWorker()
 	env := []string{"LUCY_ALLOWED_PRIVATE_HOSTS=127.0.0.1", "LUCY_EMAIL_POLL_INTERVAL=10s"}
 	p := s.startWorkerProcess(t, env...)
-
-	key, err := secrets.ParseKey(workerProcessSecretsKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := workspace.NewLocalAt(filepath.Join(s.cfg.DataDir, worker.StateDir))
-	creds, err := secrets.New(state, key)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := creds.Put(ctx, team, "email-support", mailtest.Password, human); err != nil {
-		t.Fatal(err)
-	}
-	r := toolset.New(toolset.Deps{DataDir: s.cfg.DataDir, State: state, Credentials: creds, Log: s.log, AllowPrivateNetworks: true,
-		EmailListeners: &listener.Schedules{API: s.client.ScheduleClient(), Every: 10 * time.Second}}).Runner
+
+	r := s.mailRunner(t, ctx)
 	s.mustTool(t, r, human, email.ConnectEmail, fmt.Sprintf(`{"address": %q, "imap_host": "127.0.0.1", "imap_port": %d, "imap_tls": "plain", `+
 		`"smtp_host": "127.0.0.1", "smtp_port": %d, "smtp_tls": "plain", "channel": %q, "instruction": "triage new mail: file invoices, flag anything urgent"}`,
 		mailtest.Addr, ms.IMAPPort, ms.SMTPPort, channel), "Connected the mailbox support", "summarized in <#"+channel+">", "IMAP login works")
@@ -199,4 +189,107 @@ func (s *stack) recordEmailHistories(t *testing.T, ctx context.Context, h client
 	}
 	s.saveHistory(t, actions[len(actions)-1].StartWorkflowResult.WorkflowID, "email-listener-reset.json")
 	s.saveHistory(t, message, "email-message.json")
+}
+
+// mailRunner is a toolset over the worker processes' state store and credentials (the test's
+// mailbox password stored there) whose mailboxes' listeners are Schedules every 10 seconds.
+func (s *stack) mailRunner(t *testing.T, ctx context.Context) *tools.Runner {
+	t.Helper()
+	key, err := secrets.ParseKey(workerProcessSecretsKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := workspace.NewLocalAt(filepath.Join(s.cfg.DataDir, worker.StateDir))
+	creds, err := secrets.New(state, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := creds.Put(ctx, team, "email-support", mailtest.Password, human); err != nil {
+		t.Fatal(err)
+	}
+	return toolset.New(toolset.Deps{DataDir: s.cfg.DataDir, State: state, Credentials: creds, Log: s.log, AllowPrivateNetworks: true,
+		EmailListeners: &listener.Schedules{API: s.client.ScheduleClient(), Every: 10 * time.Second}}).Runner
+}
+
+// An approved lucy_send_email whose worker is killed with SIGKILL after the SMTP server accepted the
+// message and its copy was saved in Sent, before the activity could report: the run cannot tell
+// whether it went through and waits; the operator's "retry", approved again, runs the same call,
+// which finds the copy by its Message-ID and sends nothing. The recipient gets the message exactly once.
+func TestSendEmailOnceAcrossWorkerCrash(t *testing.T) {
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			return fakellm.Reply{Content: "Done: " + last.Text()}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("send1", email.SendEmail,
+			`{"to": ["ana@client.test"], "subject": "Q3 numbers", "body": "Hi Ana,\n\nthe Q3 numbers are in.\n\nLucy"}`)}}
+	})
+	ms := mailtest.Start(t)
+	s.stopWorker()
+	env := []string{"LUCY_ALLOWED_PRIVATE_HOSTS=127.0.0.1"}
+	p := s.startWorkerProcess(t, env...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r := s.mailRunner(t, ctx)
+	s.mustTool(t, r, human, email.ConnectEmail, fmt.Sprintf(`{"address": %q, "imap_host": "127.0.0.1", "imap_port": %d, "imap_tls": "plain", `+
+		`"smtp_host": "127.0.0.1", "smtp_port": %d, "smtp_tls": "plain"}`, mailtest.Addr, ms.IMAPPort, ms.SMTPPort), "Connected the mailbox support")
+	killed := make(chan struct{})
+	ms.OnSentAppend(func() {
+		ms.OnSentAppend(nil)
+		p.kill() // the copy is stored; the worker dies before it hears so
+		close(killed)
+	})
+
+	text := "<@ULUCY> email Ana the Q3 numbers"
+	root := s.say(text, "")
+	s.event("app_mention", "Ev-mail-once", text, root, "", human)
+	var value string
+	s.waitFor("the approval prompt", time.Minute, func() bool { value = s.approvalValue(root); return value != "" })
+	for _, want := range []string{"ana@client.test", "Q3 numbers", "the Q3 numbers are in"} {
+		found := false
+		for _, m := range s.botMessages(root) {
+			found = found || strings.Contains(string(m.Blocks)+m.Text, want)
+		}
+		if !found {
+			t.Errorf("the approval prompt does not show %q", want)
+		}
+	}
+	s.click(human, value, "lucy_approve")
+	select {
+	case <-killed:
+	case <-time.After(time.Minute):
+		t.Fatal("the message was never saved in Sent")
+	}
+	s.startWorkerProcess(t, env...)
+	s.waitFor("the run to wait for an operator", 2*time.Minute, func() bool { return s.answered(root, "can't tell whether it went through") })
+	run := s.lastRunOrEmpty(root)
+	if err := s.client.SignalWorkflow(ctx, run, "", workflows.SignalResume, workflows.Resume{Action: workflows.ResumeRetry}); err != nil {
+		t.Fatal(err)
+	}
+	// A destructive call is approved again before it is retried.
+	s.waitFor("the approval prompt of the retry", time.Minute, func() bool {
+		v := s.approvalValue(root)
+		if v != "" && v != value {
+			value = v
+			return true
+		}
+		return false
+	})
+	s.click(human, value, "lucy_approve")
+	deadline := time.Now().Add(2 * time.Minute)
+	for !s.answered(root, "Already sent") {
+		if time.Now().After(deadline) {
+			for _, m := range s.botMessages(root) {
+				t.Logf("in the thread: %s", m.Text)
+			}
+			t.Fatal("the resumed call did not answer that the message was already sent")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if got := ms.Got(); len(got) != 1 {
+		t.Errorf("the SMTP server received %d messages; want exactly 1", len(got))
+	}
+	st, err := ms.User.Status("Sent", &imap.StatusOptions{NumMessages: true})
+	if err != nil || st.NumMessages == nil || *st.NumMessages != 1 {
+		t.Errorf("Sent holds %v messages (%v); want 1", st, err)
+	}
 }

@@ -36,9 +36,11 @@ type Servers struct {
 	IMAPPort int // plain, or implicit TLS with StartTLS
 	SMTPPort int // plain, or STARTTLS (required before AUTH) with StartTLS
 	// RootCAs verify the servers' certificate (StartTLS only; valid for 127.0.0.1).
-	RootCAs  *x509.CertPool
-	mu       sync.Mutex
-	received []Received
+	RootCAs *x509.CertPool
+	mu      sync.Mutex
+	// onSentAppend: see OnSentAppend.
+	onSentAppend func()
+	received     []Received
 }
 
 // Received is one message the SMTP server accepted: its envelope and its data.
@@ -46,6 +48,14 @@ type Received struct {
 	From string
 	To   []string
 	Data []byte
+}
+
+// OnSentAppend sets f to run after an APPEND to the Sent folder is stored and before the server
+// answers it: a test kills a client there (a crash after the copy is saved).
+func (s *Servers) OnSentAppend(f func()) {
+	s.mu.Lock()
+	s.onSentAppend = f
+	s.mu.Unlock()
 }
 
 // Got returns what the SMTP server accepted so far, in order.
@@ -89,7 +99,7 @@ func start(t testing.TB, tlsCfg *tls.Config) *Servers {
 	mem.AddUser(ms.User)
 	isrv := imapserver.New(&imapserver.Options{
 		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return mem.NewSession(), nil, nil
+			return &session{SessionIMAP4rev2: mem.NewSession().(imapserver.SessionIMAP4rev2), ms: ms}, nil, nil
 		},
 		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapIMAP4rev2: {}},
 		InsecureAuth: tlsCfg == nil,
@@ -119,6 +129,23 @@ func start(t testing.TB, tlsCfg *tls.Config) *Servers {
 	t.Cleanup(func() { _ = ssrv.Close() })
 	ms.SMTPPort = sln.Addr().(*net.TCPAddr).Port
 	return ms
+}
+
+// session is the in-memory server's session, with the OnSentAppend hook.
+type session struct {
+	imapserver.SessionIMAP4rev2
+	ms *Servers
+}
+
+func (s *session) Append(mailbox string, r imap.LiteralReader, options *imap.AppendOptions) (*imap.AppendData, error) {
+	d, err := s.SessionIMAP4rev2.Append(mailbox, r, options)
+	s.ms.mu.Lock()
+	hook := s.ms.onSentAppend
+	s.ms.mu.Unlock()
+	if err == nil && mailbox == "Sent" && hook != nil {
+		hook()
+	}
+	return d, err
 }
 
 type nopLogger struct{}
