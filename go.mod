@@ -10,6 +10,10 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
+	github.com/emersion/go-imap/v2 v2.0.0-beta.8
+	github.com/emersion/go-message v0.18.2
+	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
+	github.com/emersion/go-smtp v0.25.1
 	github.com/getkin/kin-openapi v0.153.0
 	github.com/go-analyze/charts v0.6.4
 	github.com/go-pdf/fpdf v0.9.0
@@ -31,6 +35,7 @@ require (
 	github.com/stretchr/testify v1.12.1
 	github.com/temporalio/ui-server/v2 v2.54.1
 	github.com/uber-go/tally/v4 v4.1.17
+	github.com/wneessen/go-mail v0.8.1
 	github.com/xuri/excelize/v2 v2.11.1
 	github.com/yuin/goldmark v1.8.7
 	go.opentelemetry.io/otel v1.44.0

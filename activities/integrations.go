@@ -71,7 +71,7 @@ func (a *Activities) integrationsSection(ctx context.Context, team string) strin
 		"retrying blindly. A service that is not listed is not connected: never guess or invent its API, endpoints or " +
 		"data. Say so and how to connect it: with its OpenAPI document's URL (or a document in the workspace) through " +
 		"lucy_resolve_custom_integration; an MCP server through an admin's lucy_connect_mcp_server, or the operator's " +
-		"mcp.json for every workspace. Keys are added with the Add key button, never pasted in the chat.")
+		"mcp.json for every workspace; a mailbox through lucy_connect_email. Keys are added with the Add key button, never pasted in the chat.")
 	return b.String()
 }
 

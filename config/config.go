@@ -155,6 +155,10 @@ type Config struct {
 	ScriptTimeout  time.Duration
 	ScriptMemoryMB int
 
+	// EmailPollInterval is how often each connected mailbox with a channel is checked for new mail
+	// (LUCY_EMAIL_POLL_INTERVAL, 10s to 1h, default 1m).
+	EmailPollInterval time.Duration
+
 	// LLM
 	LLMBaseURL string            // OPENAI_BASE_URL, or OpenRouter's when OPENROUTER_API_KEY is set
 	LLMAPIKey  string            // OPENAI_API_KEY or OPENROUTER_API_KEY
@@ -267,9 +271,11 @@ const (
 	DefaultOpenAPIMaxOperations = 30
 	MaxOpenAPIMaxOperations     = 100
 	// Script limits (lucy_run_script).
-	DefaultScriptTimeout  = 10 * time.Second
-	MaxScriptTimeout      = 5 * time.Minute
-	DefaultScriptMemoryMB = 512
+	DefaultScriptTimeout = 10 * time.Second
+	// DefaultEmailPollInterval is how often a mailbox is checked for new mail.
+	DefaultEmailPollInterval = time.Minute
+	MaxScriptTimeout         = 5 * time.Minute
+	DefaultScriptMemoryMB    = 512
 	// DefaultWorkerStopTimeout covers every activity but the long tools (30 minutes): model calls
 	// (usually well under a minute), tools (2 minutes) and Slack writes.
 	DefaultWorkerStopTimeout = 5 * time.Minute
@@ -416,6 +422,14 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	c.UserEventsPerMinute = DefaultUserEventsPerMinute
 	c.ModelConcurrency = DefaultModelConcurrency
 	c.ScriptTimeout, c.ScriptMemoryMB = DefaultScriptTimeout, DefaultScriptMemoryMB
+	c.EmailPollInterval = DefaultEmailPollInterval
+	if v := strings.TrimSpace(getenv("LUCY_EMAIL_POLL_INTERVAL")); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 10*time.Second || d > time.Hour {
+			return nil, fmt.Errorf("LUCY_EMAIL_POLL_INTERVAL %q is not a duration from 10s to 1h (for example 1m)", v)
+		}
+		c.EmailPollInterval = d
+	}
 	if v := strings.TrimSpace(getenv("LUCY_SCRIPT_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Second || d > MaxScriptTimeout {

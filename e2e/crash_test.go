@@ -22,7 +22,8 @@ type workerProc struct {
 	cmd *exec.Cmd
 }
 
-func (s *stack) startWorkerProcess(t *testing.T) *workerProc {
+// startWorkerProcess starts a worker process configured as the stack's worker, with env added.
+func (s *stack) startWorkerProcess(t *testing.T, env ...string) *workerProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(),
@@ -30,8 +31,9 @@ func (s *stack) startWorkerProcess(t *testing.T) *workerProc {
 		"TEMPORAL_ADDRESS="+s.frontend, "TEMPORAL_NAMESPACE="+s.cfg.TemporalNamespace,
 		"SLACK_BOT_TOKEN=xoxb-test", "SLACK_API_URL="+s.slackURL,
 		"OPENAI_BASE_URL="+s.llm.BaseURL(), "OPENAI_API_KEY=sk-test", "LUCY_MODEL_DEFAULT=model-default",
-		"LUCY_DATA_DIR="+s.cfg.DataDir, "LUCY_LOG_LEVEL=error", "LUCY_SECRETS_KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+		"LUCY_DATA_DIR="+s.cfg.DataDir, "LUCY_LOG_LEVEL=error", "LUCY_SECRETS_KEY="+workerProcessSecretsKey,
 	)
+	cmd.Env = append(cmd.Env, env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -46,6 +48,10 @@ func (p *workerProc) kill() {
 		_, _ = p.cmd.Process.Wait()
 	}
 }
+
+// workerProcessSecretsKey is LUCY_SECRETS_KEY of the worker processes: a test that stores a
+// credential for them seals it with this key.
+const workerProcessSecretsKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
 
 var requestNumber = regexp.MustCompile(`request #(\d+)`)
 

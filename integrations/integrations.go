@@ -32,7 +32,7 @@ type KeyRequester interface {
 
 // Integration is one connected MCP server or OpenAPI service as lucy_list_integrations shows it.
 type Integration struct {
-	Kind string // "mcp" or "openapi"
+	Kind string // "mcp", "openapi" or "email"
 	Name string // the server's or the service's name
 	// Scope is "every team" for the operator's configuration (LUCY_MCP_CONFIG), "this workspace"
 	// for what a team connected from chat.

@@ -62,7 +62,7 @@ var _ = tools.Register(tools.Def{
 	Spec: tools.Spec{
 		Name: ListIntegrations,
 		Description: "List what this workspace has connected: the stored keys (names, who added them and when; never " +
-			"their values) and the MCP servers and OpenAPI services with their health and tools.",
+			"their values), the MCP servers and OpenAPI services with their health and tools, and the mailboxes with their health.",
 		Idempotent: true,
 		Human:      "listing the integrations",
 	},
@@ -146,10 +146,10 @@ func (k *Keys) listIntegrations(ctx context.Context, inv tools.Invocation) (tool
 		all = append(all, list...)
 	}
 	if len(all) == 0 {
-		b.WriteString("Connected MCP servers and OpenAPI services: none.")
+		b.WriteString("Connected MCP servers, OpenAPI services and mailboxes: none.")
 		return tools.Output{Content: b.String()}, nil
 	}
-	fmt.Fprintf(&b, "Connected MCP servers and OpenAPI services (%d):\n", len(all))
+	fmt.Fprintf(&b, "Connected MCP servers, OpenAPI services and mailboxes (%d):\n", len(all))
 	for _, in := range all {
 		fmt.Fprintf(&b, "- %s %s", kindLabel(in.Kind), in.Name)
 		var facts []string
@@ -188,6 +188,8 @@ func kindLabel(kind string) string {
 		return "MCP server"
 	case "openapi":
 		return "OpenAPI service"
+	case "email":
+		return "mailbox"
 	}
 	return kind
 }

@@ -364,3 +364,9 @@ func JobSlots(ctx workflow.Context, in JobSlotsInput) error {
 		}
 	}
 }
+
+// SignalOrStartLane hands m to its thread's lane as a job's firing does (signalOrStartLane): the
+// new-mail listener hands a mailbox's instruction the same way.
+func SignalOrStartLane(ctx workflow.Context, key workflows.LaneKey, m workflows.Message) error {
+	return signalOrStartLane(ctx, key, m)
+}

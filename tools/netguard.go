@@ -306,3 +306,25 @@ func RefuseCredentials(u *url.URL, shown string) *ArgError { return refuseCreden
 
 // Truncate cuts s to at most n bytes, at a rune boundary, and marks the cut with "...".
 func Truncate(s string, n int) string { return truncate(s, n) }
+
+// DialContext connects to addr (host:port) for a protocol other than HTTP (a team's IMAP and SMTP
+// servers) under p: every address the name resolves to is checked as NewGuardedClient's dialer
+// checks it, so a mail server connected from chat cannot reach an internal address that p does not
+// allow, whatever DNS answers later.
+func (p PrivateHosts) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return guardedDial(p, nil)(ctx, network, addr)
+}
+
+// Lists reports whether the operator listed host (on port) in LUCY_ALLOWED_PRIVATE_HOSTS, by name or
+// by address, or p allows every private address (tests). A connection without TLS (a mail server in
+// "plain" mode) is accepted only to such a host: the operator vouches for the network path.
+func (p PrivateHosts) Lists(host string, port uint16) bool {
+	if p.all {
+		return true
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if a, err := netip.ParseAddr(host); err == nil {
+		return p.allowsAddr(a, port)
+	}
+	return p.allowsName(host, port)
+}

@@ -25,6 +25,8 @@ import (
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/email"
+	"github.com/lucy-agent/lucy/integrations/email/listener"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/memory"
@@ -180,6 +182,8 @@ type Activities struct {
 	*activities.Activities
 	// Schedules answer the firings of recurring jobs and monitors.
 	Schedules *schedules.Activities
+	// Email answers the new-mail listener's firings.
+	Email *listener.Activities
 	// MCP is the MCP client the tools use (not registered: no activity of its own); Close it when
 	// the worker stops, which ends the MCP servers it started.
 	MCP *mcp.Source
@@ -228,8 +232,10 @@ func NewActivities(d Deps) *Activities {
 	}
 	slackTools := func(team string) tools.SlackAPI { return slackFor(team) }
 	var scheduleClient client.ScheduleClient
+	var mailListeners email.ListenerSchedules
 	if d.Client != nil {
 		scheduleClient = d.Client.ScheduleClient()
+		mailListeners = &listener.Schedules{API: scheduleClient, Every: cfg.EmailPollInterval}
 	}
 	set := toolset.New(toolset.Deps{
 		Schedules: scheduleClient,
@@ -256,6 +262,7 @@ func NewActivities(d Deps) *Activities {
 		MCPServers:           d.MCPServers,
 		MCPOAuth:             mcpOAuth,
 		Memory:               notes,
+		EmailListeners:       mailListeners,
 	})
 	core := &activities.Activities{
 		Model:            model,
@@ -283,7 +290,8 @@ func NewActivities(d Deps) *Activities {
 		// with a completed run from before the markers is not introduced again.
 		Onboarding: onboarding.New(state, store, nil).MetBefore(metBefore(d.Client, cfg.TemporalNamespace)),
 	}
-	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client}, MCP: set.MCP}
+	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client},
+		Email: &listener.Activities{Email: set.Email}, MCP: set.MCP}
 }
 
 // slackUser is the user-token client of the installed workspace (SLACK_USER_TOKEN), for Slack's
@@ -380,6 +388,8 @@ func Register(r sdkworker.Registry, acts *Activities) {
 	r.RegisterWorkflowWithOptions(schedules.ScheduledJob, workflow.RegisterOptions{Name: schedules.ScheduledJobWorkflow})
 	r.RegisterWorkflowWithOptions(schedules.JobSlots, workflow.RegisterOptions{Name: schedules.JobSlotsWorkflow})
 	r.RegisterWorkflowWithOptions(schedules.Monitor, workflow.RegisterOptions{Name: schedules.MonitorWorkflow})
+	r.RegisterWorkflowWithOptions(listener.EmailListener, workflow.RegisterOptions{Name: listener.ListenerWorkflow})
+	r.RegisterWorkflowWithOptions(listener.EmailMessage, workflow.RegisterOptions{Name: listener.MessageWorkflow})
 	for name, fn := range map[string]any{
 		"CallModel":             acts.CallModel,
 		"Complete":              acts.Complete,
@@ -410,6 +420,8 @@ func Register(r sdkworker.Registry, acts *Activities) {
 	// A struct registers each exported method under its own name, unprefixed: JobTiming,
 	// ClosedWorkflows, CheckScheduleAccess, CheckMonitor, SaveMonitorState.
 	r.RegisterActivity(acts.Schedules)
+	// FetchNewMail, AdvanceMailCursor, MarkMailHandled.
+	r.RegisterActivity(acts.Email)
 }
 
 // New creates a worker on the `lucy` task queue with everything registered, sized by s.

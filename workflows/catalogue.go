@@ -11,6 +11,7 @@ package workflows
 // registers both), which is every binary that runs recurring jobs and monitors.
 import (
 	_ "github.com/lucy-agent/lucy/integrations"
+	_ "github.com/lucy-agent/lucy/integrations/email"
 	_ "github.com/lucy-agent/lucy/integrations/mcp"
 	_ "github.com/lucy-agent/lucy/integrations/openapi"
 	_ "github.com/lucy-agent/lucy/memory"

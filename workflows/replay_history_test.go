@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/lucy-agent/lucy/integrations/email/listener"
 	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/workflows"
@@ -87,6 +88,8 @@ func TestReplayRecordedHistories(t *testing.T) {
 			r.RegisterWorkflowWithOptions(schedules.ScheduledJob, workflow.RegisterOptions{Name: schedules.ScheduledJobWorkflow})
 			r.RegisterWorkflowWithOptions(schedules.JobSlots, workflow.RegisterOptions{Name: schedules.JobSlotsWorkflow})
 			r.RegisterWorkflowWithOptions(schedules.Monitor, workflow.RegisterOptions{Name: schedules.MonitorWorkflow})
+			r.RegisterWorkflowWithOptions(listener.EmailListener, workflow.RegisterOptions{Name: listener.ListenerWorkflow})
+			r.RegisterWorkflowWithOptions(listener.EmailMessage, workflow.RegisterOptions{Name: listener.MessageWorkflow})
 			if err := replayFile(r, f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}

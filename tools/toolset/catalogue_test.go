@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/email"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/openapi"
 	"github.com/lucy-agent/lucy/memory"
@@ -42,13 +43,17 @@ func TestMain(m *testing.M) {
 // renamed) shows here.
 var allTools = []string{
 	"append_run_journal_entry", "ask_human", "delegate_to_code_agent", "delegate_to_document_agent",
-	"delegate_to_integrations_agent", "delegate_to_research_agent", "get_run_journal",
-	"lucy_browse", "lucy_check_heartbeat", "lucy_connect_mcp_server", "lucy_create_cron", "lucy_create_heartbeat", "lucy_current_time", "lucy_delete_cron",
-	"lucy_delete_custom_integration", "lucy_delete_file", "lucy_delete_heartbeat", "lucy_disconnect_mcp_server", "lucy_edit_file", "lucy_forget", "lucy_generate_chart", "lucy_generate_csv",
-	"lucy_generate_excel", "lucy_generate_pdf", "lucy_get_channel_history", "lucy_get_thread", "lucy_list_crons",
-	"lucy_list_files", "lucy_list_heartbeats", "lucy_list_integrations", "lucy_list_slack_channels", "lucy_load_skill", "lucy_modify_cron", "lucy_pause_cron",
-	"lucy_post_message", "lucy_read_file", "lucy_recall", "lucy_remember", "lucy_resolve_custom_integration", "lucy_resume_cron", "lucy_run_script", "lucy_save_skill", "lucy_search_slack_history",
-	"lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch", "lucy_web_search", "lucy_write_file", "update_run_journal",
+	"delegate_to_integrations_agent", "delegate_to_research_agent", "get_run_journal", "lucy_browse",
+	"lucy_check_heartbeat", "lucy_connect_email", "lucy_connect_mcp_server", "lucy_create_cron", "lucy_create_heartbeat",
+	"lucy_current_time", "lucy_delete_cron", "lucy_delete_custom_integration", "lucy_delete_file",
+	"lucy_delete_heartbeat", "lucy_disconnect_email", "lucy_disconnect_mcp_server", "lucy_edit_file", "lucy_forget",
+	"lucy_generate_chart", "lucy_generate_csv", "lucy_generate_excel", "lucy_generate_pdf", "lucy_get_channel_history",
+	"lucy_get_email_thread", "lucy_get_thread", "lucy_list_crons", "lucy_list_files", "lucy_list_heartbeats",
+	"lucy_list_integrations", "lucy_list_slack_channels", "lucy_load_skill", "lucy_modify_cron", "lucy_pause_cron",
+	"lucy_post_message", "lucy_read_emails", "lucy_read_file", "lucy_recall", "lucy_remember", "lucy_reply_to_email",
+	"lucy_resolve_custom_integration", "lucy_resume_cron", "lucy_run_script", "lucy_save_skill", "lucy_search_emails",
+	"lucy_search_slack_history", "lucy_send_email", "lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch",
+	"lucy_web_search", "lucy_write_file", "update_run_journal",
 }
 
 // New binds every tool to its domain (it panics otherwise), and the catalogue is the full list.
@@ -398,6 +403,15 @@ func TestArgValidation(t *testing.T) {
 		{mcp.ConnectServer, `{"name": "gh"}`, []string{`missing required field "url"`}},
 		{mcp.ConnectServer, `{"name": "gh", "url": "https://mcp.example.com/mcp", "credential": "Not A Name!"}`, []string{"not a credential name"}},
 		{mcp.DisconnectServer, `{}`, []string{`missing required field "name"`}},
+		{email.ConnectEmail, `{"address": "a@example.com", "imap_host": "imap.example.com"}`, []string{`missing required field "smtp_host"`}},
+		{email.ConnectEmail, `{"address": "a@example.com", "imap_host": "i.example.com", "smtp_host": "s.example.com", "imap_tls": "ssl"}`, []string{`"imap_tls" must be one of`}},
+		{email.DisconnectEmail, `{}`, []string{`missing required field "mailbox"`}},
+		{email.ReadEmails, `{"limit": 100}`, []string{`"limit"`}},
+		{email.SearchEmails, `{"since": "2026-11-01", "limit": 0}`, []string{`"limit"`}},
+		{email.GetEmailThread, `{}`, []string{`missing required field "message_id"`}},
+		{email.SendEmail, `{"to": [], "subject": "s", "body": "b"}`, []string{`"to" must have at least 1 item`}},
+		{email.SendEmail, `{"to": ["a@example.com"], "body": "b"}`, []string{`missing required field "subject"`}},
+		{email.ReplyToEmail, `{"message_id": "x@y", "to": ["a@example.com"]}`, []string{`missing required field "body"`}},
 	}
 	r := newTestSet(t) // no Slack: the arguments must be refused before any client is needed
 	seen := map[string]bool{}

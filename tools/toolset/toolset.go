@@ -12,6 +12,7 @@ import (
 	// The delegation tools are declared by the sub-agents' package; the workflow runs them, and the
 	// model is described them through this worker's catalogue.
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/email"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/integrations/openapi"
@@ -107,6 +108,9 @@ type Deps struct {
 	Chromium string
 	// BrowserLimits bound each lucy_browse call; zero means browser.DefaultLimits.
 	BrowserLimits browser.Limits
+	// EmailListeners keeps each connected mailbox's new-mail Schedule in step with its settings
+	// (email.ScheduleManager); nil means mailboxes connect without a listener.
+	EmailListeners email.ListenerSchedules
 	// Memory is the teams' notes (lucy_remember, lucy_recall, lucy_forget), in the state store; nil
 	// means memory is not available here, and the tools say so.
 	Memory *memory.Store
@@ -123,6 +127,8 @@ type Set struct {
 	// MCP is the MCP client: a tool source of the Runner, and the Lister of the teams' MCP servers
 	// (lucy_list_integrations). Close it when the worker stops: it ends the servers it started.
 	MCP *mcp.Source
+	// Email is the mail domain: its tools, and what the new-mail listener's activities use.
+	Email *email.Email
 	// Skills are the skills of every source (platform, the operator's in DataDir/skills, each team's
 	// in its workspace): the domain of lucy_load_skill and lucy_save_skill, and what the system
 	// prompt lists.
@@ -154,13 +160,17 @@ func New(d Deps, sources ...tools.Source) *Set {
 	mcpClient := mcp.New(mcp.Deps{Servers: d.MCPServers, State: d.State, Credentials: d.Credentials, Keys: d.Keys,
 		Admins: d.Admins, Log: d.Log, Limits: d.MCPLimits, HTTP: tools.NewGuardedClient(d.HTTP, d.NetPolicy()),
 		CheckURL: d.NetPolicy().CheckURL, OAuth: d.MCPOAuth})
-	listers := append([]integrations.Lister{mcpClient, custom}, d.Listers...)
+	// A team's mailboxes: the mail tools, and a lister of their health. Mail servers are hosts a
+	// person named, guarded as lucy_web_fetch's URLs are.
+	mail := email.New(email.Deps{State: d.State, Workspace: workspaceStore(d), Credentials: d.Credentials, Keys: d.Keys,
+		Hosts: d.NetPolicy(), Admins: d.Admins, Schedules: d.EmailListeners, Log: d.Log})
+	listers := append([]integrations.Lister{mcpClient, custom, mail}, d.Listers...)
 	// Skills: the platform's, the operator's and each team's (team skills in force only as approved,
 	// which the state store records).
 	skillSet := skills.New(skills.Deps{Platform: skills.PlatformFS(), Operator: skills.OperatorFS(d.DataDir),
 		Workspace: workspaceStore(d), State: d.State, Log: d.Log})
 	domains := []any{skillSet, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
-		mcpClient, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers), memory.NewTools(d.Memory)}
+		mcpClient, mail, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers), memory.NewTools(d.Memory)}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
@@ -168,7 +178,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 	if err != nil {
 		panic(fmt.Sprintf("toolset: %v", err))
 	}
-	return &Set{Runner: r, Schedules: sched, Integrations: listers, MCP: mcpClient, Skills: skillSet}
+	return &Set{Runner: r, Schedules: sched, Integrations: listers, MCP: mcpClient, Email: mail, Skills: skillSet}
 }
 
 // NetPolicy is the private-address policy of every request to a URL from chat: PrivateHosts, or

@@ -1,0 +1,294 @@
+package email
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/mail"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workspace"
+)
+
+// The tools a team connects and disconnects its mailboxes with.
+const (
+	ConnectEmail    = "lucy_connect_email"
+	DisconnectEmail = "lucy_disconnect_email"
+)
+
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: ConnectEmail,
+		Description: "Connect a mailbox (IMAP and SMTP) to this Slack workspace, or change a connected one's settings, so that " +
+			"the mail tools can read, search, send and reply. Give its address and servers; its password or app token is " +
+			"never an argument: when it is not stored yet, the person gets an Add key button. With \"channel\", each new " +
+			"message is summarized there, and with \"instruction\" each new message also starts a run with that " +
+			"instruction. Needs a person's approval.",
+		Destructive: true,
+		Human:       "connecting a mailbox",
+	},
+	Required: []string{"address", "imap_host", "smtp_host"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{
+			tools.StrProp("name", "A short name for the mailbox: lowercase letters, digits, '-' and '_' (default: the part of the address before @).", 0, 32),
+			tools.StrProp("address", "The mailbox's address, e.g. \"support@acme.com\" (the From of what Lucy sends).", 3, 320),
+			tools.StrProp("user", "The login name (default: the address).", 0, 320),
+			tools.StrProp("imap_host", "The IMAP server's host name, e.g. \"imap.fastmail.com\".", 1, 253),
+			tools.IntProp("imap_port", "The IMAP port (default 993 with tls, 143 otherwise).", 1, 65535),
+			tools.EnumProp("imap_tls", "How IMAP is secured: \"tls\" (the default), \"starttls\", or \"plain\" (only to hosts the operator allowed).",
+				TLSImplicit, TLSStartTLS, TLSPlain),
+			tools.StrProp("smtp_host", "The SMTP server's host name, e.g. \"smtp.fastmail.com\".", 1, 253),
+			tools.IntProp("smtp_port", "The SMTP port (default 465 with tls, 587 with starttls, 25 plain).", 1, 65535),
+			tools.EnumProp("smtp_tls", "How SMTP is secured: \"tls\" (the default), \"starttls\", or \"plain\" (only to hosts the operator allowed).",
+				TLSImplicit, TLSStartTLS, TLSPlain),
+			tools.StrProp("sent_folder", "The IMAP folder of sent mail (default \"Sent\"), where copies are saved.", 0, 200),
+			tools.StrProp("channel", "A channel ID (C0123ABCD) where each new message is summarized; \"none\" stops it; omit to keep the current one.", 0, 20),
+			tools.StrProp("instruction", "What Lucy does with each new message, e.g. \"triage new mail: file invoices, flag anything urgent\"; \"none\" removes it.", 0, 1000),
+		}
+	},
+	Approval: func(args map[string]any) (string, string) {
+		addr := tools.ArgString(args, "address")
+		var b strings.Builder
+		fmt.Fprintf(&b, "Address: %s\nIMAP: %s (%s)\nSMTP: %s (%s)\n", addr, tools.ArgString(args, "imap_host"), orDefault(tools.ArgString(args, "imap_tls"), TLSImplicit),
+			tools.ArgString(args, "smtp_host"), orDefault(tools.ArgString(args, "smtp_tls"), TLSImplicit))
+		if c := tools.ArgString(args, "channel"); c != "" {
+			fmt.Fprintf(&b, "New mail summarized in: %s\n", c)
+		}
+		if in := tools.ArgString(args, "instruction"); in != "" {
+			fmt.Fprintf(&b, "Each new message starts a run with: %s\n", in)
+		}
+		b.WriteString("Everyone in this workspace who talks to Lucy can then have her read and (with approval) send mail from it.")
+		return "connect the mailbox " + addr + " to this workspace", b.String()
+	},
+}, (*Email).connect)
+
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: DisconnectEmail,
+		Description: "Disconnect a mailbox from this workspace: the mail tools and its new-mail summaries stop. The stored " +
+			"password stays until removed from the credentials. Only the person who connected it or an admin may. Needs a person's approval.",
+		Destructive: true,
+		Human:       "disconnecting a mailbox",
+	},
+	Required: []string{"mailbox"},
+	Props: func() []tools.Prop {
+		return []tools.Prop{tools.StrProp("mailbox", "The mailbox's name, as lucy_list_integrations shows it.", 1, 32)}
+	},
+	Approval: func(args map[string]any) (string, string) {
+		name := tools.ArgString(args, "mailbox")
+		return "disconnect the mailbox " + name + " from this workspace", "Mailbox: " + name + "\nThe mail tools and its new-mail summaries stop."
+	},
+}, (*Email).disconnect)
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+var channelRE = regexp.MustCompile(`^[CGD][A-Z0-9]{2,19}$`)
+
+type connectArgs struct {
+	Name        string `json:"name"`
+	Address     string `json:"address"`
+	User        string `json:"user"`
+	IMAPHost    string `json:"imap_host"`
+	IMAPPort    int    `json:"imap_port"`
+	IMAPTLS     string `json:"imap_tls"`
+	SMTPHost    string `json:"smtp_host"`
+	SMTPPort    int    `json:"smtp_port"`
+	SMTPTLS     string `json:"smtp_tls"`
+	SentFolder  string `json:"sent_folder"`
+	Channel     string `json:"channel"`
+	Instruction string `json:"instruction"`
+}
+
+func defaultPort(imapProto bool, mode string) int {
+	switch {
+	case imapProto && mode == TLSImplicit:
+		return 993
+	case imapProto:
+		return 143
+	case mode == TLSImplicit:
+		return 465
+	case mode == TLSStartTLS:
+		return 587
+	}
+	return 25
+}
+
+// checkHost refuses a server Lucy may not reach (a private address the operator did not allow), and
+// plain connections to any host the operator did not list.
+func (e *Email) checkHost(ctx context.Context, proto, host string, port int, mode string) error {
+	host = strings.ToLower(strings.TrimSpace(host))
+	if host == "" || strings.ContainsAny(host, "/@ :") && net.ParseIP(strings.Trim(host, "[]")) == nil {
+		return tools.ArgErrorf(ConnectEmail, "%q is not a host name; give the %s server's name, e.g. \"%s.example.com\"", host, proto, strings.ToLower(proto))
+	}
+	u := &url.URL{Scheme: strings.ToLower(proto), Host: net.JoinHostPort(host, strconv.Itoa(port))}
+	if err := e.d.Hosts.CheckURL(ctx, u); err != nil {
+		return tools.ArgErrorf(ConnectEmail, "%s: a mail server connected from chat must be on a public address (the operator can allow "+
+			"an internal one in LUCY_ALLOWED_PRIVATE_HOSTS)", err)
+	}
+	if mode == TLSPlain && !e.d.Hosts.Lists(host, uint16(port)) {
+		return tools.ArgErrorf(ConnectEmail, "%s %s without TLS would send the password in the clear: use \"tls\" or \"starttls\" (plain is "+
+			"accepted only to hosts the operator lists in LUCY_ALLOWED_PRIVATE_HOSTS)", proto, host)
+	}
+	return nil
+}
+
+func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+	var a connectArgs
+	if err := tools.DecodeArgs(inv, &a); err != nil {
+		return tools.Output{}, err
+	}
+	if e.d.State == nil {
+		return tools.ToolError("this Lucy has no state store, so a mailbox cannot be connected"), nil
+	}
+	addr, err := mail.ParseAddress(strings.TrimSpace(a.Address))
+	if err != nil || addr.Name != "" {
+		return tools.Output{}, tools.ArgErrorf(ConnectEmail, "%q is not an email address; give it as support@acme.com", a.Address)
+	}
+	name := strings.ToLower(strings.TrimSpace(a.Name))
+	if name == "" {
+		name = strings.ToLower(addr.Address[:strings.LastIndexByte(addr.Address, '@')])
+	}
+	if !nameRE.MatchString(name) {
+		return tools.Output{}, tools.ArgErrorf(ConnectEmail, "%q is not a mailbox name: 1 to 32 lowercase letters, digits, '-' or '_' (e.g. \"support\")", name)
+	}
+	m := Mailbox{Version: 1, Name: name, Address: addr.Address, User: strings.TrimSpace(a.User),
+		IMAPHost: strings.ToLower(strings.TrimSpace(a.IMAPHost)), IMAPPort: a.IMAPPort, IMAPTLS: orDefault(a.IMAPTLS, TLSImplicit),
+		SMTPHost: strings.ToLower(strings.TrimSpace(a.SMTPHost)), SMTPPort: a.SMTPPort, SMTPTLS: orDefault(a.SMTPTLS, TLSImplicit),
+		Sent: orDefault(strings.TrimSpace(a.SentFolder), "Sent"), Credential: "email-" + name, AddedBy: inv.User, Added: time.Now().UTC()}
+	if m.User == "" {
+		m.User = m.Address
+	}
+	if m.IMAPPort == 0 {
+		m.IMAPPort = defaultPort(true, m.IMAPTLS)
+	}
+	if m.SMTPPort == 0 {
+		m.SMTPPort = defaultPort(false, m.SMTPTLS)
+	}
+	if err := e.checkHost(ctx, "IMAP", m.IMAPHost, m.IMAPPort, m.IMAPTLS); err != nil {
+		return tools.Output{}, err
+	}
+	if err := e.checkHost(ctx, "SMTP", m.SMTPHost, m.SMTPPort, m.SMTPTLS); err != nil {
+		return tools.Output{}, err
+	}
+	old, etag, err := e.boxes.get(ctx, inv.Team, name)
+	switch {
+	case err == nil:
+		if inv.User == "" || (inv.User != old.AddedBy && !slices.Contains(e.d.Admins, inv.User)) {
+			return tools.ToolError("the mailbox %s was connected by <@%s>: only they or an admin can change it", name, old.AddedBy), nil
+		}
+		m.AddedBy, m.Added, m.Channel, m.Instruction = old.AddedBy, old.Added, old.Channel, old.Instruction
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
+	}
+	switch c := strings.TrimSpace(a.Channel); {
+	case strings.EqualFold(c, "none"):
+		m.Channel = ""
+	case c != "":
+		if !channelRE.MatchString(c) {
+			return tools.Output{}, tools.ArgErrorf(ConnectEmail, "%q is not a channel ID; give one like C0123ABCD (the channel's ID, not its name)", c)
+		}
+		m.Channel = c
+	}
+	switch in := strings.TrimSpace(a.Instruction); {
+	case strings.EqualFold(in, "none"):
+		m.Instruction = ""
+	case in != "":
+		// The instruction is the model's text that later runs act on: no key it holds goes there.
+		m.Instruction, _ = secrets.RemovePasted(in)
+	}
+	if m.Instruction != "" && m.Channel == "" {
+		return tools.Output{}, tools.ArgErrorf(ConnectEmail, "an instruction needs a channel: the runs it starts answer there; give \"channel\"")
+	}
+	if err := e.boxes.put(ctx, inv.Team, m, etag); err != nil {
+		if errors.Is(err, workspace.ErrPrecondition) {
+			return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
+		}
+		return tools.Output{}, fmt.Errorf("save the mailbox %s: %w", name, err)
+	}
+	verb := "Connected"
+	if etag != "" {
+		verb = "Updated"
+	}
+	msg := fmt.Sprintf("%s the mailbox %s (%s).", verb, name, m.Where())
+	if e.d.Schedules != nil {
+		if err := e.d.Schedules.Sync(ctx, inv.Team, m); err != nil {
+			msg += " Its new-mail listener could not be set up (" + tools.Truncate(err.Error(), 200) + "); connect it again to retry."
+		} else if m.Channel != "" {
+			msg += " New messages are summarized in <#" + m.Channel + ">"
+			if m.Instruction != "" {
+				msg += ", and each starts a run: " + m.Instruction
+			}
+			msg += "."
+		}
+	}
+	if e.d.Credentials != nil {
+		_, err := e.d.Credentials.Stat(ctx, inv.Team, m.Credential)
+		if errors.Is(err, secrets.ErrNotFound) {
+			msg += fmt.Sprintf(" Its password (or app token) is not stored yet, under %q.", m.Credential)
+			if e.d.Keys == nil {
+				return tools.Output{Content: msg + " Tell the person an operator must store it (lucy secrets set)."}, nil
+			}
+			if err := e.d.Keys.RequestKey(ctx, inv, m.Credential, "the password or app token of the mailbox "+m.Address); err != nil {
+				return tools.Output{Content: msg + " Asking for it failed: tell the person to store it with lucy_store_api_key."}, nil
+			}
+			return tools.Output{Content: msg + " I posted an Add key button in this thread: tell the person to add it there " +
+				"(never in a message), then end your turn (ask_human)."}, nil
+		}
+		if err != nil {
+			return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
+		}
+	}
+	s, err := e.openIMAP(ctx, inv.Team, m)
+	if err != nil {
+		return tools.Output{Content: msg + " But logging in to IMAP failed: " + tools.Truncate(tools.RedactCredentials(err.Error()), 300) +
+			". Check the settings, or the stored password."}, nil
+	}
+	defer s.close()
+	if _, err := s.examine(m.Sent); err != nil {
+		return tools.Output{Content: msg + fmt.Sprintf(" IMAP works, but there is no folder %q for sent mail: connect it again with the right sent_folder.", m.Sent)}, nil
+	}
+	return tools.Output{Content: msg + " IMAP login works."}, nil
+}
+
+type disconnectArgs struct {
+	Mailbox string `json:"mailbox"`
+}
+
+func (e *Email) disconnect(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+	var a disconnectArgs
+	if err := tools.DecodeArgs(inv, &a); err != nil {
+		return tools.Output{}, err
+	}
+	m, err := e.pick(ctx, DisconnectEmail, inv.Team, a.Mailbox)
+	if err != nil {
+		return tools.Output{}, err
+	}
+	if inv.User == "" || (inv.User != m.AddedBy && !slices.Contains(e.d.Admins, inv.User)) {
+		return tools.ToolError("the mailbox %s was connected by <@%s>: only they or an admin can disconnect it", m.Name, m.AddedBy), nil
+	}
+	if e.d.Schedules != nil {
+		if err := e.d.Schedules.Remove(ctx, inv.Team, m.Name); err != nil {
+			return tools.Output{}, &tools.TransientError{Tool: DisconnectEmail, Err: err}
+		}
+	}
+	if err := e.boxes.delete(ctx, inv.Team, m.Name); err != nil {
+		return tools.Output{}, fmt.Errorf("remove the mailbox %s: %w", m.Name, err)
+	}
+	return tools.Output{Content: fmt.Sprintf("Disconnected the mailbox %s (%s). Its stored password %q remains in the credentials until removed.",
+		m.Name, m.Address, m.Credential)}, nil
+}

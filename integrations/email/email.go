@@ -1,0 +1,213 @@
+package email
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/emersion/go-imap/v2/imapclient"
+	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/workspace"
+	"github.com/rs/zerolog"
+	gomail "github.com/wneessen/go-mail"
+)
+
+// Deps are what the mail tools and the listener use.
+type Deps struct {
+	// State is Lucy's state store (mailboxes, their health, the listener's cursors and markers);
+	// nil means mailboxes cannot be connected here.
+	State workspace.Store
+	// Workspace holds the teams' files (attachments are workspace files).
+	Workspace workspace.Store
+	// Credentials hold each mailbox's password or app token.
+	Credentials integrations.Credentials
+	// Keys asks a person for a missing password (the Add key button); nil: it cannot be asked.
+	Keys integrations.KeyRequester
+	// Hosts is the private-address policy of every connection (LUCY_ALLOWED_PRIVATE_HOSTS): a mail
+	// server is a host a person named in chat, guarded as lucy_web_fetch's URLs are.
+	Hosts tools.PrivateHosts
+	// Admins may change or disconnect anyone's mailbox (LUCY_ADMIN_USERS).
+	Admins []string
+	// Schedules creates, updates and deletes each mailbox's listener Schedule; nil: no listener.
+	Schedules ListenerSchedules
+	// TLS is the base TLS configuration (tests give their own roots); nil means the system's.
+	TLS *tls.Config
+	// Timeout bounds one connection's dial and each command; zero means 30 seconds.
+	Timeout time.Duration
+	Log     zerolog.Logger
+}
+
+// Email is the domain of the mail tools and the listener's activities.
+type Email struct {
+	d     Deps
+	boxes mailboxes
+}
+
+// New returns the mail domain.
+func New(d Deps) *Email {
+	if d.Timeout <= 0 {
+		d.Timeout = 30 * time.Second
+	}
+	return &Email{d: d, boxes: mailboxes{st: d.State}}
+}
+
+// Integrations is the integrations.Lister of the team's mailboxes, with their health as last seen.
+func (e *Email) Integrations(ctx context.Context, team string) ([]integrations.Integration, error) {
+	if e.d.State == nil {
+		return nil, nil
+	}
+	list, err := e.boxes.list(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]integrations.Integration, 0, len(list))
+	for _, m := range list {
+		in := integrations.Integration{Kind: "email", Name: m.Name, Scope: "this workspace", Where: m.Where(),
+			Credential: m.Credential, AddedBy: m.AddedBy, Healthy: true}
+		h, ok := e.boxes.health(ctx, team, m.Name)
+		switch {
+		case !ok:
+			in.Status = "not checked yet"
+		case !h.OK:
+			in.Healthy, in.Status = false, h.Status+" (at "+h.At.Format("2006-01-02 15:04")+" UTC)"
+		default:
+			in.Status = "last connected " + h.At.Format("2006-01-02 15:04") + " UTC"
+		}
+		if m.Channel != "" {
+			in.Status += "; new mail is summarized in <#" + m.Channel + ">"
+		}
+		out = append(out, in)
+	}
+	return out, nil
+}
+
+// password reads the mailbox's stored credential inside the activity that uses it; a missing one is
+// an error the model can act on (ask for it), never the value.
+func (e *Email) password(ctx context.Context, team string, m Mailbox) (string, error) {
+	if e.d.Credentials == nil {
+		return "", errNoPassword
+	}
+	pw, _, err := e.d.Credentials.Get(ctx, team, m.Credential)
+	if errors.Is(err, secrets.ErrNotFound) {
+		return "", errNoPassword
+	}
+	return pw, err
+}
+
+var errNoPassword = errors.New("the mailbox's password (app token) is not stored")
+
+// tlsConfig is the configuration for host: the base one's roots, verified against host.
+func (e *Email) tlsConfig(host string) *tls.Config {
+	c := &tls.Config{MinVersion: tls.VersionTLS12}
+	if e.d.TLS != nil {
+		c = e.d.TLS.Clone()
+	}
+	c.ServerName = host
+	return c
+}
+
+// dial connects to host:port under the private-address policy, with the connection's deadline.
+func (e *Email) dial(ctx context.Context, host string, port int) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.d.Timeout)
+	defer cancel()
+	return e.d.Hosts.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+}
+
+// imapSession is a logged-in IMAP connection; close it.
+type imapSession struct {
+	c    *imapclient.Client
+	stop func() bool
+}
+
+func (s *imapSession) close() {
+	s.stop()
+	_ = s.c.Logout().Wait()
+	_ = s.c.Close()
+}
+
+// openIMAP logs in to the mailbox's IMAP server. The connection is closed when ctx ends, so a
+// cancelled activity never leaves it hanging. Its health is recorded either way.
+func (e *Email) openIMAP(ctx context.Context, team string, m Mailbox) (*imapSession, error) {
+	s, err := e.loginIMAP(ctx, team, m)
+	e.boxes.recordHealth(context.WithoutCancel(ctx), team, m.Name, err)
+	return s, err
+}
+
+func (e *Email) loginIMAP(ctx context.Context, team string, m Mailbox) (*imapSession, error) {
+	pw, err := e.password(ctx, team, m)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := e.dial(ctx, m.IMAPHost, m.IMAPPort)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the IMAP server %s: %w", m.IMAPHost, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	opts := &imapclient.Options{TLSConfig: e.tlsConfig(m.IMAPHost)}
+	var c *imapclient.Client
+	switch m.IMAPTLS {
+	case TLSImplicit:
+		tc := tls.Client(conn, opts.TLSConfig)
+		if err = tc.HandshakeContext(ctx); err == nil {
+			c = imapclient.New(tc, opts)
+		}
+	case TLSStartTLS:
+		c, err = imapclient.NewStartTLS(conn, opts)
+	default:
+		c = imapclient.New(conn, opts)
+	}
+	if err == nil {
+		err = c.WaitGreeting()
+	}
+	if err == nil {
+		err = c.Login(m.User, pw).Wait()
+		if err != nil {
+			err = fmt.Errorf("log in as %s: %w", m.User, errors.New(secrets.Scrub(err.Error(), pw)))
+		}
+	}
+	if err != nil {
+		stop()
+		if c != nil {
+			_ = c.Close()
+		}
+		_ = conn.Close()
+		return nil, fmt.Errorf("IMAP %s: %w", m.IMAPHost, err)
+	}
+	return &imapSession{c: c, stop: stop}, nil
+}
+
+// sendSMTP hands msg to the mailbox's SMTP server.
+func (e *Email) sendSMTP(ctx context.Context, team string, m Mailbox, msg *gomail.Msg) error {
+	pw, err := e.password(ctx, team, m)
+	if err != nil {
+		return err
+	}
+	opts := []gomail.Option{
+		gomail.WithPort(m.SMTPPort), gomail.WithTimeout(e.d.Timeout), gomail.WithTLSConfig(e.tlsConfig(m.SMTPHost)),
+		gomail.WithUsername(m.User), gomail.WithPassword(pw),
+		gomail.WithDialContextFunc(e.d.Hosts.DialContext),
+	}
+	switch m.SMTPTLS {
+	case TLSImplicit:
+		opts = append(opts, gomail.WithSSL(), gomail.WithSMTPAuth(gomail.SMTPAuthPlain))
+	case TLSStartTLS:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory), gomail.WithSMTPAuth(gomail.SMTPAuthPlain))
+	default:
+		// Plain only reaches a host the operator listed (checked at connect time).
+		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS), gomail.WithSMTPAuth(gomail.SMTPAuthPlainNoEnc))
+	}
+	c, err := gomail.NewClient(m.SMTPHost, opts...)
+	if err != nil {
+		return fmt.Errorf("SMTP %s: %w", m.SMTPHost, err)
+	}
+	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
+		return fmt.Errorf("SMTP %s: %s", m.SMTPHost, secrets.Scrub(err.Error(), pw))
+	}
+	return nil
+}
