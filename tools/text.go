@@ -3,6 +3,7 @@ package tools
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"strings"
 )
@@ -48,4 +49,15 @@ func CollapseSpace(s string) string {
 		b.WriteByte(' ')
 	}
 	return b.String()
+}
+
+// ByteSize is a size in bytes as people read it: "3.2 MB", "14.0 KB", "512 bytes".
+func ByteSize(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -11,6 +11,8 @@ import (
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	_ "github.com/emersion/go-message/charset" // decode the charsets mail arrives in (ISO-8859-*, Windows-125*, …)
 	"github.com/emersion/go-message/mail"
+
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // maxPartBytes bounds what one part of a message is read of: a mail's text the model reads is cut far
@@ -81,7 +83,7 @@ func parseLetter(raw []byte) letter {
 				name = "(unnamed)"
 			}
 			n, _ := io.Copy(io.Discard, io.LimitReader(p.Body, 64<<20))
-			l.Files = append(l.Files, fmt.Sprintf("%s (%s)", name, size(n)))
+			l.Files = append(l.Files, fmt.Sprintf("%s (%s)", name, tools.ByteSize(n)))
 		}
 	}
 	switch {
@@ -117,16 +119,6 @@ func htmlText(html string) string {
 		return "(the HTML of this message could not be read)"
 	}
 	return md
-}
-
-func size(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // clip cuts s to at most n bytes on a rune boundary, saying so.

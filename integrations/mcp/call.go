@@ -278,9 +278,9 @@ func resultText(res *sdk.CallToolResult) string {
 		case *sdk.TextContent:
 			parts = append(parts, v.Text)
 		case *sdk.ImageContent:
-			parts = append(parts, fmt.Sprintf("[image: %s, %s; not shown]", orUnknown(v.MIMEType), size(len(v.Data))))
+			parts = append(parts, fmt.Sprintf("[image: %s, %s; not shown]", orUnknown(v.MIMEType), tools.ByteSize(int64(len(v.Data)))))
 		case *sdk.AudioContent:
-			parts = append(parts, fmt.Sprintf("[audio: %s, %s; not shown]", orUnknown(v.MIMEType), size(len(v.Data))))
+			parts = append(parts, fmt.Sprintf("[audio: %s, %s; not shown]", orUnknown(v.MIMEType), tools.ByteSize(int64(len(v.Data)))))
 		case *sdk.ResourceLink:
 			s := "[resource link: " + v.URI
 			if v.Name != "" {
@@ -297,7 +297,7 @@ func resultText(res *sdk.CallToolResult) string {
 			case r.Text != "":
 				parts = append(parts, fmt.Sprintf("[resource %s]\n%s", r.URI, r.Text))
 			default:
-				parts = append(parts, fmt.Sprintf("[resource %s: %s, %s of binary data; not shown]", r.URI, orUnknown(r.MIMEType), size(len(r.Blob))))
+				parts = append(parts, fmt.Sprintf("[resource %s: %s, %s of binary data; not shown]", r.URI, orUnknown(r.MIMEType), tools.ByteSize(int64(len(r.Blob)))))
 			}
 		default:
 			if data, err := json.Marshal(ct); err == nil {
@@ -330,14 +330,4 @@ func orUnknown(mime string) string {
 		return "unknown type"
 	}
 	return mime
-}
-
-func size(n int) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -277,21 +277,8 @@ func (b *Browser) result(ctx context.Context, inv tools.Invocation, shown string
 		fmt.Fprintf(&sb, "Step: %s\n", s)
 	}
 	sb.WriteString("\n")
-	if args.Offset > 0 && args.Offset >= len(text) {
+	if !web.WritePageWindow(&sb, text, args.Offset, "Call "+Browse+" again with the same url and steps and offset=%d to read on.") {
 		return tools.ToolError("offset %d is past the end of the page's text (which ends at %d).", args.Offset, len(text)), nil
-	}
-	part, start, next := tools.Window(text, args.Offset, tools.ReadWindowBytes)
-	shownLen := len(part)
-	if strings.TrimSpace(part) == "" {
-		part = "(the page has no readable text)"
-	}
-	sb.WriteString(part)
-	if next > 0 || start > 0 {
-		fmt.Fprintf(&sb, "\n\n[Showing the text from offset %d to %d of %d.", start, start+shownLen, len(text))
-		if next > 0 {
-			fmt.Fprintf(&sb, " Call %s again with the same url and steps and offset=%d to read on.", Browse, next)
-		}
-		sb.WriteString("]")
 	}
 	if page.htmlCapped {
 		sb.WriteString("\n[The page is larger than 2 MB: only its first 2 MB were read.]")

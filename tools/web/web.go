@@ -137,21 +137,8 @@ func (f *Fetcher) webFetch(ctx context.Context, inv tools.Invocation) (tools.Out
 		fmt.Fprintf(&b, "Title: %s\n", tools.Truncate(title, 300))
 	}
 	b.WriteString("\n")
-	if args.Offset > 0 && args.Offset >= len(text) {
+	if !WritePageWindow(&b, text, args.Offset, "Call lucy_web_fetch again with offset=%d to read on.") {
 		return tools.ToolError("offset %d is past the end of the page's text (which ends at %d).", args.Offset, len(text)), nil
-	}
-	part, start, next := tools.Window(text, args.Offset, tools.ReadWindowBytes)
-	shownLen := len(part)
-	if strings.TrimSpace(part) == "" {
-		part = "(the page has no readable text)"
-	}
-	b.WriteString(part)
-	if next > 0 || start > 0 {
-		fmt.Fprintf(&b, "\n\n[Showing the text from offset %d to %d of %d.", start, start+shownLen, len(text))
-		if next > 0 {
-			fmt.Fprintf(&b, " Call lucy_web_fetch again with offset=%d to read on.", next)
-		}
-		b.WriteString("]")
 	}
 	if capped {
 		b.WriteString("\n[The page is larger than 2 MB: only its first 2 MB were read.]")
@@ -255,3 +242,28 @@ func decodeCharset(body []byte, contentType string) string {
 }
 
 // redact renders u for results and errors, which must not carry credentials: without its userinfo
+
+// WritePageWindow writes the part of a page's text that one call shows, from offset, and where it
+// sits in the whole; readOn is the sentence (with a %d for the next offset) that says how to read
+// on. It reports false, writing nothing, when offset is past the end. lucy_web_fetch and
+// lucy_browse page through what they read the same way.
+func WritePageWindow(b *strings.Builder, text string, offset int, readOn string) bool {
+	if offset > 0 && offset >= len(text) {
+		return false
+	}
+	part, start, next := tools.Window(text, offset, tools.ReadWindowBytes)
+	shownLen := len(part)
+	if strings.TrimSpace(part) == "" {
+		part = "(the page has no readable text)"
+	}
+	b.WriteString(part)
+	if next > 0 || start > 0 {
+		fmt.Fprintf(b, "\n\n[Showing the text from offset %d to %d of %d.", start, start+shownLen, len(text))
+		if next > 0 {
+			b.WriteString(" ")
+			fmt.Fprintf(b, readOn, next)
+		}
+		b.WriteString("]")
+	}
+	return true
+}
