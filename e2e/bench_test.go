@@ -267,9 +267,10 @@ func BenchmarkConversationsPerSecond(b *testing.B) {
 	}
 }
 
-// BenchmarkIdleLanesAndActiveRuns: 1,000 conversations answered and left idle (200 without
-// -bench-long), then 100 runs active at once (their model calls held open): the memory of the one
-// process that holds the server, the worker and the gateway, after a GC.
+// BenchmarkIdleLanesAndActiveRuns: after 100 warm-up conversations, 1,000 conversations answered and
+// left idle (200 without -bench-long), then 100 runs active at once (their model calls held open):
+// the memory each adds to the one process that holds the server, the worker and the gateway, after
+// a GC.
 func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 	idle := 200
 	if *benchLong {
@@ -284,6 +285,13 @@ func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 			}
 			return fakellm.Reply{Content: "Answer to question."}
 		})
+		start := heapMB()
+		// A warm-up of 100 conversations first: what the first ones cost once (the server's and the
+		// SDK's lazily built tables, SQLite's page cache, gRPC's buffers) is no idle lane's.
+		_, warm := s.load(b, 100, time.Second)
+		if lost, _, _ := s.answeredOnce(warm, 10*time.Minute); lost > 0 {
+			b.Fatalf("%d of %d warm-up conversations unanswered", lost, len(warm))
+		}
 		base := heapMB()
 		_, threads := s.load(b, 100, time.Duration(idle)*10*time.Millisecond)
 		if lost, _, _ := s.answeredOnce(threads, 10*time.Minute); lost > 0 {
@@ -302,8 +310,8 @@ func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 		// `go tool task bench` runs each benchmark in a process of its own; run after others in one
 		// process, "at start" also holds what they left (their servers' SQLite databases, the SDK's
 		// process-wide workflow cache): the figures are what this one added.
-		b.Logf("heap in use: %.0f MB at start; +%.0f MB with %d idle lanes (%.0f KB each, %d goroutines); +%.0f MB more with %d runs active at once (%d goroutines)",
-			base, idleMB-base, idle, (idleMB-base)*1024/float64(idle), idleG, activeMB-idleMB, len(active), activeG)
+		b.Logf("heap in use: %.0f MB at start, %.0f MB after %d warm-up conversations; +%.0f MB with %d more idle lanes (%.0f KB each, %d goroutines); +%.0f MB more with %d runs active at once (%d goroutines)",
+			start, base, len(warm), idleMB-base, idle, (idleMB-base)*1024/float64(idle), idleG, activeMB-idleMB, len(active), activeG)
 		b.ReportMetric((idleMB-base)*1024/float64(idle), "KB/idle-lane")
 		b.ReportMetric(activeMB-idleMB, "MB/100-active-runs")
 	}
