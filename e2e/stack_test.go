@@ -98,6 +98,9 @@ type stackOptions struct {
 	// dataDir, when set, is the LUCY_DATA_DIR of the stack: another stack's, as when `lucy dev`
 	// restarts over the same directory.
 	dataDir string
+	// onSlackMessage and onSlackEdit, when set, are the local workspace's Options.OnMessage and
+	// OnEdit: the benchmarks time what appears in Slack by them.
+	onSlackMessage, onSlackEdit func(localslack.Message)
 }
 
 func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
@@ -116,6 +119,7 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 			// Bob's: a private channel Ada is not in, and his DM with Lucy (the access rule).
 			{ID: "CBOB", Name: "bob-private", IsPrivate: true, Members: []string{"UOTHER", "ULUCY"}},
 			{ID: "DBOB", IsIM: true, User: "UOTHER"}},
+		OnMessage: o.onSlackMessage, OnEdit: o.onSlackEdit,
 	})
 	s.llm = fakellm.New(tb, llm)
 	log := logging.New(io.Discard, "error", "json")

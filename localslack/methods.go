@@ -167,6 +167,7 @@ func (s *Server) chatUpdate(c *call) (reply, *apiError) {
 	}
 	m.Edited = s.nextTS()
 	s.touchMessage(m)
+	c.edited = append(c.edited, copyMessage(m))
 	s.bump()
 	return reply{"channel": cs.info.ID, "ts": m.TS, "text": m.Text, "message": s.wire(cs, m, true)}, nil
 }

@@ -57,6 +57,10 @@ type Options struct {
 	// edits) after it is stored and before the call that posted it returns: the local stand-in for the
 	// Events API. It must not call back into the server's HTTP API synchronously.
 	OnMessage func(Message)
+	// OnEdit, when set, is called with a message after every change to its text (chat.update,
+	// chat.appendStream, chat.stopStream), as OnMessage is: the local stand-in for message_changed
+	// events, which the benchmarks time streamed text by.
+	OnEdit func(Message)
 }
 
 // User is a person (or bot) of the workspace.
@@ -490,6 +494,7 @@ type call struct {
 	who    actor
 	base   string    // absolute API base URL, ending in /api/
 	posted []Message // new messages, for Options.OnMessage
+	edited []Message // changed messages, for Options.OnEdit
 }
 
 type handler func(s *Server, c *call) (reply, *apiError)
@@ -578,6 +583,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.OnMessage != nil {
 		for _, m := range c.posted {
 			s.opts.OnMessage(m)
+		}
+	}
+	if s.opts.OnEdit != nil {
+		for _, m := range c.edited {
+			s.opts.OnEdit(m)
 		}
 	}
 	if fail {

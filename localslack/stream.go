@@ -200,6 +200,7 @@ func (s *Server) chatAppendStream(c *call) (reply, *apiError) {
 	applyChunks(m, chunks)
 	m.Appends++
 	s.touchMessage(m)
+	c.edited = append(c.edited, copyMessage(m))
 	s.bump()
 	return reply{"channel": cs.info.ID, "ts": m.TS}, nil
 }
@@ -231,6 +232,7 @@ func (s *Server) chatStopStream(c *call) (reply, *apiError) {
 	}
 	m.Streaming = false
 	s.touchMessage(m)
+	c.edited = append(c.edited, copyMessage(m))
 	s.bump()
 	return reply{"channel": cs.info.ID, "ts": m.TS, "message": s.wire(cs, m, true)}, nil
 }

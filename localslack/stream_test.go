@@ -182,3 +182,38 @@ func TestStreamChunks(t *testing.T) {
 		t.Errorf("without a thread: %v, want invalid_arguments", err)
 	}
 }
+
+// OnEdit sees each change to a message's text, in order, with the text as the change left it; a
+// refused call is no change.
+func TestOnEdit(t *testing.T) {
+	ctx := context.Background()
+	var seen []string
+	opts := workspace()
+	opts.OnEdit = func(m localslack.Message) { seen = append(seen, m.Text) } // calls are sequential here
+	srv, base := localslack.NewTestServer(t, opts)
+	api := slack.New(srv.Options().Token, slack.OptionAPIURL(base))
+	_, root, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("explain", false), slack.MsgOptionUser("U1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recipient := []slack.MsgOption{slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID("T1")}
+	_, ts, err := api.StartStreamContext(ctx, "C1", append(recipient, slack.MsgOptionTS(root))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.AppendStreamContext(ctx, "C1", ts, slack.MsgOptionMarkdownText("first ")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := api.AppendStreamContext(ctx, "C1", ts); slackCode(err) != "no_text" {
+		t.Fatalf("empty append: %v", err)
+	}
+	if _, _, err := api.StopStreamContext(ctx, "C1", ts, slack.MsgOptionMarkdownText("last")); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := api.UpdateMessageContext(ctx, "C1", ts, slack.MsgOptionText("rewritten", false)); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"first ", "first last", "rewritten"}; !slices.Equal(seen, want) {
+		t.Errorf("OnEdit saw %q, want %q", seen, want)
+	}
+}

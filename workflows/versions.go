@@ -134,7 +134,26 @@ const (
 	// turns it into the answer. Read at the run's first tool step that can stream: only a run that
 	// gets there records it, and a history recorded before replays without the timeline.
 	changeTimeline = "timeline"
+	// changeBaseline (issue 26), in every workflow of this package: an execution that starts with it
+	// takes the new path of every change ID in baselined at once, with one version marker, instead of
+	// one marker per change ID. Each marker came with an upsert of the TemporalChangeVersion search
+	// attribute (the SDK adds one to every new marker), and each upsert is a visibility write, the
+	// dearest write of the embedded server: a conversation recorded nine of them (two in the lane,
+	// seven in the run). Read by hardened at the execution's first versioned point; an execution
+	// that passed that point without its marker (recorded before) reads each change ID as before.
+	changeBaseline = "baseline-1"
 )
+
+// baselined are the change IDs changeBaseline stands for: those of this file when it was added that
+// are read through hardened only. A change ID added later gets its own marker (a history recorded
+// with changeBaseline but before that change must still replay without it), until a later baseline
+// takes it in.
+var baselined = map[string]bool{
+	changeLaneHardening: true, changeRunHardening: true, changeResumeInThread: true, changeToolFailureParks: true,
+	changeSlackRefusalParks: true, changeSearchAttributes: true, changeFastStart: true, changeCancelRights: true,
+	changeFetchCap: true, changeRunMemory: true, changeStreamAnswer: true, changeThreadStatus: true,
+	changeAssistantThreads: true, changeTimeline: true,
+}
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's
 // firing upserts its outcome behind the same change ID.
@@ -145,9 +164,12 @@ const ChangeSearchAttributes = changeSearchAttributes
 // the call sites). It reports whether this execution runs with changeID's new behaviour: true when
 // the execution reaches this point after the change was deployed, false when it replays a history
 // that passed this point without the change's marker (workflow.DefaultVersion). It records the marker
-// on first use; call it where each change ID's comment says (the start of the workflow, before any
+// on first use (for a change ID in baselined, changeBaseline's, once for all of them); call it where each change ID's comment says (the start of the workflow, before any
 // command, unless the comment names a later point), so that the decision is taken once per
 // execution.
 func hardened(ctx workflow.Context, changeID string) bool {
+	if baselined[changeID] && workflow.GetVersion(ctx, changeBaseline, workflow.DefaultVersion, 1) >= 1 {
+		return true
+	}
 	return workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, 1) >= 1
 }

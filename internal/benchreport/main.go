@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -93,7 +94,11 @@ func write(w io.Writer, benches []*bench, header map[string]string, command stri
 	fmt.Fprintln(w, "The end-to-end benchmarks run the real gateway and worker against the embedded Temporal server (SQLite,")
 	fmt.Fprintln(w, "as `lucy dev` runs it) with the local Slack workspace and a fake model that answers at once unless")
 	fmt.Fprintln(w, "said otherwise; everything shares the machine's CPUs. They print figures and never fail on speed.")
+	fmt.Fprintln(w, "The first table puts each speed target beside the figure this run measured for it on `lucy dev`")
+	fmt.Fprintln(w, "and on the cluster of e2e/cluster (PostgreSQL; \"not run\" without it, \"—\" where no cluster")
+	fmt.Fprintln(w, "benchmark measures it).")
 	fmt.Fprintln(w)
+	writeTargets(w, benches)
 	fmt.Fprintln(w, "| benchmark | figures |")
 	fmt.Fprintln(w, "| --- | --- |")
 	for _, b := range benches {
@@ -115,4 +120,70 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// target is one of Lucy's speed targets: the figure a benchmark reports (metric, its unit as
+// ReportMetric named it) on `lucy dev` (bench) and on the cluster of e2e/cluster (cluster, when
+// there is one), and the bound it must stay within.
+type target struct {
+	what           string
+	bench, cluster string
+	metric         string
+	atMost         bool // the figure must be ≤ bound (else ≥)
+	bound          float64
+}
+
+// targets are the speed targets, in the order the report lists them.
+var targets = []target{
+	{"Orchestration per turn, instant model", "TurnOverhead", "ClusterTurnOverhead", "ms/turn", true, 12},
+	{"Orchestration share of a turn, 500 ms model", "TurnOverheadSlowModel", "", "%overhead", true, 2},
+	{"New conversations answered end to end", "ConversationsPerSecond", "ClusterConversationsPerSecond", "conversations/s", false, 40},
+	{"First sign of life p99 (event to status or placeholder), 20 conversations/s", "FirstSignOfLife", "", "sign-p99-ms", true, 300},
+	{"First streamed token to text visible in Slack, p99", "FirstSignOfLife", "", "token-visible-p99-ms", true, 500},
+	{"Ack p99, worst 10 s window at 100 events/s", "AckLatency", "", "ack-p99-worst-10s-ms", true, 100},
+	{"Acknowledged events lost", "AckLatency", "", "lost", true, 0},
+	{"Acknowledged events duplicated", "AckLatency", "", "duplicated", true, 0},
+	{"Worker memory per idle lane", "IdleLanesAndActiveRuns", "", "KB/idle-lane", true, 100},
+}
+
+// writeTargets writes each target beside the figure the run measured for it, on `lucy dev` and on
+// the cluster: "met" or "missed", or "not run" when the input has no such figure (the cluster's
+// benchmarks skip without PostgreSQL; a run may pick some benchmarks only).
+func writeTargets(w io.Writer, benches []*bench) {
+	fmt.Fprintln(w, "| target | bound | `lucy dev` | cluster |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- |")
+	for _, t := range targets {
+		op := "≥"
+		if t.atMost {
+			op = "≤"
+		}
+		fmt.Fprintf(w, "| %s | %s %s %s | %s | %s |\n", t.what, op, strconv.FormatFloat(t.bound, 'f', -1, 64), t.metric,
+			t.judge(benches, t.bench), t.judge(benches, t.cluster))
+	}
+	fmt.Fprintln(w)
+}
+
+// judge is the figure of t in the named benchmark's results and whether it meets t.
+func (t target) judge(benches []*bench, name string) string {
+	if name == "" {
+		return "—"
+	}
+	for _, b := range benches {
+		if b.name != name {
+			continue
+		}
+		for _, m := range b.metrics {
+			v, unit, _ := strings.Cut(m, " ")
+			f, err := strconv.ParseFloat(v, 64)
+			if unit != t.metric || err != nil {
+				continue
+			}
+			verdict := "met"
+			if t.atMost && f > t.bound || !t.atMost && f < t.bound {
+				verdict = "missed"
+			}
+			return fmt.Sprintf("%s (%s)", v, verdict)
+		}
+	}
+	return "not run"
 }

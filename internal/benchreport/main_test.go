@@ -30,9 +30,36 @@ PASS
 	}
 	var out strings.Builder
 	write(&out, benches, header, "go tool task bench")
-	for _, want := range []string{"| TurnOverhead | 100.5 ms/turn |", "- 50 turns in 4.925s: 100.5 ms of orchestration per turn (66 model calls)", "Some CPU"} {
+	for _, want := range []string{"| TurnOverhead | 100.5 ms/turn |",
+		"| Orchestration per turn, instant model | ≤ 12 ms/turn | 100.5 (missed) | not run |",
+		"| Orchestration share of a turn, 500 ms model | ≤ 2 %overhead | not run | — |", "- 50 turns in 4.925s: 100.5 ms of orchestration per turn (66 model calls)", "Some CPU"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// A figure within its bound is met, on either side of the bound, and a cluster figure sits beside
+// lucy dev's.
+func TestTargets(t *testing.T) {
+	in := `BenchmarkConversationsPerSecond-2   	       1	6839634064 ns/op	       41.20 conversations/s
+BenchmarkClusterConversationsPerSecond-2   	       1	6839634064 ns/op	       39.9 conversations/s	0 lost
+BenchmarkAckLatency-2   	       1	1 ns/op	       20 ack-p50-ms	100 ack-p99-worst-10s-ms	0 lost	1 duplicated
+`
+	benches, _, err := parse(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	writeTargets(&out, benches)
+	for _, want := range []string{
+		"| New conversations answered end to end | ≥ 40 conversations/s | 41.20 (met) | 39.9 (missed) |",
+		"| Ack p99, worst 10 s window at 100 events/s | ≤ 100 ack-p99-worst-10s-ms | 100 (met) | — |",
+		"| Acknowledged events lost | ≤ 0 lost | 0 (met) | — |",
+		"| Acknowledged events duplicated | ≤ 0 duplicated | 1 (missed) | — |",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("targets lack %q:\n%s", want, out.String())
 		}
 	}
 }

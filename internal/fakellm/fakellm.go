@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Request is the part of a Chat Completions request tests look at.
@@ -97,6 +98,9 @@ type Reply struct {
 	// test kills the worker meanwhile). BreakAt, when > 0, drops the connection after that many
 	// characters, with no [DONE]: a stream broken mid-answer, which openai-go reports as an error.
 	ChunkChars int
+	// ChunkEvery, when set, is the pause before each content delta after the first: a model that
+	// writes as fast as a real one (the benchmarks time what the person sees of it).
+	ChunkEvery time.Duration
 	StallAt    int
 	Stall      <-chan struct{}
 	BreakAt    int
@@ -303,6 +307,13 @@ func writeSSE(ctx context.Context, w http.ResponseWriter, id, model string, repl
 		size = len(content)
 	}
 	for i := 0; i < len(content); {
+		if i > 0 && reply.ChunkEvery > 0 {
+			select {
+			case <-time.After(reply.ChunkEvery):
+			case <-ctx.Done():
+				return
+			}
+		}
 		end := min(i+size, len(content))
 		if reply.StallAt > i && reply.StallAt < end {
 			end = reply.StallAt
