@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net/http"
@@ -17,9 +18,11 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/workflows"
 )
 
 // benchLong makes the benchmarks that take minutes (ack latency at 100 events/s for 60 s, 1,000 idle
@@ -232,9 +235,23 @@ func BenchmarkAckLatency(b *testing.B) {
 		s := newBenchStack(b, instantAnswer)
 		start := time.Now()
 		acks, threads := s.load(b, 100, d)
-		lost, dup, last := s.answeredOnce(threads, 10*time.Minute)
-		b.Logf("%d events at 100/s for %s: ack p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d lost, %d duplicated; all answered %.1f s after the first event",
-			len(acks), d, ms(percentile(acks, .5)), ms(percentile(acks, .99)), ms(percentile(acks, 1)), lost, dup, last.Sub(start).Seconds())
+		// The machine answers about a fifth of what comes in: the 5-minute run leaves a backlog that
+		// takes longer than the benchmark should to drain. After the wait, a thread without its answer
+		// is lost only if its lane holds no hand-off; one whose lane is running is queued: acknowledged,
+		// durable in Temporal, not answered yet.
+		wait := 10 * time.Minute
+		if *benchLong {
+			wait = 3 * time.Minute
+		}
+		unanswered, dup, last := s.answeredOnce(threads, wait)
+		queued := 0
+		lost := unanswered
+		if unanswered > 0 {
+			queued = s.queuedLanes(b, threads)
+			lost = unanswered - queued
+		}
+		b.Logf("%d events at 100/s for %s: ack p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d lost, %d duplicated; %d answered %.1f s after the first event, %d still queued in their lanes",
+			len(acks), d, ms(percentile(acks, .5)), ms(percentile(acks, .99)), ms(percentile(acks, 1)), lost, dup, len(threads)-unanswered, last.Sub(start).Seconds(), queued)
 		// The backlog grows all along (the machine answers a fifth of what comes in): whether the
 		// acknowledgement slows with it shows in each 10 s of the load.
 		var windows []string
@@ -250,7 +267,26 @@ func BenchmarkAckLatency(b *testing.B) {
 		b.ReportMetric(ms(worst), "ack-p99-worst-10s-ms")
 		b.ReportMetric(float64(lost), "lost")
 		b.ReportMetric(float64(dup), "duplicated")
+		b.ReportMetric(float64(queued), "queued")
 	}
+}
+
+// queuedLanes counts the threads without an answer whose lane is running with the message handed
+// to it: what an acknowledged event becomes while the runs ahead of it are answered.
+func (s *stack) queuedLanes(b *testing.B, threads []string) int {
+	queued := 0
+	for _, ts := range threads {
+		if s.answered(ts, "Answer to question") {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		d, err := s.client.DescribeWorkflowExecution(ctx, workflows.LaneID(workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts}), "")
+		cancel()
+		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			queued++
+		}
+	}
+	return queued
 }
 
 // BenchmarkConversationsPerSecond: 300 new conversations sent as fast as the gateway takes them
