@@ -279,11 +279,26 @@ func (s *stack) queuedLanes(b *testing.B, threads []string) int {
 		if s.answered(ts, "Answer to question") {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		d, err := s.client.DescribeWorkflowExecution(ctx, workflows.LaneID(workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts}), "")
-		cancel()
-		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		// Under the backlog a describe can take long: one that fails is retried with more time and,
+		// failing again, logged, so that a thread counted lost is one whose lane was seen not running.
+		var status enumspb.WorkflowExecutionStatus
+		var err error
+		for _, limit := range []time.Duration{10 * time.Second, time.Minute} {
+			ctx, cancel := context.WithTimeout(context.Background(), limit)
+			d, derr := s.client.DescribeWorkflowExecution(ctx, workflows.LaneID(workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts}), "")
+			cancel()
+			if err = derr; err == nil {
+				status = d.GetWorkflowExecutionInfo().GetStatus()
+				break
+			}
+		}
+		switch {
+		case err != nil:
+			b.Logf("thread %s: its lane could not be described (%v): counted lost", ts, err)
+		case status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
 			queued++
+		default:
+			b.Logf("thread %s: no answer and its lane is %s: counted lost", ts, status)
 		}
 	}
 	return queued
