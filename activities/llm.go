@@ -162,6 +162,8 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 			}
 		}
 	}
+	steps := a.sendSteps(ctx, in.Stream)
+	defer steps()
 	res, err := a.newResolver(ctx, needsHistory(in.Transcript, in.System))
 	if err != nil {
 		return ModelReply{}, err
@@ -209,7 +211,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		// earlier attempt appended none (its heartbeat may never have reached the server: the SDK
 		// throttles heartbeats, and a process killed meanwhile loses the last one). A retried or
 		// reset call leaves the timeline as it is; delivery puts the answer in.
-		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now, ts: in.Stream.TS, into: in.Stream.TS != ""}
+		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now, ts: in.Stream.TS, into: in.Stream.TS != "", before: steps}
 		comp, err = a.completeStreaming(ctx, streamer, ss, params)
 	} else {
 		comp, err = a.complete(ctx, params)
@@ -424,8 +426,8 @@ func heartbeat(ctx context.Context) (stop func()) {
 // heartbeatWith is heartbeat whose every beat carries details() (nil: none), so that no beat
 // replaces the details an attempt recorded with nothing (a stream's ts, heartbeatBeat).
 func heartbeatWith(ctx context.Context, details func() any) (stop func()) {
-	if !activity.IsActivity(ctx) {
-		return func() {}
+	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
+		return func() {} // a local activity's heartbeat is a no-op (its workflow task is heartbeated)
 	}
 	record := func() {
 		if details == nil {

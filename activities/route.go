@@ -52,6 +52,7 @@ type ToolFlags struct {
 	Destructive bool   `json:"destructive,omitempty"`
 	Builtin     bool   `json:"builtin,omitempty"`
 	Long        bool   `json:"long,omitempty"`
+	Quick       bool   `json:"quick,omitempty"`
 }
 
 // Route classifies a message. It is a zero-cost heuristic today; it is
@@ -146,7 +147,7 @@ func (a *Activities) toolFlags(ctx context.Context, team string, offered []tools
 			continue
 		}
 		seen[s.Name] = true
-		out = append(out, ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long})
+		out = append(out, ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long, Quick: s.Quick})
 	}
 	return out
 }

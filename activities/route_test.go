@@ -39,7 +39,7 @@ func TestRouteRecordsToolFlagsAndLimit(t *testing.T) {
 			t.Errorf("no flags recorded for %s", name)
 			continue
 		}
-		if got != (ToolFlags{Name: name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long}) {
+		if got != (ToolFlags{Name: name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long, Quick: s.Quick}) {
 			t.Errorf("flags of %s = %+v, catalogue says %+v", name, got, s)
 		}
 	}

@@ -48,6 +48,32 @@ type StreamTarget struct {
 	// Recipient is the requester: Slack wants recipient_user_id and recipient_team_id for a stream
 	// in a channel.
 	Recipient string `json:",omitempty"`
+	// Steps are task cards of the timeline (TS) that the call sends before any text of its own: the
+	// outcome of the run's last tool batch, carried here instead of by a StreamSteps activity of its
+	// own (a workflow task and a dispatch per turn). A card is named by its task's ID, so a retried
+	// call changes it in place.
+	Steps []StepTask `json:",omitempty"`
+}
+
+// sendSteps sends t.Steps to the timeline in the background and returns a wait for it: the model
+// call starts at once, and the cards land before the reply's first text (slackStream.before). A
+// failure is logged and nothing more: the cards are an aid, and the reply is not held back for them.
+func (a *Activities) sendSteps(ctx context.Context, t *StreamTarget) (wait func()) {
+	if t == nil || t.TS == "" || len(t.Steps) == 0 || a.Slack == nil {
+		return func() {}
+	}
+	api, ok := a.Slack(t.Team).(SlackStreamAPI)
+	if !ok {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, _, err := api.AppendStreamContext(ctx, t.Channel, t.TS, slack.MsgOptionChunks(taskChunks(t.Steps)...)); err != nil {
+			a.Log.Warn().Err(err).Str("channel", t.Channel).Str("ts", t.TS).Int("cards", len(t.Steps)).Msg("the timeline's cards were not updated")
+		}
+	}()
+	return func() { <-done }
 }
 
 // ChatStreamer is the streaming part of openai-go's *openai.ChatCompletionService. A ChatModel
@@ -212,6 +238,8 @@ type slackStream struct {
 	// into: ts is the run's timeline, not this reply's stream; sent: text was appended to it.
 	into, sent bool
 	now        func() time.Time
+	// before, when set, is waited for before the first text is sent (sendSteps).
+	before func()
 }
 
 // previewText is the text a stream shows: credentials masked like the reply's, special mentions
@@ -260,6 +288,10 @@ func (s *slackStream) add(ctx context.Context, text string) {
 }
 
 func (s *slackStream) flush(ctx context.Context, final bool) {
+	if s.before != nil && s.pending != "" {
+		s.before()
+		s.before = nil
+	}
 	for s.pending != "" && !s.unavailable && !s.abandoned {
 		send, keep := cutPending(s.pending, final)
 		if send == "" {

@@ -67,6 +67,12 @@ type Spec struct {
 	Human string
 	// Long tools may run for more than a few seconds: their activity heartbeats.
 	Long bool
+	// Quick tools read the team's own state (the clock, its files) and answer in milliseconds, with
+	// no side effect and no outside text. An agent run executes them as local activities, inside the
+	// workflow task that got the model's reply: no task queue, no workflow task of their own (half
+	// the round trips of a turn). Quick implies Idempotent; Register refuses a Quick tool that is
+	// Destructive or Long.
+	Quick bool
 }
 
 // Schema is a tool as described to the LLM (an OpenAI "function" tool).
@@ -150,6 +156,9 @@ var compiled []registered
 func Register[D any](def Def, run func(D, context.Context, Invocation) (Output, error)) Def {
 	if def.Spec.Builtin || run == nil {
 		panic("tools: " + def.Spec.Name + ": Register is for tools the Runner executes; use RegisterBuiltin")
+	}
+	if def.Spec.Quick && (!def.Spec.Idempotent || def.Spec.Destructive || def.Spec.Long) {
+		panic("tools: " + def.Spec.Name + ": a Quick tool is Idempotent, and neither Destructive nor Long")
 	}
 	add(registered{def: def, bind: func(domain any) (Handler, bool) {
 		d, ok := domain.(D)

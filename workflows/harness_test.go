@@ -37,9 +37,11 @@ type harness struct {
 	modelCalls []activities.CallModelInput
 	modelRuns  []string // the workflow ID of each model call
 	// modelBy, when set, replaces model and also gets the calling workflow's ID (sub-agents).
-	modelBy    func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error)
-	completes  []activities.CompleteInput
-	toolCalls  []activities.ExecuteToolInput
+	modelBy   func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error)
+	completes []activities.CompleteInput
+	toolCalls []activities.ExecuteToolInput
+	// toolLocal: whether each of toolCalls ran as a local activity.
+	toolLocal  []bool
 	delivered  []string
 	updates    []string
 	posts      []activities.PostInput
@@ -222,6 +224,7 @@ func (h *harness) register() {
 	h.toolMock = env.OnActivity("ExecuteTool", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ExecuteToolInput) (activities.ToolResult, error) {
 		h.mu.Lock()
 		h.toolCalls = append(h.toolCalls, in)
+		h.toolLocal = append(h.toolLocal, activity.GetInfo(ctx).IsLocalActivity)
 		f, d := h.tool, h.toolDelay
 		h.mu.Unlock()
 		if d > 0 {

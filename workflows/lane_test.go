@@ -458,7 +458,7 @@ func TestLaneCancelOfAJobFiringIsTheCreators(t *testing.T) {
 // (Such a lane started before changeBaseline too.)
 func TestLaneCancelRightsOldPath(t *testing.T) {
 	h := newHarness(t)
-	h.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	h.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineVersion).Return(workflow.DefaultVersion)
 	h.env.OnGetVersion(changeCancelRights, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	h.modelMock.After(time.Minute)
 	h.runLane(msg("100.1", "U1", "research the competitors in depth"),

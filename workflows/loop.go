@@ -132,12 +132,12 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 		}
 		r.status.Phase = "running_tools"
 		r.showStatus(ctx, stepStatus(reply.ToolCalls), false)
-		r.showSteps(ctx, reply.ToolCalls, nil)
+		shown := r.beginSteps(ctx, reply.ToolCalls)
 		results := r.runTools(ctx, reply.ToolCalls)
 		if ctx.Err() != nil { // safe boundary: after a tool batch; completed results stay in history
 			return "", RunCancelled, ""
 		}
-		r.showSteps(ctx, reply.ToolCalls, results)
+		r.endSteps(ctx, shown, reply.ToolCalls, results)
 		if r.aborted != "" { // an operator chose abort while the run was parked on a failing tool
 			return agent.PartialResults(r.records, "", r.aborted), RunFailed, r.aborted
 		}
@@ -188,10 +188,16 @@ func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
 		in.MaxTokens, in.Temperature = int64(r.sub.Spec.MaxOutputTokens), &t
 	}
 	in.Stream = r.streamTarget(ctx)
+	if in.Stream != nil && in.Stream.TS != "" {
+		in.Stream.Steps = r.pendingSteps // the last batch's outcome (changeLeanTurn)
+	}
 	var reply activities.ModelReply
 	err := workflow.ExecuteActivity(llmOptions(ctx, id, modelCallTimeout), a.CallModel, in).Get(ctx, &reply)
 	if err != nil {
 		return reply, err
+	}
+	if in.Stream != nil && len(in.Stream.Steps) > 0 {
+		r.pendingSteps = nil
 	}
 	r.noteStream(reply)
 	r.sent(id)

@@ -83,6 +83,19 @@ func toolOptions(ctx workflow.Context, id string, idempotent, long, waitCancel b
 	})
 }
 
+// quickToolOptions is for quick tools run as local activities (changeLeanTurn): they answer in
+// milliseconds, so a few seconds bound an attempt, and the retries of an idempotent tool's activity.
+// A local activity still running when the workflow task's timeout nears makes the SDK heartbeat the
+// task, so even a slow disk never fails the task.
+func quickToolOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 5 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 500 * time.Millisecond, BackoffCoefficient: 4, MaximumInterval: 8 * time.Second, MaximumAttempts: 3,
+		},
+	})
+}
+
 // QuickOptions and SlackOptions are quick and slackOptions for the workflows of package schedules
 // (a recurring job's firing, a monitor's), so that every policy stays in this file.
 func QuickOptions(ctx workflow.Context, id string) workflow.Context { return quick(ctx, id) }

@@ -132,6 +132,13 @@ type run struct {
 	timeline      string
 	timelineOff   bool
 	timelineCalls int
+	// pendingSteps are task cards not yet sent (changeLeanTurn): the outcome of the last batch,
+	// which the next model call (StreamTarget.Steps) or the timeline's stop sends.
+	pendingSteps []activities.StepTask
+	// localCalls are the tool calls (by activity ID) run as local activities (quickTool).
+	localCalls map[string]bool
+	// lean: 0 not decided yet, 1 the run's turns are lean (changeLeanTurn), -1 they are not.
+	lean int
 
 	// The loop (loop.go): its turn, the model's last reply, what it must do next, the journal
 	// and the plan it keeps, the supervisor's last check, the gates' retries (gates.go).

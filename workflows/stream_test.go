@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"go.temporal.io/sdk/workflow"
 	"slices"
 	"testing"
 
@@ -80,18 +81,8 @@ func TestSettleStreams(t *testing.T) {
 	}
 }
 
-// With the timeline (changeTimeline): the first tool step opens it, each step is a task in progress
-// then complete (or error) by its call's ID, the model's calls stream into it, and delivery stops it
-// and keeps it as the answer, deleting no stream.
-func TestRunShowsItsStepsInTheTimeline(t *testing.T) {
-	h := newHarness(t)
-	h.timelineWorks = true
-	h.statusWorks = true
-	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
-	h.model = threeSteps
-	if _, err := h.runAgent(runInput("what did #sales say about the launch?")); err != nil {
-		t.Fatal(err)
-	}
+// timelineUpdates renders the StreamSteps calls of a run as "ts: id=status … [stop]".
+func timelineUpdates(h *harness) []string {
 	var got []string
 	for _, in := range h.timelines {
 		s := in.TS + ":"
@@ -103,14 +94,41 @@ func TestRunShowsItsStepsInTheTimeline(t *testing.T) {
 		}
 		got = append(got, s)
 	}
+	return got
+}
+
+// With the timeline (changeTimeline) and lean turns (changeLeanTurn): the first tool step opens it,
+// each later step shows its tasks in progress while it runs, by its call's ID, and each step's
+// outcome (complete or error) goes with the next model call, which streams into the timeline too;
+// delivery stops it and keeps it as the answer, deleting no stream.
+func TestRunShowsItsStepsInTheTimeline(t *testing.T) {
+	h := newHarness(t)
+	h.timelineWorks = true
+	h.statusWorks = true
+	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
+	h.model = threeSteps
+	if _, err := h.runAgent(runInput("what did #sales say about the launch?")); err != nil {
+		t.Fatal(err)
+	}
+	got := timelineUpdates(h)
 	want := []string{
-		": c1=in_progress", "400.1: c1=complete",
-		"400.1: c2=in_progress", "400.1: c2=complete",
-		"400.1: c3=in_progress c4=in_progress", "400.1: c3=complete c4=complete",
-		"400.1: stop",
+		": c1=in_progress", "400.1: c2=in_progress", "400.1: c3=in_progress c4=in_progress", "400.1: stop",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("timeline updates:\n got %q\nwant %q", got, want)
+	}
+	var carried []string
+	for _, c := range h.modelCalls {
+		s := ""
+		if c.Stream != nil {
+			for _, task := range c.Stream.Steps {
+				s += " " + task.ID + "=" + task.Status
+			}
+		}
+		carried = append(carried, s)
+	}
+	if want := []string{"", " c1=complete", " c2=complete", " c3=complete c4=complete"}; !slices.Equal(carried, want) {
+		t.Errorf("cards carried by the model calls:\n got %q\nwant %q", carried, want)
 	}
 	if title := h.timelines[0].Tasks[0].Title; title != "reading #sales history" {
 		t.Errorf("the first task's title %q, want the status line's words", title)
@@ -126,5 +144,34 @@ func TestRunShowsItsStepsInTheTimeline(t *testing.T) {
 	d := h.deliveries[len(h.deliveries)-1]
 	if d.StreamTS != "400.1" || len(d.Discard) != 0 || d.PlaceholderTS != "200.1" {
 		t.Errorf("delivery: stream %q discard %v placeholder %q, want the timeline as the answer", d.StreamTS, d.Discard, d.PlaceholderTS)
+	}
+}
+
+// A run recorded before lean turns (baseline version 1, no changeLeanTurn marker) shows each step's
+// outcome with a StreamSteps activity of its own, as it did.
+func TestTimelineBeforeLeanTurns(t *testing.T) {
+	h := newHarness(t)
+	h.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineVersion).Return(workflow.Version(1))
+	h.env.OnGetVersion(changeLeanTurn, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	h.timelineWorks = true
+	h.statusWorks = true
+	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
+	h.model = threeSteps
+	if _, err := h.runAgent(runInput("what did #sales say about the launch?")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		": c1=in_progress", "400.1: c1=complete",
+		"400.1: c2=in_progress", "400.1: c2=complete",
+		"400.1: c3=in_progress c4=in_progress", "400.1: c3=complete c4=complete",
+		"400.1: stop",
+	}
+	if got := timelineUpdates(h); !slices.Equal(got, want) {
+		t.Errorf("timeline updates:\n got %q\nwant %q", got, want)
+	}
+	for i, c := range h.modelCalls {
+		if c.Stream != nil && len(c.Stream.Steps) > 0 {
+			t.Errorf("model call %d carries cards %+v on the old path", i+1, c.Stream.Steps)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // The timeline (issue 24, changeTimeline): where the run streams, its tool steps show as task cards
@@ -37,6 +38,18 @@ func (r *run) showSteps(ctx workflow.Context, calls []activities.ToolCall, resul
 		r.timelineOff = true
 		return
 	}
+	tasks := stepTasks(calls, results)
+	res, ok := r.streamSteps(ctx, activities.TimelineInput{Target: *t, TS: r.timeline, Tasks: tasks})
+	if !ok || res.Unavailable {
+		r.timelineOff = true
+		return
+	}
+	r.timeline = res.TS
+}
+
+// stepTasks are the cards of a batch of tool calls: in progress before they run (results nil),
+// complete or error after.
+func stepTasks(calls []activities.ToolCall, results []tmsg) []activities.StepTask {
 	tasks := make([]activities.StepTask, len(calls))
 	for i, c := range calls {
 		st := "in_progress"
@@ -48,12 +61,81 @@ func (r *run) showSteps(ctx workflow.Context, calls []activities.ToolCall, resul
 		}
 		tasks[i] = activities.StepTask{ID: c.ID, Title: stepStatus(calls[i : i+1]), Status: st}
 	}
-	res, ok := r.streamSteps(ctx, activities.TimelineInput{Target: *t, TS: r.timeline, Tasks: tasks})
-	if !ok || res.Unavailable {
-		r.timelineOff = true
+	return tasks
+}
+
+// leanTurn reports whether the run's turns are lean (changeLeanTurn), decided at its first tool
+// batch.
+func (r *run) leanTurn(ctx workflow.Context) bool {
+	if r.lean == 0 {
+		r.lean = -1
+		if r.hardened && hardened(ctx, changeLeanTurn) {
+			r.lean = 1
+		}
+	}
+	return r.lean > 0
+}
+
+// beginSteps shows a batch of tool calls before it runs. The run's first step opens the timeline
+// (showSteps). After that, a lean run (changeLeanTurn) shows "in progress" cards only for a batch
+// with a tool that is not instant, and while the tools run: it returns that update for endSteps.
+// A batch of instant tools (quick ones, the journal) is over within its workflow task, before a
+// card could be seen; endSteps shows it once done.
+func (r *run) beginSteps(ctx workflow.Context, calls []activities.ToolCall) workflow.Future {
+	if !r.leanTurn(ctx) || r.timeline == "" {
+		r.showSteps(ctx, calls, nil)
+		return nil
+	}
+	if r.timelineOff || ctx.Err() != nil || len(calls) == 0 || r.instantBatch(ctx, calls) {
+		return nil
+	}
+	t := r.streamTarget(ctx)
+	if t == nil {
+		return nil
+	}
+	r.timelineCalls++
+	return workflow.ExecuteActivity(slackOptions(ctx, "timeline-"+strconv.Itoa(r.timelineCalls)), a.StreamSteps,
+		activities.TimelineInput{Target: *t, TS: r.timeline, Tasks: stepTasks(calls, nil)})
+}
+
+// endSteps shows a batch's outcome. A lean run waits for the update beginSteps started and keeps
+// the outcome's cards for the next model call to send (StreamTarget.Steps), or the timeline's stop:
+// an activity of its own would cost a workflow task and a dispatch per turn.
+func (r *run) endSteps(ctx workflow.Context, shown workflow.Future, calls []activities.ToolCall, results []tmsg) {
+	if r.lean <= 0 {
+		r.showSteps(ctx, calls, results)
 		return
 	}
-	r.timeline = res.TS
+	if shown != nil {
+		var res activities.TimelineResult
+		if err := shown.Get(ctx, &res); err != nil || res.Unavailable {
+			if err != nil {
+				r.log.Warn("agent.timeline.failed", "run", r.id, "error", err)
+			}
+			r.timelineOff = true
+		}
+	}
+	if r.timelineOff || r.timeline == "" || ctx.Err() != nil || len(calls) == 0 {
+		return
+	}
+	r.pendingSteps = append(r.pendingSteps, stepTasks(calls, results)...)
+}
+
+// instantBatch: every call of the batch is over within the workflow task that got it (a quick tool,
+// run as a local activity, or the run journal, run by the workflow).
+func (r *run) instantBatch(ctx workflow.Context, calls []activities.ToolCall) bool {
+	for _, c := range calls {
+		spec, ok := r.spec(c.Name)
+		switch {
+		case !ok:
+		case spec.Builtin && (isDelegation(c.Name) || c.Name == tools.AskHuman):
+			return false
+		case spec.Builtin:
+		case !r.quickTool(ctx, spec, false, ""):
+			return false
+		}
+	}
+	return true
 }
 
 // stopTimeline ends the timeline's stream before delivery turns it into the answer; a timeline that
@@ -64,7 +146,9 @@ func (r *run) stopTimeline(ctx workflow.Context) {
 	}
 	m := r.in.Message
 	t := activities.StreamTarget{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Recipient: r.in.Requester}
-	if _, ok := r.streamSteps(ctx, activities.TimelineInput{Target: t, TS: r.timeline, Stop: true}); !ok {
+	pending := r.pendingSteps
+	r.pendingSteps = nil
+	if _, ok := r.streamSteps(ctx, activities.TimelineInput{Target: t, TS: r.timeline, Stop: true, Tasks: pending}); !ok {
 		ts := r.timeline
 		r.streams = slices.DeleteFunc(r.streams, func(s streamedReply) bool { return s.ts == ts })
 		r.streams = append(r.streams, streamedReply{ts: ts})

@@ -136,8 +136,14 @@ launch:
 				"person before trying again.", false)
 		case err == nil:
 			delete(r.toolFailures, c.Name)
+			wire := activities.Entry{Role: "tool", Ref: ids[i], ToolCallID: c.ID}
+			if r.localCalls[ids[i]] {
+				// A local activity's result is in its marker, which has no activity ID to refer to:
+				// the next model call carries it (once; later calls name that call as their Base).
+				wire = activities.Entry{Role: "tool", Text: res.Content, ToolCallID: c.ID}
+			}
 			results[i] = tmsg{
-				wire: activities.Entry{Role: "tool", Ref: ids[i], ToolCallID: c.ID}, role: "tool", text: res.Content,
+				wire: wire, role: "tool", text: res.Content,
 				toolName: c.Name, isError: res.IsError || strings.HasPrefix(res.Content, "Error"),
 			}
 			if ctx.Err() != nil {
@@ -146,7 +152,7 @@ launch:
 				continue
 			}
 			if res.Chars > agent.ToolResultSummaryThreshold && !(r.hardened && agent.NeedsExactText(c.Name)) {
-				results[i] = r.summarizeResult(ctx, c, ids[i], results[i])
+				results[i] = r.summarizeResult(ctx, c, results[i])
 			}
 		case ctx.Err() != nil:
 			if !r.hardened {
@@ -202,8 +208,22 @@ const argsInlineLimit = 4096
 // WaitForCancellation: "cancel that" then waits until it has really stopped or finished, so that
 // "Stopped." never appears while it is still acting, and its outcome is in history.
 func (r *run) executeTool(ctx workflow.Context, id string, spec activities.ToolFlags, c activities.ToolCall, approved bool, guard string) workflow.Future {
+	if r.quickTool(ctx, spec, approved, guard) {
+		if r.localCalls == nil {
+			r.localCalls = map[string]bool{}
+		}
+		r.localCalls[id] = true
+		return workflow.ExecuteLocalActivity(quickToolOptions(ctx), a.ExecuteTool, r.toolInput(c, approved, guard))
+	}
 	waitCancel := r.hardened && !spec.Idempotent
 	return workflow.ExecuteActivity(toolOptions(ctx, id, spec.Idempotent, spec.Long, waitCancel), a.ExecuteTool, r.toolInput(c, approved, guard))
+}
+
+// quickTool: this call runs as a local activity (changeLeanTurn), in the workflow task that got the
+// model's reply. Only a quick tool (tools.Spec.Quick) on a plain call: a call the person approved
+// runs as before.
+func (r *run) quickTool(ctx workflow.Context, spec activities.ToolFlags, approved bool, guard string) bool {
+	return spec.Quick && spec.Idempotent && !spec.Destructive && !spec.Long && !approved && guard == "" && r.leanTurn(ctx)
 }
 
 // toolInput is the activity input for call c of the reply r.batchReply. guard is the tool's
@@ -227,13 +247,13 @@ func (r *run) inlineResult(c activities.ToolCall, text string, isErr bool) tmsg 
 
 // summarizeResult shortens a result above TOOL_RESULT_SUMMARY_THRESHOLD with a cheap model; the full
 // (capped) result stays in history, the transcript refers to the summary.
-func (r *run) summarizeResult(ctx workflow.Context, c activities.ToolCall, ref string, full tmsg) tmsg {
+func (r *run) summarizeResult(ctx workflow.Context, c activities.ToolCall, full tmsg) tmsg {
 	id := r.nextID("summary")
 	var comp activities.Completion
 	err := workflow.ExecuteActivity(llmOptions(ctx, id, 2*time.Minute), a.Complete, activities.CompleteInput{
 		Tier: "fast", Prompt: "SUMMARIZER.md",
 		Inline:   "The agent is working on: " + hint(r.in.Message.Text) + "\nSummarize this result of " + c.Name + ":",
-		Document: activities.Transcript{Entries: []activities.Entry{{Role: "tool", Ref: ref}}},
+		Document: activities.Transcript{Entries: []activities.Entry{{Role: "tool", Ref: full.wire.Ref, Text: full.wire.Text}}},
 	}).Get(ctx, &comp)
 	if err != nil {
 		r.log.Warn("agent.tool.summary_failed", "run", r.id, "tool", c.Name, "error", err)

@@ -142,18 +142,39 @@ const (
 	// seven in the run). Read by hardened at the execution's first versioned point; an execution
 	// that passed that point without its marker (recorded before) reads each change ID as before.
 	changeBaseline = "baseline-1"
+	// changeLeanTurn (issue 26), in the agent run and the sub-agent: a turn costs one workflow task
+	// and one activity where it cost four of each. Quick tools (tools.Spec.Quick: the clock, reading
+	// the team's files) run as local activities, and their results go to the next model call inline
+	// (the marker holds them; there is no activity ID to refer to). The timeline's cards of a batch
+	// of quick tools are sent by the next model call (StreamTarget.Steps) or by the timeline's stop,
+	// complete, without an "in progress" card that would show for a few milliseconds; a batch with
+	// any other tool shows its "in progress" cards while the tools run, not before, and its outcome
+	// goes with the next model call too. Read at the run's first tool batch; taken in by baseline
+	// version 2.
+	changeLeanTurn = "lean-turn"
+	// changeLeanStart (issue 26), in the agent run: the system prompt is built by a local activity
+	// in the workflow task that routes the request, and the first model call carries it inline.
+	// Read where the system prompt is built; taken in by baseline version 2.
+	changeLeanStart = "lean-start"
 )
 
-// baselined are the change IDs changeBaseline stands for: those of this file when it was added that
-// are read through hardened only. A change ID added later gets its own marker (a history recorded
-// with changeBaseline but before that change must still replay without it), until a later baseline
-// takes it in.
-var baselined = map[string]bool{
-	changeLaneHardening: true, changeRunHardening: true, changeResumeInThread: true, changeToolFailureParks: true,
-	changeSlackRefusalParks: true, changeSearchAttributes: true, changeFastStart: true, changeCancelRights: true,
-	changeFetchCap: true, changeRunMemory: true, changeStreamAnswer: true, changeThreadStatus: true,
-	changeAssistantThreads: true, changeTimeline: true,
+// baselined are the change IDs changeBaseline stands for, each with the baseline version that takes
+// it in: version 1, those of this file when the baseline was added that are read through hardened
+// only; version 2, the changes of the lean turn (changeLeanTurn, changeLeanStart), which an execution
+// started since records with the same one marker, never one of their own. A change ID added later
+// gets its own marker (a history recorded with the baseline but before that change must still replay
+// without it), until a later baseline version takes it in. An execution whose baseline marker says 1
+// (started before version 2) records the lean changes' own markers where it first reads them.
+var baselined = map[string]workflow.Version{
+	changeLaneHardening: 1, changeRunHardening: 1, changeResumeInThread: 1, changeToolFailureParks: 1,
+	changeSlackRefusalParks: 1, changeSearchAttributes: 1, changeFastStart: 1, changeCancelRights: 1,
+	changeFetchCap: 1, changeRunMemory: 1, changeStreamAnswer: 1, changeThreadStatus: 1,
+	changeAssistantThreads: 1, changeTimeline: 1,
+	changeLeanTurn: 2, changeLeanStart: 2,
 }
+
+// baselineVersion is the newest version of changeBaseline: what a new execution records.
+const baselineVersion workflow.Version = 2
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's
 // firing upserts its outcome behind the same change ID.
@@ -168,7 +189,7 @@ const ChangeSearchAttributes = changeSearchAttributes
 // command, unless the comment names a later point), so that the decision is taken once per
 // execution.
 func hardened(ctx workflow.Context, changeID string) bool {
-	if baselined[changeID] && workflow.GetVersion(ctx, changeBaseline, workflow.DefaultVersion, 1) >= 1 {
+	if v, ok := baselined[changeID]; ok && workflow.GetVersion(ctx, changeBaseline, workflow.DefaultVersion, baselineVersion) >= v {
 		return true
 	}
 	return workflow.GetVersion(ctx, changeID, workflow.DefaultVersion, 1) >= 1

@@ -31,6 +31,7 @@ var _ = tools.Register(tools.Def{
 		Description: "Get the current date and time, in UTC and optionally in an IANA time zone " +
 			"(e.g. America/New_York, Europe/Paris, Asia/Kolkata).",
 		Idempotent: true,
+		Quick:      true,
 		Human:      "checking the time",
 	},
 	Props: func() []tools.Prop {

@@ -188,6 +188,7 @@ var _ = tools.Register(tools.Def{
 		Name:        tools.ListFiles,
 		Description: "List the files in the team's workspace (or in one folder of it), with their sizes.",
 		Idempotent:  true,
+		Quick:       true,
 		Human:       "looking through the files",
 	},
 	Props: func() []tools.Prop {
@@ -252,6 +253,7 @@ var _ = tools.Register(tools.Def{
 		Description: "Read a text file from the team's workspace. Long files come in parts of about 14,000 bytes: " +
 			"call again with the offset the result gives to read on.",
 		Idempotent: true,
+		Quick:      true,
 		Human:      "reading a file",
 	},
 	Required: []string{"path"},
