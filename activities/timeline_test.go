@@ -171,3 +171,36 @@ func TestResetRunAppendsNothingToTheTimeline(t *testing.T) {
 		t.Errorf("reply %d chars, stream %q", len(reply.Content), reply.StreamTS)
 	}
 }
+
+// A model call carries the last batch's outcome (StreamTarget.Steps): the cards are set in the
+// timeline, a card no earlier call showed included, before the reply's text, and a call that
+// repeats them (a retry) changes nothing more.
+func TestCallModelSendsTheStepsItCarries(t *testing.T) {
+	answer := paragraphs(1200)
+	f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: answer, ChunkChars: 50}
+	})
+	root, _ := f.thread(t)
+	target := StreamTarget{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", Recipient: "U1"}
+	var open TimelineResult
+	if err := f.run(t, f.a.StreamSteps, TimelineInput{Target: target, Tasks: []StepTask{{ID: "c1", Title: "reading #sales history", Status: "in_progress"}}}, &open); err != nil {
+		t.Fatal(err)
+	}
+	in := streamInput(root)
+	in.Stream.TS = open.TS
+	in.Stream.Steps = []StepTask{{ID: "c1", Title: "reading #sales history", Status: "complete"}, {ID: "c2", Title: "checking the time", Status: "complete"}}
+	for range 2 {
+		var reply ModelReply
+		if err := f.run(t, f.a.CallModel, in, &reply); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bots := f.botMessages(root)
+	want := []localslack.Task{{ID: "c1", Title: "reading #sales history", Status: "complete"}, {ID: "c2", Title: "checking the time", Status: "complete"}}
+	if len(bots) < 2 || bots[1].TS != open.TS || !slices.Equal(bots[1].Tasks, want) {
+		t.Fatalf("the timeline's cards: %+v, want %+v", bots[1].Tasks, want)
+	}
+	if !strings.Contains(bots[1].Text, "Sentence 3 of the answer") {
+		t.Errorf("the reply's text did not stream into the timeline: %.80q", bots[1].Text)
+	}
+}

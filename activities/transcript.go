@@ -34,12 +34,22 @@ import (
 
 // Entry is one message of a transcript, by reference or inline.
 type Entry struct {
-	Role       string `json:"role"`           // system, user, assistant, tool
-	Text       string `json:"text,omitempty"` // inline body
-	Ref        string `json:"ref,omitempty"`  // activity ID whose result holds the body
+	Role string `json:"role"`           // system, user, assistant, tool
+	Text string `json:"text,omitempty"` // inline body
+	// Ref is the activity ID whose result holds the body; or, with InputRef's suffix, the CallModel
+	// whose input carried the body inline, as its Index-th transcript entry (a body that entered
+	// history once, by a local activity's marker and one model call, and is named since).
+	Ref        string `json:"ref,omitempty"`
 	Index      int    `json:"index,omitempty"`
 	ToolCallID string `json:"toolCallId,omitempty"`
 }
+
+// inputRefSuffix marks a Ref to a CallModel's input (InputRef). A worker built before it finds no
+// activity of that ID and fails the call, rather than reading the reply in the body's place.
+const inputRefSuffix = "#input"
+
+// InputRef is the Ref of the index-th entry of the transcript of CallModel callID's input.
+func InputRef(callID string) string { return callID + inputRefSuffix }
 
 // Transcript is the conversation sent to the model: Base's transcript followed by Entries.
 type Transcript struct {
@@ -233,6 +243,9 @@ func (r *resolver) entry(e Entry) (Message, error) {
 	if e.Ref == "" {
 		return m, nil
 	}
+	if call, ok := strings.CutSuffix(e.Ref, inputRefSuffix); ok {
+		return r.inputEntry(m, call, e.Index)
+	}
 	rec, err := r.record(e.Ref)
 	if err != nil {
 		return m, err
@@ -280,6 +293,28 @@ func (r *resolver) entry(e Entry) (Message, error) {
 	if e.Text != "" { // an inline prefix, e.g. "[Summary of earlier work]"
 		m.Content = e.Text + "\n" + m.Content
 	}
+	return m, nil
+}
+
+// inputEntry resolves a Ref to the index-th transcript entry of a CallModel's input: an inline body.
+func (r *resolver) inputEntry(m Message, call string, index int) (Message, error) {
+	rec, err := r.record(call)
+	if err != nil {
+		return m, err
+	}
+	if rec.Type != "CallModel" {
+		return m, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("input reference %s is a %s, not a CallModel", call, rec.Type), ErrTranscriptRef, nil)
+	}
+	var in CallModelInput
+	if err := r.decode(call, "input", rec.Input, &in); err != nil {
+		return m, err
+	}
+	if index < 0 || index >= len(in.Transcript.Entries) || in.Transcript.Entries[index].Ref != "" {
+		return m, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("entry %d of the input of %s is not an inline body", index, call), ErrTranscriptRef, nil)
+	}
+	m.Content = in.Transcript.Entries[index].Text
 	return m, nil
 }
 

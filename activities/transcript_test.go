@@ -190,3 +190,43 @@ func TestCapMessages(t *testing.T) {
 		t.Error("the input was modified")
 	}
 }
+
+// A body a model call carried inline (a local activity's result, the lean prompt) is named later by
+// InputRef: the call's input, its entry at Index. A rewritten transcript (after compaction) reads it
+// from there, through the codec; a reference to an entry that is not an inline body fails at once.
+func TestInputRefReadsTheBodyACallCarried(t *testing.T) {
+	dc := zlibConverter()
+	h := fakeHistory{}
+	h.addWith(t, dc, "thread", "LoadThread", LoadThreadInput{}, ThreadHistory{Messages: []ThreadMessage{{Role: "user", Text: "what time is it?"}}})
+	first := CallModelInput{Tier: "default", Transcript: Transcript{Entries: []Entry{{Role: "system", Text: "You are Lucy."}, {Role: "user", Ref: "thread"}}}}
+	h.addWith(t, dc, "model-1", "CallModel", first, ModelReply{ToolCalls: []ToolCall{{ID: "c1", Name: "lucy_current_time", Arguments: `{}`}}})
+	second := CallModelInput{Tier: "default", Transcript: Transcript{Base: "model-1", Entries: []Entry{
+		{Role: "assistant", Ref: "model-1"}, {Role: "tool", Text: "It is 12:00 UTC.", ToolCallID: "c1"},
+	}}}
+	h.addWith(t, dc, "model-2", "CallModel", second, ModelReply{Content: "It is noon."})
+	rewritten := CallModelInput{Tier: "default", Transcript: Transcript{Entries: []Entry{
+		{Role: "system", Ref: InputRef("model-1"), Index: 0}, {Role: "user", Text: "[Summary of earlier work] asked the time"},
+		{Role: "assistant", Ref: "model-1"}, {Role: "tool", Ref: InputRef("model-2"), Index: 1, ToolCallID: "c1"},
+	}}}
+	srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: "noon"} })
+	a := llmActivities(t, srv, h)
+	a.DataConverter = dc
+	if _, err := callModel(t, a, rewritten); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range srv.Requests()[0].Messages {
+		got = append(got, m.Role+":"+m.Text())
+	}
+	want := []string{"system:You are Lucy.", "user:[Summary of earlier work] asked the time", "assistant:", "tool:It is 12:00 UTC."}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("messages %q, want %q", got, want)
+	}
+
+	bad := CallModelInput{Tier: "default", Transcript: Transcript{Entries: []Entry{{Role: "user", Ref: InputRef("model-1"), Index: 1}}}}
+	_, err := callModel(t, a, bad)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != ErrTranscriptRef || !appErr.NonRetryable() {
+		t.Fatalf("a reference to an entry that is itself a reference: err %v, want a non-retryable %s", err, ErrTranscriptRef)
+	}
+}

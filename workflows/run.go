@@ -367,17 +367,32 @@ func (r *run) prepare(ctx workflow.Context) error {
 	if m.Kind == "terminal" {
 		surface = "terminal"
 	}
-	if err := workflow.ExecuteActivity(quick(ctx, "prompt"), a.BuildSystemPrompt, activities.PromptInput{
+	promptIn := activities.PromptInput{
 		Team: m.Team, Modules: r.route.Modules, TeamName: r.in.TeamName, ChannelName: r.in.ChannelName, IsDM: m.IsDM,
 		UserName: r.in.UserName, UserTZ: r.in.UserTZ, Now: workflow.Now(ctx).UTC().Format(time.RFC3339), Surface: surface,
 		Scheduled: r.in.Scheduled, Channel: m.Channel, User: r.in.Requester, Message: activities.MemoryMessage(m.Text),
 		// Plain data for the activity (the memory block's notes, who is first met, which matched
 		// skills to load): no new command, so histories recorded before these fields replay unchanged.
 		Skills: r.route.Skills, ViewingChannel: m.ContextChannel,
-	}).Get(ctx, &sp); err != nil {
+	}
+	// A lean start (changeLeanStart) builds the prompt in the workflow task that routed the request,
+	// and the first model call carries it inline (a local activity's result has no activity ID to
+	// refer to); later calls name that call as their Base.
+	leanStart := fast && hardened(ctx, changeLeanStart)
+	var built workflow.Future
+	if leanStart {
+		built = workflow.ExecuteLocalActivity(local(ctx), a.BuildSystemPrompt, promptIn)
+	} else {
+		built = workflow.ExecuteActivity(quick(ctx, "prompt"), a.BuildSystemPrompt, promptIn)
+	}
+	if err := built.Get(ctx, &sp); err != nil {
 		return fmt.Errorf("build system prompt: %w", err)
 	}
-	r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: "system", Ref: "prompt"}, text: sp.Text, role: "system"})
+	system := activities.Entry{Role: "system", Ref: "prompt"}
+	if leanStart {
+		system = activities.Entry{Role: "system", Text: sp.Text}
+	}
+	r.msgs = append(r.msgs, tmsg{wire: system, text: sp.Text, role: "system", once: leanStart})
 	if r.hardened && strings.TrimSpace(r.in.PriorJournal) != "" {
 		r.appendInline("system", "<previous_run_journal>\nWhat the previous request in this thread found and decided:\n"+
 			r.in.PriorJournal+"\n</previous_run_journal>")

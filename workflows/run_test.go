@@ -29,8 +29,9 @@ func TestPlainAnswer(t *testing.T) {
 		t.Fatalf("model calls = %d, want 1", len(h.modelCalls))
 	}
 	first := h.modelCalls[0].Transcript
-	if first.Base != "" || len(first.Entries) != 2 || first.Entries[0].Ref != "prompt" || first.Entries[1].Ref != "thread" {
-		t.Errorf("first call should reference the prompt and the thread, got %+v", first)
+	// The prompt is built by a local activity (changeLeanStart): the first call carries it inline.
+	if first.Base != "" || len(first.Entries) != 2 || first.Entries[0].Text != "You are Lucy." || first.Entries[0].Ref != "" || first.Entries[1].Ref != "thread" {
+		t.Errorf("first call should carry the prompt and reference the thread, got %+v", first)
 	}
 	if u := res.Usage["gpt"]; u.PromptTokens != 50 || u.CompletionTokens != 7 || u.Calls != 1 {
 		t.Errorf("usage = %+v", res.Usage)
@@ -474,13 +475,14 @@ func TestCompactionAndRecoveryLadder(t *testing.T) {
 	if res.Status != RunNeedsInput && res.Status != RunPartial {
 		t.Errorf("status %s", res.Status)
 	}
-	// After a compaction the transcript is re-sent in full (no base), and starts with the prompt.
+	// After a compaction the transcript is re-sent in full (no base), and starts with the prompt,
+	// named in the first call's input that carried it (changeLeanStart), not sent again.
 	rewritten := false
 	for _, c := range h.modelCalls[1:] {
 		if c.Transcript.Base == "" {
 			rewritten = true
-			if c.Transcript.Entries[0].Ref != "prompt" {
-				t.Errorf("compacted transcript lost the system prompt: %+v", c.Transcript.Entries[0])
+			if e := c.Transcript.Entries[0]; e.Ref != activities.InputRef("model-1") || e.Index != 0 || e.Text != "" {
+				t.Errorf("compacted transcript lost the system prompt: %+v", e)
 			}
 		}
 	}

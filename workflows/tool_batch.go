@@ -143,7 +143,7 @@ launch:
 				wire = activities.Entry{Role: "tool", Text: res.Content, ToolCallID: c.ID}
 			}
 			results[i] = tmsg{
-				wire: wire, role: "tool", text: res.Content,
+				wire: wire, role: "tool", text: res.Content, once: r.localCalls[ids[i]],
 				toolName: c.Name, isError: res.IsError || strings.HasPrefix(res.Content, "Error"),
 			}
 			if ctx.Err() != nil {

@@ -21,6 +21,8 @@ type transcript struct {
 	lastCall    string // the CallModel activity ID whose input was the transcript up to lastCallLen
 	lastCallLen int
 	rewritten   bool   // compaction or trimming changed earlier messages: send the whole list again
+	sentFrom    int    // the messages payload() put in the call's entries: [sentFrom, sentTo)
+	sentTo      int
 	lastReply   string // the CallModel activity ID of the latest reply, which assistant messages refer to
 	calls       int    // activity counter for stable, unique activity IDs
 }
@@ -35,6 +37,10 @@ type tmsg struct {
 	callIDs   []string
 	isError   bool
 	toolCalls []activities.ToolCall
+	// once: the body is inline only until a model call has sent it; from then on the wire form
+	// names it in that call's input (activities.InputRef), so that it enters history once more,
+	// not with every rewrite of the transcript (a local activity's result: no activity ID to name).
+	once bool
 }
 
 func (m tmsg) agentMsg() agent.Msg {
@@ -67,12 +73,21 @@ func (t *transcript) appendAssistant(reply activities.ModelReply) {
 // plus the entries added since, or the whole list after compaction rewrote it.
 func (t *transcript) payload() activities.Transcript {
 	if t.lastCall != "" && !t.rewritten && t.lastCallLen <= len(t.msgs) {
+		t.sentFrom, t.sentTo = t.lastCallLen, len(t.msgs)
 		return activities.Transcript{Base: t.lastCall, Entries: wireEntries(t.msgs[t.lastCallLen:])}
 	}
+	t.sentFrom, t.sentTo = 0, len(t.msgs)
 	return activities.Transcript{Entries: wireEntries(t.msgs)}
 }
 
+// sent records that model call callID sent the payload; its inline once-bodies are named in its
+// input from now on.
 func (t *transcript) sent(callID string) {
+	for i := t.sentFrom; i < min(t.sentTo, len(t.msgs)); i++ {
+		if m := &t.msgs[i]; m.once && m.wire.Ref == "" {
+			m.wire = activities.Entry{Role: m.wire.Role, Ref: activities.InputRef(callID), Index: i - t.sentFrom, ToolCallID: m.wire.ToolCallID}
+		}
+	}
 	t.lastCall, t.lastCallLen, t.rewritten = callID, len(t.msgs), false
 }
 
