@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/client"
 )
 
 // workerEnv is the least a worker needs, plus kv.
@@ -379,4 +381,26 @@ func writeKeyPair(t *testing.T) (certPath, keyPath string) {
 		t.Fatal(err)
 	}
 	return certPath, keyPath
+}
+
+// gzip is for the network: a server on loopback (lucy dev, a worker beside its server) is reached
+// without it, any other with the SDK's default.
+func TestTemporalCompressionOnlyOffLoopback(t *testing.T) {
+	for addr, off := range map[string]bool{
+		"127.0.0.1:7233": true, "localhost:7233": true, "[::1]:7233": true,
+		"ns.acct.tmprl.cloud:7233": false, "10.0.0.5:7233": false, "temporal-frontend:7233": false,
+	} {
+		c, err := Load(ModeWorker, workerEnv("TEMPORAL_ADDRESS", addr))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := c.TemporalClientOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, none := o.ConnectionOptions.GrpcCompression.(*client.GrpcCompressionNone)
+		if none != off || (!off && o.ConnectionOptions.GrpcCompression != nil) {
+			t.Errorf("%s: compression %T, want none %v (else the SDK's default)", addr, o.ConnectionOptions.GrpcCompression, off)
+		}
+	}
 }

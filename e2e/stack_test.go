@@ -126,7 +126,9 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 	if testing.Verbose() {
 		log = logging.New(testWriter{tb}, "info", "console")
 	}
-	clientOpts := client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc, Interceptors: o.interceptors}
+	clientOpts := client.Options{Logger: logging.NewTemporal(log.Level(zerolog.WarnLevel)), DataConverter: dc, Interceptors: o.interceptors,
+		// The server is on loopback: no gzip, as config.TemporalClientOptions decides for lucy dev.
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}}
 	namespace := "default"
 	if o.devServer {
 		s.frontend = s.startDevServer(clientOpts)
