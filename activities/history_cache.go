@@ -44,6 +44,7 @@ type CachedHistory struct {
 
 	events, read atomic.Int64 // events and bytes read from the server, for benchmarks and tests
 	memoHits     atomic.Int64 // model calls whose Base transcript came from the memo
+	replyHits    atomic.Int64 // assistant messages read from the reply memo
 }
 
 // DefaultHistoryCacheBytes keeps about 30 long runs (50 turns, ~2 MB of payloads each) on a worker.
@@ -69,6 +70,11 @@ type runHistory struct {
 	lastCall       string
 	lastTranscript []Message
 	lastBytes      int
+	// replyCall and reply: the latest reply a CallModel of the run returned on this worker, with
+	// its nonce (ModelReply.Nonce); its text is counted in bytes.
+	replyCall  string
+	reply      ModelReply
+	replyBytes int
 	// What started the run, its sub-agents and the person's messages signalled to it, for the
 	// fetch guard (RunRecord).
 	input    *commonpb.Payloads
@@ -106,6 +112,36 @@ func (h *CachedHistory) RememberTranscript(workflowID, runID, callID string, msg
 	run.mu.Unlock()
 	h.grew(run, grew)
 }
+
+// Reply implements transcriptMemo.
+func (h *CachedHistory) Reply(workflowID, runID, callID, nonce string) (ModelReply, bool) {
+	run := h.run(runKey{workflowID, runID})
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	if run.replyCall != callID || run.reply.Nonce != nonce {
+		return ModelReply{}, false
+	}
+	h.replyHits.Add(1)
+	return run.reply, true
+}
+
+// RememberReply implements transcriptMemo.
+func (h *CachedHistory) RememberReply(workflowID, runID, callID string, reply ModelReply) {
+	run := h.run(runKey{workflowID, runID})
+	run.mu.Lock()
+	n := len(reply.Content) + len(reply.ReasoningDetails)
+	for _, c := range reply.ToolCalls {
+		n += len(c.Arguments)
+	}
+	grew := n - run.replyBytes
+	run.replyCall, run.reply, run.replyBytes = callID, reply, n
+	run.bytes += grew
+	run.mu.Unlock()
+	h.grew(run, grew)
+}
+
+// ReplyHits is how many assistant messages were read from the reply memo instead of history.
+func (h *CachedHistory) ReplyHits() int64 { return h.replyHits.Load() }
 
 // Activities implements HistoryReader: the completed activities of the run, from the cache plus
 // the events added since it was last read.

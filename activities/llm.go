@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -87,6 +88,10 @@ type ModelReply struct {
 	StreamTS string `json:"streamTS,omitempty"`
 	// StreamUnavailable: chat.startStream failed, so the run delivers by post-and-update from now on.
 	StreamUnavailable bool `json:"streamUnavailable,omitempty"`
+	// Nonce is drawn anew by every attempt. The workflow passes it on with its reference to this
+	// reply (Entry.Nonce): the worker that returned the reply then reads it from memory, and only
+	// the attempt whose result history recorded has that nonce.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // apiKeyRE matches API keys as providers echo them in error messages (OpenAI sk-…, OpenRouter
@@ -244,6 +249,9 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		})
 	}
 	uniqueCallIDs(ctx, out.ToolCalls)
+	if res.memo != nil {
+		out.Nonce = rand.Text()
+	}
 	if err := a.fitReply(&out); err != nil {
 		return ModelReply{}, err
 	}
@@ -254,6 +262,9 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 			out.StreamTS = ss.finish(ctx)
 		}
 		settled = true
+	}
+	if res.memo != nil {
+		res.memo.RememberReply(res.wid, res.runID, activity.GetInfo(ctx).ActivityID, out)
 	}
 	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(params.Messages)).
 		Int("toolCalls", len(out.ToolCalls)).Int64("promptTokens", out.Usage.Prompt).Msg("model call")

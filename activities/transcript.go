@@ -42,6 +42,9 @@ type Entry struct {
 	Ref        string `json:"ref,omitempty"`
 	Index      int    `json:"index,omitempty"`
 	ToolCallID string `json:"toolCallId,omitempty"`
+	// Nonce is the ModelReply.Nonce of the reply Ref names (an assistant message): the worker that
+	// returned that reply reads it from memory instead of history, when the nonces agree.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // inputRefSuffix marks a Ref to a CallModel's input (InputRef). A worker built before it finds no
@@ -79,13 +82,16 @@ type HistoryReader interface {
 	Activities(ctx context.Context, workflowID, runID string) (map[string]RecordedActivity, error)
 }
 
-// resolver turns transcript references into messages for one activity execution.
+// resolver turns transcript references into messages for one activity execution. It reads the run's
+// history only when a reference needs it (load): a model call whose Base is in the memo and whose
+// new entries are inline or the previous reply this worker returned reads nothing.
 type resolver struct {
 	recs map[string]RecordedActivity
+	load func() (map[string]RecordedActivity, error) // nil once loaded, or when nothing may be read
 	dc   converter.DataConverter
 	// memo, when the history reader keeps one, holds the resolved transcript of the run's latest
 	// model call, which the next call names as its Base: resolving it again would decode every
-	// earlier call's input, once per turn.
+	// earlier call's input, once per turn; and that call's reply, when this worker returned it.
 	memo       transcriptMemo
 	wid, runID string
 }
@@ -96,10 +102,20 @@ type transcriptMemo interface {
 	Transcript(workflowID, runID, callID string) ([]Message, bool)
 	// RememberTranscript keeps msgs as the resolved transcript of callID's input (the latest only).
 	RememberTranscript(workflowID, runID, callID string, msgs []Message)
+	// Reply returns the reply CallModel callID returned on this worker, if it is the one with
+	// nonce (ModelReply.Nonce): only then is it the reply history recorded. RememberReply keeps one
+	// (the latest only).
+	Reply(workflowID, runID, callID, nonce string) (ModelReply, bool)
+	RememberReply(workflowID, runID, callID string, reply ModelReply)
 }
 
 func (a *Activities) newResolver(ctx context.Context, needed bool) (*resolver, error) {
 	r := &resolver{dc: a.dataConverter()}
+	if a.History != nil && activity.IsActivity(ctx) {
+		info := activity.GetInfo(ctx)
+		r.wid, r.runID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
+		r.memo, _ = a.History.(transcriptMemo)
+	}
 	if !needed {
 		return r, nil
 	}
@@ -107,17 +123,17 @@ func (a *Activities) newResolver(ctx context.Context, needed bool) (*resolver, e
 		return nil, temporal.NewNonRetryableApplicationError("transcript references need a history reader", ErrConfig, nil)
 	}
 	info := activity.GetInfo(ctx)
-	r.wid, r.runID = info.WorkflowExecution.ID, info.WorkflowExecution.RunID
-	r.memo, _ = a.History.(transcriptMemo)
-	recs, err := a.History.Activities(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
+	r.load = func() (map[string]RecordedActivity, error) {
+		recs, err := a.History.Activities(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			// Retryable: the frontend may be briefly unavailable.
+			return nil, temporal.NewApplicationError(err.Error(), ErrHistoryUnavailable)
 		}
-		// Retryable: the frontend may be briefly unavailable.
-		return nil, temporal.NewApplicationError(err.Error(), ErrHistoryUnavailable)
+		return recs, nil
 	}
-	r.recs = recs
 	return r, nil
 }
 
@@ -229,6 +245,13 @@ func (r *resolver) entries(es []Entry) ([]Message, error) {
 }
 
 func (r *resolver) record(id string) (RecordedActivity, error) {
+	if r.load != nil {
+		recs, err := r.load()
+		if err != nil {
+			return RecordedActivity{}, err
+		}
+		r.recs, r.load = recs, nil
+	}
 	rec, ok := r.recs[id]
 	if !ok || rec.Result == nil {
 		// Not retryable: history is immutable, a missing reference is a workflow bug.
@@ -245,6 +268,15 @@ func (r *resolver) entry(e Entry) (Message, error) {
 	}
 	if call, ok := strings.CutSuffix(e.Ref, inputRefSuffix); ok {
 		return r.inputEntry(m, call, e.Index)
+	}
+	if e.Nonce != "" && r.memo != nil {
+		if reply, ok := r.memo.Reply(r.wid, r.runID, e.Ref, e.Nonce); ok {
+			m.Content, m.ToolCalls, m.ReasoningDetails = reply.Content, reply.ToolCalls, reply.ReasoningDetails
+			if e.Text != "" {
+				m.Content = e.Text + "\n" + m.Content
+			}
+			return m, nil
+		}
 	}
 	rec, err := r.record(e.Ref)
 	if err != nil {

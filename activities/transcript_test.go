@@ -230,3 +230,67 @@ func TestInputRefReadsTheBodyACallCarried(t *testing.T) {
 		t.Fatalf("a reference to an entry that is itself a reference: err %v, want a non-retryable %s", err, ErrTranscriptRef)
 	}
 }
+
+// countingMemo is the worker's cache (its memos) over a history the test records, counting reads.
+type countingMemo struct {
+	*CachedHistory
+	h     fakeHistory
+	reads int
+}
+
+func (c *countingMemo) Activities(ctx context.Context, workflowID, runID string) (map[string]RecordedActivity, error) {
+	c.reads++
+	return c.h, nil
+}
+
+// The next model call reads the previous reply from the worker's memory when the reference's nonce
+// is the one that reply drew (it is the reply history recorded), and from history otherwise (another
+// attempt's reply was recorded): no history read per turn on the worker that ran the turn.
+func TestPreviousReplyFromMemoryOnlyWithItsNonce(t *testing.T) {
+	srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if n == 1 {
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("c1", "lucy_current_time", `{}`)}}
+		}
+		return fakellm.Reply{Content: "noon"}
+	})
+	mem := &countingMemo{CachedHistory: &CachedHistory{}, h: fakeHistory{}}
+	a := llmActivities(t, srv, mem)
+	first := CallModelInput{Tier: "default", Transcript: Transcript{Entries: []Entry{{Role: "system", Text: "You are Lucy."}, {Role: "user", Text: "time?"}}}}
+	reply, err := callModel(t, a, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Nonce == "" || mem.reads != 0 {
+		t.Fatalf("first call: nonce %q, %d history reads", reply.Nonce, mem.reads)
+	}
+	var id string
+	for _, e := range mem.runs {
+		id = e.Value.(*runHistory).replyCall
+	}
+	next := func(nonce string) CallModelInput {
+		return CallModelInput{Tier: "default", Transcript: Transcript{Base: id, Entries: []Entry{
+			{Role: "assistant", Ref: id, Nonce: nonce}, {Role: "tool", Text: "12:00", ToolCallID: "c1"},
+		}}}
+	}
+	if _, err := callModel(t, a, next(reply.Nonce)); err != nil {
+		t.Fatal(err)
+	}
+	if mem.reads != 0 {
+		t.Errorf("the reply this worker returned was read from history (%d reads)", mem.reads)
+	}
+	if got := srv.Requests()[1].Messages; len(got) != 4 || len(got[2].ToolCalls) != 1 || got[2].ToolCalls[0].ID != "c1" {
+		t.Errorf("second request: %+v", got)
+	}
+
+	// Another attempt's reply is the one recorded: its nonce differs, and history is read.
+	mem.h.add(t, id, "CallModel", first, ModelReply{ToolCalls: []ToolCall{{ID: "c1", Name: "lucy_current_time", Arguments: `{"timezone":"UTC"}`}}, Nonce: "recorded"})
+	if _, err := callModel(t, a, next("recorded")); err != nil {
+		t.Fatal(err)
+	}
+	if mem.reads == 0 {
+		t.Error("a reply this worker did not return was not read from history")
+	}
+	if got := srv.Requests()[2].Messages; len(got) < 2 || len(got[len(got)-2].ToolCalls) != 1 || got[len(got)-2].ToolCalls[0].Function.Arguments != `{"timezone":"UTC"}` {
+		t.Errorf("third request: %+v, want the recorded reply", got)
+	}
+}

@@ -64,7 +64,7 @@ func (t *transcript) appendAssistant(reply activities.ModelReply) {
 		ids[i] = c.ID
 	}
 	t.msgs = append(t.msgs, tmsg{
-		wire: activities.Entry{Role: "assistant", Ref: t.lastReply}, role: "assistant", text: reply.Content,
+		wire: activities.Entry{Role: "assistant", Ref: t.lastReply, Nonce: reply.Nonce}, role: "assistant", text: reply.Content,
 		callIDs: ids, toolCalls: reply.ToolCalls,
 	})
 }
