@@ -20,8 +20,8 @@ type transcript struct {
 	msgs        []tmsg
 	lastCall    string // the CallModel activity ID whose input was the transcript up to lastCallLen
 	lastCallLen int
-	rewritten   bool   // compaction or trimming changed earlier messages: send the whole list again
-	sentFrom    int    // the messages payload() put in the call's entries: [sentFrom, sentTo)
+	rewritten   bool // compaction or trimming changed earlier messages: send the whole list again
+	sentFrom    int  // the messages payload() put in the call's entries: [sentFrom, sentTo)
 	sentTo      int
 	lastReply   string // the CallModel activity ID of the latest reply, which assistant messages refer to
 	calls       int    // activity counter for stable, unique activity IDs
