@@ -92,6 +92,9 @@ type ModelReply struct {
 	// reply (Entry.Nonce): the worker that returned the reply then reads it from memory, and only
 	// the attempt whose result history recorded has that nonce.
 	Nonce string `json:"nonce,omitempty"`
+	// TimelineTS is the open stream that showed the text of a reply with tool calls, kept as the
+	// run's timeline (StreamTarget.KeepNarration).
+	TimelineTS string `json:"timelineTS,omitempty"`
 }
 
 // apiKeyRE matches API keys as providers echo them in error messages (OpenAI sk-…, OpenRouter
@@ -260,6 +263,8 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 			out.StreamUnavailable = true
 		} else if len(out.ToolCalls) == 0 && out.Content != "" {
 			out.StreamTS = ss.finish(ctx)
+		} else if len(out.ToolCalls) > 0 && ss.narrated {
+			out.TimelineTS = ss.ts
 		}
 		settled = true
 	}

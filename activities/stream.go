@@ -53,6 +53,11 @@ type StreamTarget struct {
 	// own (a workflow task and a dispatch per turn). A card is named by its task's ID, so a retried
 	// call changes it in place.
 	Steps []StepTask `json:",omitempty"`
+	// KeepNarration: a reply that began with text and ends with tool calls keeps the stream that
+	// showed its text, open, as the run's timeline (ModelReply.TimelineTS): Slack shows task cards
+	// interleaved with streamed text, so the step's cards follow the words that announced them.
+	// Without it (a run recorded before), such a stream is deleted.
+	KeepNarration bool `json:",omitempty"`
 }
 
 // sendSteps sends t.Steps to the timeline in the background and returns a wait for it: the model
@@ -92,11 +97,16 @@ type SlackStreamAPI interface {
 }
 
 // Streaming sizes. Slack's appendStream is Tier 4 (100+ a minute); the Slack SDKs buffer 256
-// characters. A stream starts only once a reply has that much text and no tool call (a short
-// reply is delivered whole; narration before tool calls is never shown).
+// characters. A stream starts once a reply has that much text, or once streamFirstWait has passed
+// since its first text, whichever comes first, so that a person sees the first words within a
+// fraction of a second of the model writing them (at 50 tokens a second, 256 characters take more
+// than a second). Text the model writes before tool calls (narration) is shown: it stays as the
+// timeline's first words where the run keeps it (StreamTarget.KeepNarration), and is deleted
+// otherwise.
 const (
-	streamBuffer   = 256
-	streamInterval = time.Second
+	streamBuffer    = 256
+	streamFirstWait = 200 * time.Millisecond
+	streamInterval  = time.Second
 	// streamMaxChars is Slack's cap on one call's markdown_text.
 	streamMaxChars = 12000
 	// streamKey is the metadata key of a stopped stream before delivery re-keys it.
@@ -240,6 +250,10 @@ type slackStream struct {
 	now        func() time.Time
 	// before, when set, is waited for before the first text is sent (sendSteps).
 	before func()
+	// firstAt is when the reply's first text came; narrated: the reply turned out to call tools and
+	// its stream is kept as the run's timeline (StreamTarget.KeepNarration).
+	firstAt  time.Time
+	narrated bool
 }
 
 // previewText is the text a stream shows: credentials masked like the reply's, special mentions
@@ -278,7 +292,10 @@ func (s *slackStream) add(ctx context.Context, text string) {
 		return
 	}
 	s.pending += text
-	if (s.ts == "" || s.into && !s.sent) && len(s.pending) < streamBuffer {
+	if s.firstAt.IsZero() {
+		s.firstAt = s.now()
+	}
+	if (s.ts == "" || s.into && !s.sent) && len(s.pending) < streamBuffer && s.now().Sub(s.firstAt) < streamFirstWait {
 		return
 	}
 	if s.ts != "" && len(s.pending) < streamBuffer && s.now().Sub(s.last) < streamInterval {
@@ -352,6 +369,12 @@ func (s *slackStream) finish(ctx context.Context) string {
 		return ""
 	}
 	return s.ts
+}
+
+// keepNarration: the stream of this reply's text is its own, open, and the run keeps it as its
+// timeline if the reply calls tools.
+func (s *slackStream) keepNarration() bool {
+	return s.t.KeepNarration && s.ts != "" && !s.into && !s.abandoned && !s.unavailable
 }
 
 // abandon deletes the stream (best effort, with a context of its own: the call's may be done).
@@ -472,7 +495,7 @@ func (a *Activities) completeStreaming(ctx context.Context, model ChatStreamer, 
 				s.add(ctx, *c.Delta.Content)
 			}
 		}
-		if len(calls) > 0 && s.ts != "" { // not the answer after all: its text goes
+		if len(calls) > 0 && s.ts != "" && !s.keepNarration() { // not the answer after all: its text goes
 			s.abandon(ctx)
 		}
 	}
@@ -480,7 +503,11 @@ func (a *Activities) completeStreaming(ctx context.Context, model ChatStreamer, 
 		s.abandon(ctx)
 		return nil, modelError(ctx, err)
 	}
-	if len(calls) > 0 || strings.TrimSpace(content.String()) == "" {
+	switch {
+	case len(calls) > 0 && s.keepNarration():
+		s.flush(ctx, true) // the narration's last words, before the cards
+		s.narrated = !s.abandoned && !s.unavailable
+	case len(calls) > 0 || strings.TrimSpace(content.String()) == "":
 		s.abandon(ctx)
 	}
 	msg := map[string]any{"role": "assistant", "content": content.String()}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -194,6 +196,75 @@ func TestCallModelToolCallDeletesStream(t *testing.T) {
 	}
 	if bots := f.botMessages(root); len(bots) != 1 || bots[0].TS != ph {
 		t.Fatalf("the tool-call reply's stream stayed: %+v", bots)
+	}
+}
+
+// Where the run keeps narration (StreamTarget.KeepNarration), the text a reply wrote before its tool
+// calls stays, whole and still streaming, and the reply names its stream as the run's timeline: the
+// step's cards then follow the words that announced them.
+func TestCallModelKeepsNarrationAsTheTimeline(t *testing.T) {
+	narration := paragraphs(300)
+	f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: narration, ChunkChars: 40, ToolCalls: []fakellm.ToolCall{fakellm.Call("c1", "lucy_read_file", `{"path":"a"}`)}}
+	})
+	root, ph := f.thread(t)
+	in := streamInput(root)
+	in.Stream.KeepNarration = true
+	reply, err := callModel(t, f.a, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.StreamTS != "" || reply.TimelineTS == "" || len(reply.ToolCalls) != 1 {
+		t.Fatalf("reply: streamTS %q timelineTS %q, %d tool calls", reply.StreamTS, reply.TimelineTS, len(reply.ToolCalls))
+	}
+	bots := f.botMessages(root)
+	if len(bots) != 2 || bots[0].TS != ph || bots[1].TS != reply.TimelineTS || !bots[1].Streaming || bots[1].Text != previewText(narration) {
+		t.Fatalf("the thread after a narrated tool call: %+v", bots)
+	}
+	var res TimelineResult
+	target := *in.Stream
+	if err := f.run(t, f.a.StreamSteps, TimelineInput{Target: target, TS: reply.TimelineTS, Tasks: []StepTask{{ID: "c1", Title: "reading a file", Status: "in_progress"}}}, &res); err != nil || res.TS != reply.TimelineTS {
+		t.Fatalf("a card in the kept stream: %+v %v", res, err)
+	}
+	if f.srv.Calls("chat.startStream") != 1 {
+		t.Errorf("%d streams started, want the narration's only", f.srv.Calls("chat.startStream"))
+	}
+}
+
+// The first words show within streamFirstWait of the model writing them, not only once 256
+// characters have come: a model writing 4 characters every 20 ms has written about 40 by then.
+func TestFirstWordsShowSoon(t *testing.T) {
+	answer := paragraphs(600)
+	var started time.Time
+	var firstSeen time.Duration
+	f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply {
+		started = time.Now()
+		return fakellm.Reply{Content: answer, ChunkChars: 4, ChunkEvery: 20 * time.Millisecond}
+	})
+	var mu sync.Mutex
+	ws := testWorkspace()
+	ws.OnMessage = func(m localslack.Message) { ws.OnEdit(m) }
+	ws.OnEdit = func(m localslack.Message) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstSeen == 0 && m.Streaming && m.Text != "" {
+			firstSeen = time.Since(started)
+			if n := len(m.Text); n >= streamBuffer {
+				t.Errorf("the first text shown was %d characters, want it shown before %d", n, streamBuffer)
+			}
+		}
+	}
+	srv, base := localslack.NewTestServer(t, ws)
+	f.srv, f.api = srv, slack.New(srv.Options().Token, slack.OptionAPIURL(base))
+	f.a.Slack = func(string) SlackAPI { return f.api }
+	root, _ := f.thread(t)
+	if _, err := callModel(t, f.a, streamInput(root)); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if firstSeen == 0 || firstSeen > time.Second {
+		t.Errorf("the first words showed after %v", firstSeen)
 	}
 }
 

@@ -80,3 +80,37 @@ func TestQuickToolBeforeLeanTurns(t *testing.T) {
 		t.Errorf("the clock's result on the old path: %+v, want it by reference", e)
 	}
 }
+
+// A first reply that narrates before its tool calls keeps its stream as the run's timeline (the
+// model call is asked to, StreamTarget.KeepNarration): the steps' cards go into it, and no second
+// stream is opened for them.
+func TestNarrationBecomesTheTimeline(t *testing.T) {
+	h := newHarness(t)
+	h.timelineWorks = true
+	h.statusWorks = true
+	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		reply, err := threeSteps(n, in)
+		if n == 1 && in.Stream != nil && in.Stream.KeepNarration {
+			reply.TimelineTS = "450.1"
+		}
+		return reply, err
+	}
+	if _, err := h.runAgent(runInput("what did #sales say about the launch?")); err != nil {
+		t.Fatal(err)
+	}
+	if st := h.modelCalls[0].Stream; st == nil || !st.KeepNarration {
+		t.Fatalf("the first model call was not asked to keep its narration: %+v", st)
+	}
+	got := timelineUpdates(h)
+	want := []string{"450.1: c1=in_progress", "450.1: c2=in_progress", "450.1: c3=in_progress c4=in_progress", "450.1: stop"}
+	if !slices.Equal(got, want) {
+		t.Errorf("timeline updates:\n got %q\nwant %q", got, want)
+	}
+	if st := h.modelCalls[1].Stream; st == nil || st.TS != "450.1" || len(st.Steps) != 1 || st.Steps[0].ID != "c1" {
+		t.Errorf("the second model call: %+v, want it in the narration's stream with c1's card", st)
+	}
+	if d := h.deliveries[len(h.deliveries)-1]; d.StreamTS != "450.1" {
+		t.Errorf("delivery into %q, want the narration's stream", d.StreamTS)
+	}
+}

@@ -191,6 +191,9 @@ func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
 	if in.Stream != nil && in.Stream.TS != "" {
 		in.Stream.Steps = r.pendingSteps // the last batch's outcome (changeLeanTurn)
 	}
+	if in.Stream != nil && in.Stream.TS == "" && !r.timelineOff {
+		in.Stream.KeepNarration = r.leanTurn(ctx)
+	}
 	var reply activities.ModelReply
 	err := workflow.ExecuteActivity(llmOptions(ctx, id, modelCallTimeout), a.CallModel, in).Get(ctx, &reply)
 	if err != nil {
@@ -200,6 +203,9 @@ func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
 		r.pendingSteps = nil
 	}
 	r.noteStream(reply)
+	if reply.TimelineTS != "" && r.timeline == "" {
+		r.timeline = reply.TimelineTS // its narration's stream: the step's cards follow its words
+	}
 	r.sent(id)
 	r.model, r.window, r.lastText = reply.Model, reply.Window, reply.Content
 	r.addUsage(reply.Model, reply.Usage)
