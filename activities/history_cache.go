@@ -12,6 +12,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/proto"
 
@@ -275,6 +276,33 @@ read:
 		run.last = ev.GetEventId()
 	}
 	return nil
+}
+
+// Forget drops what the cache holds of a run. A run forgotten too soon only reads its history again.
+func (h *CachedHistory) Forget(workflowID, runID string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e, ok := h.runs[runKey{workflowID, runID}]
+	if !ok {
+		return
+	}
+	old := e.Value.(*runHistory)
+	h.lru.Remove(e)
+	delete(h.runs, old.key)
+	h.bytes -= old.bytes // read without old.mu, as in grew
+}
+
+// forgetRun drops the cache of the activity's run (its answer is delivered): an idle thread keeps
+// nothing of its finished runs in the worker.
+func (a *Activities) forgetRun(ctx context.Context) {
+	h, ok := a.History.(interface {
+		Forget(workflowID, runID string)
+	})
+	if !ok || !activity.IsActivity(ctx) {
+		return
+	}
+	info := activity.GetInfo(ctx)
+	h.Forget(info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
 }
 
 // MemoHits is how many model calls found their Base's resolved transcript in the memo.

@@ -428,8 +428,13 @@ func (a *Activities) PostMessage(ctx context.Context, in PostInput) (PostResult,
 // Each part is a `markdown` block (output.RenderMarkdown: Slack shows the model's Markdown as
 // written) with its mrkdwn conversion as the fallback text; the final answer's last part ends with
 // the feedback buttons.
-func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostResult, error) {
+func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (res PostResult, err error) {
 	const op = "deliver answer"
+	defer func() {
+		if err == nil && in.KeyPrefix == "" {
+			a.forgetRun(ctx) // the run's answer is out: it reads its history no more
+		}
+	}()
 	rendered := output.RenderMarkdown(in.Markdown, in.AllowedMentions)
 	if len(rendered) == 0 {
 		a.Log.Warn().Str("workspace", in.Team).Str("channel", in.Channel).Str("run", in.RunID).
@@ -484,7 +489,7 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (PostRe
 	// The feedback buttons are in the answer's blocks (rendered above) for the same reason: this
 	// edit is the last word on a streamed answer too (it replaces what chat.stopStream left), so
 	// blocks put only on stopStream would be overwritten.
-	_, _, _, err := api.UpdateMessageContext(ctx, in.Channel, target,
+	_, _, _, err = api.UpdateMessageContext(ctx, in.Channel, target,
 		slack.MsgOptionText(first.text, false),
 		slack.MsgOptionBlocks(first.blocks...),
 		slack.MsgOptionMetadata(postMetadata(in.RunID, first.key)))

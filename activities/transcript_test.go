@@ -294,3 +294,22 @@ func TestPreviousReplyFromMemoryOnlyWithItsNonce(t *testing.T) {
 		t.Errorf("third request: %+v, want the recorded reply", got)
 	}
 }
+
+// A run's delivered answer drops what the worker's cache holds of it: an idle thread keeps nothing of
+// its finished runs, and the cache's byte count gives their bytes back.
+func TestForgetDropsTheRun(t *testing.T) {
+	h := &CachedHistory{}
+	h.RememberReply("lane:T1:C1:1.1:run:1:1.1", "r1", "model-1", ModelReply{Content: strings.Repeat("x", 5000), Nonce: "n"})
+	h.RememberReply("lane:T1:C1:2.1:run:1:2.1", "r2", "model-1", ModelReply{Content: strings.Repeat("y", 3000), Nonce: "n"})
+	if h.bytes != 8000 {
+		t.Fatalf("cache holds %d bytes, want 8000", h.bytes)
+	}
+	h.Forget("lane:T1:C1:1.1:run:1:1.1", "r1")
+	if _, ok := h.Reply("lane:T1:C1:1.1:run:1:1.1", "r1", "model-1", "n"); ok || h.bytes != 3000 || len(h.runs) != 2 {
+		// Reply created an empty entry for the forgotten run again: two entries, the bytes of one.
+		t.Errorf("after Forget: reply found %v, %d bytes, %d runs", ok, h.bytes, len(h.runs))
+	}
+	if _, ok := h.Reply("lane:T1:C1:2.1:run:1:2.1", "r2", "model-1", "n"); !ok {
+		t.Error("the other run was forgotten too")
+	}
+}
