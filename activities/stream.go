@@ -504,9 +504,11 @@ func (a *Activities) completeStreaming(ctx context.Context, model ChatStreamer, 
 		return nil, modelError(ctx, err)
 	}
 	switch {
-	case len(calls) > 0 && s.keepNarration():
-		s.flush(ctx, true) // the narration's last words, before the cards
-		s.narrated = !s.abandoned && !s.unavailable
+	case len(calls) > 0 && s.t.KeepNarration && !s.into && !s.abandoned && !s.unavailable && strings.TrimSpace(content.String()) != "":
+		// The narration's last words, before the cards; a narration too short and quick to have
+		// started its stream starts it now: the timeline opens with the words that announce its steps.
+		s.flush(ctx, true)
+		s.narrated = s.ts != "" && !s.abandoned && !s.unavailable
 	case len(calls) > 0 || strings.TrimSpace(content.String()) == "":
 		s.abandon(ctx)
 	}

@@ -231,6 +231,25 @@ func TestCallModelKeepsNarrationAsTheTimeline(t *testing.T) {
 	}
 }
 
+// A narration too short and quick to have started its stream starts it once the reply is in: the
+// timeline opens with the words that announce its steps.
+func TestShortNarrationOpensTheTimeline(t *testing.T) {
+	f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{Content: "Let me check the clock.", ToolCalls: []fakellm.ToolCall{fakellm.Call("c1", "lucy_current_time", `{}`)}}
+	})
+	root, _ := f.thread(t)
+	in := streamInput(root)
+	in.Stream.KeepNarration = true
+	reply, err := callModel(t, f.a, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bots := f.botMessages(root)
+	if reply.TimelineTS == "" || len(bots) != 2 || bots[1].TS != reply.TimelineTS || !bots[1].Streaming || bots[1].Text != "Let me check the clock." {
+		t.Fatalf("timelineTS %q, thread %+v", reply.TimelineTS, bots)
+	}
+}
+
 // The first words show within streamFirstWait of the model writing them, not only once 256
 // characters have come: a model writing 4 characters every 20 ms has written about 40 by then.
 func TestFirstWordsShowSoon(t *testing.T) {

@@ -213,6 +213,50 @@ var scenarios = []struct {
 			return true
 		})
 	}},
+	// lean-turn: the timeline scenario as a lean turn runs it (lean-turn, lean-start, baseline
+	// version 2): the prompt is built by a local activity, the first reply narrates before its tool
+	// calls and its stream becomes the timeline, the quick tools (clocks, the file list) run as local
+	// activities, and their cards go with the next model call; the only StreamSteps is the stop.
+	{"lean-turn", "<@ULUCY> what time is it in Tokyo and Paris, which files do we have, and how does the release train work?", func(n int, req fakellm.Request) fakellm.Reply {
+		if len(req.Tools) == 0 { // the memory step's proposals
+			return fakellm.Reply{Content: "[]"}
+		}
+		tools := 0
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				tools++
+			}
+		}
+		switch tools {
+		case 0:
+			return fakellm.Reply{Content: "Let me look at both clocks first, then at the files we keep.", ChunkChars: 10, ChunkEvery: 30 * time.Millisecond,
+				ToolCalls: []fakellm.ToolCall{
+					fakellm.Call("t1", "lucy_current_time", `{"timezone":"Asia/Tokyo"}`),
+					fakellm.Call("t2", "lucy_current_time", `{"timezone":"Europe/Paris"}`),
+				}}
+		case 2:
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("f1", "lucy_list_files", `{}`)}}
+		}
+		var b strings.Builder
+		for i := 1; b.Len() < 1200; i++ {
+			fmt.Fprintf(&b, "Car %d of the release train carries the changes merged before it leaves. ", i)
+		}
+		return fakellm.Reply{Content: "It is evening in Tokyo and midday in Paris, and the workspace has no files yet. " + b.String(), ChunkChars: 30}
+	}, func(s *stack, ts string) {
+		// The answer is the narration's message: its three task cards complete above the text.
+		s.waitFor("the answer below its three complete steps", 60*time.Second, func() bool {
+			bots := s.botMessages(ts)
+			if len(bots) != 1 || bots[0].Streaming || len(bots[0].Tasks) != 3 || !strings.Contains(bots[0].Text, "release train") {
+				return false
+			}
+			for _, task := range bots[0].Tasks {
+				if task.Status != "complete" {
+					return false
+				}
+			}
+			return true
+		})
+	}},
 	// cancel-rights: someone who did not ask says "cancel that"; the lane refuses (change ID
 	// cancel-rights: an admin check, a refusal to them alone) and the run answers.
 	{"cancel-rights", "<@ULUCY> summarize the incident report", func(n int, req fakellm.Request) fakellm.Reply {

@@ -141,3 +141,44 @@ func TestReplayRecordingsExerciseTheirChanges(t *testing.T) {
 		})
 	}
 }
+
+// The lean-turn recording holds what the lean turn changed: the baseline marker at version 2 (no
+// marker of lean-turn or lean-start of their own), the prompt and the quick tools as local
+// activities, and one StreamSteps only (the timeline's stop: the narration opened it, the model
+// calls carried its cards).
+func TestReplayLeanTurnRecordingExercisesIt(t *testing.T) {
+	h, err := readHistory(filepath.Join("testdata", "history", "lean-turn-run.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := converter.GetDefaultDataConverter()
+	versions, locals, acts := map[string]int{}, map[string]int{}, map[string]int{}
+	for _, ev := range h.GetEvents() {
+		m := ev.GetMarkerRecordedEventAttributes()
+		switch {
+		case m != nil && m.GetMarkerName() == "Version":
+			var id string
+			var v int
+			if dc.FromPayloads(m.GetDetails()["change-id"], &id) == nil && dc.FromPayloads(m.GetDetails()["version"], &v) == nil {
+				versions[id] = v
+			}
+		case m != nil && m.GetMarkerName() == "LocalActivity":
+			var data struct{ ActivityType string }
+			if dc.FromPayloads(m.GetDetails()["data"], &data) == nil {
+				locals[data.ActivityType]++
+			}
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil {
+			acts[a.GetActivityType().GetName()]++
+		}
+	}
+	if versions["baseline-1"] != 2 || len(versions) != 1 {
+		t.Errorf("version markers %v, want baseline-1 at version 2 only", versions)
+	}
+	if locals["ExecuteTool"] != 3 || locals["BuildSystemPrompt"] != 1 {
+		t.Errorf("local activities %v, want the three quick tools and the prompt", locals)
+	}
+	if acts["ExecuteTool"] != 0 || acts["BuildSystemPrompt"] != 0 || acts["StreamSteps"] != 1 || acts["CallModel"] != 3 {
+		t.Errorf("activities %v, want no tool or prompt activity, one StreamSteps and three model calls", acts)
+	}
+}
