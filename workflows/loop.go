@@ -131,7 +131,11 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 			return q, RunNeedsInput, "asked the person"
 		}
 		r.status.Phase = "running_tools"
-		r.showStatus(ctx, stepStatus(reply.ToolCalls), false)
+		if !r.leanTurn(ctx) || !r.instantBatch(ctx, reply.ToolCalls) {
+			// A batch over within its workflow task is not worth a status line (a Slack call the
+			// tools would wait for): the line keeps saying the run is thinking.
+			r.showStatus(ctx, stepStatus(reply.ToolCalls), false)
+		}
 		shown := r.beginSteps(ctx, reply.ToolCalls)
 		results := r.runTools(ctx, reply.ToolCalls)
 		if ctx.Err() != nil { // safe boundary: after a tool batch; completed results stay in history

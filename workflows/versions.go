@@ -151,8 +151,9 @@ const (
 	// any other tool shows its "in progress" cards while the tools run, not before, and its outcome
 	// goes with the next model call too. A first reply that writes text before its tool calls keeps
 	// the stream that showed it as the timeline (StreamTarget.KeepNarration), so the cards follow
-	// the words that announced them. Read at the run's first model call that streams, or else its
-	// first tool batch; taken in by baseline version 2.
+	// the words that announced them. A batch of quick tools sets no status line of its own (a Slack
+	// call the tools would wait for; the line keeps saying the run is thinking). Read at the run's
+	// first model call that streams, or else its first tool batch; taken in by baseline version 2.
 	changeLeanTurn = "lean-turn"
 	// changeLeanStart (issue 26), in the agent run: the system prompt is built by a local activity
 	// in the workflow task that routes the request, and the first model call carries it inline.
