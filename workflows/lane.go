@@ -691,9 +691,15 @@ func (l *lane) react(ctx workflow.Context, channel, ts, purpose, emoji string) {
 	if l.hardened {
 		id = purpose + "-" + ts
 	}
-	f := workflow.ExecuteActivity(slackOptions(ctx, id), a.React, activities.ReactInput{
-		Team: l.key.Team, Channel: channel, TS: ts, Emoji: emoji,
-	})
+	in := activities.ReactInput{Team: l.key.Team, Channel: channel, TS: ts, Emoji: emoji}
+	var f workflow.Future
+	if l.hardened && hardened(ctx, changeLeanReceipt) {
+		// A local activity, alongside the lane's other Slack calls of the same workflow task (the
+		// person's name, the channel's): no task queue, and no workflow task for its completion.
+		f = workflow.ExecuteLocalActivity(statusOptions(ctx), a.React, in)
+	} else {
+		f = workflow.ExecuteActivity(slackOptions(ctx, id), a.React, in)
+	}
 	// Reactions are decoration: don't hold the lane for them, but do log a failure.
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		if err := f.Get(gctx, nil); err != nil {

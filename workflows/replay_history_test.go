@@ -182,3 +182,27 @@ func TestReplayLeanTurnRecordingExercisesIt(t *testing.T) {
 		t.Errorf("activities %v, want no tool or prompt activity, one StreamSteps and three model calls", acts)
 	}
 }
+
+// Its lane reacts with a local activity (lean-receipt): no activity task, no workflow task for it.
+func TestReplayLeanTurnLaneReactsLocally(t *testing.T) {
+	h, err := readHistory(filepath.Join("testdata", "history", "lean-turn-lane.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := converter.GetDefaultDataConverter()
+	locals, acts := map[string]int{}, 0
+	for _, ev := range h.GetEvents() {
+		if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" {
+			var data struct{ ActivityType string }
+			if dc.FromPayloads(m.GetDetails()["data"], &data) == nil {
+				locals[data.ActivityType]++
+			}
+		}
+		if ev.GetActivityTaskScheduledEventAttributes() != nil {
+			acts++
+		}
+	}
+	if locals["React"] != 1 || acts != 0 {
+		t.Errorf("local activities %v and %d activities, want the receipt as a local activity and no activity", locals, acts)
+	}
+}

@@ -155,6 +155,11 @@ const (
 	// call the tools would wait for; the line keeps saying the run is thinking). Read at the run's
 	// first model call that streams, or else its first tool batch; taken in by baseline version 2.
 	changeLeanTurn = "lean-turn"
+	// changeLeanReceipt (issue 26), in the lane: Lucy's reactions (the receipt, the stop sign) are
+	// local activities, run beside the lane's other Slack calls of the same workflow task, instead of
+	// activities whose completion costs the lane a workflow task of its own. Read where the lane
+	// reacts; taken in by baseline version 2.
+	changeLeanReceipt = "lean-receipt"
 	// changeLeanStart (issue 26), in the agent run: the system prompt is built by a local activity
 	// in the workflow task that routes the request, and the first model call carries it inline.
 	// Read where the system prompt is built; taken in by baseline version 2.
@@ -163,7 +168,7 @@ const (
 
 // baselined are the change IDs changeBaseline stands for, each with the baseline version that takes
 // it in: version 1, those of this file when the baseline was added that are read through hardened
-// only; version 2, the changes of the lean turn (changeLeanTurn, changeLeanStart), which an execution
+// only; version 2, the changes of the lean turn (changeLeanTurn, changeLeanStart, changeLeanReceipt), which an execution
 // started since records with the same one marker, never one of their own. A change ID added later
 // gets its own marker (a history recorded with the baseline but before that change must still replay
 // without it), until a later baseline version takes it in. An execution whose baseline marker says 1
@@ -173,7 +178,7 @@ var baselined = map[string]workflow.Version{
 	changeSlackRefusalParks: 1, changeSearchAttributes: 1, changeFastStart: 1, changeCancelRights: 1,
 	changeFetchCap: 1, changeRunMemory: 1, changeStreamAnswer: 1, changeThreadStatus: 1,
 	changeAssistantThreads: 1, changeTimeline: 1,
-	changeLeanTurn: 2, changeLeanStart: 2,
+	changeLeanTurn: 2, changeLeanStart: 2, changeLeanReceipt: 2,
 }
 
 // baselineVersion is the newest version of changeBaseline: what a new execution records.
