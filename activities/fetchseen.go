@@ -19,7 +19,7 @@ import (
 //
 //   - the person's message that started the run (a recurring job's instruction, for a firing) and
 //     the messages folded into it (the `message` signal);
-//   - the people's messages of the thread (LoadThread; Lucy's own earlier answers are not: a
+//   - the people's messages of the thread (LoadThread or OpenRun; Lucy's own earlier answers are not: a
 //     model wrote them);
 //   - the results of tools that bring in outside text (web.LinkSource: pages, search results,
 //     Slack messages), unless the call's own arguments hold the URL (a tool that repeats what it
@@ -180,9 +180,9 @@ func (a *Activities) seenIn(rec RunRecord, q tools.SeenQuery) bool {
 	res := &resolver{recs: rec.Activities, dc: dc}
 	for id, act := range rec.Activities {
 		switch act.Type {
-		case "LoadThread":
+		case "LoadThread", "OpenRun":
 			var th ThreadHistory
-			if res.decode(id, "result", act.Result, &th) != nil {
+			if res.decodeThread(id, act, &th) != nil {
 				continue
 			}
 			for _, m := range th.Messages {

@@ -307,9 +307,9 @@ func (r *resolver) entry(e Entry) (Message, error) {
 			return m, err
 		}
 		m.Content = res.Text
-	case "LoadThread":
+	case "LoadThread", "OpenRun":
 		var th ThreadHistory
-		if err := r.decode(e.Ref, "result", rec.Result, &th); err != nil {
+		if err := r.decodeThread(e.Ref, rec, &th); err != nil {
 			return m, err
 		}
 		if e.Index < 0 || e.Index >= len(th.Messages) {
@@ -326,6 +326,19 @@ func (r *resolver) entry(e Entry) (Message, error) {
 		m.Content = e.Text + "\n" + m.Content
 	}
 	return m, nil
+}
+
+// decodeThread reads the thread a LoadThread or an OpenRun recorded.
+func (r *resolver) decodeThread(ref string, rec RecordedActivity, th *ThreadHistory) error {
+	if rec.Type == "OpenRun" {
+		var open OpenRunResult
+		if err := r.decode(ref, "result", rec.Result, &open); err != nil {
+			return err
+		}
+		*th = open.Thread
+		return nil
+	}
+	return r.decode(ref, "result", rec.Result, th)
 }
 
 // inputEntry resolves a Ref to the index-th transcript entry of a CallModel's input: an inline body.

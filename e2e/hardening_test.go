@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"go.temporal.io/sdk/converter"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -259,9 +260,20 @@ func (s *stack) historyOrErr(workflowID string) ([]*historypb.HistoryEvent, erro
 
 func (s *stack) countActivities(t *testing.T, workflowID, activityType string) int {
 	n := 0
+	dc := s.dc
+	if dc == nil {
+		dc = converter.GetDefaultDataConverter()
+	}
 	for _, ev := range s.history(t, workflowID) {
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == activityType {
 			n++
+		}
+		// A local activity (a quick tool, a reaction) is a marker that names its type.
+		if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" {
+			var data struct{ ActivityType string }
+			if dc.FromPayloads(m.GetDetails()["data"], &data) == nil && data.ActivityType == activityType {
+				n++
+			}
 		}
 	}
 	return n

@@ -399,6 +399,7 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"CheckApproval":         acts.CheckApproval,
 		"ExecuteTool":           acts.ExecuteTool,
 		"LoadThread":            acts.LoadThread,
+		"OpenRun":               acts.OpenRun,
 		"ResolveContext":        acts.ResolveContext,
 		"PostPlaceholder":       acts.PostPlaceholder,
 		"PostMessage":           acts.PostMessage,

@@ -132,6 +132,7 @@ func (h *harness) register() {
 	reg("CheckApproval", acts.CheckApproval)
 	reg("ExecuteTool", acts.ExecuteTool)
 	reg("LoadThread", acts.LoadThread)
+	reg("OpenRun", acts.OpenRun)
 	reg("ResolveContext", acts.ResolveContext)
 	reg("PostPlaceholder", acts.PostPlaceholder)
 	reg("PostMessage", acts.PostMessage)
@@ -270,6 +271,15 @@ func (h *harness) register() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		return h.thread, h.threadErr
+	})
+	// OpenRun is PostPlaceholder and LoadThread at once (a lean start): the same answers.
+	env.OnActivity("OpenRun", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.OpenRunInput) (activities.OpenRunResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.threadErr != nil {
+			return activities.OpenRunResult{Placeholder: activities.PostResult{TS: "200.1"}, ThreadError: h.threadErr.Error()}, nil
+		}
+		return activities.OpenRunResult{Placeholder: activities.PostResult{TS: "200.1"}, Thread: h.thread}, nil
 	})
 	env.OnActivity("ResolveContext", mock.Anything, mock.Anything).Return(activities.ContextInfo{UserName: "ada", TZ: "Europe/Paris", ChannelName: "general"}, nil)
 	env.OnActivity("IsAdmin", mock.Anything, mock.Anything).Return(func(ctx context.Context, user string) (bool, error) {

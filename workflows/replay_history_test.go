@@ -178,8 +178,9 @@ func TestReplayLeanTurnRecordingExercisesIt(t *testing.T) {
 	if locals["ExecuteTool"] != 3 || locals["BuildSystemPrompt"] != 1 {
 		t.Errorf("local activities %v, want the three quick tools and the prompt", locals)
 	}
-	if acts["ExecuteTool"] != 0 || acts["BuildSystemPrompt"] != 0 || acts["StreamSteps"] != 1 || acts["CallModel"] != 3 {
-		t.Errorf("activities %v, want no tool or prompt activity, one StreamSteps and three model calls", acts)
+	if acts["ExecuteTool"] != 0 || acts["BuildSystemPrompt"] != 0 || acts["StreamSteps"] != 1 || acts["CallModel"] != 3 ||
+		acts["OpenRun"] != 1 || acts["PostPlaceholder"] != 0 || acts["LoadThread"] != 0 {
+		t.Errorf("activities %v, want one OpenRun (no placeholder or thread of their own), no tool or prompt activity, one StreamSteps and three model calls", acts)
 	}
 }
 

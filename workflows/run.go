@@ -312,10 +312,33 @@ func (r *run) prepare(ctx workflow.Context) error {
 		})
 	}
 	var thread workflow.Future
-	if fast { // the thread loads while the placeholder is posted
+	// A lean start (changeLeanStart) posts the placeholder and reads the thread in one activity:
+	// as two, the one done first woke the workflow for nothing.
+	leanStart := fast && hardened(ctx, changeLeanStart)
+	threadRef := "thread"
+	if leanStart && !r.in.Scheduled {
+		var open activities.OpenRunResult
+		err := workflow.ExecuteActivity(slackOptions(ctx, "open"), a.OpenRun, activities.OpenRunInput{
+			Placeholder: activities.PostInput{
+				Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder", Text: "_Thinking…_",
+			},
+			Thread: activities.LoadThreadInput{
+				Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, UpTo: m.TS, Limit: agent.MaxContextMessages,
+			},
+		}).Get(ctx, &open)
+		if err != nil {
+			return fmt.Errorf("post placeholder and load thread: %w", err)
+		}
+		r.placeholder, r.answered = open.Placeholder.TS, open.Placeholder.Answered
+		if open.ThreadError == "" {
+			th, threadRef = open.Thread, "open"
+		} else { // read again, alone, with LoadThread's retries; its failure is reported in the placeholder
+			r.log.Warn("agent.open.thread_unread", "run", r.id, "error", open.ThreadError)
+		}
+	} else if fast { // the thread loads while the placeholder is posted
 		thread = threadFuture()
 	}
-	if !r.in.Scheduled {
+	if !r.in.Scheduled && !leanStart {
 		ph, err := r.post(ctx, a.PostPlaceholder, activities.PostInput{
 			Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder", Text: "_Thinking…_",
 		})
@@ -329,6 +352,9 @@ func (r *run) prepare(ctx workflow.Context) error {
 	// A hardened run reads the thread first, so that routing knows how deep the thread is: a short
 	// "and for Q4?" deep in a thread is a follow-up, not a new lookup.
 	loadThread := func() error {
+		if threadRef == "open" {
+			return nil // read with the placeholder
+		}
 		if thread == nil {
 			thread = threadFuture()
 		}
@@ -378,7 +404,6 @@ func (r *run) prepare(ctx workflow.Context) error {
 	// A lean start (changeLeanStart) builds the prompt in the workflow task that routed the request,
 	// and the first model call carries it inline (a local activity's result has no activity ID to
 	// refer to); later calls name that call as their Base.
-	leanStart := fast && hardened(ctx, changeLeanStart)
 	var built workflow.Future
 	if leanStart {
 		built = workflow.ExecuteLocalActivity(local(ctx), a.BuildSystemPrompt, promptIn)
@@ -408,7 +433,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 		if tm.TS == m.TS {
 			sawCurrent = true
 		}
-		r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: tm.Role, Ref: "thread", Index: i}, text: tm.Text, role: tm.Role})
+		r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: tm.Role, Ref: threadRef, Index: i}, text: tm.Text, role: tm.Role})
 	}
 	if (!sawCurrent || r.in.Scheduled) && strings.TrimSpace(m.Text) != "" {
 		r.appendInline("user", m.Text)

@@ -30,7 +30,7 @@ func TestPlainAnswer(t *testing.T) {
 	}
 	first := h.modelCalls[0].Transcript
 	// The prompt is built by a local activity (changeLeanStart): the first call carries it inline.
-	if first.Base != "" || len(first.Entries) != 2 || first.Entries[0].Text != "You are Lucy." || first.Entries[0].Ref != "" || first.Entries[1].Ref != "thread" {
+	if first.Base != "" || len(first.Entries) != 2 || first.Entries[0].Text != "You are Lucy." || first.Entries[0].Ref != "" || first.Entries[1].Ref != "open" {
 		t.Errorf("first call should carry the prompt and reference the thread, got %+v", first)
 	}
 	if u := res.Usage["gpt"]; u.PromptTokens != 50 || u.CompletionTokens != 7 || u.Calls != 1 {

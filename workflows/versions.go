@@ -160,9 +160,11 @@ const (
 	// activities whose completion costs the lane a workflow task of its own. Read where the lane
 	// reacts; taken in by baseline version 2.
 	changeLeanReceipt = "lean-receipt"
-	// changeLeanStart (issue 26), in the agent run: the system prompt is built by a local activity
-	// in the workflow task that routes the request, and the first model call carries it inline.
-	// Read where the system prompt is built; taken in by baseline version 2.
+	// changeLeanStart (issue 26), in the agent run: one activity posts the placeholder and reads the
+	// thread (OpenRun; as two, the one done first woke the workflow for nothing), and the system
+	// prompt is built by a local activity in the workflow task that routes the request, the first
+	// model call carrying it inline. Read at the start of the run's preparation; taken in by baseline
+	// version 2.
 	changeLeanStart = "lean-start"
 )
 
