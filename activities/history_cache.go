@@ -102,10 +102,7 @@ func (h *CachedHistory) RememberTranscript(workflowID, runID, callID string, msg
 	run.mu.Lock()
 	n := 0
 	for _, m := range msgs {
-		n += len(m.Content) + len(m.ReasoningDetails)
-		for _, c := range m.ToolCalls {
-			n += len(c.Arguments)
-		}
+		n += textBytes(m.Content, m.ReasoningDetails, m.ToolCalls)
 	}
 	grew := n - run.lastBytes
 	run.lastCall, run.lastTranscript, run.lastBytes = callID, msgs, n
@@ -130,15 +127,21 @@ func (h *CachedHistory) Reply(workflowID, runID, callID, nonce string) (ModelRep
 func (h *CachedHistory) RememberReply(workflowID, runID, callID string, reply ModelReply) {
 	run := h.run(runKey{workflowID, runID})
 	run.mu.Lock()
-	n := len(reply.Content) + len(reply.ReasoningDetails)
-	for _, c := range reply.ToolCalls {
-		n += len(c.Arguments)
-	}
+	n := textBytes(reply.Content, reply.ReasoningDetails, reply.ToolCalls)
 	grew := n - run.replyBytes
 	run.replyCall, run.reply, run.replyBytes = callID, reply, n
 	run.bytes += grew
 	run.mu.Unlock()
 	h.grew(run, grew)
+}
+
+// textBytes is what a message or a reply holds in the cache: its text, reasoning and tool arguments.
+func textBytes(content string, reasoning []byte, calls []ToolCall) int {
+	n := len(content) + len(reasoning)
+	for _, c := range calls {
+		n += len(c.Arguments)
+	}
+	return n
 }
 
 // ReplyHits is how many assistant messages were read from the reply memo instead of history.

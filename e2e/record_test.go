@@ -174,89 +174,12 @@ var scenarios = []struct {
 	// enough to stream (timeline): the first step opens the timeline (StreamSteps) with each call
 	// as a task card, later steps add theirs and mark them complete, and the answer streams into the
 	// same message, which delivery stops and keeps as the answer.
-	{"timeline", "<@ULUCY> what time is it in Tokyo and Paris, which files do we have, and how does the release train work?", func(n int, req fakellm.Request) fakellm.Reply {
-		if len(req.Tools) == 0 { // the memory step's proposals
-			return fakellm.Reply{Content: "[]"}
-		}
-		tools := 0
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				tools++
-			}
-		}
-		switch tools {
-		case 0:
-			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{
-				fakellm.Call("t1", "lucy_current_time", `{"timezone":"Asia/Tokyo"}`),
-				fakellm.Call("t2", "lucy_current_time", `{"timezone":"Europe/Paris"}`),
-			}}
-		case 2:
-			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("f1", "lucy_list_files", `{}`)}}
-		}
-		var b strings.Builder
-		for i := 1; b.Len() < 1200; i++ {
-			fmt.Fprintf(&b, "Car %d of the release train carries the changes merged before it leaves. ", i)
-		}
-		return fakellm.Reply{Content: "It is evening in Tokyo and midday in Paris, and the workspace has no files yet. " + b.String(), ChunkChars: 30}
-	}, func(s *stack, ts string) {
-		// The answer is the timeline's message: its three task cards complete above the text.
-		s.waitFor("the answer below its three complete steps", 60*time.Second, func() bool {
-			bots := s.botMessages(ts)
-			if len(bots) != 1 || bots[0].Streaming || len(bots[0].Tasks) != 3 || !strings.Contains(bots[0].Text, "release train") {
-				return false
-			}
-			for _, task := range bots[0].Tasks {
-				if task.Status != "complete" {
-					return false
-				}
-			}
-			return true
-		})
-	}},
+	{"timeline", releaseTrainRequest, releaseTrain(""), threeCompleteSteps},
 	// lean-turn: the timeline scenario as a lean turn runs it (lean-turn, lean-start, baseline
 	// version 2): the prompt is built by a local activity, the first reply narrates before its tool
 	// calls and its stream becomes the timeline, the quick tools (clocks, the file list) run as local
 	// activities, and their cards go with the next model call; the only StreamSteps is the stop.
-	{"lean-turn", "<@ULUCY> what time is it in Tokyo and Paris, which files do we have, and how does the release train work?", func(n int, req fakellm.Request) fakellm.Reply {
-		if len(req.Tools) == 0 { // the memory step's proposals
-			return fakellm.Reply{Content: "[]"}
-		}
-		tools := 0
-		for _, m := range req.Messages {
-			if m.Role == "tool" {
-				tools++
-			}
-		}
-		switch tools {
-		case 0:
-			return fakellm.Reply{Content: "Let me look at both clocks first, then at the files we keep.", ChunkChars: 10, ChunkEvery: 30 * time.Millisecond,
-				ToolCalls: []fakellm.ToolCall{
-					fakellm.Call("t1", "lucy_current_time", `{"timezone":"Asia/Tokyo"}`),
-					fakellm.Call("t2", "lucy_current_time", `{"timezone":"Europe/Paris"}`),
-				}}
-		case 2:
-			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("f1", "lucy_list_files", `{}`)}}
-		}
-		var b strings.Builder
-		for i := 1; b.Len() < 1200; i++ {
-			fmt.Fprintf(&b, "Car %d of the release train carries the changes merged before it leaves. ", i)
-		}
-		return fakellm.Reply{Content: "It is evening in Tokyo and midday in Paris, and the workspace has no files yet. " + b.String(), ChunkChars: 30}
-	}, func(s *stack, ts string) {
-		// The answer is the narration's message: its three task cards complete above the text.
-		s.waitFor("the answer below its three complete steps", 60*time.Second, func() bool {
-			bots := s.botMessages(ts)
-			if len(bots) != 1 || bots[0].Streaming || len(bots[0].Tasks) != 3 || !strings.Contains(bots[0].Text, "release train") {
-				return false
-			}
-			for _, task := range bots[0].Tasks {
-				if task.Status != "complete" {
-					return false
-				}
-			}
-			return true
-		})
-	}},
+	{"lean-turn", releaseTrainRequest, releaseTrain("Let me look at both clocks first, then at the files we keep."), threeCompleteSteps},
 	// cancel-rights: someone who did not ask says "cancel that"; the lane refuses (change ID
 	// cancel-rights: an admin check, a refusal to them alone) and the run answers.
 	{"cancel-rights", "<@ULUCY> summarize the incident report", func(n int, req fakellm.Request) fakellm.Reply {
@@ -293,6 +216,60 @@ var scenarios = []struct {
 	}, func(s *stack, ts string) {
 		s.waitFor("the Noted line", 60*time.Second, func() bool { return s.answered(ts, "Noted:") })
 	}},
+}
+
+// releaseTrainRequest is the request of the timeline scenarios.
+const releaseTrainRequest = "<@ULUCY> what time is it in Tokyo and Paris, which files do we have, and how does the release train work?"
+
+// releaseTrain is the model of the timeline scenarios: two clocks in parallel (after narration
+// written as a model writes, when there is one), the file list, then an answer long enough to stream.
+func releaseTrain(narration string) fakellm.Handler {
+	return func(n int, req fakellm.Request) fakellm.Reply {
+		if len(req.Tools) == 0 { // the memory step's proposals
+			return fakellm.Reply{Content: "[]"}
+		}
+		tools := 0
+		for _, m := range req.Messages {
+			if m.Role == "tool" {
+				tools++
+			}
+		}
+		switch tools {
+		case 0:
+			r := fakellm.Reply{ToolCalls: []fakellm.ToolCall{
+				fakellm.Call("t1", "lucy_current_time", `{"timezone":"Asia/Tokyo"}`),
+				fakellm.Call("t2", "lucy_current_time", `{"timezone":"Europe/Paris"}`),
+			}}
+			if narration != "" {
+				r.Content, r.ChunkChars, r.ChunkEvery = narration, 10, 30*time.Millisecond
+			}
+			return r
+		case 2:
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("f1", "lucy_list_files", `{}`)}}
+		}
+		var b strings.Builder
+		for i := 1; b.Len() < 1200; i++ {
+			fmt.Fprintf(&b, "Car %d of the release train carries the changes merged before it leaves. ", i)
+		}
+		return fakellm.Reply{Content: "It is evening in Tokyo and midday in Paris, and the workspace has no files yet. " + b.String(), ChunkChars: 30}
+	}
+}
+
+// threeCompleteSteps waits for the timeline scenarios' answer: one message of Lucy's, the timeline,
+// its three task cards complete above the text.
+func threeCompleteSteps(s *stack, ts string) {
+	s.waitFor("the answer below its three complete steps", 60*time.Second, func() bool {
+		bots := s.botMessages(ts)
+		if len(bots) != 1 || bots[0].Streaming || len(bots[0].Tasks) != 3 || !strings.Contains(bots[0].Text, "release train") {
+			return false
+		}
+		for _, task := range bots[0].Tasks {
+			if task.Status != "complete" {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // statusSite is a web page that answers 503 until statusSiteUp (the tool-parks scenario).
