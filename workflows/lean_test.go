@@ -85,10 +85,7 @@ func TestQuickToolBeforeLeanTurns(t *testing.T) {
 // model call is asked to, StreamTarget.KeepNarration): the steps' cards go into it, and no second
 // stream is opened for them.
 func TestNarrationBecomesTheTimeline(t *testing.T) {
-	h := newHarness(t)
-	h.timelineWorks = true
-	h.statusWorks = true
-	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
+	h := timelineHarness(t)
 	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		reply, err := threeSteps(n, in)
 		if n == 1 && in.Stream != nil && in.Stream.KeepNarration {

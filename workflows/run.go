@@ -306,10 +306,14 @@ func (r *run) prepare(ctx workflow.Context) error {
 	m := r.in.Message
 	fast := r.hardened && hardened(ctx, changeFastStart)
 	var th activities.ThreadHistory
+	threadIn := activities.LoadThreadInput{
+		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, UpTo: m.TS, Limit: agent.MaxContextMessages,
+	}
+	placeholderIn := activities.PostInput{
+		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder", Text: "_Thinking…_",
+	}
 	threadFuture := func() workflow.Future {
-		return workflow.ExecuteActivity(quick(ctx, "thread"), a.LoadThread, activities.LoadThreadInput{
-			Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, UpTo: m.TS, Limit: agent.MaxContextMessages,
-		})
+		return workflow.ExecuteActivity(quick(ctx, "thread"), a.LoadThread, threadIn)
 	}
 	var thread workflow.Future
 	// A lean start (changeLeanStart) posts the placeholder and reads the thread in one activity:
@@ -319,12 +323,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 	if leanStart && !r.in.Scheduled {
 		var open activities.OpenRunResult
 		err := workflow.ExecuteActivity(slackOptions(ctx, "open"), a.OpenRun, activities.OpenRunInput{
-			Placeholder: activities.PostInput{
-				Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder", Text: "_Thinking…_",
-			},
-			Thread: activities.LoadThreadInput{
-				Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, UpTo: m.TS, Limit: agent.MaxContextMessages,
-			},
+			Placeholder: placeholderIn, Thread: threadIn,
 		}).Get(ctx, &open)
 		if err != nil {
 			return fmt.Errorf("post placeholder and load thread: %w", err)
@@ -339,9 +338,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 		thread = threadFuture()
 	}
 	if !r.in.Scheduled && !leanStart {
-		ph, err := r.post(ctx, a.PostPlaceholder, activities.PostInput{
-			Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Key: "placeholder", Text: "_Thinking…_",
-		})
+		ph, err := r.post(ctx, a.PostPlaceholder, placeholderIn)
 		if err != nil {
 			return fmt.Errorf("post placeholder: %w", err)
 		}

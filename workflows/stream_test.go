@@ -81,6 +81,17 @@ func TestSettleStreams(t *testing.T) {
 	}
 }
 
+// timelineHarness is a run whose Slack has the status line and the timeline, with the threeSteps
+// model (three tool steps, then an answer).
+func timelineHarness(t *testing.T) *harness {
+	h := newHarness(t)
+	h.timelineWorks = true
+	h.statusWorks = true
+	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
+	h.model = threeSteps
+	return h
+}
+
 // timelineUpdates renders the StreamSteps calls of a run as "ts: id=status … [stop]".
 func timelineUpdates(h *harness) []string {
 	var got []string
@@ -102,11 +113,7 @@ func timelineUpdates(h *harness) []string {
 // outcome (complete or error) goes with the next model call, which streams into the timeline too;
 // delivery stops it and keeps it as the answer, deleting no stream.
 func TestRunShowsItsStepsInTheTimeline(t *testing.T) {
-	h := newHarness(t)
-	h.timelineWorks = true
-	h.statusWorks = true
-	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
-	h.model = threeSteps
+	h := timelineHarness(t)
 	if _, err := h.runAgent(runInput("what did #sales say about the launch?")); err != nil {
 		t.Fatal(err)
 	}
@@ -150,13 +157,9 @@ func TestRunShowsItsStepsInTheTimeline(t *testing.T) {
 // A run recorded before lean turns (baseline version 1, no changeLeanTurn marker) shows each step's
 // outcome with a StreamSteps activity of its own, as it did.
 func TestTimelineBeforeLeanTurns(t *testing.T) {
-	h := newHarness(t)
+	h := timelineHarness(t)
 	h.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineVersion).Return(workflow.Version(1))
 	h.env.OnGetVersion(changeLeanTurn, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
-	h.timelineWorks = true
-	h.statusWorks = true
-	h.route.Tools = append(h.route.Tools, "lucy_get_channel_history")
-	h.model = threeSteps
 	if _, err := h.runAgent(runInput("what did #sales say about the launch?")); err != nil {
 		t.Fatal(err)
 	}
