@@ -199,6 +199,44 @@ func (s *stack) loadTimed(b *testing.B, rate int, d time.Duration) (acks []time.
 	return acks, threads, sent
 }
 
+// watchOutbox samples how many acknowledged messages wait in the outbox every 100 ms until the
+// benchmark ends; the function it returns gives the most seen so far.
+func (s *stack) watchOutbox() (most func() int) {
+	var mu sync.Mutex
+	top := 0
+	stop := make(chan struct{})
+	s.tb.Cleanup(func() { close(stop) })
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				n := s.outbox.Pending()
+				mu.Lock()
+				top = max(top, n)
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return top
+	}
+}
+
+// outboxEmpty waits (up to limit) until the outbox has handed off everything, and says how long it took.
+func (s *stack) outboxEmpty(limit time.Duration) time.Duration {
+	start := time.Now()
+	for s.outbox.Pending() > 0 && time.Since(start) < limit {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
 // answeredOnce waits until every thread has Lucy's answer and returns how many threads got none
 // (lost) and how many got more than one (duplicated).
 func (s *stack) answeredOnce(threads []string, timeout time.Duration) (lost, duplicated int, last time.Time) {
@@ -255,7 +293,10 @@ func BenchmarkAckLatency(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		s := newBenchStack(b, instantAnswer)
 		start := time.Now()
+		most := s.watchOutbox()
 		acks, threads := s.load(b, 100, d)
+		b.Logf("hand-off outbox: at most %d acknowledged messages waiting for their hand-off (sampled every 100 ms), %d at the end of the load; empty %.1f s later",
+			most(), s.outbox.Pending(), s.outboxEmpty(time.Minute).Seconds())
 		// The machine answers about a fifth of what comes in: the 5-minute run leaves a backlog that
 		// takes longer than the benchmark should to drain. After the wait, a thread without its answer
 		// is lost only if its lane holds no hand-off; one whose lane is running is queued: acknowledged,

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,9 @@ type stack struct {
 	dc converter.DataConverter
 	// acts are the running worker's activities (their history cache, for the benchmarks).
 	acts *activities.Activities
+	// outbox acknowledges Slack's events in front of the dev server, as in `lucy dev` (nil on
+	// temporaltest's server, where the gateway hands off before it acknowledges, as `lucy gateway`).
+	outbox *gateway.Outbox
 }
 
 func newStack(t *testing.T, llm fakellm.Handler) *stack {
@@ -162,7 +166,17 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 	}
 	s.log = log
 	s.startWorker(log)
-	gw := gateway.New(gateway.Options{Handoff: gateway.NewTemporalHandoff(s.client, s.cfg.ApprovalKey), BotUserID: "ULUCY", BotID: "BLUCY", Team: team, Log: log})
+	handoff := gateway.NewTemporalHandoff(s.client, s.cfg.ApprovalKey)
+	if o.devServer {
+		// As `lucy dev` does in front of its embedded server: acknowledged from the outbox.
+		ob, err := gateway.OpenOutbox(filepath.Join(s.cfg.DataDir, gateway.OutboxFile), handoff, s.dc, log)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = ob.Close() })
+		s.outbox, handoff = ob, ob
+	}
+	gw := gateway.New(gateway.Options{Handoff: handoff, BotUserID: "ULUCY", BotID: "BLUCY", Team: team, Log: log})
 	s.gw = httptest.NewServer(gw.HTTPHandler(secret))
 	tb.Cleanup(s.gw.Close)
 	s.user = slack.New("xoxp-human", slack.OptionAPIURL(s.slackURL))

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 
 	"github.com/slack-go/slack"
 
@@ -96,8 +97,20 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 	}
 	c, health, local := st.client, st.health, st.local
 
+	handoff := gateway.NewTemporalHandoff(c, cfg.ApprovalKey)
+	if srv != nil && cfg.Gateway != config.GatewayTerminal {
+		// Slack's events are acknowledged from an outbox beside the embedded server's files, as
+		// durable as they are, and handed off right behind: an acknowledgement no longer waits for
+		// the server's one SQLite connection, which the runs' work keeps busy (gateway.Outbox).
+		ob, err := gateway.OpenOutbox(filepath.Join(cfg.DataDir, gateway.OutboxFile), handoff, worker.DataConverter(cfg), log)
+		if err != nil {
+			return err
+		}
+		defer ob.Close() // after the HTTP server and Socket Mode stop, before the server does
+		handoff = ob
+	}
 	// The gateway's /readyz checks Temporal itself; the worker's polling is added to it.
-	gw, err := newGateway(ctx, cfg, c, log, m, func(context.Context) error { return health.Polling() })
+	gw, err := newGateway(ctx, cfg, handoff, log, m, func(context.Context) error { return health.Polling() })
 	if err != nil {
 		return err
 	}

@@ -152,8 +152,8 @@ func shutdown(hs *http.Server) {
 
 // newGateway builds the gateway core; with Slack credentials it asks Slack who the bot is, so that
 // its own messages are ignored.
-func newGateway(ctx context.Context, cfg *config.Config, c client.Client, log zerolog.Logger, m *metrics.Metrics, ready func(context.Context) error) (*gateway.Gateway, error) {
-	o := gateway.Options{Handoff: gateway.NewTemporalHandoff(c, cfg.ApprovalKey), Log: log, Metrics: m, Ready: ready, UserEventsPerMinute: cfg.UserEventsPerMinute}
+func newGateway(ctx context.Context, cfg *config.Config, h gateway.Handoff, log zerolog.Logger, m *metrics.Metrics, ready func(context.Context) error) (*gateway.Gateway, error) {
+	o := gateway.Options{Handoff: h, Log: log, Metrics: m, Ready: ready, UserEventsPerMinute: cfg.UserEventsPerMinute}
 	// The Add key form's submissions are stored where the workers read them: Lucy's state store,
 	// sealed with LUCY_SECRETS_KEY (config.Load required it of `lucy gateway`; `lucy dev` set it).
 	creds, err := worker.Credentials(cfg, nil)
@@ -282,7 +282,7 @@ func runGateway(ctx context.Context, getenv func(string) string, stderr io.Write
 		return err
 	}
 	defer c.Close()
-	gw, err := newGateway(ctx, cfg, c, log, m, nil)
+	gw, err := newGateway(ctx, cfg, gateway.NewTemporalHandoff(c, cfg.ApprovalKey), log, m, nil)
 	if err != nil {
 		return err
 	}
