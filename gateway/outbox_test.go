@@ -197,7 +197,9 @@ func TestOutboxCancelWaitsForTheThreadsMessages(t *testing.T) {
 	if ok, err := o.LaneExists(context.Background(), key); err != nil || !ok {
 		t.Fatalf("LaneExists = %v, %v for a thread whose message waits in the outbox, want true", ok, err)
 	}
-	go func() { cancelled <- o.Cancel(context.Background(), key, workflows.CancelRequest{EventID: "Ev1.1", TS: "1.1"}) }()
+	go func() {
+		cancelled <- o.Cancel(context.Background(), key, workflows.CancelRequest{EventID: "Ev1.1", TS: "1.1"})
+	}()
 	select {
 	case err := <-cancelled:
 		t.Fatalf("the cancel went ahead of its thread's message (%v)", err)
