@@ -392,6 +392,8 @@ func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 	if *benchLong {
 		idle = 1000
 	}
+	defer func(rate int) { runtime.MemProfileRate = rate }(runtime.MemProfileRate)
+	runtime.MemProfileRate = heapProfileRate
 	for i := 0; i < b.N; i++ {
 		release := make(chan struct{})
 		var holding atomic.Bool
@@ -408,12 +410,17 @@ func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 		if lost, _, _ := s.answeredOnce(warm, 10*time.Minute); lost > 0 {
 			b.Fatalf("%d of %d warm-up conversations unanswered", lost, len(warm))
 		}
-		base := heapMB()
+		base, baseOwners := heapMB(), heapByOwner(b)
 		_, threads := s.load(b, 100, time.Duration(idle)*10*time.Millisecond)
 		if lost, _, _ := s.answeredOnce(threads, 10*time.Minute); lost > 0 {
 			b.Fatalf("%d of %d conversations unanswered", lost, len(threads))
 		}
 		idleMB, idleG := heapMB(), runtime.NumGoroutine()
+		// The process's heap in use, shared out as the profile's live bytes are: the worker's part
+		// is what a worker process holds for its idle lanes (the server and the fakes are elsewhere
+		// in a deployment).
+		owners := heapByOwner(b).minus(baseOwners)
+		perLane := func(part float64) float64 { return (idleMB - base) * 1024 / float64(idle) * part / owners.total() }
 		holding.Store(true)
 		before := len(s.llm.Requests())
 		_, active := s.load(b, 100, time.Second)
@@ -428,7 +435,10 @@ func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 		// process-wide workflow cache): the figures are what this one added.
 		b.Logf("heap in use: %.0f MB at start, %.0f MB after %d warm-up conversations; +%.0f MB with %d more idle lanes (%.0f KB each, %d goroutines); +%.0f MB more with %d runs active at once (%d goroutines)",
 			start, base, len(warm), idleMB-base, idle, (idleMB-base)*1024/float64(idle), idleG, activeMB-idleMB, len(active), activeG)
+		b.Logf("an idle lane's %.0f KB by owner, in the proportions of the heap profile's live bytes: the worker %.0f KB, the embedded Temporal server %.0f KB, the fake Slack and model %.0f KB",
+			(idleMB-base)*1024/float64(idle), perLane(owners.worker), perLane(owners.server), perLane(owners.fakes))
 		b.ReportMetric((idleMB-base)*1024/float64(idle), "KB/idle-lane")
+		b.ReportMetric(perLane(owners.worker), "worker-KB/idle-lane")
 		b.ReportMetric(activeMB-idleMB, "MB/100-active-runs")
 	}
 }

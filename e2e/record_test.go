@@ -180,6 +180,15 @@ var scenarios = []struct {
 	// calls and its stream becomes the timeline, the quick tools (clocks, the file list) run as local
 	// activities, and their cards go with the next model call; the only StreamSteps is the stop.
 	{"lean-turn", releaseTrainRequest, releaseTrain("Let me look at both clocks first, then at the files we keep."), threeCompleteSteps},
+	// lane-status: a question answered at once, as a lane since baseline version 3 runs it
+	// (lane-status): the lane sets the status line in the workflow task that starts the run, and
+	// the run takes it over without setting it again.
+	{"lane-status", "<@ULUCY> what is the capital of Italy?", func(n int, req fakellm.Request) fakellm.Reply {
+		if len(req.Tools) == 0 { // the memory step's proposals
+			return fakellm.Reply{Content: "[]"}
+		}
+		return fakellm.Reply{Content: "Rome."}
+	}, nil},
 	// cancel-rights: someone who did not ask says "cancel that"; the lane refuses (change ID
 	// cancel-rights: an admin check, a refusal to them alone) and the run answers.
 	{"cancel-rights", "<@ULUCY> summarize the incident report", func(n int, req fakellm.Request) fakellm.Reply {

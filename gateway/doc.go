@@ -10,6 +10,11 @@
 // When the hand-off fails, HTTP answers 500 and Socket Mode does not ack, and Slack delivers the event
 // again, so an acknowledged event is never lost.
 //
+// In front of `lucy dev`'s embedded server the Handoff is an Outbox: the event is acknowledged once it
+// is in a local SQLite file as durable as the server's own, and signalled to the lane right behind,
+// so that acknowledging never waits for the one SQLite connection the runs' work keeps busy. The
+// gateway then keeps that file as state; `lucy gateway` keeps none.
+//
 // The gateway does not deduplicate. Slack's retries repeat an event_id, and an @mention arrives twice
 // (app_mention and message, different event_ids, same channel+ts); the lane deduplicates on both keys
 // in its own state, which is exact across replicas, where a per-replica cache would not be.
@@ -50,8 +55,8 @@
 //     interactivity); outcome is message, status, cancel, approval, ignored (also a cancel with
 //     nothing to cancel), malformed, lane_gone, error, unauthorized, other_team, rate_limited or
 //     challenge.
-//   - lucy_gateway_handoff_seconds (histogram): time spent in Temporal calls that hand events off,
-//     which is what the acknowledgement to Slack waits for.
+//   - lucy_gateway_handoff_seconds (histogram): time spent handing events off (Temporal calls, or the
+//     outbox's insert), which is what the acknowledgement to Slack waits for.
 //
 // # Approvals
 //

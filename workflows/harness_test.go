@@ -276,6 +276,7 @@ func (h *harness) register() {
 	env.OnActivity("OpenRun", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.OpenRunInput) (activities.OpenRunResult, error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
+		h.order = append(h.order, "open")
 		if h.threadErr != nil {
 			return activities.OpenRunResult{Placeholder: activities.PostResult{TS: "200.1"}, ThreadError: h.threadErr.Error()}, nil
 		}

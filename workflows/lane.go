@@ -563,7 +563,9 @@ func (l *lane) forward(ctx workflow.Context, name string, arg any) error {
 func (l *lane) startRun(ctx workflow.Context, m Message) {
 	// The lane counts as busy from here: resolving the person takes an activity.
 	l.starting = true
+	thinking := l.showThinking(ctx, m) // beside resolving the person, not after
 	person := l.resolve(ctx, m)
+	status := l.thinkingShown(ctx, thinking)
 	l.starting = false
 	l.st.Runs++
 	n := l.st.Runs
@@ -578,7 +580,7 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 	in := RunInput{
 		Lane: l.key, Number: n, Message: m, Requester: m.User,
 		UserName: person.Name, UserTZ: person.TZ, ChannelName: l.st.ChannelName, PriorJournal: l.st.LastJournal,
-		Scheduled: m.Kind == KindScheduled, ApprovalTTL: m.ApprovalTTL,
+		Scheduled: m.Kind == KindScheduled, ApprovalTTL: m.ApprovalTTL, ThreadStatus: status,
 	}
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          id,

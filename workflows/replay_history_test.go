@@ -207,3 +207,41 @@ func TestReplayLeanTurnLaneReactsLocally(t *testing.T) {
 		t.Errorf("local activities %v and %d activities, want the receipt as a local activity and no activity", locals, acts)
 	}
 }
+
+// The lane-status recording: the lane's baseline marker at version 3 and its status line as a local
+// activity; the run sets no status line of its own until it clears it.
+func TestReplayLaneStatusRecordingExercisesIt(t *testing.T) {
+	count := func(file string) (versions map[string]int, locals map[string]int) {
+		h, err := readHistory(filepath.Join("testdata", "history", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dc := converter.GetDefaultDataConverter()
+		versions, locals = map[string]int{}, map[string]int{}
+		for _, ev := range h.GetEvents() {
+			m := ev.GetMarkerRecordedEventAttributes()
+			switch {
+			case m != nil && m.GetMarkerName() == "Version":
+				var id string
+				var v int
+				if dc.FromPayloads(m.GetDetails()["change-id"], &id) == nil && dc.FromPayloads(m.GetDetails()["version"], &v) == nil {
+					versions[id] = v
+				}
+			case m != nil && m.GetMarkerName() == "LocalActivity":
+				var data struct{ ActivityType string }
+				if dc.FromPayloads(m.GetDetails()["data"], &data) == nil {
+					locals[data.ActivityType]++
+				}
+			}
+		}
+		return versions, locals
+	}
+	versions, locals := count("lane-status-lane.json")
+	if versions["baseline-1"] != 3 || len(versions) != 1 || locals["SetThreadStatus"] != 1 {
+		t.Errorf("lane: version markers %v, local activities %v; want baseline-1 at 3 only and one SetThreadStatus", versions, locals)
+	}
+	versions, locals = count("lane-status-run.json")
+	if versions["baseline-1"] != 3 || len(versions) != 1 || locals["SetThreadStatus"] != 1 {
+		t.Errorf("run: version markers %v, local activities %v; want baseline-1 at 3 only and one SetThreadStatus (the clear)", versions, locals)
+	}
+}

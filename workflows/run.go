@@ -42,6 +42,10 @@ type RunInput struct {
 	// Scheduled is a recurring job's firing: nobody watches the thread, so there is no "Thinking…"
 	// message (the answer is posted when it is ready), and the message text is the instruction.
 	Scheduled bool `json:"scheduled,omitempty"`
+	// ThreadStatus is what the lane's own status line did before it started the run
+	// (changeLaneStatus): StatusLineSet, the line says the run is thinking; StatusLineUnavailable,
+	// Slack does not offer it here; "" (a lane that did not try), the run finds out itself.
+	ThreadStatus string `json:"threadStatus,omitempty"`
 }
 
 // Run outcomes.
@@ -196,6 +200,7 @@ func (r *run) setup(ctx workflow.Context) error {
 	r.searchAttrs = hardened(ctx, changeSearchAttributes)
 	if r.sub == nil { // a sub-agent's steps show in its parent's status
 		r.statusOn = hardened(ctx, changeThreadStatus)
+		r.statusFromLane(ctx)
 	}
 	r.loop.PerBatch = r.hardened
 	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)

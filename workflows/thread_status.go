@@ -69,13 +69,8 @@ func (r *run) showStatus(ctx workflow.Context, words string, throttle bool) {
 	if text == "" && r.statusLast == "" {
 		return // nothing to clear
 	}
-	m := r.in.Message
-	in := activities.ThreadStatusInput{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, Status: text}
-	if text != "" {
-		in.LoadingMessages = []string{text + "…"}
-	}
 	var res activities.ThreadStatusResult
-	if err := workflow.ExecuteLocalActivity(statusOptions(ctx), a.SetThreadStatus, in).Get(ctx, &res); err != nil {
+	if err := workflow.ExecuteLocalActivity(statusOptions(ctx), a.SetThreadStatus, threadStatusInput(r.in.Message.Key(), text)).Get(ctx, &res); err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("agent.status.failed", "run", r.id, "error", err)
 		}
@@ -88,6 +83,64 @@ func (r *run) showStatus(ctx workflow.Context, words string, throttle bool) {
 	}
 	r.statusState = statusWorks
 	r.statusLast, r.statusAt = text, now
+}
+
+// threadStatusInput sets key's thread's status line to text ("" clears it).
+func threadStatusInput(key LaneKey, text string) activities.ThreadStatusInput {
+	in := activities.ThreadStatusInput{Team: key.Team, Channel: key.Channel, ThreadTS: key.ThreadTS, Status: text}
+	if text != "" {
+		in.LoadingMessages = []string{text + "…"}
+	}
+	return in
+}
+
+// What the lane's status line did before it started a run (RunInput.ThreadStatus).
+const (
+	StatusLineSet         = "set"
+	StatusLineUnavailable = "unavailable"
+)
+
+// thinkingStatus is the status line of a run that is thinking: the lane's first sign of life.
+const thinkingStatus = "is " + agent.StatusThinking
+
+// showThinking is the lane's first sign of life (changeLaneStatus): the status line says Lucy is
+// thinking, set in the workflow task that starts the run, alongside the lane's other Slack calls,
+// rather than after the run has started and opened (a child start, a workflow task and an activity
+// later). The run is told how it went (RunInput.ThreadStatus) and does not set it again. A
+// recurring job's run has nobody watching for it.
+func (l *lane) showThinking(ctx workflow.Context, m Message) workflow.Future {
+	if m.Kind == KindScheduled || !l.hardened || !hardened(ctx, changeLaneStatus) {
+		return nil
+	}
+	return workflow.ExecuteLocalActivity(statusOptions(ctx), a.SetThreadStatus, threadStatusInput(m.Key(), thinkingStatus))
+}
+
+// thinkingShown is how the lane's status line went (RunInput.ThreadStatus); a failed call leaves it
+// to the run.
+func (l *lane) thinkingShown(ctx workflow.Context, f workflow.Future) string {
+	if f == nil {
+		return ""
+	}
+	var res activities.ThreadStatusResult
+	if err := f.Get(ctx, &res); err != nil {
+		l.log.Warn("lane.status_failed", "lane", l.id, "error", err)
+		return ""
+	}
+	if !res.Supported {
+		return StatusLineUnavailable
+	}
+	return StatusLineSet
+}
+
+// statusFromLane takes over the status line the lane set before it started the run.
+func (r *run) statusFromLane(ctx workflow.Context) {
+	switch {
+	case !r.statusOn:
+	case r.in.ThreadStatus == StatusLineSet:
+		r.statusState, r.statusLast, r.statusAt = statusWorks, thinkingStatus, workflow.Now(ctx)
+	case r.in.ThreadStatus == StatusLineUnavailable:
+		r.statusState = statusUnavailable
+	}
 }
 
 // stepStatus names a batch of tool calls for the status line.

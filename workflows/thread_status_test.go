@@ -146,3 +146,37 @@ func TestContextChannelReachesThePrompt(t *testing.T) {
 		t.Errorf("%d answers, want 1 (a context change is not a request)", len(h.deliveries))
 	}
 }
+
+// The lane shows the first sign of life: the status line says Lucy is thinking before the run has
+// opened (its placeholder), and the run takes the line over without setting it again; where Slack
+// does not offer the line, the run does not ask again either.
+func TestLaneSaysThinkingBeforeTheRunOpens(t *testing.T) {
+	for _, works := range []bool{true, false} {
+		h := newHarness(t)
+		h.statusWorks = works
+		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) { return text("It is noon."), nil }
+		h.runLane(msg("100.1", "U1", "<@ULUCY> what time is it?"))
+		want := []string{"is thinking"}
+		if works {
+			want = append(want, "") // cleared by the run when the answer is complete
+		}
+		if !reflect.DeepEqual(h.statuses, want) {
+			t.Errorf("status line works %v: statuses %q, want %q", works, h.statuses, want)
+		}
+		first, open := -1, -1
+		for i, o := range h.order {
+			if o == "status:is thinking" && first < 0 {
+				first = i
+			}
+			if o == "open" && open < 0 {
+				open = i
+			}
+		}
+		if first < 0 || open < 0 || first > open {
+			t.Errorf("status line works %v: order %q, want the status before the run opens", works, h.order)
+		}
+		if len(h.delivered) != 1 {
+			t.Errorf("status line works %v: %d answers, want 1", works, len(h.delivered))
+		}
+	}
+}

@@ -166,12 +166,19 @@ const (
 	// model call carrying it inline. Read at the start of the run's preparation; taken in by baseline
 	// version 2.
 	changeLeanStart = "lean-start"
+	// changeLaneStatus (issue 26), in the lane: the lane sets the status line ("is thinking") in the
+	// workflow task that starts a run, beside resolving the person, and tells the run how it went
+	// (RunInput.ThreadStatus), so that the first sign of life in the thread comes one workflow task
+	// after the event instead of after the run's start, its first task and its opening activity.
+	// Read where the lane starts a run; taken in by baseline version 3.
+	changeLaneStatus = "lane-status"
 )
 
 // baselined are the change IDs changeBaseline stands for, each with the baseline version that takes
 // it in: version 1, those of this file when the baseline was added that are read through hardened
 // only; version 2, the changes of the lean turn (changeLeanTurn, changeLeanStart, changeLeanReceipt), which an execution
-// started since records with the same one marker, never one of their own. A change ID added later
+// started since records with the same one marker, never one of their own; version 3, the lane's
+// status line (changeLaneStatus). A change ID added later
 // gets its own marker (a history recorded with the baseline but before that change must still replay
 // without it), until a later baseline version takes it in. An execution whose baseline marker says 1
 // (started before version 2) records the lean changes' own markers where it first reads them.
@@ -181,10 +188,11 @@ var baselined = map[string]workflow.Version{
 	changeFetchCap: 1, changeRunMemory: 1, changeStreamAnswer: 1, changeThreadStatus: 1,
 	changeAssistantThreads: 1, changeTimeline: 1,
 	changeLeanTurn: 2, changeLeanStart: 2, changeLeanReceipt: 2,
+	changeLaneStatus: 3,
 }
 
 // baselineVersion is the newest version of changeBaseline: what a new execution records.
-const baselineVersion workflow.Version = 2
+const baselineVersion workflow.Version = 3
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's
 // firing upserts its outcome behind the same change ID.
