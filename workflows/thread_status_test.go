@@ -154,7 +154,9 @@ func TestLaneSaysThinkingBeforeTheRunOpens(t *testing.T) {
 	for _, works := range []bool{true, false} {
 		h := newHarness(t)
 		h.statusWorks = works
-		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) { return text("It is noon."), nil }
+		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+			return text("It is noon."), nil
+		}
 		h.runLane(msg("100.1", "U1", "<@ULUCY> what time is it?"))
 		want := []string{"is thinking"}
 		if works {
