@@ -144,7 +144,7 @@ func (o *Outbox) resume() error {
 		if err := o.decode(raw, &e.m); err != nil {
 			// Unreadable (say LUCY_PAYLOAD_KEYS lost the key it was sealed with): parked, never
 			// dropped, and never in the way of the rest.
-			o.park(e.seq, fmt.Errorf("decode: %w", err))
+			o.park(e.seq, "", fmt.Errorf("decode: %w", err))
 			continue
 		}
 		entries = append(entries, e)
@@ -328,14 +328,15 @@ func (o *Outbox) handOff(e outboxEntry) bool {
 	case o.ctx.Err() != nil:
 		return false
 	default:
-		o.park(e.seq, err)
+		o.park(e.seq, e.m.EventID, err)
 		return true
 	}
 }
 
 // park moves a message Temporal refused for good out of the pending table, keeping it for a human.
-func (o *Outbox) park(seq int64, cause error) {
-	o.log.Error().Err(cause).Int64("seq", seq).Msg("an acknowledged message cannot be handed off: parked in the hand-off outbox's parked table")
+func (o *Outbox) park(seq int64, eventID string, cause error) {
+	o.log.Error().Err(cause).Int64("seq", seq).Str("eventId", eventID).
+		Msg("an acknowledged message cannot be handed off: parked in the hand-off outbox's parked table")
 	tx, err := o.db.Begin()
 	if err == nil {
 		_, err = tx.Exec(`INSERT OR REPLACE INTO parked (seq, lane, payload, at, error) SELECT seq, lane, payload, at, ? FROM pending WHERE seq = ?`, cause.Error(), seq)
