@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,6 +70,36 @@ type stack struct {
 	// outbox acknowledges Slack's events in front of the dev server, as in `lucy dev` (nil on
 	// temporaltest's server, where the gateway hands off before it acknowledges, as `lucy gateway`).
 	outbox *gateway.Outbox
+	// handoffs times each message's hand-off in the gateway (with the outbox, its insert).
+	handoffs *timedHandoff
+}
+
+// timedHandoff records how long each message's hand-off took, in the order they finished: what
+// the acknowledgement waited for, without the HTTP request and the gateway's own work around it.
+type timedHandoff struct {
+	gateway.Handoff
+	mu    sync.Mutex
+	times []time.Duration
+}
+
+func (t *timedHandoff) Message(ctx context.Context, m workflows.Message) error {
+	start := time.Now()
+	err := t.Handoff.Message(ctx, m)
+	t.mu.Lock()
+	t.times = append(t.times, time.Since(start))
+	t.mu.Unlock()
+	return err
+}
+
+// WorkspaceStatus keeps the gateway's answer for a whole workspace.
+func (t *timedHandoff) WorkspaceStatus(ctx context.Context, team string) (gateway.WorkspaceStatus, error) {
+	return t.Handoff.(gateway.WorkspaceStatuser).WorkspaceStatus(ctx, team)
+}
+
+func (t *timedHandoff) durations() []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]time.Duration(nil), t.times...)
 }
 
 func newStack(t *testing.T, llm fakellm.Handler) *stack {
@@ -174,7 +205,8 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { _ = ob.Close() })
-		s.outbox, handoff = ob, ob
+		s.outbox, s.handoffs = ob, &timedHandoff{Handoff: ob}
+		handoff = s.handoffs
 	}
 	gw := gateway.New(gateway.Options{Handoff: handoff, BotUserID: "ULUCY", BotID: "BLUCY", Team: team, Log: log})
 	s.gw = httptest.NewServer(gw.HTTPHandler(secret))
