@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -461,6 +462,25 @@ func heapMB() float64 {
 // questionNumber finds "question number N" in a loop request's last user message.
 var questionNumber = regexp.MustCompile(`question number (\d+)`)
 
+// firstTaskWait says when a workflow's first workflow task was scheduled and started, after since.
+func (s *stack) firstTaskWait(id string, since time.Time) string {
+	var scheduled, started time.Time
+	it := s.client.GetWorkflowHistory(context.Background(), id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() && started.IsZero() {
+		ev, err := it.Next()
+		if err != nil {
+			return "its lane's history: " + err.Error()
+		}
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED:
+			scheduled = ev.GetEventTime().AsTime()
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+			started = ev.GetEventTime().AsTime()
+		}
+	}
+	return fmt.Sprintf("its lane's first workflow task scheduled at +%.0f ms, started at +%.0f ms", ms(scheduled.Sub(since)), ms(started.Sub(since)))
+}
+
 // BenchmarkFirstSignOfLife: new conversations at 20 a second (10 s; 30 s with -bench-long), each
 // answered by a model that streams as a real one writes, 4 characters every 20 ms (about 50 tokens a
 // second). Two figures, p99 over the conversations:
@@ -548,6 +568,26 @@ func BenchmarkFirstSignOfLife(b *testing.B) {
 			}
 		}
 		mu.Unlock()
+		// Where the slowest waited: the lane's first workflow task, from scheduled to started, is
+		// the queue a new thread waits in before anything of Lucy's can show.
+		slowest := make([]int, len(threads))
+		for k := range slowest {
+			slowest[k] = k
+		}
+		signOf := func(k int) time.Duration {
+			first, ok := firstMessage[threads[k]]
+			if st := s.slack.StatusHistory(channel, threads[k]); len(st) > 0 && (!ok || st[0].At.Before(first)) {
+				first, ok = st[0].At, true
+			}
+			if !ok {
+				return time.Hour
+			}
+			return first.Sub(sent[k])
+		}
+		slices.SortFunc(slowest, func(x, y int) int { return cmp.Compare(signOf(y), signOf(x)) })
+		for _, k := range slowest[:min(3, len(slowest))] {
+			b.Logf("slow: first sign %.0f ms after the event; %s", ms(signOf(k)), s.firstTaskWait(workflows.LaneID(workflows.LaneKey{Team: team, Channel: channel, ThreadTS: threads[k]}), sent[k]))
+		}
 		if len(signs) == 0 || len(visible) == 0 {
 			b.Fatalf("%d of %d conversations showed no sign of life, %d no streamed text", noSign, len(threads), noText)
 		}
