@@ -20,6 +20,7 @@ import (
 
 	"github.com/slack-go/slack"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
@@ -419,11 +420,14 @@ func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 		if lost, _, _ := s.answeredOnce(warm, 10*time.Minute); lost > 0 {
 			b.Fatalf("%d of %d warm-up conversations unanswered", lost, len(warm))
 		}
+		s.runsClosed(b)
 		base, baseOwners := heapMB(), heapByOwner(b)
 		_, threads := s.load(b, 100, time.Duration(idle)*10*time.Millisecond)
 		if lost, _, _ := s.answeredOnce(threads, 10*time.Minute); lost > 0 {
 			b.Fatalf("%d of %d conversations unanswered", lost, len(threads))
 		}
+		// Idle: the runs have answered, and also taken their notes and closed.
+		s.runsClosed(b)
 		idleMB, idleG := heapMB(), runtime.NumGoroutine()
 		// The process's heap in use, shared out as the profile's live bytes are: the worker's part
 		// is what a worker process holds for its idle lanes (the server and the fakes are elsewhere
@@ -444,12 +448,25 @@ func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 		// process-wide workflow cache): the figures are what this one added.
 		b.Logf("heap in use: %.0f MB at start, %.0f MB after %d warm-up conversations; +%.0f MB with %d more idle lanes (%.0f KB each, %d goroutines); +%.0f MB more with %d runs active at once (%d goroutines)",
 			start, base, len(warm), idleMB-base, idle, (idleMB-base)*1024/float64(idle), idleG, activeMB-idleMB, len(active), activeG)
-		b.Logf("an idle lane's %.0f KB by owner, in the proportions of the heap profile's live bytes: the worker %.0f KB, the embedded Temporal server %.0f KB, the fake Slack and model %.0f KB",
-			(idleMB-base)*1024/float64(idle), perLane(owners.worker), perLane(owners.server), perLane(owners.fakes))
+		live := func(part float64) float64 { return part / 1024 / float64(idle) }
+		b.Logf("an idle lane's %.0f KB by owner, in the proportions of the heap profile's live bytes: the worker %.0f KB, the embedded Temporal server %.0f KB, the fake Slack and model %.0f KB (live bytes alone, without the heap's fragmentation: %.0f, %.0f and %.0f KB)",
+			(idleMB-base)*1024/float64(idle), perLane(owners.worker), perLane(owners.server), perLane(owners.fakes), live(owners.worker), live(owners.server), live(owners.fakes))
 		b.ReportMetric((idleMB-base)*1024/float64(idle), "KB/idle-lane")
 		b.ReportMetric(perLane(owners.worker), "worker-KB/idle-lane")
 		b.ReportMetric(activeMB-idleMB, "MB/100-active-runs")
 	}
+}
+
+// runsClosed waits until no agent run is open: after its answer a run still takes its notes (the
+// memory step) and closes, and until then its lane is not idle.
+func (s *stack) runsClosed(b *testing.B) {
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", workflows.AgentRunWorkflowName)
+	s.waitFor("every run to close", 5*time.Minute, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		resp, err := s.client.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: query})
+		return err == nil && resp.GetCount() == 0
+	})
 }
 
 func heapMB() float64 {

@@ -143,7 +143,7 @@ var targets = []target{
 	{"Ack p99, worst 10 s window at 100 events/s", "AckLatency", "", "ack-p99-worst-10s-ms", true, 100},
 	{"Acknowledged events lost", "AckLatency", "", "lost", true, 0},
 	{"Acknowledged events duplicated", "AckLatency", "", "duplicated", true, 0},
-	{"Worker memory per idle lane", "IdleLanesAndActiveRuns", "", "KB/idle-lane", true, 100},
+	{"Worker memory per idle lane (the worker's share of the process's heap in use)", "IdleLanesAndActiveRuns", "", "worker-KB/idle-lane", true, 100},
 }
 
 // writeTargets writes each target beside the figure the run measured for it, on `lucy dev` and on
