@@ -44,6 +44,7 @@ type turnClock struct {
 	latency time.Duration
 	mu      sync.Mutex
 	calls   int // every model request (the loop's, the supervisor's, summaries)
+	arrived []time.Time // when each request arrived
 	first   time.Time
 	last    time.Time
 }
@@ -52,6 +53,7 @@ func (c *turnClock) handle(n int, req fakellm.Request) fakellm.Reply {
 	now := time.Now()
 	c.mu.Lock()
 	c.calls++
+	c.arrived = append(c.arrived, now)
 	c.mu.Unlock()
 	time.Sleep(c.latency)
 	turn, side := loopTurn(req)
@@ -97,8 +99,16 @@ func runTurns(b *testing.B, clocks ...*turnClock) (perTurn, wall []time.Duration
 		})
 		c.mu.Lock()
 		w := c.last.Sub(c.first)
-		// Calls between the loop's first and last: all but the loop's first; each took `latency`.
-		model := time.Duration(c.calls-1) * c.latency
+		// The calls that started between the loop's first call and its last (the loop's own, and any
+		// other the run made meanwhile), each of which took `latency`; not the memory step's, which
+		// comes after the answer.
+		between := 0
+		for _, t := range c.arrived {
+			if !t.Before(c.first) && t.Before(c.last) {
+				between++
+			}
+		}
+		model := time.Duration(between) * c.latency
 		c.mu.Unlock()
 		perTurn, wall = append(perTurn, (w-model)/time.Duration(c.turns-1)), append(wall, w)
 	}
