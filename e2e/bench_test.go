@@ -43,7 +43,7 @@ type turnClock struct {
 	turns   int
 	latency time.Duration
 	mu      sync.Mutex
-	calls   int // every model request (the loop's, the supervisor's, summaries)
+	calls   int         // every model request (the loop's, the supervisor's, summaries)
 	arrived []time.Time // when each request arrived
 	first   time.Time
 	last    time.Time
