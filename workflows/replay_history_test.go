@@ -147,12 +147,54 @@ func TestReplayRecordingsExerciseTheirChanges(t *testing.T) {
 // activities, and one StreamSteps only (the timeline's stop: the narration opened it, the model
 // calls carried its cards).
 func TestReplayLeanTurnRecordingExercisesIt(t *testing.T) {
-	h, err := readHistory(filepath.Join("testdata", "history", "lean-turn-run.json"))
+	versions, locals, acts := recordedCommands(t, "lean-turn-run.json")
+	if versions["baseline-1"] != 2 || len(versions) != 1 {
+		t.Errorf("version markers %v, want baseline-1 at version 2 only", versions)
+	}
+	if locals["ExecuteTool"] != 3 || locals["BuildSystemPrompt"] != 1 {
+		t.Errorf("local activities %v, want the three quick tools and the prompt", locals)
+	}
+	if acts["ExecuteTool"] != 0 || acts["BuildSystemPrompt"] != 0 || acts["StreamSteps"] != 1 || acts["CallModel"] != 3 ||
+		acts["OpenRun"] != 1 || acts["PostPlaceholder"] != 0 || acts["LoadThread"] != 0 {
+		t.Errorf("activities %v, want one OpenRun (no placeholder or thread of their own), no tool or prompt activity, one StreamSteps and three model calls", acts)
+	}
+}
+
+// Its lane reacts with a local activity (lean-receipt): no activity task, no workflow task for it.
+func TestReplayLeanTurnLaneReactsLocally(t *testing.T) {
+	_, locals, scheduled := recordedCommands(t, "lean-turn-lane.json")
+	acts := 0
+	for _, n := range scheduled {
+		acts += n
+	}
+	if locals["React"] != 1 || acts != 0 {
+		t.Errorf("local activities %v and %d activities, want the receipt as a local activity and no activity", locals, acts)
+	}
+}
+
+// The lane-status recording: the lane's baseline marker at version 3 and its status line as a local
+// activity; the run sets no status line of its own until it clears it.
+func TestReplayLaneStatusRecordingExercisesIt(t *testing.T) {
+	versions, locals, _ := recordedCommands(t, "lane-status-lane.json")
+	if versions["baseline-1"] != 3 || len(versions) != 1 || locals["SetThreadStatus"] != 1 {
+		t.Errorf("lane: version markers %v, local activities %v; want baseline-1 at 3 only and one SetThreadStatus", versions, locals)
+	}
+	versions, locals, _ = recordedCommands(t, "lane-status-run.json")
+	if versions["baseline-1"] != 3 || len(versions) != 1 || locals["SetThreadStatus"] != 1 {
+		t.Errorf("run: version markers %v, local activities %v; want baseline-1 at 3 only and one SetThreadStatus (the clear)", versions, locals)
+	}
+}
+
+// recordedCommands reads a recording's version markers (change ID to version), its local
+// activities and its activities (counts by type).
+func recordedCommands(t *testing.T, file string) (versions, locals, acts map[string]int) {
+	t.Helper()
+	h, err := readHistory(filepath.Join("testdata", "history", file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dc := converter.GetDefaultDataConverter()
-	versions, locals, acts := map[string]int{}, map[string]int{}, map[string]int{}
+	versions, locals, acts = map[string]int{}, map[string]int{}, map[string]int{}
 	for _, ev := range h.GetEvents() {
 		m := ev.GetMarkerRecordedEventAttributes()
 		switch {
@@ -172,76 +214,5 @@ func TestReplayLeanTurnRecordingExercisesIt(t *testing.T) {
 			acts[a.GetActivityType().GetName()]++
 		}
 	}
-	if versions["baseline-1"] != 2 || len(versions) != 1 {
-		t.Errorf("version markers %v, want baseline-1 at version 2 only", versions)
-	}
-	if locals["ExecuteTool"] != 3 || locals["BuildSystemPrompt"] != 1 {
-		t.Errorf("local activities %v, want the three quick tools and the prompt", locals)
-	}
-	if acts["ExecuteTool"] != 0 || acts["BuildSystemPrompt"] != 0 || acts["StreamSteps"] != 1 || acts["CallModel"] != 3 ||
-		acts["OpenRun"] != 1 || acts["PostPlaceholder"] != 0 || acts["LoadThread"] != 0 {
-		t.Errorf("activities %v, want one OpenRun (no placeholder or thread of their own), no tool or prompt activity, one StreamSteps and three model calls", acts)
-	}
-}
-
-// Its lane reacts with a local activity (lean-receipt): no activity task, no workflow task for it.
-func TestReplayLeanTurnLaneReactsLocally(t *testing.T) {
-	h, err := readHistory(filepath.Join("testdata", "history", "lean-turn-lane.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dc := converter.GetDefaultDataConverter()
-	locals, acts := map[string]int{}, 0
-	for _, ev := range h.GetEvents() {
-		if m := ev.GetMarkerRecordedEventAttributes(); m != nil && m.GetMarkerName() == "LocalActivity" {
-			var data struct{ ActivityType string }
-			if dc.FromPayloads(m.GetDetails()["data"], &data) == nil {
-				locals[data.ActivityType]++
-			}
-		}
-		if ev.GetActivityTaskScheduledEventAttributes() != nil {
-			acts++
-		}
-	}
-	if locals["React"] != 1 || acts != 0 {
-		t.Errorf("local activities %v and %d activities, want the receipt as a local activity and no activity", locals, acts)
-	}
-}
-
-// The lane-status recording: the lane's baseline marker at version 3 and its status line as a local
-// activity; the run sets no status line of its own until it clears it.
-func TestReplayLaneStatusRecordingExercisesIt(t *testing.T) {
-	count := func(file string) (versions map[string]int, locals map[string]int) {
-		h, err := readHistory(filepath.Join("testdata", "history", file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dc := converter.GetDefaultDataConverter()
-		versions, locals = map[string]int{}, map[string]int{}
-		for _, ev := range h.GetEvents() {
-			m := ev.GetMarkerRecordedEventAttributes()
-			switch {
-			case m != nil && m.GetMarkerName() == "Version":
-				var id string
-				var v int
-				if dc.FromPayloads(m.GetDetails()["change-id"], &id) == nil && dc.FromPayloads(m.GetDetails()["version"], &v) == nil {
-					versions[id] = v
-				}
-			case m != nil && m.GetMarkerName() == "LocalActivity":
-				var data struct{ ActivityType string }
-				if dc.FromPayloads(m.GetDetails()["data"], &data) == nil {
-					locals[data.ActivityType]++
-				}
-			}
-		}
-		return versions, locals
-	}
-	versions, locals := count("lane-status-lane.json")
-	if versions["baseline-1"] != 3 || len(versions) != 1 || locals["SetThreadStatus"] != 1 {
-		t.Errorf("lane: version markers %v, local activities %v; want baseline-1 at 3 only and one SetThreadStatus", versions, locals)
-	}
-	versions, locals = count("lane-status-run.json")
-	if versions["baseline-1"] != 3 || len(versions) != 1 || locals["SetThreadStatus"] != 1 {
-		t.Errorf("run: version markers %v, local activities %v; want baseline-1 at 3 only and one SetThreadStatus (the clear)", versions, locals)
-	}
+	return versions, locals, acts
 }
