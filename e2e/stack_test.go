@@ -5,11 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -328,7 +324,7 @@ func (s *stack) postRetry(path string, body []byte, retry int) *http.Response {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Slack-Retry-Num", strconv.Itoa(retry))
 	req.Header.Set("X-Slack-Retry-Reason", "http_error")
-	sign(req, body, secret, time.Now())
+	localslack.Sign(req, body, secret, time.Now())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.tb.Fatal(err)
@@ -341,21 +337,13 @@ func (s *stack) post(path string, body []byte, ctype, key string) *http.Response
 	s.tb.Helper()
 	req, _ := http.NewRequest(http.MethodPost, s.gw.URL+path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", ctype)
-	sign(req, body, key, time.Now())
+	localslack.Sign(req, body, key, time.Now())
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		s.tb.Fatal(err)
 	}
 	resp.Body.Close()
 	return resp
-}
-
-func sign(req *http.Request, body []byte, key string, at time.Time) {
-	ts := strconv.FormatInt(at.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(key))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
-	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
 }
 
 // botMessages returns Lucy's messages in a thread.

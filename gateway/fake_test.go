@@ -3,15 +3,11 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -294,13 +291,9 @@ func eventBody(t *testing.T, eventID string, inner map[string]any) []byte {
 // signedRequest builds a request signed like Slack signs it (v0 HMAC-SHA256 of "v0:ts:body").
 func signedRequest(t *testing.T, path, contentType string, body []byte, at time.Time, secret string) *http.Request {
 	t.Helper()
-	ts := strconv.FormatInt(at.Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
 	r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	r.Header.Set("Content-Type", contentType)
-	r.Header.Set("X-Slack-Request-Timestamp", ts)
-	r.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	localslack.Sign(r, body, secret, at)
 	return r
 }
 

@@ -2,9 +2,6 @@ package cluster
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -142,11 +139,7 @@ func (c *cluster) deliver(d *slackDelivery, id, text, ts string) {
 		}
 		req, _ := http.NewRequest(http.MethodPost, "http://"+c.gwAddr+"/slack/events", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		now := strconv.FormatInt(time.Now().Unix(), 10)
-		mac := hmac.New(sha256.New, []byte(secret))
-		fmt.Fprintf(mac, "v0:%s:%s", now, body)
-		req.Header.Set("X-Slack-Request-Timestamp", now)
-		req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+		localslack.Sign(req, body, secret, time.Now())
 		if attempt > 0 {
 			req.Header.Set("X-Slack-Retry-Num", strconv.Itoa(attempt))
 			req.Header.Set("X-Slack-Retry-Reason", reason)

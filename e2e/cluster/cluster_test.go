@@ -8,9 +8,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -327,11 +324,7 @@ func (c *cluster) click(t *testing.T, value string) {
 func (c *cluster) post(path, ctype string, body []byte) (int, error) {
 	req, _ := http.NewRequest(http.MethodPost, "http://"+c.gwAddr+path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", ctype)
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	mac := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(mac, "v0:%s:%s", ts, body)
-	req.Header.Set("X-Slack-Request-Timestamp", ts)
-	req.Header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(mac.Sum(nil)))
+	localslack.Sign(req, body, secret, time.Now())
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		return 0, err
