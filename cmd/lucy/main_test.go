@@ -208,13 +208,19 @@ func startLucy(t *testing.T, command string, env func(string) string) *devProces
 
 func waitForBanner(t *testing.T, p *devProcess) {
 	t.Helper()
+	waitForGateway(t, p, "Gateway: terminal")
+}
+
+// waitForGateway waits until lucy dev's banner names its gateway (the banner's last line).
+func waitForGateway(t *testing.T, p *devProcess, gateway string) {
+	t.Helper()
 	waitFor(t, "the startup banner", 3*time.Minute, func() bool {
 		select {
 		case code := <-p.done:
 			t.Fatalf("lucy dev exited with %d: %s %s", code, p.stdout.String(), p.stderr.String())
 		default:
 		}
-		return strings.Contains(p.stdout.String(), "Gateway: terminal")
+		return strings.Contains(p.stdout.String(), gateway)
 	})
 }
 

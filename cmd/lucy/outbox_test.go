@@ -39,14 +39,7 @@ func TestDevAcknowledgesSlackFromItsOutbox(t *testing.T) {
 		"LUCY_HTTP_ADDR": fmt.Sprintf("127.0.0.1:%d", hport), "OPENAI_BASE_URL": llm.BaseURL(), "LUCY_MODEL_DEFAULT": "fake",
 		"LUCY_LOG_LEVEL": "warn", "SLACK_BOT_TOKEN": "xoxb-dev", "SLACK_SIGNING_SECRET": secret, "SLACK_API_URL": slackURL,
 	}))
-	waitFor(t, "the startup banner", 3*time.Minute, func() bool {
-		select {
-		case code := <-p.done:
-			t.Fatalf("lucy dev exited with %d: %s %s", code, p.stdout.String(), p.stderr.String())
-		default:
-		}
-		return strings.Contains(p.stdout.String(), "Gateway: Slack Events API")
-	})
+	waitForGateway(t, p, "Gateway: Slack Events API")
 	if _, err := os.Stat(filepath.Join(dataDir, gateway.OutboxFile)); err != nil {
 		t.Fatalf("no outbox beside the server's files: %v", err)
 	}
