@@ -432,9 +432,16 @@ func (s *modelSlots) acquire(ctx context.Context, model string, n int) (release 
 	}
 }
 
-// heartbeat records a heartbeat at once, then every HeartbeatEvery until stopped. The first one is
-// synchronous so that the server hears from the attempt before the caller starts its work, however
-// long the first step takes. Outside an activity (unit tests of helpers) it does nothing.
+// heartbeat records a heartbeat every HeartbeatEvery until stopped, from a goroutine of its own, so
+// that the server hears from the attempt however long any one step of the caller takes. Outside an
+// activity (unit tests of helpers) it does nothing.
+//
+// The first beat is after HeartbeatEvery, not at once: the server counts the heartbeat timeout from
+// the attempt's start, so a beat at once gains nothing, and it cost every model and tool call a
+// synchronous round trip and a write of the run's state on the server before its work began
+// (measured: BenchmarkTurnOverhead and BenchmarkConversationsPerSecond, docs/benchmarks.md). A
+// cancellation reaches the attempt with the first beat's answer, a second in, as it did before
+// with the second beat.
 func heartbeat(ctx context.Context) (stop func()) {
 	return heartbeatWith(ctx, nil)
 }
@@ -452,7 +459,6 @@ func heartbeatWith(ctx context.Context, details func() any) (stop func()) {
 		}
 		activity.RecordHeartbeat(ctx, details())
 	}
-	record()
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(HeartbeatEvery)
