@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/param"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/rs/zerolog"
 	"go.temporal.io/sdk/activity"
@@ -191,11 +192,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	}
 	params := openai.ChatCompletionNewParams{Model: model, Messages: toOpenAI(append(sys, msgs...))}
 	if len(in.Tools) > 0 && a.Tools != nil {
-		for _, s := range a.Tools.Schemas(ctx, in.Team, in.Tools) {
-			params.Tools = append(params.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-				Name: s.Name, Description: openai.String(s.Description), Parameters: shared.FunctionParameters(s.Parameters),
-			}))
-		}
+		params.Tools = a.toolParams(ctx, in.Team, in.Tools)
 		switch in.ToolChoice {
 		case "":
 		case "none", "required", "auto":
@@ -274,6 +271,66 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(params.Messages)).
 		Int("toolCalls", len(out.ToolCalls)).Int64("promptTokens", out.Usage.Prompt).Msg("model call")
 	return out, nil
+}
+
+// toolParams describes the named tools to the model, in the given order. A compiled-in tool's
+// description never changes in a process, so it is encoded once and sent as that JSON: openai-go
+// encodes a schema by reflection, and Lucy's tools took about 0.7 ms of every model call's CPU,
+// on the turn's path (the profile of BenchmarkTurnOverhead). A tool that a source offers is
+// described as the source offers it now.
+func (a *Activities) toolParams(ctx context.Context, team string, names []string) []openai.ChatCompletionToolUnionParam {
+	var fresh []string
+	for _, name := range names {
+		if _, ok := compiledToolParam(name); !ok {
+			fresh = append(fresh, name)
+		}
+	}
+	described := map[string]openai.ChatCompletionToolUnionParam{}
+	if len(fresh) > 0 {
+		for _, s := range a.Tools.Schemas(ctx, team, fresh) {
+			described[s.Name] = toolParam(s)
+		}
+	}
+	// A name no longer known (a source that dropped it) is skipped.
+	out := make([]openai.ChatCompletionToolUnionParam, 0, len(names))
+	for _, name := range names {
+		if p, ok := compiledToolParam(name); ok {
+			out = append(out, p)
+		} else if p, ok := described[name]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// compiledTools holds the encoded description of each compiled-in tool (toolParams), by name.
+var compiledTools sync.Map
+
+// compiledToolParam is the encoded description of the compiled-in tool name (false for any other).
+func compiledToolParam(name string) (openai.ChatCompletionToolUnionParam, bool) {
+	if p, ok := compiledTools.Load(name); ok {
+		return p.(openai.ChatCompletionToolUnionParam), true
+	}
+	spec, ok := tools.Lookup(name)
+	if !ok {
+		return openai.ChatCompletionToolUnionParam{}, false
+	}
+	p := toolParam(tools.Schema{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters})
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return p, true // not expected of a schema of maps and strings; sent as it is, encoded each time
+	}
+	fn := param.Override[openai.ChatCompletionFunctionToolParam](json.RawMessage(raw))
+	enc := openai.ChatCompletionToolUnionParam{OfFunction: &fn}
+	compiledTools.Store(name, enc)
+	return enc, true
+}
+
+// toolParam is a tool's description as openai-go sends it.
+func toolParam(s tools.Schema) openai.ChatCompletionToolUnionParam {
+	return openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+		Name: s.Name, Description: openai.String(s.Description), Parameters: shared.FunctionParameters(s.Parameters),
+	})
 }
 
 // uniqueCallIDs gives every tool call an ID of its own. Some OpenAI-compatible servers (Ollama-style)

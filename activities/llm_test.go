@@ -508,3 +508,36 @@ func TestModelCallsWaitForASlot(t *testing.T) {
 		t.Errorf("at most %d calls were in flight, want 2", most.Load())
 	}
 }
+
+// TestToolParamsEncodeAsOpenAIGoDoes: the encoded descriptions of compiled-in tools (kept once per
+// process) and the fresh ones of a source's tools are sent in the order the run offers them, exactly
+// as openai-go encodes the same schemas, and a tool the source no longer offers is left out.
+func TestToolParamsEncodeAsOpenAIGoDoes(t *testing.T) {
+	pets := tools.Tool{Spec: tools.Spec{Name: "pets_list", Description: "List the pets.",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"kind": map[string]any{"type": "string"}}}},
+		Run: func(context.Context, tools.Invocation) (tools.Output, error) { return tools.Output{}, nil }}
+	runner, err := tools.NewRunner(zerolog.Nop(), nil, teamSource{team: "T1", tools: []tools.Tool{pets}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Tools: runner}
+	names := []string{tools.CurrentTime, "pets_list", "gone_tool", tools.WebFetch}
+	var want []openai.ChatCompletionToolUnionParam
+	for _, s := range runner.Schemas(context.Background(), "T1", names) {
+		want = append(want, toolParam(s))
+	}
+	for round := range 2 { // the second round sends what the first one kept
+		got := a.toolParams(context.Background(), "T1", names)
+		gotJSON, err := json.Marshal(openai.ChatCompletionNewParams{Model: "m", Tools: got})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantJSON, _ := json.Marshal(openai.ChatCompletionNewParams{Model: "m", Tools: want})
+		if string(gotJSON) != string(wantJSON) {
+			t.Fatalf("round %d: sent\n%s\nwant\n%s", round, gotJSON, wantJSON)
+		}
+		if len(got) != 3 {
+			t.Fatalf("round %d: %d tools sent, want 3 (the unknown one left out)", round, len(got))
+		}
+	}
+}
