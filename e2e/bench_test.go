@@ -38,24 +38,30 @@ func newBenchStack(b *testing.B, llm fakellm.Handler) *stack {
 }
 
 // turnClock is a fake model for a run of `turns` turns, one local tool call per turn, that answers
-// after `latency`, and records when the loop's calls arrive.
+// after `latency`, and records when the loop's calls arrive and how long the model took on each.
 type turnClock struct {
 	turns   int
 	latency time.Duration
 	mu      sync.Mutex
-	calls   int         // every model request (the loop's, the supervisor's, summaries)
-	arrived []time.Time // when each request arrived
+	calls   int             // every model request (the loop's, the supervisor's, summaries)
+	arrived []time.Time     // when each request reached the fake model
+	took    []time.Duration // the model's time on each: from its arrival to its reply
 	first   time.Time
 	last    time.Time
 }
 
 func (c *turnClock) handle(n int, req fakellm.Request) fakellm.Reply {
-	now := time.Now()
+	now := req.Received
+	time.Sleep(c.latency)
+	// The model's time is from the request's arrival (before the fake read and parsed it) to its
+	// reply: what a provider spends on a call, a sleep that wakes late included. The rest of a
+	// turn is Lucy's.
+	took := time.Since(now)
 	c.mu.Lock()
 	c.calls++
 	c.arrived = append(c.arrived, now)
+	c.took = append(c.took, took)
 	c.mu.Unlock()
-	time.Sleep(c.latency)
 	turn, side := loopTurn(req)
 	if side != nil {
 		return *side
@@ -99,16 +105,15 @@ func runTurns(b *testing.B, clocks ...*turnClock) (perTurn, wall []time.Duration
 		})
 		c.mu.Lock()
 		w := c.last.Sub(c.first)
-		// The calls that started between the loop's first call and its last (the loop's own, and any
-		// other the run made meanwhile), each of which took `latency`; not the memory step's, which
-		// comes after the answer.
-		between := 0
-		for _, t := range c.arrived {
+		// The model's time on the calls that started between the loop's first call and its last (the
+		// loop's own, and any other the run made meanwhile); not the memory step's, which comes after
+		// the answer.
+		var model time.Duration
+		for k, t := range c.arrived {
 			if !t.Before(c.first) && t.Before(c.last) {
-				between++
+				model += c.took[k]
 			}
 		}
-		model := time.Duration(between) * c.latency
 		c.mu.Unlock()
 		perTurn, wall = append(perTurn, (w-model)/time.Duration(c.turns-1)), append(wall, w)
 	}

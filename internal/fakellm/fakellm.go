@@ -31,6 +31,9 @@ type Request struct {
 	StreamOptions struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	// Received is when the request reached the server, before its body was read: the time a
+	// provider spends on a call starts there (the benchmarks count it as the model's).
+	Received time.Time `json:"-"`
 }
 
 // Message is a chat message as sent by the client.
@@ -231,12 +234,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "unknown endpoint "+r.URL.Path, 0)
 		return
 	}
+	received := time.Now()
 	body, _ := io.ReadAll(r.Body)
 	var req Request
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid JSON: "+err.Error(), 0)
 		return
 	}
+	req.Received = received
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	n := len(s.requests)
