@@ -189,6 +189,25 @@ var scenarios = []struct {
 		}
 		return fakellm.Reply{Content: "Rome."}
 	}, nil},
+	// local-checkpoint: four turns of quick tools, then the answer; the supervisor's checkpoint
+	// after the third turn calls the model as a local activity in that turn's workflow task
+	// (baseline version 4, local-checkpoint).
+	{"local-checkpoint", "<@ULUCY> check the time, the files and the clock again, one per step", func(n int, req fakellm.Request) fakellm.Reply {
+		if fakellm.IsMemoryStep(req) {
+			return fakellm.Reply{Content: "[]"}
+		}
+		turn, side := loopTurn(req) // the checkpoint's "C": continue
+		if side != nil {
+			return *side
+		}
+		if turn >= 4 {
+			return fakellm.Reply{Content: "Checked the clock twice and the files: nothing needs your attention."}
+		}
+		if turn%2 == 1 {
+			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call(fmt.Sprint("c", turn), "lucy_list_files", `{}`)}}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call(fmt.Sprint("c", turn), "lucy_current_time", `{"timezone":"Europe/Paris"}`)}}
+	}, nil},
 	// cancel-rights: someone who did not ask says "cancel that"; the lane refuses (change ID
 	// cancel-rights: an admin check, a refusal to them alone) and the run answers.
 	{"cancel-rights", "<@ULUCY> summarize the incident report", func(n int, req fakellm.Request) fakellm.Reply {

@@ -112,6 +112,49 @@ func TestCancelDuringModelCall(t *testing.T) {
 	}
 }
 
+// "cancel that" while the supervisor's checkpoint waits for the model: the checkpoint is a local
+// activity (its workflow task stays open, and the SDK heartbeats it), so the cancel is taken in at
+// the task's next heartbeat, within 10 s, and the checkpoint's call is cancelled with the run.
+func TestCancelDuringCheckpoint(t *testing.T) {
+	hold := make(chan struct{})
+	cancelled := make(chan struct{})
+	defer close(hold)
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if fakellm.IsMemoryStep(req) {
+			return fakellm.Reply{Content: "[]"}
+		}
+		turn, side := loopTurn(req)
+		if side != nil {
+			if side.Content == "C" { // the checkpoint after the third turn: held
+				return fakellm.Reply{Content: "C", Hold: hold, Cancelled: cancelled}
+			}
+			return *side
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call(fmt.Sprint("c", turn), "lucy_list_files", `{}`)}}
+	})
+	ts := s.say("<@ULUCY> list the files again and again", "")
+	s.event("app_mention", "EvCk", "<@ULUCY> list the files again and again", ts, "", human)
+	s.waitFor("the checkpoint", 60*time.Second, func() bool {
+		for _, r := range s.llm.Requests() {
+			if len(r.Messages) > 0 && strings.Contains(r.Messages[0].Text(), "You supervise") {
+				return true
+			}
+		}
+		return false
+	})
+	cts := s.say("<@ULUCY> cancel that", ts)
+	start := time.Now()
+	s.event("message", "EvCkStop", "<@ULUCY> cancel that", cts, ts, human)
+	select {
+	case <-cancelled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the checkpoint's model call never learned of the cancel")
+	}
+	latency := time.Since(start)
+	s.waitFor("the stop mark", 30*time.Second, func() bool { return s.answered(ts, "Stopped") })
+	fmt.Printf("cancel latency (checkpoint in flight): %s to the HTTP call, %s to the thread\n", latency.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
 // A long tool call learns of "cancel that" through its heartbeats too.
 func TestCancelDuringToolCall(t *testing.T) {
 	gone := make(chan time.Time, 1)

@@ -39,7 +39,9 @@ type harness struct {
 	// modelBy, when set, replaces model and also gets the calling workflow's ID (sub-agents).
 	modelBy   func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error)
 	completes []activities.CompleteInput
-	toolCalls []activities.ExecuteToolInput
+	// completeLocal: whether each of completes ran as a local activity.
+	completeLocal []bool
+	toolCalls     []activities.ExecuteToolInput
 	// toolLocal: whether each of toolCalls ran as a local activity.
 	toolLocal  []bool
 	delivered  []string
@@ -218,6 +220,7 @@ func (h *harness) register() {
 	env.OnActivity("Complete", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.CompleteInput) (activities.Completion, error) {
 		h.mu.Lock()
 		h.completes = append(h.completes, in)
+		h.completeLocal = append(h.completeLocal, activity.GetInfo(ctx).IsLocalActivity)
 		f := h.complete
 		h.mu.Unlock()
 		return f(in)

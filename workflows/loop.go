@@ -336,9 +336,15 @@ func (r *run) supervise(ctx workflow.Context) (answer, status, reason string, do
 		in.ResponseChars = len([]rune(r.lastText))
 	}
 	var c activities.Completion
-	err := workflow.ExecuteActivity(llmOptions(ctx, r.nextID("supervisor"), time.Minute), a.Complete, activities.CompleteInput{
-		Tier: "fast", Prompt: "SUPERVISOR.md", Inline: agent.SupervisorPrompt(in),
-	}).Get(ctx, &c)
+	check := activities.CompleteInput{Tier: "fast", Prompt: "SUPERVISOR.md", Inline: agent.SupervisorPrompt(in)}
+	id := r.nextID("supervisor") // taken either way: the IDs of the run's later activities stay as they were
+	var checked workflow.Future
+	if hardened(ctx, changeLocalCheckpoint) {
+		checked = workflow.ExecuteLocalActivity(checkpointOptions(ctx), a.Complete, check)
+	} else {
+		checked = workflow.ExecuteActivity(llmOptions(ctx, id, time.Minute), a.Complete, check)
+	}
+	err := checked.Get(ctx, &c)
 	if err != nil {
 		// The supervisor is advisory: a failed check must not stop the work.
 		r.log.Warn("agent.supervisor.failed", "run", r.id, "error", err)

@@ -33,6 +33,21 @@ func local(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// checkpointOptions is for the supervisor's checkpoint, a model call run as a local activity
+// (changeLocalCheckpoint). A local activity holds its workflow task open, and its retries run inside
+// the task: a signal such as "cancel that" is taken in when the check returns or at the task's next
+// heartbeat, 8 s in (TestCancelDuringCheckpoint). So the whole check, retries included, is bounded to
+// the minute the activity had, and a check that fails is skipped (the checkpoint is advisory).
+func checkpointOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: time.Minute,
+		StartToCloseTimeout:    time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 3,
+		},
+	})
+}
+
 // llmHeartbeat is the heartbeat timeout of model calls: activities heartbeat every second, the SDK
 // throttles to 80% of this, so a cancelled run reaches an in-flight call in about 4 seconds.
 const llmHeartbeat = 5 * time.Second

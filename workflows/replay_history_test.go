@@ -185,6 +185,17 @@ func TestReplayLaneStatusRecordingExercisesIt(t *testing.T) {
 	}
 }
 
+// TestReplayLocalCheckpointRecordingExercisesIt: the recording of baseline version 4 checks its
+// progress once, as a local activity in a turn's workflow task (changeLocalCheckpoint), with no
+// Complete activity of its own.
+func TestReplayLocalCheckpointRecordingExercisesIt(t *testing.T) {
+	versions, locals, acts := recordedCommands(t, "local-checkpoint-run.json")
+	if versions["baseline-1"] != 4 || len(versions) != 1 || locals["Complete"] != 1 || acts["Complete"] != 0 {
+		t.Errorf("run: version markers %v, local activities %v, activities %v; want baseline-1 at 4 only, one local Complete and no Complete activity",
+			versions, locals, acts)
+	}
+}
+
 // recordedCommands reads a recording's version markers (change ID to version), its local
 // activities and its activities (counts by type).
 func recordedCommands(t *testing.T, file string) (versions, locals, acts map[string]int) {

@@ -306,9 +306,12 @@ func TestSupervisorDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			sup := 0
-			for _, c := range h.completes {
+			for i, c := range h.completes {
 				if c.Prompt == "SUPERVISOR.md" {
 					sup++
+					if !h.completeLocal[i] { // changeLocalCheckpoint
+						t.Errorf("checkpoint %d ran as an activity, want a local activity in the turn's workflow task", sup)
+					}
 				}
 			}
 			if sup == 0 {

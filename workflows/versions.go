@@ -172,13 +172,20 @@ const (
 	// after the event instead of after the run's start, its first task and its opening activity.
 	// Read where the lane starts a run; taken in by baseline version 3.
 	changeLaneStatus = "lane-status"
+	// changeLocalCheckpoint (issue 26), in the agent run: the supervisor's checkpoint (every 3 turns
+	// or 60 seconds) calls the model as a local activity, in the workflow task that ran the turn's
+	// tools, instead of an activity whose completion cost the run a workflow task of its own: about a
+	// third of a turn's orchestration again, every third turn. The checkpoint is advisory and bounded
+	// to a minute (checkpointOptions); the loop waited for it before either way. Read where a run
+	// first reaches a checkpoint; taken in by baseline version 4.
+	changeLocalCheckpoint = "local-checkpoint"
 )
 
 // baselined are the change IDs changeBaseline stands for, each with the baseline version that takes
 // it in: version 1, those of this file when the baseline was added that are read through hardened
 // only; version 2, the changes of the lean turn (changeLeanTurn, changeLeanStart, changeLeanReceipt), which an execution
 // started since records with the same one marker, never one of their own; version 3, the lane's
-// status line (changeLaneStatus). A change ID added later
+// status line (changeLaneStatus); version 4, the local checkpoint (changeLocalCheckpoint). A change ID added later
 // gets its own marker (a history recorded with the baseline but before that change must still replay
 // without it), until a later baseline version takes it in. An execution whose baseline marker says 1
 // (started before version 2) records the lean changes' own markers where it first reads them.
@@ -188,11 +195,12 @@ var baselined = map[string]workflow.Version{
 	changeFetchCap: 1, changeRunMemory: 1, changeStreamAnswer: 1, changeThreadStatus: 1,
 	changeAssistantThreads: 1, changeTimeline: 1,
 	changeLeanTurn: 2, changeLeanStart: 2, changeLeanReceipt: 2,
-	changeLaneStatus: 3,
+	changeLaneStatus:      3,
+	changeLocalCheckpoint: 4,
 }
 
 // baselineVersion is the newest version of changeBaseline: what a new execution records.
-const baselineVersion workflow.Version = 3
+const baselineVersion workflow.Version = 4
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's
 // firing upserts its outcome behind the same change ID.
