@@ -102,7 +102,7 @@ func (h *CachedHistory) RememberTranscript(workflowID, runID, callID string, msg
 	run.mu.Lock()
 	n := 0
 	for _, m := range msgs {
-		n += textBytes(m.Content, m.ReasoningDetails, m.ToolCalls)
+		n += textBytes(m.Content, m.ReasoningDetails, m.ToolCalls) + len(m.wire)
 	}
 	grew := n - run.lastBytes
 	run.lastCall, run.lastTranscript, run.lastBytes = callID, msgs, n

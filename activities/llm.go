@@ -185,12 +185,13 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	if err != nil {
 		return ModelReply{}, err
 	}
-	res.remember(ctx, msgs)
 	model, err := a.model(in.Tier)
 	if err != nil {
 		return ModelReply{}, err
 	}
-	params := openai.ChatCompletionNewParams{Model: model, Messages: toOpenAI(append(sys, msgs...))}
+	// The run's messages are encoded (and so remembered encoded) before the memo keeps them.
+	params := openai.ChatCompletionNewParams{Model: model, Messages: append(wireMessages(sys), wireMessages(msgs)...)}
+	res.remember(ctx, msgs)
 	if len(in.Tools) > 0 && a.Tools != nil {
 		params.Tools = a.toolParams(ctx, in.Team, in.Tools)
 		switch in.ToolChoice {
@@ -587,38 +588,73 @@ func badRequestType(e *openai.Error) string {
 	return ErrModelBadRequest
 }
 
-// toOpenAI converts resolved messages to Chat Completions messages.
-func toOpenAI(msgs []Message) []openai.ChatCompletionMessageParamUnion {
+// wireMessages is msgs as openai-go sends them, each message encoded once: a message keeps its
+// encoding (Message.wire), and a run's next model call starts from this call's messages (the
+// transcript memo), so a turn encodes only the messages it adds. openai-go encodes params by
+// reflection, and encoding the whole transcript again on every call cost about 0.7 ms of CPU a
+// call at 50 turns, and more the longer the run (the profile of BenchmarkTurnOverhead).
+func wireMessages(msgs []Message) []openai.ChatCompletionMessageParamUnion {
 	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs))
-	for _, m := range msgs {
-		switch m.Role {
-		case "system":
-			out = append(out, openai.SystemMessage(m.Content))
-		case "assistant":
-			am := openai.ChatCompletionAssistantMessageParam{}
-			if m.Content != "" {
-				am.Content.OfString = openai.String(m.Content)
+	for i := range msgs {
+		m := &msgs[i]
+		if m.wire == nil {
+			p := openAIMessage(*m)
+			raw, err := json.Marshal(p)
+			if err != nil { // not expected of strings and raw JSON; sent as it is
+				out = append(out, p)
+				continue
 			}
-			for _, c := range m.ToolCalls {
-				fc := &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID: c.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
-				}
-				if len(c.Extra) > 0 {
-					fc.SetExtraFields(map[string]any{"extra_content": c.Extra})
-				}
-				am.ToolCalls = append(am.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: fc})
-			}
-			if len(m.ReasoningDetails) > 0 {
-				am.SetExtraFields(map[string]any{"reasoning_details": m.ReasoningDetails})
-			}
-			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &am})
-		case "tool":
-			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
-		default:
-			out = append(out, openai.UserMessage(m.Content))
+			m.wire = raw
 		}
+		out = append(out, encodedMessage(m.Role, m.wire))
 	}
 	return out
+}
+
+// encodedMessage is a message sent as the JSON it was encoded to, in the variant of its role.
+func encodedMessage(role string, raw json.RawMessage) openai.ChatCompletionMessageParamUnion {
+	switch role {
+	case "system":
+		p := param.Override[openai.ChatCompletionSystemMessageParam](raw)
+		return openai.ChatCompletionMessageParamUnion{OfSystem: &p}
+	case "assistant":
+		p := param.Override[openai.ChatCompletionAssistantMessageParam](raw)
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &p}
+	case "tool":
+		p := param.Override[openai.ChatCompletionToolMessageParam](raw)
+		return openai.ChatCompletionMessageParamUnion{OfTool: &p}
+	}
+	p := param.Override[openai.ChatCompletionUserMessageParam](raw)
+	return openai.ChatCompletionMessageParamUnion{OfUser: &p}
+}
+
+// openAIMessage is one message as openai-go's params.
+func openAIMessage(m Message) openai.ChatCompletionMessageParamUnion {
+	switch m.Role {
+	case "system":
+		return openai.SystemMessage(m.Content)
+	case "assistant":
+		am := openai.ChatCompletionAssistantMessageParam{}
+		if m.Content != "" {
+			am.Content.OfString = openai.String(m.Content)
+		}
+		for _, c := range m.ToolCalls {
+			fc := &openai.ChatCompletionMessageFunctionToolCallParam{
+				ID: c.ID, Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: c.Arguments},
+			}
+			if len(c.Extra) > 0 {
+				fc.SetExtraFields(map[string]any{"extra_content": c.Extra})
+			}
+			am.ToolCalls = append(am.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{OfFunction: fc})
+		}
+		if len(m.ReasoningDetails) > 0 {
+			am.SetExtraFields(map[string]any{"reasoning_details": m.ReasoningDetails})
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &am}
+	case "tool":
+		return openai.ToolMessage(m.Content, m.ToolCallID)
+	}
+	return openai.UserMessage(m.Content)
 }
 
 func (a *Activities) prompt(name string) (string, error) {

@@ -475,7 +475,7 @@ func TestModelCallsWaitForASlot(t *testing.T) {
 	})
 	a := llmActivities(t, srv, fakeHistory{})
 	a.ModelConcurrency = 2
-	params := openai.ChatCompletionNewParams{Model: "m-default", Messages: toOpenAI([]Message{{Role: "user", Content: "hi"}})}
+	params := openai.ChatCompletionNewParams{Model: "m-default", Messages: wireMessages([]Message{{Role: "user", Content: "hi"}})}
 	var wg sync.WaitGroup
 	errs := make(chan error, 5)
 	for i := 0; i < 5; i++ {
@@ -538,6 +538,41 @@ func TestToolParamsEncodeAsOpenAIGoDoes(t *testing.T) {
 		}
 		if len(got) != 3 {
 			t.Fatalf("round %d: %d tools sent, want 3 (the unknown one left out)", round, len(got))
+		}
+	}
+}
+
+// TestWireMessagesEncodeAsOpenAIGoDoes: a message is sent as openai-go encodes it, the first time
+// and every later time from the encoding it keeps, in the variant of its role.
+func TestWireMessagesEncodeAsOpenAIGoDoes(t *testing.T) {
+	msgs := []Message{
+		{Role: "system", Content: "You are Lucy."},
+		{Role: "user", Content: "what time is it?"},
+		{Role: "assistant", Content: "Let me look.", ReasoningDetails: json.RawMessage(`[{"type":"reasoning.text","text":"clock"}]`),
+			ToolCalls: []ToolCall{{ID: "c1", Name: "lucy_current_time", Arguments: `{"timezone":"Europe/Paris"}`, Extra: json.RawMessage(`{"google":{"thought_signature":"x"}}`)}}},
+		{Role: "tool", ToolCallID: "c1", Content: "14:02"},
+	}
+	want := make([]openai.ChatCompletionMessageParamUnion, len(msgs))
+	for i, m := range msgs {
+		want[i] = openAIMessage(m)
+	}
+	wantJSON, _ := json.Marshal(openai.ChatCompletionNewParams{Model: "m", Messages: want})
+	for round := range 2 {
+		got := wireMessages(msgs)
+		gotJSON, err := json.Marshal(openai.ChatCompletionNewParams{Model: "m", Messages: got})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(gotJSON) != string(wantJSON) {
+			t.Fatalf("round %d: sent\n%s\nwant\n%s", round, gotJSON, wantJSON)
+		}
+		for i, m := range msgs {
+			if m.wire == nil {
+				t.Fatalf("round %d: message %d kept no encoding", round, i)
+			}
+		}
+		if got[3].OfTool == nil || got[2].OfAssistant == nil || got[0].OfSystem == nil || got[1].OfUser == nil {
+			t.Errorf("round %d: a message is not in the variant of its role", round)
 		}
 	}
 }

@@ -68,6 +68,9 @@ type Message struct {
 	ToolCalls  []ToolCall
 	// ReasoningDetails of an assistant message go back to the provider as they came (ModelReply).
 	ReasoningDetails json.RawMessage
+	// wire is the message as sent to the provider, once a model call has encoded it
+	// (wireMessages); the next call of the run, which starts from this call's messages, reuses it.
+	wire json.RawMessage
 }
 
 // RecordedActivity is a completed activity as recorded in workflow history.
