@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/cli"
+	"go.temporal.io/server/common/dynamicconfig"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/lucy-agent/lucy/config"
@@ -65,6 +66,7 @@ type composeService struct {
 	StopGracePeriod string                   `yaml:"stop_grace_period"`
 	ReadOnly        bool                     `yaml:"read_only"`
 	Ports           []string                 `yaml:"ports"`
+	Volumes         []string                 `yaml:"volumes"`
 }
 
 func parseCompose(data []byte) (*composeFile, error) {
@@ -209,6 +211,29 @@ func loadCompose(t *testing.T) *composeFile {
 func TestCompose(t *testing.T) {
 	f := loadCompose(t)
 	failAll(t, checkCompose(f))
+}
+
+// TestComposeDynamicConfig: the compose cluster's Temporal server reads Lucy's dynamic
+// configuration (mounted where DYNAMIC_CONFIG_FILE_PATH points), and every setting in it is one the
+// server knows, with a value it accepts (the server itself only warns). e2e/cluster measures with
+// the same file.
+func TestComposeDynamicConfig(t *testing.T) {
+	s := loadCompose(t).Services["temporal"]
+	path, _ := s.Environment["DYNAMIC_CONFIG_FILE_PATH"].(string)
+	if path == "" || !slices.Contains(s.Volumes, "./dynamicconfig.yaml:"+path+":ro") {
+		t.Errorf("temporal: DYNAMIC_CONFIG_FILE_PATH %q, volumes %v; want ./dynamicconfig.yaml mounted read-only where it points", path, s.Volumes)
+	}
+	b, err := os.ReadFile("compose/dynamicconfig.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lr := dynamicconfig.LoadYamlFile(b)
+	if err := errors.Join(append(lr.Errors, lr.Warnings...)...); err != nil {
+		t.Error(err)
+	}
+	if v := lr.Map[dynamicconfig.TransferProcessorMaxPollRPS.Key()]; len(v) != 1 || v[0].Value != 2000 {
+		t.Errorf("history.transferProcessorMaxPollRPS: %v, want 2000", v)
+	}
 }
 
 func TestEnvExample(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +84,13 @@ func startCluster(t testing.TB, model func(worker int, req fakellm.Request) fake
 	for _, p := range ports {
 		portList = append(portList, strconv.Itoa(p))
 	}
-	srv := startProc(t, "temporal-server", nil, nil, serverBin, "-pg", pg.addr, "-ports", strings.Join(portList, ","), "-setup", "-log-level", "error")
+	// The server runs with the dynamic configuration the compose cluster mounts (its queue settings).
+	dynConf, err := filepath.Abs(filepath.Join("..", "..", "deploy", "compose", "dynamicconfig.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := startProc(t, "temporal-server", nil, nil, serverBin, "-pg", pg.addr, "-ports", strings.Join(portList, ","), "-setup", "-log-level", "error",
+		"-dynamic-config", dynConf)
 	srv.waitOutput(t, "serving on", 3*time.Minute)
 	temporalAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 

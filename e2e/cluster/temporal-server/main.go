@@ -11,6 +11,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -50,6 +51,7 @@ func main() {
 	shards := flag.Int("shards", 4, "history shards (fixed for the life of the database)")
 	setup := flag.Bool("setup", false, "create the databases and set up their schemas first (temporal-sql-tool)")
 	level := flag.String("log-level", "warn", "server log level")
+	dynFile := flag.String("dynamic-config", "", "a dynamic configuration file (deploy/compose/dynamicconfig.yaml), on top of the defaults")
 	flag.Parse()
 	logger := log.NewZapLogger(log.BuildZapLogger(log.Config{Level: *level, Format: "console"}))
 
@@ -90,6 +92,16 @@ func main() {
 	sqlConf := func(db string) *config.SQL {
 		return &config.SQL{PluginName: plugin, DatabaseName: db, ConnectAddr: *pg, ConnectProtocol: "tcp", User: *pgUser,
 			MaxConns: 20, MaxIdleConns: 20, MaxConnLifetime: time.Hour}
+	}
+	// Offline: no version check. A namespace registered by `lucy setup` is seen within a second.
+	dynConf := dynamicconfig.StaticClient{
+		dynamicconfig.EnableServerVersionCheck.Key():      false,
+		dynamicconfig.NamespaceCacheRefreshInterval.Key(): time.Second,
+	}
+	if *dynFile != "" {
+		if err := loadDynamicConfig(*dynFile, dynConf); err != nil {
+			fail("-dynamic-config: %v", err)
+		}
 	}
 	frontend := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[primitives.FrontendService]))
 	conf := &config.Config{}
@@ -136,11 +148,7 @@ func main() {
 		temporal.WithLogger(logger),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-		// Offline: no version check. A namespace registered by `lucy setup` is seen within a second.
-		temporal.WithDynamicConfigClient(dynamicconfig.StaticClient{
-			dynamicconfig.EnableServerVersionCheck.Key():      false,
-			dynamicconfig.NamespaceCacheRefreshInterval.Key(): time.Second,
-		}),
+		temporal.WithDynamicConfigClient(dynConf),
 	)
 	if err != nil {
 		fail("server: %v", err)
@@ -155,6 +163,28 @@ func main() {
 	if err := srv.Stop(); err != nil {
 		fail("stop: %v", err)
 	}
+}
+
+// loadDynamicConfig adds the settings of a dynamic configuration file, as the server's file-based
+// client reads them, to into. It is strict where the server only warns: a key the server does not
+// know or a value it would refuse is a mistake in the file, and so are constraints, which this
+// server does not need.
+func loadDynamicConfig(path string, into dynamicconfig.StaticClient) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lr := dynamicconfig.LoadYamlFile(b)
+	if err := errors.Join(append(lr.Errors, lr.Warnings...)...); err != nil {
+		return err
+	}
+	for k, cvs := range lr.Map {
+		if len(cvs) != 1 || cvs[0].Constraints != (dynamicconfig.Constraints{}) {
+			return fmt.Errorf("%s: one value without constraints expected", k)
+		}
+		into[k] = cvs[0].Value
+	}
+	return nil
 }
 
 func fail(format string, args ...any) {
