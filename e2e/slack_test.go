@@ -91,17 +91,7 @@ func TestCancelDuringModelCall(t *testing.T) {
 	s.event("app_mention", "EvR", "<@ULUCY> research our competitors in depth", ts, "", human)
 	s.waitFor("the model call", 30*time.Second, func() bool { return len(s.llm.Requests()) > 0 })
 
-	cts := s.say("<@ULUCY> cancel that", ts)
-	start := time.Now()
-	s.event("message", "EvCancel", "<@ULUCY> cancel that", cts, ts, human)
-	select {
-	case <-cancelled:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the in-flight model call never learned of the cancel")
-	}
-	latency := time.Since(start)
-	s.waitFor("the stop mark", 30*time.Second, func() bool { return s.answered(ts, "Stopped") })
-	fmt.Printf("cancel latency (model call in flight): %s to the HTTP call, %s to the thread\n", latency.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	cts := s.cancelInFlight(t, ts, "EvCancel", "model call", cancelled, 30*time.Second)
 	if !s.hasReaction(ts, cts, "octagonal_sign") {
 		t.Error("the cancel message has no reaction")
 	}
@@ -142,17 +132,26 @@ func TestCancelDuringCheckpoint(t *testing.T) {
 		}
 		return false
 	})
+	s.cancelInFlight(t, ts, "EvCkStop", "checkpoint", cancelled, 20*time.Second)
+}
+
+// cancelInFlight says "cancel that" in the thread while a model call (what) is held, and waits until
+// the call learns of it (cancelled closes, within limit) and the thread shows the stop; it prints
+// both latencies and returns the cancel message's ts.
+func (s *stack) cancelInFlight(t *testing.T, ts, eventID, what string, cancelled <-chan struct{}, limit time.Duration) string {
+	t.Helper()
 	cts := s.say("<@ULUCY> cancel that", ts)
 	start := time.Now()
-	s.event("message", "EvCkStop", "<@ULUCY> cancel that", cts, ts, human)
+	s.event("message", eventID, "<@ULUCY> cancel that", cts, ts, human)
 	select {
 	case <-cancelled:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the checkpoint's model call never learned of the cancel")
+	case <-time.After(limit):
+		t.Fatalf("the in-flight %s never learned of the cancel", what)
 	}
 	latency := time.Since(start)
 	s.waitFor("the stop mark", 30*time.Second, func() bool { return s.answered(ts, "Stopped") })
-	fmt.Printf("cancel latency (checkpoint in flight): %s to the HTTP call, %s to the thread\n", latency.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	fmt.Printf("cancel latency (%s in flight): %s to the HTTP call, %s to the thread\n", what, latency.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	return cts
 }
 
 // A long tool call learns of "cancel that" through its heartbeats too.
