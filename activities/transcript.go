@@ -70,6 +70,7 @@ type Message struct {
 	ReasoningDetails json.RawMessage
 	// wire is the message as sent to the provider, once a model call has encoded it
 	// (wireMessages); the next call of the run, which starts from this call's messages, reuses it.
+	// Code that changes a copy of a message clears it.
 	wire json.RawMessage
 }
 
@@ -385,6 +386,7 @@ func capMessages(msgs []Message, maxChars int) []Message {
 	for i, m := range msgs {
 		if r := []rune(m.Content); len(r) > share {
 			m.Content = string(r[:share]) + fmt.Sprintf(" […%d characters cut]", len(r)-share)
+			m.wire = nil // the encoding was of the whole message
 		}
 		out[i] = m
 	}
