@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -204,6 +205,13 @@ func TestLifecycle(t *testing.T) {
 		}
 		// What the Web UI's workflow list does: a visibility query.
 		pollListed(t, c, ns, wfID)
+		// A query on a column whose index lucy dev drops (pruneVisibilityIndexes) still answers.
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: ns, Query: "TaskQueue = 'devserver-test' AND HistoryLength > 0",
+		})
+		if err != nil || len(resp.GetExecutions()) != 1 || resp.GetExecutions()[0].GetExecution().GetWorkflowId() != wfID {
+			t.Fatalf("list by task queue and history length = %v, %v", resp.GetExecutions(), err)
+		}
 	})
 
 	t.Run("busy data directory", func(t *testing.T) {
@@ -501,4 +509,55 @@ func TestServerLogger(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Failed to start gRPC listener (address=127.0.0.1:1)") {
 		t.Errorf("recoverFatal = %v", err)
 	}
+}
+
+// TestVisibilityIndexesPruned: the workflow list keeps only the indexes lucy dev's queries and the Web
+// UI use, on a new data directory and on one that an earlier lucy created with them all.
+func TestVisibilityIndexesPruned(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := prepareDatabases(dir, "default"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, visibilityFile)
+	want := slices.Sorted(slices.Values(keptVisibilityIndexes))
+	if got := visibilityIndexes(t, path); !slices.Equal(got, want) {
+		t.Fatalf("indexes = %v\nwant %v", got, want)
+	}
+	// An earlier lucy's file: the schema's indexes all there again.
+	if err := execSQLite(path, "CREATE INDEX by_history_length ON executions_visibility (namespace_id, history_length, (COALESCE(close_time, '9999-12-31 23:59:59+00:00')) DESC, start_time DESC, run_id)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prepareDatabases(dir, "default"); err != nil {
+		t.Fatal(err)
+	}
+	if got := visibilityIndexes(t, path); !slices.Equal(got, want) {
+		t.Fatalf("after a restart, indexes = %v\nwant %v", got, want)
+	}
+}
+
+// visibilityIndexes lists the named indexes of the workflow list in the SQLite file at path, sorted.
+func visibilityIndexes(t *testing.T, path string) []string {
+	t.Helper()
+	db, err := stdsql.Open(sqliteDriver, "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	rows, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility' AND sql IS NOT NULL ORDER BY name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rows.Close() }()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
 }

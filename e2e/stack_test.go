@@ -215,6 +215,7 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 func (s *stack) startDevServer(clientOpts client.Options) (frontend string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	devserver.TuneGC() // as lucy dev does
 	srv, err := devserver.Start(ctx, devserver.Options{DataDir: s.tb.TempDir(), Logger: zerolog.Nop()})
 	if err != nil {
 		s.tb.Fatal(err)

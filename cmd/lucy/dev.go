@@ -68,6 +68,11 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 
 	var srv *devserver.Server
 	if cfg.Embedded() {
+		// The embedded server makes this process collect garbage for three: a higher GC target
+		// (devserver.GCPercent), unless GOGC says otherwise.
+		if gc := devserver.TuneGC(); gc > 0 {
+			log.Debug().Int("gogc", gc).Msg("garbage collector target set for the embedded server (set GOGC to choose another)")
+		}
 		srv, err = devserver.Start(ctx, devserver.Options{
 			DataDir: cfg.DataDir, Namespace: cfg.TemporalNamespace, FrontendPort: cfg.TemporalPort, UIPort: cfg.UIPort, Logger: log,
 			CodecEndpoint: codecURL,
