@@ -502,6 +502,17 @@ func TestServerLogger(t *testing.T) {
 		}
 	}
 
+	// Two loggers derived from one keep their own tags (With never appends in place).
+	b.Reset()
+	// Three Withs leave spare room in the tags' array, which a fourth must not share.
+	base := log.With(log.With(l.With(tag.NewStringTag("svc", "matching")), tag.NewStringTag("a", "1")), tag.NewStringTag("b", "2"))
+	first := log.With(base, tag.NewStringTag("queue", "first"))
+	_ = log.With(base, tag.NewStringTag("queue", "second"))
+	first.Warn("derived")
+	if out := b.String(); strings.Contains(out, "second") || !strings.Contains(out, `"svc":"matching"`) || !strings.Contains(out, `"queue":"first"`) {
+		t.Errorf("derived logger's line: %s", out)
+	}
+
 	err := recoverFatal(func() error {
 		l.Fatal("Failed to start gRPC listener", tag.NewStringTag("address", "127.0.0.1:1"))
 		return nil
@@ -560,4 +571,10 @@ func visibilityIndexes(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return names
+}
+
+func (b *logBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -23,8 +25,9 @@ const TeamDir = "skills"
 // skills/<name>.json, each the SHA-256 of the SKILL.md a person approved.
 const approvalDir = "skills"
 
-// Catalog reads the skills of every source. It keeps nothing between calls: every worker reads the
-// same stores, so a skill saved on one worker is in force on all of them at the next prompt.
+// Catalog reads the skills of every source. It keeps nothing between calls but the platform's
+// skills, which are compiled in: every worker reads the same stores, so a skill saved on one worker
+// is in force on all of them at the next prompt.
 type Catalog struct {
 	platform fs.FS // the folders of the platform skills (prompts/skills); nil: none
 	operator fs.FS // LUCY_DATA_DIR/skills; nil: none
@@ -34,6 +37,14 @@ type Catalog struct {
 	state     workspace.Store
 	log       zerolog.Logger
 	now       func() time.Time
+
+	// The platform's skills, read and parsed at the first call (every prompt and every routing
+	// lists the skills: parsing the same compiled-in files each time was a tenth of what a
+	// conversation's activities allocated). List hands out copies.
+	platformOnce     sync.Once
+	platformSkills   []Skill
+	platformProblems []Problem
+	platformErr      error
 }
 
 // Deps are where a Catalog reads.
@@ -123,7 +134,13 @@ func (c *Catalog) Get(ctx context.Context, team, name string) (Skill, error) {
 func (c *Catalog) read(ctx context.Context, src Source, team string) ([]Skill, []Problem, error) {
 	switch src {
 	case Platform:
-		return readFS(c.platform, src)
+		c.platformOnce.Do(func() { c.platformSkills, c.platformProblems, c.platformErr = readFS(c.platform, src) })
+		out := make([]Skill, len(c.platformSkills))
+		for i, s := range c.platformSkills {
+			s.Files = slices.Clone(s.Files)
+			out[i] = s
+		}
+		return out, slices.Clone(c.platformProblems), c.platformErr
 	case Operator:
 		return readFS(c.operator, src)
 	case Team:

@@ -408,3 +408,24 @@ func writeWS(t *testing.T, ws workspace.Store, rel, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestPlatformSkillsReadOnce: the platform's skills are read at the first call only, and what a
+// caller does with the list it got does not reach the next caller's.
+func TestPlatformSkillsReadOnce(t *testing.T) {
+	platform := fstest.MapFS{
+		"weekly-report/SKILL.md":          {Data: []byte(skillMD("weekly-report", "Built in.", "built-in body"))},
+		"weekly-report/templates/week.md": {Data: []byte("# Week")},
+	}
+	c, _, _ := newCatalog(t, platform, nil)
+	first, _ := c.List(context.Background(), "")
+	if len(first) != 1 || len(first[0].Files) != 1 {
+		t.Fatalf("first list = %+v", first)
+	}
+	first[0].Files[0] = "changed by a caller"
+	first[0].Body = "changed by a caller"
+	delete(platform, "weekly-report/SKILL.md") // compiled in: never seen again
+	second, _ := c.List(context.Background(), "")
+	if len(second) != 1 || second[0].Files[0] != "templates/week.md" || second[0].Body != "built-in body" {
+		t.Fatalf("second list = %+v", second)
+	}
+}
