@@ -255,28 +255,29 @@ func (s *stack) outboxEmpty(limit time.Duration) time.Duration {
 }
 
 // answeredOnce waits until every thread has Lucy's answer and returns how many threads got none
-// (lost) and how many got more than one (duplicated).
+// (lost), how many got more than one (duplicated), and when the last answer reached Slack (the
+// deadline, if some never did).
 func (s *stack) answeredOnce(threads []string, timeout time.Duration) (lost, duplicated int, last time.Time) {
-	deadline := time.Now().Add(timeout)
-	pending := map[string]bool{}
-	for _, ts := range threads {
-		pending[ts] = true
-	}
-	for len(pending) > 0 && time.Now().Before(deadline) {
-		for ts := range pending {
-			if s.answered(ts, "Answer to question") {
-				delete(pending, ts)
-			}
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		at, missing := s.answers.times(threads)
+		if missing == 0 {
+			last = slices.MaxFunc(at, time.Time.Compare)
+			break
 		}
-		if len(pending) > 0 {
-			time.Sleep(50 * time.Millisecond)
+		select {
+		case <-s.answers.changed:
+			continue
+		case <-deadline.C:
+			last = time.Now()
 		}
+		break
 	}
-	last = time.Now()
 	for _, ts := range threads {
 		n := 0
 		for _, m := range s.botMessages(ts) {
-			n += strings.Count(m.Text, "Answer to question")
+			n += strings.Count(m.Text, benchAnswer)
 		}
 		if n == 0 {
 			lost++
@@ -289,7 +290,7 @@ func (s *stack) answeredOnce(threads []string, timeout time.Duration) (lost, dup
 }
 
 func instantAnswer(n int, req fakellm.Request) fakellm.Reply {
-	return fakellm.Reply{Content: "Answer to question."}
+	return fakellm.Reply{Content: benchAnswer + "."}
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -424,9 +425,9 @@ func BenchmarkIdleLanesAndActiveRuns(b *testing.B) {
 		var holding atomic.Bool
 		s := newBenchStack(b, func(n int, req fakellm.Request) fakellm.Reply {
 			if holding.Load() {
-				return fakellm.Reply{Content: "Answer to question.", Hold: release}
+				return fakellm.Reply{Content: benchAnswer + ".", Hold: release}
 			}
-			return fakellm.Reply{Content: "Answer to question."}
+			return fakellm.Reply{Content: benchAnswer + "."}
 		})
 		start := heapMB()
 		// A warm-up of 100 conversations first: what the first ones cost once (the server's and the

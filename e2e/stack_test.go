@@ -68,6 +68,58 @@ type stack struct {
 	outbox *gateway.Outbox
 	// handoffs times each message's hand-off in the gateway (with the outbox, its insert).
 	handoffs *timedHandoff
+	// answers notes when each thread's answer reached the local Slack (answeredOnce).
+	answers *answerLog
+}
+
+// answerLog notes, from the local Slack's OnMessage and OnEdit, when Lucy's message in each thread
+// first held a delivered answer with benchAnswer in it: the benchmarks time an answer by it, to the
+// request, where polling the threads measured up to its interval late and took the CPU of the
+// process it measures.
+type answerLog struct {
+	mu      sync.Mutex
+	at      map[string]time.Time // thread ts -> when its answer arrived
+	changed chan struct{}        // a token after each new answer
+}
+
+// benchAnswer is the text of the benchmarks' answers (instantAnswer's, and those that stream).
+const benchAnswer = "Answer to question"
+
+func newAnswerLog() *answerLog {
+	return &answerLog{at: map[string]time.Time{}, changed: make(chan struct{}, 1)}
+}
+
+// note is the hook: a bot's message with a delivered answer (not one still streaming, nor a stopped
+// stream not yet rewritten into the answer: as answered decides).
+func (l *answerLog) note(m localslack.Message) {
+	if (m.BotID == "" && m.User != "ULUCY") || m.Streaming || (m.Metadata != nil && m.Metadata.EventPayload["key"] == "stream") ||
+		!strings.Contains(m.Text, benchAnswer) {
+		return
+	}
+	now := time.Now()
+	l.mu.Lock()
+	if _, seen := l.at[m.Root()]; !seen {
+		l.at[m.Root()] = now
+	}
+	l.mu.Unlock()
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+}
+
+// times returns when each of threads got its answer, and how many have none yet.
+func (l *answerLog) times(threads []string) (at []time.Time, missing int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ts := range threads {
+		if t, ok := l.at[ts]; ok {
+			at = append(at, t)
+		} else {
+			missing++
+		}
+	}
+	return at, missing
 }
 
 // timedHandoff records how long each message's hand-off took, in the order they finished: what
@@ -140,7 +192,14 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 	if testing.Short() {
 		tb.Skip("end-to-end test")
 	}
-	s := &stack{tb: tb, dc: dc}
+	s := &stack{tb: tb, dc: dc, answers: newAnswerLog()}
+	onMessage, onEdit := s.answers.note, s.answers.note
+	if f := o.onSlackMessage; f != nil {
+		onMessage = func(m localslack.Message) { s.answers.note(m); f(m) }
+	}
+	if f := o.onSlackEdit; f != nil {
+		onEdit = func(m localslack.Message) { s.answers.note(m); f(m) }
+	}
 	s.slack, s.slackURL = localslack.NewTestServer(tb, localslack.Options{
 		Token: "xoxb-test", Team: team, UserTokens: map[string]string{"xoxp-human": human, "xoxp-other": "UOTHER"},
 		Users: []localslack.User{{ID: human, Name: "ada", RealName: "Ada Lovelace", TZ: "Europe/London"}, {ID: "UOTHER", Name: "bob"},
@@ -150,7 +209,7 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 			// Bob's: a private channel Ada is not in, and his DM with Lucy (the access rule).
 			{ID: "CBOB", Name: "bob-private", IsPrivate: true, Members: []string{"UOTHER", "ULUCY"}},
 			{ID: "DBOB", IsIM: true, User: "UOTHER"}},
-		OnMessage: o.onSlackMessage, OnEdit: o.onSlackEdit,
+		OnMessage: onMessage, OnEdit: onEdit,
 	})
 	s.llm = fakellm.New(tb, llm)
 	log := logging.New(io.Discard, "error", "json")
