@@ -101,8 +101,8 @@ func checkCompose(f *composeFile) []error {
 	if s, ok := f.Services["temporal"]; ok && !strings.HasPrefix(s.Image, "temporalio/") {
 		errs = append(errs, fmt.Errorf("compose: temporal runs %q, not a temporalio image", s.Image))
 	}
-	if s, ok := f.Services["temporal"]; ok && s.Environment["DB"] != "postgres12" {
-		errs = append(errs, fmt.Errorf("compose: temporal is not on PostgreSQL (DB=%v)", s.Environment["DB"]))
+	if s, ok := f.Services["temporal"]; ok && s.Environment["DB"] != "postgres12_pgx" {
+		errs = append(errs, fmt.Errorf("compose: temporal is not on PostgreSQL with the pgx driver (DB=%v)", s.Environment["DB"]))
 	}
 	// The schema job runs before the server.
 	if s, ok := f.Services["temporal"]; ok {

@@ -1,5 +1,5 @@
 // Package cluster tests Lucy in its production shape on one machine: PostgreSQL, a Temporal server
-// on it in a process of its own (temporal-server, the server's postgres12 persistence and SQL
+// on it in a process of its own (temporal-server, the server's postgres12_pgx persistence and SQL
 // visibility), `lucy setup`, two `lucy worker` processes and one `lucy gateway` process, with a
 // local Slack (localslack) and a fake model (internal/fakellm) on loopback. The deploy README's
 // steps in that order: database, server, setup, workers, gateway.
