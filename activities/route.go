@@ -105,7 +105,7 @@ func (a *Activities) offered(ctx context.Context, team string) []tools.Spec {
 	}
 	var out []tools.Spec
 	for _, n := range tools.DefaultSet() {
-		s, _ := tools.Lookup(n)
+		s, _ := tools.Flags(n)
 		out = append(out, s)
 	}
 	return out

@@ -85,7 +85,8 @@ func (r *Runner) Unbound() []string {
 	return out
 }
 
-// Available returns the names of the tools offered to the main agent of a run in team: the compiled-in
+// Available returns the tools offered to the main agent of a run in team, by name and flags (a
+// compiled-in tool's Spec comes without its Parameters: see Flags; Schemas has them): the compiled-in
 // default set and, after them, what the run-time sources offer, sorted. A source's tool that has the
 // name of a compiled-in one is left out (and logged): a name means one tool in a run. A source that
 // fails is logged and left out, so that one unreachable server does not stop every conversation.
@@ -95,7 +96,7 @@ func (r *Runner) Available(ctx context.Context, team string) []Spec {
 		if _, no := r.withheld[name]; no {
 			continue
 		}
-		s, _ := Lookup(name)
+		s, _ := Flags(name)
 		out = append(out, s)
 	}
 	extra := r.sourceTools(ctx, team)

@@ -211,6 +211,19 @@ func Lookup(name string) (Spec, bool) {
 	return t.def.full(), true
 }
 
+// Flags returns the Spec of a compiled-in tool without its Parameters: for code that decides by a
+// tool's name and flags (the router's list of what a run is offered), which need not build the
+// schema that Lookup builds afresh for each call.
+func Flags(name string) (Spec, bool) {
+	t, ok := find(name)
+	if !ok {
+		return Spec{}, false
+	}
+	s := t.def.Spec
+	s.Parameters = nil
+	return s, true
+}
+
 // Names returns the sorted names of every compiled-in tool.
 func Names() []string {
 	names := make([]string, 0, len(compiled))
