@@ -73,6 +73,8 @@ type Server struct {
 	logger   zerolog.Logger
 	srvLog   serverLogger
 
+	checkpoints *checkpointer // the SQLite files' checkpoints, off the server's connections
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -171,6 +173,10 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.checkpoints, err = startCheckpointer([]string{stores.persistence.DatabaseName, stores.visibility.DatabaseName}, o.Logger); err != nil {
+		return nil, fmt.Errorf("cannot open the Temporal database to checkpoint it: %w", err)
+	}
+	undo = append(undo, s.checkpoints.close)
 
 	ports := map[primitives.ServiceName]int{primitives.FrontendService: frontendPort}
 	for svc, l := range internal {
@@ -278,6 +284,7 @@ func (s *Server) Stop() error {
 		if err := recoverFatal(s.temporal.Stop); err != nil {
 			s.stopErr = fmt.Errorf("stopping the embedded Temporal server: %w", err)
 		}
+		s.checkpoints.close()
 		s.unlock()
 	})
 	return s.stopErr

@@ -55,9 +55,11 @@ type databases struct{ persistence, visibility *config.SQL }
 // sqliteConf is the server's configuration of one SQLite file (see above).
 func sqliteConf(path string) *config.SQL {
 	return &config.SQL{
-		PluginName:        sqliteplugin.PluginName,
-		DatabaseName:      path,
-		ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"},
+		PluginName:   sqliteplugin.PluginName,
+		DatabaseName: path,
+		ConnectAttributes: map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal",
+			// Checkpoints are the checkpointer's (checkpoint.go); this is only its fallback.
+			"wal_autocheckpoint": walFallbackPages},
 	}
 }
 
