@@ -20,9 +20,11 @@
 //     No metrics, pprof or frontend-HTTP listeners are opened.
 //   - SQLite in DataDir: temporal.db for persistence, visibility.db for
 //     visibility (the Web UI's workflow list and search attributes), both in
-//     WAL mode; why two files and why WAL is told in sqlite.go. The schema is
-//     created on first start and reused afterwards, so workflows, schedules and
-//     histories survive a restart; a data directory from before visibility.db
+//     WAL mode; why two files and why WAL is told in sqlite.go, which also
+//     drops the workflow list's indexes that neither Lucy nor the Web UI
+//     filter on; checkpoint.go copies the logs back from a connection of its
+//     own. The schema is created on first start and reused afterwards, so
+//     workflows, schedules and histories survive a restart; a data directory from before visibility.db
 //     has its workflow list moved there. The schema version is recorded in each
 //     file and checked at start (the server does not check it for SQLite), so a
 //     database from an incompatible go.temporal.io/server is refused with a
