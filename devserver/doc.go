@@ -24,8 +24,8 @@
 //     drops the workflow list's indexes that neither Lucy nor the Web UI
 //     filter on; checkpoint.go copies the logs back from a connection of its
 //     own. The schema is created on first start and reused afterwards, so
-//     workflows, schedules and histories survive a restart; a data directory from before visibility.db
-//     has its workflow list moved there. The schema version is recorded in each
+//     workflows, schedules and histories survive a restart; a data directory
+//     from before visibility.db has its workflow list moved there. The schema version is recorded in each
 //     file and checked at start (the server does not check it for SQLite), so a
 //     database from an incompatible go.temporal.io/server is refused with a
 //     clear error. DataDir/temporal.db.lock prevents two servers from sharing
