@@ -146,30 +146,40 @@ func pruneVisibilityIndexes(path string) error {
 		return fmt.Errorf("cannot open %s: %w", path, err)
 	}
 	defer func() { _ = db.Close() }()
-	rows, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility' AND sql IS NOT NULL")
+	names, err := queryStrings(db, visibilityIndexesQuery)
 	if err != nil {
 		return fmt.Errorf("cannot read the workflow list's indexes in %s: %w", path, err)
 	}
-	var drop []string
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			_ = rows.Close()
-			return err
+	for _, name := range names {
+		if slices.Contains(keptVisibilityIndexes, name) {
+			continue
 		}
-		if !slices.Contains(keptVisibilityIndexes, name) {
-			drop = append(drop, name)
-		}
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return fmt.Errorf("cannot read the workflow list's indexes in %s: %w", path, err)
-	}
-	for _, name := range drop {
 		if _, err := db.Exec(`DROP INDEX IF EXISTS "` + name + `"`); err != nil {
 			return fmt.Errorf("cannot drop the index %s of the workflow list in %s: %w", name, path, err)
 		}
 	}
 	return nil
+}
+
+// visibilityIndexesQuery lists the named indexes of the workflow list (not the primary key's), sorted.
+const visibilityIndexesQuery = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'executions_visibility' AND sql IS NOT NULL ORDER BY name"
+
+// queryStrings runs query on db and returns its one text column, row by row.
+func queryStrings(db *stdsql.DB, query string) ([]string, error) {
+	rows, err := db.Query(query)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			_ = rows.Close()
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, errors.Join(rows.Err(), rows.Close())
 }
 
 // createOrCheck creates the SQLite schema in conf's file if the file is missing (into a temporary
@@ -224,21 +234,12 @@ func copyVisibility(src, dst string) error {
 	defer func() { _ = db.Close() }()
 	db.SetMaxOpenConns(1) // ATTACH holds for one connection only
 	// Generated columns (hidden 2 and 3) are computed from search_attributes and cannot be inserted.
-	rows, err := db.Query("SELECT name FROM pragma_table_xinfo('executions_visibility') WHERE hidden = 0")
+	cols, err := queryStrings(db, "SELECT name FROM pragma_table_xinfo('executions_visibility') WHERE hidden = 0")
 	if err != nil {
 		return fmt.Errorf("cannot read the workflow list's columns in %s: %w", dst, err)
 	}
-	var cols []string
-	for rows.Next() {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			_ = rows.Close()
-			return err
-		}
-		cols = append(cols, `"`+c+`"`)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-		return err
+	for i, c := range cols {
+		cols[i] = `"` + c + `"`
 	}
 	list := strings.Join(cols, ", ")
 	if _, err := db.Exec("ATTACH DATABASE ? AS old", src); err != nil {
