@@ -263,7 +263,10 @@ func (s *stack) answeredOnce(threads []string, timeout time.Duration) (lost, dup
 	for {
 		at, missing := s.answers.times(threads)
 		if missing == 0 {
-			last = slices.MaxFunc(at, time.Time.Compare)
+			last = time.Now() // no threads at all
+			if len(at) > 0 {
+				last = slices.MaxFunc(at, time.Time.Compare)
+			}
 			break
 		}
 		select {
