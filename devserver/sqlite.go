@@ -31,7 +31,8 @@ import (
 // row, written for every start, search-attribute upsert and close; see pruneVisibilityIndexes).
 // Visibility is written in the background, after the fact: on its own file it no longer holds up the
 // gateway's hand-offs and the workers' tasks. Measured with BenchmarkConversationsPerSecond on 2
-// cores (8 workflow task pollers, one run each): 18 conversations a second answered end to end with one file, 24 with two.
+// cores (8 workflow task pollers, one run each): 18 conversations a second answered end to end with
+// one file, 24 with two.
 //
 // Both files are in WAL mode with synchronous=NORMAL: a commit appends to the write-ahead log without
 // waiting for the disk to flush. The files stay consistent whatever happens; a crash of lucy loses
