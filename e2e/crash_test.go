@@ -107,12 +107,22 @@ func TestWorkerKilledAtRandomPoints(t *testing.T) {
 	go func() {
 		n := 0
 		defer func() { killed <- n }()
+		// The first kill lands while the first model calls are in flight: the twenty runs take about
+		// a second in all (three calls of 150 ms each, at once), so a first delay drawn from the
+		// later ones' range could come after the last answer.
+		for deadline := time.Now().Add(time.Minute); len(s.llm.Requests()) == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				return
+			}
+		}
+		delay := time.Duration(rand.IntN(300)) * time.Millisecond
 		for range kills {
 			select {
 			case <-done:
 				return
-			case <-time.After(time.Duration(300+rand.IntN(1700)) * time.Millisecond):
+			case <-time.After(delay):
 			}
+			delay = time.Duration(300+rand.IntN(1700)) * time.Millisecond
 			mu.Lock()
 			proc.kill()
 			proc = s.startWorkerProcess(t)

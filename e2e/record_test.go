@@ -208,6 +208,10 @@ var scenarios = []struct {
 		}
 		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call(fmt.Sprint("c", turn), "lucy_current_time", `{"timezone":"Europe/Paris"}`)}}
 	}, nil},
+	// local-open-finish: the lean-turn scenario as a run since baseline version 5 runs it
+	// (local-open, local-finish): the placeholder and the thread, the timeline's stop, the delivery
+	// and the memory step are local activities; the run's only activities are its plan and model calls.
+	{"local-open-finish", releaseTrainRequest, releaseTrain("Let me look at both clocks first, then at the files we keep."), threeCompleteSteps},
 	// cancel-rights: someone who did not ask says "cancel that"; the lane refuses (change ID
 	// cancel-rights: an admin check, a refusal to them alone) and the run answers.
 	{"cancel-rights", "<@ULUCY> summarize the incident report", func(n int, req fakellm.Request) fakellm.Reply {

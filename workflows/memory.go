@@ -43,9 +43,16 @@ func (r *run) noteFromRun(ctx workflow.Context, status string) {
 	}
 	m := r.in.Message
 	var res activities.NoteFromRunResult
-	err := workflow.ExecuteActivity(memoryOptions(ctx), a.NoteFromRun, activities.NoteFromRunInput{
+	in := activities.NoteFromRunInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Requester: r.in.Requester, Said: said,
-	}).Get(ctx, &res)
+	}
+	var noted workflow.Future
+	if r.localFinish { // in the workflow task that delivered (changeLocalFinish)
+		noted = workflow.ExecuteLocalActivity(localMemoryOptions(ctx), a.NoteFromRun, in)
+	} else {
+		noted = workflow.ExecuteActivity(memoryOptions(ctx), a.NoteFromRun, in)
+	}
+	err := noted.Get(ctx, &res)
 	if err != nil {
 		r.log.Warn("agent.memory.failed", "run", r.id, "error", err)
 		return

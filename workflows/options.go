@@ -77,6 +77,20 @@ func slackOptions(ctx workflow.Context, id string) workflow.Context {
 	})
 }
 
+// localSlackOptions is slackOptions for a Slack write run as a local activity (changeLocalOpen,
+// changeLocalFinish): the same bound per attempt and the same retries. A retry whose backoff is longer
+// than the workflow task's timeout waits on a timer (a workflow task of its own), and a local activity
+// still running when the task's timeout nears makes the SDK heartbeat the task, so a slow or
+// rate-limited Slack costs tasks, never the run.
+func localSlackOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 6,
+		},
+	})
+}
+
 // toolOptions: idempotent tools retry 0.5 s → 2 s → 8 s, three attempts; side-effecting
 // tools are attempted once and their error goes to the model. waitCancel makes a cancellation wait
 // until the activity has stopped (it heartbeats, so it learns of it within seconds).
@@ -126,6 +140,18 @@ func memoryOptions(ctx workflow.Context) workflow.Context {
 		ActivityID:          "memory",
 		StartToCloseTimeout: time.Minute,
 		HeartbeatTimeout:    llmHeartbeat,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 2,
+		},
+	})
+}
+
+// localMemoryOptions is memoryOptions for the memory step run as a local activity
+// (changeLocalFinish): the same minute an attempt and two attempts. A local activity cannot
+// heartbeat and needs none here: it is one model call after the answer, bounded by that minute.
+func localMemoryOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 2,
 		},

@@ -196,6 +196,26 @@ func TestReplayLocalCheckpointRecordingExercisesIt(t *testing.T) {
 	}
 }
 
+// TestReplayLocalOpenFinishRecordingExercisesIt: the recording of baseline version 5 opens the run
+// and finishes it with local activities (changeLocalOpen, changeLocalFinish): the placeholder and the
+// thread, the timeline's stop, the delivery and the memory step; its only activities are the model
+// calls and the plan.
+func TestReplayLocalOpenFinishRecordingExercisesIt(t *testing.T) {
+	versions, locals, acts := recordedCommands(t, "local-open-finish-run.json")
+	if versions["baseline-1"] != 5 || len(versions) != 1 {
+		t.Errorf("version markers %v, want baseline-1 at 5 only", versions)
+	}
+	for _, name := range []string{"OpenRun", "StreamSteps", "DeliverAnswer", "NoteFromRun"} {
+		if locals[name] != 1 || acts[name] != 0 {
+			t.Errorf("%s: %d local activities and %d activities, want one local activity", name, locals[name], acts[name])
+		}
+	}
+	// The request asks three things: the planner's call (Complete) is an activity as before.
+	if acts["CallModel"] != 3 || acts["Complete"] != 1 || len(acts) != 2 {
+		t.Errorf("activities %v, want the plan and the three model calls only", acts)
+	}
+}
+
 // recordedCommands reads a recording's version markers (change ID to version), its local
 // activities and its activities (counts by type).
 func recordedCommands(t *testing.T, file string) (versions, locals, acts map[string]int) {

@@ -143,6 +143,9 @@ type run struct {
 	localCalls map[string]bool
 	// lean: 0 not decided yet, 1 the run's turns are lean (changeLeanTurn), -1 they are not.
 	lean int
+	// localFinish: the timeline's stop, the delivery and the memory step are local activities
+	// (changeLocalFinish), decided at the run's first delivery (finishDecided).
+	localFinish, finishDecided bool
 
 	// The loop (loop.go): its turn, the model's last reply, what it must do next, the journal
 	// and the plan it keeps, the supervisor's last check, the gates' retries (gates.go).
@@ -325,17 +328,25 @@ func (r *run) prepare(ctx workflow.Context) error {
 	// as two, the one done first woke the workflow for nothing.
 	leanStart := fast && hardened(ctx, changeLeanStart)
 	threadRef := "thread"
+	// threadInline: the thread came from a local activity (changeLocalOpen), whose result has no
+	// activity ID to refer to: the first model call carries its messages inline, once.
+	threadInline := false
 	if leanStart && !r.in.Scheduled {
 		var open activities.OpenRunResult
-		err := workflow.ExecuteActivity(slackOptions(ctx, "open"), a.OpenRun, activities.OpenRunInput{
-			Placeholder: placeholderIn, Thread: threadIn,
-		}).Get(ctx, &open)
-		if err != nil {
+		openIn := activities.OpenRunInput{Placeholder: placeholderIn, Thread: threadIn}
+		localOpen := hardened(ctx, changeLocalOpen)
+		var opened workflow.Future
+		if localOpen {
+			opened = workflow.ExecuteLocalActivity(localSlackOptions(ctx), a.OpenRun, openIn)
+		} else {
+			opened = workflow.ExecuteActivity(slackOptions(ctx, "open"), a.OpenRun, openIn)
+		}
+		if err := opened.Get(ctx, &open); err != nil {
 			return fmt.Errorf("post placeholder and load thread: %w", err)
 		}
 		r.placeholder, r.answered = open.Placeholder.TS, open.Placeholder.Answered
 		if open.ThreadError == "" {
-			th, threadRef = open.Thread, "open"
+			th, threadRef, threadInline = open.Thread, "open", localOpen
 		} else { // read again, alone, with LoadThread's retries; its failure is reported in the placeholder
 			r.log.Warn("agent.open.thread_unread", "run", r.id, "error", open.ThreadError)
 		}
@@ -435,7 +446,11 @@ func (r *run) prepare(ctx workflow.Context) error {
 		if tm.TS == m.TS {
 			sawCurrent = true
 		}
-		r.msgs = append(r.msgs, tmsg{wire: activities.Entry{Role: tm.Role, Ref: threadRef, Index: i}, text: tm.Text, role: tm.Role})
+		wire := activities.Entry{Role: tm.Role, Ref: threadRef, Index: i}
+		if threadInline {
+			wire = activities.Entry{Role: tm.Role, Text: tm.Text}
+		}
+		r.msgs = append(r.msgs, tmsg{wire: wire, text: tm.Text, role: tm.Role, once: threadInline})
 	}
 	if (!sawCurrent || r.in.Scheduled) && strings.TrimSpace(m.Text) != "" {
 		r.appendInline("user", m.Text)
@@ -481,12 +496,22 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	}
 	m := r.in.Message
 	var res activities.PostResult
+	if !r.finishDecided {
+		r.finishDecided, r.localFinish = true, hardened(ctx, changeLocalFinish)
+	}
 	r.stopTimeline(ctx)
 	streamTS, discard := r.settleStreams(answer)
-	err := workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, activities.DeliverInput{
+	in := activities.DeliverInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,
 		AllowedMentions: r.allowedMentions(), StreamTS: streamTS, Discard: discard, Lane: r.feedbackLane(),
-	}).Get(ctx, &res)
+	}
+	var delivered workflow.Future
+	if r.localFinish {
+		delivered = workflow.ExecuteLocalActivity(localSlackOptions(ctx), a.DeliverAnswer, in)
+	} else {
+		delivered = workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, in)
+	}
+	err := delivered.Get(ctx, &res)
 	if err == nil && streamTS != "" {
 		r.placeholder = streamTS // the placeholder is gone: the streamed message is the answer
 	}

@@ -1,12 +1,17 @@
 package workflows
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/activities"
@@ -29,12 +34,69 @@ func TestPlainAnswer(t *testing.T) {
 		t.Fatalf("model calls = %d, want 1", len(h.modelCalls))
 	}
 	first := h.modelCalls[0].Transcript
-	// The prompt is built by a local activity (changeLeanStart): the first call carries it inline.
-	if first.Base != "" || len(first.Entries) != 2 || first.Entries[0].Text != "You are Lucy." || first.Entries[0].Ref != "" || first.Entries[1].Ref != "open" {
-		t.Errorf("first call should carry the prompt and reference the thread, got %+v", first)
+	// The prompt is built by a local activity (changeLeanStart), and the thread is read by one
+	// (changeLocalOpen): the first call carries both inline.
+	if first.Base != "" || len(first.Entries) != 2 || first.Entries[0].Text != "You are Lucy." || first.Entries[0].Ref != "" ||
+		first.Entries[1].Text != "hello" || first.Entries[1].Ref != "" {
+		t.Errorf("first call should carry the prompt and the thread inline, got %+v", first)
 	}
 	if u := res.Usage["gpt"]; u.PromptTokens != 50 || u.CompletionTokens != 7 || u.Calls != 1 {
 		t.Errorf("usage = %+v", res.Usage)
+	}
+}
+
+// A plain answer dispatches one activity, the model call: the opening (OpenRun), the delivery and the
+// memory step run as local activities in the workflow tasks around it (changeLocalOpen,
+// changeLocalFinish).
+func TestPlainAnswerDispatchesOnlyTheModelCall(t *testing.T) {
+	h := newHarness(t)
+	var mu sync.Mutex
+	var dispatched, local []string
+	h.env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+		mu.Lock()
+		defer mu.Unlock()
+		dispatched = append(dispatched, info.ActivityType.Name)
+	})
+	h.env.SetOnLocalActivityStartedListener(func(info *activity.Info, _ context.Context, _ []any) {
+		mu.Lock()
+		defer mu.Unlock()
+		local = append(local, info.ActivityType.Name)
+	})
+	if _, err := h.runAgent(runInput("remember that the launch is on Friday")); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(dispatched, []string{"CallModel"}) {
+		t.Errorf("activities dispatched = %v, want only CallModel", dispatched)
+	}
+	for _, name := range []string{"OpenRun", "DeliverAnswer", "NoteFromRun"} {
+		if !slices.Contains(local, name) {
+			t.Errorf("%s did not run as a local activity (local activities: %v)", name, local)
+		}
+	}
+}
+
+// The thread a local activity read (changeLocalOpen) is sent inline by the first model call only:
+// the next call builds on that call's transcript (Base) and carries none of it again.
+func TestThreadInlineOnce(t *testing.T) {
+	h := newHarness(t)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("c1", "lucy_read_file", map[string]string{"path": "notes.md"})), nil
+		}
+		return activities.ModelReply{Content: "Done."}, nil
+	}
+	if _, err := h.runAgent(runInput("what is in my notes?")); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.modelCalls) != 2 {
+		t.Fatalf("model calls = %d, want 2", len(h.modelCalls))
+	}
+	if !h.sawInline(0, "user: hello") {
+		t.Errorf("the first call did not carry the thread: %v", h.inlineTexts(0))
+	}
+	second := h.modelCalls[1].Transcript
+	if second.Base == "" || h.sawInline(1, "user: hello") {
+		t.Errorf("the second call should build on the first and not carry the thread again: %+v", second)
 	}
 }
 

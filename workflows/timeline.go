@@ -39,7 +39,7 @@ func (r *run) showSteps(ctx workflow.Context, calls []activities.ToolCall, resul
 		return
 	}
 	tasks := stepTasks(calls, results)
-	res, ok := r.streamSteps(ctx, activities.TimelineInput{Target: *t, TS: r.timeline, Tasks: tasks})
+	res, ok := r.streamSteps(ctx, activities.TimelineInput{Target: *t, TS: r.timeline, Tasks: tasks}, false)
 	if !ok || res.Unavailable {
 		r.timelineOff = true
 		return
@@ -148,7 +148,7 @@ func (r *run) stopTimeline(ctx workflow.Context) {
 	t := activities.StreamTarget{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Recipient: r.in.Requester}
 	pending := r.pendingSteps
 	r.pendingSteps = nil
-	if _, ok := r.streamSteps(ctx, activities.TimelineInput{Target: t, TS: r.timeline, Stop: true, Tasks: pending}); !ok {
+	if _, ok := r.streamSteps(ctx, activities.TimelineInput{Target: t, TS: r.timeline, Stop: true, Tasks: pending}, r.localFinish); !ok {
 		ts := r.timeline
 		r.streams = slices.DeleteFunc(r.streams, func(s streamedReply) bool { return s.ts == ts })
 		r.streams = append(r.streams, streamedReply{ts: ts})
@@ -157,10 +157,18 @@ func (r *run) stopTimeline(ctx workflow.Context) {
 	r.timelineOff = true
 }
 
-func (r *run) streamSteps(ctx workflow.Context, in activities.TimelineInput) (activities.TimelineResult, bool) {
+// streamSteps sends the timeline's cards (StreamSteps); local runs it as a local activity (the stop
+// before delivery, changeLocalFinish).
+func (r *run) streamSteps(ctx workflow.Context, in activities.TimelineInput, local bool) (activities.TimelineResult, bool) {
 	r.timelineCalls++
 	var res activities.TimelineResult
-	err := workflow.ExecuteActivity(slackOptions(ctx, "timeline-"+strconv.Itoa(r.timelineCalls)), a.StreamSteps, in).Get(ctx, &res)
+	var f workflow.Future
+	if local {
+		f = workflow.ExecuteLocalActivity(localSlackOptions(ctx), a.StreamSteps, in)
+	} else {
+		f = workflow.ExecuteActivity(slackOptions(ctx, "timeline-"+strconv.Itoa(r.timelineCalls)), a.StreamSteps, in)
+	}
+	err := f.Get(ctx, &res)
 	if err != nil {
 		r.log.Warn("agent.timeline.failed", "run", r.id, "error", err)
 		return res, false

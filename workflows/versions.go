@@ -179,13 +179,28 @@ const (
 	// to a minute (checkpointOptions); the loop waited for it before either way. Read where a run
 	// first reaches a checkpoint; taken in by baseline version 4.
 	changeLocalCheckpoint = "local-checkpoint"
+	// changeLocalOpen (issue 26), in the agent run: OpenRun (the placeholder and the thread) is a
+	// local activity in the run's first workflow task, which goes on to route the request, build the
+	// prompt and call the model, instead of an activity whose completion cost the run a workflow task
+	// of its own. The thread's messages go to the first model call inline, once (a local activity's
+	// result has no activity ID to refer to); later calls name that call's input. Read at the start
+	// of the run's preparation; taken in by baseline version 5.
+	changeLocalOpen = "local-open"
+	// changeLocalFinish (issue 26), in the agent run: the steps after the answer run as local
+	// activities in the workflow task that got it: the timeline's stop, the delivery (DeliverAnswer)
+	// and the memory step (NoteFromRun), instead of three activities and three workflow tasks. Each
+	// keeps its retry policy (localSlackOptions, localMemoryOptions); the run is past its loop, so
+	// holding the task open delays no signal that matters. Read where the run first delivers; taken
+	// in by baseline version 5.
+	changeLocalFinish = "local-finish"
 )
 
 // baselined are the change IDs changeBaseline stands for, each with the baseline version that takes
 // it in: version 1, those of this file when the baseline was added that are read through hardened
 // only; version 2, the changes of the lean turn (changeLeanTurn, changeLeanStart, changeLeanReceipt), which an execution
 // started since records with the same one marker, never one of their own; version 3, the lane's
-// status line (changeLaneStatus); version 4, the local checkpoint (changeLocalCheckpoint). A change ID added later
+// status line (changeLaneStatus); version 4, the local checkpoint (changeLocalCheckpoint); version 5, the
+// run's opening and finishing steps as local activities (changeLocalOpen, changeLocalFinish). A change ID added later
 // gets its own marker (a history recorded with the baseline but before that change must still replay
 // without it), until a later baseline version takes it in. An execution whose baseline marker says 1
 // (started before version 2) records the lean changes' own markers where it first reads them.
@@ -197,10 +212,11 @@ var baselined = map[string]workflow.Version{
 	changeLeanTurn: 2, changeLeanStart: 2, changeLeanReceipt: 2,
 	changeLaneStatus:      3,
 	changeLocalCheckpoint: 4,
+	changeLocalOpen:       5, changeLocalFinish: 5,
 }
 
 // baselineVersion is the newest version of changeBaseline: what a new execution records.
-const baselineVersion workflow.Version = 4
+const baselineVersion workflow.Version = 5
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's
 // firing upserts its outcome behind the same change ID.
