@@ -612,13 +612,9 @@ func (l *lane) resolve(ctx workflow.Context, m Message) Person {
 	}
 	var ci activities.ContextInfo
 	in := activities.ResolveContextInput{Team: m.Team, Channel: m.Channel, User: m.User}
-	var resolved workflow.Future
-	if l.hardened && hardened(ctx, changeFastStart) { // two Slack reads: no task queue round trip for them
-		resolved = workflow.ExecuteLocalActivity(local(ctx), a.ResolveContext, in)
-	} else {
-		resolved = workflow.ExecuteActivity(quick(ctx, "resolve-"+m.TS), a.ResolveContext, in)
-	}
-	err := resolved.Get(ctx, &ci)
+	// Fast start: two Slack reads, with no task queue round trip for them.
+	fast := l.hardened && hardened(ctx, changeFastStart)
+	err := localOr(fast, local(ctx), quick(ctx, "resolve-"+m.TS), a.ResolveContext, in).Get(ctx, &ci)
 	if err != nil {
 		l.log.Warn("lane.resolve_failed", "lane", l.id, "error", err)
 		return p
@@ -694,14 +690,10 @@ func (l *lane) react(ctx workflow.Context, channel, ts, purpose, emoji string) {
 		id = purpose + "-" + ts
 	}
 	in := activities.ReactInput{Team: l.key.Team, Channel: channel, TS: ts, Emoji: emoji}
-	var f workflow.Future
-	if l.hardened && hardened(ctx, changeLeanReceipt) {
-		// A local activity, alongside the lane's other Slack calls of the same workflow task (the
-		// person's name, the channel's): no task queue, and no workflow task for its completion.
-		f = workflow.ExecuteLocalActivity(statusOptions(ctx), a.React, in)
-	} else {
-		f = workflow.ExecuteActivity(slackOptions(ctx, id), a.React, in)
-	}
+	// A lean receipt is a local activity, alongside the lane's other Slack calls of the same workflow
+	// task (the person's name, the channel's): no task queue, and no workflow task for its completion.
+	lean := l.hardened && hardened(ctx, changeLeanReceipt)
+	f := localOr(lean, statusOptions(ctx), slackOptions(ctx, id), a.React, in)
 	// Reactions are decoration: don't hold the lane for them, but do log a failure.
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		if err := f.Get(gctx, nil); err != nil {

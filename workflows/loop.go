@@ -338,12 +338,7 @@ func (r *run) supervise(ctx workflow.Context) (answer, status, reason string, do
 	var c activities.Completion
 	check := activities.CompleteInput{Tier: "fast", Prompt: "SUPERVISOR.md", Inline: agent.SupervisorPrompt(in)}
 	id := r.nextID("supervisor") // taken either way: the IDs of the run's later activities stay as they were
-	var checked workflow.Future
-	if hardened(ctx, changeLocalCheckpoint) {
-		checked = workflow.ExecuteLocalActivity(checkpointOptions(ctx), a.Complete, check)
-	} else {
-		checked = workflow.ExecuteActivity(llmOptions(ctx, id, time.Minute), a.Complete, check)
-	}
+	checked := localOr(hardened(ctx, changeLocalCheckpoint), checkpointOptions(ctx), llmOptions(ctx, id, time.Minute), a.Complete, check)
 	err := checked.Get(ctx, &c)
 	if err != nil {
 		// The supervisor is advisory: a failed check must not stop the work.

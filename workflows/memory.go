@@ -46,13 +46,8 @@ func (r *run) noteFromRun(ctx workflow.Context, status string) {
 	in := activities.NoteFromRunInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Requester: r.in.Requester, Said: said,
 	}
-	var noted workflow.Future
-	if r.localFinish { // in the workflow task that delivered (changeLocalFinish)
-		noted = workflow.ExecuteLocalActivity(localMemoryOptions(ctx), a.NoteFromRun, in)
-	} else {
-		noted = workflow.ExecuteActivity(memoryOptions(ctx), a.NoteFromRun, in)
-	}
-	err := noted.Get(ctx, &res)
+	// A local finish (changeLocalFinish) runs it in the workflow task that delivered.
+	err := localOr(r.localFinish, localMemoryOptions(ctx), memoryOptions(ctx), a.NoteFromRun, in).Get(ctx, &res)
 	if err != nil {
 		r.log.Warn("agent.memory.failed", "run", r.id, "error", err)
 		return

@@ -91,6 +91,15 @@ func localSlackOptions(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// localOr runs act with in as a local activity with lctx's options when local is set (a versioned
+// change moved it into the workflow task that needs it), and as an activity with actx's otherwise.
+func localOr(local bool, lctx, actx workflow.Context, act, in any) workflow.Future {
+	if local {
+		return workflow.ExecuteLocalActivity(lctx, act, in)
+	}
+	return workflow.ExecuteActivity(actx, act, in)
+}
+
 // toolOptions: idempotent tools retry 0.5 s → 2 s → 8 s, three attempts; side-effecting
 // tools are attempted once and their error goes to the model. waitCancel makes a cancellation wait
 // until the activity has stopped (it heartbeats, so it learns of it within seconds).

@@ -335,13 +335,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 		var open activities.OpenRunResult
 		openIn := activities.OpenRunInput{Placeholder: placeholderIn, Thread: threadIn}
 		localOpen := hardened(ctx, changeLocalOpen)
-		var opened workflow.Future
-		if localOpen {
-			opened = workflow.ExecuteLocalActivity(localSlackOptions(ctx), a.OpenRun, openIn)
-		} else {
-			opened = workflow.ExecuteActivity(slackOptions(ctx, "open"), a.OpenRun, openIn)
-		}
-		if err := opened.Get(ctx, &open); err != nil {
+		if err := localOr(localOpen, localSlackOptions(ctx), slackOptions(ctx, "open"), a.OpenRun, openIn).Get(ctx, &open); err != nil {
 			return fmt.Errorf("post placeholder and load thread: %w", err)
 		}
 		r.placeholder, r.answered = open.Placeholder.TS, open.Placeholder.Answered
@@ -384,13 +378,8 @@ func (r *run) prepare(ctx workflow.Context) error {
 			}
 		}
 	}
-	var routed workflow.Future
-	if fast {
-		routed = workflow.ExecuteLocalActivity(local(ctx), a.Route, activities.RouteInput{Text: m.Text, ThreadDepth: depth, Team: m.Team})
-	} else {
-		routed = workflow.ExecuteActivity(quick(ctx, "route"), a.Route, activities.RouteInput{Text: m.Text, ThreadDepth: depth, Team: m.Team})
-	}
-	if err := routed.Get(ctx, &r.route); err != nil {
+	routeIn := activities.RouteInput{Text: m.Text, ThreadDepth: depth, Team: m.Team}
+	if err := localOr(fast, local(ctx), quick(ctx, "route"), a.Route, routeIn).Get(ctx, &r.route); err != nil {
 		return fmt.Errorf("route: %w", err)
 	}
 	r.tier = r.route.Tier
@@ -417,13 +406,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 	// A lean start (changeLeanStart) builds the prompt in the workflow task that routed the request,
 	// and the first model call carries it inline (a local activity's result has no activity ID to
 	// refer to); later calls name that call as their Base.
-	var built workflow.Future
-	if leanStart {
-		built = workflow.ExecuteLocalActivity(local(ctx), a.BuildSystemPrompt, promptIn)
-	} else {
-		built = workflow.ExecuteActivity(quick(ctx, "prompt"), a.BuildSystemPrompt, promptIn)
-	}
-	if err := built.Get(ctx, &sp); err != nil {
+	if err := localOr(leanStart, local(ctx), quick(ctx, "prompt"), a.BuildSystemPrompt, promptIn).Get(ctx, &sp); err != nil {
 		return fmt.Errorf("build system prompt: %w", err)
 	}
 	system := activities.Entry{Role: "system", Ref: "prompt"}
@@ -505,13 +488,7 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,
 		AllowedMentions: r.allowedMentions(), StreamTS: streamTS, Discard: discard, Lane: r.feedbackLane(),
 	}
-	var delivered workflow.Future
-	if r.localFinish {
-		delivered = workflow.ExecuteLocalActivity(localSlackOptions(ctx), a.DeliverAnswer, in)
-	} else {
-		delivered = workflow.ExecuteActivity(slackOptions(ctx, "deliver"), a.DeliverAnswer, in)
-	}
-	err := delivered.Get(ctx, &res)
+	err := localOr(r.localFinish, localSlackOptions(ctx), slackOptions(ctx, "deliver"), a.DeliverAnswer, in).Get(ctx, &res)
 	if err == nil && streamTS != "" {
 		r.placeholder = streamTS // the placeholder is gone: the streamed message is the answer
 	}

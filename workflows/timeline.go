@@ -162,13 +162,7 @@ func (r *run) stopTimeline(ctx workflow.Context) {
 func (r *run) streamSteps(ctx workflow.Context, in activities.TimelineInput, local bool) (activities.TimelineResult, bool) {
 	r.timelineCalls++
 	var res activities.TimelineResult
-	var f workflow.Future
-	if local {
-		f = workflow.ExecuteLocalActivity(localSlackOptions(ctx), a.StreamSteps, in)
-	} else {
-		f = workflow.ExecuteActivity(slackOptions(ctx, "timeline-"+strconv.Itoa(r.timelineCalls)), a.StreamSteps, in)
-	}
-	err := f.Get(ctx, &res)
+	err := localOr(local, localSlackOptions(ctx), slackOptions(ctx, "timeline-"+strconv.Itoa(r.timelineCalls)), a.StreamSteps, in).Get(ctx, &res)
 	if err != nil {
 		r.log.Warn("agent.timeline.failed", "run", r.id, "error", err)
 		return res, false
