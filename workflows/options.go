@@ -69,12 +69,16 @@ func llmOptions(ctx workflow.Context, id string, timeout time.Duration) workflow
 // retrying is safe; 429s carry their Retry-After as the next retry delay.
 func slackOptions(ctx workflow.Context, id string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ActivityID:          id,
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 6,
-		},
+		ActivityID: id, StartToCloseTimeout: slackAttempt, RetryPolicy: slackRetry(),
 	})
+}
+
+// slackAttempt and slackRetry bound a Slack write, as an activity (slackOptions) or a local activity
+// (localSlackOptions).
+const slackAttempt = 30 * time.Second
+
+func slackRetry() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 6}
 }
 
 // localSlackOptions is slackOptions for a Slack write run as a local activity (changeLocalOpen,
@@ -84,10 +88,7 @@ func slackOptions(ctx workflow.Context, id string) workflow.Context {
 // rate-limited Slack costs tasks, never the run.
 func localSlackOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: time.Minute, MaximumAttempts: 6,
-		},
+		StartToCloseTimeout: slackAttempt, RetryPolicy: slackRetry(),
 	})
 }
 
@@ -146,23 +147,19 @@ func SlackOptions(ctx workflow.Context, id string) workflow.Context { return sla
 // then the run ends without it (a failure is logged, never the run's).
 func memoryOptions(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		ActivityID:          "memory",
-		StartToCloseTimeout: time.Minute,
-		HeartbeatTimeout:    llmHeartbeat,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 2,
-		},
+		ActivityID: "memory", StartToCloseTimeout: time.Minute, HeartbeatTimeout: llmHeartbeat, RetryPolicy: memoryRetry(),
 	})
+}
+
+// memoryRetry: two attempts at most, as an activity (memoryOptions) or a local activity
+// (localMemoryOptions).
+func memoryRetry() *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 2}
 }
 
 // localMemoryOptions is memoryOptions for the memory step run as a local activity
 // (changeLocalFinish): the same minute an attempt and two attempts. A local activity cannot
 // heartbeat and needs none here: it is one model call after the answer, bounded by that minute.
 func localMemoryOptions(ctx workflow.Context) workflow.Context {
-	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumInterval: 10 * time.Second, MaximumAttempts: 2,
-		},
-	})
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: memoryRetry()})
 }

@@ -144,8 +144,8 @@ type run struct {
 	// lean: 0 not decided yet, 1 the run's turns are lean (changeLeanTurn), -1 they are not.
 	lean int
 	// localFinish: the timeline's stop, the delivery and the memory step are local activities
-	// (changeLocalFinish), decided at the run's first delivery (finishDecided).
-	localFinish, finishDecided bool
+	// (changeLocalFinish), read at each delivery (the first records the decision).
+	localFinish bool
 
 	// The loop (loop.go): its turn, the model's last reply, what it must do next, the journal
 	// and the plan it keeps, the supervisor's last check, the gates' retries (gates.go).
@@ -479,9 +479,7 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	}
 	m := r.in.Message
 	var res activities.PostResult
-	if !r.finishDecided {
-		r.finishDecided, r.localFinish = true, hardened(ctx, changeLocalFinish)
-	}
+	r.localFinish = hardened(ctx, changeLocalFinish)
 	r.stopTimeline(ctx)
 	streamTS, discard := r.settleStreams(answer)
 	in := activities.DeliverInput{
