@@ -201,11 +201,25 @@ func postKey(m slack.Message) (run, key string, ok bool) {
 	return run, key, key != ""
 }
 
-// mayHavePosted reports whether this post may already exist: a later attempt of the activity, or any
+// mayHavePosted reports whether this post may already exist: a later attempt of the activity, any
 // attempt of a run an operator Reset from the Web UI (a reset re-runs the activities after the reset
-// point as attempt 1, under a new run ID). Only then is the thread read before posting: reading it for
-// every post cost a conversations.replies call (Slack's Tier 3 limit) per post of every run.
+// point as attempt 1, under a new run ID), or a local activity. Only then is the thread read before
+// posting: reading it for every post cost a conversations.replies call (Slack's Tier 3 limit) per
+// post of every run. A local activity is always a maybe: it starts again from attempt 1 when its
+// workflow task is retried (a signal or a cancel that arrives while the task runs makes the server
+// refuse the task's completion; a worker dies mid-task), and nothing recorded that it ran. The local
+// steps that post look where it costs no call (OpenRun reads the thread anyway) or only for what
+// is rare (an answer's second part, a scheduled run's answer without a placeholder).
 func (a *Activities) mayHavePosted(ctx context.Context) bool {
+	if !activity.IsActivity(ctx) {
+		return false
+	}
+	return activity.GetInfo(ctx).IsLocalActivity || a.retriedOrReset(ctx)
+}
+
+// retriedOrReset reports whether this activity repeats an earlier attempt of the same activity or
+// belongs to a reset run: mayHavePosted without the local activity's maybe.
+func (a *Activities) retriedOrReset(ctx context.Context) bool {
 	if !activity.IsActivity(ctx) {
 		return false
 	}
@@ -383,6 +397,32 @@ func postResult(tss []string) PostResult {
 // PostPlaceholder posts the "thinking" message of a run (in.Text, e.g. "_Thinking…_") in the thread.
 // The run later edits it into progress notes and finally into the answer (DeliverAnswer).
 func (a *Activities) PostPlaceholder(ctx context.Context, in PostInput) (PostResult, error) {
+	if (in.Key != "" && in.Key != placeholderKey) || !a.mayHavePosted(ctx) {
+		tss, err := a.postParts(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID, []slackPart{placeholderPart(in)})
+		return postResult(tss), err
+	}
+	existing, err := findOwnPosts(ctx, a.Slack(in.Team), in.Channel, in.ThreadTS, in.RunID)
+	if err != nil {
+		return PostResult{}, a.slackFail("post placeholder: look for an earlier attempt's post", in.Team, in.Channel, err)
+	}
+	return a.placeholderAfter(ctx, in, existing)
+}
+
+// placeholderAfter posts the run's placeholder unless existing (the run's own posts, key -> ts)
+// has it already.
+func (a *Activities) placeholderAfter(ctx context.Context, in PostInput, existing map[string]string) (PostResult, error) {
+	// After a Reset from the Web UI the run posts its placeholder again, but the first one was
+	// already turned into the answer (its key is now answer#0): that message is the placeholder, and
+	// the run's DeliverAnswer updates it again instead of answering twice.
+	if ts, ok := existing[fmt.Sprintf(answerKeyFmt, 0)]; ok && existing[placeholderKey] == "" {
+		a.Log.Info().Str("run", in.RunID).Str("ts", ts).Msg("the run's answer already exists (a reset run): it is the placeholder")
+		return PostResult{TS: ts, TSs: []string{ts}, Answered: true}, nil
+	}
+	tss, err := a.postPartsAfter(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID, []slackPart{placeholderPart(in)}, existing)
+	return postResult(tss), err
+}
+
+func placeholderPart(in PostInput) slackPart {
 	key := in.Key
 	if key == "" {
 		key = placeholderKey
@@ -391,24 +431,7 @@ func (a *Activities) PostPlaceholder(ctx context.Context, in PostInput) (PostRes
 	if !ok {
 		m.Text = "…"
 	}
-	parts := []slackPart{{key: key, text: m.Text, blocks: m.Blocks}}
-	if key != placeholderKey || !a.mayHavePosted(ctx) {
-		tss, err := a.postParts(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID, parts)
-		return postResult(tss), err
-	}
-	existing, err := findOwnPosts(ctx, a.Slack(in.Team), in.Channel, in.ThreadTS, in.RunID)
-	if err != nil {
-		return PostResult{}, a.slackFail("post placeholder: look for an earlier attempt's post", in.Team, in.Channel, err)
-	}
-	// After a Reset from the Web UI the run posts its placeholder again, but the first one was
-	// already turned into the answer (its key is now answer#0): that message is the placeholder, and
-	// the run's DeliverAnswer updates it again instead of answering twice.
-	if ts, ok := existing[fmt.Sprintf(answerKeyFmt, 0)]; ok && existing[placeholderKey] == "" {
-		a.Log.Info().Str("run", in.RunID).Str("ts", ts).Msg("the run's answer already exists (a reset run): it is the placeholder")
-		return PostResult{TS: ts, TSs: []string{ts}, Answered: true}, nil
-	}
-	tss, err := a.postPartsAfter(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID, parts, existing)
-	return postResult(tss), err
+	return slackPart{key: key, text: m.Text, blocks: m.Blocks}
 }
 
 // PostMessage posts any other message (a fast-path reply, a status answer, a question, a note),
@@ -462,7 +485,9 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (res Po
 		// the placeholder above it goes. Both steps are idempotent (an update, a delete of what is
 		// gone), so a retried or reset delivery ends the same way.
 		target = in.StreamTS
-		if a.mayHavePosted(ctx) {
+		// Not mayHavePosted: a local activity that runs again is the same run with the same stream,
+		// which an earlier execution's answer#0 can only be; looking would cost a call per answer.
+		if a.retriedOrReset(ctx) {
 			// A reset run (or a retry) whose answer is already in the thread: that message stays the
 			// answer, and the new stream goes.
 			existing, err := findOwnPosts(ctx, a.Slack(in.Team), in.Channel, in.ThreadTS, in.RunID)
@@ -790,10 +815,17 @@ func (a *Activities) botIdentity(ctx context.Context, team string) (botIdentity,
 // approval prompts) are left out; her answers stay. Mentions of Lucy are removed from the text. Long
 // messages and long threads are cut (see threadMaxChars): the result is a payload, and context.
 func (a *Activities) LoadThread(ctx context.Context, in LoadThreadInput) (ThreadHistory, error) {
+	th, _, err := a.loadThread(ctx, in, "")
+	return th, err
+}
+
+// loadThread is LoadThread; with run set it also reads past in.UpTo and returns that run's own
+// posts (key -> ts), as findOwnPosts does, from the same calls.
+func (a *Activities) loadThread(ctx context.Context, in LoadThreadInput, run string) (ThreadHistory, map[string]string, error) {
 	const op = "load thread"
 	me, err := a.botIdentity(ctx, in.Team)
 	if err != nil {
-		return ThreadHistory{}, a.slackFail(op+": auth.test", in.Team, in.Channel, err)
+		return ThreadHistory{}, nil, a.slackFail(op+": auth.test", in.Team, in.Channel, err)
 	}
 	limit := in.Limit
 	if limit <= 0 {
@@ -803,14 +835,21 @@ func (a *Activities) LoadThread(ctx context.Context, in LoadThreadInput) (Thread
 		ChannelID: in.Channel, Timestamp: in.ThreadTS, Limit: threadPageSize, IncludeAllMetadata: true,
 		Latest: in.UpTo, Inclusive: true,
 	}
+	var own map[string]string
+	if run != "" {
+		params.Latest, own = "", map[string]string{}
+	}
 	var out []ThreadMessage
 	seen := map[string]bool{}
 	for range maxThreadPages {
 		msgs, more, next, err := a.Slack(in.Team).GetConversationRepliesContext(ctx, params)
 		if err != nil {
-			return ThreadHistory{}, a.slackFail(op, in.Team, in.Channel, err)
+			return ThreadHistory{}, nil, a.slackFail(op, in.Team, in.Channel, err)
 		}
 		for _, m := range msgs {
+			if r, k, ok := postKey(m); ok && own != nil && r == run && own[k] == "" {
+				own[k] = m.Timestamp
+			}
 			if seen[m.Timestamp] || (in.UpTo != "" && slackwire.After(m.Timestamp, in.UpTo)) {
 				continue
 			}
@@ -827,7 +866,7 @@ func (a *Activities) LoadThread(ctx context.Context, in LoadThreadInput) (Thread
 		}
 		params.Cursor = next
 	}
-	return ThreadHistory{Messages: capThread(out), BotUserID: me.UserID}, nil
+	return ThreadHistory{Messages: capThread(out), BotUserID: me.UserID}, own, nil
 }
 
 // capThread applies the thread caps (threadMaxChars and the per-message caps) to msgs, oldest

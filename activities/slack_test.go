@@ -135,6 +135,21 @@ func (f *slackFixture) run(t *testing.T, fn any, in any, out any) error {
 	return err
 }
 
+// runLocal executes one activity as a local activity (activity.GetInfo(ctx).IsLocalActivity).
+func (f *slackFixture) runLocal(t *testing.T, fn any, in any, out any) error {
+	t.Helper()
+	env := quietSuite().NewTestActivityEnvironment()
+	env.SetTestTimeout(time.Minute)
+	env.RegisterActivity(f.a)
+	val, err := env.ExecuteLocalActivity(fn, in)
+	if err == nil && out != nil {
+		if err := val.Get(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return err
+}
+
 // runWithRetries executes one activity from a workflow with a retry policy, so that later attempts
 // see activity.GetInfo(ctx).Attempt > 1 (TestActivityEnvironment always runs attempt 1).
 func (f *slackFixture) runWithRetries(t *testing.T, fn any, in any, out any) error {

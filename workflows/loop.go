@@ -96,6 +96,7 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 			}
 		}
 		if final {
+			r.modelAnswered = true
 			return reply.Content, RunPartial, "soft time limit"
 		}
 
@@ -123,6 +124,7 @@ func (r *run) loopUntilAnswer(ctx workflow.Context) (answer, status, reason stri
 				r.appendInline("user", runtimeNote(agent.NudgeNarration))
 				continue
 			}
+			r.modelAnswered = true
 			return reply.Content, RunCompleted, ""
 		}
 

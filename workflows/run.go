@@ -116,6 +116,9 @@ type run struct {
 	hardened bool
 	// searchAttrs: this execution upserts its search attributes (changeSearchAttributes).
 	searchAttrs bool
+	// modelAnswered: the loop ended with the model's answer, not with a cancel or a limit
+	// (answerOutranksCancel).
+	modelAnswered bool
 
 	route activities.Route
 	tier  string
@@ -227,7 +230,7 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 		}
 		return RunResult{}, err
 	}
-	if ctx.Err() != nil { // cancelled by the lane: "cancel that"
+	if ctx.Err() != nil && !r.answerOutranksCancel(ctx) { // cancelled by the lane: "cancel that"
 		return r.cancelled(ctx)
 	}
 	if r.timedOut {
@@ -268,6 +271,19 @@ func (r *run) run(ctx workflow.Context) (RunResult, error) {
 		res.Journal = slackwire.Head(r.journal.Render(), MaxCarriedJournal)
 	}
 	return res, nil
+}
+
+// answerOutranksCancel reports whether an answer the loop finished is delivered although "cancel
+// that" came in meanwhile (changeLocalFinish). The answer is delivered by a local activity in the
+// workflow task that received it, and a cancel that arrives while that task runs makes the server
+// refuse the task's completion: the next task sees the answer and the cancel together, after the
+// refused one had already put the answer in the thread. Taking the cancelled path there would turn
+// a delivered answer into "Stopped." (or delete its streamed message), so the answer wins, in that
+// task and in any other where both arrive together, and delivering again finds what is there.
+// Only the model's own answer outranks it: where the cancel came first, it is what ended the loop
+// (at a safe boundary, or a wait it cut short) and the run says "Stopped.".
+func (r *run) answerOutranksCancel(ctx workflow.Context) bool {
+	return r.modelAnswered && hardened(ctx, changeLocalFinish)
 }
 
 // execute prepares and runs the loop, then the gates; it returns the answer to deliver.
