@@ -123,25 +123,25 @@ func quietSuite() *testsuite.WorkflowTestSuite {
 // run executes one activity in a TestActivityEnvironment and decodes its result into out.
 func (f *slackFixture) run(t *testing.T, fn any, in any, out any) error {
 	t.Helper()
-	env := quietSuite().NewTestActivityEnvironment()
-	env.SetTestTimeout(time.Minute) // the 3 s default is short on a loaded machine with -race
-	env.RegisterActivity(f.a)
-	val, err := env.ExecuteActivity(fn, in)
-	if err == nil && out != nil {
-		if err := val.Get(out); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return err
+	return f.execute(t, false, fn, in, out)
 }
 
 // runLocal executes one activity as a local activity (activity.GetInfo(ctx).IsLocalActivity).
 func (f *slackFixture) runLocal(t *testing.T, fn any, in any, out any) error {
 	t.Helper()
+	return f.execute(t, true, fn, in, out)
+}
+
+func (f *slackFixture) execute(t *testing.T, local bool, fn any, in any, out any) error {
+	t.Helper()
 	env := quietSuite().NewTestActivityEnvironment()
-	env.SetTestTimeout(time.Minute)
+	env.SetTestTimeout(time.Minute) // the 3 s default is short on a loaded machine with -race
 	env.RegisterActivity(f.a)
-	val, err := env.ExecuteLocalActivity(fn, in)
+	execute := env.ExecuteActivity
+	if local {
+		execute = env.ExecuteLocalActivity
+	}
+	val, err := execute(fn, in)
 	if err == nil && out != nil {
 		if err := val.Get(out); err != nil {
 			t.Fatal(err)

@@ -83,7 +83,7 @@ func TestCancelWaitsForToolInFlight(t *testing.T) {
 	})
 	// Slack takes 4 seconds to complete the upload, longer than the tool takes to hear of the cancel.
 	uploading := make(chan struct{}, 1)
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s.slackBefore(t, func(r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/files.completeUploadExternal") {
 			select {
 			case uploading <- struct{}{}:
@@ -91,12 +91,7 @@ func TestCancelWaitsForToolInFlight(t *testing.T) {
 			}
 			time.Sleep(4 * time.Second)
 		}
-		s.slack.Handler().ServeHTTP(w, r)
-	}))
-	t.Cleanup(slow.Close)
-	s.stopWorker()
-	s.cfg.SlackAPIURL = slow.URL + "/api/"
-	s.startWorker(s.log)
+	})
 
 	root := s.say("<@ULUCY> make a CSV of the signups", "")
 	s.event("app_mention", "Ev-csv", "<@ULUCY> make a CSV of the signups", root, "", human)
@@ -230,6 +225,20 @@ func (s *stack) currentOrLastRun(t *testing.T, root string) string {
 		t.Fatalf("lane %s started no run", workflows.LaneID(workflows.LaneKey{Team: team, Channel: channel, ThreadTS: root}))
 	}
 	return last
+}
+
+// slackBefore restarts the worker with its Slack calls going through before first, then to the
+// local Slack: to hold or slow a call the test is about.
+func (s *stack) slackBefore(t *testing.T, before func(r *http.Request)) {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		before(r)
+		s.slack.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	s.stopWorker()
+	s.cfg.SlackAPIURL = srv.URL + "/api/"
+	s.startWorker(s.log)
 }
 
 func (s *stack) history(t *testing.T, workflowID string) []*historypb.HistoryEvent {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -46,23 +45,19 @@ func TestDeliveryRunAgainAfterARefusedTask(t *testing.T) {
 			})
 			var once sync.Once
 			held, release := make(chan struct{}), make(chan struct{})
-			slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if strings.HasSuffix(r.URL.Path, "/chat.update") {
-					body, _ := io.ReadAll(r.Body)
-					r.Body = io.NopCloser(bytes.NewReader(body))
-					if form, _ := url.ParseQuery(string(body)); strings.Contains(form.Get("text"), "Gamma part 0") {
-						once.Do(func() {
-							close(held)
-							<-release
-						})
-					}
+			s.slackBefore(t, func(r *http.Request) {
+				if !strings.HasSuffix(r.URL.Path, "/chat.update") {
+					return
 				}
-				s.slack.Handler().ServeHTTP(w, r)
-			}))
-			t.Cleanup(slow.Close)
-			s.stopWorker()
-			s.cfg.SlackAPIURL = slow.URL + "/api/"
-			s.startWorker(s.log)
+				body, _ := io.ReadAll(r.Body)
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				if form, _ := url.ParseQuery(string(body)); strings.Contains(form.Get("text"), "Gamma part 0") {
+					once.Do(func() {
+						close(held)
+						<-release
+					})
+				}
+			})
 
 			root := s.say("<@ULUCY> write the long report", "")
 			s.event("app_mention", "Ev-report", "<@ULUCY> write the long report", root, "", human)
