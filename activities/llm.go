@@ -15,9 +15,10 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/packages/param"
+	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 	"github.com/rs/zerolog"
+	"github.com/tidwall/sjson"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
@@ -190,19 +191,29 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		return ModelReply{}, err
 	}
 	// The run's messages are encoded (and so remembered encoded) before the memo keeps them.
-	params := openai.ChatCompletionNewParams{Model: model, Messages: append(wireMessages(sys), wireMessages(msgs)...)}
+	req := modelRequest{ChatCompletionNewParams: openai.ChatCompletionNewParams{Model: model}}
+	// Each in place: a message keeps its encoding for the next call (Message.wire).
+	wireSys, err := wireMessages(sys)
+	if err != nil {
+		return ModelReply{}, err
+	}
+	wireMsgs, err := wireMessages(msgs)
+	if err != nil {
+		return ModelReply{}, err
+	}
+	req.messages = append(wireSys, wireMsgs...)
 	res.remember(ctx, msgs)
 	if len(in.Tools) > 0 && a.Tools != nil {
-		params.Tools = a.toolParams(ctx, in.Team, in.Tools)
+		req.tools = a.toolParams(ctx, in.Team, in.Tools)
 		switch in.ToolChoice {
 		case "":
 		case "none", "required", "auto":
-			params.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(in.ToolChoice)}
+			req.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(in.ToolChoice)}
 		default:
-			params.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: in.ToolChoice})
+			req.ToolChoice = openai.ToolChoiceOptionFunctionToolChoice(openai.ChatCompletionNamedToolChoiceFunctionParam{Name: in.ToolChoice})
 		}
 	}
-	a.sample(&params, in.Tier, model, in.MaxTokens, in.Temperature)
+	a.sample(&req.ChatCompletionNewParams, in.Tier, model, in.MaxTokens, in.Temperature)
 	var comp *openai.ChatCompletion
 	var ss *slackStream
 	settled := false // the stream is the reply's (or gone): until then any failure deletes it
@@ -218,9 +229,9 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		// throttles heartbeats, and a process killed meanwhile loses the last one). A retried or
 		// reset call leaves the timeline as it is; delivery puts the answer in.
 		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now, ts: in.Stream.TS, into: in.Stream.TS != "", before: steps}
-		comp, err = a.completeStreaming(ctx, streamer, ss, params)
+		comp, err = a.completeStreaming(ctx, streamer, ss, req)
 	} else {
-		comp, err = a.complete(ctx, params)
+		comp, err = a.complete(ctx, req)
 	}
 	a.countModelCall(model, comp, err)
 	if err != nil {
@@ -269,31 +280,37 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	if res.memo != nil {
 		res.memo.RememberReply(res.wid, res.runID, activity.GetInfo(ctx).ActivityID, out)
 	}
-	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(params.Messages)).
+	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(req.messages)).
 		Int("toolCalls", len(out.ToolCalls)).Int64("promptTokens", out.Usage.Prompt).Msg("model call")
 	return out, nil
 }
 
-// toolParams describes the named tools to the model, in the given order. A compiled-in tool's
-// description never changes in a process, so it is encoded once and sent as that JSON: openai-go
-// encodes a schema by reflection, and Lucy's tools took about 0.7 ms of every model call's CPU,
-// on the turn's path (the profile of BenchmarkTurnOverhead). A tool that a source offers is
-// described as the source offers it now.
-func (a *Activities) toolParams(ctx context.Context, team string, names []string) []openai.ChatCompletionToolUnionParam {
+// toolParams describes the named tools to the model, in the given order, each as openai-go encodes
+// it. A compiled-in tool's description never changes in a process, so it is encoded once: openai-go
+// encodes a schema by reflection, and Lucy's tools took about 0.7 ms of every model call's CPU, on
+// the turn's path (the profile of BenchmarkTurnOverhead). A tool that a source offers is described
+// as the source offers it now.
+func (a *Activities) toolParams(ctx context.Context, team string, names []string) []json.RawMessage {
 	var fresh []string
 	for _, name := range names {
 		if _, ok := compiledToolParam(name); !ok {
 			fresh = append(fresh, name)
 		}
 	}
-	described := map[string]openai.ChatCompletionToolUnionParam{}
+	described := map[string]json.RawMessage{}
 	if len(fresh) > 0 {
 		for _, s := range a.Tools.Schemas(ctx, team, fresh) {
-			described[s.Name] = toolParam(s)
+			if raw, err := json.Marshal(toolParam(s)); err == nil {
+				described[s.Name] = raw
+			} else {
+				// A schema a source sent that does not encode (a number that is not one): the
+				// model is not offered that tool, and the call goes on.
+				a.Log.Warn().Err(err).Str("tool", s.Name).Msg("a tool's description does not encode; not offered")
+			}
 		}
 	}
 	// A name no longer known (a source that dropped it) is skipped.
-	out := make([]openai.ChatCompletionToolUnionParam, 0, len(names))
+	out := make([]json.RawMessage, 0, len(names))
 	for _, name := range names {
 		if p, ok := compiledToolParam(name); ok {
 			out = append(out, p)
@@ -308,23 +325,20 @@ func (a *Activities) toolParams(ctx context.Context, team string, names []string
 var compiledTools sync.Map
 
 // compiledToolParam is the encoded description of the compiled-in tool name (false for any other).
-func compiledToolParam(name string) (openai.ChatCompletionToolUnionParam, bool) {
+func compiledToolParam(name string) (json.RawMessage, bool) {
 	if p, ok := compiledTools.Load(name); ok {
-		return p.(openai.ChatCompletionToolUnionParam), true
+		return p.(json.RawMessage), true
 	}
 	spec, ok := tools.Lookup(name)
 	if !ok {
-		return openai.ChatCompletionToolUnionParam{}, false
+		return nil, false
 	}
-	p := toolParam(tools.Schema{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters})
-	raw, err := json.Marshal(p)
+	raw, err := json.Marshal(toolParam(tools.Schema{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters}))
 	if err != nil {
-		return p, true // not expected of a schema of maps and strings; sent as it is, encoded each time
+		return nil, false // not expected of a schema of maps and strings: the tool is not offered
 	}
-	fn := param.Override[openai.ChatCompletionFunctionToolParam](json.RawMessage(raw))
-	enc := openai.ChatCompletionToolUnionParam{OfFunction: &fn}
-	compiledTools.Store(name, enc)
-	return enc, true
+	compiledTools.Store(name, json.RawMessage(raw))
+	return raw, true
 }
 
 // toolParam is a tool's description as openai-go sends it.
@@ -408,7 +422,7 @@ func (a *Activities) Complete(ctx context.Context, in CompleteInput) (Completion
 		openai.SystemMessage(sys), openai.UserMessage(user),
 	}}
 	a.sample(&params, in.Tier, model, in.MaxTokens, nil)
-	comp, err := a.complete(ctx, params)
+	comp, err := a.complete(ctx, modelRequest{ChatCompletionNewParams: params})
 	a.countModelCall(model, comp, err)
 	if err != nil {
 		return Completion{}, err
@@ -444,16 +458,20 @@ func (a *Activities) countModelCall(model string, comp *openai.ChatCompletion, e
 
 // complete sends the request. The caller heartbeats throughout (CallModel, Complete), so that
 // cancelling the run cancels the HTTP call.
-func (a *Activities) complete(ctx context.Context, params openai.ChatCompletionNewParams) (*openai.ChatCompletion, error) {
+func (a *Activities) complete(ctx context.Context, req modelRequest) (*openai.ChatCompletion, error) {
 	if a.Model == nil {
 		return nil, temporal.NewNonRetryableApplicationError("no LLM client configured", ErrConfig, nil)
+	}
+	params, opts, err := req.send()
+	if err != nil {
+		return nil, err
 	}
 	release, err := a.modelSlots.acquire(ctx, string(params.Model), a.ModelConcurrency)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	comp, err := a.Model.New(ctx, params)
+	comp, err := a.Model.New(ctx, params, opts...)
 	if err != nil {
 		return nil, modelError(ctx, err)
 	}
@@ -588,44 +606,82 @@ func badRequestType(e *openai.Error) string {
 	return ErrModelBadRequest
 }
 
-// wireMessages is msgs as openai-go sends them, each message encoded once: a message keeps its
+// wireMessages is msgs as openai-go encodes them, each message encoded once: a message keeps its
 // encoding (Message.wire), and a run's next model call starts from this call's messages (the
 // transcript memo), so a turn encodes only the messages it adds. openai-go encodes params by
 // reflection, and encoding the whole transcript again on every call cost about 0.7 ms of CPU a
 // call at 50 turns, and more the longer the run (the profile of BenchmarkTurnOverhead).
-func wireMessages(msgs []Message) []openai.ChatCompletionMessageParamUnion {
-	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs))
+func wireMessages(msgs []Message) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, 0, len(msgs))
 	for i := range msgs {
 		m := &msgs[i]
 		if m.wire == nil {
-			p := openAIMessage(*m)
-			raw, err := json.Marshal(p)
-			if err != nil { // not expected of strings and raw JSON; sent as it is
-				out = append(out, p)
-				continue
+			raw, err := json.Marshal(openAIMessage(*m))
+			if err != nil { // not expected: strings, and JSON the provider sent
+				return nil, fmt.Errorf("encode the transcript's message %d (%s): %w", i, m.Role, err)
 			}
 			m.wire = raw
 		}
-		out = append(out, encodedMessage(m.Role, m.wire))
+		out = append(out, m.wire)
 	}
-	return out
+	return out, nil
 }
 
-// encodedMessage is a message sent as the JSON it was encoded to, in the variant of its role.
-func encodedMessage(role string, raw json.RawMessage) openai.ChatCompletionMessageParamUnion {
-	switch role {
-	case "system":
-		p := param.Override[openai.ChatCompletionSystemMessageParam](raw)
-		return openai.ChatCompletionMessageParamUnion{OfSystem: &p}
-	case "assistant":
-		p := param.Override[openai.ChatCompletionAssistantMessageParam](raw)
-		return openai.ChatCompletionMessageParamUnion{OfAssistant: &p}
-	case "tool":
-		p := param.Override[openai.ChatCompletionToolMessageParam](raw)
-		return openai.ChatCompletionMessageParamUnion{OfTool: &p}
+// modelRequest is one model call's request: openai-go's params, and the messages and tools already
+// encoded (wireMessages, toolParams), which go into the body as they are. Given as params, openai-go
+// would walk each of them again by reflection and re-compact its JSON: 0.5 ms of CPU for 40 messages
+// and Lucy's tools, on the turn's path (BenchmarkRequestBody), more as the transcript grows.
+type modelRequest struct {
+	openai.ChatCompletionNewParams // all but the encoded messages and tools
+	messages, tools                []json.RawMessage
+}
+
+// send is what openai-go is given: the params, and the body with the encoded parts put in, when
+// there are any (option.WithRequestBody; the streaming call still adds "stream" to it).
+func (r modelRequest) send() (openai.ChatCompletionNewParams, []option.RequestOption, error) {
+	if r.messages == nil && r.tools == nil {
+		return r.ChatCompletionNewParams, nil, nil
 	}
-	p := param.Override[openai.ChatCompletionUserMessageParam](raw)
-	return openai.ChatCompletionMessageParamUnion{OfUser: &p}
+	body, err := r.body()
+	if err != nil {
+		return r.ChatCompletionNewParams, nil, err
+	}
+	return r.ChatCompletionNewParams, []option.RequestOption{option.WithRequestBody("application/json", body)}, nil
+}
+
+// body is the request's JSON: the params as openai-go encodes them, with "messages" and "tools" set
+// to the encoded ones.
+func (r modelRequest) body() ([]byte, error) {
+	body, err := json.Marshal(r.ChatCompletionNewParams)
+	if err != nil {
+		return nil, fmt.Errorf("encode the model request: %w", err)
+	}
+	if body, err = sjson.SetRawBytes(body, "messages", jsonArray(r.messages)); err != nil {
+		return nil, fmt.Errorf("encode the model request's messages: %w", err)
+	}
+	if len(r.tools) > 0 {
+		if body, err = sjson.SetRawBytes(body, "tools", jsonArray(r.tools)); err != nil {
+			return nil, fmt.Errorf("encode the model request's tools: %w", err)
+		}
+	}
+	return body, nil
+}
+
+// jsonArray is the JSON array of the given values.
+func jsonArray(items []json.RawMessage) []byte {
+	n := 2 + len(items)
+	for _, it := range items {
+		n += len(it)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, '[')
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	return append(b, ']')
 }
 
 // openAIMessage is one message as openai-go's params.

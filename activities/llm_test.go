@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -475,7 +476,11 @@ func TestModelCallsWaitForASlot(t *testing.T) {
 	})
 	a := llmActivities(t, srv, fakeHistory{})
 	a.ModelConcurrency = 2
-	params := openai.ChatCompletionNewParams{Model: "m-default", Messages: wireMessages([]Message{{Role: "user", Content: "hi"}})}
+	msgs, err := wireMessages([]Message{{Role: "user", Content: "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := modelRequest{ChatCompletionNewParams: openai.ChatCompletionNewParams{Model: "m-default"}, messages: msgs}
 	var wg sync.WaitGroup
 	errs := make(chan error, 5)
 	for i := 0; i < 5; i++ {
@@ -520,7 +525,7 @@ func TestToolParamsEncodeAsOpenAIGoDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Activities{Tools: runner}
+	a := &Activities{Tools: runner, Log: zerolog.Nop()}
 	names := []string{tools.CurrentTime, "pets_list", "gone_tool", tools.WebFetch}
 	var want []openai.ChatCompletionToolUnionParam
 	for _, s := range runner.Schemas(context.Background(), "T1", names) {
@@ -528,22 +533,16 @@ func TestToolParamsEncodeAsOpenAIGoDoes(t *testing.T) {
 	}
 	for round := range 2 { // the second round sends what the first one kept
 		got := a.toolParams(context.Background(), "T1", names)
-		gotJSON, err := json.Marshal(openai.ChatCompletionNewParams{Model: "m", Tools: got})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantJSON, _ := json.Marshal(openai.ChatCompletionNewParams{Model: "m", Tools: want})
-		if string(gotJSON) != string(wantJSON) {
-			t.Fatalf("round %d: sent\n%s\nwant\n%s", round, gotJSON, wantJSON)
-		}
 		if len(got) != 3 {
 			t.Fatalf("round %d: %d tools sent, want 3 (the unknown one left out)", round, len(got))
 		}
+		sameBody(t, modelRequest{ChatCompletionNewParams: openai.ChatCompletionNewParams{Model: "m"}, messages: []json.RawMessage{}, tools: got},
+			openai.ChatCompletionNewParams{Model: "m", Messages: []openai.ChatCompletionMessageParamUnion{}, Tools: want})
 	}
 }
 
 // TestWireMessagesEncodeAsOpenAIGoDoes: a message is sent as openai-go encodes it, the first time
-// and every later time from the encoding it keeps, in the variant of its role.
+// and every later time from the encoding it keeps.
 func TestWireMessagesEncodeAsOpenAIGoDoes(t *testing.T) {
 	msgs := []Message{
 		{Role: "system", Content: "You are Lucy."},
@@ -556,23 +555,128 @@ func TestWireMessagesEncodeAsOpenAIGoDoes(t *testing.T) {
 	for i, m := range msgs {
 		want[i] = openAIMessage(m)
 	}
-	wantJSON, _ := json.Marshal(openai.ChatCompletionNewParams{Model: "m", Messages: want})
 	for round := range 2 {
-		got := wireMessages(msgs)
-		gotJSON, err := json.Marshal(openai.ChatCompletionNewParams{Model: "m", Messages: got})
+		got, err := wireMessages(msgs)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if string(gotJSON) != string(wantJSON) {
-			t.Fatalf("round %d: sent\n%s\nwant\n%s", round, gotJSON, wantJSON)
-		}
+		sameBody(t, modelRequest{ChatCompletionNewParams: openai.ChatCompletionNewParams{Model: "m"}, messages: got},
+			openai.ChatCompletionNewParams{Model: "m", Messages: want})
 		for i, m := range msgs {
 			if m.wire == nil {
 				t.Fatalf("round %d: message %d kept no encoding", round, i)
 			}
 		}
-		if got[3].OfTool == nil || got[2].OfAssistant == nil || got[0].OfSystem == nil || got[1].OfUser == nil {
-			t.Errorf("round %d: a message is not in the variant of its role", round)
-		}
 	}
+	// A message that cannot be encoded (JSON from a provider that is not JSON) is an error, not a
+	// request sent without it.
+	bad := []Message{{Role: "assistant", Content: "x", ReasoningDetails: json.RawMessage(`{not json`)}}
+	if _, err := wireMessages(bad); err == nil {
+		t.Error("a message with broken JSON encoded")
+	}
+}
+
+// TestModelRequestBody: what a model call sends is what openai-go would send for the same params
+// with the messages and tools given to it, every other field included (sampling, the tool choice,
+// the stream options the streaming call adds), and a request of plain params is left to openai-go.
+func TestModelRequestBody(t *testing.T) {
+	msgs := []Message{{Role: "system", Content: "You are Lucy."}, {Role: "user", Content: "list the files"}}
+	wireMsgs, err := wireMessages(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Log: zerolog.Nop()}
+	toolsRaw := a.toolParams(context.Background(), "T1", []string{tools.CurrentTime, tools.ListFiles})
+	params := openai.ChatCompletionNewParams{
+		Model: "m", Temperature: openai.Float(0.2), MaxCompletionTokens: openai.Int(900),
+		ToolChoice:    openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String("required")},
+		StreamOptions: openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)},
+	}
+	full := params
+	for _, m := range msgs {
+		full.Messages = append(full.Messages, openAIMessage(m))
+	}
+	for _, name := range []string{tools.CurrentTime, tools.ListFiles} {
+		spec, _ := tools.Lookup(name)
+		full.Tools = append(full.Tools, toolParam(tools.Schema{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters}))
+	}
+	sameBody(t, modelRequest{ChatCompletionNewParams: params, messages: wireMsgs, tools: toolsRaw}, full)
+
+	plain := modelRequest{ChatCompletionNewParams: full}
+	if _, opts, err := plain.send(); err != nil || opts != nil {
+		t.Errorf("plain params: options %v, error %v; want openai-go to encode them", opts, err)
+	}
+}
+
+// sameBody fails unless req's body is the JSON openai-go makes of want (keys in any order).
+func sameBody(t *testing.T, req modelRequest, want openai.ChatCompletionNewParams) {
+	t.Helper()
+	params, opts, err := req.send()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(opts) != 1 {
+		t.Fatalf("%d request options, want the body", len(opts))
+	}
+	if params.Messages != nil || params.Tools != nil {
+		t.Error("params carry messages or tools beside the body")
+	}
+	body, err := req.body()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantJSON, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, exp any
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatalf("body is not JSON: %v\n%s", err, body)
+	}
+	if err := json.Unmarshal(wantJSON, &exp); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, exp) {
+		t.Fatalf("sent\n%s\nwant\n%s", body, wantJSON)
+	}
+}
+
+// BenchmarkRequestBody: a model call's request body at 40 messages of 500 bytes and every compiled-in
+// tool, as openai-go encodes it from params and as the call sends it (modelRequest.body, from the
+// messages and tools encoded once).
+func BenchmarkRequestBody(b *testing.B) {
+	msgs := []Message{{Role: "system", Content: strings.Repeat("You are Lucy. ", 300)}}
+	for range 40 {
+		msgs = append(msgs, Message{Role: "user", Content: strings.Repeat("note line\n", 50)})
+	}
+	names := tools.Names()
+	full := openai.ChatCompletionNewParams{Model: "m"}
+	for _, m := range msgs {
+		full.Messages = append(full.Messages, openAIMessage(m))
+	}
+	for _, name := range names {
+		spec, _ := tools.Lookup(name)
+		full.Tools = append(full.Tools, toolParam(tools.Schema{Name: spec.Name, Description: spec.Description, Parameters: spec.Parameters}))
+	}
+	b.Run("openai-go", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(full); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	wire, err := wireMessages(msgs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := &Activities{Log: zerolog.Nop()}
+	req := modelRequest{ChatCompletionNewParams: openai.ChatCompletionNewParams{Model: "m"}, messages: wire,
+		tools: a.toolParams(context.Background(), "T1", names)}
+	b.Run("encoded", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := req.body(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

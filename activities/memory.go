@@ -100,7 +100,7 @@ func (a *Activities) NoteFromRun(ctx context.Context, in NoteFromRunInput) (Note
 		openai.SystemMessage(sys), openai.UserMessage(memory.ProposalInput(in.Channel, toSaid(in.Said), maxSaidChars)),
 	}}
 	a.sample(&params, "fast", model, noteMaxOutputToken, nil)
-	comp, err := a.complete(ctx, params)
+	comp, err := a.complete(ctx, modelRequest{ChatCompletionNewParams: params})
 	a.countModelCall(model, comp, err)
 	if err != nil {
 		return NoteFromRunResult{}, err

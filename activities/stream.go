@@ -435,14 +435,18 @@ type rawFn struct {
 // completeStreaming sends the request as a stream, shows a text reply in Slack as it arrives, and
 // returns the whole completion as the non-streaming call would (rebuilt from the chunks, so that
 // the provider's extras survive) and the stream's ts ("" when nothing stayed streamed).
-func (a *Activities) completeStreaming(ctx context.Context, model ChatStreamer, s *slackStream, params openai.ChatCompletionNewParams) (*openai.ChatCompletion, error) {
+func (a *Activities) completeStreaming(ctx context.Context, model ChatStreamer, s *slackStream, req modelRequest) (*openai.ChatCompletion, error) {
+	req.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+	params, opts, err := req.send()
+	if err != nil {
+		return nil, err
+	}
 	release, err := a.modelSlots.acquire(ctx, string(params.Model), a.ModelConcurrency)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	params.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	st := model.NewStreaming(ctx, params)
+	st := model.NewStreaming(ctx, params, opts...)
 	defer st.Close()
 	var (
 		content   strings.Builder
