@@ -41,6 +41,9 @@ type tmsg struct {
 	// names it in that call's input (activities.InputRef), so that it enters history once more,
 	// not with every rewrite of the transcript (a local activity's result: no activity ID to name).
 	once bool
+	// estimate is the message's token estimate plus one, 0 until tokens() counted it: a message's
+	// text never changes (compaction puts new messages in), and the estimate runs every turn.
+	estimate int
 }
 
 func (m tmsg) agentMsg() agent.Msg {
@@ -101,11 +104,16 @@ func wireEntries(ms []tmsg) []activities.Entry {
 
 func (t *transcript) tokens() int {
 	n := 0
-	for _, m := range t.msgs {
-		n += agent.EstimateTokens(m.text)
-		for _, c := range m.toolCalls {
-			n += agent.EstimateTokens(c.Arguments) + 8
+	for i := range t.msgs {
+		m := &t.msgs[i]
+		if m.estimate == 0 {
+			e := agent.EstimateTokens(m.text)
+			for _, c := range m.toolCalls {
+				e += agent.EstimateTokens(c.Arguments) + 8
+			}
+			m.estimate = e + 1
 		}
+		n += m.estimate - 1
 	}
 	return n
 }

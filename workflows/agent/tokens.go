@@ -3,6 +3,7 @@ package agent
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Token estimate. Counting with tiktoken's cl100k_base would only be a proxy for every provider anyway,
@@ -24,29 +25,57 @@ const (
 	unitsOther    = 12
 )
 
-// EstimateTokens estimates the tokens of s for a cl100k-like tokenizer.
+// EstimateTokens estimates the tokens of s for a cl100k-like tokenizer. It runs over every message
+// of a run's transcript at each turn, in the workflow task: it reads bytes, and decodes only what is
+// not ASCII (an invalid byte counts as one other character, as a range over the string reads it).
 func EstimateTokens(s string) int {
 	units := 0
 	prevSpace := false
-	for _, r := range s {
-		switch {
-		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b >= utf8.RuneSelf {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			units += unitsOther
+			prevSpace = false
+			i += size
+			continue
+		}
+		i++
+		switch asciiClass[b] {
+		case classSpace:
 			if !prevSpace {
 				units += unitsWord
 			}
 			prevSpace = true
 			continue
-		case r < 0x80 && (unicode.IsLetter(r) || unicode.IsDigit(r)):
+		case classWord:
 			units += unitsWord
-		case r < 0x80:
-			units += unitsPunct
 		default:
-			units += unitsOther
+			units += unitsPunct
 		}
 		prevSpace = false
 	}
 	return (units + unitsPerToken - 1) / unitsPerToken
 }
+
+// The classes of ASCII characters for the estimate: space, letter or digit, anything else.
+const (
+	classPunct = iota
+	classSpace
+	classWord
+)
+
+var asciiClass = func() (c [utf8.RuneSelf]uint8) {
+	for b := range c {
+		switch r := rune(b); {
+		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
+			c[b] = classSpace
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			c[b] = classWord
+		}
+	}
+	return c
+}()
 
 // contextWindows maps model families to their context windows, most specific first. Matching is on
 // the model name without its provider prefix ("google/", "openai/"), lower-cased.

@@ -38,6 +38,41 @@ func TestEstimateTokens(t *testing.T) {
 	}
 }
 
+// TestEstimateTokensExact: the estimate of each text, to the token. Compaction in recorded runs
+// was decided on these figures, so a change of the estimate is a change of workflow behaviour.
+func TestEstimateTokensExact(t *testing.T) {
+	tests := []struct {
+		text string
+		want int
+	}{
+		{"", 0},
+		{"hello", 2},
+		{strings.Repeat("The quick brown fox jumps over the lazy dog while the team reviews the quarterly numbers. ", 40), 917},
+		{strings.Repeat(`{"id": 12345, "name": "Acme Corp", "tags": ["a", "b"], "active": true}, `, 40), 1170},
+		{strings.Repeat("日本語のテキスト", 10), 80},
+		{"x" + strings.Repeat(" ", 400) + "y", 1},
+		{"café déjà vu 🎉 ok", 8},
+		{"bad \xff\xfe utf8 \xe6\x97 cut", 8}, // invalid bytes and a cut sequence: one other character each
+		{"tabs\t\t\nand\r\nlines  ", 4},
+		{" leading", 2},
+		{"trailing ", 3},
+		{"a_b-c.d/e:f", 5},
+	}
+	for _, tt := range tests {
+		if got := EstimateTokens(tt.text); got != tt.want {
+			t.Errorf("EstimateTokens(%q) = %d, want %d", tt.text, got, tt.want)
+		}
+	}
+}
+
+func BenchmarkEstimateTokens(b *testing.B) {
+	text := strings.Repeat(`The quick brown fox {"id": 12345, "name": "Acme Corp"} jumps, café 🎉. `, 200)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		EstimateTokens(text)
+	}
+}
+
 func TestContextWindow(t *testing.T) {
 	tests := []struct {
 		model string
