@@ -316,6 +316,20 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
 
+// BenchmarkConversationsPerSecond: 300 new conversations sent as fast as the gateway takes them
+// (at 200 a second), each answered by an instant model: conversations answered end to end per second.
+func BenchmarkConversationsPerSecond(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		s := newBenchStack(b, instantAnswer)
+		start := time.Now()
+		_, threads := s.load(b, 200, 1500*time.Millisecond)
+		lost, dup, last := s.answeredOnce(threads, 10*time.Minute)
+		rate := float64(len(threads)) / last.Sub(start).Seconds()
+		b.Logf("%d conversations answered in %.1f s: %.1f a second end to end; %d lost, %d duplicated", len(threads), last.Sub(start).Seconds(), rate, lost, dup)
+		b.ReportMetric(rate, "conversations/s")
+	}
+}
+
 // BenchmarkAckLatency: new conversations at 100 events a second (5 minutes with -bench-long, else
 // 10 s); every event's acknowledgement time (what Slack waits for: the durable hand-off to
 // Temporal), its p99 in each 10 s window and the worst of them (the target holds in every window,
@@ -410,20 +424,6 @@ func (s *stack) queuedLanes(b *testing.B, threads []string) (queued, late, lost 
 		}
 	}
 	return queued, late, lost
-}
-
-// BenchmarkConversationsPerSecond: 300 new conversations sent as fast as the gateway takes them
-// (at 200 a second), each answered by an instant model: conversations answered end to end per second.
-func BenchmarkConversationsPerSecond(b *testing.B) {
-	for i := 0; i < b.N; i++ {
-		s := newBenchStack(b, instantAnswer)
-		start := time.Now()
-		_, threads := s.load(b, 200, 1500*time.Millisecond)
-		lost, dup, last := s.answeredOnce(threads, 10*time.Minute)
-		rate := float64(len(threads)) / last.Sub(start).Seconds()
-		b.Logf("%d conversations answered in %.1f s: %.1f a second end to end; %d lost, %d duplicated", len(threads), last.Sub(start).Seconds(), rate, lost, dup)
-		b.ReportMetric(rate, "conversations/s")
-	}
 }
 
 // BenchmarkIdleLanesAndActiveRuns: after 100 warm-up conversations, 1,000 conversations answered and
