@@ -22,6 +22,9 @@ type RouteInput struct {
 	// Team is the workspace of the run: the tools its run-time sources offer are offered too (and
 	// their flags recorded). Empty means compiled-in tools only.
 	Team string `json:"team,omitempty"`
+	// User is the person the run works for: a source's tool that is another person's own is not
+	// offered. Empty (histories recorded before it) offers only what the team shares.
+	User string `json:"user,omitempty"`
 }
 
 // Route is the router's model choice: intent, model tier, prompt modules, and the tools offered.
@@ -64,7 +67,7 @@ func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {
 		for _, n := range in.Tools {
 			if n == tools.SourceTools {
 				if a.Tools != nil {
-					specs = append(specs, a.Tools.SourceSpecs(ctx, in.Team)...)
+					specs = append(specs, a.Tools.SourceSpecs(ctx, in.Team, in.User)...)
 				}
 				continue
 			}
@@ -77,7 +80,7 @@ func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {
 		return Route{Tools: names(specs), Specs: a.toolFlags(ctx, in.Team, specs), MaxToolCalls: a.MaxToolCalls}, nil
 	}
 	r := intent.Classify(in.Text, in.ThreadDepth)
-	offered := a.offered(ctx, in.Team)
+	offered := a.offered(ctx, in.Team, in.User)
 	return Route{
 		Intent: r.Intent, Tier: r.Tier, Modules: r.Modules, Tools: names(offered), Complex: r.Complex,
 		Specs: a.toolFlags(ctx, in.Team, offered), MaxToolCalls: a.MaxToolCalls, Skills: a.matchSkills(ctx, in.Team, in.Text),
@@ -99,9 +102,9 @@ func (a *Activities) matchSkills(ctx context.Context, team, text string) []strin
 
 // offered are the tools of a main agent's run: the compiled-in default set, and what the team's
 // run-time sources offer (a worker without a Runner has only the former).
-func (a *Activities) offered(ctx context.Context, team string) []tools.Spec {
+func (a *Activities) offered(ctx context.Context, team, user string) []tools.Spec {
 	if a.Tools != nil {
-		return a.Tools.Available(ctx, team)
+		return a.Tools.Available(ctx, team, user)
 	}
 	var out []tools.Spec
 	for _, n := range tools.DefaultSet() {

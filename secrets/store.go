@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,11 @@ type Meta struct {
 	UpdatedBy string    `json:"updatedBy,omitempty"`
 	Created   time.Time `json:"created"`
 	Updated   time.Time `json:"updated"`
+	// Kind, Origins, Integration and Shared bind the credential to its consumer (binding.go).
+	Kind        string   `json:"kind,omitempty"`
+	Origins     []string `json:"origins,omitempty"`
+	Integration string   `json:"integration,omitempty"`
+	Shared      bool     `json:"shared,omitempty"`
 }
 
 // record is a credential as stored: its Meta and the sealed value. The value is sealed with the
@@ -84,8 +90,16 @@ func object(service string) string { return path.Join(dir, service+".json") }
 func additional(team, service string) []byte { return []byte("lucy-secret:v1:" + team + ":" + service) }
 
 // Put stores value as team's credential for service, on behalf of user (a Slack user ID, or
-// "operator"). Who may do so is the caller's check (MayWrite). It returns the credential's Meta.
+// "operator"), with no binding: a new key is bound when its owner or an admin attaches it. Who may do
+// so is the caller's check (MayWrite). It returns the credential's Meta.
 func (s *Store) Put(ctx context.Context, team, service, value, user string) (Meta, error) {
+	return s.PutBound(ctx, team, service, value, user, Binding{})
+}
+
+// PutBound stores value as team's credential for service, on behalf of user, bound as b says. A
+// replaced credential keeps its owner, its creation date and, when b names none, its origins, kind and
+// sharing.
+func (s *Store) PutBound(ctx context.Context, team, service, value, user string, b Binding) (Meta, error) {
 	service, ok := NormalizeService(service)
 	if !ok {
 		return Meta{}, fmt.Errorf("%q is not a service name (letters, digits, '.', '_' and '-', at most 63)", service)
@@ -96,15 +110,36 @@ func (s *Store) Put(ctx context.Context, team, service, value, user string) (Met
 	if len(value) > MaxValueBytes {
 		return Meta{}, fmt.Errorf("the key is %d bytes; at most %d are kept", len(value), MaxValueBytes)
 	}
+	kind := b.Kind
+	if kind == "" {
+		kind = KindKey
+	}
 	for {
 		old, info, err := s.read(ctx, team, service)
 		cond := workspace.Cond{IfNoneMatch: true}
 		now := s.now().UTC()
-		m := Meta{Service: service, Owner: user, Created: now, Updated: now}
+		m := Meta{Service: service, Owner: user, Created: now, Updated: now, Kind: kind,
+			Origins: append([]string(nil), b.Origins...), Integration: b.Integration, Shared: b.Shared}
 		switch {
 		case err == nil:
 			cond = workspace.Cond{IfMatch: info.ETag}
 			m.Owner, m.Created, m.UpdatedBy = old.Owner, old.Created, user
+			if len(b.Origins) == 0 {
+				m.Origins = old.Origins
+			} else {
+				for _, o := range old.Origins {
+					if !slices.Contains(m.Origins, o) {
+						m.Origins = append(m.Origins, o)
+					}
+				}
+			}
+			if b.Integration == "" {
+				m.Integration = old.Integration
+			}
+			m.Shared = old.Shared || b.Shared
+			if b.Kind == "" && old.Kind != "" {
+				m.Kind = old.Kind
+			}
 		case !errors.Is(err, ErrNotFound):
 			return Meta{}, err
 		}
@@ -113,19 +148,29 @@ func (s *Store) Put(ctx context.Context, team, service, value, user string) (Met
 			return Meta{}, err
 		}
 		rec := record{Version: 1, Meta: m, Nonce: nonce, Data: s.aead.Seal(nil, nonce, []byte(value), additional(team, service))}
-		data, err := json.Marshal(rec)
-		if err != nil {
-			return Meta{}, err
-		}
-		_, err = s.st.Write(ctx, team, object(service), data, cond)
+		err = s.write(ctx, team, service, rec, cond)
 		if errors.Is(err, workspace.ErrPrecondition) {
 			continue // another writer stored this service's key meanwhile: decide again on what it wrote
 		}
 		if err != nil {
-			return Meta{}, fmt.Errorf("store the key for %s: %w", service, err)
+			return Meta{}, err
 		}
 		return m, nil
 	}
+}
+
+func (s *Store) write(ctx context.Context, team, service string, rec record, cond workspace.Cond) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if _, err := s.st.Write(ctx, team, object(service), data, cond); err != nil {
+		if errors.Is(err, workspace.ErrPrecondition) {
+			return err
+		}
+		return fmt.Errorf("store the key for %s: %w", service, err)
+	}
+	return nil
 }
 
 // Get returns team's credential for service and its Meta; ErrNotFound when there is none. A value

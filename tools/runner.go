@@ -16,14 +16,19 @@ import (
 type Tool struct {
 	Spec Spec // with Parameters
 	Run  Handler
+	// Owner, when set, is the one person whose runs are offered the tool: a member's own MCP server
+	// or OpenAPI service. Empty offers it in every run of the team (the operator's servers, and what
+	// an admin shared). The Runner enforces it when offering and again when running.
+	Owner string
 }
 
 // Source offers tools that are not compiled in, per team and at run time: a team's MCP servers or
 // OpenAPI services. A run records the flags of what it was offered in its Route (the workflow decides
 // by those, never by what a source lists later), so a source may change its list at any time.
 type Source interface {
-	// Tools lists what the source offers team now. It is called from activities (the route, the
-	// model call, the tool call), never from workflow code; it should answer from a cache.
+	// Tools lists what the source offers team now, each tool with its Owner when it is one person's.
+	// It is called from activities (the route, the model call, the tool call), never from workflow
+	// code; it should answer from a cache.
 	Tools(ctx context.Context, team string) ([]Tool, error)
 }
 
@@ -85,12 +90,13 @@ func (r *Runner) Unbound() []string {
 	return out
 }
 
-// Available returns the tools offered to the main agent of a run in team, by name and flags (a
+// Available returns the tools offered to the main agent of a run in team for user, by name and flags (a
 // compiled-in tool's Spec comes without its Parameters: see Flags; Schemas has them): the compiled-in
 // default set and, after them, what the run-time sources offer, sorted. A source's tool that has the
 // name of a compiled-in one is left out (and logged): a name means one tool in a run. A source that
-// fails is logged and left out, so that one unreachable server does not stop every conversation.
-func (r *Runner) Available(ctx context.Context, team string) []Spec {
+// fails is logged and left out, so that one unreachable server does not stop every conversation. A
+// source's tool that is another person's own (Tool.Owner) is not offered.
+func (r *Runner) Available(ctx context.Context, team, user string) []Spec {
 	var out []Spec
 	for _, name := range DefaultSet() {
 		if _, no := r.withheld[name]; no {
@@ -99,7 +105,7 @@ func (r *Runner) Available(ctx context.Context, team string) []Spec {
 		s, _ := Flags(name)
 		out = append(out, s)
 	}
-	extra := r.sourceTools(ctx, team)
+	extra := offeredTo(r.sourceTools(ctx, team), user)
 	slices.SortFunc(extra, func(a, b Tool) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
 	for _, t := range extra {
 		out = append(out, t.Spec)
@@ -107,14 +113,20 @@ func (r *Runner) Available(ctx context.Context, team string) []Spec {
 	return out
 }
 
+// offeredTo keeps the tools offered to user's runs: the team's, and user's own.
+func offeredTo(list []Tool, user string) []Tool {
+	return slices.DeleteFunc(list, func(t Tool) bool { return t.Owner != "" && t.Owner != user })
+}
+
 // SourceTools, in a sub-agent's list of tools, stands for every tool the team's run-time sources
 // offer when it starts (its MCP servers' and OpenAPI services' tools): the route activity expands it.
 // It is not a tool name ("*" is not allowed in one), so it can never collide with one.
 const SourceTools = "*sources"
 
-// SourceSpecs returns the specs of what the team's run-time sources offer now, sorted by name.
-func (r *Runner) SourceSpecs(ctx context.Context, team string) []Spec {
-	extra := r.sourceTools(ctx, team)
+// SourceSpecs returns the specs of what the team's run-time sources offer user's runs now, sorted by
+// name.
+func (r *Runner) SourceSpecs(ctx context.Context, team, user string) []Spec {
+	extra := offeredTo(r.sourceTools(ctx, team), user)
 	slices.SortFunc(extra, func(a, b Tool) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
 	out := make([]Spec, 0, len(extra))
 	for _, t := range extra {
@@ -185,6 +197,11 @@ func (r *Runner) handler(ctx context.Context, inv Invocation) (Handler, error) {
 		return nil, fmt.Errorf("run %s: this worker was built without the tool's domain", inv.Name)
 	}
 	if t, ok := r.sourceTool(ctx, inv.Team, inv.Name); ok {
+		if t.Owner != "" && t.Owner != inv.User {
+			// Offered to its owner's runs only: a name typed into another run finds nothing.
+			return nil, ArgErrorf(inv.Name, "%s is another person's own integration and is not available in this request; "+
+				"use another tool or tell the person", inv.Name)
+		}
 		return t.Run, nil
 	}
 	if len(r.sources) > 0 {

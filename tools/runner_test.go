@@ -50,7 +50,7 @@ func TestRunnerRunsASourcesTools(t *testing.T) {
 	}
 	ctx := t.Context()
 
-	avail := r.Available(ctx, testTeam)
+	avail := r.Available(ctx, testTeam, "U1")
 	var names []string
 	for _, s := range avail {
 		names = append(names, s.Name)
@@ -106,7 +106,7 @@ func TestRunnerWithoutADomain(t *testing.T) {
 // says why. With the gadget, it is offered and runs.
 func TestRunnerWithholdsWhatTheMachineCannotRun(t *testing.T) {
 	offered := func(r *Runner) bool {
-		for _, s := range r.Available(t.Context(), "T1") {
+		for _, s := range r.Available(t.Context(), "T1", "U1") {
 			if s.Name == testMachine {
 				return true
 			}
@@ -145,5 +145,44 @@ func TestRunnerWithholdsWhatTheMachineCannotRun(t *testing.T) {
 	}
 	if out, err := with.Run(t.Context(), Invocation{Name: testMachine, Arguments: `{"path": "a"}`}); err != nil || out.Content != "used" {
 		t.Errorf("with the gadget: %+v, %v", out, err)
+	}
+}
+
+// A member's own integration is offered in her runs only: another person's run is neither offered its
+// tools nor may call one by name.
+func TestRunnerOffersAPersonsOwnToolsToThemOnly(t *testing.T) {
+	src := &fakeSource{}
+	mine := sourceTool("mcp__mine__read", Spec{Idempotent: true}, "mine")
+	mine.Owner = "UMALLORY"
+	list := []Tool{mine, sourceTool("mcp__team__read", Spec{Idempotent: true}, "team")}
+	src.list.Store(&list)
+	r, err := NewRunner(zerolog.Nop(), []any{&testDomain{}}, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	offered := func(user string) []string {
+		var out []string
+		for _, s := range r.SourceSpecs(ctx, testTeam, user) {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	if got := offered("UMALLORY"); !slices.Equal(got, []string{"mcp__mine__read", "mcp__team__read"}) {
+		t.Errorf("offered to the owner: %v", got)
+	}
+	if got := offered("UALICE"); !slices.Equal(got, []string{"mcp__team__read"}) {
+		t.Errorf("offered to another person: %v", got)
+	}
+	for _, s := range r.Available(ctx, testTeam, "UALICE") {
+		if s.Name == "mcp__mine__read" {
+			t.Errorf("Available offers another person's tool")
+		}
+	}
+	if _, err := r.Run(ctx, Invocation{Name: "mcp__mine__read", Arguments: `{}`, Team: testTeam, User: "UALICE"}); err == nil {
+		t.Errorf("another person ran the owner's tool")
+	}
+	if out, err := r.Run(ctx, Invocation{Name: "mcp__mine__read", Arguments: `{}`, Team: testTeam, User: "UMALLORY"}); err != nil || out.Content != "mine {}" {
+		t.Errorf("the owner's call = %+v, %v", out, err)
 	}
 }

@@ -394,7 +394,7 @@ func (r *run) prepare(ctx workflow.Context) error {
 			}
 		}
 	}
-	routeIn := activities.RouteInput{Text: m.Text, ThreadDepth: depth, Team: m.Team}
+	routeIn := activities.RouteInput{Text: m.Text, ThreadDepth: depth, Team: m.Team, User: r.in.Requester}
 	if err := localOr(fast, local(ctx), quick(ctx, "route"), a.Route, routeIn).Get(ctx, &r.route); err != nil {
 		return fmt.Errorf("route: %w", err)
 	}

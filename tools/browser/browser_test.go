@@ -390,7 +390,7 @@ func TestBrowseWithheldWithoutChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range without.Available(t.Context(), tooltest.Team) {
+	for _, s := range without.Available(t.Context(), tooltest.Team, "U1") {
 		if s.Name == Browse {
 			t.Errorf("%s is offered without Chromium", Browse)
 		}

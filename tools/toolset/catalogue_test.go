@@ -493,7 +493,7 @@ func wantArgError(tb testing.TB, err error, tool string, want ...string) {
 func TestBrowseNotOfferedWithoutChromium(t *testing.T) {
 	r := toolset.New(toolset.Deps{DataDir: t.TempDir(), Log: zerolog.Nop(), Chromium: "/nonexistent/chromium"}).Runner
 	var names []string
-	for _, s := range r.Available(t.Context(), testTeam) {
+	for _, s := range r.Available(t.Context(), testTeam, "U1") {
 		names = append(names, s.Name)
 	}
 	if slices.Contains(names, browser.Browse) {
