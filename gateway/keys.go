@@ -164,7 +164,15 @@ func (g *Gateway) HandleViewSubmission(ctx context.Context, cb slack.Interaction
 		log.Info().Str("service", service).Msg("Add key refused: the submitter may not write this key")
 		return formError(err.Error() + ".")
 	}
-	if _, err := g.creds.Put(ctx, v.Team, service, value, cb.User.ID); err != nil {
+	if secrets.Reserved(service) && (v.Kind == "" || v.Kind == secrets.KindKey) {
+		log.Warn().Str("service", service).Msg("Add key form for a reserved name refused")
+		return formError("This name belongs to one of Lucy's mailboxes or sign-ins and cannot be given a key here.")
+	}
+	bind := secrets.Binding{Integration: v.Integration, Kind: v.Kind}
+	if v.Origin != "" {
+		bind.Origins = []string{v.Origin}
+	}
+	if _, err := g.creds.PutBound(ctx, v.Team, service, value, cb.User.ID, bind); err != nil {
 		return nil, fmt.Errorf("store the key for %s: %w", service, err)
 	}
 	log.Info().Str("service", service).Bool("replaced", existing != nil).Msg("key stored")

@@ -50,7 +50,7 @@ func newKeyFlow(t *testing.T) *keyFlow {
 	}
 	req := integrations.NewSlackKeys(func(string) tools.SlackAPI { return api })
 	inv := tools.Invocation{Team: testTeam, Channel: "CLOCAL", ThreadTS: root, User: "ULOCAL", RunID: "run-1", CallID: "call-1"}
-	if err := req.RequestKey(context.Background(), inv, "github", "read your issues"); err != nil {
+	if err := req.RequestKey(context.Background(), inv, "github", "read your issues", secrets.Binding{}); err != nil {
 		t.Fatal(err)
 	}
 	msgs := ws.Messages("CLOCAL", root)

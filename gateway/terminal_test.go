@@ -133,7 +133,7 @@ func (w *fakeWorker) handle(m workflows.Message) {
 		w.setStatus(key, true, true)
 		req := integrations.NewSlackKeys(func(string) tools.SlackAPI { return w.bot })
 		inv := tools.Invocation{Team: m.Team, Channel: m.Channel, ThreadTS: m.ThreadTS, User: m.User, RunID: "run", CallID: "call"}
-		if err := req.RequestKey(context.Background(), inv, "github", "read your issues"); err != nil {
+		if err := req.RequestKey(context.Background(), inv, "github", "read your issues", secrets.Binding{}); err != nil {
 			w.t.Error(err)
 		}
 		w.setStatus(key, false, false)

@@ -25,9 +25,11 @@ type Credentials interface {
 // KeyRequester asks a person for a credential: it posts an Add key button in the run's thread (the
 // terminal asks for the key without echo). The key then goes from the form to the credential store
 // through the gateway, never through the model; the person's submission arrives in the thread as
-// their message, which answers a run waiting for it. why is one line on what the key is for.
+// their message, which answers a run waiting for it. why is one line on what the key is for; for says
+// what the key will be bound to when stored (its origin and integration; Kind and Shared are not
+// taken from a request: a key from the form is a KindKey and its submitter's own).
 type KeyRequester interface {
-	RequestKey(ctx context.Context, inv tools.Invocation, service, why string) error
+	RequestKey(ctx context.Context, inv tools.Invocation, service, why string, for_ secrets.Binding) error
 }
 
 // Integration is one connected MCP server or OpenAPI service as lucy_list_integrations shows it.

@@ -100,7 +100,7 @@ func (k *Keys) storeAPIKey(ctx context.Context, inv tools.Invocation) (tools.Out
 			return tools.Output{}, &tools.TransientError{Tool: StoreAPIKey, Err: err}
 		}
 	}
-	if err := k.request.RequestKey(ctx, inv, service, why); err != nil {
+	if err := k.request.RequestKey(ctx, inv, service, why, secrets.Binding{}); err != nil {
 		return tools.SlackFailed(ctx, StoreAPIKey, err)
 	}
 	return tools.Output{Content: fmt.Sprintf("An Add key button for `%s` is posted in this thread.%s What happens next: the person "+

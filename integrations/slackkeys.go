@@ -9,6 +9,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/tools"
 )
@@ -26,7 +27,7 @@ func NewSlackKeys(slack func(team string) tools.SlackAPI) *SlackKeys { return &S
 // RequestKey posts the button, once per tool call: a retried call finds the message it posted by its
 // metadata (docs/architecture.md rule 4). Nothing it posts holds a key: the value names the service,
 // the requester and the thread, and why has been through secrets.RemovePasted.
-func (s *SlackKeys) RequestKey(ctx context.Context, inv tools.Invocation, service, why string) error {
+func (s *SlackKeys) RequestKey(ctx context.Context, inv tools.Invocation, service, why string, for_ secrets.Binding) error {
 	var api tools.SlackAPI
 	if s.slack != nil {
 		api = s.slack(inv.Team)
@@ -40,7 +41,16 @@ func (s *SlackKeys) RequestKey(ctx context.Context, inv tools.Invocation, servic
 	if s.posted(ctx, api, inv) {
 		return nil
 	}
-	value, err := json.Marshal(slackwire.AddKey{Team: inv.Team, Channel: inv.Channel, ThreadTS: inv.ThreadTS, Service: service, Requester: inv.User})
+	if secrets.Reserved(service) && (for_.Kind == "" || for_.Kind == secrets.KindKey) {
+		// Only an integration asks for its own reserved name (a mailbox's password, with its kind).
+		return secrets.ErrReserved
+	}
+	origin := ""
+	if len(for_.Origins) > 0 {
+		origin = for_.Origins[0]
+	}
+	value, err := json.Marshal(slackwire.AddKey{Team: inv.Team, Channel: inv.Channel, ThreadTS: inv.ThreadTS, Service: service, Requester: inv.User,
+		Origin: origin, Integration: for_.Integration, Kind: for_.Kind})
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,14 @@ type AddKey struct {
 	ThreadTS  string `json:"thread"`
 	Service   string `json:"service"`
 	Requester string `json:"requester"`
+	// Origin and Integration say what asked for the key ("https://mcp.example.com", "mcp:notes"): the
+	// key is stored bound to that origin and sent nowhere else (secrets.Binding). Empty when a person
+	// asked for a key with no integration in view: it is then bound when its owner attaches it.
+	Origin      string `json:"origin,omitempty"`
+	Integration string `json:"integration,omitempty"`
+	// Kind is set when an integration asks for a credential of its own kind under its reserved name
+	// (a mailbox's password: "mailbox"); empty for an ordinary key.
+	Kind string `json:"kind,omitempty"`
 }
 
 // KeyAddedText is the message the lane gets, in the submitter's name, once the Add key form stored

@@ -243,7 +243,7 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 			if e.d.Keys == nil {
 				return tools.Output{Content: msg + " Tell the person an operator must store it (lucy secrets set)."}, nil
 			}
-			if err := e.d.Keys.RequestKey(ctx, inv, m.Credential, "the password or app token of the mailbox "+m.Address); err != nil {
+			if err := e.d.Keys.RequestKey(ctx, inv, m.Credential, "the password or app token of the mailbox "+m.Address, secrets.Binding{Kind: secrets.KindMailbox, Integration: "email:" + m.Name}); err != nil {
 				return tools.Output{Content: msg + " Asking for it failed: tell the person to store it with lucy_store_api_key."}, nil
 			}
 			return tools.Output{Content: msg + " I posted an Add key button in this thread: tell the person to add it there " +

@@ -381,7 +381,7 @@ type fakeKeys struct {
 	asked []string
 }
 
-func (k *fakeKeys) RequestKey(_ context.Context, inv tools.Invocation, service, why string) error {
+func (k *fakeKeys) RequestKey(_ context.Context, inv tools.Invocation, service, why string, _ secrets.Binding) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.asked = append(k.asked, inv.Team+"/"+service+": "+why)

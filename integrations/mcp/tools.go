@@ -182,7 +182,7 @@ func (s *Source) connectServer(ctx context.Context, inv tools.Invocation) (tools
 			msg := fmt.Sprintf("Connected the MCP server %s (%s). It is called with the credential %q, which this workspace has not stored yet, "+
 				"so its tools are not offered until it is.", name, shown, cred)
 			if s.d.Keys != nil {
-				if err := s.d.Keys.RequestKey(ctx, inv, cred, "the MCP server "+name+" ("+shown+")"); err != nil {
+				if err := s.d.Keys.RequestKey(ctx, inv, cred, "the MCP server "+name+" ("+shown+")", secrets.Binding{Origins: []string{secrets.Origin(u)}, Integration: "mcp:" + name}); err != nil {
 					return tools.Output{Content: msg + " Asking for the key failed (" + tools.RedactCredentials(err.Error()) +
 						"): tell the person to store it with an Add key button or ask an operator."}, nil
 				}

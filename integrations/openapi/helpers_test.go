@@ -213,7 +213,7 @@ type keyRequests struct {
 	asked []string
 }
 
-func (k *keyRequests) RequestKey(_ context.Context, inv tools.Invocation, service, why string) error {
+func (k *keyRequests) RequestKey(_ context.Context, inv tools.Invocation, service, why string, _ secrets.Binding) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.asked = append(k.asked, service+": "+why)

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/files"
 	"github.com/lucy-agent/lucy/workspace"
@@ -291,7 +292,7 @@ func (s *Services) resolvedText(ctx context.Context, inv tools.Invocation, rec r
 		why := fmt.Sprintf("the %s API (%s)", rec.Service, rec.Auth.describe())
 		asked := false
 		if s.d.Keys != nil {
-			if err := s.d.Keys.RequestKey(ctx, inv, rec.Service, why); err != nil {
+			if err := s.d.Keys.RequestKey(ctx, inv, rec.Service, why, secrets.Binding{Origins: []string{secrets.OriginOf(rec.BaseURL)}, Integration: "openapi:" + rec.Service}); err != nil {
 				s.d.Log.Warn().Err(err).Str("team", inv.Team).Str("service", rec.Service).Msg("could not ask for a key")
 			} else {
 				asked = true
