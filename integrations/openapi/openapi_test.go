@@ -216,10 +216,10 @@ func TestFlagsByMethodExtensionAndChoice(t *testing.T) {
 		"destructive": []string{"GET /pets/{petId}"}, "safe": []string{"flakyWrite", "resetAll"}}))
 	want := map[string][2]bool{ // idempotent, destructive
 		"lucy_custom_pets_list_pets":   {true, false},
-		"lucy_custom_pets_get_pet":     {false, true}, // GET, chosen to ask at resolve time
-		"lucy_custom_pets_delete_pet":  {false, true}, // DELETE
-		"lucy_custom_pets_reset_all":   {false, true}, // x-destructive: the document's care wins over "safe"
-		"lucy_custom_pets_create_pet":  {false, true}, // POST
+		"lucy_custom_pets_get_pet":     {false, true},  // GET, chosen to ask at resolve time
+		"lucy_custom_pets_delete_pet":  {false, true},  // DELETE
+		"lucy_custom_pets_reset_all":   {false, true},  // x-destructive: the document's care wins over "safe"
+		"lucy_custom_pets_create_pet":  {false, true},  // POST
 		"lucy_custom_pets_flaky_write": {false, false}, // POST marked safe by the person
 	}
 	tooltest.WantContains(t, need.Details, "Run without asking (5):", "lucy_custom_pets_flaky_write: POST /flaky",

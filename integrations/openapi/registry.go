@@ -52,9 +52,9 @@ type record struct {
 	// Safe are the operations other than GET and HEAD the person approved to run without asking.
 	Safe      []string  `json:"safe,omitempty"`
 	AddedBy   string    `json:"addedBy"`
-	Added     time.Time       `json:"added"`
-	UpdatedBy string          `json:"updatedBy,omitempty"`
-	Updated   time.Time       `json:"updated"`
+	Added     time.Time `json:"added"`
+	UpdatedBy string    `json:"updatedBy,omitempty"`
+	Updated   time.Time `json:"updated"`
 }
 
 // rulesBound is the Rules of a record made under the bound-key rules.
