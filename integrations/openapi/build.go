@@ -125,7 +125,9 @@ var schemaDepths = []int{maxSchemaDepth, 4, 3, 2, 1}
 func buildOperation(service, tool string, o opInfo, destructive, needsAuth bool) (operation, string) {
 	var size int
 	for _, depth := range schemaDepths {
-		op, why := buildWith(newConverter(depth), service, tool, o, destructive, needsAuth)
+		c := newConverter(depth)
+		c.cut = depth < maxSchemaDepth // a shallower build describes what the full one spelled out
+		op, why := buildWith(c, service, tool, o, destructive, needsAuth)
 		if why != "" {
 			return operation{}, why
 		}

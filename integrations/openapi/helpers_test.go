@@ -310,8 +310,8 @@ func (e *env) resolveAs(t *testing.T, user, args string) (tools.Output, *tools.A
 	if err != nil {
 		t.Fatalf("approved resolve(%s) as %s: %v", args, user, err)
 	}
-	if out.NeedsApproval != nil {
-		t.Fatalf("the approved resolve asked again: %+v", out)
+	if out.NeedsApproval != nil || out.IsError {
+		t.Fatalf("the approved resolve asked again or failed: %+v", out)
 	}
 	e.svc.forget(tooltest.Team)
 	return out, need

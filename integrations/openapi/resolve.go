@@ -401,6 +401,9 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 	if err := s.checkTeamBudget(ctx, inv.Team, p.rec); err != nil {
 		return plan{}, nil, err
 	}
+	if err := checkRecordSize(p.rec); err != nil {
+		return plan{}, nil, err
+	}
 	return p, nil, nil
 }
 
@@ -628,13 +631,12 @@ func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (
 		if err := s.checkTeamBudget(ctx, inv.Team, rec); err != nil {
 			return false, err
 		}
+		if err := checkRecordSize(rec); err != nil {
+			return false, err
+		}
 		data, err := json.Marshal(rec)
 		if err != nil {
 			return false, err
-		}
-		if len(data) > maxRecordBytes {
-			return false, refusal(fmt.Sprintf("nothing was connected: %s would take %d KB in Lucy's registry, and a service may take at "+
-				"most %d KB (every worker keeps it in memory). Choose fewer operations.", rec.Service, len(data)>>10, maxRecordBytes>>10))
 		}
 		if cond.IfMatch == "" && !cond.IfNoneMatch {
 			cond = workspace.Cond{IfNoneMatch: true}
@@ -650,6 +652,19 @@ func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (
 		return replaced, nil
 	}
 	return false, fmt.Errorf("save the custom integration %s: it kept changing under us; try again", rec.Service)
+}
+
+// checkRecordSize refuses a record larger than maxRecordBytes, before it is written.
+func checkRecordSize(rec record) error {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if len(data) > maxRecordBytes {
+		return refusal(fmt.Sprintf("nothing was connected: %s would take %d KB in Lucy's registry, and a service may take at "+
+			"most %d KB (every worker keeps it in memory). Choose fewer operations.", rec.Service, len(data)>>10, maxRecordBytes>>10))
+	}
+	return nil
 }
 
 // schemaBytes is what a service's tools add to a run's request to the model: their descriptions
