@@ -445,3 +445,20 @@ func TestTeamSchemaBudgetAndRecordSize(t *testing.T) {
 		t.Errorf("the oversized record was written")
 	}
 }
+
+// An operation that needs a person's OAuth2 sign-in, beside others that take the API key, is left
+// out with the reason: called with the key, it would fail as if the key were wrong.
+func TestOperationNeedingASignInIsLeftOutHonestly(t *testing.T) {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"openapi": "3.0.3", "info": {"title": "Mixed", "version": "1"}, "servers": [{"url": %q}],
+  "security": [{"k": []}], "components": {"securitySchemes": {"k": {"type": "apiKey", "in": "header", "name": "X-Key"},
+    "user": {"type": "oauth2", "flows": {"authorizationCode": {"authorizationUrl": "https://x.example/auth", "tokenUrl": "https://x.example/token", "scopes": {}}}}}},
+  "paths": {"/a": {"get": {"operationId": "a", "responses": {"200": {"description": "ok"}}}},
+    "/me": {"get": {"operationId": "me", "security": [{"user": []}], "responses": {"200": {"description": "ok"}}}}}}`, srv.URL)
+	}))
+	defer srv.Close()
+	e := newEnv(t, envOpts{})
+	out := e.resolve(t, args(t, map[string]any{"url": srv.URL, "name": "mixed"}))
+	tooltest.WantOK(t, out, "with 1 tools", "Left out: GET /me (it needs a kind of sign-in Lucy cannot do")
+}
