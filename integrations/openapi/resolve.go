@@ -178,6 +178,11 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 	if s.d.State == nil {
 		return plan{}, nil, errors.New("custom integrations need Lucy's state store, and this worker has none (toolset.Deps.State)")
 	}
+	if inv.User == "" {
+		// A service is its connecter's own unless an admin shares it: without a person there is no
+		// one whose it would be, nor anyone to approve it.
+		return plan{}, nil, errors.New("connecting an API needs the person it is for, and this call has none")
+	}
 	admin := s.isAdmin(inv.User)
 	if args.Shared && !admin {
 		return plan{}, nil, tools.ArgErrorf(ResolveTool, "only an admin can connect an API for everyone in this workspace (shared); "+
