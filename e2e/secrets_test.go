@@ -180,6 +180,14 @@ func noKeyLeaks(t *testing.T, dc converter.DataConverter, c *codec.Codec) {
 	ts := s.say(text, "")
 	s.event("app_mention", "Ev-keys", text, ts, "", human)
 
+	// Connecting the service asks the person first (the prompt shows its address and key).
+	var approval string
+	s.waitFor("the approval to connect billing", 90*time.Second, func() bool {
+		approval = s.approvalValue(ts)
+		return approval != ""
+	})
+	s.click(human, approval, "lucy_approve")
+
 	// The service asks for its key: the button, the form, the key typed in it.
 	var button string
 	s.waitFor("the Add key button", 90*time.Second, func() bool {

@@ -44,12 +44,19 @@ func TestCustomIntegrationDeleteWaitsForApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	out, err := runner.Run(ctx, tools.Invocation{Name: openapi.ResolveTool, Team: "T1", User: "U1",
-		Arguments: fmt.Sprintf(`{"url": %q, "name": "pets"}`, srv.URL+"/spec.json")})
-	if err != nil || out.IsError {
-		t.Fatalf("resolve: %v %s", err, out.Content)
+	// Connecting asks the person first; the call made again with their approval connects it.
+	resolve := tools.Invocation{Name: openapi.ResolveTool, Team: "T1", User: "U1",
+		Arguments: fmt.Sprintf(`{"url": %q, "name": "pets"}`, srv.URL+"/spec.json")}
+	out, err := runner.Run(ctx, resolve)
+	if err != nil || out.NeedsApproval == nil {
+		t.Fatalf("resolve did not ask for approval: %v %+v", err, out)
 	}
-	route, err := (&activities.Activities{Tools: runner, Log: zerolog.Nop()}).Route(ctx, activities.RouteInput{Text: "delete pet 7", Team: "T1"})
+	resolve.Approved, resolve.Guard = true, out.NeedsApproval.Guard
+	if out, err = runner.Run(ctx, resolve); err != nil || out.IsError || out.NeedsApproval != nil {
+		t.Fatalf("resolve: %v %+v", err, out)
+	}
+	// The service is U1's own: the route of U1's run offers it.
+	route, err := (&activities.Activities{Tools: runner, Log: zerolog.Nop()}).Route(ctx, activities.RouteInput{Text: "delete pet 7", Team: "T1", User: "U1"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,17 +21,50 @@ import (
 // errNoKey is a call's failure when the team has no key stored for the service.
 var errNoKey = errors.New("no key stored")
 
-// credential reads the team's stored key for the service, inside the call that uses it.
-func (s *Services) credential(ctx context.Context, team, service string) (string, error) {
+// binder changes where a stored key may go and who may use it (a *secrets.Store does): resolving a
+// service binds its key to the API's origin and, for a shared service, shares it; disconnecting
+// unbinds it.
+type binder interface {
+	Bind(ctx context.Context, team, service, origin string) (secrets.Meta, error)
+	Unbind(ctx context.Context, team, service, origin string) (secrets.Meta, error)
+	SetShared(ctx context.Context, team, service string, shared bool) (secrets.Meta, error)
+}
+
+// binder returns the credential store's binder, nil when it has none.
+func (s *Services) binder() binder {
+	b, _ := s.d.Credentials.(binder)
+	return b
+}
+
+// credential reads the service's stored key, inside the call that uses it, and checks that it may
+// go where this call sends it: bound to each origin the key reaches (the API's, an OAuth2 token
+// endpoint's) and usable by the run's requester (secrets.Applies). A refusal is returned as
+// refusal, in words for the person; nothing has been sent.
+func (s *Services) credential(ctx context.Context, inv tools.Invocation, rec record) (string, error) {
 	if s.d.Credentials == nil {
 		return "", errNoKey
 	}
-	v, _, err := s.d.Credentials.Get(ctx, team, service)
+	v, meta, err := s.d.Credentials.Get(ctx, inv.Team, rec.Credential)
 	if errors.Is(err, secrets.ErrNotFound) {
 		return "", errNoKey
 	}
 	if err != nil {
-		return "", fmt.Errorf("read the stored key for %s: %w", service, err)
+		return "", fmt.Errorf("read the stored key for %s: %w", rec.Service, err)
+	}
+	if meta.KindOrKey() != secrets.KindKey || secrets.Reserved(meta.Service) {
+		return "", refusal(fmt.Sprintf("%q is not an API key (it belongs to one of Lucy's mailboxes or sign-ins) and is never sent to an API", rec.Credential))
+	}
+	if rec.Shared && !meta.UsableBy(inv.User) && meta.Owner == rec.SharedBy && s.isAdmin(rec.SharedBy) && s.binder() != nil {
+		// The admin who shared the service stored its key after sharing it (the Add key button
+		// makes a key its submitter's own): sharing the service was sharing its key.
+		if meta, err = s.binder().SetShared(ctx, inv.Team, rec.Credential, true); err != nil {
+			return "", fmt.Errorf("share the key of %s: %w", rec.Service, err)
+		}
+	}
+	for _, origin := range rec.credentialOrigins() {
+		if err := secrets.Applies(meta, origin, inv.User); err != nil {
+			return "", refusal(err.Error())
+		}
 	}
 	return v, nil
 }

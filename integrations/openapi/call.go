@@ -89,13 +89,19 @@ func (s *Services) call(ctx context.Context, inv tools.Invocation, sv *service, 
 		return tools.ToolError("%s: %v", svc, err), nil
 	}
 	if needsKey {
-		cred, err := s.credential(ctx, inv.Team, svc)
-		if errors.Is(err, errNoKey) {
-			return tools.ToolError("no key is stored for %s, so nothing was sent. The person must add it with the Add key button "+
-				"(it needs %s); never ask them to paste it in the chat. Calling %s again for this service posts the button.",
-				svc, sv.rec.Auth.describe(), ResolveTool), nil
+		if origin := secrets.Origin(req.URL); origin != sv.rec.Origin {
+			return tools.ToolError("%s: this call would go to %s, not to %s where its key was given, so nothing was sent", svc, origin, sv.rec.Origin), nil
 		}
-		if err != nil {
+		cred, err := s.credential(ctx, inv, sv.rec)
+		var refused refusal
+		switch {
+		case errors.Is(err, errNoKey):
+			return tools.ToolError("no key named %q is stored, so nothing was sent. The person must add it with the Add key button "+
+				"(%s needs %s); never ask them to paste it in the chat. Calling %s again for this service posts the button.",
+				sv.rec.Credential, svc, sv.rec.Auth.describe(), ResolveTool), nil
+		case errors.As(err, &refused):
+			return tools.ToolError("%s: nothing was sent: %s", svc, string(refused)), nil
+		case err != nil:
 			return tools.Output{}, err
 		}
 		scrub, err = s.apply(ctx, req, inv.Team, svc, sv.rec.Auth, cred)
@@ -113,6 +119,7 @@ func (s *Services) call(ctx context.Context, inv tools.Invocation, sv *service, 
 		}
 	}
 
+	from := "the API of the custom integration " + svc + " (" + sv.rec.Origin + ")"
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	resp, err := s.api.Do(req.WithContext(cctx))
@@ -147,21 +154,26 @@ func (s *Services) call(ctx context.Context, inv tools.Invocation, sv *service, 
 		s.noteFailure(inv.Team, svc, "HTTP "+status)
 		short := secrets.Scrub(shortBody(data), scrub...)
 		if op.idempotent() {
-			return tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("%s answered HTTP %s: %s", svc, status, short),
+			return tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("%s answered HTTP %s:\n%s", svc, status, tools.UntrustedResult(from, short)),
 				RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 		}
-		return tools.ToolError("%s answered HTTP %s: %s. The request may have been partly done: check before trying again.",
-			svc, status, short), nil
+		return tools.ToolError("%s answered HTTP %s. The request may have been partly done: check before trying again.\n%s",
+			svc, status, tools.UntrustedResult(from, short)), nil
 	case code >= 400:
 		s.noteSuccess(inv.Team, svc) // the API is up; the request was refused
 		hint := ""
-		if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		switch {
+		case (code == http.StatusUnauthorized || code == http.StatusForbidden) && needsKey:
 			hint = " The stored key may be wrong, expired or lack a permission: the person can replace it with the Add key button."
+		case code == http.StatusUnauthorized || code == http.StatusForbidden:
+			hint = " Lucy sent no key with it: the document does not say this operation needs one."
 		}
-		return tools.ToolError("%s answered HTTP %s: %s.%s", svc, status, secrets.Scrub(shortBody(data), scrub...), hint), nil
+		return tools.ToolError("%s answered HTTP %s.%s\n%s", svc, status, hint, tools.UntrustedResult(from, secrets.Scrub(shortBody(data), scrub...))), nil
 	}
 	s.noteSuccess(inv.Team, svc)
 
+	// The body is the API's text, and whoever runs the API is no more trusted than its document's
+	// author: it reaches the model fenced as data.
 	var b strings.Builder
 	fmt.Fprintf(&b, "HTTP %s", status)
 	ct := resp.Header.Get("Content-Type")
@@ -172,7 +184,7 @@ func (s *Services) call(ctx context.Context, inv tools.Invocation, sv *service, 
 		fmt.Fprintf(&b, "\nLocation: %s", tools.RedactCredentials(loc))
 	}
 	b.WriteString("\n\n")
-	b.WriteString(formatBody(ct, data))
+	b.WriteString(tools.UntrustedResult(from, secrets.Scrub(formatBody(ct, data), scrub...)))
 	if capped {
 		fmt.Fprintf(&b, "\n\n[The response was longer than %d bytes; the rest was not read.]", maxResponseBytes)
 	}

@@ -1,7 +1,13 @@
 // Package openapi turns a team's OpenAPI services into tools ("custom integrations"): the model
 // resolves a service from its OpenAPI 3.0/3.1 or Swagger 2 document (a URL, or a file in the team's
 // workspace) with lucy_resolve_custom_integration, and its operations become the tools
-// lucy_custom_{service}_{operation}, offered to every later run of the team by the Source.
+// lucy_custom_{service}_{operation}, offered by the Source to the later runs of the person who connected
+// it, or of everyone in the team when an admin shared it.
+//
+// Connecting asks the person first (resolve.go): the prompt shows the API's address, the key it uses and
+// where that key is bound, whose runs get the tools and which operations run without asking (GET and
+// HEAD, and others only when the person marked them safe). The approved call writes the service only
+// if it is still what the prompt showed (its Guard).
 //
 // What a resolved service is lives in Lucy's state store (Deps.State, shared by every worker), one
 // object per service, openapi/<service>.json: the operations chosen, their tools' schemas, the base
@@ -10,10 +16,12 @@
 // conditional (workspace.Cond), so two workers resolving at once lose nothing.
 //
 // Calls: the model's arguments become an HTTP request that is validated against the document
-// (openapi3filter) before anything is sent; the team's stored credential (package secrets, read only
-// inside the call) is applied as the document's security scheme says (API key in a header, query or
+// (openapi3filter) before anything is sent; the stored key the service names (package secrets, read
+// only inside the call, and sent only if it is bound to the API's origin and usable by the run's
+// requester: secrets.Applies) is applied as the document's security scheme says (API key in a header, query or
 // cookie, HTTP bearer, HTTP basic, OAuth2 client credentials); the response is validated too (a
-// mismatch is reported, not fatal) and returned as text with the credential scrubbed out.
+// mismatch is reported, not fatal) and returned as text with the credential scrubbed out, fenced as
+// data (tools.UntrustedResult).
 //
 // Egress: the document's URL, the API and the token endpoint are reached only at public addresses
 // (tools.PrivateHosts.CheckURL and the guarded client of tools.NewGuardedClient) unless the operator

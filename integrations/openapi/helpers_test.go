@@ -275,6 +275,55 @@ func (e *env) storeKey(t *testing.T, service, value string) {
 	}
 }
 
+// storeBoundKey stores a key as the Add key form does when an integration asked for it: bound to
+// origin, owned by user.
+func (e *env) storeBoundKey(t *testing.T, service, value, user, origin string) {
+	t.Helper()
+	if _, err := e.creds.PutBound(t.Context(), tooltest.Team, service, value, user, secrets.Binding{Origins: []string{origin}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// callAs calls a tool as user in the test conversation, approved with guard when approved is set (as
+// the workflow calls again a tool that asked for approval, once the person approved).
+func (e *env) callAs(t *testing.T, user, name, args string, approved bool, guard string) (tools.Output, error) {
+	t.Helper()
+	inv := tooltest.Invocation(name, args, user)
+	inv.Approved, inv.Guard = approved, guard
+	return e.runner.Run(t.Context(), inv)
+}
+
+// resolveAs resolves as user: the first call must write nothing and ask for approval; the call
+// made again with that approval is returned, with what the person was asked.
+func (e *env) resolveAs(t *testing.T, user, args string) (tools.Output, *tools.ApprovalNeed) {
+	t.Helper()
+	before := e.toolNames(t)
+	out, err := e.callAs(t, user, ResolveTool, args, false, "")
+	if err != nil {
+		t.Fatalf("resolve(%s) as %s: %v", args, user, err)
+	}
+	need := tooltest.WantHeld(t, out, "waits for the person's approval")
+	if got := e.toolNames(t); !slices.Equal(got, before) {
+		t.Fatalf("the resolve changed the tools before it was approved: %v, was %v", got, before)
+	}
+	out, err = e.callAs(t, user, ResolveTool, args, true, need.Guard)
+	if err != nil {
+		t.Fatalf("approved resolve(%s) as %s: %v", args, user, err)
+	}
+	if out.NeedsApproval != nil || out.IsError {
+		t.Fatalf("the approved resolve asked again or failed: %+v", out)
+	}
+	e.svc.forget(tooltest.Team)
+	return out, need
+}
+
+// resolve is resolveAs for ULOCAL, the person tooltest.Run calls as.
+func (e *env) resolve(t *testing.T, args string) tools.Output {
+	t.Helper()
+	out, _ := e.resolveAs(t, "ULOCAL", args)
+	return out
+}
+
 func (e *env) run(t *testing.T, name, args string) (tools.Output, error) {
 	t.Helper()
 	return tooltest.Run(t, e.runner, name, args)

@@ -32,9 +32,9 @@ const (
 	DefaultMaxOperations = 30
 	// MaxOperationsLimit bounds LUCY_OPENAPI_MAX_OPERATIONS.
 	MaxOperationsLimit = 100
-	// MaxTeamTools bounds the tools of all of a team's services together: every one of them is
-	// offered to every run, and model APIs take at most 128 tools in all (the compiled-in ones and a
-	// team's MCP servers' included).
+	// MaxTeamTools bounds the tools of all of a team's services together: a run is offered its
+	// requester's services and the shared ones, and model APIs take at most 128 tools in all (the
+	// compiled-in ones and a team's MCP servers' included).
 	MaxTeamTools = 60
 	// maxNameLen is the longest tool name model APIs accept.
 	maxNameLen = 64
@@ -44,6 +44,13 @@ const (
 	maxSpecBytes = 10 << 20
 	// maxStoredDocBytes bounds the pruned document kept in the registry.
 	maxStoredDocBytes = 2 << 20
+	// maxRecordBytes bounds a service's whole registry record (its document, tools and schemas), checked
+	// before it is written: every worker keeps the team's records in memory.
+	maxRecordBytes = 2 << 20
+	// maxTeamSchemaBytes bounds the descriptions and schemas of all of a team's services' tools
+	// together (MaxTeamTools bounds their number): a run sends those it is offered with every model
+	// call.
+	maxTeamSchemaBytes = 256 << 10
 	// maxResponseBytes bounds an API response read (the runner caps what the model sees).
 	maxResponseBytes = 2 << 20
 	// cacheTTL is how long a worker answers a team's services from memory before it looks at the
@@ -59,7 +66,9 @@ type Deps struct {
 	State workspace.Store
 	// Workspace is the teams' files, where a document can be read from.
 	Workspace *files.Workspace
-	// Credentials are the teams' stored keys, read only inside a call. Nil means none are stored.
+	// Credentials are the teams' stored keys, read only inside a call. Nil means none are stored. A
+	// store that can also bind keys (Bind, Unbind, SetShared: a *secrets.Store) lets a resolve attach
+	// an existing key to its API; without that, only new keys (bound by the Add key form) are used.
 	Credentials integrations.Credentials
 	// Keys asks a person for a missing key (the Add key button); nil means it cannot be asked.
 	Keys integrations.KeyRequester
@@ -71,7 +80,8 @@ type Deps struct {
 	Hosts tools.PrivateHosts
 	// CheckURL refuses a URL Lucy may not reach; nil means Hosts.CheckURL. Tests replace it.
 	CheckURL func(ctx context.Context, u *url.URL) error
-	// Admins may delete any service (LUCY_ADMIN_USERS).
+	// Admins (LUCY_ADMIN_USERS) may share a service with the team, replace or delete anyone's, and
+	// attach anyone's key to an API.
 	Admins []string
 	// MaxOperations is the cap of operations per service (LUCY_OPENAPI_MAX_OPERATIONS); 0 means
 	// DefaultMaxOperations.

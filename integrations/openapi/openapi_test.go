@@ -32,7 +32,7 @@ var petTools = []string{
 
 func resolvePets(t *testing.T, e *env, api *petAPI) tools.Output {
 	t.Helper()
-	out := e.mustRun(t, ResolveTool, args(t, map[string]any{"url": api.srv.URL + "/openapi.json", "name": "pets"}))
+	out := e.resolve(t, args(t, map[string]any{"url": api.srv.URL + "/openapi.json", "name": "pets"}))
 	tooltest.WantOK(t, out, "Connected pets", "OpenAPI 3.0.3", api.srv.URL+"/v1")
 	return out
 }
@@ -45,7 +45,7 @@ func TestResolveFromURLAndCallWithStoredKey(t *testing.T) {
 	e.storeKey(t, "pets", testKey)
 	out := resolvePets(t, e, api)
 	tooltest.WantContains(t, out.Content, "lucy_custom_pets_delete_pet: DELETE /pets/{petId} (asks for approval)",
-		"uses the key stored for pets")
+		`uses the key "pets"`, "sent only to "+api.srv.URL)
 	if got := e.toolNames(t); !slices.Equal(got, petTools) {
 		t.Fatalf("tools = %v\nwant %v", got, petTools)
 	}
@@ -160,7 +160,7 @@ func TestResolveFromWorkspaceFile(t *testing.T) {
 	// Without servers, and not from a URL, the base URL must be given.
 	out := e.mustRun(t, ResolveTool, `{"path": "specs/pets.json", "name": "petfile"}`)
 	tooltest.WantToolError(t, out, "give base_url")
-	out = e.mustRun(t, ResolveTool, args(t, map[string]any{"path": "specs/pets.json", "name": "petfile", "base_url": api.srv.URL + "/v1/"}))
+	out = e.resolve(t, args(t, map[string]any{"path": "specs/pets.json", "name": "petfile", "base_url": api.srv.URL + "/v1/"}))
 	tooltest.WantOK(t, out, "Connected petfile", "workspace" /* not a URL */)
 	tooltest.WantOK(t, e.mustRun(t, "lucy_custom_petfile_get_pet", `{"petId": 7}`), `"id": 7`)
 
@@ -175,7 +175,7 @@ func TestResolveSwagger2(t *testing.T) {
 	api := newPetAPI(t)
 	e := newEnv(t, envOpts{})
 	e.storeKey(t, "legacy", testKey)
-	out := e.mustRun(t, ResolveTool, args(t, map[string]any{"url": api.srv.URL + "/swagger.yaml", "name": "legacy"}))
+	out := e.resolve(t, args(t, map[string]any{"url": api.srv.URL + "/swagger.yaml", "name": "legacy"}))
 	tooltest.WantOK(t, out, "Swagger 2.0 (converted to OpenAPI 3)", api.srv.URL+"/v1", "lucy_custom_legacy_get_pet")
 	tooltest.WantOK(t, e.mustRun(t, "lucy_custom_legacy_get_pet", `{"petId": 5}`), `"id": 5`)
 	_, err := e.run(t, "lucy_custom_legacy_get_pet", `{"petId": "five"}`)
@@ -207,19 +207,23 @@ func TestBadRequestRefusedBeforeItIsSent(t *testing.T) {
 	}
 }
 
+// Only GET and HEAD run unasked by default; the person may mark others safe, and the document or the
+// person may make any operation ask first.
 func TestFlagsByMethodExtensionAndChoice(t *testing.T) {
 	api := newPetAPI(t)
 	e := newEnv(t, envOpts{})
-	e.mustRun(t, ResolveTool, args(t, map[string]any{"url": api.srv.URL + "/openapi.json", "name": "pets",
-		"destructive": []string{"POST /pets"}}))
+	_, need := e.resolveAs(t, "ULOCAL", args(t, map[string]any{"url": api.srv.URL + "/openapi.json", "name": "pets",
+		"destructive": []string{"GET /pets/{petId}"}, "safe": []string{"flakyWrite", "resetAll"}}))
 	want := map[string][2]bool{ // idempotent, destructive
 		"lucy_custom_pets_list_pets":   {true, false},
-		"lucy_custom_pets_get_pet":     {true, false},
-		"lucy_custom_pets_delete_pet":  {false, true}, // DELETE
-		"lucy_custom_pets_reset_all":   {false, true}, // x-destructive
-		"lucy_custom_pets_create_pet":  {false, true}, // chosen at resolve time
-		"lucy_custom_pets_flaky_write": {false, false},
+		"lucy_custom_pets_get_pet":     {false, true},  // GET, chosen to ask at resolve time
+		"lucy_custom_pets_delete_pet":  {false, true},  // DELETE
+		"lucy_custom_pets_reset_all":   {false, true},  // x-destructive: the document's care wins over "safe"
+		"lucy_custom_pets_create_pet":  {false, true},  // POST
+		"lucy_custom_pets_flaky_write": {false, false}, // POST marked safe by the person
 	}
+	tooltest.WantContains(t, need.Details, "Run without asking (5):", "lucy_custom_pets_flaky_write: POST /flaky",
+		"Ask before each call (4):", "Marked safe to run without asking, although they are not GET or HEAD: POST /flaky")
 	for name, w := range want {
 		s := e.spec(t, name)
 		if s.Idempotent != w[0] || s.Destructive != w[1] || !s.Long {
@@ -253,7 +257,7 @@ func TestLargeSpecIsFiltered(t *testing.T) {
 	if got := e.toolNames(t); len(got) != 0 {
 		t.Fatalf("tools registered from an unfiltered large document: %v", got)
 	}
-	out = e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL, "operations": []string{"users", "op0", "GET /r2"}}))
+	out = e.resolve(t, args(t, map[string]any{"url": srv.URL, "operations": []string{"users", "op0", "GET /r2"}}))
 	tooltest.WantOK(t, out, "Connected big", "with 22 tools")
 	got := e.toolNames(t)
 	if len(got) != 22 || !slices.Contains(got, "lucy_custom_big_op0") || !slices.Contains(got, "lucy_custom_big_op2") ||
@@ -312,9 +316,12 @@ func TestRegistrySharedAcrossWorkers(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := e.runner.Run(t.Context(), tooltest.Invocation(ResolveTool,
-				fmt.Sprintf(`{"url": %q, "name": "svc%d", "operations": ["pets"]}`, api.srv.URL+"/openapi.json", i), "ULOCAL"))
-			if err != nil || out.IsError {
+			a := fmt.Sprintf(`{"url": %q, "name": "svc%d", "operations": ["pets"]}`, api.srv.URL+"/openapi.json", i)
+			out, err := e.callAs(t, "ULOCAL", ResolveTool, a, false, "")
+			if err == nil && out.NeedsApproval != nil {
+				out, err = e.callAs(t, "ULOCAL", ResolveTool, a, true, out.NeedsApproval.Guard)
+			}
+			if err != nil || out.IsError || out.NeedsApproval != nil {
 				t.Errorf("resolve svc%d: %v %s", i, err, out.Content)
 			}
 		}()
@@ -334,11 +341,13 @@ func TestTeamToolCap(t *testing.T) {
 	api := newPetAPI(t)
 	e := newEnv(t, envOpts{})
 	for i := 0; ; i++ {
-		out := e.mustRun(t, ResolveTool, fmt.Sprintf(`{"url": %q, "name": "s%d"}`, api.srv.URL+"/openapi.json", i))
+		a := fmt.Sprintf(`{"url": %q, "name": "s%d"}`, api.srv.URL+"/openapi.json", i)
+		out := e.mustRun(t, ResolveTool, a)
 		if out.IsError {
 			tooltest.WantToolError(t, out, "at most 60 are offered", DeleteTool)
 			break
 		}
+		e.resolve(t, a)
 		if i > MaxTeamTools {
 			t.Fatal("no cap")
 		}
@@ -363,14 +372,16 @@ func TestMissingKeyIsAskedForAtResolve(t *testing.T) {
 		t.Errorf("Integrations = %+v, %v", list, err)
 	}
 	before := api.total()
-	tooltest.WantToolError(t, e.mustRun(t, "lucy_custom_pets_list_pets", `{}`), "no key is stored for pets", "Add key")
+	tooltest.WantToolError(t, e.mustRun(t, "lucy_custom_pets_list_pets", `{}`), `no key named "pets" is stored`, "Add key")
 	if api.total() != before {
 		t.Errorf("a call without a key reached the API")
 	}
 	// An operation without security works without a key.
 	tooltest.WantOK(t, e.mustRun(t, "lucy_custom_pets_health", `{}`), "ok")
 
-	e.storeKey(t, "pets", testKey)
+	// The key the person gives with the button is stored bound to the API's origin (the form does that).
+	e.storeBoundKey(t, "pets", testKey, "ULOCAL", api.srv.URL)
+	tooltest.WantOK(t, e.mustRun(t, "lucy_custom_pets_list_pets", `{}`), "Rex")
 	list, _ = e.svc.Integrations(t.Context(), tooltest.Team)
 	if !list[0].Healthy || list[0].Tools != len(petTools) || list[0].Kind != "openapi" || list[0].AddedBy != "ULOCAL" ||
 		list[0].Where != api.srv.URL+"/v1" {
@@ -490,7 +501,7 @@ components:
 
 	e := newEnv(t, envOpts{})
 	e.storeKey(t, "reports", clientID+":"+clientSecret)
-	out := e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL + "/spec.yaml"}))
+	out := e.resolve(t, args(t, map[string]any{"url": srv.URL + "/spec.yaml"}))
 	tooltest.WantOK(t, out, "Connected reports", "OpenAPI 3.1.0", "OAuth2 client credentials")
 	for range 3 {
 		out = e.mustRun(t, "lucy_custom_reports_list_reports", `{}`)
@@ -524,7 +535,7 @@ func TestHTTPBasicAuth(t *testing.T) {
 	defer srv.Close()
 	e := newEnv(t, envOpts{})
 	e.storeKey(t, "basic", "ada:correct-horse-battery")
-	e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL + "/spec.json"}))
+	e.resolve(t, args(t, map[string]any{"url": srv.URL + "/spec.json"}))
 	out := e.mustRun(t, "lucy_custom_basic_me", `{}`)
 	tooltest.WantOK(t, out, "user=ada pass=[secret removed] header=Basic [secret removed]")
 	wantNoSecret(t, out.Content, "correct-horse-battery", base64.StdEncoding.EncodeToString([]byte("ada:correct-horse-battery")))

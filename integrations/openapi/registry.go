@@ -13,6 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/workspace"
 )
 
@@ -34,11 +35,49 @@ type record struct {
 	Auth       *auth       `json:"auth,omitempty"`
 	Operations []operation `json:"operations"`
 	// Doc is the OpenAPI 3 document pruned to Operations and what they refer to (JSON).
-	Doc       json.RawMessage `json:"doc"`
-	AddedBy   string          `json:"addedBy"`
-	Added     time.Time       `json:"added"`
-	UpdatedBy string          `json:"updatedBy,omitempty"`
-	Updated   time.Time       `json:"updated"`
+	Doc json.RawMessage `json:"doc"`
+	// Rules is the version of the rules the record was made under: rulesBound (2) for records whose
+	// key is named and bound to Origin, whose changing operations ask first and whose scope is
+	// recorded. Older records are listed as needing to be connected again, never offered.
+	Rules int `json:"rules,omitempty"`
+	// Credential is the name of the stored key the calls use (the resolve's credential argument, by
+	// default the service's name); "" when the API needs none.
+	Credential string `json:"credential,omitempty"`
+	// Origin is the API's origin (secrets.Origin of BaseURL): the key is sent only if it is bound there.
+	Origin string `json:"origin,omitempty"`
+	// Shared offers the tools in every run of the team (an admin's choice, SharedBy); otherwise they
+	// are AddedBy's own.
+	Shared   bool   `json:"shared,omitempty"`
+	SharedBy string `json:"sharedBy,omitempty"`
+	// Safe are the operations other than GET and HEAD the person approved to run without asking.
+	Safe      []string  `json:"safe,omitempty"`
+	AddedBy   string    `json:"addedBy"`
+	Added     time.Time `json:"added"`
+	UpdatedBy string    `json:"updatedBy,omitempty"`
+	Updated   time.Time `json:"updated"`
+}
+
+// rulesBound is the Rules of a record made under the bound-key rules.
+const rulesBound = 2
+
+// credentialOrigins are where the service's key goes: the API's origin and, for OAuth2 client
+// credentials, the token endpoint's (the key itself is sent there). The key must be bound to each.
+func (r record) credentialOrigins() []string {
+	out := []string{r.Origin}
+	if r.Auth != nil && r.Auth.Kind == "oauth2" {
+		if o := secrets.OriginOf(r.Auth.TokenURL); o != "" && o != r.Origin {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// owner is the one person whose runs are offered the service's tools, "" when it is shared.
+func (r record) owner() string {
+	if r.Shared {
+		return ""
+	}
+	return r.AddedBy
 }
 
 // service is a record with its document loaded, as a worker caches it.
@@ -125,6 +164,12 @@ func (s *Services) readService(ctx context.Context, team, name string) (*service
 	if rec.Service == "" {
 		sv.rec.Service = name
 		sv.err = errors.New("its registry entry is damaged; connect it again")
+		return sv, nil
+	}
+	if rec.Rules < rulesBound {
+		// Made before keys were bound to their API and before changing operations asked first: its
+		// flags and key would be trusted as they were. Its owner connects it again, with an approval.
+		sv.err = errors.New("it was connected under older rules (its key was not bound to its API); connect it again")
 		return sv, nil
 	}
 	sv.doc, sv.err = newLoader(ctx).LoadFromData(rec.Doc)

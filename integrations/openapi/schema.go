@@ -11,18 +11,43 @@ import (
 // place, and kept to what function calling accepts: plain JSON Schema (OpenAPI 3.0's nullable
 // becomes a "null" type, oneOf becomes anyOf, allOf is merged), every array with its items, no
 // vendor or documentation keywords, recursion and depth cut off with a description that says so.
+//
+// A document is written by whoever serves it, and $refs let a few kilobytes describe a tree of
+// billions of nodes (a schema whose 60 properties each refer to the next level, six levels deep).
+// Expanding it in place is what makes a schema usable by a model, so the expansion is budgeted: a
+// tool's schemas together stop at maxSchemaNodes nodes (the rest is described as "(schema cut: …)"),
+// alternatives are bounded, and a tool whose schema is still more than maxToolSchemaBytes of JSON is
+// built again shallower, or left out (buildOperation).
 
 const (
 	maxSchemaDepth  = 6   // nesting kept; deeper structures are described, not spelled out
 	maxProps        = 60  // properties of one object
 	maxEnum         = 50  // values of one enum
-	maxDescChars    = 300 // characters of one property's description
-	maxToolDescChar = 900 // characters of a tool's description taken from the document
+	maxAlternatives = 20  // members of one oneOf, anyOf or allOf
+	maxDescChars    = 150 // characters of one property's description (the document's text, offered to the model)
+	// maxSchemaNodes bounds the schema nodes one tool's parameters expand to, however the document's
+	// $refs nest: the work and memory of building a tool are bounded by it, not by the document.
+	maxSchemaNodes = 5000
+	// maxToolSchemaBytes bounds one tool's parameters as JSON, as MCP tools' schemas are bounded:
+	// every run of its owner sends them to the model.
+	maxToolSchemaBytes = 32 << 10
 )
 
+// schemaCut is the description of what a budget left out.
+const schemaCut = "(schema cut: the API's description of this part is too large to spell out; see the API's documentation)"
+
 // converter builds one tool's schemas; seen holds the schemas on the current path, to cut cycles.
+// nodes counts the schema nodes built so far for the tool, against maxSchemaNodes; cut records that
+// a budget or bound left something out.
 type converter struct {
-	seen map[*openapi3.Schema]bool
+	seen     map[*openapi3.Schema]bool
+	maxDepth int
+	nodes    int
+	cut      bool
+}
+
+func newConverter(maxDepth int) *converter {
+	return &converter{seen: map[*openapi3.Schema]bool{}, maxDepth: maxDepth}
 }
 
 // convert returns the JSON Schema of ref. request drops readOnly properties (a request must not
@@ -35,7 +60,16 @@ func (c *converter) convert(ref *openapi3.SchemaRef, depth int, request bool) ma
 	if s.Always != nil { // a boolean schema: true accepts anything
 		return map[string]any{}
 	}
-	if c.seen[s] || depth > maxSchemaDepth {
+	if c.nodes >= maxSchemaNodes {
+		c.cut = true
+		out := map[string]any{"description": schemaCut}
+		if t := typesOf(s); len(t) == 1 && t[0] != "array" {
+			out["type"] = t[0]
+		}
+		return out
+	}
+	c.nodes++
+	if c.seen[s] || depth > c.maxDepth {
 		out := map[string]any{"description": "A nested structure (see the API's documentation)."}
 		if t := typesOf(s); len(t) == 1 {
 			out["type"] = t[0]
@@ -98,13 +132,21 @@ func (c *converter) convert(ref *openapi3.SchemaRef, depth int, request bool) ma
 	var alts []any
 	for _, group := range []openapi3.SchemaRefs{s.OneOf, s.AnyOf} {
 		for _, r := range group {
+			if len(alts) == maxAlternatives {
+				c.cut = true
+				break
+			}
 			alts = append(alts, c.convert(r, depth+1, request))
 		}
 	}
 	if len(alts) > 0 {
 		out["anyOf"] = alts
 	}
-	for _, r := range s.AllOf {
+	for i, r := range s.AllOf {
+		if i == maxAlternatives {
+			c.cut = true
+			break
+		}
 		merge(out, c.convert(r, depth+1, request))
 	}
 	if out["type"] == nil && out["properties"] != nil {
@@ -125,6 +167,7 @@ func (c *converter) object(out map[string]any, s *openapi3.Schema, depth int, re
 	sort.Strings(names)
 	if len(names) > maxProps {
 		names = names[:maxProps]
+		c.cut = true
 	}
 	props := make(map[string]any, len(names))
 	for _, n := range names {

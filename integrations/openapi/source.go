@@ -10,7 +10,8 @@ import (
 )
 
 // Tools implements tools.Source: the tools of every service the team has connected, from this
-// worker's cache of the registry, at most MaxTeamTools in all (services in name order).
+// worker's cache of the registry, at most MaxTeamTools in all (services in name order). A member's
+// service is hers (Tool.Owner: offered only in her runs); one an admin shared has no owner.
 func (s *Services) Tools(ctx context.Context, team string) ([]tools.Tool, error) {
 	list, err := s.services(ctx, team)
 	if err != nil {
@@ -26,7 +27,7 @@ func (s *Services) Tools(ctx context.Context, team string) ([]tools.Tool, error)
 				s.d.Log.Warn().Str("team", team).Int("max", MaxTeamTools).Msg("custom integrations offer more tools than are offered; the rest are left out")
 				return out, nil
 			}
-			out = append(out, tools.Tool{Spec: specOf(sv.rec.Service, op), Run: s.handler(sv, op)})
+			out = append(out, tools.Tool{Spec: specOf(sv.rec.Service, op), Run: s.handler(sv, op), Owner: sv.rec.owner()})
 		}
 	}
 	return out, nil
@@ -79,13 +80,13 @@ func (s *Services) Integrations(ctx context.Context, team string) ([]integration
 	}
 	out := make([]integrations.Integration, 0, len(list))
 	for _, sv := range list {
-		in := integrations.Integration{Kind: "openapi", Name: sv.rec.Service, Scope: "this workspace",
+		in := integrations.Integration{Kind: "openapi", Name: sv.rec.Service, Scope: scopeText(sv.rec),
 			Tools: len(sv.rec.Operations), AddedBy: sv.rec.AddedBy, Healthy: true}
 		if u, err := url.Parse(sv.rec.BaseURL); err == nil {
 			in.Where = tools.RedactURL(u)
 		}
 		if sv.rec.Auth != nil {
-			in.Credential = sv.rec.Service
+			in.Credential = sv.rec.Credential
 		}
 		in.Status = fmt.Sprintf("%d tools", in.Tools)
 		s.mu.Lock()
@@ -95,7 +96,7 @@ func (s *Services) Integrations(ctx context.Context, team string) ([]integration
 		case sv.err != nil:
 			in.Healthy, in.Status = false, sv.err.Error()
 		case sv.rec.Auth != nil:
-			has, err := s.hasCredential(ctx, team, sv.rec.Service)
+			has, err := s.hasCredential(ctx, team, sv.rec.Credential)
 			switch {
 			case err != nil:
 				in.Healthy, in.Status = false, "its key could not be checked"
@@ -109,4 +110,15 @@ func (s *Services) Integrations(ctx context.Context, team string) ([]integration
 		out = append(out, in)
 	}
 	return out, nil
+}
+
+// scopeText says whose runs are offered a service's tools, for lucy_list_integrations.
+func scopeText(r record) string {
+	if r.Shared {
+		return "this workspace (shared by an admin)"
+	}
+	if r.AddedBy == "" {
+		return "nobody (connect it again)"
+	}
+	return "<@" + r.AddedBy + ">'s own requests"
 }
