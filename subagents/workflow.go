@@ -38,8 +38,9 @@ type Input[R any] struct {
 	// Budget is the time the sub-agent may work, waits for a person excluded; zero means
 	// DefaultBudget. Tests shorten it.
 	Budget time.Duration `json:"budget,omitempty"`
-	// FetchesLeft is the sub-agent's share of the request's lucy_web_fetch calls (workflows'
-	// fetch_cap.go); nil (a parent that predates the cap) means a cap of its own.
+	// FetchesLeft is the sub-agent's share of the request's outbound calls (lucy_web_fetch,
+	// lucy_browse, source tools: workflows' fetch_cap.go); nil (a parent that predates the cap)
+	// means a cap of its own. The JSON name stays, for the histories that carry it.
 	FetchesLeft *int `json:"fetchesLeft,omitempty"`
 }
 
@@ -49,7 +50,8 @@ type Result struct {
 	Report Report                 `json:"report"`
 	Tier   string                 `json:"tier"`
 	Usage  map[string]agent.Usage `json:"usage,omitempty"`
-	// Fetches is how many lucy_web_fetch calls it made: they count toward its parent's cap.
+	// Fetches is how many outbound calls it made (its fetches, and its browse and source calls):
+	// they count toward its parent's cap. The JSON name stays, for the histories that carry it.
 	Fetches int `json:"fetches,omitempty"`
 }
 

@@ -53,7 +53,50 @@ const (
 // each, count for what they can carry. The thresholds keep ordinary links free (a Google Docs link,
 // a commit on GitHub, a search with a few words, UTM parameters); what they let through without
 // approval is bounded per fetch, and the run's cap bounds the fetches.
-func URLCarriesData(u *url.URL) (bool, string) {
+func URLCarriesData(u *url.URL) (bool, string) { return TypedCarriesData(u, nil) }
+
+// Typed is text a call sends beside its URL, such as what a lucy_browse fill step types into a page,
+// and, in words for the reason, where it goes ("the text of step 3").
+type Typed struct{ Text, Where string }
+
+// TypedCarriesData is URLCarriesData for a call that sends texts beside a URL: each text is one
+// more token (a form's field is sent as one value), judged with the URL's tokens by the same
+// thresholds, so that what the call carries is bounded as a whole, not per piece: ten fills of 90
+// characters carry data where one does not. u nil judges the texts alone.
+func TypedCarriesData(u *url.URL, typed []Typed) (bool, string) {
+	var tokens []dataToken
+	if u != nil {
+		tokens = urlTokens(u)
+	}
+	for _, t := range typed {
+		tokens = append(tokens, dataToken{text: t.Text, where: t.Where})
+	}
+	total, random := 0, 0
+	for _, t := range tokens {
+		if len(t.text) > maxDataToken {
+			return true, fmt.Sprintf("%s is %s long", t.where, bytesAsChars(len(t.text)))
+		}
+		total += len(t.text)
+		random += randomChars(t.text)
+	}
+	what := "its host, path and query hold"
+	switch {
+	case u == nil:
+		what = "the texts typed hold"
+	case len(typed) > 0:
+		what = "its host, path and query and the texts typed hold"
+	}
+	switch {
+	case total > maxDataTotal:
+		return true, fmt.Sprintf("%s %s of data in all", what, bytesAsChars(total))
+	case random > maxRandomChars:
+		return true, fmt.Sprintf("%s of it look like encoded data (base64, hex or long numbers)", bytesAsChars(random))
+	}
+	return false, ""
+}
+
+// urlTokens are the tokens of u a server can read back (URLCarriesData).
+func urlTokens(u *url.URL) []dataToken {
 	var tokens []dataToken
 	labels := strings.Split(strings.TrimSuffix(u.Hostname(), "."), ".")
 	if _, err := netip.ParseAddr(u.Hostname()); err == nil {
@@ -83,22 +126,7 @@ func URLCarriesData(u *url.URL) (bool, string) {
 			tokens = append(tokens, dataToken{text: value, where: "the query parameter " + quoteToken(key)})
 		}
 	}
-
-	total, random := 0, 0
-	for _, t := range tokens {
-		if len(t.text) > maxDataToken {
-			return true, fmt.Sprintf("%s is %s long", t.where, bytesAsChars(len(t.text)))
-		}
-		total += len(t.text)
-		random += randomChars(t.text)
-	}
-	switch {
-	case total > maxDataTotal:
-		return true, fmt.Sprintf("its host, path and query hold %s of data in all", bytesAsChars(total))
-	case random > maxRandomChars:
-		return true, fmt.Sprintf("%s of it look like encoded data (base64, hex or long numbers)", bytesAsChars(random))
-	}
-	return false, ""
+	return tokens
 }
 
 type dataToken struct{ text, where string }
@@ -198,3 +226,31 @@ type SeenQuery struct {
 
 // BytesAsChars renders a length in bytes as the approval prompts and results say it.
 func BytesAsChars(n int) string { return bytesAsChars(n) }
+
+// Outbound calls. Besides a URL's size per call (URLCarriesData), the agent run caps how many calls
+// of a request go out to servers outside Lucy (agent.MaxFetchesPerRequest, shared with its
+// sub-agents). Outbound tells the workflow which calls count, from the tool's name alone, so that
+// the decision is deterministic: a page fetched (lucy_web_fetch) or opened in the browser
+// (lucy_browse), and every call of a run-time source's tool (SourceTool), whatever its server:
+// a chat-connected one, or one in the operator's file. Searching the web is not outbound in this
+// sense: its provider is the operator's, and a query is not a page the model chose.
+
+// Prefixes of the names the run-time sources give their tools: an MCP server's tool is
+// mcp__{server}__{tool} (package mcp), an OpenAPI service's operation lucy_custom_{service}_{operation}
+// (package openapi). No compiled-in tool's name starts with either (TestSourcePrefixesAreNotCompiledIn).
+const (
+	MCPToolPrefix    = "mcp__"
+	CustomToolPrefix = "lucy_custom_"
+)
+
+// SourceTool reports whether name is a run-time source's tool: an MCP server's or an OpenAPI
+// service's.
+func SourceTool(name string) bool {
+	return strings.HasPrefix(name, MCPToolPrefix) || strings.HasPrefix(name, CustomToolPrefix)
+}
+
+// Outbound reports whether a call of the tool name counts toward the request's cap on outbound
+// calls: lucy_web_fetch, lucy_browse, and a source's tool.
+func Outbound(name string) bool {
+	return name == WebFetch || name == Browse || SourceTool(name)
+}

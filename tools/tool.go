@@ -14,6 +14,7 @@ import (
 const (
 	AppendRunJournalEntry = "append_run_journal_entry"
 	AskHuman              = "ask_human"
+	Browse                = "lucy_browse"
 	GetRunJournal         = "get_run_journal"
 	CurrentTime           = "lucy_current_time"
 	DeleteFile            = "lucy_delete_file"

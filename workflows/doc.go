@@ -16,7 +16,7 @@
 //	guards.go      the detectors run after each batch: loops, caps, errors in a row (guards)
 //	gates.go       the quality and verification gates on an answer
 //	sub_agent.go   the run's sub-agent mode and its side of a delegation (package subagents)
-//	fetch_cap.go   the request's cap on web fetches, shared with its sub-agents
+//	fetch_cap.go   the request's cap on outbound calls (fetch, browse, source tools), shared with its sub-agents
 //	status.go      the run's status: the query's answer, the tokens used, the text a person reads
 //	mentions.go    which special mentions the run's posts may carry
 //

@@ -53,7 +53,7 @@ func TestFetchCapPerRequest(t *testing.T) {
 	if got := h.fetchesBy(""); got != agent.MaxFetchesPerRequest {
 		t.Fatalf("%d fetches ran (status %s, %s), want the cap, %d", got, res.Status, res.Reason, agent.MaxFetchesPerRequest)
 	}
-	refusal := fmt.Sprintf("lucy_web_fetch reached its limit of %d pages for this request", agent.MaxFetchesPerRequest)
+	refusal := fmt.Sprintf("this request reached its limit of %d calls to outside servers", agent.MaxFetchesPerRequest)
 	if !h.sawInline(len(h.modelCalls)-1, refusal) {
 		t.Errorf("the model was not told of the cap: %v", h.inlineTexts(len(h.modelCalls)-1))
 	}
@@ -101,13 +101,13 @@ func TestFetchCapSharedWithSubAgents(t *testing.T) {
 			t.Errorf("sub-agent %d fetched %d pages, want its share, 5", i, got)
 		}
 	}
-	if !h.sawInline(h.lastParentCall(), "reached its limit of 60 pages for this request") {
+	if !h.sawInline(h.lastParentCall(), "reached its limit of 60 calls to outside servers") {
 		t.Errorf("the run's fetch over the cap was not refused: %v", h.inlineTexts(h.lastParentCall()))
 	}
 	told := 0
 	for _, c := range h.childCalls() {
 		for _, e := range c.Transcript.Entries {
-			if strings.Contains(e.Text, "reached the 5 pages this task was given of the request's limit") {
+			if strings.Contains(e.Text, "used the 5 calls to outside servers it was given of the request's limit") {
 				told++
 			}
 		}

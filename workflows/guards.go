@@ -14,7 +14,7 @@ import (
 
 // guards are the detectors and ladders that watch the loop and what they counted: loops, per-tool
 // caps, consecutive errors, the context recovery ladder, empty replies, narration without tools,
-// failed edits, model failures and the request's fetch cap.
+// failed edits, model failures and the request's cap on outbound calls.
 type guards struct {
 	loop        agent.LoopDetector
 	caps        agent.ToolCaps
@@ -31,7 +31,7 @@ type guards struct {
 	// failures counts resume-retries after model failures; lastFailure is the last one's message.
 	failures    int
 	lastFailure string
-	fetches     fetchBudget // lucy_web_fetch calls of the request (fetch_cap.go)
+	fetches     outboundBudget // outbound calls of the request: fetch, browse, source tools (fetch_cap.go)
 }
 
 // afterBatch runs the loop and stuck detectors over a finished tool batch. A non-empty return stops the

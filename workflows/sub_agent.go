@@ -80,7 +80,7 @@ func (s subRun) Work(ctx workflow.Context) (subagents.Outcome, error) {
 		return subagents.Outcome{}, temporal.NewCanceledError()
 	}
 	out.TimedOut, out.Turns, out.Records = r.timedOut, r.turn, r.records
-	out.Tier, out.Usage, out.Fetches = r.tier, r.status.Usage, r.fetches.Used
+	out.Tier, out.Usage, out.Fetches = r.tier, r.status.Usage, r.fetches.total()
 	r.status.Phase = "done"
 	return out, nil
 }

@@ -80,6 +80,9 @@ launch:
 			} else {
 				results[i] = r.inlineResult(c, out, false)
 			}
+		case r.outboundLimitReached(ctx, c.Name):
+			// Before an approval: a call refused anyway is not worth the person's decision.
+			results[i] = r.inlineResult(c, r.fetches.refusal(c.Name, r.sub != nil), true)
 		case spec.Destructive:
 			summary, details := tools.ApprovalSummary(c.Name, c.Arguments)
 			ok, note := r.approve(ctx, c, summary, details)
@@ -93,14 +96,11 @@ launch:
 				results[i] = r.inlineResult(c, note, false)
 				continue
 			}
+			r.fetches.count(c.Name)
 			ids[i] = r.nextID("tool")
 			futures[i] = r.executeTool(ctx, ids[i], spec, c, true, "")
-		case c.Name == tools.WebFetch && r.fetchLimitReached(ctx):
-			results[i] = r.inlineResult(c, r.fetches.refusal(r.sub != nil), true)
 		default:
-			if c.Name == tools.WebFetch {
-				r.fetches.Used++
-			}
+			r.fetches.count(c.Name)
 			ids[i] = r.nextID("tool")
 			futures[i] = r.executeTool(ctx, ids[i], spec, c, false, "")
 		}

@@ -93,6 +93,17 @@ const (
 	// it. (The share a run gives its sub-agents and the count they report are input and result
 	// fields: they replay either way.)
 	changeFetchCap = "fetch-cap"
+	// changeOutboundCap (issue 38), in the agent run and the sub-agent: the request's cap of
+	// changeFetchCap counts every outbound call (tools.Outbound): lucy_browse and the calls of
+	// run-time source tools (MCP servers, the operator's included, and OpenAPI services) beside
+	// lucy_web_fetch, and such calls beyond it are refused, the model told why; a call that needs
+	// approval is refused before it is asked. Read where the run's outbound calls (its fetches, the
+	// calls its sub-agents reported, and its own browse and source calls) first reach the cap: only a
+	// run that reaches it that way records it; a history recorded before replays its browse and
+	// source calls uncounted. Not in baselined: a history recorded with baseline version 5 must replay
+	// without it. (The shares given to sub-agents, now cut from every outbound call, and the count a
+	// sub-agent reports are input and result fields: they replay either way.)
+	changeOutboundCap = "outbound-cap"
 	// changeRunMemory (issue 23), in the agent run: after a run that delivered its answer, the
 	// NoteFromRun activity proposes memorable facts from what the people said in the run (their
 	// messages only) and posts a "Noted: …" line; it never fails the run. Read where the run has

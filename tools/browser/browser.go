@@ -27,8 +27,9 @@ import (
 	"github.com/lucy-agent/lucy/tools/web"
 )
 
-// Browse is the tool's name.
-const Browse = "lucy_browse"
+// Browse is the tool's name (tools.Browse: the agent run counts its calls toward the request's cap
+// on outbound calls).
+const Browse = tools.Browse
 
 // Limits of one call.
 const (
@@ -122,7 +123,8 @@ var _ = tools.Register(tools.Def{
 			"Steps run in order after the page loads. Set screenshot to share a picture of the page in the thread. The same " +
 			"rules as lucy_web_fetch hold for the page and everything it loads: no private or internal addresses, no " +
 			"credentials, and a URL you put together yourself that carries data waits for the person's approval, as does " +
-			"filled-in text that carries data. Slower than lucy_web_fetch: prefer lucy_web_fetch for ordinary pages.",
+			"filled-in text that carries data (the fills of one call count together). Slower than lucy_web_fetch: prefer " +
+			"lucy_web_fetch for ordinary pages.",
 		Human: "opening a web page in a browser",
 		Long:  true,
 	},
@@ -224,19 +226,34 @@ func (b *Browser) browse(ctx context.Context, inv tools.Invocation) (tools.Outpu
 }
 
 // dataGuard holds the call for a person's approval when its URL carries data the run has not seen
-// (as lucy_web_fetch does), or when a fill step types text that carries data: a form a page asks the
-// model to fill is as good a way out for the run's data as a URL. The approval's guard covers the URL
-// and the steps, so an approved call runs exactly as approved, and one approval covers both holds.
+// (as lucy_web_fetch does), or when its fill steps type text that carries data: a form a page asks
+// the model to fill is as good a way out for the run's data as a URL. The fills of a call are judged
+// together (judgeFills), with the URL when the model put it together. The approval's guard covers
+// the URL and the steps, so an approved call runs exactly as approved, and one approval covers both
+// holds.
 func (b *Browser) dataGuard(ctx context.Context, inv tools.Invocation, u *url.URL, forms []string, steps []step) (*tools.Output, error) {
 	target := u.String()
 	guard := tools.TextHash(fmt.Sprintf("%s\n%s\n%+v", Browse, target, steps))
 	if inv.Approved && inv.Guard == guard {
 		return nil, nil
 	}
+	// seen asks, once, whether the run has seen the URL (or a person approved it): a link someone
+	// else wrote holds none of the run's data.
+	var seen *bool
+	isSeen := func() (bool, error) {
+		if seen == nil {
+			ok, err := web.MayFetch(ctx, inv, target, forms)
+			if err != nil {
+				return false, fmt.Errorf("look for %s in what the run has seen: %w", tools.RedactURL(u), err)
+			}
+			seen = &ok
+		}
+		return *seen, nil
+	}
 	if data, why := tools.URLCarriesData(u); data {
-		ok, err := web.MayFetch(ctx, inv, target, forms)
+		ok, err := isSeen()
 		if err != nil {
-			return nil, fmt.Errorf("look for %s in what the run has seen: %w", tools.RedactURL(u), err)
+			return nil, err
 		}
 		if !ok {
 			out := web.HoldFetch(u, target, why)
@@ -244,22 +261,83 @@ func (b *Browser) dataGuard(ctx context.Context, inv tools.Invocation, u *url.UR
 			return &out, nil
 		}
 	}
-	for i, s := range steps {
-		if s.Action != "fill" {
-			continue
+	v := judgeFills(u, steps)
+	if v.withURL && !v.alone {
+		ok, err := isSeen()
+		if err != nil {
+			return nil, err
 		}
-		// The text is judged as the query value a form's submission would send.
-		if data, why := tools.URLCarriesData(&url.URL{RawQuery: "q=" + url.QueryEscape(s.Text)}); data {
-			summary := fmt.Sprintf("I'd like to type text that carries data into a page of *%s*: %s. Approve only if you expect "+
-				"me to send this there.", tools.MrkdwnEscape(u.Hostname()), tools.MrkdwnEscape(strings.Replace(why, "the query parameter \"q\"", "the text", 1)))
-			details := "Step " + fmt.Sprint(i+1) + " types into `" + tools.MrkdwnEscape(s.Selector) + "`:\n```\n" +
-				strings.ReplaceAll(tools.MrkdwnEscape(s.Text), "```", "`\u200b`\u200b`") + "\n```"
-			return &tools.Output{Content: fmt.Sprintf("Nothing was changed: the page was not opened, because step %d types text that carries "+
-				"data (%s), so it needs the person's approval.", i+1, strings.Replace(why, "the query parameter \"q\"", "the text", 1)),
-				NeedsApproval: &tools.ApprovalNeed{Summary: summary, Details: details, Guard: guard}}, nil
+		if ok {
+			return nil, nil
 		}
 	}
-	return nil, nil
+	if !v.alone && !v.withURL {
+		return nil, nil
+	}
+	what := "the text of " + v.steps
+	if !v.alone {
+		what = "the text of " + v.steps + ", with the address I put together,"
+	}
+	summary := fmt.Sprintf("I'd like to type text into a page of *%s*, and %s carries data: %s. Approve only if you "+
+		"expect me to send this there.", tools.MrkdwnEscape(u.Hostname()), what, tools.MrkdwnEscape(v.why))
+	var details strings.Builder
+	if !v.alone {
+		details.WriteString("The address (" + tools.BytesAsChars(len(target)) + "):\n```\n" + fence(target) + "\n```\n")
+	}
+	for i, s := range steps {
+		if s.Action == "fill" {
+			fmt.Fprintf(&details, "Step %d types into `%s`:\n```\n%s\n```\n", i+1, tools.MrkdwnEscape(s.Selector), fence(s.Text))
+		}
+	}
+	return &tools.Output{Content: fmt.Sprintf("Nothing was changed: the page was not opened, because %s carries data (%s), "+
+		"so it needs the person's approval.", what, v.why),
+		NeedsApproval: &tools.ApprovalNeed{Summary: summary, Details: strings.TrimSuffix(details.String(), "\n"), Guard: guard}}, nil
+}
+
+// fence escapes text for a code block of an approval prompt.
+func fence(text string) string {
+	return strings.ReplaceAll(tools.MrkdwnEscape(text), "```", "`\u200b`\u200b`")
+}
+
+// fillVerdict is what a call's fill steps need (judgeFills).
+type fillVerdict struct {
+	// alone: the fills' texts, all together, carry data: the call waits for approval.
+	alone bool
+	// withURL: they carry data only together with the URL's host, path and query: the call waits
+	// unless the run has seen the URL (a link someone else wrote holds none of the run's data).
+	withURL bool
+	// why says how, and steps which steps ("step 2", "steps 1, 3 and 4").
+	why, steps string
+}
+
+// judgeFills judges the fill steps of one call together, by the thresholds of the URL guard
+// (tools.TypedCarriesData): each text as one value a form sends, all of them as one call's data.
+// Judged one by one, ten fills of 90 characters would each pass and carry 900 characters out
+// unasked; judged together, a call carries at most what one URL may.
+func judgeFills(u *url.URL, steps []step) fillVerdict {
+	var typed []tools.Typed
+	var nums []string
+	for i, s := range steps {
+		if s.Action == "fill" {
+			typed = append(typed, tools.Typed{Text: s.Text, Where: fmt.Sprintf("the text of step %d", i+1)})
+			nums = append(nums, fmt.Sprint(i+1))
+		}
+	}
+	if len(typed) == 0 {
+		return fillVerdict{}
+	}
+	v := fillVerdict{steps: "step " + nums[0]}
+	if n := len(nums); n > 1 {
+		v.steps = "steps " + strings.Join(nums[:n-1], ", ") + " and " + nums[n-1]
+	}
+	if data, why := tools.TypedCarriesData(nil, typed); data {
+		v.alone, v.why = true, why
+		return v
+	}
+	if data, why := tools.TypedCarriesData(u, typed); data {
+		v.withURL, v.why = true, why
+	}
+	return v
 }
 
 // result renders what the browser read for the model, and shares the screenshot.

@@ -68,11 +68,13 @@ func appendUnique(list []string, s string) []string {
 	return append(list, s)
 }
 
-// MaxFetchesPerRequest caps the lucy_web_fetch calls of one request, its sub-agents included. No
-// earlier limit existed to copy. Research reads tens of pages at most (a research sub-agent has 12 turns), and
-// 60 leaves room for a long one; it also bounds what fetches can carry out without approval (a URL
-// without data holds at most a couple of hundred characters, tools.URLCarriesData) to about 12 KB a
-// request, where the 50 turns of 10 calls each would otherwise allow 500 fetches.
+// MaxFetchesPerRequest caps the outbound calls of one request, its sub-agents included: pages
+// fetched (lucy_web_fetch) or browsed (lucy_browse), and calls of MCP servers' and OpenAPI
+// services' tools (tools.Outbound). No earlier limit existed to copy. Research reads tens of pages
+// at most (a research sub-agent has 12 turns), and 60 leaves room for a long one; it also bounds
+// what those calls can carry out without approval (a URL, or a browse call's URL and fills, without
+// data holds at most a couple of hundred characters, tools.URLCarriesData) to about 12 KB a request,
+// where the 50 turns of 10 calls each would otherwise allow 500 calls.
 const MaxFetchesPerRequest = 60
 
 // CapExempt reports whether a tool is exempt from the per-tool cap: search tools and the code
