@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -255,17 +256,18 @@ func (r *oauthRig) callback(t *testing.T, rawQuery string) (int, string) {
 	return rec.Code, rec.Body.String()
 }
 
-func (r *oauthRig) stored(t *testing.T, server string) (oauth.TokenSet, bool) {
+// stored is the team's sign-in to server as the flow reads it: the stored tokens, with what the
+// grant says they are for (owner: whose own server it is, "" for a team-wide one).
+func (r *oauthRig) stored(t *testing.T, server, owner string) (oauth.TokenSet, bool) {
 	t.Helper()
-	raw, _, err := r.creds.Get(ctx(t), team, oauth.CredentialName(server))
-	if err != nil {
+	ts, err := r.flow.Token(ctx(t), team, server, r.rs.URL+"/mcp", owner)
+	if errors.Is(err, oauth.ErrNotSignedIn) {
 		return oauth.TokenSet{}, false
 	}
-	var ts oauth.TokenSet
-	if err := json.Unmarshal([]byte(raw), &ts); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	return ts, true
+	return *ts, true
 }
 
 // stateFiles is everything in Lucy's state store, as bytes on disk.
@@ -343,7 +345,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if code, body := r.callback(t, "error=access_denied&state="+url.QueryEscape(q.Get("state"))); code != http.StatusBadRequest || !strings.Contains(body, "cancelled") {
 		t.Errorf("declined consent: %d %s", code, body)
 	}
-	if _, ok := r.stored(t, "acme"); ok {
+	if _, ok := r.stored(t, "acme", ""); ok {
 		t.Fatal("tokens stored before a code was exchanged")
 	}
 
@@ -355,7 +357,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "Lucy is connected to acme") {
 		t.Fatalf("callback: %d %s", code, body)
 	}
-	first, ok := r.stored(t, "acme")
+	first, ok := r.stored(t, "acme", "")
 	if !ok || first.Access == "" || first.Refresh == "" || first.ServerURL != r.rs.URL+"/mcp" {
 		t.Fatalf("stored after the callback: %+v %v", first, ok)
 	}
@@ -368,7 +370,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if code, body := r.callback(t, back.RawQuery); code != http.StatusBadRequest || !strings.Contains(body, "already used") {
 		t.Errorf("replayed callback: %d %s", code, body)
 	}
-	if again, _ := r.stored(t, "acme"); again.Access != first.Access {
+	if again, _ := r.stored(t, "acme", ""); again.Access != first.Access {
 		t.Error("the replay changed the stored tokens")
 	}
 
@@ -383,7 +385,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if r.as.refreshes != 1 {
 		t.Errorf("%d refreshes, want 1 (the first token had expired)", r.as.refreshes)
 	}
-	second, _ := r.stored(t, "acme")
+	second, _ := r.stored(t, "acme", "")
 	if second.Access == first.Access || second.Refresh == first.Refresh || !r.as.valid(second.Access) {
 		t.Errorf("the refreshed tokens were not written back: %+v", second)
 	}
@@ -435,7 +437,7 @@ func TestOAuthSignInFromTheConnectTool(t *testing.T) {
 	if code, body := r.callback(t, back.RawQuery); code != http.StatusOK {
 		t.Fatalf("callback: %d %s", code, body)
 	}
-	ts, ok := r.stored(t, "tracker")
+	ts, ok := r.stored(t, "tracker", "UREQ")
 	if !ok || ts.Trusted {
 		t.Fatalf("stored: %+v %v (a chat-connected server's tokens are not trusted)", ts, ok)
 	}
