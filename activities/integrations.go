@@ -86,7 +86,7 @@ func integrationLine(in integrations.Integration) string {
 		fmt.Fprintf(&b, " at %s", promptField(in.Where, 200))
 	}
 	if in.Scope != "" {
-		fmt.Fprintf(&b, " (%s)", promptField(in.Scope, 40))
+		fmt.Fprintf(&b, " (%s)", promptField(in.Scope, 60)) // "<@U…>'s own (only their requests)"
 	}
 	if in.Healthy {
 		b.WriteString(": healthy")
