@@ -37,7 +37,8 @@ type Integration struct {
 	Kind string // "mcp", "openapi" or "email"
 	Name string // the server's or the service's name
 	// Scope is "every team" for the operator's configuration (LUCY_MCP_CONFIG), "this workspace"
-	// for what a team connected from chat.
+	// (or "shared with this workspace") for what a team connected from chat, and "yours (only your
+	// requests)" or "<@U>'s own (only their requests)" for a member's own integration.
 	Scope string
 	// Where is the URL or the command (credentials masked).
 	Where string
@@ -54,4 +55,10 @@ type Integration struct {
 // Lister lists a kind's integrations of a team, with their health as last seen.
 type Lister interface {
 	Integrations(ctx context.Context, team string) ([]Integration, error)
+}
+
+// UserLister is a Lister whose integrations may be one person's own: IntegrationsFor lists them as
+// user sees them (Scope "yours (only your requests)" for user's own).
+type UserLister interface {
+	IntegrationsFor(ctx context.Context, team, user string) ([]Integration, error)
 }

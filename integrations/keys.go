@@ -137,7 +137,13 @@ func (k *Keys) listIntegrations(ctx context.Context, inv tools.Invocation) (tool
 	}
 	var all []Integration
 	for _, l := range k.listers {
-		list, err := l.Integrations(ctx, inv.Team)
+		var list []Integration
+		var err error
+		if ul, ok := l.(UserLister); ok {
+			list, err = ul.IntegrationsFor(ctx, inv.Team, inv.User) // "yours" is the requester's
+		} else {
+			list, err = l.Integrations(ctx, inv.Team)
+		}
 		if err != nil {
 			// One kind failing to list is a line of the answer, not the end of it.
 			fmt.Fprintf(&b, "(Some integrations could not be listed: %s)\n", tools.Truncate(secrets.Scrub(err.Error()), 300))

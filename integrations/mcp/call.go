@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"unicode/utf8"
@@ -75,15 +76,18 @@ func assignNames(all []named) {
 
 // tool is the tools.Tool of one listed tool under its model-facing name.
 //
-// Flags follow the annotations, which are hints from a server Lucy may not trust, read so that they
-// can only make a tool handled more carefully: readOnlyHint makes it Idempotent (retried like Lucy's
-// read-only tools) unless the server also calls it destructive; every other tool is attempted once,
-// and is Destructive (a person approves each call) unless the server says destructiveHint: false,
-// as the MCP specification's default of true for tools that are not read-only says.
+// Flags. The MCP specification calls annotations untrusted unless the server is. The operator's
+// servers are trusted (the operator chose them and their hints): readOnlyHint makes a tool
+// Idempotent (retried like Lucy's read-only tools) unless the server also calls it destructive, and
+// a tool is Destructive (a person approves each call) unless it is read-only or says
+// destructiveHint: false. A server a member connected from chat is not trusted: its hints are
+// ignored, every call is Destructive and attempted once, except the tools the person who connected
+// it named safe in the connect's approval (SafeTools). Its descriptions and results are a third
+// party's text, fenced as data (tools.UntrustedDescription, UntrustedResult).
 func (c *conn) tool(name string, lt listedTool) tools.Tool {
 	t := lt.raw
 	readOnly, destructive := false, true
-	if a := t.Annotations; a != nil {
+	if a := t.Annotations; a != nil && !c.srv.FromChat() {
 		readOnly = a.ReadOnlyHint
 		if a.DestructiveHint != nil {
 			destructive = *a.DestructiveHint
@@ -94,6 +98,9 @@ func (c *conn) tool(name string, lt listedTool) tools.Tool {
 		if readOnly && destructive {
 			readOnly = false // contradictory hints: the careful reading
 		}
+	}
+	if c.srv.FromChat() && slices.Contains(c.srv.SafeTools, t.Name) {
+		destructive = false // the person who connected it said so in the approval
 	}
 	title := t.Title
 	if title == "" && t.Annotations != nil {
@@ -106,7 +113,11 @@ func (c *conn) tool(name string, lt listedTool) tools.Tool {
 	if desc == "" {
 		desc = title
 	}
-	desc = fmt.Sprintf("[MCP server %s] %s", c.srv.Name, desc)
+	if c.srv.FromChat() {
+		desc = tools.UntrustedDescription(c.from(), desc)
+	} else {
+		desc = fmt.Sprintf("[MCP server %s] %s", c.srv.Name, desc)
+	}
 	if utf8.RuneCountInString(desc) > maxDescription {
 		desc = string([]rune(desc)[:maxDescription-1]) + "…"
 	}
@@ -118,6 +129,18 @@ func (c *conn) tool(name string, lt listedTool) tools.Tool {
 	return tools.Tool{Spec: spec, Run: func(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
 		return c.call(ctx, inv, lt, readOnly)
 	}}
+}
+
+// from names the server as the author of text the model reads.
+func (c *conn) from() string { return "the MCP server " + c.srv.Name }
+
+// fenced is a result or error text of the server as the model reads it: a chat-connected server's
+// is fenced as data.
+func (c *conn) fenced(text string) string {
+	if c.srv.FromChat() {
+		return tools.UntrustedResult(c.from(), text)
+	}
+	return text
 }
 
 // cloneParams copies the schema (JSON round trip): a Spec's Parameters belong to its caller.
@@ -190,6 +213,9 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 		var wire *jsonrpc.Error
 		if errors.As(err, &wire) && wire.Code != codeRejected {
 			msg := c.scrubbed(wire.Message)
+			if c.srv.FromChat() {
+				msg = strconv.Quote(tools.Truncate(msg, 300)) // the server's words, short, as a quotation
+			}
 			switch {
 			case wire.Code >= jsonrpc.CodeInvalidParams && wire.Code <= jsonrpc.CodeInvalidRequest, wire.Code == jsonrpc.CodeParseError:
 				// The server refused the call (unknown tool, bad arguments): nothing ran.
@@ -210,7 +236,7 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 		return tools.ToolError("the MCP server %s stopped answering during the call (%s): the call may or may not have "+
 			"completed. Check its effect before trying again, and tell the person if you cannot.", c.srv.Name, brokenReason(err, msg)), nil
 	}
-	text := c.scrubbed(resultText(res))
+	text := c.fenced(c.scrubbed(resultText(res)))
 	if res.IsError {
 		return tools.Output{Content: "Error from the MCP server " + c.srv.Name + ": " + text, IsError: true}, nil
 	}

@@ -45,6 +45,25 @@ type Server struct {
 
 	// Set for a server a team connected from chat: who connected it. Empty for the operator's.
 	AddedBy string `json:"addedBy,omitempty"`
+	// Shared is a chat-connected server an admin (SharedBy) offered to every member; otherwise its
+	// tools are AddedBy's own.
+	Shared   bool   `json:"shared,omitempty"`
+	SharedBy string `json:"sharedBy,omitempty"`
+	// SafeTools are the tools of a chat-connected server that run without a person's approval, as the
+	// connect's approval named them. The server's own annotations are not trusted for that.
+	SafeTools []string `json:"safeTools,omitempty"`
+}
+
+// FromChat reports whether a team connected the server from chat: a URL a member chose, whose
+// annotations, descriptions and results are a third party's and not trusted.
+func (s Server) FromChat() bool { return s.AddedBy != "" }
+
+// sharer is the admin who shared a shared server.
+func (s Server) sharer() string {
+	if s.SharedBy != "" {
+		return s.SharedBy
+	}
+	return s.AddedBy
 }
 
 // OAuthClient is an OAuth client the operator registered with a server's authorization server

@@ -401,7 +401,7 @@ func (c *conn) connectOnce(ctx context.Context, refreshed bool) (*sdk.ClientSess
 		}
 		var bearer func(context.Context) (string, error)
 		if c.signInEligible() && c.team != "" {
-			ts, err := c.s.d.OAuth.Token(ctx, c.team, c.srv.Name, c.srv.URL)
+			ts, err := c.s.d.OAuth.Token(ctx, c.team, c.srv.Name, c.srv.URL, c.tokenOwner())
 			switch {
 			case err == nil:
 				c.useTokens(ts)
@@ -543,18 +543,71 @@ func (c *conn) connectError(err error) error {
 	return errors.New(msg)
 }
 
+// credential reads the server's stored key and checks, before anything is sent, that it may go
+// there: a key bound to the server's origin and usable in the runs this session serves
+// (secrets.Applies). A key stored before keys were bound (no origins) is bound now only when the
+// person who connected the server could have attached it: its owner, or an admin (for the
+// operator's servers, a key of the operator or an admin).
 func (c *conn) credential(ctx context.Context) (string, error) {
 	if c.s.d.Credentials == nil || c.team == "" {
 		return "", &needCredential{service: c.srv.Credential}
 	}
-	value, _, err := c.s.d.Credentials.Get(ctx, c.team, c.srv.Credential)
+	value, meta, err := c.s.d.Credentials.Get(ctx, c.team, c.srv.Credential)
 	if errors.Is(err, secrets.ErrNotFound) {
 		return "", &needCredential{service: c.srv.Credential}
 	}
 	if err != nil {
 		return "", fmt.Errorf("its credential %q cannot be read: %w", c.srv.Credential, err)
 	}
+	if secrets.Reserved(meta.Service) || meta.KindOrKey() != secrets.KindKey {
+		return "", fmt.Errorf("its credential %q is not a key a server may be given (%v)", c.srv.Credential, secrets.ErrReserved)
+	}
+	origin := secrets.OriginOf(c.srv.URL)
+	if len(meta.Origins) == 0 && c.mayBindLegacy(meta) {
+		if meta, err = c.s.d.Credentials.Bind(ctx, c.team, c.srv.Credential, origin); err != nil {
+			return "", fmt.Errorf("its credential %q cannot be bound to it: %w", c.srv.Credential, err)
+		}
+	}
+	if c.srv.Shared && !meta.Shared && meta.Owner != "" && meta.Owner == c.srv.sharer() && meta.BoundTo(origin) {
+		// The admin who shared the server added its key afterwards (the Add key button): the
+		// approval of the sharing said its key is usable in everyone's requests.
+		if meta, err = c.s.d.Credentials.SetShared(ctx, c.team, c.srv.Credential, true); err != nil {
+			return "", fmt.Errorf("its credential %q cannot be shared: %w", c.srv.Credential, err)
+		}
+	}
+	if err := secrets.Applies(meta, origin, c.keyRequester(meta)); err != nil {
+		return "", fmt.Errorf("its credential is not sent: %w", err)
+	}
 	return value, nil
+}
+
+// keyRequester is whose runs this session serves, for secrets.Applies: a member's own server serves
+// hers; a shared or operator's server serves everyone's, so its key must be shared or the
+// operator's (an admin's key given to an operator's server serves the team: the admin's choice).
+func (c *conn) keyRequester(meta secrets.Meta) string {
+	switch {
+	case c.srv.FromChat() && !c.srv.Shared:
+		return c.srv.AddedBy
+	case !c.srv.FromChat() && c.s.admin(meta.Owner):
+		return meta.Owner
+	}
+	return ""
+}
+
+// mayBindLegacy says whether an unbound key may be bound to this server now: whoever set the server
+// up could have attached it.
+func (c *conn) mayBindLegacy(meta secrets.Meta) bool {
+	if meta.Owner == "" {
+		return false
+	}
+	if !c.srv.FromChat() {
+		return meta.Owner == secrets.OperatorOwner || c.s.admin(meta.Owner)
+	}
+	by := c.srv.AddedBy
+	if c.srv.Shared {
+		by = c.srv.sharer()
+	}
+	return meta.Owner == by || c.s.admin(by)
 }
 
 func (c *conn) listChanged() {

@@ -360,20 +360,25 @@ func TestProgressBecomesHeartbeats(t *testing.T) {
 	}
 }
 
-// fakeCreds is a team's credential store.
-type fakeCreds map[string]string
-
-func (f fakeCreds) Get(_ context.Context, team, service string) (string, secrets.Meta, error) {
-	v, ok := f[team+"/"+service]
-	if !ok {
-		return "", secrets.Meta{}, secrets.ErrNotFound
+// credStore is a real credential store over a temporary state store.
+func credStore(t *testing.T) *secrets.Store {
+	t.Helper()
+	var key secrets.Key
+	copy(key[:], "0123456789abcdef0123456789abcdef")
+	st, err := secrets.New(workspace.NewLocalAt(t.TempDir()), key)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return v, secrets.Meta{Service: service}, nil
+	return st
 }
 
-func (f fakeCreds) Stat(ctx context.Context, team, service string) (secrets.Meta, error) {
-	_, m, err := f.Get(ctx, team, service)
-	return m, err
+// putKey stores value under service for team, owned by owner, bound to origins (none: a key stored
+// before keys were bound).
+func putKey(t *testing.T, st *secrets.Store, service, value, owner string, b secrets.Binding) {
+	t.Helper()
+	if _, err := st.PutBound(context.Background(), team, service, value, owner, b); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type fakeKeys struct {
@@ -400,9 +405,11 @@ func httpServer(t *testing.T) (*mcptest.Server, string) {
 func TestHTTPServerWithCredential(t *testing.T) {
 	ts, url := httpServer(t)
 	const token = "tok-0123456789abcdef"
+	creds := credStore(t)
+	putKey(t, creds, "remote-key", token, secrets.OperatorOwner, secrets.Binding{}) // lucy secrets: bound at first use
 	s := newSource(t, mcp.Deps{
 		Servers:     []mcp.Server{{Name: "remote", URL: url, Credential: "remote-key"}},
-		Credentials: fakeCreds{team + "/remote-key": token},
+		Credentials: creds,
 	})
 	list, _ := s.Tools(ctx(t), team)
 	got := byName(list)
@@ -458,7 +465,9 @@ func TestSSEServerWithCredentialHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newSource(t, mcp.Deps{Servers: servers, Credentials: fakeCreds{team + "/legacy": key}})
+	creds := credStore(t)
+	putKey(t, creds, "legacy", key, secrets.OperatorOwner, secrets.Binding{})
+	s := newSource(t, mcp.Deps{Servers: servers, Credentials: creds})
 	list, _ := s.Tools(ctx(t), team)
 	out, err := call(t, byName(list)["mcp__legacy__echo"], `{"text":"over sse"}`)
 	if err != nil || !strings.Contains(out.Content, "echo: over sse") {
@@ -497,7 +506,7 @@ func TestConnectAndDisconnectFromChat(t *testing.T) {
 	state := workspace.NewLocalAt(t.TempDir())
 	keys := &fakeKeys{}
 	s := newSource(t, mcp.Deps{
-		State: state, Keys: keys, Credentials: fakeCreds{}, Admins: []string{"UADMIN"},
+		State: state, Keys: keys, Credentials: credStore(t), Admins: []string{"UADMIN"},
 		Servers: []mcp.Server{{Name: "ops", URL: "https://ops.example.invalid/mcp"}},
 		// httptest is on loopback: these tests allow it, as an operator's allow-list would.
 		CheckURL: tools.AllowAllPrivate().CheckURL,
@@ -573,7 +582,7 @@ func TestConnectAndDisconnectFromChat(t *testing.T) {
 			}
 		}
 	}
-	if tracker == nil || tracker.scope != "this workspace" || tracker.by != "U1" {
+	if tracker == nil || tracker.scope != "<@U1>'s own (only their requests)" || tracker.by != "U1" {
 		t.Errorf("integrations = %+v", ints)
 	}
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,17 +257,18 @@ func (r *oauthRig) callback(t *testing.T, rawQuery string) (int, string) {
 	return rec.Code, rec.Body.String()
 }
 
-func (r *oauthRig) stored(t *testing.T, server string) (oauth.TokenSet, bool) {
+// stored is the team's sign-in to server as the flow reads it: the stored tokens, with what the
+// grant says they are for (owner: whose own server it is, "" for a team-wide one).
+func (r *oauthRig) stored(t *testing.T, server, owner string) (oauth.TokenSet, bool) {
 	t.Helper()
-	raw, _, err := r.creds.Get(ctx(t), team, oauth.CredentialName(server))
-	if err != nil {
+	ts, err := r.flow.Token(ctx(t), team, server, r.rs.URL+"/mcp", owner)
+	if errors.Is(err, oauth.ErrNotSignedIn) {
 		return oauth.TokenSet{}, false
 	}
-	var ts oauth.TokenSet
-	if err := json.Unmarshal([]byte(raw), &ts); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
-	return ts, true
+	return *ts, true
 }
 
 // stateFiles is everything in Lucy's state store, as bytes on disk.
@@ -343,7 +346,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if code, body := r.callback(t, "error=access_denied&state="+url.QueryEscape(q.Get("state"))); code != http.StatusBadRequest || !strings.Contains(body, "cancelled") {
 		t.Errorf("declined consent: %d %s", code, body)
 	}
-	if _, ok := r.stored(t, "acme"); ok {
+	if _, ok := r.stored(t, "acme", ""); ok {
 		t.Fatal("tokens stored before a code was exchanged")
 	}
 
@@ -355,7 +358,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(body, "Lucy is connected to acme") {
 		t.Fatalf("callback: %d %s", code, body)
 	}
-	first, ok := r.stored(t, "acme")
+	first, ok := r.stored(t, "acme", "")
 	if !ok || first.Access == "" || first.Refresh == "" || first.ServerURL != r.rs.URL+"/mcp" {
 		t.Fatalf("stored after the callback: %+v %v", first, ok)
 	}
@@ -368,7 +371,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if code, body := r.callback(t, back.RawQuery); code != http.StatusBadRequest || !strings.Contains(body, "already used") {
 		t.Errorf("replayed callback: %d %s", code, body)
 	}
-	if again, _ := r.stored(t, "acme"); again.Access != first.Access {
+	if again, _ := r.stored(t, "acme", ""); again.Access != first.Access {
 		t.Error("the replay changed the stored tokens")
 	}
 
@@ -383,7 +386,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if r.as.refreshes != 1 {
 		t.Errorf("%d refreshes, want 1 (the first token had expired)", r.as.refreshes)
 	}
-	second, _ := r.stored(t, "acme")
+	second, _ := r.stored(t, "acme", "")
 	if second.Access == first.Access || second.Refresh == first.Refresh || !r.as.valid(second.Access) {
 		t.Errorf("the refreshed tokens were not written back: %+v", second)
 	}
@@ -431,11 +434,19 @@ func TestOAuthSignInFromTheConnectTool(t *testing.T) {
 		t.Fatalf("connect output: %s", out.Content)
 	}
 	authURL := strings.Fields(out.Content[i:])[0]
+	// The link says whom it is for and whose requests the account will serve (a member's own
+	// server: hers only), and so does the page the browser comes back to.
+	if !strings.Contains(out.Content, "it is for <@UREQ>") || !strings.Contains(out.Content, "used only in <@UREQ>'s requests") {
+		t.Errorf("the sign-in message does not say whom it is for: %s", out.Content)
+	}
 	back := r.browse(t, authURL)
-	if code, body := r.callback(t, back.RawQuery); code != http.StatusOK {
+	if code, body := r.callback(t, back.RawQuery); code != http.StatusOK || !strings.Contains(body, "the requests of Slack user UREQ only") {
 		t.Fatalf("callback: %d %s", code, body)
 	}
-	ts, ok := r.stored(t, "tracker")
+	if _, ok := r.stored(t, "tracker", ""); ok {
+		t.Error("a member's own sign-in is readable as the team's")
+	}
+	ts, ok := r.stored(t, "tracker", "UREQ")
 	if !ok || ts.Trusted {
 		t.Fatalf("stored: %+v %v (a chat-connected server's tokens are not trusted)", ts, ok)
 	}
@@ -486,5 +497,59 @@ func TestOAuthClientInTheConfigurationFile(t *testing.T) {
 		if _, err := mcp.ParseConfig([]byte(`{"mcpServers": {"x": ` + entry + `}}`)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", entry, err, want)
 		}
+	}
+}
+
+// The review's F10, as run: Mallory stores her own value under the operator's server's token-set
+// name, with the token endpoint at an internal address. The worker never posts there: before any
+// sign-in the value is not a sign-in at all (no grant), and after one, the token endpoint, the
+// client and the server URL come from the sign-in's own grant, never from the stored value.
+func TestSquattedTokenSetNeverReachesAnInternalAddress(t *testing.T) {
+	r := newOAuthRig(t, "https://lucy.example.com", []mcp.Server{{Name: "linear"}}, false)
+	var hits atomic.Int32
+	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		hits.Add(1)
+		writeJSON(w, 200, map[string]any{"access_token": "internal", "token_type": "Bearer", "expires_in": 3600})
+	}))
+	t.Cleanup(internal.Close)
+	crafted := fmt.Sprintf(`{"v":1,"access":"x","refresh":"y","expiry":"2000-01-01T00:00:00Z","serverUrl":%q,"tokenEndpoint":%q}`,
+		r.rs.URL+"/mcp", internal.URL+"/admin/reset")
+	// Squatted as a plain key, as lucy_store_api_key allowed before names were reserved.
+	if _, err := r.creds.Put(ctx(t), team, oauth.CredentialName("linear"), crafted, "UMALLORY"); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := r.src.Tools(ctx(t), team); len(list) != 0 {
+		t.Fatalf("the squatted value was used as a sign-in: %v", names(list))
+	}
+	if status, _ := statusOf(t, r.src, "linear"); !strings.Contains(status, "Sign in to linear") {
+		t.Errorf("status %q, want a sign-in asked for", status)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the worker posted %d times to the internal address", n)
+	}
+
+	// A real sign-in, then the stored value replaced with the crafted one (even as a sign-in's kind).
+	status, _ := statusOf(t, r.src, "linear")
+	authURL := status[strings.Index(status, r.as.URL+"/authorize?"):]
+	authURL = authURL[:strings.IndexByte(authURL, ' ')]
+	if code, body := r.callback(t, r.browse(t, authURL).RawQuery); code != http.StatusOK {
+		t.Fatalf("callback: %d %s", code, body)
+	}
+	if _, err := r.creds.PutBound(ctx(t), team, oauth.CredentialName("linear"), crafted, "UMALLORY",
+		secrets.Binding{Kind: secrets.KindOAuth, Origins: []string{secrets.OriginOf(r.rs.URL)}}); err != nil {
+		t.Fatal(err)
+	}
+	ts, ok := r.stored(t, "linear", "")
+	if !ok || ts.TokenEndpoint != r.as.URL+"/token" || ts.ServerURL != r.rs.URL+"/mcp" || ts.Client.ID != "client-1" {
+		t.Fatalf("the token set read back: %+v %v; want the grant's endpoint, URL and client", ts, ok)
+	}
+	// A new worker uses the expired crafted token: the refresh goes to the real token endpoint
+	// (which refuses "y"), never to the internal address.
+	fresh := mcp.New(mcp.Deps{Servers: []mcp.Server{{Name: "linear", URL: r.rs.URL + "/mcp"}}, Credentials: r.creds, OAuth: r.flow,
+		Log: zerolog.Nop(), Limits: mcp.Limits{ConnectTimeout: 5 * time.Second}})
+	t.Cleanup(fresh.Close)
+	fresh.Tools(ctx(t), team)
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("the worker posted %d times to the internal address", n)
 	}
 }

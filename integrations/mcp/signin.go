@@ -19,11 +19,46 @@ type needSignIn struct {
 	server  string
 	url     string
 	expires time.Time
+	forWhom string // whose requests the sign-in serves, in words (signInFor)
 }
 
 func (e *needSignIn) Error() string {
-	return fmt.Sprintf("it requires signing in. Sign in to %s: %s (the link works until %s UTC; whoever signs in connects this "+
-		"workspace to %s with their own account)", e.server, e.url, e.expires.UTC().Format("15:04"), e.server)
+	return fmt.Sprintf("it requires signing in. Sign in to %s: %s (the link works until %s UTC; %s)", e.server, e.url,
+		e.expires.UTC().Format("15:04"), e.forWhom)
+}
+
+// tokenOwner is whose requests this server's sign-in serves: the member whose own server it is, or
+// "" for a server every member's requests use.
+func (c *conn) tokenOwner() string {
+	if c.srv.FromChat() && !c.srv.Shared {
+		return c.srv.AddedBy
+	}
+	return ""
+}
+
+// signInFor says, with the link, for whom a sign-in is and whose account it lends: Lucy cannot see
+// who opens the link, so the person it was shown to must be the one who signs in.
+func (c *conn) signInFor() string {
+	c.mu.Lock()
+	asked := c.requester
+	c.mu.Unlock()
+	who := "it was asked for in a request of this workspace"
+	if asked != "" {
+		who = "it is for <@" + asked + ">, who should open it themself and not pass it on"
+	}
+	if owner := c.tokenOwner(); owner != "" {
+		return who + "; the account signed in with is used only in <@" + owner + ">'s requests"
+	}
+	return who + "; the account signed in with is used in every member's requests that use " + c.srv.Name
+}
+
+// serves says whose requests the sign-in serves, for the callback's page (a browser, where Slack's
+// mentions do not render).
+func (c *conn) serves() string {
+	if owner := c.tokenOwner(); owner != "" {
+		return "the requests of Slack user " + owner + " only"
+	}
+	return "every member's requests in your workspace that use " + c.srv.Name
 }
 
 // perTeamSignIn is the operator's server, listed with a session shared by every team, that asked
@@ -53,7 +88,7 @@ func (c *conn) signInError(ctx context.Context, challenge []string, hadToken, re
 		ts := c.tokens
 		c.mu.Unlock()
 		if ts != nil && ts.Refresh != "" {
-			next, err := flow.Fresh(ctx, c.team, c.srv.Name, ts, c.oauthHTTP(), true)
+			next, err := flow.Fresh(ctx, c.team, c.srv.Name, ts, c.refreshHTTP(ts), true)
 			if err == nil {
 				c.useTokens(next)
 				return errTokenRefreshed
@@ -72,10 +107,10 @@ func (c *conn) signInError(ctx context.Context, challenge []string, hadToken, re
 	si, client, user := c.signIn, c.client, c.requester
 	c.mu.Unlock()
 	if si != nil && time.Until(si.Expires) > signInReuse {
-		return &needSignIn{server: c.srv.Name, url: si.URL, expires: si.Expires}
+		return &needSignIn{server: c.srv.Name, url: si.URL, expires: si.Expires, forWhom: c.signInFor()}
 	}
 	in := oauth.BeginInput{Team: c.team, User: user, Server: c.srv.Name, ServerURL: c.srv.URL, Challenge: challenge,
-		HTTP: c.oauthHTTP(), Trusted: c.srv.AddedBy == "", Client: client}
+		HTTP: c.oauthHTTP(), Trusted: !c.srv.FromChat(), Client: client, Owner: c.tokenOwner(), Serves: c.serves()}
 	if o := c.srv.OAuth; o != nil {
 		secret := o.ClientSecret
 		if name := o.credentialSecret(); name != "" {
@@ -100,7 +135,7 @@ func (c *conn) signInError(ctx context.Context, challenge []string, hadToken, re
 	}
 	c.mu.Unlock()
 	c.remember(started.Client.Secret)
-	return &needSignIn{server: c.srv.Name, url: started.URL, expires: started.Expires}
+	return &needSignIn{server: c.srv.Name, url: started.URL, expires: started.Expires, forWhom: c.signInFor()}
 }
 
 // oauthHTTP is the client of the sign-in's requests: the guarded one for a server a team
@@ -111,6 +146,16 @@ func (c *conn) oauthHTTP() *http.Client {
 		return c.s.d.HTTP
 	}
 	return c.s.d.TrustedHTTP
+}
+
+// refreshHTTP is the client a refresh of ts is posted with: the operator's only for the operator's
+// server whose grant Begin made as trusted (its token endpoint came from the discovery of a server
+// in the operator's file); the guarded one otherwise, which refuses private addresses.
+func (c *conn) refreshHTTP(ts *oauth.TokenSet) *http.Client {
+	if !c.srv.FromChat() && ts.Trusted {
+		return c.s.d.TrustedHTTP
+	}
+	return c.s.d.HTTP
 }
 
 // useTokens makes ts the tokens of this conn's requests.
@@ -144,7 +189,7 @@ func (c *conn) bearer(ctx context.Context) (string, error) {
 	if ts == nil {
 		return "", nil
 	}
-	next, err := c.s.d.OAuth.Fresh(ctx, c.team, c.srv.Name, ts, c.oauthHTTP(), false)
+	next, err := c.s.d.OAuth.Fresh(ctx, c.team, c.srv.Name, ts, c.refreshHTTP(ts), false)
 	if err != nil {
 		c.s.log.Info().Str("server", c.srv.Name).Str("team", c.team).Str("reason", c.scrubbed(err.Error())).
 			Msg("MCP sign-in expired and could not be refreshed")
@@ -165,7 +210,7 @@ func (c *conn) signedInSince(ctx context.Context) bool {
 	if !awaiting || c.s.d.OAuth == nil || c.team == "" {
 		return false
 	}
-	if _, err := c.s.d.OAuth.Token(ctx, c.team, c.srv.Name, c.srv.URL); err != nil {
+	if _, err := c.s.d.OAuth.Token(ctx, c.team, c.srv.Name, c.srv.URL, c.tokenOwner()); err != nil {
 		return false
 	}
 	c.mu.Lock()

@@ -12,6 +12,7 @@ package mcp
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workspace"
 )
@@ -70,7 +72,7 @@ type Deps struct {
 	// teams cannot connect servers from chat.
 	State workspace.Store
 	// Credentials are the teams' stored keys a server may be called with; nil means none.
-	Credentials integrations.Credentials
+	Credentials Credentials
 	// Keys asks a person for a credential a server needs; nil means it cannot be asked.
 	Keys integrations.KeyRequester
 	// Admins may disconnect any team server (LUCY_ADMIN_USERS).
@@ -89,6 +91,17 @@ type Deps struct {
 	TrustedHTTP *http.Client
 	Log         zerolog.Logger
 	Limits      Limits
+}
+
+// Credentials are the teams' stored keys as the MCP client uses them (*secrets.Store): read inside
+// the activity that sends them, and bound to a server's address when its connect is approved (the
+// key's owner or an admin), unbound when the server is disconnected, shared when an admin shares a
+// server that uses it.
+type Credentials interface {
+	integrations.Credentials
+	Bind(ctx context.Context, team, service, origin string) (secrets.Meta, error)
+	Unbind(ctx context.Context, team, service, origin string) (secrets.Meta, error)
+	SetShared(ctx context.Context, team, service string, shared bool) (secrets.Meta, error)
 }
 
 // Source is the MCP client of a worker: the tools.Source of every team's MCP tools, the Lister of its
@@ -215,7 +228,8 @@ func (s *Source) conn(k connKey, srv Server) *conn {
 
 func sameServer(a, b Server) bool {
 	return a.Name == b.Name && a.URL == b.URL && a.Credential == b.Credential && a.Type == b.Type &&
-		a.Command == b.Command && slices.Equal(a.Args, b.Args) && a.AddedBy == b.AddedBy
+		a.Command == b.Command && slices.Equal(a.Args, b.Args) && a.AddedBy == b.AddedBy && a.Shared == b.Shared &&
+		slices.Equal(a.SafeTools, b.SafeTools)
 }
 
 // forget drops a team server's session and the team's cached list, after a connect or disconnect.
@@ -251,6 +265,8 @@ func (s *Source) Tools(ctx context.Context, team string) ([]tools.Tool, error) {
 	s.relistPerTeam(ctx, team, servers, conns, lists)
 	var all []named
 	for i, list := range lists {
+		list = slices.Clone(list)
+		slices.SortFunc(list, func(a, b listedTool) int { return strings.Compare(a.raw.Name, b.raw.Name) })
 		for _, t := range list {
 			all = append(all, named{server: servers[i].srv.Name, tool: t, conn: conns[i]})
 		}
@@ -258,14 +274,91 @@ func (s *Source) Tools(ctx context.Context, team string) ([]tools.Tool, error) {
 	assignNames(all)
 	out := make([]tools.Tool, 0, len(all))
 	for _, n := range all {
-		out = append(out, n.conn.tool(n.name, n.tool))
+		t := n.conn.tool(n.name, n.tool)
+		if srv := n.conn.srv; srv.FromChat() && !srv.Shared {
+			t.Owner = srv.AddedBy // a member's own server: offered and run in her runs only
+		}
+		out = append(out, t)
 	}
-	return out, nil
+	return s.withinBudget(team, out), nil
 }
 
-// Integrations lists the team's MCP servers for lucy_list_integrations, with their health: a server
-// never listed in this worker is listed now (bounded by ConnectTimeout, all at once).
+// The MCP tools one run is offered are bounded: each tool's schema and description go to the model
+// with every call, and a model API refuses a request with too many tools. The team-wide tools (the
+// operator's servers', then the shared ones', in server name order, each server's tools by name)
+// come first; each person's own servers' tools come on top of those, counted for that person
+// alone, so that one member's servers never crowd out another's or the team's.
+const (
+	// MaxRunTools is how many MCP tools one run is offered at most.
+	MaxRunTools = 128
+	// MaxRunSchemaBytes bounds the names, descriptions and input schemas of the MCP tools one run
+	// is offered, together.
+	MaxRunSchemaBytes = 256 << 10
+)
+
+// withinBudget keeps, of list (in the order above), the tools within MaxRunTools and
+// MaxRunSchemaBytes for every run; the rest are left out, with a log line.
+func (s *Source) withinBudget(team string, list []tools.Tool) []tools.Tool {
+	type use struct{ n, bytes int }
+	keep := make([]bool, len(list))
+	var dropped []string
+	fits := func(u *use, t tools.Tool) bool {
+		size := toolSize(t)
+		if u.n+1 > MaxRunTools || u.bytes+size > MaxRunSchemaBytes {
+			dropped = append(dropped, t.Spec.Name)
+			return false
+		}
+		u.n, u.bytes = u.n+1, u.bytes+size
+		return true
+	}
+	var team0 use
+	for i, t := range list {
+		if t.Owner == "" {
+			keep[i] = fits(&team0, t)
+		}
+	}
+	own := map[string]*use{}
+	for i, t := range list {
+		if t.Owner == "" {
+			continue
+		}
+		u := own[t.Owner]
+		if u == nil {
+			u = &use{team0.n, team0.bytes}
+			own[t.Owner] = u
+		}
+		keep[i] = fits(u, t)
+	}
+	if len(dropped) == 0 {
+		return list
+	}
+	s.log.Warn().Str("team", team).Int("left_out", len(dropped)).Strs("tools", dropped[:min(len(dropped), 20)]).
+		Msgf("MCP tools beyond a run's budget (%d tools, %d KB of schema) are left out", MaxRunTools, MaxRunSchemaBytes>>10)
+	out := make([]tools.Tool, 0, len(list)-len(dropped))
+	for i, t := range list {
+		if keep[i] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// toolSize is what a tool costs a request: its name, description and parameters as sent.
+func toolSize(t tools.Tool) int {
+	data, _ := json.Marshal(t.Spec.Parameters)
+	return len(t.Spec.Name) + len(t.Spec.Description) + len(data)
+}
+
+// Integrations lists the team's MCP servers for the system prompt's block, with their health: a
+// member's own server says whose it is.
 func (s *Source) Integrations(ctx context.Context, team string) ([]integrations.Integration, error) {
+	return s.IntegrationsFor(ctx, team, "")
+}
+
+// IntegrationsFor lists the team's MCP servers for lucy_list_integrations in user's request, with
+// their health and who is offered them ("yours", "shared with this workspace", "every team"): a
+// server never listed in this worker is listed now (bounded by ConnectTimeout, all at once).
+func (s *Source) IntegrationsFor(ctx context.Context, team, user string) ([]integrations.Integration, error) {
 	servers := s.servers(ctx, team)
 	out := make([]integrations.Integration, len(servers))
 	var wg sync.WaitGroup
@@ -282,8 +375,14 @@ func (s *Source) Integrations(ctx context.Context, team string) ([]integrations.
 			}
 			st := c.state()
 			scope := "every team"
-			if sc.key.own {
-				scope = "this workspace"
+			switch {
+			case !sc.key.own:
+			case sc.srv.Shared:
+				scope = "shared with this workspace"
+			case user != "" && sc.srv.AddedBy == user:
+				scope = "yours (only your requests)"
+			default:
+				scope = "<@" + sc.srv.AddedBy + ">'s own (only their requests)"
 			}
 			status := st.status
 			if status == "" {
@@ -316,8 +415,9 @@ func (s *Source) markPerTeam(name string) {
 }
 
 var (
-	_ tools.Source        = (*Source)(nil)
-	_ integrations.Lister = (*Source)(nil)
+	_ tools.Source            = (*Source)(nil)
+	_ integrations.Lister     = (*Source)(nil)
+	_ integrations.UserLister = (*Source)(nil)
 )
 
 func (k connKey) String() string {

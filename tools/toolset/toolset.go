@@ -157,7 +157,10 @@ func New(d Deps, sources ...tools.Source) *Set {
 		Hosts: d.NetPolicy(), Admins: d.Admins, MaxOperations: d.OpenAPIMaxOperations, Log: d.Log})
 	// The MCP client: the operator's servers and each team's. A server a team connects from chat is a
 	// URL a person chose: guarded as lucy_web_fetch's are.
-	mcpClient := mcp.New(mcp.Deps{Servers: d.MCPServers, State: d.State, Credentials: d.Credentials, Keys: d.Keys,
+	// The MCP client binds a key to a server's address when its connect is approved: it needs the
+	// store's write side (*secrets.Store has it; a read-only store leaves MCP without keys).
+	mcpCreds, _ := d.Credentials.(mcp.Credentials)
+	mcpClient := mcp.New(mcp.Deps{Servers: d.MCPServers, State: d.State, Credentials: mcpCreds, Keys: d.Keys,
 		Admins: d.Admins, Log: d.Log, Limits: d.MCPLimits, HTTP: tools.NewGuardedClient(d.HTTP, d.NetPolicy()),
 		CheckURL: d.NetPolicy().CheckURL, OAuth: d.MCPOAuth})
 	// A team's mailboxes: the mail tools, and a lister of their health. Mail servers are hosts a

@@ -27,6 +27,10 @@ type BeginInput struct {
 	HTTP *http.Client
 	// Trusted is the operator's server: its token endpoint may be on a private address.
 	Trusted bool
+	// Owner is the member whose own server it is ("" for a server every member's requests use): the
+	// tokens serve that scope only (Token). Serves says so in words, for the callback's page
+	// ("the requests of Slack user U123 only").
+	Owner, Serves string
 	// Client is the client to use (the operator's, or one registered before); nil registers one
 	// dynamically if the authorization server allows it.
 	Client *Client
@@ -123,7 +127,7 @@ func (f *Flow) Begin(ctx context.Context, in BeginInput) (SignIn, error) {
 	f.prunePending(ctx, in.Team)
 	err = f.savePending(ctx, id, pending{Team: in.Team, Server: in.Server, ServerURL: in.ServerURL, User: in.User, Verifier: verifier,
 		Client: *client, TokenEndpoint: asm.TokenEndpoint, RedirectURI: f.RedirectURI(), Resource: resource, Scopes: scopes,
-		Trusted: in.Trusted, Expires: expires})
+		Trusted: in.Trusted, Owner: in.Owner, Serves: in.Serves, Expires: expires})
 	if err != nil {
 		return SignIn{}, err
 	}

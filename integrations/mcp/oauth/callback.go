@@ -99,9 +99,14 @@ func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadGateway, "Not connected", "The sign-in to "+p.Server+" could not be completed: its token endpoint gave no access token. Nothing was changed.")
 		return
 	}
-	ts := &TokenSet{Access: tok.AccessToken, Refresh: tok.RefreshToken, Type: tok.TokenType, Expiry: tok.Expiry,
-		ServerURL: p.ServerURL, TokenEndpoint: p.TokenEndpoint, Resource: p.Resource, Client: p.Client, Scopes: p.Scopes, Trusted: p.Trusted}
-	if err := cb.Flow.store(context.WithoutCancel(ctx), p.Team, p.Server, ts, p.User); err != nil {
+	ts := &TokenSet{Access: tok.AccessToken, Refresh: tok.RefreshToken, Type: tok.TokenType, Expiry: tok.Expiry, ServerURL: p.ServerURL}
+	g := grant{Team: p.Team, Server: p.Server, ServerURL: p.ServerURL, TokenEndpoint: p.TokenEndpoint, Resource: p.Resource,
+		Client: p.Client, Scopes: p.Scopes, Trusted: p.Trusted, Owner: p.Owner, User: p.User}
+	err = cb.Flow.saveGrant(context.WithoutCancel(ctx), g)
+	if err == nil {
+		err = cb.Flow.store(context.WithoutCancel(ctx), p.Team, p.Server, ts, p.User)
+	}
+	if err != nil {
 		c.release(context.WithoutCancel(ctx))
 		log.Error().Str("reason", exchangeReason(err, ts.Secrets()...)).Msg("MCP sign-in: the tokens could not be stored")
 		page(w, http.StatusInternalServerError, "Not connected", "Signed in to "+p.Server+", but Lucy could not keep the sign-in. Nothing was changed; ask Lucy for a new link.")
@@ -112,7 +117,20 @@ func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		log.Warn().Err(err).Msg("MCP sign-in: the used state could not be removed")
 	}
 	log.Info().Bool("refreshable", ts.Refresh != "").Msg("MCP sign-in completed")
-	page(w, http.StatusOK, "Connected", "Lucy is connected to "+p.Server+" for your workspace. You can close this tab and go back to Slack.")
+	serves := p.Serves
+	if serves == "" {
+		serves = "every member's requests in your workspace"
+	}
+	page(w, http.StatusOK, "Connected", "Lucy is connected to "+p.Server+" with the account you signed in with. It is used for "+serves+
+		" (this sign-in link was made for Slack user "+orSomeone(p.User)+"); if that is not what you meant, ask Lucy to disconnect "+
+		p.Server+" or revoke Lucy's access at "+p.Server+". You can close this tab and go back to Slack.")
+}
+
+func orSomeone(user string) string {
+	if user == "" {
+		return "(unknown)"
+	}
+	return user
 }
 
 func sentence(err error) string {

@@ -12,8 +12,10 @@
 //     show: the model passes it on, and the person opens it.
 //   - Callback (on the gateway's HTTP listener, GET /mcp/oauth/callback) takes the browser's
 //     redirect, exchanges the code with the PKCE verifier at the token endpoint, and stores the
-//     token set encrypted in the team's credential store (mcp-oauth.<server>). It calls no model and
-//     posts nothing: it answers the browser with a small page.
+//     token set encrypted in the team's credential store (mcp-oauth.<server>, secrets.KindOAuth), and
+//     what the tokens are for (endpoint, token endpoint, client, whose requests) as the sealed grant
+//     in the state store (grant.go). It calls no model and posts nothing: it answers the browser
+//     with a small page that says whose requests the sign-in serves.
 //
 // The MCP client then sends the stored access token as the bearer, refreshing it with the refresh
 // token when it expires (Token, Fresh). No token or code is ever in a result, a status, an error,
@@ -47,7 +49,7 @@ func CredentialName(server string) string { return "mcp-oauth." + strings.ToLowe
 // Vault is the teams' credential store (*secrets.Store), where token sets are kept encrypted.
 type Vault interface {
 	Get(ctx context.Context, team, service string) (string, secrets.Meta, error)
-	Put(ctx context.Context, team, service, value, user string) (secrets.Meta, error)
+	PutBound(ctx context.Context, team, service, value, user string, b secrets.Binding) (secrets.Meta, error)
 }
 
 // Flow is what the worker (Begin, Token, Fresh) and the gateway (Callback) share: Lucy's state

@@ -44,6 +44,8 @@ type pending struct {
 	Resource      string    `json:"resource,omitempty"`
 	Scopes        []string  `json:"scopes,omitempty"`
 	Trusted       bool      `json:"trusted,omitempty"` // the operator's server: its token endpoint may be private
+	Owner         string    `json:"owner,omitempty"`   // the member whose own server it is ("" team-wide)
+	Serves        string    `json:"serves,omitempty"`  // whose requests the tokens serve, in words for the page
 	Expires       time.Time `json:"expires"`
 }
 

@@ -14,22 +14,27 @@ import (
 	"github.com/lucy-agent/lucy/secrets"
 )
 
-// TokenSet is a server's tokens for a team, as kept (encrypted) in the credential store, with what
-// a refresh needs.
+// TokenSet is a server's tokens for a team: the tokens as kept (encrypted) in the credential store,
+// and, never read from there, what its grant says they are for and how they are refreshed.
 type TokenSet struct {
 	Version int       `json:"v"`
 	Access  string    `json:"access"`
 	Refresh string    `json:"refresh,omitempty"`
 	Type    string    `json:"type,omitempty"`
 	Expiry  time.Time `json:"expiry,omitzero"`
+
+	// From the grant (grant.go), never from the stored value: a value written under the token set's
+	// name by anything else than the callback cannot choose where a refresh goes.
 	// ServerURL is the MCP endpoint the tokens were issued for: they are never sent to another
 	// (a server disconnected and connected again under the same name elsewhere gets a new sign-in).
-	ServerURL     string   `json:"serverUrl"`
-	TokenEndpoint string   `json:"tokenEndpoint"`
-	Resource      string   `json:"resource,omitempty"`
-	Client        Client   `json:"client"`
-	Scopes        []string `json:"scopes,omitempty"`
-	Trusted       bool     `json:"trusted,omitempty"`
+	ServerURL     string   `json:"-"`
+	TokenEndpoint string   `json:"-"`
+	Resource      string   `json:"-"`
+	Client        Client   `json:"-"`
+	Scopes        []string `json:"-"`
+	Trusted       bool     `json:"-"`
+	Owner         string   `json:"-"` // the member whose own server it is; "" for a team-wide one
+	User          string   `json:"-"` // the person the sign-in link was shown to
 }
 
 // ErrNotSignedIn is a server the team has not signed in to (or whose tokens are for another URL).
@@ -51,23 +56,34 @@ func (t *TokenSet) expiring(now time.Time) bool {
 	return !t.Expiry.IsZero() && !now.Add(time.Minute).Before(t.Expiry)
 }
 
-// Token returns team's tokens for the server at serverURL; ErrNotSignedIn when there are none
-// for that URL.
-func (f *Flow) Token(ctx context.Context, team, server, serverURL string) (*TokenSet, error) {
-	raw, _, err := f.vault.Get(ctx, team, CredentialName(server))
+// Token returns team's tokens for the server at serverURL whose tokens serve owner's requests (the
+// member whose own server it is, "" for a team-wide one); ErrNotSignedIn when there are none for
+// that URL and scope. Where they go and how they are refreshed come from the sign-in's grant; the
+// stored value gives the tokens only, and only a value the sign-in stored (secrets.KindOAuth).
+func (f *Flow) Token(ctx context.Context, team, server, serverURL, owner string) (*TokenSet, error) {
+	g, err := f.readGrant(ctx, team, server)
+	if err != nil {
+		return nil, err
+	}
+	if g.ServerURL != serverURL || g.Owner != owner {
+		return nil, ErrNotSignedIn
+	}
+	raw, meta, err := f.vault.Get(ctx, team, CredentialName(server))
 	if errors.Is(err, secrets.ErrNotFound) {
 		return nil, ErrNotSignedIn
 	}
 	if err != nil {
 		return nil, err
 	}
+	if meta.Kind != secrets.KindOAuth {
+		return nil, ErrNotSignedIn // not written by a sign-in: a new one replaces it
+	}
 	var ts TokenSet
 	if err := json.Unmarshal([]byte(raw), &ts); err != nil || ts.Version != 1 || ts.Access == "" {
 		return nil, fmt.Errorf("the stored sign-in %s is damaged; sign in again", CredentialName(server))
 	}
-	if ts.ServerURL != serverURL {
-		return nil, ErrNotSignedIn
-	}
+	ts.ServerURL, ts.TokenEndpoint, ts.Resource, ts.Client, ts.Scopes = g.ServerURL, g.TokenEndpoint, g.Resource, g.Client, g.Scopes
+	ts.Trusted, ts.Owner, ts.User = g.Trusted, g.Owner, g.User
 	return &ts, nil
 }
 
@@ -91,7 +107,7 @@ func (f *Flow) Fresh(ctx context.Context, team, server string, ts *TokenSet, hc 
 	rctx := context.WithValue(ctx, oauth2.HTTPClient, httpClient(hc))
 	tok, err := cfg.TokenSource(rctx, &oauth2.Token{RefreshToken: ts.Refresh, Expiry: now.Add(-time.Hour)}).Token()
 	if err != nil {
-		if other, gerr := f.Token(ctx, team, server, ts.ServerURL); gerr == nil && other.Access != ts.Access && !other.expiring(now) {
+		if other, gerr := f.Token(ctx, team, server, ts.ServerURL, ts.Owner); gerr == nil && other.Access != ts.Access && !other.expiring(now) {
 			return other, nil
 		}
 		return nil, fmt.Errorf("%w: refreshing it failed (%s)", ErrExpired, exchangeReason(err, ts.Secrets()...))
@@ -107,8 +123,9 @@ func (f *Flow) Fresh(ctx context.Context, team, server string, ts *TokenSet, hc 
 	return &next, nil
 }
 
-// store writes ts as team's tokens for server, on behalf of user ("" keeps the stored owner:
-// Put keeps the owner of an existing credential).
+// store writes ts's tokens as team's token set for server, on behalf of user ("" keeps the stored
+// owner: PutBound keeps the owner of an existing credential), as a sign-in's (secrets.KindOAuth,
+// bound to the server's origin): no person can store, attach or read it from Slack.
 func (f *Flow) store(ctx context.Context, team, server string, ts *TokenSet, user string) error {
 	ts.Version = 1
 	data, err := json.Marshal(ts)
@@ -118,7 +135,11 @@ func (f *Flow) store(ctx context.Context, team, server string, ts *TokenSet, use
 	if user == "" {
 		user = "lucy"
 	}
-	if _, err := f.vault.Put(ctx, team, CredentialName(server), string(data), user); err != nil {
+	b := secrets.Binding{Kind: secrets.KindOAuth, Integration: "mcp:" + strings.ToLower(server)}
+	if o := secrets.OriginOf(ts.ServerURL); o != "" {
+		b.Origins = []string{o}
+	}
+	if _, err := f.vault.PutBound(ctx, team, CredentialName(server), string(data), user, b); err != nil {
 		return fmt.Errorf("store the sign-in to %s: %w", server, err)
 	}
 	return nil
