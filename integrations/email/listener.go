@@ -103,7 +103,8 @@ func (e *Email) NewMail(ctx context.Context, team, name string, limit int, progr
 		return Batch{Gone: true, Name: name}, nil
 	}
 	s, err := e.openIMAP(ctx, team, m)
-	if errors.Is(err, errNoPassword) {
+	if errors.Is(err, errNoPassword) || errors.Is(err, errStoreAgain) {
+		// Nothing to read until the password is stored (again): the mailbox's health says why.
 		return Batch{Gone: true, Name: name}, nil
 	}
 	if err != nil {
