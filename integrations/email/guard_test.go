@@ -177,7 +177,10 @@ func TestPasswordAppliesOnlyToItsMailbox(t *testing.T) {
 	}{
 		{"bound", func(m secrets.Meta) secrets.Meta { return m }, m.imapOrigin(), false, ""},
 		{"smtp not bound yet", func(m secrets.Meta) secrets.Meta { return m }, m.smtpOrigin(), true, ""},
-		{"smtp bound elsewhere", func(m secrets.Meta) secrets.Meta { m.Origins = append(m.Origins, "smtp://smtp.evil.test:465"); return m }, m.smtpOrigin(), false, "was given for smtp://smtp.evil.test:465"},
+		{"smtp bound elsewhere", func(m secrets.Meta) secrets.Meta {
+			m.Origins = append(m.Origins, "smtp://smtp.evil.test:465")
+			return m
+		}, m.smtpOrigin(), false, "was given for smtp://smtp.evil.test:465"},
 		{"imap elsewhere", func(m secrets.Meta) secrets.Meta { m.Origins = []string{"imap://imap.old.test:993"}; return m }, m.imapOrigin(), false, "was given for imap://imap.old.test:993"},
 		{"someone else's", func(m secrets.Meta) secrets.Meta { m.Owner = "UMALLORY"; return m }, m.imapOrigin(), false, "stored by <@UMALLORY>"},
 		{"another integration", func(m secrets.Meta) secrets.Meta { m.Integration = "email:sales"; return m }, m.imapOrigin(), false, "stored for email:sales"},
