@@ -25,6 +25,37 @@ type RouteInput struct {
 	// User is the person the run works for: a source's tool that is another person's own is not
 	// offered. Empty (histories recorded before it) offers only what the team shares.
 	User string `json:"user,omitempty"`
+	// Mail is set for a run a new mail started (workflows.OriginMail): whoever sent the mail steers
+	// it, with the rights of the person who connected the mailbox. It is offered no tool that
+	// reads Slack beyond its own thread (which its prompt already holds), none that installs or
+	// changes an integration or a key, none that leaves work behind that runs later with the full
+	// set (jobs, monitors, skills), and no tool of the team's sources (MCP servers, OpenAPI
+	// services), whose calls go to servers its approvals do not show (mailWithheld).
+	Mail bool `json:"mail,omitempty"`
+}
+
+// mailWithheld are the compiled-in tools a run started by mail is not offered (RouteInput.Mail).
+var mailWithheld = map[string]bool{
+	// Slack reads beyond the run's thread.
+	tools.GetChannelHistory: true, tools.SearchSlackHistory: true, tools.ListSlackChannels: true, tools.GetThread: true,
+	// Integrations and keys.
+	"lucy_connect_mcp_server": true, "lucy_disconnect_mcp_server": true, "lucy_resolve_custom_integration": true,
+	"lucy_delete_custom_integration": true, "lucy_store_api_key": true, "lucy_connect_email": true, "lucy_disconnect_email": true,
+	// Work that outlives the run and runs later with every tool.
+	"lucy_create_cron": true, "lucy_modify_cron": true, "lucy_trigger_cron": true, "lucy_resume_cron": true,
+	"lucy_create_heartbeat": true, "lucy_save_skill": true,
+}
+
+// forMail keeps, of specs, what a run started by mail is offered: compiled-in tools only, less
+// mailWithheld.
+func forMail(specs []tools.Spec) []tools.Spec {
+	out := make([]tools.Spec, 0, len(specs))
+	for _, s := range specs {
+		if _, compiled := tools.Lookup(s.Name); compiled && !mailWithheld[s.Name] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // Route is the router's model choice: intent, model tier, prompt modules, and the tools offered.
@@ -66,7 +97,7 @@ func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {
 		var specs []tools.Spec
 		for _, n := range in.Tools {
 			if n == tools.SourceTools {
-				if a.Tools != nil {
+				if a.Tools != nil && !in.Mail {
 					specs = append(specs, a.Tools.SourceSpecs(ctx, in.Team, in.User)...)
 				}
 				continue
@@ -77,10 +108,16 @@ func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {
 				a.Log.Warn().Str("tool", n).Msg("a sub-agent's tool is not in this worker's catalogue; left out")
 			}
 		}
+		if in.Mail {
+			specs = forMail(specs)
+		}
 		return Route{Tools: names(specs), Specs: a.toolFlags(ctx, in.Team, specs), MaxToolCalls: a.MaxToolCalls}, nil
 	}
 	r := intent.Classify(in.Text, in.ThreadDepth)
 	offered := a.offered(ctx, in.Team, in.User)
+	if in.Mail {
+		offered = forMail(offered)
+	}
 	return Route{
 		Intent: r.Intent, Tier: r.Tier, Modules: r.Modules, Tools: names(offered), Complex: r.Complex,
 		Specs: a.toolFlags(ctx, in.Team, offered), MaxToolCalls: a.MaxToolCalls, Skills: a.matchSkills(ctx, in.Team, in.Text),

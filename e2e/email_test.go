@@ -208,6 +208,7 @@ func (s *stack) mailRunner(t *testing.T, ctx context.Context) *tools.Runner {
 		t.Fatal(err)
 	}
 	return toolset.New(toolset.Deps{DataDir: s.cfg.DataDir, State: state, Credentials: creds, Log: s.log, AllowPrivateNetworks: true,
+		Slack:          func(string) tools.SlackAPI { return s.botSlack() },
 		EmailListeners: &listener.Schedules{API: s.client.ScheduleClient(), Every: 10 * time.Second}}).Runner
 }
 

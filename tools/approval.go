@@ -32,6 +32,20 @@ func ApprovalSummary(name, argsJSON string) (summary, details string) {
 	return RedactCredentials(summary), RedactCredentials(details)
 }
 
+// PriorApprovalSummary is the prompt a tool whose approval text changed showed before the change
+// (Def.PriorApproval), with the change's ID; ok is false for a tool whose text never changed. The
+// workflow asks workflow.GetVersion(change) and shows this text to a run recorded before it.
+func PriorApprovalSummary(name, argsJSON string) (change, summary, details string, ok bool) {
+	t, found := find(name)
+	if !found || t.def.PriorApproval == nil || t.def.ApprovalChange == "" {
+		return "", "", "", false
+	}
+	var args map[string]any
+	_ = json.Unmarshal([]byte(normalizeArgs(argsJSON)), &args)
+	summary, details = t.def.PriorApproval(args)
+	return t.def.ApprovalChange, RedactCredentials(summary), RedactCredentials(details), true
+}
+
 func approvalSummary(name, argsJSON string) (summary, details string) {
 	t, ok := find(name)
 	if ok && t.def.Approval != nil {

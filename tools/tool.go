@@ -105,6 +105,12 @@ type Def struct {
 	// summary and the exact details the person approves. args are the call's arguments (nil when they
 	// are not a JSON object). Nil means "run <name> (<human>)" and the arguments, indented.
 	Approval func(args map[string]any) (summary, details string)
+	// PriorApproval is what Approval showed before its last change, and ApprovalChange the
+	// workflow.GetVersion change ID of that change. A run recorded before the change asked with the
+	// prior text, and its approval's fingerprint (an activity's ID) comes from that text: it must
+	// replay with it (PriorApprovalSummary). Both empty for a tool whose prompt never changed.
+	PriorApproval  func(args map[string]any) (summary, details string)
+	ApprovalChange string
 }
 
 // parameters builds the tool's JSON Schema, a fresh copy on every call.

@@ -48,7 +48,14 @@ type Message struct {
 	// ApprovalTTL, when set, is how long the run's approval prompts stay valid (a firing's must
 	// expire before the next firing).
 	ApprovalTTL time.Duration `json:"approvalTtl,omitempty"`
+	// Origin, for a message that no person wrote in Slack, says what wrote it: OriginMail for the
+	// instruction of a mailbox's listener, handed on for one new mail, whose text (and so the run)
+	// a stranger's mail steers. Such a run is offered fewer tools (activities.RouteInput.Mail).
+	Origin string `json:"origin,omitempty"`
 }
+
+// OriginMail is the Origin of a run a new mail started (package integrations/email/listener).
+const OriginMail = "mail"
 
 // KindScheduled is the Kind of a recurring job's firing handed to a lane.
 const KindScheduled = "scheduled"

@@ -394,7 +394,8 @@ func (r *run) prepare(ctx workflow.Context) error {
 			}
 		}
 	}
-	routeIn := activities.RouteInput{Text: m.Text, ThreadDepth: depth, Team: m.Team, User: r.in.Requester}
+	// Mail is an input field: histories recorded before it replay either way (the route is recorded).
+	routeIn := activities.RouteInput{Text: m.Text, ThreadDepth: depth, Team: m.Team, User: r.in.Requester, Mail: m.Origin == OriginMail}
 	if err := localOr(fast, local(ctx), quick(ctx, "route"), a.Route, routeIn).Get(ctx, &r.route); err != nil {
 		return fmt.Errorf("route: %w", err)
 	}

@@ -90,7 +90,8 @@ func (s subRun) Work(ctx workflow.Context) (subagents.Outcome, error) {
 func (r *run) prepareSub(ctx workflow.Context) error {
 	spec := r.sub.Spec
 	names := append(append([]string{}, spec.Tools...), tools.GetRunJournal, tools.UpdateRunJournal, tools.AppendRunJournalEntry)
-	if err := workflow.ExecuteActivity(quick(ctx, "route"), a.Route, activities.RouteInput{Text: r.sub.Task.Task, Tools: names, Team: r.in.Message.Team, User: r.in.Requester}).Get(ctx, &r.route); err != nil {
+	if err := workflow.ExecuteActivity(quick(ctx, "route"), a.Route, activities.RouteInput{Text: r.sub.Task.Task, Tools: names, Team: r.in.Message.Team, User: r.in.Requester,
+		Mail: r.in.Message.Origin == OriginMail}).Get(ctx, &r.route); err != nil {
 		return fmt.Errorf("record tools: %w", err)
 	}
 	r.route.Intent = "delegated"

@@ -85,6 +85,12 @@ launch:
 			results[i] = r.inlineResult(c, r.fetches.refusal(c.Name, r.sub != nil), true)
 		case spec.Destructive:
 			summary, details := tools.ApprovalSummary(c.Name, c.Arguments)
+			// A tool whose prompt text changed (Def.ApprovalChange) shows the prior text to a run
+			// recorded before the change: the approval's fingerprint, an activity's ID, comes from it.
+			if change, ps, pd, ok := tools.PriorApprovalSummary(c.Name, c.Arguments); ok &&
+				workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) < 1 {
+				summary, details = ps, pd
+			}
 			ok, note := r.approve(ctx, c, summary, details)
 			if ctx.Err() != nil {
 				if !r.hardened {

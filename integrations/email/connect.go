@@ -74,8 +74,8 @@ var _ = tools.Register(tools.Def{
 var _ = tools.Register(tools.Def{
 	Spec: tools.Spec{
 		Name: DisconnectEmail,
-		Description: "Disconnect a mailbox from this workspace: the mail tools and its new-mail summaries stop. The stored " +
-			"password stays until removed from the credentials. Only the person who connected it or an admin may. Needs a person's approval.",
+		Description: "Disconnect a mailbox from this workspace: the mail tools and its new-mail summaries stop, and its stored " +
+			"password is deleted. Only the person who connected it or an admin may. Needs a person's approval.",
 		Destructive: true,
 		Human:       "disconnecting a mailbox",
 	},
@@ -85,8 +85,13 @@ var _ = tools.Register(tools.Def{
 	},
 	Approval: func(args map[string]any) (string, string) {
 		name := tools.ArgString(args, "mailbox")
+		return "disconnect the mailbox " + name + " from this workspace", "Mailbox: " + name + "\nThe mail tools and its new-mail summaries stop, and its stored password is deleted."
+	},
+	PriorApproval: func(args map[string]any) (string, string) {
+		name := tools.ArgString(args, "mailbox")
 		return "disconnect the mailbox " + name + " from this workspace", "Mailbox: " + name + "\nThe mail tools and its new-mail summaries stop."
 	},
+	ApprovalChange: ChangeApprovalWhole,
 }, (*Email).disconnect)
 
 func orDefault(s, d string) string {
@@ -204,6 +209,22 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 		}
 		m.Channel = c
 	}
+	if m.Channel != "" {
+		// The listener posts there and starts runs there as the person who connected the mailbox:
+		// only in a conversation they may use (a channel they are in, or their own DM with Lucy),
+		// checked again at every firing.
+		if e.d.Access == nil {
+			return tools.ToolError("this Lucy cannot check who may use a Slack conversation, so new mail cannot be summarized in one; " +
+				"connect the mailbox without \"channel\""), nil
+		}
+		denied, err := e.d.Access(ctx, inv.Team, m.AddedBy, m.Channel)
+		if err != nil {
+			return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: fmt.Errorf("check access to <#%s>: %w", m.Channel, err)}
+		}
+		if denied != "" {
+			return tools.ToolError("new mail of %s cannot be summarized in <#%s>: %s Nothing was changed.", name, m.Channel, denied), nil
+		}
+	}
 	switch in := strings.TrimSpace(a.Instruction); {
 	case strings.EqualFold(in, "none"):
 		m.Instruction = ""
@@ -213,6 +234,15 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 	}
 	if m.Instruction != "" && m.Channel == "" {
 		return tools.Output{}, tools.ArgErrorf(ConnectEmail, "an instruction needs a channel: the runs it starts answer there; give \"channel\"")
+	}
+	// The stored password is this mailbox record's: someone else's is never used for it, and one
+	// given for other servers is deleted once the record points elsewhere (its owner stores it again).
+	stale, refusal, err := e.stalePassword(ctx, inv.Team, m, old, etag != "")
+	if err != nil {
+		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
+	}
+	if refusal != "" {
+		return tools.ToolError("%s Nothing was changed.", refusal), nil
 	}
 	if err := e.boxes.put(ctx, inv.Team, m, etag); err != nil {
 		if errors.Is(err, workspace.ErrPrecondition) {
@@ -236,6 +266,12 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 			msg += "."
 		}
 	}
+	if stale {
+		if err := e.deletePassword(ctx, inv.Team, m.Credential); err != nil {
+			return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
+		}
+		msg += " Its stored password was given for its former servers and was deleted."
+	}
 	if e.d.Credentials != nil {
 		_, err := e.d.Credentials.Stat(ctx, inv.Team, m.Credential)
 		if errors.Is(err, secrets.ErrNotFound) {
@@ -243,7 +279,8 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 			if e.d.Keys == nil {
 				return tools.Output{Content: msg + " Tell the person an operator must store it (lucy secrets set)."}, nil
 			}
-			if err := e.d.Keys.RequestKey(ctx, inv, m.Credential, "the password or app token of the mailbox "+m.Address, secrets.Binding{Kind: secrets.KindMailbox, Integration: "email:" + m.Name}); err != nil {
+			if err := e.d.Keys.RequestKey(ctx, inv, m.Credential, "the password or app token of the mailbox "+m.Address, secrets.Binding{Kind: secrets.KindMailbox, Integration: "email:" + m.Name,
+				Origins: []string{m.imapOrigin(), m.smtpOrigin()}}); err != nil {
 				return tools.Output{Content: msg + " Asking for it failed: tell the person to store it with lucy_store_api_key."}, nil
 			}
 			return tools.Output{Content: msg + " I posted an Add key button in this thread: tell the person to add it there " +
@@ -254,6 +291,9 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 		}
 	}
 	s, err := e.openIMAP(ctx, inv.Team, m)
+	if errors.Is(err, errStoreAgain) {
+		return tools.Output{Content: msg + " But its stored password was not used, and nothing was sent to the servers: " + err.Error() + "."}, nil
+	}
 	if err != nil {
 		return tools.Output{Content: msg + " But logging in to IMAP failed: " + tools.Truncate(tools.RedactCredentials(err.Error()), 300) +
 			". Check the settings, or the stored password."}, nil
@@ -286,9 +326,64 @@ func (e *Email) disconnect(ctx context.Context, inv tools.Invocation) (tools.Out
 			return tools.Output{}, &tools.TransientError{Tool: DisconnectEmail, Err: err}
 		}
 	}
+	// The password goes with the mailbox: a mailbox connected later under the same name, by anyone,
+	// to any server, never finds it.
+	if err := e.deletePassword(ctx, inv.Team, m.Credential); err != nil {
+		return tools.Output{}, &tools.TransientError{Tool: DisconnectEmail, Err: err}
+	}
 	if err := e.boxes.delete(ctx, inv.Team, m.Name); err != nil {
 		return tools.Output{}, fmt.Errorf("remove the mailbox %s: %w", m.Name, err)
 	}
-	return tools.Output{Content: fmt.Sprintf("Disconnected the mailbox %s (%s). Its stored password %q remains in the credentials until removed.",
-		m.Name, m.Address, m.Credential)}, nil
+	return tools.Output{Content: fmt.Sprintf("Disconnected the mailbox %s (%s), and deleted its stored password.", m.Name, m.Address)}, nil
+}
+
+// deletePassword deletes a mailbox's stored password; none stored is fine.
+func (e *Email) deletePassword(ctx context.Context, team, credential string) error {
+	if e.d.Credentials == nil {
+		return nil
+	}
+	cs, ok := e.d.Credentials.(credentialStore)
+	if !ok {
+		return errors.New("this Lucy's credential store cannot delete a mailbox's password")
+	}
+	if err := cs.Delete(ctx, team, credential); err != nil && !errors.Is(err, secrets.ErrNotFound) {
+		return fmt.Errorf("delete the mailbox's password: %w", err)
+	}
+	return nil
+}
+
+// stalePassword decides, before a connect saves the mailbox record m (old is the record it replaces,
+// when existed), what becomes of the password stored under its name. refusal, when set, is why the
+// connect must not go on: the password is someone else's (a mailbox of that name disconnected
+// before passwords went with it), never used for m and not the connecter's to delete. stale means
+// the password is the record's owner's but was given for other servers than m's (the connect
+// changes them): it is deleted, and its owner stores it again for the new servers.
+func (e *Email) stalePassword(ctx context.Context, team string, m, old Mailbox, existed bool) (stale bool, refusal string, err error) {
+	if e.d.Credentials == nil {
+		return false, "", nil
+	}
+	meta, err := e.d.Credentials.Stat(ctx, team, m.Credential)
+	if errors.Is(err, secrets.ErrNotFound) {
+		return false, "", nil
+	}
+	if err != nil {
+		return false, "", err
+	}
+	var againErr *storeAgainError
+	for _, origin := range []string{m.imapOrigin(), m.smtpOrigin()} {
+		if _, err := e.passwordApplies(meta, m, origin); errors.As(err, &againErr) {
+			if meta.Owner != m.AddedBy && meta.Owner != secrets.OperatorOwner && !slices.Contains(e.d.Admins, meta.Owner) {
+				return false, fmt.Sprintf("A password stored as %q by <@%s> is still there, from an earlier mailbox of that name; it is "+
+					"never used for a mailbox someone else connects. Connect this one under another \"name\", or ask <@%s> or an "+
+					"admin to remove that password first.", m.Credential, meta.Owner, meta.Owner), nil
+			}
+			return true, "", nil
+		}
+	}
+	// Bound to no server yet (stored before bindings existed): it was given for the servers of the
+	// record it was stored beside.
+	if existed && len(meta.Origins) == 0 && (old.imapOrigin() != m.imapOrigin() || old.smtpOrigin() != m.smtpOrigin()) {
+		return true, "", nil
+	}
+	return false, "", nil
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/emersion/go-imap/v2/imapclient"
@@ -34,6 +36,11 @@ type Deps struct {
 	Hosts tools.PrivateHosts
 	// Admins may change or disconnect anyone's mailbox (LUCY_ADMIN_USERS).
 	Admins []string
+	// Access is the access rule for the conversation a mailbox's listener posts and starts runs in,
+	// for the person who connected it (slackaccess.Access.ScheduleAccess, as recurring jobs have it):
+	// "" when they may use channel, else why not; err when it could not be checked. It is applied at
+	// connect and at every firing. nil (no Slack here): no mailbox is given a channel.
+	Access func(ctx context.Context, team, user, channel string) (denied string, err error)
 	// Schedules creates, updates and deletes each mailbox's listener Schedule; nil: no listener.
 	Schedules ListenerSchedules
 	// TLS is the base TLS configuration (tests give their own roots); nil means the system's.
@@ -87,17 +94,93 @@ func (e *Email) Integrations(ctx context.Context, team string) ([]integrations.I
 	return out, nil
 }
 
-// password reads the mailbox's stored credential inside the activity that uses it; a missing one is
-// an error the model can act on (ask for it), never the value.
-func (e *Email) password(ctx context.Context, team string, m Mailbox) (string, error) {
+// credentialStore is what the mail domain does to its passwords besides reading them: bind one to
+// its mailbox's servers, and delete it with its mailbox (*secrets.Store does both).
+type credentialStore interface {
+	Bind(ctx context.Context, team, service, origin string) (secrets.Meta, error)
+	Delete(ctx context.Context, team, service string) error
+}
+
+// The origins a mailbox's password is bound to: its IMAP and its SMTP server, host and port.
+func (m Mailbox) imapOrigin() string {
+	return secrets.OriginOf("imap://" + net.JoinHostPort(m.IMAPHost, strconv.Itoa(m.IMAPPort)))
+}
+
+func (m Mailbox) smtpOrigin() string {
+	return secrets.OriginOf("smtp://" + net.JoinHostPort(m.SMTPHost, strconv.Itoa(m.SMTPPort)))
+}
+
+// errStoreAgain is the refusal of a stored password that is not this mailbox's to use: it was
+// stored by someone else, for another integration, or for other servers. The person stores the
+// password again for this mailbox (connecting it again posts the Add key button); it is never sent.
+var errStoreAgain = errors.New("store the mailbox's password again")
+
+type storeAgainError struct{ why string }
+
+func (e *storeAgainError) Error() string { return e.why }
+func (e *storeAgainError) Unwrap() error { return errStoreAgain }
+
+// passwordApplies is the rule a mailbox's password meets before it is sent to origin (one of the
+// mailbox's servers), the mail form of secrets.Applies: a password is used only for the mailbox
+// record it was given for. It must be a mailbox password (or a key stored before kinds existed)
+// of this mailbox's integration; stored by the person who connected the mailbox (or an operator, or
+// an admin); and bound to origin. A password bound to no server of origin's protocol yet (the Add
+// key form binds the IMAP server only; one stored before bindings existed has none) is bound now
+// (bind true): the mailbox's servers were set by the password's owner or an admin, and a change of
+// servers deletes the password (connect), so it never follows a mailbox to other servers. A
+// password bound to another server of that protocol is refused.
+func (e *Email) passwordApplies(meta secrets.Meta, m Mailbox, origin string) (bind bool, err error) {
+	if k := meta.KindOrKey(); k != secrets.KindMailbox && k != secrets.KindKey {
+		return false, &storeAgainError{fmt.Sprintf("the credential %q is not a mailbox password", m.Credential)}
+	}
+	if meta.Integration != "" && meta.Integration != "email:"+m.Name {
+		return false, &storeAgainError{fmt.Sprintf("the credential %q was stored for %s, not for the mailbox %s", m.Credential, meta.Integration, m.Name)}
+	}
+	if meta.Owner != m.AddedBy && meta.Owner != secrets.OperatorOwner && !slices.Contains(e.d.Admins, meta.Owner) {
+		return false, &storeAgainError{fmt.Sprintf("the password stored as %q was stored by <@%s>, not by <@%s> who connected the mailbox "+
+			"%s: it is never used for someone else's mailbox", m.Credential, meta.Owner, m.AddedBy, m.Name)}
+	}
+	if meta.BoundTo(origin) {
+		return false, nil
+	}
+	scheme := origin[:strings.Index(origin, "://")+3]
+	for _, o := range meta.Origins {
+		if strings.HasPrefix(o, scheme) {
+			return false, &storeAgainError{fmt.Sprintf("the password stored as %q was given for %s, and the mailbox %s now uses %s: "+
+				"it is sent only where it was given", m.Credential, o, m.Name, origin)}
+		}
+	}
+	return true, nil
+}
+
+// password reads the mailbox's stored credential for origin (one of its servers) inside the
+// activity that uses it, after passwordApplies: a missing one, or one that is not this mailbox's,
+// is an error the model can act on (ask for it again), never the value.
+func (e *Email) password(ctx context.Context, team string, m Mailbox, origin string) (string, error) {
 	if e.d.Credentials == nil {
 		return "", errNoPassword
 	}
-	pw, _, err := e.d.Credentials.Get(ctx, team, m.Credential)
+	pw, meta, err := e.d.Credentials.Get(ctx, team, m.Credential)
 	if errors.Is(err, secrets.ErrNotFound) {
 		return "", errNoPassword
 	}
-	return pw, err
+	if err != nil {
+		return "", err
+	}
+	bind, err := e.passwordApplies(meta, m, origin)
+	if err != nil {
+		return "", err
+	}
+	if bind {
+		cs, ok := e.d.Credentials.(credentialStore)
+		if !ok {
+			return "", &storeAgainError{fmt.Sprintf("the password stored as %q is bound to no server and cannot be bound here", m.Credential)}
+		}
+		if _, err := cs.Bind(ctx, team, m.Credential, origin); err != nil {
+			return "", fmt.Errorf("bind the mailbox's password to %s: %w", origin, err)
+		}
+	}
+	return pw, nil
 }
 
 var errNoPassword = errors.New("the mailbox's password (app token) is not stored")
@@ -140,7 +223,7 @@ func (e *Email) openIMAP(ctx context.Context, team string, m Mailbox) (*imapSess
 }
 
 func (e *Email) loginIMAP(ctx context.Context, team string, m Mailbox) (*imapSession, error) {
-	pw, err := e.password(ctx, team, m)
+	pw, err := e.password(ctx, team, m, m.imapOrigin())
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +267,7 @@ func (e *Email) loginIMAP(ctx context.Context, team string, m Mailbox) (*imapSes
 
 // sendSMTP hands msg to the mailbox's SMTP server.
 func (e *Email) sendSMTP(ctx context.Context, team string, m Mailbox, msg *gomail.Msg) error {
-	pw, err := e.password(ctx, team, m)
+	pw, err := e.password(ctx, team, m, m.smtpOrigin())
 	if err != nil {
 		return err
 	}

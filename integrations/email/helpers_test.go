@@ -6,6 +6,10 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 
 	"github.com/lucy-agent/lucy/integrations/email/mailtest"
 	"github.com/lucy-agent/lucy/secrets"
@@ -22,6 +26,8 @@ type fixture struct {
 	state workspace.Store
 	ws    workspace.Store
 	creds *secrets.Store
+	slack *localslack.Server
+	now   time.Time
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -33,9 +39,33 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	ws := workspace.NewLocalAt(t.TempDir())
-	e := New(Deps{State: state, Workspace: ws, Credentials: creds, Hosts: tools.AllowAllPrivate(), Log: zerolog.Nop(), Timeout: 10 * time.Second})
-	f := &fixture{ms: ms, e: e, r: tooltest.Runner(t, e), state: state, ws: ws, creds: creds}
+	f := &fixture{ms: ms, state: state, ws: ws, creds: creds, now: time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)}
+	f.e = New(Deps{State: state, Workspace: ws, Credentials: creds, Hosts: tools.AllowAllPrivate(), Log: zerolog.Nop(), Timeout: 10 * time.Second,
+		Admins: []string{"UBOSS"}, Access: f.accessRule(t)})
+	f.r = tooltest.Runner(t, f.e)
 	return f
+}
+
+// accessRule is the access rule (slackaccess, as the worker wires it) over a local Slack workspace:
+// ULOCAL is in #mail (CMAIL), #exec (CEXEC) is private to Alice, DLOCAL is ULOCAL's DM with Lucy
+// and DALICE Alice's. Its membership cache goes by f.now.
+func (f *fixture) accessRule(t *testing.T) func(ctx context.Context, team, user, channel string) (string, error) {
+	t.Helper()
+	srv, base := localslack.NewTestServer(t, localslack.Options{
+		Team:  tooltest.Team,
+		Users: []localslack.User{{ID: "ULOCAL", Name: "local"}, {ID: "UALICE", Name: "alice"}, {ID: "UBOSS", Name: "boss"}},
+		Channels: []localslack.Channel{
+			{ID: "CLOCAL", Name: "general"},
+			{ID: "CMAIL", Name: "mail", Members: []string{"ULOCAL", "UALICE", localslack.DefaultBotUserID}},
+			{ID: "CEXEC", Name: "exec", IsPrivate: true, Members: []string{"UALICE", localslack.DefaultBotUserID}},
+			{ID: "DLOCAL", IsIM: true, User: "ULOCAL"},
+			{ID: "DALICE", IsIM: true, User: "UALICE"},
+		},
+	})
+	f.slack = srv
+	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
+	rule := slackaccess.New([]string{"UBOSS"}, func(string) slackaccess.API { return bot }, func() time.Time { return f.now })
+	return rule.ScheduleAccess
 }
 
 // connect connects the test mailbox through the tool, approved, and stores its password.

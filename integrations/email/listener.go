@@ -31,6 +31,21 @@ type ListenerSchedules interface {
 // cursorObject is where the listener keeps how far it has read a mailbox's INBOX.
 func cursorObject(name string) string { return path.Join(stateDir, name+".cursor.json") }
 
+// deniedObject records that the channel was told its listener stopped for want of access (once,
+// until access comes back).
+func deniedObject(name string) string { return path.Join(stateDir, name+".denied.json") }
+
+// noteDenied reports whether the channel is to be told that the listener stopped: the first firing
+// denied since access was last given, or since the record, is; the others are not.
+func (e *Email) noteDenied(ctx context.Context, team, name, channel string) (bool, error) {
+	data, _ := json.Marshal(map[string]any{"channel": channel, "at": time.Now().UTC()})
+	_, err := e.d.State.Write(ctx, team, deniedObject(name), data, workspace.Cond{IfNoneMatch: true})
+	if errors.Is(err, workspace.ErrPrecondition) || errors.Is(err, fs.ErrExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // markerObject marks a message (by its key) as handled. Markers live outside stateDir so that
 // listing mailboxes never walks them.
 func markerObject(name, key string) string { return path.Join("email-handled", name, key+".json") }
@@ -59,7 +74,12 @@ type NewMessage struct {
 type Batch struct {
 	// Gone is set when there is nothing to read now: the mailbox was disconnected, has no channel, or
 	// its password is not stored yet. The firing ends quietly; the next one looks again.
-	Gone        bool         `json:"gone,omitempty"`
+	Gone bool `json:"gone,omitempty"`
+	// Denied is set when the person who connected the mailbox may no longer use its channel (they
+	// left it): why, for the channel. Nothing was read; the firing posts and starts nothing, and
+	// says so once (Note) in the channel (never in a DM: nobody there asked for it).
+	Denied      string       `json:"denied,omitempty"`
+	Note        bool         `json:"note,omitempty"`
 	Name        string       `json:"name"`
 	Address     string       `json:"address"`
 	Channel     string       `json:"channel"`
@@ -102,8 +122,27 @@ func (e *Email) NewMail(ctx context.Context, team, name string, limit int, progr
 	if m.Channel == "" {
 		return Batch{Gone: true, Name: name}, nil
 	}
+	// The firing posts and starts runs as the person who connected the mailbox: only while they may
+	// still use its channel (checked at every firing, as a recurring job's is). A check that cannot be
+	// made fails the read (retried): nothing is posted on a guess.
+	if e.d.Access == nil {
+		return Batch{Gone: true, Name: name}, nil
+	}
+	denied, err := e.d.Access(ctx, team, m.AddedBy, m.Channel)
+	if err != nil {
+		return Batch{}, fmt.Errorf("check <@%s>'s access to %s: %w", m.AddedBy, m.Channel, err)
+	}
+	if denied != "" {
+		b.Denied = denied
+		b.Note, err = e.noteDenied(ctx, team, name, m.Channel)
+		return b, err
+	}
+	if err := e.d.State.Delete(ctx, team, deniedObject(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return Batch{}, err
+	}
 	s, err := e.openIMAP(ctx, team, m)
-	if errors.Is(err, errNoPassword) {
+	if errors.Is(err, errNoPassword) || errors.Is(err, errStoreAgain) {
+		// Nothing to read until the password is stored (again): the mailbox's health says why.
 		return Batch{Gone: true, Name: name}, nil
 	}
 	if err != nil {

@@ -145,7 +145,7 @@ func (s mailboxes) put(ctx context.Context, team string, m Mailbox, etag string)
 }
 
 func (s mailboxes) delete(ctx context.Context, team, name string) error {
-	for _, o := range []string{mailboxObject(name), healthObject(name), cursorObject(name)} {
+	for _, o := range []string{mailboxObject(name), healthObject(name), cursorObject(name), deniedObject(name)} {
 		if err := s.st.Delete(ctx, team, o); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

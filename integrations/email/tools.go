@@ -102,7 +102,7 @@ var _ = tools.Register(tools.Def{
 		Name: SendEmail,
 		Description: "Send a new email from the workspace's connected mailbox, with a plain text body (and optionally an " +
 			"HTML version) and workspace files as attachments; its copy is saved in the mailbox's Sent folder. Needs a " +
-			"person's approval, which shows the recipients, the subject and the start of the body. To answer a message, " +
+			"person's approval, which shows the recipients, the subject, the whole body and the HTML version as text. To answer a message, " +
 			"use lucy_reply_to_email, which keeps the thread.",
 		Destructive: true,
 		Human:       "sending an email",
@@ -116,6 +116,12 @@ var _ = tools.Register(tools.Def{
 		return "send an email to " + shownList(to) + ": \"" + tools.ArgString(args, "subject") + "\"",
 			approvalDetails(args, "Subject: "+tools.ArgString(args, "subject"))
 	},
+	PriorApproval: func(args map[string]any) (string, string) {
+		to := argList(args, "to")
+		return "send an email to " + shownList(to) + ": \"" + tools.ArgString(args, "subject") + "\"",
+			priorApprovalDetails(args, "Subject: "+tools.ArgString(args, "subject"))
+	},
+	ApprovalChange: ChangeApprovalWhole,
 }, (*Email).sendEmail)
 
 var _ = tools.Register(tools.Def{
@@ -123,8 +129,8 @@ var _ = tools.Register(tools.Def{
 		Name: ReplyToEmail,
 		Description: "Reply to a message of the connected mailbox, in its thread (In-Reply-To, References, \"Re:\" " +
 			"subject). Give its Message-ID and the recipients (usually its sender, or its Reply-To; add the others for a " +
-			"reply to all). Attachments are workspace files. Needs a person's approval, which shows the recipients and " +
-			"the start of the body.",
+			"reply to all). Attachments are workspace files. Needs a person's approval, which shows the recipients, " +
+			"the whole body and the HTML version as text.",
 		Destructive: true,
 		Human:       "replying to an email",
 	},
@@ -138,6 +144,12 @@ var _ = tools.Register(tools.Def{
 		return "reply by email to " + shownList(to),
 			approvalDetails(args, "In reply to: "+tools.ArgString(args, "message_id")+"\nSubject: Re: (the subject of that message)")
 	},
+	PriorApproval: func(args map[string]any) (string, string) {
+		to := argList(args, "to")
+		return "reply by email to " + shownList(to),
+			priorApprovalDetails(args, "In reply to: "+tools.ArgString(args, "message_id")+"\nSubject: Re: (the subject of that message)")
+	},
+	ApprovalChange: ChangeApprovalWhole,
 }, (*Email).replyToEmail)
 
 func sendProps(subject bool) []tools.Prop {
@@ -171,9 +183,42 @@ func shownList(list []string) string {
 	return strings.Join(list, ", ")
 }
 
-// approvalDetails are what the person approves: mailbox, recipients, subject line, attachments and
-// the first lines of the body (never more than a screen).
+// ChangeApprovalWhole is the workflow.GetVersion change ID of the send and reply prompts that show
+// everything sent (approvalDetails); a run recorded before it replays the prompt it showed then
+// (priorApprovalDetails).
+const ChangeApprovalWhole = "mail-approval-whole"
+
+// approvalDetails are what the person approves, all of it: mailbox, recipients, subject line,
+// attachments, the whole plain body, and the HTML version reduced to text as the recipient's mail
+// program would show it (the same converter as reading mail: links written out, scripts and
+// styles dropped). A long body is shown over several messages by the prompt (which refuses, rather
+// than clips, what is too long to show). A summary of the start alone let a polite first line
+// approve a tail or an HTML part carrying anything.
 func approvalDetails(args map[string]any, subjectLine string) string {
+	var b strings.Builder
+	mb := tools.ArgString(args, "mailbox")
+	if mb == "" {
+		mb = "(the workspace's mailbox)"
+	}
+	fmt.Fprintf(&b, "From mailbox: %s\nTo: %s\n", mb, shownList(argList(args, "to")))
+	if cc := argList(args, "cc"); len(cc) > 0 {
+		fmt.Fprintf(&b, "Cc: %s\n", strings.Join(cc, ", "))
+	}
+	b.WriteString(subjectLine + "\n")
+	if att := argList(args, "attachments"); len(att) > 0 {
+		fmt.Fprintf(&b, "Attachments: %s\n", strings.Join(att, ", "))
+	}
+	body, _ := args["body"].(string)
+	b.WriteString("\n" + strings.TrimSpace(body))
+	if html, _ := args["html"].(string); strings.TrimSpace(html) != "" {
+		b.WriteString("\n\n— Also sent as HTML, which reads as text: —\n" + strings.TrimSpace(htmlText(html)))
+	}
+	return b.String()
+}
+
+// priorApprovalDetails are the details before ChangeApprovalWhole (the first lines of the body, no
+// HTML), kept only so that runs recorded before it replay.
+func priorApprovalDetails(args map[string]any, subjectLine string) string {
 	var b strings.Builder
 	mb := tools.ArgString(args, "mailbox")
 	if mb == "" {
@@ -240,8 +285,12 @@ func (e *Email) pick(ctx context.Context, tool, team, name string) (Mailbox, err
 // the person's to fix, anything else a failure it may report or retry later.
 func (e *Email) connectFailed(tool string, m Mailbox, err error) (tools.Output, error) {
 	if errors.Is(err, errNoPassword) {
-		return tools.ToolError("the mailbox %s has no stored password: ask the person to add it (lucy_store_api_key with service %q)",
-			m.Name, m.Credential), nil
+		return tools.ToolError("the mailbox %s has no stored password: connecting it again (%s with the same settings) posts an "+
+			"Add key button for it", m.Name, ConnectEmail), nil
+	}
+	if errors.Is(err, errStoreAgain) {
+		return tools.ToolError("the mailbox %s cannot use its stored password, which was not sent: %s. The person who connected it "+
+			"connects it again (%s), which asks for its password", m.Name, err.Error(), ConnectEmail), nil
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return tools.Output{}, &tools.TransientError{Tool: tool, Err: err}

@@ -5,6 +5,7 @@
 package toolset
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -165,8 +166,13 @@ func New(d Deps, sources ...tools.Source) *Set {
 		CheckURL: d.NetPolicy().CheckURL, OAuth: d.MCPOAuth})
 	// A team's mailboxes: the mail tools, and a lister of their health. Mail servers are hosts a
 	// person named, guarded as lucy_web_fetch's URLs are.
+	// The listener's channel meets the access rule of recurring jobs, for the person who connected it.
+	var mailAccess func(ctx context.Context, team, user, channel string) (string, error)
+	if d.Slack != nil {
+		mailAccess = access.ScheduleAccess
+	}
 	mail := email.New(email.Deps{State: d.State, Workspace: workspaceStore(d), Credentials: d.Credentials, Keys: d.Keys,
-		Hosts: d.NetPolicy(), Admins: d.Admins, Schedules: d.EmailListeners, Log: d.Log})
+		Hosts: d.NetPolicy(), Admins: d.Admins, Schedules: d.EmailListeners, Access: mailAccess, Log: d.Log})
 	listers := append([]integrations.Lister{mcpClient, custom, mail}, d.Listers...)
 	// Skills: the platform's, the operator's and each team's (team skills in force only as approved,
 	// which the state store records).

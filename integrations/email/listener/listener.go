@@ -54,6 +54,16 @@ const (
 	DefaultEvery = time.Minute
 )
 
+// changeMailAccess: a firing whose read finds that the connecter may no longer use the mailbox's
+// channel posts a note there once and ends (email.Batch.Denied).
+const changeMailAccess = "mail-access"
+
+// NoAccessNote is what the channel is told, once, when its listener stops for want of access.
+func NoAccessNote(mailbox, denied string) string {
+	return fmt.Sprintf("⏭️ New mail of the mailbox *%s* is no longer summarized here: %s The person who connected it or an "+
+		"admin can connect it to another channel or disconnect it.", clean(mailbox, 32), denied)
+}
+
 // ScheduleID is the Schedule of a mailbox's listener: email:{team}:{mailbox}.
 func ScheduleID(team, mailbox string) string { return "email:" + team + ":" + mailbox }
 
@@ -112,6 +122,21 @@ func EmailListener(ctx workflow.Context, in ListenerInput) error {
 		}
 		if b.Gone {
 			log.Info("email.listener_gone", "mailbox", in.Mailbox)
+			return nil
+		}
+		if b.Denied != "" {
+			// The connecter may no longer use the channel: nothing was read, nothing is posted or
+			// started, and the channel is told once (never a DM: nobody there asked for it). Only a
+			// firing whose read says so gets here, which no history recorded before the check
+			// does; the version marks the note all the same.
+			log.Warn("email.listener_no_access", "mailbox", in.Mailbox, "connecter", b.AddedBy)
+			if b.Note && !strings.HasPrefix(b.Channel, "D") && workflow.GetVersion(ctx, changeMailAccess, workflow.DefaultVersion, 1) >= 1 {
+				info := workflow.GetInfo(ctx)
+				_ = workflow.ExecuteActivity(workflows.SlackOptions(ctx, "no-access"), core.PostMessage, activities.PostInput{
+					Team: in.Team, Channel: b.Channel, RunID: info.WorkflowExecution.ID + "/" + info.FirstRunID, Key: "no-access",
+					Text: NoAccessNote(b.Name, b.Denied),
+				}).Get(ctx, nil)
+			}
 			return nil
 		}
 		started := 0
@@ -173,7 +198,7 @@ func EmailMessage(ctx workflow.Context, in MessageInput) error {
 	if in.Instruction != "" && post.TS != "" {
 		m := workflows.Message{
 			EventID: "email:" + in.Message.Key, Team: in.Team, Channel: in.Channel, TS: post.TS, ThreadTS: post.TS,
-			User: in.AddedBy, Text: Instruction(in), Kind: workflows.KindScheduled,
+			User: in.AddedBy, Text: Instruction(in), Kind: workflows.KindScheduled, Origin: workflows.OriginMail,
 		}
 		if err := schedules.SignalOrStartLane(ctx, m.Key(), m); err != nil {
 			return fmt.Errorf("hand the instruction to the thread: %w", err)

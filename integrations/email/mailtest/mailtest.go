@@ -41,6 +41,26 @@ type Servers struct {
 	// onSentAppend: see OnSentAppend.
 	onSentAppend func()
 	received     []Received
+	logins       []Login
+}
+
+// Login is one authentication a server was asked for: which protocol ("imap" or "smtp"), with what
+// user and password, whether they were right or not. A test of where a password goes reads them.
+type Login struct {
+	Proto, User, Password string
+}
+
+// Logins returns every login attempt the servers saw so far, in order.
+func (s *Servers) Logins() []Login {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Login(nil), s.logins...)
+}
+
+func (s *Servers) recordLogin(proto, user, pass string) {
+	s.mu.Lock()
+	s.logins = append(s.logins, Login{Proto: proto, User: user, Password: pass})
+	s.mu.Unlock()
 }
 
 // Received is one message the SMTP server accepted: its envelope and its data.
@@ -137,6 +157,11 @@ type session struct {
 	ms *Servers
 }
 
+func (s *session) Login(user, pass string) error {
+	s.ms.recordLogin("imap", user, pass)
+	return s.SessionIMAP4rev2.Login(user, pass)
+}
+
 func (s *session) Append(mailbox string, r imap.LiteralReader, options *imap.AppendOptions) (*imap.AppendData, error) {
 	d, err := s.SessionIMAP4rev2.Append(mailbox, r, options)
 	s.ms.mu.Lock()
@@ -178,6 +203,7 @@ func (s *smtpSession) AuthMechanisms() []string { return []string{sasl.Plain} }
 
 func (s *smtpSession) Auth(string) (sasl.Server, error) {
 	return sasl.NewPlainServer(func(_, user, pass string) error {
+		s.ms.recordLogin("smtp", user, pass)
 		if user != Addr || pass != Password {
 			return smtp.ErrAuthFailed
 		}
