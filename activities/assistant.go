@@ -144,7 +144,7 @@ func (a *Activities) suggestedPrompts(ctx context.Context, team string) []slack.
 	var out []slack.AssistantThreadsPrompt
 	var list []skills.Skill
 	if a.Skills != nil {
-		list, _ = a.Skills.List(ctx, team)
+		list, _ = a.Skills.List(ctx, team, "") // a thread's suggestions are the team's: no person's own skills
 	}
 	addSkills := func(team bool) {
 		for _, s := range list {

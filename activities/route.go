@@ -120,16 +120,17 @@ func (a *Activities) Route(ctx context.Context, in RouteInput) (Route, error) {
 	}
 	return Route{
 		Intent: r.Intent, Tier: r.Tier, Modules: r.Modules, Tools: names(offered), Complex: r.Complex,
-		Specs: a.toolFlags(ctx, in.Team, offered), MaxToolCalls: a.MaxToolCalls, Skills: a.matchSkills(ctx, in.Team, in.Text),
+		Specs: a.toolFlags(ctx, in.Team, offered), MaxToolCalls: a.MaxToolCalls, Skills: a.matchSkills(ctx, in.Team, in.User, in.Text),
 	}, nil
 }
 
-// matchSkills names the skills in force for the team that the request clearly asks for.
-func (a *Activities) matchSkills(ctx context.Context, team, text string) []string {
+// matchSkills names the skills in force for the requester's runs in the team (the team's and her
+// own, never another person's) that the request clearly asks for.
+func (a *Activities) matchSkills(ctx context.Context, team, user, text string) []string {
 	if a.Skills == nil || team == "" {
 		return nil
 	}
-	list, _ := a.Skills.List(ctx, team)
+	list, _ := a.Skills.List(ctx, team, user)
 	var out []string
 	for _, s := range skills.Match(text, list) {
 		out = append(out, s.Name)

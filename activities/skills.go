@@ -11,14 +11,15 @@ import (
 )
 
 // skillsSections are the system prompt's blocks of skills: the list of those in force for the team
-// (names and descriptions, within skills.ListBudget), and the ones the route matched to the request,
-// whole. The skills come from Lucy's own files, the operator's folder and the team's approved skills
-// (package skills): instructions the team chose, not data from a page.
+// and the requester's own (names and descriptions, within skills.ListBudget), and the ones the route
+// matched to the request, whole. The skills come from Lucy's own files, the operator's folder, the
+// team's approved skills and the requester's own approved ones (package skills): instructions the
+// team or the requester chose, not data from a page. Another person's own skills are never shown.
 func (a *Activities) skillsSections(ctx context.Context, in PromptInput) []string {
 	if a.Skills == nil || in.Team == "" {
 		return nil
 	}
-	list, _ := a.Skills.List(ctx, in.Team)
+	list, _ := a.Skills.List(ctx, in.Team, in.User)
 	var out []string
 	if block := skills.ListSection(list); block != "" {
 		out = append(out, block)

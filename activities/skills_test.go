@@ -129,3 +129,30 @@ func TestPromptFirstContact(t *testing.T) {
 		t.Errorf("second person of the team: %s", sp.Text[strings.Index(sp.Text, "# First"):])
 	}
 }
+
+// A person's own skill reaches her prompt and her route only: another person's request that names
+// it neither matches nor lists it (RouteInput.User, PromptInput.User).
+func TestPersonalSkillOnlyInTheRequestersRuns(t *testing.T) {
+	a, _, _ := skillActivities(t)
+	ctx := context.Background()
+	body := skills.Render("client-onboarding", "Onboard a new client: contract, kickoff call, shared channel.", "1. Check the contract.")
+	if err := a.Skills.SavePersonal(ctx, "T1", "UMALLORY", "client-onboarding", []byte(body), "run-1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		user string
+		want bool
+	}{{"UMALLORY", true}, {"UALICE", false}, {"", false}} {
+		route, err := a.Route(ctx, RouteInput{Text: "start client onboarding for Acme", Team: "T1", User: c.user})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(route.Skills, ",") == "client-onboarding"; got != c.want {
+			t.Errorf("%q: route.Skills = %v", c.user, route.Skills)
+		}
+		sp, _ := a.BuildSystemPrompt(ctx, PromptInput{Team: "T1", User: c.user, Skills: []string{"client-onboarding"}})
+		if got := strings.Contains(sp.Text, "- client-onboarding (personal)") && strings.Contains(sp.Text, "1. Check the contract."); got != c.want {
+			t.Errorf("%q: the personal skill in the prompt = %v, want %v", c.user, got, c.want)
+		}
+	}
+}

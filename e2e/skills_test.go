@@ -12,10 +12,12 @@ import (
 	"github.com/lucy-agent/lucy/schedules"
 )
 
-// A team skill end to end: a person asks Lucy to remember how the team does something; she saves it
-// with lucy_save_skill, whose approval prompt shows the whole SKILL.md; the person approves; in a new
-// thread the skill is listed in the prompt, a request that names it gets it loaded, the model loads it
-// with lucy_load_skill too, and the answer follows it. The person's first request also carries the
+// A member's skill end to end: a person asks Lucy to remember how they do something; she saves it with
+// lucy_save_skill, whose approval prompt shows the whole SKILL.md and says it is the person's own;
+// the person approves; in a new thread the skill is listed in their prompt, a request that names it
+// gets it loaded, the model loads it with lucy_load_skill too, and the answer follows it. A member's
+// skill is hers (kept in Lucy's state store, not the team's workspace): team skills are an admin's
+// to save (e2e/guard_skills_test.go). The person's first request also carries the
 // first-contact introduction, and only that one; the team's workspace is scaffolded.
 func TestTeamSkillSavedApprovedListedLoadedFollowed(t *testing.T) {
 	const instructions = "1. Read the channel with lucy_get_channel_history.\n2. List who is blocked.\n3. End with the line: DIGEST-OK"
@@ -70,7 +72,7 @@ func TestTeamSkillSavedApprovedListedLoadedFollowed(t *testing.T) {
 	for _, m := range s.botMessages(ts) {
 		shown.WriteString(m.Text + string(m.Blocks))
 	}
-	for _, want := range []string{"standup-digest", "name: standup-digest", "List who is blocked.", "End with the line: DIGEST-OK"} {
+	for _, want := range []string{"standup-digest", "your own skill", "name: standup-digest", "List who is blocked.", "End with the line: DIGEST-OK"} {
 		if !strings.Contains(shown.String(), want) {
 			t.Errorf("approval prompt does not show %q", want)
 		}
@@ -80,10 +82,9 @@ func TestTeamSkillSavedApprovedListedLoadedFollowed(t *testing.T) {
 		t.Fatalf("SKILL.md written before the approval: %v", err)
 	}
 	s.click(human, value, "lucy_approve")
-	s.waitFor("the saved answer", 60*time.Second, func() bool { return s.answered(ts, "Saved the team skill standup-digest") })
-	data, err := os.ReadFile(skillFile)
-	if err != nil || !strings.Contains(string(data), "End with the line: DIGEST-OK") {
-		t.Fatalf("SKILL.md after approval: %q, %v", data, err)
+	s.waitFor("the saved answer", 60*time.Second, func() bool { return s.answered(ts, "Saved standup-digest as the requester's own skill") })
+	if _, err := os.Stat(skillFile); !os.IsNotExist(err) {
+		t.Fatalf("a member's own skill was written into the team's workspace: %v", err)
 	}
 	// The first contact scaffolded the team's workspace.
 	if _, err := os.Stat(filepath.Join(s.cfg.DataDir, "workspaces", team, "skills", "README.md")); err != nil {
@@ -95,10 +96,10 @@ func TestTeamSkillSavedApprovedListedLoadedFollowed(t *testing.T) {
 	s.waitFor("the digest", 60*time.Second, func() bool { return s.answered(ts2, "DIGEST-OK") })
 	mu.Lock()
 	defer mu.Unlock()
-	if !strings.Contains(digestSystem, "- standup-digest (team): Write the standup digest") {
-		t.Error("the team skill is not listed in the next thread's prompt")
+	if !strings.Contains(digestSystem, "- standup-digest (personal): Write the standup digest") {
+		t.Error("the person's skill is not listed in their next thread's prompt")
 	}
-	if !strings.Contains(digestSystem, `<skill name="standup-digest" source="team">`) {
+	if !strings.Contains(digestSystem, `<skill name="standup-digest" source="personal">`) {
 		t.Error("a request naming the skill did not get it loaded into the prompt")
 	}
 	if len(firstContact) < 2 || !firstContact[0] {

@@ -228,7 +228,8 @@ Lucy's files for this Slack workspace. Lucy reads and writes them with her file 
 her to list, read or share any of them.
 
 - ` + "`skills/`" + `: the team's skills, one folder each with a SKILL.md (instructions for a task the team
-  does often). Ask Lucy to "remember how we do …" and she writes one, with your approval.
+  does often), saved here by an admin. Ask Lucy to "remember how we do …" and she saves it, with your
+  approval, as your own skill (used in your requests only) unless an admin saves it for the team.
 - ` + "`reports/`" + `: reports Lucy writes (weekly reports, research briefs) when asked to keep a copy.
 `},
 	{"skills/README.md", `# Team skills
@@ -237,12 +238,15 @@ Each skill is a folder here with a SKILL.md: YAML front matter with ` + "`name`"
 hyphens, the folder's name) and ` + "`description`" + ` (what it does and when to use it), then the
 instructions in Markdown. Files beside SKILL.md (templates, examples) are read when the skill asks.
 
-A team skill is used only as a person approved it: ask Lucy to save it ("remember how we do the weekly
-report"); she shows the whole SKILL.md for approval. A SKILL.md written or changed any other way is not
-used until it is saved again with an approval.
+A skill someone asks Lucy to save ("remember how we do the weekly report") is theirs, used in their
+requests only; an admin saves skills for the team, here, and only whoever saved a team skill or an
+admin may change it. A team skill is used only as a person approved it: the approval shows the whole
+SKILL.md and every file of its folder. A SKILL.md or one of those files written or changed any other way
+takes the skill out of use until it is saved again with an approval, and a file added to the folder
+since is not part of the skill.
 
-Lucy also has built-in skills (weekly-report, meeting-action-items, research-brief); a team skill with
-the same name replaces the built-in one for this team.
+Lucy also has built-in skills (weekly-report, meeting-action-items, research-brief); a team skill an
+admin saves with the same name replaces the built-in one for this team.
 `},
 	{"reports/README.md", `# Reports
 

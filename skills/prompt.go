@@ -21,9 +21,10 @@ const (
 	MaxMatched = 2
 )
 
-// ListSection is the system prompt's block that names the skills in force, within ListBudget: team
-// skills first (they are the team's own way of working), then the operator's, then the platform's;
-// what does not fit is counted, and lucy_load_skill still loads it. "" when there are none.
+// ListSection is the system prompt's block that names the skills in force for the requester, within
+// ListBudget: her own first, then the team's (the team's own way of working), then the operator's,
+// then the platform's; what does not fit is counted, and lucy_load_skill still loads it. "" when
+// there are none.
 func ListSection(list []Skill) string {
 	if len(list) == 0 {
 		return ""
@@ -37,10 +38,12 @@ func ListSection(list []Skill) string {
 	})
 	var b strings.Builder
 	b.WriteString("# Skills\n\n")
-	b.WriteString("Skills are written instructions for tasks this workspace does often. When a request fits one, call " +
-		"lucy_load_skill with its name before you start, and follow what it says. When someone asks you to remember how " +
-		"the team does something (\"remember how we do the weekly report\"), write it down as a team skill with " +
-		"lucy_save_skill.\n")
+	b.WriteString("Skills are written instructions for tasks done often here. When a request fits one, call " +
+		"lucy_load_skill with its name before you start, and follow what it says; read the files beside a skill only with " +
+		"lucy_load_skill and its file argument. When someone asks you to remember how something is done (\"remember how " +
+		"we do the weekly report\"), write it down with lucy_save_skill. A skill a person saves is their own (personal: " +
+		"used in their requests only) unless an admin saves it for the team (for_team); a team skill is changed only by " +
+		"whoever saved it or an admin, and a personal skill cannot take the name of a skill the team has.\n")
 	head := b.Len()
 	for i, s := range ordered {
 		line := fmt.Sprintf("- %s (%s): %s\n", s.Name, s.Source, oneLine(s.Description, listDescriptionChars))
@@ -78,11 +81,10 @@ func LoadedSection(loaded []Skill) string {
 	return strings.TrimSpace(b.String())
 }
 
-// readHint says how the model reads a file beside a skill.
-func readHint(s Skill) string {
-	if s.Source == Team {
-		return fmt.Sprintf("read them with lucy_read_file at %s/%s/<file>, or lucy_load_skill with file", TeamDir, s.Name)
-	}
+// readHint says how the model reads a file beside a skill: only through lucy_load_skill, which
+// checks that a team skill's file is the one a person approved (lucy_read_file reads whatever the
+// workspace holds now, including a file written into the folder since).
+func readHint(Skill) string {
 	return "read them with lucy_load_skill and its file argument"
 }
 

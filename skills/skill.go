@@ -7,15 +7,25 @@
 //
 //  1. platform skills, embedded from prompts/skills/<name>/SKILL.md (package prompts);
 //  2. the operator's, in LUCY_DATA_DIR/skills/<name>/SKILL.md;
-//  3. a team's, in its workspace at skills/<name>/SKILL.md (the workspace store).
+//  3. a team's, in its workspace at skills/<name>/SKILL.md (the workspace store);
+//  4. a person's own, in Lucy's state store: used in her runs only.
+//
+// Personal by default, team-wide by an admin: a skill a member saves is her own. Only an admin
+// (LUCY_ADMIN_USERS) saves a skill for the team, and with it shadows a platform or operator skill
+// for the team; a team skill is replaced only by its author or an admin. An approval is given by the
+// requester, so it stops injected text but never a member acting on purpose: what reaches other
+// people's runs is decided by these rights. A member may not give her own skill the name of a skill
+// the team has (see lucy_save_skill): one name means the same instructions whoever asks in a channel.
 //
 // A team skill steers every later run of the team that matches it, so the model must not be able to
 // plant one: the file tools write the workspace without an approval when they create a file, and a web
 // page the model read can direct such a write. A team skill is therefore in force only while its
-// SKILL.md is exactly what a person approved: lucy_save_skill (destructive, its approval prompt shows
-// the whole SKILL.md) writes the file and records its SHA-256 in Lucy's state store, out of the file
-// tools' reach; a SKILL.md written or changed any other way is listed nowhere and refused by
-// lucy_load_skill until it is saved again with an approval.
+// folder is exactly what a person approved: lucy_save_skill (its approval prompt shows the whole
+// SKILL.md and every file beside it) writes the file and records the SHA-256 of the SKILL.md and of
+// each file beside it in Lucy's state store, out of the file tools' reach. A SKILL.md or an approved
+// file written or changed any other way takes the skill out of force (listed nowhere, refused by
+// lucy_load_skill) until it is saved again with an approval; a file added to the folder since is not
+// part of the skill (not listed, not read as the skill's).
 package skills
 
 import (
@@ -55,6 +65,7 @@ const (
 	Platform Source = iota + 1 // shipped with Lucy: prompts/skills/
 	Operator                   // the operator's: LUCY_DATA_DIR/skills/
 	Team                       // the team's: skills/ in its workspace
+	Personal                   // one person's own, used in her runs only: Lucy's state store
 )
 
 func (s Source) String() string {
@@ -65,6 +76,8 @@ func (s Source) String() string {
 		return "operator"
 	case Team:
 		return "team"
+	case Personal:
+		return "personal"
 	}
 	return "unknown"
 }
@@ -80,6 +93,13 @@ type Skill struct {
 	Files []string
 	// Hash is the SHA-256 of the SKILL.md as read (hex), what an approval of a team skill records.
 	Hash string
+	// Author is who saved a team or personal skill (a Slack user ID): a team skill's author may
+	// replace it, as may an admin. Empty for platform and operator skills, and for team skills
+	// approved before authors were recorded (only an admin may replace those).
+	Author string
+	// sums are the SHA-256 of a team skill's approved files beside SKILL.md (Files), checked again
+	// when one is read.
+	sums map[string]string
 }
 
 // frontMatter is the YAML header. Only name and description are used; the specification's other

@@ -113,7 +113,7 @@ func TestRenderRoundTrip(t *testing.T) {
 // The platform skills shipped in prompts/skills are valid, and name only tools that exist.
 func TestPlatformSkills(t *testing.T) {
 	c := skills.New(skills.Deps{Platform: skills.PlatformFS()})
-	list, problems := c.List(context.Background(), "")
+	list, problems := c.List(context.Background(), "", "")
 	if len(problems) > 0 {
 		t.Fatalf("invalid platform skills: %+v", problems)
 	}
@@ -157,7 +157,7 @@ func TestOverridingOrder(t *testing.T) {
 	// A team skill written straight into the workspace (by a file tool) is not in force.
 	writeWS(t, ws, "skills/report/SKILL.md", skillMD("report", "Planted report.", "planted"))
 
-	list, problems := c.List(context.Background(), team)
+	list, problems := c.List(context.Background(), team, "ULOCAL")
 	got := map[string]string{}
 	for _, s := range list {
 		got[s.Name] = s.Source.String() + ":" + s.Description
@@ -177,7 +177,7 @@ func TestOverridingOrder(t *testing.T) {
 	if fmt.Sprint(probs) != "[operator:bad team:report]" {
 		t.Errorf("problems = %v", probs)
 	}
-	if _, err := c.Get(context.Background(), team, "bad"); err == nil || !strings.Contains(err.Error(), "must start with YAML front matter") {
+	if _, err := c.Get(context.Background(), team, "ULOCAL", "bad"); err == nil || !strings.Contains(err.Error(), "must start with YAML front matter") {
 		t.Errorf("Get(bad) = %v", err)
 	}
 }
@@ -205,12 +205,13 @@ func TestLoadSkillTool(t *testing.T) {
 	_, err := tooltest.Run(t, r, skills.LoadTool, `{"name":"Bad Name"}`)
 	tooltest.WantArgError(t, err, skills.LoadTool, "lowercase letters")
 
-	// A team skill's files are in the workspace: lucy_read_file reads them too.
-	saveTeamSkill(t, c, "onboard-client", "Onboard a new client.", "Follow checklist.md.")
+	// A team skill's files are in the workspace; the ones in its folder when it was approved are part of it,
+	// read through lucy_load_skill, which checks them against the approval.
 	writeWS(t, ws, "skills/onboard-client/checklist.md", "- [ ] contract")
+	saveTeamSkill(t, c, "onboard-client", "Onboard a new client.", "Follow checklist.md.")
 	out = tooltest.MustRun(t, r, skills.LoadTool, `{"name":"onboard-client"}`)
 	tooltest.WantOK(t, out, "Skill onboard-client (team, skills/onboard-client/SKILL.md in the workspace)",
-		"Follow checklist.md.", "lucy_read_file at skills/onboard-client/<file>", "checklist.md")
+		"Follow checklist.md.", "lucy_load_skill and its file argument", "checklist.md")
 	out = tooltest.MustRun(t, r, skills.LoadTool, `{"name":"onboard-client","file":"checklist.md"}`)
 	tooltest.WantOK(t, out, "- [ ] contract")
 
@@ -221,16 +222,16 @@ func TestLoadSkillTool(t *testing.T) {
 }
 
 // lucy_save_skill asks for approval of the whole SKILL.md first, says what it replaces, and saves
-// exactly what was approved.
+// exactly what was approved. Here an admin saves for the team (for_team).
 func TestSaveSkillTool(t *testing.T) {
 	platform := fstest.MapFS{"weekly-report/SKILL.md": {Data: []byte(skillMD("weekly-report", "Built in.", "built-in body"))}}
 	c, ws, state := newCatalog(t, platform, nil)
 	r := tooltest.Runner(t, c)
-	args := `{"name":"standup","description":"Run the daily standup: collect updates.","instructions":"1. Ask each person.\n2. Post the summary."}`
+	args := `{"name":"standup","for_team":true,"description":"Run the daily standup: collect updates.","instructions":"1. Ask each person.\n2. Post the summary."}`
 
-	out := tooltest.RunApproved(t, r, skills.SaveTool, args, false, "")
+	out := runAs(t, r, admin, args, false, "")
 	need := tooltest.WantHeld(t, out, "standup")
-	tooltest.WantContains(t, need.Summary, "save the team skill `standup`")
+	tooltest.WantContains(t, need.Summary, "save the skill `standup` *for the whole team*")
 	tooltest.WantContains(t, need.Details, "skills/standup/SKILL.md", "name: standup",
 		"description: \"Run the daily standup: collect updates.\"", "1. Ask each person.\n2. Post the summary.")
 	if strings.Contains(need.Summary, "replaces") {
@@ -240,11 +241,11 @@ func TestSaveSkillTool(t *testing.T) {
 		t.Fatalf("written before the approval: %v", err)
 	}
 	// Approved with another guard (what the person saw is not this call's): asked again.
-	tooltest.WantHeld(t, tooltest.RunApproved(t, r, skills.SaveTool, args, true, "sha256:other"))
+	tooltest.WantHeld(t, runAs(t, r, admin, args, true, "sha256:other"))
 
-	out = tooltest.RunApproved(t, r, skills.SaveTool, args, true, need.Guard)
+	out = runAs(t, r, admin, args, true, need.Guard)
 	tooltest.WantOK(t, out, "Saved the team skill standup")
-	s, err := c.Get(context.Background(), team, "standup")
+	s, err := c.Get(context.Background(), team, "ULOCAL", "standup")
 	if err != nil || s.Source != skills.Team || s.Body != "1. Ask each person.\n2. Post the summary." {
 		t.Fatalf("after save: %+v, %v", s, err)
 	}
@@ -254,15 +255,15 @@ func TestSaveSkillTool(t *testing.T) {
 
 	// Saving it again with other instructions says it replaces the team's version.
 	args2 := strings.Replace(args, "Post the summary.", "Post it in #standup.", 1)
-	need = tooltest.WantHeld(t, tooltest.RunApproved(t, r, skills.SaveTool, args2, false, ""))
-	tooltest.WantContains(t, need.Summary, "replaces the team's current version")
+	need = tooltest.WantHeld(t, runAs(t, r, admin, args2, false, ""))
+	tooltest.WantContains(t, need.Summary, "replaces the team's current version", "saved by <@"+admin+">")
 
 	// A platform skill's name: the approval says it replaces the built-in skill.
-	argsP := `{"name":"weekly-report","description":"Our weekly report.","instructions":"Do it our way."}`
-	need = tooltest.WantHeld(t, tooltest.RunApproved(t, r, skills.SaveTool, argsP, false, ""))
+	argsP := `{"name":"weekly-report","for_team":true,"description":"Our weekly report.","instructions":"Do it our way."}`
+	need = tooltest.WantHeld(t, runAs(t, r, admin, argsP, false, ""))
 	tooltest.WantContains(t, need.Summary, "replaces Lucy's built-in skill of that name")
-	tooltest.WantOK(t, tooltest.RunApproved(t, r, skills.SaveTool, argsP, true, need.Guard))
-	if s, _ := c.Get(context.Background(), team, "weekly-report"); s.Source != skills.Team || s.Body != "Do it our way." {
+	tooltest.WantOK(t, runAs(t, r, admin, argsP, true, need.Guard))
+	if s, _ := c.Get(context.Background(), team, "ULOCAL", "weekly-report"); s.Source != skills.Team || s.Body != "Do it our way." {
 		t.Errorf("team version not in force: %+v", s)
 	}
 
@@ -347,7 +348,7 @@ func TestLoadedSection(t *testing.T) {
 	if len(sec) > skills.LoadedBudget+1000 {
 		t.Errorf("loaded section is %d characters, budget %d", len(sec), skills.LoadedBudget)
 	}
-	tooltest.WantContains(t, sec, `<skill name="notes" source="team">`, "skills/notes/<file>", "</skill>")
+	tooltest.WantContains(t, sec, `<skill name="notes" source="team">`, "lucy_load_skill and its file argument", "</skill>")
 	if skills.LoadedSection(nil) != "" {
 		t.Error("no skills: want no section")
 	}
@@ -360,11 +361,11 @@ func TestConcurrentSaves(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			saveTeamSkill(t, c, fmt.Sprintf("skill-%d", i), "A skill.", "Body.")
-			c.List(context.Background(), team)
+			c.List(context.Background(), team, "ULOCAL")
 		})
 	}
 	wg.Wait()
-	list, problems := c.List(context.Background(), team)
+	list, problems := c.List(context.Background(), team, "ULOCAL")
 	if len(list) != 8 || len(problems) != 0 {
 		t.Errorf("after 8 saves: %d skills, problems %v", len(list), problems)
 	}
@@ -374,7 +375,7 @@ func TestConcurrentSaves(t *testing.T) {
 func TestOperatorFS(t *testing.T) {
 	dir := t.TempDir()
 	c := skills.New(skills.Deps{Operator: skills.OperatorFS(dir)})
-	if list, probs := c.List(context.Background(), team); len(list) != 0 || len(probs) != 0 {
+	if list, probs := c.List(context.Background(), team, "ULOCAL"); len(list) != 0 || len(probs) != 0 {
 		t.Errorf("missing folder: %v %v", list, probs)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, "skills", "triage"), 0o755); err != nil {
@@ -383,16 +384,43 @@ func TestOperatorFS(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "skills", "triage", "SKILL.md"), []byte(skillMD("triage", "Triage bugs.", "Label them.")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := c.Get(context.Background(), team, "triage"); err != nil || s.Source != skills.Operator {
+	if s, err := c.Get(context.Background(), team, "ULOCAL", "triage"); err != nil || s.Source != skills.Operator {
 		t.Errorf("operator skill: %+v %v", s, err)
 	}
 }
+
+// admin is the test catalog's admin (LUCY_ADMIN_USERS).
+const admin = "UADMIN"
 
 func newCatalog(t *testing.T, platform, operator fs.FS) (*skills.Catalog, workspace.Store, workspace.Store) {
 	t.Helper()
 	ws := workspace.NewLocal(t.TempDir())
 	state := workspace.NewLocalAt(t.TempDir())
-	return skills.New(skills.Deps{Platform: platform, Operator: operator, Workspace: ws, State: state, Log: zerolog.Nop(), Now: tooltest.Now}), ws, state
+	return skills.New(skills.Deps{Platform: platform, Operator: operator, Workspace: ws, State: state, Admins: []string{admin},
+		Log: zerolog.Nop(), Now: tooltest.Now}), ws, state
+}
+
+// runAs calls a skills tool as user in the test team, approved or not, with a Guard; the call must
+// succeed without a Go error.
+func runAs(t *testing.T, r *tools.Runner, user, args string, approved bool, guard string) tools.Output {
+	t.Helper()
+	name := skills.SaveTool
+	if !strings.Contains(args, `"instructions"`) {
+		name = skills.LoadTool
+	}
+	out, err := r.Run(t.Context(), tools.Invocation{Name: name, Arguments: args, Team: team, User: user, RunID: "run-1",
+		CallID: "call_1", Approved: approved, Guard: guard})
+	if err != nil {
+		t.Fatalf("%s(%s) as %s: unexpected error: %v", name, args, user, err)
+	}
+	return out
+}
+
+// saveApproved asks, approves with the guard shown, and returns the saved answer.
+func saveApproved(t *testing.T, r *tools.Runner, user, args string) (*tools.ApprovalNeed, tools.Output) {
+	t.Helper()
+	need := tooltest.WantHeld(t, runAs(t, r, user, args, false, ""))
+	return need, runAs(t, r, user, args, true, need.Guard)
 }
 
 func saveTeamSkill(t *testing.T, c *skills.Catalog, name, desc, body string) {
@@ -417,14 +445,14 @@ func TestPlatformSkillsReadOnce(t *testing.T) {
 		"weekly-report/templates/week.md": {Data: []byte("# Week")},
 	}
 	c, _, _ := newCatalog(t, platform, nil)
-	first, _ := c.List(context.Background(), "")
+	first, _ := c.List(context.Background(), "", "")
 	if len(first) != 1 || len(first[0].Files) != 1 {
 		t.Fatalf("first list = %+v", first)
 	}
 	first[0].Files[0] = "changed by a caller"
 	first[0].Body = "changed by a caller"
 	delete(platform, "weekly-report/SKILL.md") // compiled in: never seen again
-	second, _ := c.List(context.Background(), "")
+	second, _ := c.List(context.Background(), "", "")
 	if len(second) != 1 || second[0].Files[0] != "templates/week.md" || second[0].Body != "built-in body" {
 		t.Fatalf("second list = %+v", second)
 	}

@@ -177,7 +177,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 	// Skills: the platform's, the operator's and each team's (team skills in force only as approved,
 	// which the state store records).
 	skillSet := skills.New(skills.Deps{Platform: skills.PlatformFS(), Operator: skills.OperatorFS(d.DataDir),
-		Workspace: workspaceStore(d), State: d.State, Log: d.Log})
+		Workspace: workspaceStore(d), State: d.State, Admins: d.Admins, Log: d.Log})
 	domains := []any{skillSet, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
 		mcpClient, mail, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers), memory.NewTools(d.Memory)}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
