@@ -14,12 +14,14 @@ import (
 	"github.com/lucy-agent/lucy/integrations/mcp/mcptest"
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/worker"
+	"github.com/lucy-agent/lucy/workflows"
 )
 
 // The request's cap on outbound calls in a real run (issue 38): injected text makes the model read
 // page after page and call a connected server's tool with what it read. Fetches and the calls of an
 // operator's MCP server count toward one cap of 60: 55 fetches and 5 calls of the server reach it,
-// and the next call of either is refused, the model told why; the server never sees it.
+// and the next call of either is refused, the model told why; the server never sees it. With
+// -record it saves workflows/testdata/history/outbound-cap-*.json.
 func TestOutboundCapCountsMCPCallsInARun(t *testing.T) {
 	var pages atomic.Int64
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -89,6 +91,16 @@ func TestOutboundCapCountsMCPCallsInARun(t *testing.T) {
 	}
 	if got := pages.Load(); got != 55 {
 		t.Errorf("%d pages were fetched, want 55", got)
+	}
+	if *record {
+		// outbound-cap-*.json: the run that reaches the cap with the server's calls (outbound-cap).
+		s.waitFor("the run to finish", 60*time.Second, func() bool {
+			st, err := s.laneStatus(ts)
+			return err == nil && st.Runs == 1 && !st.Busy
+		})
+		key := workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts}
+		s.saveHistory(t, workflows.LaneID(key), "outbound-cap-lane.json")
+		s.saveHistory(t, workflows.RunID(key, 1, ts), "outbound-cap-run.json")
 	}
 	mu.Lock()
 	defer mu.Unlock()

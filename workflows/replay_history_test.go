@@ -112,6 +112,9 @@ func TestReplayRecordingsExerciseTheirChanges(t *testing.T) {
 		{"streamed-answer-run.json", "stream-answer", []string{"CallModel", "DeliverAnswer"}},
 		{"surface-run.json", "thread-status", nil}, // SetThreadStatus is a local activity: a marker
 		{"timeline-run.json", "timeline", []string{"StreamSteps", "CallModel", "DeliverAnswer"}},
+		// The marker where the run's fetches and MCP calls first reach the cap (its MCP calls ran
+		// as ExecuteTool activities before it).
+		{"outbound-cap-run.json", "outbound-cap", []string{"ExecuteTool", "CallModel"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			h, err := readHistory(filepath.Join("testdata", "history", tc.file))
