@@ -184,8 +184,8 @@ func shownList(list []string) string {
 }
 
 // ChangeApprovalWhole is the workflow.GetVersion change ID of the send and reply prompts that show
-// everything sent (approvalDetails); a run recorded before it replays the prompt it showed then
-// (priorApprovalDetails).
+// everything sent (approvalDetails), and of the disconnect prompt that says the password is deleted;
+// a run recorded before it replays the prompt it showed then (priorApprovalDetails).
 const ChangeApprovalWhole = "mail-approval-whole"
 
 // approvalDetails are what the person approves, all of it: mailbox, recipients, subject line,
