@@ -22,6 +22,7 @@ import (
 	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/searchattr"
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/slackwire"
 )
@@ -99,12 +100,15 @@ type KeepFeedbackInput struct {
 // answer was in, with the person as its source, so that later runs there see what went wrong. It is
 // idempotent: the store merges a note it already has. Without a memory store it keeps nothing.
 func (a *Activities) KeepFeedback(ctx context.Context, in KeepFeedbackInput) error {
-	if a.Memory == nil || strings.TrimSpace(in.Reason) == "" {
+	// The gateway took pasted keys out of the reason already; a reason recorded before it did (a lane
+	// replaying an older signal) is cleaned here, before it becomes a note every later prompt carries.
+	reason, _ := secrets.RemovePasted(in.Reason)
+	if a.Memory == nil || strings.TrimSpace(reason) == "" {
 		return nil
 	}
 	_, _, err := a.Memory.Remember(ctx, in.Team, memory.Draft{
 		Scope: memory.Channel, About: in.Channel,
-		Text:   "An answer here was marked unhelpful: " + strings.Join(strings.Fields(in.Reason), " "),
+		Text:   "An answer here was marked unhelpful: " + strings.Join(strings.Fields(reason), " "),
 		Tags:   []string{"feedback"},
 		Source: memory.Source{By: in.User, Channel: in.Channel, Thread: in.ThreadTS, Via: memory.ViaTold},
 	})

@@ -202,6 +202,27 @@ func TestKeepFeedback(t *testing.T) {
 	if err := (&Activities{}).KeepFeedback(ctx, in); err != nil {
 		t.Errorf("without a memory store: %v", err)
 	}
+	// A reason that reached a lane with a key in it (signalled before the gateway removed keys) never
+	// becomes a note with the key: every later prompt in the channel would carry it.
+	leaky := in
+	leaky.ThreadTS, leaky.Reason = "200.1", "my token hf_WqXyZaBcDeFgHiJkLmNoPqRsTuVwXyZaBc stopped working"
+	if err := a.KeepFeedback(ctx, leaky); err != nil {
+		t.Fatal(err)
+	}
+	notes, err = store.All(ctx, "T1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, n := range notes {
+		if strings.Contains(n.Text, "WqXyZaBc") {
+			t.Fatalf("the key is in a note: %q", n.Text)
+		}
+		found = found || strings.Contains(n.Text, "my token [secret removed] stopped working")
+	}
+	if !found {
+		t.Fatalf("the reason was not kept without its key: %+v", notes)
+	}
 }
 
 // The kinds of request a team made lately become suggested prompts, most frequent first (a tie to

@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/lucy-agent/lucy/output"
+	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -130,7 +131,12 @@ func (g *Gateway) feedbackReason(ctx context.Context, cb slack.InteractionCallba
 		g.metrics.GatewayEvent(typ, outcomeOtherTeam)
 		return nil, nil
 	}
-	reason := strings.TrimSpace(cb.View.State.Values[feedbackReasonBlock][feedbackReasonAction].Value)
+	// A key pasted into the reason is taken out here, before the reason enters Temporal: the lane
+	// keeps it in its memo and the team's memory keeps it as a note that later prompts carry.
+	reason, removed := secrets.RemovePasted(strings.TrimSpace(cb.View.State.Values[feedbackReasonBlock][feedbackReasonAction].Value))
+	if removed {
+		g.log.Warn().Str("lane", v.Lane).Str("user", cb.User.ID).Msg("a key pasted into a feedback reason was removed before the hand-off")
+	}
 	if reason == "" {
 		g.metrics.GatewayEvent(typ, outcomeIgnored)
 		return nil, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +93,20 @@ func TestFeedbackClicksOverSignedHTTP(t *testing.T) {
 	if len(got) != 3 || got[2].Lane != lane || got[2].Feedback.Reason != "Those are last year's numbers" ||
 		got[2].Feedback.Value != workflows.FeedbackDown || got[2].Feedback.User != "ULOCAL" || got[2].Feedback.Run != run {
 		t.Fatalf("reason handed off %+v", got)
+	}
+	// A reason holding keys (a person pastes the token that "did not work") is handed off without
+	// them: the lane would keep them in its memo and the team's memory in a note.
+	const glpat, jwt = "glpat-Wq3xZy7PkLm9NbVc2RtY", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlXzEyMzQ1Njc4OQ"
+	leaky, err := ws.SubmitView(views[0].ID, map[string]map[string]string{feedbackReasonBlock: {feedbackReasonAction: "it said my token " + glpat + " and " + jwt + " were wrong"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := post(leaky, testSecret); code != http.StatusOK {
+		t.Fatalf("form: %d", code)
+	}
+	got = f.gotFeedback()
+	if r := got[len(got)-1].Feedback.Reason; len(got) != 4 || strings.Contains(r, "Wq3xZy7P") || strings.Contains(r, "eyJ") ||
+		r != "it said my token [secret removed] and [secret removed] were wrong" {
+		t.Fatalf("a reason with keys handed off as %q", r)
 	}
 }

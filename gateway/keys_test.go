@@ -37,6 +37,7 @@ type keyFlow struct {
 	dir    string
 	root   string
 	button string // ts of the message with the button
+	api    *slack.Client
 }
 
 func newKeyFlow(t *testing.T) *keyFlow {
@@ -67,7 +68,7 @@ func newKeyFlow(t *testing.T) *keyFlow {
 		Now:         func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) },
 		Credentials: store, Admins: []string{"UADMIN"}, Views: api,
 	})
-	return &keyFlow{g: g, f: f, ws: ws, store: store, dir: dir, root: root, button: msgs[len(msgs)-1].TS}
+	return &keyFlow{g: g, f: f, ws: ws, store: store, dir: dir, root: root, button: msgs[len(msgs)-1].TS, api: api}
 }
 
 func decode(t *testing.T, payload []byte) slack.InteractionCallback {
@@ -298,5 +299,43 @@ func TestPastedKeyRemovedBeforeTheHandoff(t *testing.T) {
 	}
 	if msgs[0].Text != "<@ULUCY> here is my key "+secrets.Removed+" please use it" {
 		t.Fatalf("the rest of the message changed: %q", msgs[0].Text)
+	}
+}
+
+// F10 through the form: an Add key button for a mailbox's name with no kind (crafted, or posted by an
+// older Lucy) stores nothing, whoever submits it, an admin included; the mailbox's own integration
+// (its kind on the button) may.
+func TestAddKeyFormRefusesAReservedName(t *testing.T) {
+	k := newKeyFlow(t)
+	ctx := context.Background()
+	post := func(v slackwire.AddKey) string {
+		value, _ := json.Marshal(v)
+		_, ts, err := k.api.PostMessage("CLOCAL", slack.MsgOptionTS(k.root), slack.MsgOptionText("Lucy needs a key", false),
+			slack.MsgOptionBlocks(slack.NewActionBlock(slackwire.AddKeyBlock, slack.NewButtonBlockElement(slackwire.AddKeyAction, string(value),
+				slack.NewTextBlockObject(slack.PlainTextType, "Add key", false, false)))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	for _, user := range []string{"ULOCAL", "UADMIN"} {
+		k.button = post(slackwire.AddKey{Team: testTeam, Channel: "CLOCAL", ThreadTS: k.root, Service: "email-support", Requester: user})
+		v := k.click(t, user)
+		resp, err := k.g.HandleViewSubmission(ctx, decode(t, k.submission(t, v, "Mallory-own-password-1")))
+		if err != nil || resp == nil || !strings.Contains(resp.Errors[slackwire.AddKeyInputBlock], "belongs to one of Lucy's mailboxes or sign-ins") {
+			t.Fatalf("%s: %+v %v", user, resp, err)
+		}
+	}
+	if list, _ := k.store.List(ctx, testTeam); len(list) != 0 || len(k.f.gotMessages()) != 0 {
+		t.Fatalf("a reserved name stored %+v or handed off", list)
+	}
+	k.button = post(slackwire.AddKey{Team: testTeam, Channel: "CLOCAL", ThreadTS: k.root, Service: "email-support", Requester: "ULOCAL",
+		Kind: secrets.KindMailbox, Origin: "imap://mail.example.com:993", Integration: "email:support"})
+	v := k.click(t, "ULOCAL")
+	if resp, err := k.g.HandleViewSubmission(ctx, decode(t, k.submission(t, v, "Mailbox-Pa55word"))); err != nil || resp != nil {
+		t.Fatalf("the mailbox's own request: %+v %v", resp, err)
+	}
+	if _, m, err := k.store.Get(ctx, testTeam, "email-support"); err != nil || m.Kind != secrets.KindMailbox || !m.BoundTo("imap://mail.example.com:993") {
+		t.Fatalf("stored %+v %v", m, err)
 	}
 }

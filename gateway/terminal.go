@@ -187,7 +187,8 @@ func (s *termSession) turn(ctx context.Context, line string) {
 }
 
 // askKey asks for the key of an Add key button, hidden when stdin is a terminal, and stores it with
-// the rule the gateway applies to the form (secrets.MayWrite). It returns the message that tells
+// the rules the gateway applies to the form (secrets.MayWrite, no reserved name but for its own
+// integration), bound to what asked for it. It returns the message that tells
 // the lane, and false when nothing was stored.
 func (s *termSession) askKey(ctx context.Context, req slackwire.AddKey) (string, bool) {
 	t := s.t
@@ -206,6 +207,12 @@ func (s *termSession) askKey(ctx context.Context, req slackwire.AddKey) (string,
 	}
 	if err := secrets.MayWrite(ex, t.User, req.Requester, slices.Contains(t.Admins, t.User)); err != nil {
 		fmt.Fprintf(t.Out, "! %s\n", plainMrkdwn(err.Error()))
+		return "", false
+	}
+	// The form's rule: a reserved name (a mailbox's password, a sign-in's tokens) only when its own
+	// integration asked, with its kind.
+	if secrets.Reserved(req.Service) && (req.Kind == "" || req.Kind == secrets.KindKey) {
+		fmt.Fprintf(t.Out, "! %s belongs to one of Lucy's mailboxes or sign-ins and cannot be given a key here.\n", req.Service)
 		return "", false
 	}
 	fmt.Fprintf(t.Out, "Key for %s (typing is hidden; an empty line skips): ", req.Service)
@@ -235,7 +242,12 @@ func (s *termSession) askKey(ctx context.Context, req slackwire.AddKey) (string,
 		fmt.Fprintf(t.Out, "! that is %d bytes; a key is at most %d. Nothing stored.\n", len(key), secrets.MaxValueBytes)
 		return "", false
 	}
-	if _, err := t.Credentials.Put(ctx, req.Team, req.Service, key, t.User); err != nil {
+	// Bound to what asked for it, as the form stores it.
+	bind := secrets.Binding{Integration: req.Integration, Kind: req.Kind}
+	if req.Origin != "" {
+		bind.Origins = []string{req.Origin}
+	}
+	if _, err := t.Credentials.PutBound(ctx, req.Team, req.Service, key, t.User, bind); err != nil {
 		fmt.Fprintf(t.Out, "! the key was not stored: %v\n", err)
 		return "", false
 	}

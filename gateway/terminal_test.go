@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -133,7 +134,19 @@ func (w *fakeWorker) handle(m workflows.Message) {
 		w.setStatus(key, true, true)
 		req := integrations.NewSlackKeys(func(string) tools.SlackAPI { return w.bot })
 		inv := tools.Invocation{Team: m.Team, Channel: m.Channel, ThreadTS: m.ThreadTS, User: m.User, RunID: "run", CallID: "call"}
-		if err := req.RequestKey(context.Background(), inv, "github", "read your issues", secrets.Binding{}); err != nil {
+		if err := req.RequestKey(context.Background(), inv, "github", "read your issues",
+			secrets.Binding{Origins: []string{"https://api.github.com"}, Integration: "openapi:github"}); err != nil {
+			w.t.Error(err)
+		}
+		w.setStatus(key, false, false)
+	case m.Text == "squat the mailbox":
+		// An Add key button for a mailbox's name with no kind, as a member would like one to be
+		// (RequestKey refuses to post it; an older Lucy's or a crafted message may hold one).
+		w.setStatus(key, true, true)
+		v, _ := json.Marshal(slackwire.AddKey{Team: m.Team, Channel: m.Channel, ThreadTS: m.ThreadTS, Service: "email-support", Requester: m.User})
+		if _, _, err := w.bot.PostMessage(m.Channel, slack.MsgOptionTS(m.ThreadTS), slack.MsgOptionText("Lucy needs a key", false),
+			slack.MsgOptionBlocks(slack.NewActionBlock(slackwire.AddKeyBlock, slack.NewButtonBlockElement(slackwire.AddKeyAction, string(v),
+				slack.NewTextBlockObject(slack.PlainTextType, "Add key", false, false))))); err != nil {
 			w.t.Error(err)
 		}
 		w.setStatus(key, false, false)
@@ -483,8 +496,9 @@ func TestTerminalAddKey(t *testing.T) {
 	r.lines(testKeyValue)
 	r.out.waitFor(t, "(the key for github is stored, encrypted)", 1)
 	r.out.waitFor(t, "lucy> Done: the answer", 1) // the run that the message started answered
-	if v, m, err := store.Get(context.Background(), localslack.DefaultTeam, "github"); err != nil || v != testKeyValue || m.Owner != "ULOCAL" {
-		t.Fatalf("stored %q %+v %v", v, m, err)
+	if v, m, err := store.Get(context.Background(), localslack.DefaultTeam, "github"); err != nil || v != testKeyValue || m.Owner != "ULOCAL" ||
+		!m.BoundTo("https://api.github.com") || m.Integration != "openapi:github" || m.Kind != secrets.KindKey || m.Shared {
+		t.Fatalf("stored %q %+v %v", v, m, err) // bound to what asked for it, the typer's own
 	}
 	msgs := h.gotMessages()
 	if len(msgs) < 2 || msgs[1].Text != KeyAddedText("github") || msgs[1].User != "ULOCAL" || msgs[1].ThreadTS != msgs[0].ThreadTS {
@@ -580,5 +594,26 @@ func TestPrintTasksStates(t *testing.T) {
 	want := "\n  [waiting] checking the time\n  [failed] reading #sales history: not in channel\n"
 	if got := out.String(); got != want {
 		t.Errorf("printed %q, want %q", got, want)
+	}
+}
+
+// F10 through the terminal: a button for a mailbox's name that no mail integration asked for gets
+// no key typed into it, as the form refuses it in Slack.
+func TestTerminalRefusesAReservedName(t *testing.T) {
+	h := &fakeHandoff{}
+	store, err := secrets.New(workspace.NewLocalAt(t.TempDir()), secrets.Key{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := startTerminal(t, h, func(t *Terminal) { t.Credentials = store })
+	r.out.waitFor(t, "you> ", 1)
+	r.lines("squat the mailbox")
+	r.out.waitFor(t, "! email-support belongs to one of Lucy's mailboxes or sign-ins", 1)
+	r.out.waitFor(t, "you> ", 2)
+	if strings.Contains(r.out.String(), "Key for email-support") {
+		t.Fatal("the terminal asked for a key for a reserved name")
+	}
+	if list, _ := store.List(context.Background(), localslack.DefaultTeam); len(list) != 0 {
+		t.Fatalf("stored %+v", list)
 	}
 }

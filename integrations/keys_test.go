@@ -40,7 +40,7 @@ func newFixture(t *testing.T, listers ...Lister) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := NewKeys(store, NewSlackKeys(func(string) tools.SlackAPI { return api }), listers)
+	keys := NewKeys(store, NewSlackKeys(func(string) tools.SlackAPI { return api }), listers, []string{"UADMIN"})
 	return &fixture{ws: ws, store: store, keys: keys, runner: tooltest.Runner(t, keys)}
 }
 
@@ -133,12 +133,12 @@ func TestStoreAPIKeyMistakesAndLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := tooltest.MustRun(t, f.runner, StoreAPIKey, `{"service":"github","purpose":"replace it"}`)
-	tooltest.WantOK(t, out, "already stored (added by <@UOWNER>", "only <@UOWNER> or an admin")
+	tooltest.WantOK(t, out, "already stored (added by <@UOWNER>", "only they or an admin")
 	if strings.Contains(out.Content, "the-stored-value-123") {
 		t.Fatal("the answer shows the stored value")
 	}
 	// Nowhere to ask: the operator's way is named.
-	r := tooltest.Runner(t, NewKeys(f.store, nil, nil))
+	r := tooltest.Runner(t, NewKeys(f.store, nil, nil, nil))
 	out = tooltest.MustRun(t, r, StoreAPIKey, `{"service":"github","purpose":"x"}`)
 	tooltest.WantToolError(t, out, "lucy secrets set --team "+tooltest.Team+" github")
 }
@@ -173,7 +173,8 @@ func TestListIntegrations(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = tooltest.MustRun(t, f.runner, ListIntegrations, `{}`)
-	tooltest.WantOK(t, out, "Stored keys (1; values are never shown)", "- github: added by <@U1> on", "replaced by <@U2>",
+	tooltest.WantOK(t, out, "Stored keys (1; values are never shown)", "- github: <@U1>'s own (used only in their requests), not attached",
+		"added by <@U1> on", "replaced by <@U2>",
 		"MCP server linear (this workspace, https://mcp.linear.app/sse, key linear, added by <@U1>): healthy, 12 tools",
 		"OpenAPI service billing (every team, https://billing.internal/openapi.json): not healthy: 401 from the server",
 		"could not be listed: mcp config unreadable")
@@ -182,4 +183,74 @@ func TestListIntegrations(t *testing.T) {
 			t.Fatalf("the list shows %q:\n%s", leak, out.Content)
 		}
 	}
+}
+
+// F10: a member squats a name an integration will write (a mailbox's password, a sign-in's token
+// set) by asking for it first. The tool refuses, says why, and posts no button.
+func TestStoreAPIKeyRefusesReservedNames(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{"email-support", "Email-Sales", "mcp-oauth.linear"} {
+		out := tooltest.MustRun(t, f.runner, StoreAPIKey, `{"service":"`+name+`","purpose":"connect it"}`)
+		tooltest.WantToolError(t, out, "cannot be asked for", "belong to Lucy's mailboxes and sign-ins", "Choose another name")
+	}
+	if n := len(f.buttons(t)); n != 0 {
+		t.Fatalf("a reserved name got %d Add key buttons", n)
+	}
+	// And the button itself cannot be had for one either, whatever calls RequestKey, unless an
+	// integration asks with its own kind.
+	inv := tooltest.Invocation(StoreAPIKey, `{}`, "ULOCAL")
+	if err := f.keys.request.RequestKey(context.Background(), inv, "email-support", "x", secrets.Binding{Kind: secrets.KindKey}); !errors.Is(err, secrets.ErrReserved) {
+		t.Fatalf("RequestKey for a reserved name as a key: %v", err)
+	}
+}
+
+// A member's key is her own; only an admin shares it with the team (or makes it personal again),
+// never a mailbox's password, and the list says whose each key is.
+func TestShareAPIKeyIsForAdmins(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if _, err := f.store.PutBound(ctx, tooltest.Team, "github", "alices-token-000000", "UALICE",
+		secrets.Binding{Origins: []string{"https://api.github.com"}, Integration: "openapi:github"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.PutBound(ctx, tooltest.Team, "email-support", "Mailbox-Pa55word", "UALICE", secrets.Binding{Kind: secrets.KindMailbox}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.Put(ctx, tooltest.Team, "openai", "operators-key-0000", secrets.OperatorOwner); err != nil {
+		t.Fatal(err)
+	}
+	// The owner herself, and another member, approve their own call: rights decide, not the approval.
+	for _, user := range []string{"UALICE", "UMALLORY"} {
+		out := tooltest.MustRunFor(t, f.runner, user, ShareAPIKey, `{"service":"github","with":"team"}`)
+		tooltest.WantToolError(t, out, "only an admin")
+	}
+	if m, _ := f.store.Stat(ctx, tooltest.Team, "github"); m.Shared {
+		t.Fatal("a member shared a key")
+	}
+	out := tooltest.MustRunFor(t, f.runner, "UADMIN", ShareAPIKey, `{"service":"GitHub","with":"team"}`)
+	tooltest.WantOK(t, out, "`github` (added by <@UALICE>) is shared with the team", "only with https://api.github.com")
+	if m, _ := f.store.Stat(ctx, tooltest.Team, "github"); !m.Shared {
+		t.Fatal("the admin's share did not stick")
+	}
+	list := tooltest.MustRun(t, f.runner, ListIntegrations, `{}`)
+	tooltest.WantOK(t, list, "- github: <@UALICE>'s, shared with the team, sent only to https://api.github.com, for openapi:github",
+		"- email-support: <@UALICE>'s own (used only in their requests), a mailbox's password",
+		"- openai: the team's (stored by the operator)", "added by the operator")
+	out = tooltest.MustRunFor(t, f.runner, "UADMIN", ShareAPIKey, `{"service":"github","with":"owner"}`)
+	tooltest.WantOK(t, out, "<@UALICE>'s own again")
+	if m, _ := f.store.Stat(ctx, tooltest.Team, "github"); m.Shared {
+		t.Fatal("unsharing did not stick")
+	}
+	out = tooltest.MustRunFor(t, f.runner, "UADMIN", ShareAPIKey, `{"service":"email-support","with":"team"}`)
+	tooltest.WantToolError(t, out, "not a key a person shares")
+	out = tooltest.MustRunFor(t, f.runner, "UADMIN", ShareAPIKey, `{"service":"nope","with":"team"}`)
+	tooltest.WantToolError(t, out, "no key named `nope`")
+	out = tooltest.MustRunFor(t, f.runner, "UADMIN", ShareAPIKey, `{"service":"openai","with":"owner"}`)
+	tooltest.WantToolError(t, out, "the operator's key")
+	if m, _ := f.store.Stat(ctx, tooltest.Team, "email-support"); m.Shared {
+		t.Fatal("a mailbox's password was shared")
+	}
+	// The approval says what changes, for whom.
+	summary, details := tools.ApprovalSummary(ShareAPIKey, `{"service":"github","with":"team"}`)
+	tooltest.WantContains(t, summary+"\n"+details, "share the key github with the whole team", "Everyone in this workspace")
 }

@@ -91,14 +91,20 @@ type Binding struct {
 	// Integration names what asked for it ("mcp:notion", "openapi:petstore", "email:support"); shown
 	// by lucy_list_integrations.
 	Integration string
-	// Shared makes a new credential usable in every run of the team (an admin's or operator's
-	// choice); a replaced one keeps what it had.
+	// Shared makes the credential usable in every run of the team (an admin's or operator's choice).
+	// A replacement never unshares it (SetShared does).
 	Shared bool
 }
 
-// BoundTo reports whether the credential may be sent to origin.
+// BoundTo reports whether the credential may be sent to origin. Both sides are compared as Origin
+// spells them, so that "https://API.example.com:443" is the origin "https://api.example.com" was bound
+// to, and a URL with a path is taken for its origin.
 func (m Meta) BoundTo(origin string) bool {
-	return origin != "" && slices.Contains(m.Origins, origin)
+	origin = OriginOf(origin)
+	if origin == "" {
+		return false
+	}
+	return slices.ContainsFunc(m.Origins, func(o string) bool { return OriginOf(o) == origin })
 }
 
 // UsableBy reports whether a run that works for requester may use the credential: it is shared with
@@ -120,8 +126,8 @@ func (m Meta) KindOrKey() string {
 // words for the person, never with the value.
 func Applies(m Meta, origin, requester string) error {
 	if !m.BoundTo(origin) {
-		return fmt.Errorf("the key %q was given for %s, not for %s: it is sent only where it was given. Its owner (<@%s>) or an admin can "+
-			"attach it to this server when connecting it", m.Service, originsText(m.Origins), orNone(origin), m.Owner)
+		return fmt.Errorf("the key %q was given for %s, not for %s: it is sent only where it was given. Its owner (%s) or an admin can "+
+			"attach it to this server when connecting it", m.Service, originsText(m.Origins), orNone(origin), ownerText(m.Owner))
 	}
 	if !m.UsableBy(requester) {
 		return fmt.Errorf("the key %q is <@%s>'s own and is used only in their requests; an admin can share it with the team", m.Service, m.Owner)
@@ -138,11 +144,31 @@ func MayAttach(m Meta, user string, admin bool) error {
 	if admin || (user != "" && user == m.Owner) {
 		return nil
 	}
-	owner := "<@" + m.Owner + ">"
-	if m.Owner == OperatorOwner {
-		owner = "the operator"
+	return fmt.Errorf("the key %q was added by %s for %s: only they or an admin can attach it to another server", m.Service, ownerText(m.Owner), originsText(m.Origins))
+}
+
+// ownerText names a credential's owner for a person: a Slack mention, or "the operator".
+func ownerText(owner string) string {
+	if owner == OperatorOwner {
+		return "the operator"
 	}
-	return fmt.Errorf("the key %q was added by %s for %s: only they or an admin can attach it to another server", m.Service, owner, originsText(m.Origins))
+	return "<@" + owner + ">"
+}
+
+// normalOrigins returns origins as Origin spells them, without repeats, or an error naming one that
+// has no origin (no scheme or no host): a binding that matched nothing would look like one.
+func normalOrigins(origins []string) ([]string, error) {
+	var out []string
+	for _, o := range origins {
+		n := OriginOf(o)
+		if n == "" {
+			return nil, fmt.Errorf("%q is not an address a key can be bound to (scheme://host)", o)
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 func originsText(o []string) string {
@@ -163,11 +189,13 @@ func orNone(s string) string {
 // Meta. Who may do so is the caller's check (MayAttach). Binding an origin already there changes
 // nothing.
 func (s *Store) Bind(ctx context.Context, team, service, origin string) (Meta, error) {
-	if origin == "" {
-		return Meta{}, errors.New("no origin to bind the key to")
+	norm := OriginOf(origin)
+	if norm == "" {
+		return Meta{}, fmt.Errorf("%q is not an address a key can be bound to (scheme://host)", origin)
 	}
+	origin = norm
 	return s.update(ctx, team, service, func(m *Meta) bool {
-		if slices.Contains(m.Origins, origin) {
+		if m.BoundTo(origin) {
 			return false
 		}
 		m.Origins = append(m.Origins, origin)
@@ -177,13 +205,11 @@ func (s *Store) Bind(ctx context.Context, team, service, origin string) (Meta, e
 
 // Unbind removes origin from the credential's origins (a server disconnected).
 func (s *Store) Unbind(ctx context.Context, team, service, origin string) (Meta, error) {
+	origin = OriginOf(origin)
 	return s.update(ctx, team, service, func(m *Meta) bool {
-		i := slices.Index(m.Origins, origin)
-		if i < 0 {
-			return false
-		}
-		m.Origins = slices.Delete(m.Origins, i, i+1)
-		return true
+		n := len(m.Origins)
+		m.Origins = slices.DeleteFunc(m.Origins, func(o string) bool { return origin != "" && OriginOf(o) == origin })
+		return len(m.Origins) != n
 	})
 }
 

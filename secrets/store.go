@@ -97,8 +97,10 @@ func (s *Store) Put(ctx context.Context, team, service, value, user string) (Met
 }
 
 // PutBound stores value as team's credential for service, on behalf of user, bound as b says. A
-// replaced credential keeps its owner, its creation date and, when b names none, its origins, kind and
-// sharing.
+// replaced credential keeps its owner, its creation date, its sharing (b.Shared can only add it), its
+// origins (b's are added to them) and its integration when b names none. Its kind never changes
+// once recorded: a replacement of another kind is refused, so that a mailbox password or a token
+// set cannot become a key a person may name and attach (or a key an integration's own record).
 func (s *Store) PutBound(ctx context.Context, team, service, value, user string, b Binding) (Meta, error) {
 	service, ok := NormalizeService(service)
 	if !ok {
@@ -114,23 +116,27 @@ func (s *Store) PutBound(ctx context.Context, team, service, value, user string,
 	if kind == "" {
 		kind = KindKey
 	}
+	origins, err := normalOrigins(b.Origins)
+	if err != nil {
+		return Meta{}, err
+	}
 	for {
 		old, info, err := s.read(ctx, team, service)
 		cond := workspace.Cond{IfNoneMatch: true}
 		now := s.now().UTC()
 		m := Meta{Service: service, Owner: user, Created: now, Updated: now, Kind: kind,
-			Origins: append([]string(nil), b.Origins...), Integration: b.Integration, Shared: b.Shared}
+			Origins: origins, Integration: b.Integration, Shared: b.Shared}
 		switch {
 		case err == nil:
 			cond = workspace.Cond{IfMatch: info.ETag}
+			if old.Kind != "" && b.Kind != "" && b.Kind != old.Kind {
+				return Meta{}, fmt.Errorf("the credential %q is a %s, and cannot be replaced by a %s", service, old.Kind, b.Kind)
+			}
 			m.Owner, m.Created, m.UpdatedBy = old.Owner, old.Created, user
-			if len(b.Origins) == 0 {
-				m.Origins = old.Origins
-			} else {
-				for _, o := range old.Origins {
-					if !slices.Contains(m.Origins, o) {
-						m.Origins = append(m.Origins, o)
-					}
+			m.Origins = slices.Clone(origins)
+			for _, o := range old.Origins {
+				if !m.BoundTo(o) {
+					m.Origins = append(m.Origins, o)
 				}
 			}
 			if b.Integration == "" {

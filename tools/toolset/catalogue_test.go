@@ -52,7 +52,7 @@ var allTools = []string{
 	"lucy_list_integrations", "lucy_list_slack_channels", "lucy_load_skill", "lucy_modify_cron", "lucy_pause_cron",
 	"lucy_post_message", "lucy_read_emails", "lucy_read_file", "lucy_recall", "lucy_remember", "lucy_reply_to_email",
 	"lucy_resolve_custom_integration", "lucy_resume_cron", "lucy_run_script", "lucy_save_skill", "lucy_search_emails",
-	"lucy_search_slack_history", "lucy_send_email", "lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch",
+	"lucy_search_slack_history", "lucy_send_email", "lucy_share_api_key", "lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch",
 	"lucy_web_search", "lucy_write_file", "update_run_journal",
 }
 
@@ -394,6 +394,8 @@ func TestArgValidation(t *testing.T) {
 		{integrations.StoreAPIKey, `{"service": "github"}`, []string{`missing required field "purpose"`}},
 		{integrations.StoreAPIKey, `{"service": "git hub", "purpose": "x"}`, []string{"not a key name"}},
 		{integrations.StoreAPIKey, `{"service": "github", "purpose": "x", "key": "sk-1"}`, []string{`unknown field "key"`}},
+		{integrations.ShareAPIKey, `{"service": "github", "with": "everyone"}`, []string{"with"}},
+		{integrations.ShareAPIKey, `{"with": "team"}`, []string{`missing required field "service"`}},
 		{memory.RememberTool, `{"scope": "workspace"}`, []string{`missing required field "note"`}},
 		{memory.RememberTool, `{"scope": "client", "note": "x"}`, []string{`"scope" must be one of`}},
 		{memory.RememberTool, `{"scope": "entity", "note": "x"}`, []string{"entity's name"}},
