@@ -13,7 +13,6 @@ import (
 
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/internal/fakellm"
-	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/tools/slackaccess"
 )
@@ -129,7 +128,7 @@ func TestGuardPrivateFactStaysInItsConversation(t *testing.T) {
 	}
 
 	// Alice herself, in her own DM: she is in #exec, so she may.
-	ats := s.sayIn("xoxp-other", "UOTHER", "DBOB", "what do you remember about Acme?", "Ev-alice-dm")
+	ats := s.sayIn("xoxp-other", "UOTHER", "DBOB", "what do you remember about <#CBOB>?", "Ev-alice-dm")
 	s.waitFor("Alice's DM answer", 60*time.Second, func() bool { return botIn(s.slack.Messages("DBOB", ats), "From my notes:") > 0 })
 	if botIn(s.slack.Messages("DBOB", ats), id) == 0 {
 		t.Fatalf("Alice's own recall lacks the note: %+v", s.slack.Messages("DBOB", ats))
@@ -161,18 +160,37 @@ func TestGuardWorkspaceStatusHidesOthersConversations(t *testing.T) {
 	})
 	secret := []string{"layoffs", "CBOB", "lawyer", "DBOB"}
 
-	q := s.say("<@ULUCY> what are you working on?", "")
-	s.event("app_mention", "Ev-status", "<@ULUCY> what are you working on?", q, "", human)
-	s.waitFor("the status in #general", 30*time.Second, func() bool { return s.answered(q, "Across this workspace") })
-	dq := s.dm("what are you working on?", "Ev-status-dm")
-	s.waitFor("the status in the DM", 30*time.Second, func() bool {
-		return botIn(s.slack.Messages("DLOCAL", dq), "Across this workspace") > 0
-	})
-	for where, msgs := range map[string][]localslack.Message{"#general": s.botMessages(q), "her DM": s.slack.Messages("DLOCAL", dq)} {
-		var answer string
-		for _, m := range msgs {
-			answer += m.Text + "\n"
+	// Asked as a person asks again when the answer was the thread's (on a loaded machine the
+	// workspace's answer can overrun the gateway's ack budget, and the lane then answers alone).
+	// Every answer is checked.
+	ask := func(where string, post func(i int) (conv, ts string)) string {
+		var all string
+		for i := range 3 {
+			conv, ts := post(i)
+			s.waitFor("the status in "+where, 30*time.Second, func() bool { return botIn(s.slack.Messages(conv, ts), "working on") > 0 })
+			var answer string
+			for _, m := range s.slack.Messages(conv, ts) {
+				if m.BotID != "" {
+					answer += m.Text + "\n"
+				}
+			}
+			all += answer
+			if strings.Contains(answer, "Across this workspace") {
+				return all
+			}
 		}
+		t.Fatalf("no workspace answer in %s:\n%s", where, all)
+		return ""
+	}
+	general := ask("#general", func(i int) (string, string) {
+		q := s.say("<@ULUCY> what are you working on?", "")
+		s.event("app_mention", fmt.Sprint("Ev-status-", i), "<@ULUCY> what are you working on?", q, "", human)
+		return channel, q
+	})
+	dm := ask("her DM", func(i int) (string, string) {
+		return "DLOCAL", s.dm("what are you working on?", fmt.Sprint("Ev-status-dm-", i))
+	})
+	for where, answer := range map[string]string{"#general": general, "her DM": dm} {
 		if !strings.Contains(answer, "working on 1 request") || !strings.Contains(answer, "summarize the standup") {
 			t.Errorf("Mallory's answer in %s does not show the #general run:\n%s", where, answer)
 		}
