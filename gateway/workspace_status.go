@@ -273,8 +273,12 @@ func (h temporalHandoff) schedules(ctx context.Context, team string) ([]Schedule
 	return jobs, nil
 }
 
-// maxScanned bounds the schedules one answer reads.
-const maxScanned = 1000
+// maxScanned bounds the schedules one answer reads, and maxDescribed those it describes to learn
+// their channel and creator.
+const (
+	maxScanned   = 1000
+	maxDescribed = 50
+)
 
 func (h temporalHandoff) listSchedules(ctx context.Context, team, query string) ([]ScheduledJob, error) {
 	iter, err := h.c.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 100, Query: query})
@@ -282,6 +286,7 @@ func (h temporalHandoff) listSchedules(ctx context.Context, team, query string) 
 		return nil, fmt.Errorf("list the schedules of %s: %w", team, err)
 	}
 	var jobs []ScheduledJob
+	described := 0
 	for scanned := 0; iter.HasNext() && scanned < maxScanned; scanned++ {
 		e, err := iter.Next()
 		if err != nil {
@@ -308,6 +313,17 @@ func (h temporalHandoff) listSchedules(ctx context.Context, team, query string) 
 			}
 			if p := e.SearchAttributes.GetIndexedFields()[searchattr.User.GetName()]; p != nil {
 				_ = converter.GetDefaultDataConverter().FromPayload(p, &j.Creator)
+			}
+		}
+		if j.Channel == "" && j.Creator == "" && described < maxDescribed {
+			// The schedule itself carries no attributes: its firings' do (schedules.scheduleAttrs).
+			// Without them nobody but an admin could be shown it.
+			described++
+			if d, err := h.c.ScheduleClient().GetHandle(ctx, e.ID).Describe(ctx); err == nil && d.Schedule.Action != nil {
+				if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
+					j.Channel, _ = a.TypedSearchAttributes.GetKeyword(searchattr.Channel)
+					j.Creator, _ = a.TypedSearchAttributes.GetKeyword(searchattr.User)
+				}
 			}
 		}
 		jobs = append(jobs, j)
