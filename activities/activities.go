@@ -115,9 +115,11 @@ type Activities struct {
 	// store): the run that makes one is told to introduce Lucy. Nil means no onboarding.
 	Onboarding *onboarding.Onboarder
 
-	legacyKnowledge sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
-	resetRuns       sync.Map // run ID -> whether it is a reset run (resetRun)
-	resetRunsSize   atomic.Int64
+	memoryViewer     *memory.Viewer // the access rule for notes (viewer), built once
+	memoryViewerOnce sync.Once
+	legacyKnowledge  sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
+	resetRuns        sync.Map // run ID -> whether it is a reset run (resetRun)
+	resetRunsSize    atomic.Int64
 }
 
 // dataConverter returns DataConverter or, when unset, the SDK's default.

@@ -15,6 +15,7 @@ import (
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 )
 
 // Team memory in a run: the block of notes in the system prompt (memorySection, called by
@@ -35,13 +36,35 @@ func (a *Activities) memorySection(ctx context.Context, in PromptInput, history 
 	}
 	ctx, cancel := context.WithTimeout(ctx, memoryTimeout)
 	defer cancel()
+	// Everyone in the conversation reads the answer: the block holds what they all may read, and, in
+	// the requester's own DM with Lucy, what the requester may.
+	ownDM := in.IsDM && strings.HasPrefix(in.Channel, "D")
 	block, err := a.Memory.Block(ctx, memory.BlockInput{Team: in.Team, Channel: in.Channel, User: in.User,
-		Message: in.Message, Tokens: a.MemoryTokens, History: history})
+		Message: in.Message, Tokens: a.MemoryTokens, History: history, Viewer: a.viewer(), OwnDM: ownDM})
 	if err != nil {
 		a.Log.Warn().Err(err).Str("team", in.Team).Msg("could not load the team memory block; the run goes on without it")
 		return ""
 	}
 	return block
+}
+
+// viewer is the access rule for notes (memory.Viewer): the admins, and membership asked of the
+// team's bot client (users.conversations, cached a minute). A client that cannot list a person's
+// conversations leaves membership unknown, which shows the least.
+func (a *Activities) viewer() *memory.Viewer {
+	a.memoryViewerOnce.Do(func() {
+		api := func(team string) slackaccess.API {
+			if a.Slack == nil {
+				return nil
+			}
+			if c, ok := a.Slack(team).(slackaccess.API); ok && c != nil {
+				return c
+			}
+			return nil
+		}
+		a.memoryViewer = memory.NewViewer(slackaccess.New(a.Admins, api, nil), api)
+	})
+	return a.memoryViewer
 }
 
 // Said is one message a person wrote in a run: the request, what they folded in, their answers.
@@ -88,6 +111,14 @@ func (a *Activities) NoteFromRun(ctx context.Context, in NoteFromRunInput) (Note
 	}
 	stop := heartbeat(ctx)
 	defer stop()
+	// Where it was said decides who may read it, and keeps a private conversation's facts out of
+	// workspace and entity notes (memory.Keep). Slack's failure is retried (before the model is
+	// paid): a note must not be kept as if it were public, and guessing private would mislabel a
+	// public one for good.
+	origin, err := a.viewer().Origin(ctx, in.Team, in.Channel)
+	if err != nil {
+		return NoteFromRunResult{}, temporal.NewApplicationError("read the conversation's visibility: "+err.Error(), ErrToolTransient)
+	}
 	sys, err := a.prompt(notePromptFile)
 	if err != nil {
 		return NoteFromRunResult{}, err
@@ -118,7 +149,7 @@ func (a *Activities) NoteFromRun(ctx context.Context, in NoteFromRunInput) (Note
 	}
 	var lines []string
 	for _, d := range memory.Keep(proposals, memory.KeepInput{Channel: in.Channel, ThreadTS: in.ThreadTS, Requester: in.Requester,
-		Said: toSaid(in.Said)}, maxNotesPerRun) {
+		Said: toSaid(in.Said), Origin: origin}, maxNotesPerRun) {
 		n, out, err := a.Memory.Remember(ctx, in.Team, d)
 		if errors.Is(err, memory.ErrInvalid) {
 			continue

@@ -127,8 +127,15 @@ func TestNoteFromRunIgnoresAnUnreadableReply(t *testing.T) {
 func TestSystemPromptHasTheMemoryBlock(t *testing.T) {
 	a, _, _, store, _ := memoryActivities(t, "")
 	ctx := context.Background()
+	public := memory.Source{By: "U2", Via: memory.ViaTold, Channel: "C9", Visibility: memory.VisPublic}
 	n, _, err := store.Remember(ctx, "T1", memory.Draft{Scope: memory.Entity, About: "Acme", Text: "Acme pays its invoices in EUR.",
-		Source: memory.Source{By: "U2", Via: memory.ViaTold}})
+		Source: public})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Said in a private channel: never in a prompt elsewhere.
+	_, _, err = store.Remember(ctx, "T1", memory.Draft{Scope: memory.Entity, About: "Acme", Text: "Acme is being acquired.",
+		Source: memory.Source{By: "U2", Via: memory.ViaTold, Channel: "G9", Visibility: memory.VisPrivate}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +149,9 @@ func TestSystemPromptHasTheMemoryBlock(t *testing.T) {
 			t.Errorf("system prompt lacks %q", want)
 		}
 	}
+	if strings.Contains(sp.Text, "acquired") {
+		t.Errorf("a private channel's note reached the prompt in C1:\n%s", sp.Text)
+	}
 	if err := store.Forget(ctx, "T1", n.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +164,7 @@ func TestSystemPromptHasTheMemoryBlock(t *testing.T) {
 	}
 	// A sub-agent's prompt has no block: it has lucy_recall.
 	if _, _, err := store.Remember(ctx, "T1", memory.Draft{Scope: memory.Workspace, Text: "We ship on Thursdays.",
-		Source: memory.Source{By: "U2", Via: memory.ViaTold}}); err != nil {
+		Source: public}); err != nil {
 		t.Fatal(err)
 	}
 	if block := a.memorySection(ctx, in, nil); !strings.Contains(block, "Thursdays") {

@@ -140,8 +140,8 @@ func (t *timedHandoff) Message(ctx context.Context, m workflows.Message) error {
 }
 
 // WorkspaceStatus keeps the gateway's answer for a whole workspace.
-func (t *timedHandoff) WorkspaceStatus(ctx context.Context, team string) (gateway.WorkspaceStatus, error) {
-	return t.Handoff.(gateway.WorkspaceStatuser).WorkspaceStatus(ctx, team)
+func (t *timedHandoff) WorkspaceStatus(ctx context.Context, team string, see gateway.StatusFilter) (gateway.WorkspaceStatus, error) {
+	return t.Handoff.(gateway.WorkspaceStatuser).WorkspaceStatus(ctx, team, see)
 }
 
 func (t *timedHandoff) durations() []time.Duration {

@@ -15,6 +15,7 @@ import (
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -45,6 +46,10 @@ type Options struct {
 	Credentials *secrets.Store
 	// Admins may add, replace or delete any team's key (LUCY_ADMIN_USERS).
 	Admins []string
+	// Access is the access rule (package slackaccess, over the bot token and LUCY_ADMIN_USERS):
+	// "what are you working on?" outside a thread lists only the runs and schedules the asker may
+	// see. Nil: their own and the conversation's only.
+	Access *slackaccess.Access
 	// Views opens the Add key form (views.open with the click's trigger_id), the one Slack Web API
 	// call the gateway makes; nil: the form cannot be opened.
 	Views ViewOpener
@@ -71,6 +76,7 @@ type Gateway struct {
 	admins  []string
 	views   ViewOpener
 	oauth   http.Handler
+	access  *slackaccess.Access
 }
 
 // New returns a Gateway.
@@ -84,7 +90,7 @@ func New(o Options) *Gateway {
 	return &Gateway{
 		h: o.Handoff, botUser: o.BotUserID, botID: o.BotID, team: o.Team,
 		log: o.Log, now: o.Now, metrics: o.Metrics, ready: o.Ready, flood: newFloodGuard(o.UserEventsPerMinute), lanes: newLaneCache(),
-		creds: o.Credentials, admins: o.Admins, views: o.Views, oauth: o.OAuthCallback,
+		creds: o.Credentials, admins: o.Admins, views: o.Views, oauth: o.OAuthCallback, access: o.Access,
 	}
 }
 
@@ -154,7 +160,7 @@ func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner
 	}
 	m.ReceivedAt = g.now().UTC().Format(time.RFC3339Nano)
 	start := g.now()
-	outcome, err := handOff(ctx, g.h, m)
+	outcome, err := handOffSeeing(ctx, g.h, m, g.access)
 	g.metrics.Handoff(g.now().Sub(start))
 	if err != nil {
 		g.metrics.GatewayEvent(typ, outcomeError)
@@ -309,6 +315,12 @@ func controlIntent(text string) (control string, dropQueued bool) {
 // message with Control "status", which the lane answers from the run's status without starting a
 // run; anything else is a message.
 func handOff(ctx context.Context, h Handoff, m workflows.Message) (outcome string, err error) {
+	return handOffSeeing(ctx, h, m, nil)
+}
+
+// handOffSeeing is handOff with the access rule for the workspace status (statusSight); nil knows
+// no admin and no membership, and so shows the least.
+func handOffSeeing(ctx context.Context, h Handoff, m workflows.Message, access *slackaccess.Access) (outcome string, err error) {
 	control, drop := controlNone, false
 	if m.Text != "" {
 		control, drop = controlIntent(m.Text)
@@ -331,7 +343,7 @@ func handOff(ctx context.Context, h Handoff, m workflows.Message) (outcome strin
 		return outcomeCancel, nil
 	case controlStatus:
 		m.Control = controlStatus
-		m.StatusText = statusText(ctx, h, m)
+		m.StatusText = statusText(ctx, h, m, access)
 		if err := h.Message(ctx, m); err != nil {
 			return outcomeError, fmt.Errorf("hand off status question %s/%s: %w", m.Channel, m.TS, err)
 		}
@@ -359,8 +371,9 @@ func forgetsANote(ctx context.Context, h Handoff, m workflows.Message) bool {
 // statusText answers "what are you working on?" from the lane's and the current run's `status`
 // queries. When a query fails the text stays empty and the lane answers from its own state. Asked
 // outside a thread (a new top-level message, or a DM without a running lane), it answers for the
-// whole workspace when the Handoff can (WorkspaceStatuser), and for the thread if that fails.
-func statusText(ctx context.Context, h Handoff, m workflows.Message) string {
+// whole workspace when the Handoff can (WorkspaceStatuser), and for the thread if that fails; the
+// workspace's answer shows only what the asker may see (statusSight).
+func statusText(ctx context.Context, h Handoff, m workflows.Message, access *slackaccess.Access) string {
 	key := m.Key()
 	lane, ok, err := h.LaneStatus(ctx, key)
 	if err != nil {
@@ -368,7 +381,7 @@ func statusText(ctx context.Context, h Handoff, m workflows.Message) string {
 	}
 	if !ok && (m.ThreadTS == "" || m.ThreadTS == m.TS || m.IsDM) {
 		if ws, can := h.(WorkspaceStatuser); can {
-			st, err := ws.WorkspaceStatus(ctx, m.Team)
+			st, err := ws.WorkspaceStatus(ctx, m.Team, statusSight(access, m))
 			if err == nil {
 				return FormatWorkspaceStatus(st, time.Now())
 			}

@@ -231,12 +231,12 @@ func (o *Outbox) LaneExists(ctx context.Context, key workflows.LaneKey) (bool, e
 func (o *Outbox) Ready(ctx context.Context) error { return o.inner.Ready(ctx) }
 
 // WorkspaceStatus answers "what are you working on?" outside a thread when the Handoff behind it can.
-func (o *Outbox) WorkspaceStatus(ctx context.Context, team string) (WorkspaceStatus, error) {
+func (o *Outbox) WorkspaceStatus(ctx context.Context, team string, see StatusFilter) (WorkspaceStatus, error) {
 	ws, ok := o.inner.(WorkspaceStatuser)
 	if !ok {
 		return WorkspaceStatus{}, errors.New("workspace status is not available")
 	}
-	return ws.WorkspaceStatus(ctx, team)
+	return ws.WorkspaceStatus(ctx, team, see)
 }
 
 // Pending is how many acknowledged messages wait for their hand-off.

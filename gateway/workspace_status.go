@@ -14,6 +14,7 @@ import (
 
 	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -23,25 +24,51 @@ import (
 // (LucyWorkspace). Like the thread's answer, it is only text handed to the lane, which posts it.
 
 // WorkspaceStatuser is a Handoff that can answer for a whole workspace (the Temporal one can; a
-// Handoff without it answers for the thread only).
+// Handoff without it answers for the thread only). see decides, run by run and schedule by schedule,
+// what the asker is shown (statusSight); a run it does not show is never asked its status.
 type WorkspaceStatuser interface {
-	WorkspaceStatus(ctx context.Context, team string) (WorkspaceStatus, error)
+	WorkspaceStatus(ctx context.Context, team string, see StatusFilter) (WorkspaceStatus, error)
 }
 
-// WorkspaceStatus is what a workspace has going on.
+// Sight is how much of one run or schedule an answer shows.
+type Sight int
+
+const (
+	// Unseen: not the asker's to know (a conversation they are not in, another person's DM).
+	Unseen Sight = iota
+	// Counted: the asker may see it, but the answer goes where others read it: counted only.
+	Counted
+	// Bare: listed without its channel and text (another person's DM, to an admin).
+	Bare
+	// Shown: listed with its channel and objective.
+	Shown
+)
+
+// StatusFilter tells how much of a run or schedule in channel, made by owner (its requester or
+// creator, "" when unknown), the asker is shown.
+type StatusFilter func(ctx context.Context, channel, owner string) Sight
+
+// WorkspaceStatus is what a workspace has going on, as one asker may see it.
 type WorkspaceStatus struct {
 	Runs []WorkspaceRun
 	// MoreRuns counts running runs beyond the ones listed.
 	MoreRuns int
-	Jobs     []ScheduledJob
-	MoreJobs int
+	// RunsElsewhere counts the runs the asker may see in other conversations, not listed here
+	// because the answer goes where others read it.
+	RunsElsewhere int
+	Jobs          []ScheduledJob
+	MoreJobs      int
+	JobsElsewhere int
 }
 
 // WorkspaceRun is one running agent run.
 type WorkspaceRun struct {
 	ID      string
 	Channel string
+	User    string // the requester
 	Started time.Time
+	// Bare: listed without channel and objective (Sight Bare).
+	Bare bool
 	// Status is the run's answer to the status query; nil when it could not be asked in time.
 	Status *workflows.RunStatus
 }
@@ -51,8 +78,10 @@ type ScheduledJob struct {
 	Kind    string // "job" or "monitor"
 	Name    string // the slug of its schedule ID
 	Channel string
+	Creator string
 	Next    time.Time // zero: no next firing
 	Paused  bool
+	Bare    bool // listed without its name and channel (Sight Bare)
 }
 
 // Bounds of the workspace answer: it is one Slack message, and each run listed costs a query.
@@ -60,6 +89,9 @@ const (
 	maxStatusRuns   = 10
 	maxStatusJobs   = 15
 	statusQueryWait = 3 * time.Second
+	// maxScannedRuns bounds the running runs one answer reads, before it keeps those the asker
+	// may see.
+	maxScannedRuns = 200
 )
 
 // The schedule ID prefixes of recurring jobs and monitors (docs/architecture.md, workflow IDs:
@@ -69,6 +101,50 @@ const (
 	cronPrefix      = "cron:"
 	heartbeatPrefix = "heartbeat:"
 )
+
+// statusSight is the access rule of the workspace's answer, for the asker of m. The answer is posted
+// where they asked, so:
+//   - this conversation's runs and schedules are shown: everyone here may read them;
+//   - in the asker's own DM with Lucy (only they read it), those they may see are shown: their own,
+//     and those of the channels and group DMs they are in (slackaccess.ScheduleVisible, membership by
+//     users.conversations, cached a minute), all of them for an admin; another person's DM is never
+//     shown: an admin is told a request runs there, not where or what;
+//   - anywhere else, what they may see of other conversations is only counted: the people who read
+//     the answer may not be in those conversations.
+//
+// Without access (no Slack connection) membership is unknown: their own and this conversation's only.
+func statusSight(access *slackaccess.Access, m workflows.Message) StatusFilter {
+	ownDM := m.IsDM && strings.HasPrefix(m.Channel, "D")
+	return func(ctx context.Context, channel, owner string) Sight {
+		dm := strings.HasPrefix(channel, "D")
+		mayView := func() bool {
+			switch {
+			case m.User == "":
+				return false
+			case dm:
+				return owner == m.User
+			case access == nil:
+				return owner == m.User
+			}
+			ok, err := access.ScheduleVisible(ctx, m.Team, m.User, m.Channel, owner, channel, true)
+			return err == nil && ok
+		}
+		switch {
+		case channel != "" && channel == m.Channel:
+			return Shown
+		case !ownDM:
+			if mayView() {
+				return Counted
+			}
+			return Unseen
+		case dm && owner != m.User && access != nil && access.IsAdmin(m.User):
+			return Bare
+		case mayView():
+			return Shown
+		}
+		return Unseen
+	}
+}
 
 // safeTeam reports whether a team ID can go into a visibility query between quotes as it is.
 func safeTeam(team string) bool {
@@ -83,37 +159,45 @@ func safeTeam(team string) bool {
 	return true
 }
 
-// WorkspaceStatus lists the team's running agent runs (with their status queries, in parallel and
-// bounded in time) and its schedules with their next firing.
-func (h temporalHandoff) WorkspaceStatus(ctx context.Context, team string) (WorkspaceStatus, error) {
+// WorkspaceStatus lists the team's running agent runs that see shows (with their status queries, in
+// parallel and bounded in time) and its schedules with their next firing.
+func (h temporalHandoff) WorkspaceStatus(ctx context.Context, team string, see StatusFilter) (WorkspaceStatus, error) {
 	if !safeTeam(team) {
 		return WorkspaceStatus{}, fmt.Errorf("workspace status: invalid team ID %q", team)
 	}
 	var out WorkspaceStatus
 	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s = '%s'",
 		workflows.AgentRunWorkflowName, searchattr.Workspace.GetName(), team)
-	resp, err := h.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: maxStatusRuns + 1})
-	if err != nil {
-		return WorkspaceStatus{}, fmt.Errorf("list the running runs of %s: %w", team, err)
-	}
-	for i, e := range resp.GetExecutions() {
-		if i == maxStatusRuns {
-			out.MoreRuns = len(resp.GetExecutions()) - i
+	var runs []WorkspaceRun
+	var token []byte
+	for len(runs) < maxScannedRuns {
+		resp, err := h.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: 100, NextPageToken: token})
+		if err != nil {
+			return WorkspaceStatus{}, fmt.Errorf("list the running runs of %s: %w", team, err)
+		}
+		for _, e := range resp.GetExecutions() {
+			run := WorkspaceRun{ID: e.GetExecution().GetWorkflowId(), Started: e.GetStartTime().AsTime()}
+			fields := e.GetSearchAttributes().GetIndexedFields()
+			if p := fields[searchattr.Channel.GetName()]; p != nil {
+				_ = converter.GetDefaultDataConverter().FromPayload(p, &run.Channel)
+			}
+			if p := fields[searchattr.User.GetName()]; p != nil {
+				_ = converter.GetDefaultDataConverter().FromPayload(p, &run.User)
+			}
+			runs = append(runs, run)
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
 			break
 		}
-		run := WorkspaceRun{ID: e.GetExecution().GetWorkflowId(), Started: e.GetStartTime().AsTime()}
-		if p := e.GetSearchAttributes().GetIndexedFields()[searchattr.Channel.GetName()]; p != nil {
-			_ = converter.GetDefaultDataConverter().FromPayload(p, &run.Channel)
-		}
-		out.Runs = append(out.Runs, run)
 	}
-	if resp.GetNextPageToken() != nil && out.MoreRuns == 0 && len(out.Runs) == maxStatusRuns {
-		out.MoreRuns = 1
-	}
-	// Each run's own status (objective, phase), all at once and each bounded: a run whose worker
-	// is busy is listed without it.
+	out.Runs, out.MoreRuns, out.RunsElsewhere = keepRuns(ctx, runs, see)
+	// Each listed run's own status (objective, phase), all at once and each bounded: a run whose
+	// worker is busy is listed without it. A bare run is not asked: nothing of it is shown.
 	var wg sync.WaitGroup
 	for i := range out.Runs {
+		if out.Runs[i].Bare {
+			continue
+		}
 		wg.Go(func() {
 			qctx, cancel := context.WithTimeout(ctx, statusQueryWait)
 			defer cancel()
@@ -122,36 +206,79 @@ func (h temporalHandoff) WorkspaceStatus(ctx context.Context, team string) (Work
 			}
 		})
 	}
-	jobs, more, err := h.schedules(ctx, team)
+	jobs, err := h.schedules(ctx, team)
 	wg.Wait()
 	if err != nil {
 		return WorkspaceStatus{}, err
 	}
-	out.Jobs, out.MoreJobs = jobs, more
+	out.Jobs, out.MoreJobs, out.JobsElsewhere = keepJobs(ctx, jobs, see)
 	return out, nil
+}
+
+// keepRuns applies see to runs: the ones listed (at most maxStatusRuns), how many more there are,
+// and how many the asker may see elsewhere.
+func keepRuns(ctx context.Context, runs []WorkspaceRun, see StatusFilter) (kept []WorkspaceRun, more, elsewhere int) {
+	for _, r := range runs {
+		switch see(ctx, r.Channel, r.User) {
+		case Unseen:
+			continue
+		case Counted:
+			elsewhere++
+			continue
+		case Bare:
+			r.Bare = true
+		}
+		if len(kept) == maxStatusRuns {
+			more++
+			continue
+		}
+		kept = append(kept, r)
+	}
+	return kept, more, elsewhere
+}
+
+// keepJobs is keepRuns for schedules (already in the order they are listed).
+func keepJobs(ctx context.Context, jobs []ScheduledJob, see StatusFilter) (kept []ScheduledJob, more, elsewhere int) {
+	for _, j := range jobs {
+		switch see(ctx, j.Channel, j.Creator) {
+		case Unseen:
+			continue
+		case Counted:
+			elsewhere++
+			continue
+		case Bare:
+			j.Bare = true
+		}
+		if len(kept) == maxStatusJobs {
+			more++
+			continue
+		}
+		kept = append(kept, j)
+	}
+	return kept, more, elsewhere
 }
 
 // schedules lists the team's recurring jobs and monitors, soonest next firing first: by a query on
 // the schedules' LucyWorkspace attribute, or, when that finds none (a server whose schedule list
 // does not filter on custom attributes, or has not indexed them yet), by the ID prefixes of every
 // schedule, which is exact either way.
-func (h temporalHandoff) schedules(ctx context.Context, team string) ([]ScheduledJob, int, error) {
+func (h temporalHandoff) schedules(ctx context.Context, team string) ([]ScheduledJob, error) {
 	jobs, err := h.listSchedules(ctx, team, fmt.Sprintf("%s = '%s'", searchattr.Workspace.GetName(), team))
 	if err != nil || len(jobs) == 0 {
 		if jobs, err = h.listSchedules(ctx, team, ""); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 	}
 	sortJobs(jobs)
-	more := 0
-	if len(jobs) > maxStatusJobs {
-		more, jobs = len(jobs)-maxStatusJobs, jobs[:maxStatusJobs]
-	}
-	return jobs, more, nil
+	return jobs, nil
 }
 
-// maxScanned bounds the schedules one answer reads.
-const maxScanned = 1000
+// maxScanned bounds the schedules one answer reads, and maxDescribed those it describes to learn
+// their channel and creator.
+const (
+	maxScanned   = 1000
+	maxDescribed = 50
+)
 
 func (h temporalHandoff) listSchedules(ctx context.Context, team, query string) ([]ScheduledJob, error) {
 	iter, err := h.c.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 100, Query: query})
@@ -159,6 +286,7 @@ func (h temporalHandoff) listSchedules(ctx context.Context, team, query string) 
 		return nil, fmt.Errorf("list the schedules of %s: %w", team, err)
 	}
 	var jobs []ScheduledJob
+	described := 0
 	for scanned := 0; iter.HasNext() && scanned < maxScanned; scanned++ {
 		e, err := iter.Next()
 		if err != nil {
@@ -182,6 +310,20 @@ func (h temporalHandoff) listSchedules(ctx context.Context, team, query string) 
 		if e.SearchAttributes != nil {
 			if p := e.SearchAttributes.GetIndexedFields()[searchattr.Channel.GetName()]; p != nil {
 				_ = converter.GetDefaultDataConverter().FromPayload(p, &j.Channel)
+			}
+			if p := e.SearchAttributes.GetIndexedFields()[searchattr.User.GetName()]; p != nil {
+				_ = converter.GetDefaultDataConverter().FromPayload(p, &j.Creator)
+			}
+		}
+		if j.Channel == "" && j.Creator == "" && described < maxDescribed {
+			// The schedule itself carries no attributes: its firings' do (schedules.scheduleAttrs).
+			// Without them nobody but an admin could be shown it.
+			described++
+			if d, err := h.c.ScheduleClient().GetHandle(ctx, e.ID).Describe(ctx); err == nil && d.Schedule.Action != nil {
+				if a, ok := d.Schedule.Action.(*client.ScheduleWorkflowAction); ok {
+					j.Channel, _ = a.TypedSearchAttributes.GetKeyword(searchattr.Channel)
+					j.Creator, _ = a.TypedSearchAttributes.GetKeyword(searchattr.User)
+				}
 			}
 		}
 		jobs = append(jobs, j)
@@ -210,7 +352,7 @@ func sortJobs(jobs []ScheduledJob) {
 // nobody) and never a person: a mention in it would notify them.
 func FormatWorkspaceStatus(ws WorkspaceStatus, now time.Time) string {
 	var b strings.Builder
-	n := len(ws.Runs) + ws.MoreRuns
+	n := len(ws.Runs) + ws.MoreRuns + ws.RunsElsewhere
 	switch n {
 	case 0:
 		b.WriteString("I'm not working on anything in this workspace right now.")
@@ -221,6 +363,14 @@ func FormatWorkspaceStatus(ws WorkspaceStatus, now time.Time) string {
 	}
 	for _, r := range ws.Runs {
 		b.WriteString("\n• ")
+		if r.Bare {
+			// Another person's DM: that it runs, never where or what.
+			b.WriteString("a request in someone's direct message")
+			if !r.Started.IsZero() && !now.IsZero() {
+				fmt.Fprintf(&b, " (for %s)", roughDuration(now.Sub(r.Started)))
+			}
+			continue
+		}
 		if r.Channel != "" {
 			fmt.Fprintf(&b, "<#%s>: ", r.Channel)
 		}
@@ -252,12 +402,22 @@ func FormatWorkspaceStatus(ws WorkspaceStatus, now time.Time) string {
 	if ws.MoreRuns > 0 {
 		fmt.Fprintf(&b, "\n• …and %d more", ws.MoreRuns)
 	}
-	if len(ws.Jobs) == 0 {
+	if ws.RunsElsewhere > 0 {
+		fmt.Fprintf(&b, "\n• %d in other conversations you are in (ask me in a DM to list them)", ws.RunsElsewhere)
+	}
+	if len(ws.Jobs) == 0 && ws.JobsElsewhere == 0 {
 		b.WriteString("\n\nNo recurring jobs or monitors are scheduled.")
 		return b.String()
 	}
 	b.WriteString("\n\n*Scheduled:*")
 	for _, j := range ws.Jobs {
+		if j.Bare {
+			fmt.Fprintf(&b, "\n• a %s in someone's direct message", j.Kind)
+			if j.Paused {
+				b.WriteString(": paused")
+			}
+			continue
+		}
 		fmt.Fprintf(&b, "\n• %s `%s`", j.Kind, statusField(j.Name, 80))
 		if j.Channel != "" {
 			fmt.Fprintf(&b, " in <#%s>", j.Channel)
@@ -274,6 +434,9 @@ func FormatWorkspaceStatus(ws WorkspaceStatus, now time.Time) string {
 	}
 	if ws.MoreJobs > 0 {
 		fmt.Fprintf(&b, "\n• …and %d more", ws.MoreJobs)
+	}
+	if ws.JobsElsewhere > 0 {
+		fmt.Fprintf(&b, "\n• %d in other conversations you are in (ask me in a DM to list them)", ws.JobsElsewhere)
 	}
 	return b.String()
 }

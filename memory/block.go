@@ -27,6 +27,12 @@ type BlockInput struct {
 	// History are earlier conversations found for a message that refers to them (Slack search), one
 	// line each, added after the notes within the same budget.
 	History []string
+	// Viewer applies the access rule (visibility.go); nil knows no admin and no membership.
+	Viewer *Viewer
+	// OwnDM is set when Channel is the requester's own DM with Lucy: only they read the answer, so
+	// the block may hold every note they may read. Elsewhere it holds only what everyone in the
+	// conversation may read: public notes and this conversation's own.
+	OwnDM bool
 }
 
 // perGroup is how many notes of each group the first pass takes, so that every group (the entities
@@ -60,6 +66,7 @@ func (s *Store) Block(ctx context.Context, in BlockInput) (string, error) {
 	if err := s.refresh(ctx, in.Team, false); err != nil {
 		return "", err
 	}
+	sees := in.Viewer.forAudience(ctx, Reader{Team: in.Team, User: in.User, Channel: in.Channel}, in.OwnDM)
 	var groups [][]Note
 	named, err := s.named(ctx, in.Team, in.Message)
 	if err != nil {
@@ -70,26 +77,28 @@ func (s *Store) Block(ctx context.Context, in BlockInput) (string, error) {
 		for i, e := range named {
 			refs[i] = Ref{Scope: Entity, About: e}
 		}
-		g, err := s.idx.latest(ctx, in.Team, refs, groupLimit)
+		g, err := s.idx.latest(ctx, in.Team, refs, groupLimit*visibleOverfetch)
 		if err != nil {
 			return "", err
 		}
-		groups = append(groups, g)
+		groups = append(groups, sees.filter(g, groupLimit))
 	}
 	for _, r := range []Ref{{Scope: Person, About: in.User}, {Scope: Channel, About: in.Channel}, {Scope: Workspace}} {
 		if r.Scope != Workspace && r.About == "" {
 			continue
 		}
-		g, err := s.idx.latest(ctx, in.Team, []Ref{r}, groupLimit)
+		g, err := s.idx.latest(ctx, in.Team, []Ref{r}, groupLimit*visibleOverfetch)
 		if err != nil {
 			return "", err
 		}
-		groups = append(groups, g)
+		groups = append(groups, sees.filter(g, groupLimit))
 	}
 	if strings.TrimSpace(in.Message) != "" {
-		// The most relevant notes of any subject the requester may see: the workspace, this channel,
-		// the requester, any entity. Other channels' and other people's notes stay out of the prompt
-		// (they may be about a private conversation); lucy_recall can still be asked for them.
+		// The most relevant notes of the subjects that bear on any request here: the workspace, this
+		// channel, the requester, any entity. Other channels' and other people's notes stay out of
+		// the prompt; lucy_recall can be asked for them, by the access rule. Every group is
+		// filtered by who reads this conversation (sees): a note said in a private conversation
+		// never reaches a prompt elsewhere.
 		refs := []Ref{{Scope: Workspace}, {Scope: Entity}}
 		if in.Channel != "" {
 			refs = append(refs, Ref{Scope: Channel, About: in.Channel})
@@ -97,7 +106,7 @@ func (s *Store) Block(ctx context.Context, in BlockInput) (string, error) {
 		if in.User != "" {
 			refs = append(refs, Ref{Scope: Person, About: in.User})
 		}
-		g, err := s.Search(ctx, in.Team, Query{Text: in.Message, Refs: refs, Limit: groupLimit})
+		g, err := s.Search(ctx, in.Team, Query{Text: in.Message, Refs: refs, Limit: groupLimit, sees: sees})
 		if err != nil {
 			return "", err
 		}

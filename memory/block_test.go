@@ -20,7 +20,7 @@ func seed(tb testing.TB, st workspace.Store, n int) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i := range n {
 		note := Note{Version: 1, ID: fmt.Sprintf("mem-%010x", i), Team: team, Confidence: 0.7 + float64(i%4)/10,
-			Source: Source{By: fmt.Sprintf("U%d", i%50), Via: ViaTold}, Created: base.Add(time.Duration(i) * time.Minute)}
+			Source: Source{By: fmt.Sprintf("U%d", i%50), Via: ViaTold, Visibility: VisPublic}, Created: base.Add(time.Duration(i) * time.Minute)}
 		note.Updated = note.Created
 		switch i % 4 {
 		case 0:

@@ -66,6 +66,11 @@ type Source struct {
 	Thread  string `json:"thread,omitempty"`
 	// Via is how it was noted: ViaTold, ViaNoticed or ViaOperator.
 	Via string `json:"via"`
+	// Visibility is the visibility of Channel when the note was written (VisPublic, VisPrivate,
+	// VisGroup, VisDM), and Person a DM's person: who may read the note (visibility.go). Empty in
+	// notes written before it was recorded, which only the conversation, the author and admins see.
+	Visibility string `json:"visibility,omitempty"`
+	Person     string `json:"person,omitempty"`
 }
 
 // Note is one remembered fact, as stored (one object per note) and as exported.

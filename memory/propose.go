@@ -77,13 +77,20 @@ func ParseProposals(reply string) ([]Proposal, error) {
 type KeepInput struct {
 	Channel, ThreadTS, Requester string
 	Said                         []Said
+	// Origin is the visibility of Channel (Viewer.Origin); the zero Origin (unknown) counts as
+	// private.
+	Origin Origin
 }
 
 // Keep applies the memory policy to proposals and returns the drafts to remember, at most limit:
 //   - only at or above MinConfidence, and never a statement marked volatile (true now, not for long);
 //   - a fact is attributed to a person who spoke in the run (else the requester), and a person
 //     note is about a person who spoke, unless it names someone else explicitly by ID;
-//   - a channel note is about the run's channel only.
+//   - a channel note is about the run's channel only;
+//   - from a conversation that is not a public channel (a private channel, a group DM, a DM, or
+//     one whose kind is unknown), a workspace or entity note is kept as a note about that
+//     conversation: a fact said there must not reach the prompts of other channels, and the
+//     note records where it came from so that only that conversation's people read it.
 func Keep(proposals []Proposal, in KeepInput, limit int) []Draft {
 	var speakers []string
 	for _, s := range in.Said {
@@ -107,7 +114,11 @@ func Keep(proposals []Proposal, in KeepInput, limit int) []Draft {
 			continue
 		}
 		d := Draft{Scope: Scope(p.Scope), About: p.About, Text: p.Note, Tags: p.Tags, Confidence: p.Confidence,
-			Source: Source{By: by, Channel: in.Channel, Thread: in.ThreadTS, Via: ViaNoticed}}
+			Source: Source{By: by, Channel: in.Channel, Thread: in.ThreadTS, Via: ViaNoticed,
+				Visibility: in.Origin.Visibility, Person: in.Origin.Person}}
+		if in.Origin.Visibility != VisPublic && (d.Scope == Workspace || d.Scope == Entity) {
+			d.Scope = Channel
+		}
 		switch d.Scope {
 		case Person:
 			if _, ok := UserID(p.About); !ok {

@@ -229,7 +229,11 @@ func (s *Store) Remember(ctx context.Context, team string, d Draft) (Note, Outco
 		return Note{}, "", err
 	}
 	for _, old := range same {
-		if old.subjectKey() != subjectKey(d.Scope, d.About) || !nearIdentical(old.Text, d.Text) {
+		// Only the author's own note of the same origin is updated: someone else's note is theirs
+		// to change (MayChange), and a fact said in a private conversation must not rewrite one
+		// everybody reads, nor a public one become private.
+		if old.subjectKey() != subjectKey(d.Scope, d.About) || !nearIdentical(old.Text, d.Text) ||
+			old.Source.By != d.Source.By || !sameOrigin(old.Source, d.Source) {
 			continue
 		}
 		n, out, err := s.merge(ctx, team, old.ID, d)
@@ -249,6 +253,17 @@ func (s *Store) Remember(ctx context.Context, team string, d Draft) (Note, Outco
 		return Note{}, "", fmt.Errorf("store the note: %w", err)
 	}
 	return n, Created, s.idx.put(ctx, []Note{n}, []string{""})
+}
+
+// sameOrigin reports whether two sources are readable by the same people.
+func sameOrigin(a, b Source) bool {
+	if a.Visibility != b.Visibility {
+		return false
+	}
+	if a.Visibility == VisPublic {
+		return true
+	}
+	return a.Channel == b.Channel && a.Person == b.Person
 }
 
 // merge folds d into the note id: a conditional write on the version read, read again on a lost race.
@@ -401,6 +416,20 @@ type Query struct {
 	Text  string // free text; empty lists the notes of Refs, most confident and recent first
 	Refs  []Ref  // the subjects to search in; none means all
 	Limit int    // at most this many notes; 0 means 20
+	// sees, when set, keeps only the notes a reader may see (visibility.go).
+	sees *sight
+}
+
+// Visible returns the notes of team that match q and that r may read by the access rule
+// (visibility.go): lucy_recall and lucy_forget by query. err is also Slack's, when membership could
+// not be checked (the notes that needed it are then left out).
+func (s *Store) Visible(ctx context.Context, v *Viewer, r Reader, q Query) ([]Note, error) {
+	q.sees = v.readable(ctx, r)
+	notes, err := s.Search(ctx, r.Team, q)
+	if err == nil {
+		err = q.sees.err
+	}
+	return notes, err
 }
 
 // Search returns the notes of team that match q, best first: the lexical hits (FTS5, bm25), then,
@@ -415,12 +444,36 @@ func (s *Store) Search(ctx context.Context, team string, q Query) ([]Note, error
 	if err := s.refresh(ctx, team, false); err != nil {
 		return nil, err
 	}
+	want := q.Limit
+	if q.sees != nil {
+		// Notes the reader may not see are dropped after the search: ask for more, so that they do
+		// not crowd out the ones they may.
+		q.Limit = min(want*visibleOverfetch, maxVisibleScan)
+	}
+	var notes []Note
 	if strings.TrimSpace(q.Text) == "" || matchQuery(q.Text) == "" {
-		return s.idx.latest(ctx, team, q.Refs, q.Limit)
+		notes, err := s.idx.latest(ctx, team, q.Refs, q.Limit)
+		if err != nil || q.sees == nil {
+			return notes, err
+		}
+		return q.sees.filter(notes, want), nil
 	}
 	hits, err := s.idx.search(ctx, team, q.Text, q.Refs, q.Limit)
 	if err != nil {
 		return nil, err
 	}
-	return s.addSemantic(ctx, team, q, hits)
+	if q.sees != nil {
+		hits = q.sees.filter(hits, 0)
+	}
+	if notes, err = s.addSemantic(ctx, team, q, hits); err != nil || q.sees == nil {
+		return notes, err
+	}
+	return q.sees.filter(notes, want), nil
 }
+
+// How far a filtered search looks: visibleOverfetch times the notes asked for, at most
+// maxVisibleScan.
+const (
+	visibleOverfetch = 5
+	maxVisibleScan   = 500
+)

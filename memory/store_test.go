@@ -42,7 +42,7 @@ func stores(t *testing.T) []struct {
 }
 
 func told(by string) Source {
-	return Source{By: by, Channel: "C1", Thread: "1700000000.000100", Via: ViaTold}
+	return Source{By: by, Channel: "C1", Thread: "1700000000.000100", Via: ViaTold, Visibility: VisPublic}
 }
 
 func TestRoundTripAndScopes(t *testing.T) {
@@ -134,12 +134,28 @@ func TestMergeNearIdentical(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The same fact, reworded with more detail, by someone else: the note is updated, not duplicated.
+	// The same fact, reworded with more detail, by its author: the note is updated, not duplicated.
 	n, out, err := s.Remember(ctx, team, Draft{Scope: Entity, About: "ACME", Text: "Acme prefers invoices in EUR, sent monthly.",
-		Tags: []string{"invoices"}, Confidence: 0.9, Source: told("U2")})
+		Tags: []string{"invoices"}, Confidence: 0.9, Source: told("U1")})
 	if err != nil || out != Merged || n.ID != first.ID || n.Text != "Acme prefers invoices in EUR, sent monthly." ||
-		strings.Join(n.Tags, ",") != "billing,invoices" || n.Confidence != 0.9 || n.UpdatedBy != "U2" || n.Source.By != "U1" {
+		strings.Join(n.Tags, ",") != "billing,invoices" || n.Confidence != 0.9 || n.Source.By != "U1" {
 		t.Fatalf("merge = %+v, %s, %v", n, out, err)
+	}
+	// By someone else, or said in a private conversation, it is a note of its own: another's note is
+	// theirs to change, and a private fact must not rewrite a public note.
+	other, out, err := s.Remember(ctx, team, Draft{Scope: Entity, About: "Acme", Text: "Acme prefers invoices in EUR, sent monthly to IBAN X.",
+		Source: told("U2")})
+	if err != nil || out != Created || other.ID == first.ID {
+		t.Fatalf("another author's restatement = %+v, %s, %v; want a note of its own", other, out, err)
+	}
+	private := told("U1")
+	private.Channel, private.Visibility = "G1", VisPrivate
+	if _, out, err := s.Remember(ctx, team, Draft{Scope: Entity, About: "Acme", Text: "Acme prefers invoices in EUR, sent monthly by mail.",
+		Source: private}); err != nil || out != Created {
+		t.Fatalf("a private restatement = %s, %v; want a note of its own", out, err)
+	}
+	if got, _ := s.Get(ctx, team, first.ID); got.Text != "Acme prefers invoices in EUR, sent monthly." {
+		t.Fatalf("the first note was rewritten: %q", got.Text)
 	}
 	if _, out, _ := s.Remember(ctx, team, Draft{Scope: Entity, About: "Acme", Text: "Acme prefers invoices in EUR, sent monthly.",
 		Confidence: 0.5, Source: told("U1")}); out != Unchanged {
@@ -155,8 +171,8 @@ func TestMergeNearIdentical(t *testing.T) {
 		t.Fatalf("other fact = %s, want created", out)
 	}
 	all, _ := s.All(ctx, team)
-	if len(all) != 3 {
-		t.Fatalf("%d notes stored, want 3", len(all))
+	if len(all) != 5 {
+		t.Fatalf("%d notes stored, want 5", len(all))
 	}
 }
 
@@ -246,7 +262,7 @@ func TestTwoWorkersWriteAtOnce(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					_, out, err := s.Remember(ctx, team, Draft{Scope: Workspace, Text: "Deploys need two reviewers.",
-						Tags: []string{fmt.Sprintf("tag%d", i)}, Source: told("U2")})
+						Tags: []string{fmt.Sprintf("tag%d", i)}, Source: told("U1")})
 					if err != nil || out != Merged {
 						t.Errorf("worker %d: %s, %v", i, out, err)
 					}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 	"github.com/lucy-agent/lucy/tools/tooltest"
 	"github.com/lucy-agent/lucy/workspace"
 )
@@ -16,7 +17,19 @@ var idInText = regexp.MustCompile(`mem-[0-9a-f]{10}`)
 func toolRunner(t *testing.T) (*tools.Runner, *Store) {
 	t.Helper()
 	s := newStore(t, workspace.NewLocalAt(t.TempDir()))
-	return tooltest.Runner(t, NewTools(s)), s
+	return tooltest.Runner(t, NewTools(s, NewViewer(slackaccess.New([]string{"UADMIN"}, nil, nil), nil))), s
+}
+
+// runAs calls a tool in the test conversation as user, approved or not, with a Guard.
+func runAs(t *testing.T, r *tools.Runner, user, name, args string, approved bool, guard string) tools.Output {
+	t.Helper()
+	inv := tooltest.Invocation(name, args, user)
+	inv.Approved, inv.Guard = approved, guard
+	out, err := r.Run(t.Context(), inv)
+	if err != nil {
+		t.Fatalf("%s(%s) as %s: %v", name, args, user, err)
+	}
+	return out
 }
 
 func TestRememberRecallForgetTools(t *testing.T) {
@@ -55,17 +68,20 @@ func TestRememberRecallForgetTools(t *testing.T) {
 	out = tooltest.MustRun(t, r, ForgetTool, `{"id":"`+mine+`"}`)
 	tooltest.WantToolError(t, out, "already forgotten")
 
-	// Another person's note waits for approval, and the approval applies to what was shown.
+	// Another person's note is theirs: refused, however approved.
 	out = tooltest.MustRun(t, r, ForgetTool, `{"id":"`+dana+`"}`)
+	tooltest.WantToolError(t, out, "only its author or an admin")
+	// An admin's forget of it waits for approval, and the approval applies to what was shown.
+	out = runAs(t, r, "UADMIN", ForgetTool, `{"id":"`+dana+`"}`, false, "")
 	need := tooltest.WantHeld(t, out, "forgetting the note")
 	tooltest.WantContains(t, need.Details, "Acme's contact is Dana.", "<@UOTHER>")
 	if _, err := s.Get(context.Background(), tooltest.Team, dana); err != nil {
 		t.Fatal("a held forget deleted the note")
 	}
-	if out := tooltest.RunApproved(t, r, ForgetTool, `{"id":"`+dana+`"}`, true, "sha256:stale"); out.NeedsApproval == nil {
+	if out := runAs(t, r, "UADMIN", ForgetTool, `{"id":"`+dana+`"}`, true, "sha256:stale"); out.NeedsApproval == nil {
 		t.Fatal("an approval of another version of the note was accepted")
 	}
-	out = tooltest.RunApproved(t, r, ForgetTool, `{"id":"`+dana+`"}`, true, need.Guard)
+	out = runAs(t, r, "UADMIN", ForgetTool, `{"id":"`+dana+`"}`, true, need.Guard)
 	tooltest.WantOK(t, out, "Forgotten for good: "+dana)
 
 	// A workspace note is everyone's: even its author's forget waits.

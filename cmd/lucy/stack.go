@@ -27,6 +27,7 @@ import (
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 	"github.com/lucy-agent/lucy/tracing"
 	"github.com/lucy-agent/lucy/worker"
 )
@@ -183,6 +184,9 @@ func newGateway(ctx context.Context, cfg *config.Config, h gateway.Handoff, log 
 			return nil, fmt.Errorf("SLACK_BOT_TOKEN was rejected by Slack (auth.test: %v): check the token and SLACK_API_URL", err)
 		}
 		o.BotUserID, o.BotID, o.Team = who.UserID, who.BotID, who.TeamID
+		// "What are you working on?" lists only what the asker may see: membership by
+		// users.conversations on the bot token, as the workers' Slack tools check it.
+		o.Access = slackaccess.New(cfg.AdminUsers, func(string) slackaccess.API { return api }, nil)
 	}
 	return gateway.New(o), nil
 }

@@ -179,7 +179,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 	skillSet := skills.New(skills.Deps{Platform: skills.PlatformFS(), Operator: skills.OperatorFS(d.DataDir),
 		Workspace: workspaceStore(d), State: d.State, Admins: d.Admins, Log: d.Log})
 	domains := []any{skillSet, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
-		mcpClient, mail, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers, d.Admins), memory.NewTools(d.Memory)}
+		mcpClient, mail, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers, d.Admins), memory.NewTools(d.Memory, memory.NewViewer(access, slacktools.AccessAPI(d.Slack)))}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
