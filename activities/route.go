@@ -40,10 +40,14 @@ var mailWithheld = map[string]bool{
 	tools.GetChannelHistory: true, tools.SearchSlackHistory: true, tools.ListSlackChannels: true, tools.GetThread: true,
 	// Integrations and keys.
 	"lucy_connect_mcp_server": true, "lucy_disconnect_mcp_server": true, "lucy_resolve_custom_integration": true,
-	"lucy_delete_custom_integration": true, "lucy_store_api_key": true, "lucy_connect_email": true, "lucy_disconnect_email": true,
+	"lucy_delete_custom_integration": true, "lucy_store_api_key": true, "lucy_share_api_key": true, "lucy_connect_email": true,
+	"lucy_disconnect_email": true,
 	// Work that outlives the run and runs later with every tool.
 	"lucy_create_cron": true, "lucy_modify_cron": true, "lucy_trigger_cron": true, "lucy_resume_cron": true,
 	"lucy_create_heartbeat": true, "lucy_save_skill": true,
+	// Notes: a stranger's mail would plant a "fact" in the prompts of the team's later runs, or
+	// remove one the team relies on.
+	"lucy_remember": true, "lucy_forget": true,
 }
 
 // forMail keeps, of specs, what a run started by mail is offered: compiled-in tools only, less

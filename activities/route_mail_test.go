@@ -24,9 +24,9 @@ func TestMailStartedRunIsNotOfferedSlackReadsInstallsOrSources(t *testing.T) {
 	a := &Activities{Tools: testRunner(t, testDeps{DataDir: t.TempDir()}, src), Log: zerolog.Nop()}
 	// Offered to a person's run by this test's runner (the tools of domains it has).
 	offered := []string{tools.GetChannelHistory, tools.SearchSlackHistory, tools.ListSlackChannels, tools.GetThread,
-		"lucy_store_api_key", "lucy_save_skill", "mcp__notes__save_context"}
+		"lucy_store_api_key", "lucy_save_skill", "lucy_remember", "lucy_forget", "mcp__notes__save_context"}
 	withheld := append([]string{"lucy_connect_mcp_server", "lucy_resolve_custom_integration", "lucy_connect_email",
-		"lucy_create_cron", "lucy_create_heartbeat"}, offered...)
+		"lucy_create_cron", "lucy_create_heartbeat", "lucy_share_api_key"}, offered...)
 
 	person, err := a.Route(t.Context(), RouteInput{Text: "triage new mail", Team: "T1", User: "ULOCAL"})
 	if err != nil {
