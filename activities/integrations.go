@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,8 +28,10 @@ const (
 // slackUserID matches the Slack user IDs an AddedBy may hold.
 var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
 
-// integrationsSection is the block, or "" when the worker has no listers (or no team).
-func (a *Activities) integrationsSection(ctx context.Context, team string) string {
+// integrationsSection is the block for a run that works for user, or "" when the worker has no
+// listers (or no team). It lists the team's integrations and user's own; another member's own server
+// or service (its name and address are hers) is left out: its tools are not offered to this run.
+func (a *Activities) integrationsSection(ctx context.Context, team, user string) string {
 	if len(a.Integrations) == 0 || team == "" {
 		return ""
 	}
@@ -39,8 +42,15 @@ func (a *Activities) integrationsSection(ctx context.Context, team string) strin
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, integrationsTimeout)
-		got, err := l.Integrations(lctx, team)
+		var got []integrations.Integration
+		var err error
+		if ul, ok := l.(integrations.UserLister); ok {
+			got, err = ul.IntegrationsFor(lctx, team, user) // "yours" is the requester's
+		} else {
+			got, err = l.Integrations(lctx, team)
+		}
 		cancel()
+		got = slices.DeleteFunc(got, func(in integrations.Integration) bool { return !in.Visible(user, false) })
 		if err != nil {
 			a.Log.Warn().Err(err).Str("team", team).Msg("could not list a kind of integrations for the system prompt")
 			incomplete = true

@@ -72,3 +72,28 @@ func TestSystemPromptListsConnectedIntegrations(t *testing.T) {
 		t.Errorf("a block without listers")
 	}
 }
+
+// A run's prompt lists the team's integrations and the requester's own, never another member's own
+// server or service: its name and address are hers, and its tools are not offered to this run.
+func TestSystemPromptListsNoOtherMembersOwnIntegration(t *testing.T) {
+	l := &fakeLister{list: []integrations.Integration{
+		{Kind: "mcp", Name: "mallory-notes", Where: "https://mallory.example/mcp", Scope: "<@UMALLORY>'s own (only their requests)",
+			Healthy: true, Tools: 1, AddedBy: "UMALLORY", Owner: "UMALLORY"},
+		{Kind: "mcp", Name: "alice-crm", Where: "https://crm.example/mcp", Healthy: true, Tools: 2, AddedBy: "UALICE", Owner: "UALICE"},
+		{Kind: "openapi", Name: "pets", Where: "https://api.example.com/v1", Scope: "this workspace (shared by an admin)",
+			Healthy: true, Tools: 9, AddedBy: "UADMIN"},
+	}}
+	a := &Activities{Prompts: prompts.FS, Log: zerolog.Nop(), Integrations: []integrations.Lister{l}}
+	sp, err := a.BuildSystemPrompt(t.Context(), PromptInput{Team: "T1", User: "UALICE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(sp.Text, "mallory") {
+		t.Errorf("Alice's prompt lists Mallory's own server:\n%s", sp.Text)
+	}
+	for _, want := range []string{`"alice-crm"`, `"pets"`} {
+		if !strings.Contains(sp.Text, want) {
+			t.Errorf("Alice's prompt lacks %s:\n%s", want, sp.Text)
+		}
+	}
+}

@@ -96,7 +96,7 @@ func (a *Activities) BuildSystemPrompt(ctx context.Context, in PromptInput) (Sys
 	if k := a.knowledge(in.Team); k != "" {
 		parts = append(parts, "# Workspace knowledge\n\n"+k)
 	}
-	if block := a.integrationsSection(ctx, in.Team); block != "" {
+	if block := a.integrationsSection(ctx, in.Team, in.User); block != "" {
 		parts = append(parts, block)
 	}
 	if block := a.memorySection(ctx, in, a.historyPreflight(ctx, in)); block != "" {

@@ -50,6 +50,17 @@ type Integration struct {
 	Tools  int
 	// AddedBy is the Slack user who connected it ("" for the operator's configuration).
 	AddedBy string
+	// Owner is the one person whose requests it serves (a member's own MCP server or API service);
+	// empty when it serves the team. Another person's own integration is left out of what a run's
+	// prompt lists and of what lucy_list_integrations shows a member (Visible).
+	Owner string
+}
+
+// Visible reports whether in is listed to user: the team's integrations, and user's own. Admins
+// see every member's too in lucy_list_integrations (they can share or disconnect them); a run's
+// prompt never lists another person's.
+func (in Integration) Visible(user string, admin bool) bool {
+	return in.Owner == "" || in.Owner == user || admin
 }
 
 // Lister lists a kind's integrations of a team, with their health as last seen.

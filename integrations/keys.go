@@ -208,6 +208,9 @@ func (k *Keys) listIntegrations(ctx context.Context, inv tools.Invocation) (tool
 		} else {
 			list, err = l.Integrations(ctx, inv.Team)
 		}
+		list = slices.DeleteFunc(list, func(in Integration) bool {
+			return !in.Visible(inv.User, inv.User != "" && slices.Contains(k.admins, inv.User))
+		})
 		if err != nil {
 			// One kind failing to list is a line of the answer, not the end of it.
 			fmt.Fprintf(&b, "(Some integrations could not be listed: %s)\n", tools.Truncate(secrets.Scrub(err.Error()), 300))

@@ -388,8 +388,12 @@ func (s *Source) IntegrationsFor(ctx context.Context, team, user string) ([]inte
 			if status == "" {
 				status = "not reached yet (still connecting)"
 			}
+			owner := ""
+			if sc.key.own && !sc.srv.Shared {
+				owner = sc.srv.AddedBy
+			}
 			out[i] = integrations.Integration{Kind: "mcp", Name: sc.srv.Name, Scope: scope, Where: sc.srv.Where(),
-				Credential: sc.srv.Credential, Healthy: st.healthy, Status: status, Tools: len(list), AddedBy: sc.srv.AddedBy}
+				Credential: sc.srv.Credential, Healthy: st.healthy, Status: status, Tools: len(list), AddedBy: sc.srv.AddedBy, Owner: owner}
 		}()
 	}
 	wg.Wait()

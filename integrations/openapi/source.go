@@ -82,6 +82,9 @@ func (s *Services) Integrations(ctx context.Context, team string) ([]integration
 	for _, sv := range list {
 		in := integrations.Integration{Kind: "openapi", Name: sv.rec.Service, Scope: scopeText(sv.rec),
 			Tools: len(sv.rec.Operations), AddedBy: sv.rec.AddedBy, Healthy: true}
+		if !sv.rec.Shared {
+			in.Owner = sv.rec.AddedBy
+		}
 		if u, err := url.Parse(sv.rec.BaseURL); err == nil {
 			in.Where = tools.RedactURL(u)
 		}
