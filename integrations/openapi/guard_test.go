@@ -134,6 +134,9 @@ func TestDocumentNamedLikeAKeyNeverReceivesIt(t *testing.T) {
 	e.storeBoundKey(t, "helper", "helper-key-0123456789", "UALICE", evil.srv.URL)
 	e.resolveAs(t, "UALICE", args(t, map[string]any{"url": doc, "name": "helper"}))
 	out, err = e.callAs(t, "UALICE", "lucy_custom_helper_ping", `{"q": "hi"}`, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tooltest.WantOK(t, out, "pong")
 	if _, err := e.creds.Unbind(t.Context(), tooltest.Team, "helper", evil.srv.URL); err != nil {
 		t.Fatal(err)
