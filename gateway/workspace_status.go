@@ -218,42 +218,34 @@ func (h temporalHandoff) WorkspaceStatus(ctx context.Context, team string, see S
 // keepRuns applies see to runs: the ones listed (at most maxStatusRuns), how many more there are,
 // and how many the asker may see elsewhere.
 func keepRuns(ctx context.Context, runs []WorkspaceRun, see StatusFilter) (kept []WorkspaceRun, more, elsewhere int) {
-	for _, r := range runs {
-		switch see(ctx, r.Channel, r.User) {
-		case Unseen:
-			continue
-		case Counted:
-			elsewhere++
-			continue
-		case Bare:
-			r.Bare = true
-		}
-		if len(kept) == maxStatusRuns {
-			more++
-			continue
-		}
-		kept = append(kept, r)
-	}
-	return kept, more, elsewhere
+	return keepSeen(ctx, runs, maxStatusRuns, see, func(r *WorkspaceRun) (string, string, *bool) { return r.Channel, r.User, &r.Bare })
 }
 
 // keepJobs is keepRuns for schedules (already in the order they are listed).
 func keepJobs(ctx context.Context, jobs []ScheduledJob, see StatusFilter) (kept []ScheduledJob, more, elsewhere int) {
-	for _, j := range jobs {
-		switch see(ctx, j.Channel, j.Creator) {
+	return keepSeen(ctx, jobs, maxStatusJobs, see, func(j *ScheduledJob) (string, string, *bool) { return j.Channel, j.Creator, &j.Bare })
+}
+
+// keepSeen is the one rule behind keepRuns and keepJobs: of items (a run or a schedule, whose
+// conversation, person and Bare mark of are tell), at most max are kept, in order; what the asker may
+// not see is dropped, what they may only count is counted.
+func keepSeen[T any](ctx context.Context, items []T, max int, see StatusFilter, of func(*T) (channel, user string, bare *bool)) (kept []T, more, elsewhere int) {
+	for _, it := range items {
+		channel, user, bare := of(&it)
+		switch see(ctx, channel, user) {
 		case Unseen:
 			continue
 		case Counted:
 			elsewhere++
 			continue
 		case Bare:
-			j.Bare = true
+			*bare = true
 		}
-		if len(kept) == maxStatusJobs {
+		if len(kept) == max {
 			more++
 			continue
 		}
-		kept = append(kept, j)
+		kept = append(kept, it)
 	}
 	return kept, more, elsewhere
 }

@@ -196,18 +196,7 @@ const ChangeApprovalWhole = "mail-approval-whole"
 // approve a tail or an HTML part carrying anything.
 func approvalDetails(args map[string]any, subjectLine string) string {
 	var b strings.Builder
-	mb := tools.ArgString(args, "mailbox")
-	if mb == "" {
-		mb = "(the workspace's mailbox)"
-	}
-	fmt.Fprintf(&b, "From mailbox: %s\nTo: %s\n", mb, shownList(argList(args, "to")))
-	if cc := argList(args, "cc"); len(cc) > 0 {
-		fmt.Fprintf(&b, "Cc: %s\n", strings.Join(cc, ", "))
-	}
-	b.WriteString(subjectLine + "\n")
-	if att := argList(args, "attachments"); len(att) > 0 {
-		fmt.Fprintf(&b, "Attachments: %s\n", strings.Join(att, ", "))
-	}
+	writeEnvelope(&b, args, subjectLine)
 	body, _ := args["body"].(string)
 	b.WriteString("\n" + strings.TrimSpace(body))
 	if html, _ := args["html"].(string); strings.TrimSpace(html) != "" {
@@ -216,22 +205,28 @@ func approvalDetails(args map[string]any, subjectLine string) string {
 	return b.String()
 }
 
-// priorApprovalDetails are the details before ChangeApprovalWhole (the first lines of the body, no
-// HTML), kept only so that runs recorded before it replay.
-func priorApprovalDetails(args map[string]any, subjectLine string) string {
-	var b strings.Builder
+// writeEnvelope writes what an approval shows before the body: mailbox, recipients, subject line,
+// attachments.
+func writeEnvelope(b *strings.Builder, args map[string]any, subjectLine string) {
 	mb := tools.ArgString(args, "mailbox")
 	if mb == "" {
 		mb = "(the workspace's mailbox)"
 	}
-	fmt.Fprintf(&b, "From mailbox: %s\nTo: %s\n", mb, shownList(argList(args, "to")))
+	fmt.Fprintf(b, "From mailbox: %s\nTo: %s\n", mb, shownList(argList(args, "to")))
 	if cc := argList(args, "cc"); len(cc) > 0 {
-		fmt.Fprintf(&b, "Cc: %s\n", strings.Join(cc, ", "))
+		fmt.Fprintf(b, "Cc: %s\n", strings.Join(cc, ", "))
 	}
 	b.WriteString(subjectLine + "\n")
 	if att := argList(args, "attachments"); len(att) > 0 {
-		fmt.Fprintf(&b, "Attachments: %s\n", strings.Join(att, ", "))
+		fmt.Fprintf(b, "Attachments: %s\n", strings.Join(att, ", "))
 	}
+}
+
+// priorApprovalDetails are the details before ChangeApprovalWhole (the first lines of the body, no
+// HTML), kept only so that runs recorded before it replay.
+func priorApprovalDetails(args map[string]any, subjectLine string) string {
+	var b strings.Builder
+	writeEnvelope(&b, args, subjectLine)
 	if tools.ArgString(args, "html") != "" {
 		b.WriteString("(also sent as HTML)\n")
 	}
