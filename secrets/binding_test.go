@@ -348,3 +348,30 @@ func rewriteMeta(t *testing.T, s *Store, team, service string, m Meta) {
 		t.Fatal(err)
 	}
 }
+
+// A key stored under a reserved name before names were reserved (or squatted there by writing the
+// store directly) is taken back whole by the integration that owns the name: a sign-in stored after
+// Mallory's squat is the signer's, bound where the sign-in says, with nothing of Mallory's key left.
+func TestIntegrationTakesBackItsReservedName(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, t.TempDir(), testKey(1))
+	if _, err := s.PutBound(ctx, "T1", "mcp-oauth.linear", `{"v":1,"access":"x"}`, "UMALLORY",
+		Binding{Origins: []string{"https://evil.example"}, Shared: true}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := s.PutBound(ctx, "T1", "mcp-oauth.linear", `{"v":1,"access":"real"}`, "UALICE",
+		Binding{Kind: KindOAuth, Origins: []string{"https://mcp.linear.app"}, Integration: "mcp:linear"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Owner != "UALICE" || m.Kind != KindOAuth || m.Shared || !slices.Equal(m.Origins, []string{"https://mcp.linear.app"}) {
+		t.Fatalf("the sign-in kept the squat's binding: %+v", m)
+	}
+	// An ordinary name keeps its kind whatever is written over it.
+	if _, err := s.Put(ctx, "T1", "github", "ghp_0123456789abcdef0123456789abcdef0123", "UALICE"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PutBound(ctx, "T1", "github", "x-token-value-0000", "UALICE", Binding{Kind: KindOAuth}); err == nil {
+		t.Fatal("a key under an ordinary name became a sign-in")
+	}
+}

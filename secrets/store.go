@@ -100,7 +100,9 @@ func (s *Store) Put(ctx context.Context, team, service, value, user string) (Met
 // replaced credential keeps its owner, its creation date, its sharing (b.Shared can only add it), its
 // origins (b's are added to them) and its integration when b names none. Its kind never changes
 // once recorded: a replacement of another kind is refused, so that a mailbox password or a token
-// set cannot become a key a person may name and attach (or a key an integration's own record).
+// set cannot become a key a person may name and attach (or a key an integration's own record). The
+// one exception is an integration writing its own kind under its reserved name over a plain key
+// found there: that key is replaced whole.
 func (s *Store) PutBound(ctx context.Context, team, service, value, user string, b Binding) (Meta, error) {
 	service, ok := NormalizeService(service)
 	if !ok {
@@ -127,6 +129,11 @@ func (s *Store) PutBound(ctx context.Context, team, service, value, user string,
 		m := Meta{Service: service, Owner: user, Created: now, Updated: now, Kind: kind,
 			Origins: origins, Integration: b.Integration, Shared: b.Shared}
 		switch {
+		case err == nil && Reserved(service) && old.KindOrKey() == KindKey && kind != KindKey:
+			// The integration takes back its reserved name from a key stored there before names were
+			// reserved (an operator's, or a member's squat): replaced whole, so nothing of that key's
+			// owner, origins or sharing carries over to the mailbox password or the sign-in.
+			cond = workspace.Cond{IfMatch: info.ETag}
 		case err == nil:
 			cond = workspace.Cond{IfMatch: info.ETag}
 			if old.Kind != "" && b.Kind != "" && b.Kind != old.Kind {
