@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,15 +51,11 @@ func grantAD(team, server string) []byte {
 }
 
 func (f *Flow) saveGrant(ctx context.Context, g grant) error {
-	plain, err := json.Marshal(g)
+	nonce, sealed, err := f.seal(g, grantAD(g.Team, g.Server))
 	if err != nil {
 		return err
 	}
-	nonce := make([]byte, f.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return err
-	}
-	data, err := json.Marshal(grantObject{Version: 1, Nonce: nonce, Data: f.aead.Seal(nil, nonce, plain, grantAD(g.Team, g.Server))})
+	data, err := json.Marshal(grantObject{Version: 1, Nonce: nonce, Data: sealed})
 	if err != nil {
 		return err
 	}

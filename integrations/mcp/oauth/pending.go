@@ -85,16 +85,26 @@ func parseState(state string) (team, id string, ok bool) {
 	return team, id, true
 }
 
+// seal encodes v and seals it with a fresh nonce under ad (the record's team and name), as the
+// pending sign-ins and the grants are kept.
+func (f *Flow) seal(v any, ad []byte) (nonce, sealed []byte, err error) {
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	nonce = make([]byte, f.aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, nil, err
+	}
+	return nonce, f.aead.Seal(nil, nonce, plain, ad), nil
+}
+
 func (f *Flow) savePending(ctx context.Context, id string, p pending) error {
-	plain, err := json.Marshal(p)
+	nonce, sealed, err := f.seal(p, pendingAD(p.Team, id))
 	if err != nil {
 		return err
 	}
-	nonce := make([]byte, f.aead.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return err
-	}
-	obj := pendingObject{Version: 1, Expires: p.Expires, Nonce: nonce, Data: f.aead.Seal(nil, nonce, plain, pendingAD(p.Team, id))}
+	obj := pendingObject{Version: 1, Expires: p.Expires, Nonce: nonce, Data: sealed}
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return err
