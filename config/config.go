@@ -6,10 +6,12 @@
 package config
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,6 +160,12 @@ type Config struct {
 	// EmailPollInterval is how often each connected mailbox with a channel is checked for new mail
 	// (LUCY_EMAIL_POLL_INTERVAL, 10s to 1h, default 1m).
 	EmailPollInterval time.Duration
+	// MailCAFile is LUCY_MAIL_CA_FILE: a PEM bundle of CA certificates trusted, besides the system's,
+	// for the certificates of connected mailboxes' IMAP and SMTP servers (a company mail server with
+	// a private CA). MailRootCAs is the system's roots with it added, checked at start; nil when
+	// unset (the system's roots, which Go's SSL_CERT_FILE and SSL_CERT_DIR also change).
+	MailCAFile  string
+	MailRootCAs *x509.CertPool
 
 	// LLM
 	LLMBaseURL string            // OPENAI_BASE_URL, or OpenRouter's when OPENROUTER_API_KEY is set
@@ -429,6 +437,11 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("LUCY_EMAIL_POLL_INTERVAL %q is not a duration from 10s to 1h (for example 1m)", v)
 		}
 		c.EmailPollInterval = d
+	}
+	if c.MailCAFile = strings.TrimSpace(getenv("LUCY_MAIL_CA_FILE")); c.MailCAFile != "" {
+		if c.MailRootCAs, err = MailRootCAs(c.MailCAFile); err != nil {
+			return nil, err
+		}
 	}
 	if v := strings.TrimSpace(getenv("LUCY_SCRIPT_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
@@ -826,6 +839,7 @@ func (c *Config) Redacted() map[string]any {
 		"workspaceStore": c.WorkspaceStore(), "s3Endpoint": c.S3Endpoint,
 		"allowedPrivateHosts": c.AllowedPrivateHosts.String(),
 		"chromium":            c.Chromium,
+		"mailCAFile":          c.MailCAFile,
 		"publicUrl":           c.PublicURL,
 	}
 }
@@ -892,4 +906,24 @@ func (c *Config) loadSearch(getenv func(string) string) error {
 		}
 	}
 	return nil
+}
+
+// MailRootCAs returns the system's root CAs with the certificates of the PEM file added
+// (LUCY_MAIL_CA_FILE). A file that cannot be read, or holds no certificate, is an error that says
+// what to fix: a mail server's private certificate would otherwise fail each login with "certificate
+// signed by unknown authority", long after start.
+func MailRootCAs(file string) (*x509.CertPool, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("LUCY_MAIL_CA_FILE: %w; give the path of a PEM file of the mail servers' CA certificates, or unset it", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(data) {
+		return nil, fmt.Errorf("LUCY_MAIL_CA_FILE: %s holds no PEM certificate (\"-----BEGIN CERTIFICATE-----\"); give the mail "+
+			"servers' CA certificate in PEM form", file)
+	}
+	return pool, nil
 }

@@ -36,8 +36,8 @@ var fixedVariables = []string{
 	// Recurring jobs and monitors
 	"LUCY_MAX_JOBS_PER_TEAM", "LUCY_MAX_JOBS_PER_USER", "LUCY_MAX_MONITORS_PER_TEAM", "LUCY_MAX_MONITORS_PER_USER",
 	"LUCY_MIN_JOB_INTERVAL", "LUCY_MIN_MONITOR_INTERVAL",
-	// Connected mailboxes' new-mail listener
-	"LUCY_EMAIL_POLL_INTERVAL",
+	// Connected mailboxes: the new-mail listener, and the CA of mail servers with a private certificate
+	"LUCY_EMAIL_POLL_INTERVAL", "LUCY_MAIL_CA_FILE",
 	// Payload encryption and the Web UI's codec endpoint
 	"LUCY_PAYLOAD_KEYS", "LUCY_CODEC_ADDR",
 	// LLM

@@ -263,6 +263,7 @@ func NewActivities(d Deps) *Activities {
 		MCPOAuth:             mcpOAuth,
 		Memory:               notes,
 		EmailListeners:       mailListeners,
+		MailRootCAs:          cfg.MailRootCAs,
 	})
 	core := &activities.Activities{
 		Model:            model,

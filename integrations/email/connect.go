@@ -290,19 +290,46 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 			return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
 		}
 	}
-	s, err := e.openIMAP(ctx, inv.Team, m)
-	if errors.Is(err, errStoreAgain) {
-		return tools.Output{Content: msg + " But its stored password was not used, and nothing was sent to the servers: " + err.Error() + "."}, nil
+	return tools.Output{Content: msg + e.checkLogins(ctx, inv.Team, m)}, nil
+}
+
+// checkLogins tries the mailbox's servers as the tools will use them: an IMAP login and its Sent
+// folder, and an SMTP session up to AUTH (nothing is sent). It says which worked and, for one that
+// did not, where and why, so a wrong SMTP password or port is found now rather than at the first send.
+func (e *Email) checkLogins(ctx context.Context, team string, m Mailbox) string {
+	var problems []string
+	s, err := e.openIMAP(ctx, team, m)
+	switch {
+	case errors.Is(err, errStoreAgain):
+		return " But its stored password was not used, and nothing was sent to the servers: " + err.Error() + "."
+	case err != nil:
+		problems = append(problems, fmt.Sprintf("logging in to IMAP (%s, %s) failed: %s", net.JoinHostPort(m.IMAPHost, strconv.Itoa(m.IMAPPort)),
+			m.IMAPTLS, tools.Truncate(tools.RedactCredentials(err.Error()), 300)))
+	default:
+		if _, err := s.examine(m.Sent); err != nil {
+			problems = append(problems, fmt.Sprintf("IMAP works, but there is no folder %q for sent mail: connect it again with the right sent_folder", m.Sent))
+		}
+		s.close()
 	}
-	if err != nil {
-		return tools.Output{Content: msg + " But logging in to IMAP failed: " + tools.Truncate(tools.RedactCredentials(err.Error()), 300) +
-			". Check the settings, or the stored password."}, nil
+	err = e.checkSMTP(ctx, team, m)
+	switch {
+	case errors.Is(err, errStoreAgain):
+		problems = append(problems, "its stored password was not sent to the SMTP server: "+err.Error())
+	case err != nil:
+		problems = append(problems, fmt.Sprintf("logging in to SMTP (%s, %s) failed: %s", net.JoinHostPort(m.SMTPHost, strconv.Itoa(m.SMTPPort)),
+			m.SMTPTLS, tools.Truncate(tools.RedactCredentials(err.Error()), 300)))
 	}
-	defer s.close()
-	if _, err := s.examine(m.Sent); err != nil {
-		return tools.Output{Content: msg + fmt.Sprintf(" IMAP works, but there is no folder %q for sent mail: connect it again with the right sent_folder.", m.Sent)}, nil
+	if len(problems) == 0 {
+		return " IMAP login works, and SMTP login works (nothing was sent)."
 	}
-	return tools.Output{Content: msg + " IMAP login works."}, nil
+	ok := ""
+	switch {
+	case err == nil:
+		ok = " SMTP login works (nothing was sent)."
+	case len(problems) == 1:
+		ok = " IMAP login works."
+	}
+	return ok + " But " + strings.Join(problems, "; and ") + ". Check the settings, or the stored password."
 }
 
 type disconnectArgs struct {

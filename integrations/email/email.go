@@ -265,19 +265,43 @@ func (e *Email) loginIMAP(ctx context.Context, team string, m Mailbox) (*imapSes
 	return &imapSession{c: c, stop: stop}, nil
 }
 
-// sendSMTP hands msg to the mailbox's SMTP server.
-func (e *Email) sendSMTP(ctx context.Context, team string, m Mailbox, msg *gomail.Msg) error {
+// smtpDial connects to the mailbox's SMTP server under the private-address policy and, for implicit
+// TLS (SMTPS, 465), does the TLS handshake on that guarded connection. go-mail wraps a connection in
+// TLS itself only when it dials (WithSSL without WithDialContextFunc: DialToSMTPClientWithContext in
+// go-mail v0.8.1's client.go); with a dial function of its own it speaks plain text on what that
+// function returns, so the handshake is done here. The *tls.Conn returned tells go-mail's SMTP client
+// that the session is encrypted (smtp.NewClient checks the connection's type), so PLAIN
+// authentication is allowed on it.
+func (e *Email) smtpDial(m Mailbox) gomail.DialContextFunc {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := e.d.Hosts.DialContext(ctx, network, addr)
+		if err != nil || m.SMTPTLS != TLSImplicit {
+			return conn, err
+		}
+		tc := tls.Client(conn, e.tlsConfig(m.SMTPHost))
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("TLS with %s: %w", m.SMTPHost, err)
+		}
+		return tc, nil
+	}
+}
+
+// smtpClient is a go-mail client for the mailbox's SMTP server, with its password; the password is
+// returned so that errors can be scrubbed of it.
+func (e *Email) smtpClient(ctx context.Context, team string, m Mailbox) (*gomail.Client, string, error) {
 	pw, err := e.password(ctx, team, m, m.smtpOrigin())
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	opts := []gomail.Option{
 		gomail.WithPort(m.SMTPPort), gomail.WithTimeout(e.d.Timeout), gomail.WithTLSConfig(e.tlsConfig(m.SMTPHost)),
 		gomail.WithUsername(m.User), gomail.WithPassword(pw),
-		gomail.WithDialContextFunc(e.d.Hosts.DialContext),
+		gomail.WithDialContextFunc(e.smtpDial(m)),
 	}
 	switch m.SMTPTLS {
 	case TLSImplicit:
+		// WithSSL keeps go-mail from trying STARTTLS on the connection smtpDial already secured.
 		opts = append(opts, gomail.WithSSL(), gomail.WithSMTPAuth(gomail.SMTPAuthPlain))
 	case TLSStartTLS:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory), gomail.WithSMTPAuth(gomail.SMTPAuthPlain))
@@ -287,10 +311,34 @@ func (e *Email) sendSMTP(ctx context.Context, team string, m Mailbox, msg *gomai
 	}
 	c, err := gomail.NewClient(m.SMTPHost, opts...)
 	if err != nil {
-		return fmt.Errorf("SMTP %s: %w", m.SMTPHost, err)
+		return nil, "", fmt.Errorf("SMTP %s: %w", m.SMTPHost, err)
+	}
+	return c, pw, nil
+}
+
+// sendSMTP hands msg to the mailbox's SMTP server.
+func (e *Email) sendSMTP(ctx context.Context, team string, m Mailbox, msg *gomail.Msg) error {
+	c, pw, err := e.smtpClient(ctx, team, m)
+	if err != nil {
+		return err
 	}
 	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
 		return fmt.Errorf("SMTP %s: %s", m.SMTPHost, secrets.Scrub(err.Error(), pw))
 	}
+	return nil
+}
+
+// checkSMTP logs in to the mailbox's SMTP server as a send would (connect, TLS, AUTH) and quits
+// without sending anything: the connect check.
+func (e *Email) checkSMTP(ctx context.Context, team string, m Mailbox) error {
+	c, pw, err := e.smtpClient(ctx, team, m)
+	if err != nil {
+		return err
+	}
+	sc, err := c.DialToSMTPClientWithContext(ctx)
+	if err != nil {
+		return fmt.Errorf("SMTP %s: %s", m.SMTPHost, secrets.Scrub(err.Error(), pw))
+	}
+	_ = c.CloseWithSMTPClient(sc)
 	return nil
 }

@@ -2,6 +2,8 @@ package email
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,3 +84,24 @@ func (f *fixture) connect(t *testing.T) {
 }
 
 func workspaceCond() workspace.Cond { return workspace.Cond{} }
+
+var approvedCalls atomic.Int64
+
+// runApproved runs a call as user as an approved run would: when the tool asks for approval
+// (NeedsApproval), it is run again approved, with the Guard of what was asked.
+func runApproved(t *testing.T, r *tools.Runner, user, name, args string) tools.Output {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	inv := tooltest.Invocation(name, args, user)
+	inv.CallID = fmt.Sprintf("call_approved_%d", approvedCalls.Add(1)) // each call sends its own message
+	out, err := r.Run(ctx, inv)
+	if err == nil && out.NeedsApproval != nil {
+		inv.Approved, inv.Guard = true, out.NeedsApproval.Guard
+		out, err = r.Run(ctx, inv)
+	}
+	if err != nil {
+		t.Fatalf("%s(%s) as %s: %v", name, args, user, err)
+	}
+	return out
+}

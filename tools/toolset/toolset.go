@@ -6,6 +6,8 @@ package toolset
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net/http"
 	"strings"
@@ -112,6 +114,9 @@ type Deps struct {
 	// EmailListeners keeps each connected mailbox's new-mail Schedule in step with its settings
 	// (email.ScheduleManager); nil means mailboxes connect without a listener.
 	EmailListeners email.ListenerSchedules
+	// MailRootCAs verify the certificates of mail servers (LUCY_MAIL_CA_FILE added to the system's
+	// roots); nil means the system's roots.
+	MailRootCAs *x509.CertPool
 	// Memory is the teams' notes (lucy_remember, lucy_recall, lucy_forget), in the state store; nil
 	// means memory is not available here, and the tools say so.
 	Memory *memory.Store
@@ -171,8 +176,12 @@ func New(d Deps, sources ...tools.Source) *Set {
 	if d.Slack != nil {
 		mailAccess = access.ScheduleAccess
 	}
+	var mailTLS *tls.Config
+	if d.MailRootCAs != nil {
+		mailTLS = &tls.Config{RootCAs: d.MailRootCAs, MinVersion: tls.VersionTLS12}
+	}
 	mail := email.New(email.Deps{State: d.State, Workspace: workspaceStore(d), Credentials: d.Credentials, Keys: d.Keys,
-		Hosts: d.NetPolicy(), Admins: d.Admins, Schedules: d.EmailListeners, Access: mailAccess, Log: d.Log})
+		Hosts: d.NetPolicy(), Admins: d.Admins, Schedules: d.EmailListeners, Access: mailAccess, TLS: mailTLS, Log: d.Log})
 	listers := append([]integrations.Lister{mcpClient, custom, mail}, d.Listers...)
 	// Skills: the platform's, the operator's and each team's (team skills in force only as approved,
 	// which the state store records).
