@@ -91,6 +91,8 @@ type ToolFlags struct {
 	Builtin     bool   `json:"builtin,omitempty"`
 	Long        bool   `json:"long,omitempty"`
 	Quick       bool   `json:"quick,omitempty"`
+	// ChecksFirst: the tool checks a call and writes its own approval prompt (tools.Spec.ChecksFirst).
+	ChecksFirst bool `json:"checksFirst,omitempty"`
 }
 
 // Route classifies a message. It is a zero-cost heuristic today; it is
@@ -192,7 +194,8 @@ func (a *Activities) toolFlags(ctx context.Context, team string, offered []tools
 			continue
 		}
 		seen[s.Name] = true
-		out = append(out, ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long, Quick: s.Quick})
+		out = append(out, ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long, Quick: s.Quick,
+			ChecksFirst: s.ChecksFirst})
 	}
 	return out
 }

@@ -97,13 +97,16 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 			return ToolResult{}, historyErr
 		}
 		a.Metrics.ToolCall(in.Name, metrics.ToolFailed)
+		// The message is what a person may read (the model relays it): said once. The workflow adds
+		// "invalid arguments for <tool>:" and "Error executing <tool>:" itself, so the error's own
+		// prefix (ArgError.Error, TransientError.Error) would say it twice.
 		var argErr *tools.ArgError
 		if errors.As(err, &argErr) {
-			return ToolResult{}, temporal.NewNonRetryableApplicationError(argErr.Error(), ErrToolArgs, nil)
+			return ToolResult{}, temporal.NewNonRetryableApplicationError(argErr.Msg, ErrToolArgs, nil)
 		}
 		var tr *tools.TransientError
 		if errors.As(err, &tr) {
-			return ToolResult{}, temporal.NewApplicationError(err.Error(), ErrToolTransient)
+			return ToolResult{}, temporal.NewApplicationError("temporary failure: "+tr.Err.Error(), ErrToolTransient)
 		}
 		return ToolResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrToolFailed, nil)
 	}

@@ -53,6 +53,10 @@ func TestExecuteTool(t *testing.T) {
 		if !errors.As(err, &appErr) || appErr.Type() != ErrToolArgs || !appErr.NonRetryable() {
 			t.Fatalf("err %v", err)
 		}
+		// The message is the tool's words alone: the workflow says "invalid arguments for …".
+		if m := appErr.Message(); strings.Contains(m, "invalid arguments for") || m == "" {
+			t.Errorf("message %q repeats the prefix the workflow adds", m)
+		}
 	})
 	t.Run("missing file is a result the model reads", func(t *testing.T) {
 		out, err := executeTool(t, a, ExecuteToolInput{Name: "lucy_read_file", Arguments: `{"path":"nope.md"}`, Team: "T1"})

@@ -61,6 +61,13 @@ type Spec struct {
 	// Destructive tools need a human's approval before they run: deletes, sends to others, posts
 	// elsewhere. See ApprovalSummary.
 	Destructive bool
+	// ChecksFirst, for a Destructive tool, means the tool checks a call and writes its approval
+	// prompt itself: the run calls it unapproved first, and it either refuses at once (a call that
+	// would be refused anyway is never put to a person) or answers with Output.NeedsApproval (the
+	// prompt, from what only the tool can read, and a Guard); approved, it is called again with that
+	// Guard. A run whose Route recorded the tool without it asks from the arguments (Def.Approval)
+	// and calls it approved without a Guard, as before.
+	ChecksFirst bool
 	// Builtin tools are executed by the workflow itself (run journal, ask_human, delegation); the
 	// Runner refuses them.
 	Builtin bool
@@ -163,6 +170,9 @@ var compiled []registered
 func Register[D any](def Def, run func(D, context.Context, Invocation) (Output, error)) Def {
 	if def.Spec.Builtin || run == nil {
 		panic("tools: " + def.Spec.Name + ": Register is for tools the Runner executes; use RegisterBuiltin")
+	}
+	if def.Spec.ChecksFirst && !def.Spec.Destructive {
+		panic("tools: " + def.Spec.Name + ": ChecksFirst is for a Destructive tool")
 	}
 	if def.Spec.Quick && (!def.Spec.Idempotent || def.Spec.Destructive || def.Spec.Long) {
 		panic("tools: " + def.Spec.Name + ": a Quick tool is Idempotent, and neither Destructive nor Long")

@@ -1008,3 +1008,48 @@ func TestAnAnswerSlackRefusesWaitsForTheFix(t *testing.T) {
 		}
 	})
 }
+
+// A destructive tool that checks first (tools.Spec.ChecksFirst, the mail tools) is called unapproved
+// before anyone is asked: a refusal reaches the model with no prompt posted; otherwise its own
+// prompt is asked and the approved call carries its Guard.
+func TestChecksFirstToolRefusesBeforeAsking(t *testing.T) {
+	for _, refuse := range []bool{true, false} {
+		h := newHarness(t)
+		h.route.Tools = append(h.route.Tools, "lucy_send_email")
+		h.route.Specs = []activities.ToolFlags{{Name: "lucy_send_email", Destructive: true, ChecksFirst: true}}
+		h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+			switch {
+			case refuse:
+				return activities.ToolResult{Content: "Error: the mailbox support cannot be used now: plain to a host not listed. Nothing was sent, and nobody was asked to approve it.", IsError: true}, nil
+			case !in.Approved:
+				return activities.ToolResult{Content: "Nothing was changed: sending this message needs a person's approval.", NeedsApproval: &activities.ApprovalNeed{
+					Summary: `send an email to ana@client.test: "Re: Invoice 4411"`, Details: "Subject: Re: Invoice 4411", Guard: "sha256:g"}}, nil
+			}
+			return activities.ToolResult{Content: "Sent the message", Chars: 16}, nil
+		}
+		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+			if n == 1 {
+				return calls(toolCall("s1", "lucy_send_email", map[string]string{"to": "ana@client.test", "subject": "x", "body": "y"})), nil
+			}
+			return text("done"), nil
+		}
+		h.env.RegisterDelayedCallback(func() {
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
+		}, time.Minute)
+		if _, err := h.runAgent(runInput("answer Ana")); err != nil {
+			t.Fatal(err)
+		}
+		if refuse {
+			if len(h.prompts) != 0 || len(h.toolCalls) != 1 || h.toolCalls[0].Approved || len(h.modelCalls) != 2 {
+				t.Errorf("refused: prompts %+v, calls %+v", h.prompts, h.toolCalls)
+			}
+			continue
+		}
+		if len(h.prompts) != 1 || h.prompts[0].Details != "Subject: Re: Invoice 4411" {
+			t.Fatalf("prompts %+v", h.prompts)
+		}
+		if len(h.toolCalls) != 2 || h.toolCalls[0].Approved || !h.toolCalls[1].Approved || h.toolCalls[1].Guard != "sha256:g" {
+			t.Fatalf("tool calls %+v", h.toolCalls)
+		}
+	}
+}

@@ -162,6 +162,16 @@ func TestUnknownToolAndBadArgsGoToTheModel(t *testing.T) {
 	if !h.sawInline(1, "no tool named no_such_tool") || !h.sawInline(1, "invalid arguments for lucy_read_file") {
 		t.Errorf("errors not shown to the model: %v", h.inlineTexts(1))
 	}
+	// What the model reads, and may pass on to a person, is said once and without the SDK's
+	// rendering of the error (changeToolErrorText).
+	if !h.sawInline(1, "tool: Error: invalid arguments for lucy_read_file: path is required") {
+		t.Errorf("the bad call's error is not the activity's words: %v", h.inlineTexts(1))
+	}
+	for _, text := range h.inlineTexts(1) {
+		if strings.Contains(text, "(type: ") || strings.Count(text, "invalid arguments for") > 1 {
+			t.Errorf("the model reads %q", text)
+		}
+	}
 }
 
 func TestEmptyNudgeThenEscalateThenPartial(t *testing.T) {

@@ -83,6 +83,13 @@ launch:
 		case r.outboundLimitReached(ctx, c.Name):
 			// Before an approval: a call refused anyway is not worth the person's decision.
 			results[i] = r.inlineResult(c, r.fetches.refusal(c.Name, r.sub != nil), true)
+		case spec.Destructive && spec.ChecksFirst:
+			// The tool checks the call and writes the prompt itself (tools.Spec.ChecksFirst): called
+			// unapproved, it refuses at once or asks (NeedsApproval, handled below like any tool's).
+			// Only a Route recorded with the flag comes here: older runs ask from the arguments.
+			r.fetches.count(c.Name)
+			ids[i] = r.nextID("tool")
+			futures[i] = r.executeTool(ctx, ids[i], spec, c, false, "")
 		case spec.Destructive:
 			summary, details := tools.ApprovalSummary(c.Name, c.Arguments)
 			// A tool whose prompt text changed (Def.ApprovalChange) shows the prior text to a run
@@ -303,6 +310,11 @@ func (r *run) toolFailure(ctx workflow.Context, c activities.ToolCall, err error
 	msg := err.Error()
 	if errors.As(err, &appErr) {
 		msg = appErr.Error()
+		if hardened(ctx, changeToolErrorText) {
+			// The activity's own words, which the model relays to the person: not the SDK's
+			// rendering with " (type: ToolArgs, retryable: false)" after them.
+			msg = appErr.Message()
+		}
 		if appErr.Type() == activities.ErrToolArgs {
 			return r.inlineResult(c, "Error: invalid arguments for "+c.Name+": "+msg, true)
 		}

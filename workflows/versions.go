@@ -204,6 +204,11 @@ const (
 	// holding the task open delays no signal that matters. Read where the run first delivers; taken
 	// in by baseline version 5.
 	changeLocalFinish = "local-finish"
+	// changeToolErrorText (issue 39), in the agent run: a tool activity's failure reaches the model
+	// as the activity's message (ApplicationError.Message), not Error()'s rendering with the error
+	// type and retryability appended, which the model passed on to people. Read where a tool call
+	// first fails: only a run with a failed tool call records it.
+	changeToolErrorText = "tool-error-text"
 )
 
 // baselined are the change IDs changeBaseline stands for, each with the baseline version that takes

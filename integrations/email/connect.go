@@ -34,6 +34,7 @@ var _ = tools.Register(tools.Def{
 			"message is summarized there, and with \"instruction\" each new message also starts a run with that " +
 			"instruction. Needs a person's approval.",
 		Destructive: true,
+		ChecksFirst: true,
 		Human:       "connecting a mailbox",
 	},
 	Required: []string{"address", "imap_host", "smtp_host"},
@@ -135,20 +136,28 @@ func defaultPort(imapProto bool, mode string) int {
 // checkHost refuses a server Lucy may not reach (a private address the operator did not allow), and
 // plain connections to any host the operator did not list.
 func (e *Email) checkHost(ctx context.Context, proto, host string, port int, mode string) error {
+	if why := e.hostRefusal(ctx, proto, host, port, mode); why != "" {
+		return tools.ArgErrorf(ConnectEmail, "%s", why)
+	}
+	return nil
+}
+
+// hostRefusal is checkHost's reason, "" when the server may be reached.
+func (e *Email) hostRefusal(ctx context.Context, proto, host string, port int, mode string) string {
 	host = strings.ToLower(strings.TrimSpace(host))
 	if host == "" || strings.ContainsAny(host, "/@ :") && net.ParseIP(strings.Trim(host, "[]")) == nil {
-		return tools.ArgErrorf(ConnectEmail, "%q is not a host name; give the %s server's name, e.g. \"%s.example.com\"", host, proto, strings.ToLower(proto))
+		return fmt.Sprintf("%q is not a host name; give the %s server's name, e.g. \"%s.example.com\"", host, proto, strings.ToLower(proto))
 	}
 	u := &url.URL{Scheme: strings.ToLower(proto), Host: net.JoinHostPort(host, strconv.Itoa(port))}
 	if err := e.d.Hosts.CheckURL(ctx, u); err != nil {
-		return tools.ArgErrorf(ConnectEmail, "%s: a mail server connected from chat must be on a public address (the operator can allow "+
+		return fmt.Sprintf("%s: a mail server connected from chat must be on a public address (the operator can allow "+
 			"an internal one in LUCY_ALLOWED_PRIVATE_HOSTS)", err)
 	}
 	if mode == TLSPlain && !e.d.Hosts.Lists(host, uint16(port)) {
-		return tools.ArgErrorf(ConnectEmail, "%s %s without TLS would send the password in the clear: use \"tls\" or \"starttls\" (plain is "+
+		return fmt.Sprintf("%s %s without TLS would send the password in the clear: use \"tls\" or \"starttls\" (plain is "+
 			"accepted only to hosts the operator lists in LUCY_ALLOWED_PRIVATE_HOSTS)", proto, host)
 	}
-	return nil
+	return ""
 }
 
 func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
@@ -243,6 +252,12 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 	}
 	if refusal != "" {
 		return tools.ToolError("%s Nothing was changed.", refusal), nil
+	}
+	// Everything is checked: the person is asked now, with the mailbox as it will be saved (nothing
+	// was changed or sent to a server yet).
+	summary, details := connectPrompt(m, etag != "")
+	if out, held := askFirst(inv, "connecting the mailbox "+m.Name, summary, details, etag); held {
+		return out, nil
 	}
 	if err := e.boxes.put(ctx, inv.Team, m, etag); err != nil {
 		if errors.Is(err, workspace.ErrPrecondition) {

@@ -3,6 +3,7 @@ package email
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -95,14 +96,39 @@ func TestSendApprovalAndExactlyOnce(t *testing.T) {
 		"attachments": []string{"reports/q3.csv"},
 	})
 	spec, _ := tools.Lookup(SendEmail)
-	if !spec.Destructive || spec.Idempotent {
-		t.Fatalf("%s must wait for approval and never be retried: %+v", SendEmail, spec)
+	if !spec.Destructive || !spec.ChecksFirst || spec.Idempotent {
+		t.Fatalf("%s must ask for approval itself and never be retried: %+v", SendEmail, spec)
 	}
+	// A run recorded before the tool asked itself shows the prompt built from the arguments.
 	summary, details := tools.ApprovalSummary(SendEmail, args)
 	tooltest.WantContains(t, summary+"\n"+details, "ana@client.test", "Q3 numbers", "Cc: boss@acme.test", "the Q3 numbers are attached",
 		"Attachments: reports/q3.csv")
 
-	out := tooltest.MustRun(t, f.r, SendEmail, args)
+	// Unapproved, the call checks everything and asks, with the mailbox's address and server;
+	// nothing is sent.
+	inv := tooltest.Invocation(SendEmail, args, "ULOCAL")
+	out, err := f.r.Run(context.Background(), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := tooltest.WantHeld(t, out, "needs a person's approval")
+	tooltest.WantContains(t, need.Summary+"\n"+need.Details, "send an email to ana@client.test", "Q3 numbers", "Cc: boss@acme.test",
+		"the Q3 numbers are attached", "Attachments: reports/q3.csv", "support@acme.test, sent through 127.0.0.1:"+fmt.Sprint(f.ms.SMTPPort)+", plain",
+		"Also sent as HTML")
+	if n := len(f.ms.Got()); n != 0 {
+		t.Fatalf("asking sent %d messages", n)
+	}
+	// Approved for another prompt: asked again, nothing sent.
+	inv.Approved, inv.Guard = true, "sha256:00"
+	out, err = f.r.Run(context.Background(), inv)
+	if err != nil || out.NeedsApproval == nil || len(f.ms.Got()) != 0 {
+		t.Fatalf("approved with another guard: %+v, %v, %d sent", out, err, len(f.ms.Got()))
+	}
+	inv.Guard = need.Guard
+	out, err = f.r.Run(context.Background(), inv)
+	if err != nil {
+		t.Fatal(err)
+	}
 	tooltest.WantOK(t, out, "Sent the message to ana@client.test, boss@acme.test", "Its copy is in Sent")
 	got := f.ms.Got()
 	if len(got) != 1 {
@@ -125,21 +151,24 @@ func TestSendApprovalAndExactlyOnce(t *testing.T) {
 	// The activity is attempted again with the same call (its first result was lost: a worker
 	// crashed after the SMTP server accepted and the copy was saved). The retry finds the copy by
 	// its Message-ID and sends nothing.
-	out = tooltest.MustRun(t, f.r, SendEmail, args)
-	tooltest.WantOK(t, out, "Already sent", m.MessageID)
-	if n := len(f.ms.Got()); n != 1 {
-		t.Fatalf("after the retry the SMTP server received %d messages; want exactly 1", n)
+	// So does an operator's "retry", approved without a Guard.
+	for _, guard := range []string{need.Guard, ""} {
+		inv.Guard = guard
+		out, err = f.r.Run(context.Background(), inv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tooltest.WantOK(t, out, "Already sent", m.MessageID)
+		if n := len(f.ms.Got()); n != 1 {
+			t.Fatalf("after the retry the SMTP server received %d messages; want exactly 1", n)
+		}
 	}
 	// The copy in Sent is the very message.
 	sent := tooltest.MustRun(t, f.r, ReadEmails, `{"folder": "Sent"}`)
 	tooltest.WantOK(t, sent, "1 of 1", "Message-ID: "+m.MessageID)
 
 	// Another call (another tool call ID) is another message.
-	inv := tooltest.Invocation(SendEmail, args, "ULOCAL")
-	inv.CallID = "call_2"
-	if _, err := f.r.Run(context.Background(), inv); err != nil {
-		t.Fatal(err)
-	}
+	tooltest.WantOK(t, runApproved(t, f.r, "ULOCAL", SendEmail, args), "Sent the message")
 	if n := len(f.ms.Got()); n != 2 {
 		t.Fatalf("a second call sent %d messages in all; want 2", n)
 	}
@@ -163,7 +192,7 @@ Can we sign on Friday?
 	summary, details := tools.ApprovalSummary(ReplyToEmail, args)
 	tooltest.WantContains(t, summary+"\n"+details, "ana@client.test", "In reply to: <c2@client.test>", "Friday works.")
 
-	out := tooltest.MustRun(t, f.r, ReplyToEmail, args)
+	out := runApproved(t, f.r, "ULOCAL", ReplyToEmail, args)
 	tooltest.WantOK(t, out, "Replied in the thread of c2@client.test", "Its copy is in Sent")
 	got := f.ms.Got()
 	if len(got) != 1 {
@@ -197,7 +226,7 @@ Can we sign on Friday?
 		t.Errorf("not oldest first:\n%s", out.Content)
 	}
 
-	out = tooltest.MustRun(t, f.r, ReplyToEmail, tooltest.JSONArgs(t, map[string]any{"message_id": "nope@x.test", "to": []string{"a@b.test"}, "body": "x"}))
+	out = runApproved(t, f.r, "ULOCAL", ReplyToEmail, tooltest.JSONArgs(t, map[string]any{"message_id": "nope@x.test", "to": []string{"a@b.test"}, "body": "x"}))
 	tooltest.WantToolError(t, out, "no message with the Message-ID nope@x.test")
 }
 
@@ -219,7 +248,7 @@ func TestConnectRefusals(t *testing.T) {
 	tooltest.WantArgError(t, err, ConnectEmail, "in the clear")
 	// Without a stored password, connecting says so (and no Add key button can be posted here).
 	f.e.d.Hosts = tools.AllowAllPrivate()
-	out := tooltest.MustRun(t, f.r, ConnectEmail, tooltest.JSONArgs(t, map[string]any{"address": mailtest.Addr, "imap_host": "127.0.0.1",
+	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, tooltest.JSONArgs(t, map[string]any{"address": mailtest.Addr, "imap_host": "127.0.0.1",
 		"imap_port": f.ms.IMAPPort, "imap_tls": "plain", "smtp_host": "127.0.0.1", "smtp_port": f.ms.SMTPPort, "smtp_tls": "plain"}))
 	tooltest.WantOK(t, out, "not stored yet", "email-support")
 	// Someone else may not change or disconnect it.
@@ -241,14 +270,14 @@ func TestOverTLS(t *testing.T) {
 	if _, err := f.creds.Put(context.Background(), tooltest.Team, "email-support", mailtest.Password, "ULOCAL"); err != nil {
 		t.Fatal(err)
 	}
-	out := tooltest.MustRun(t, f.r, ConnectEmail, tooltest.JSONArgs(t, map[string]any{
+	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, tooltest.JSONArgs(t, map[string]any{
 		"address": mailtest.Addr, "imap_host": "127.0.0.1", "imap_port": ms.IMAPPort, "imap_tls": "tls",
 		"smtp_host": "127.0.0.1", "smtp_port": ms.SMTPPort, "smtp_tls": "starttls",
 	}))
 	tooltest.WantOK(t, out, "Connected the mailbox support", "IMAP login works")
 	ms.Deliver(t, invoiceMail)
 	tooltest.WantOK(t, tooltest.MustRun(t, f.r, ReadEmails, `{}`), "Invoice 4411 overdue")
-	tooltest.WantOK(t, tooltest.MustRun(t, f.r, SendEmail, `{"to": ["ana@client.test"], "subject": "Paid", "body": "Invoice 4411 is paid."}`),
+	tooltest.WantOK(t, runApproved(t, f.r, "ULOCAL", SendEmail, `{"to": ["ana@client.test"], "subject": "Paid", "body": "Invoice 4411 is paid."}`),
 		"Sent the message", "Its copy is in Sent")
 	if n := len(ms.Got()); n != 1 {
 		t.Fatalf("received %d messages over STARTTLS; want 1", n)
@@ -257,4 +286,62 @@ func TestOverTLS(t *testing.T) {
 	f.e.d.TLS = nil
 	out = tooltest.MustRun(t, f.r, ReadEmails, `{}`)
 	tooltest.WantToolError(t, out, "could not reach the mailbox", "certificate")
+}
+
+// The address rules are applied before anyone is asked: a connect with plain IMAP to a host the
+// operator did not list, and a send or a reply from a mailbox whose server the rules no longer
+// allow, are refused by the unapproved call itself, with the reason; no approval is asked and
+// nothing reaches a server.
+func TestAddressRulesBeforeTheApproval(t *testing.T) {
+	f := newFixture(t)
+	f.connect(t)
+	f.ms.Deliver(t, invoiceMail)
+	hosts, err := tools.ParseAllowedPrivateHosts("mail.internal")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.e.d.Hosts = hosts // 127.0.0.1 is no longer listed
+	out, err := tooltest.Run(t, f.r, ConnectEmail, `{"name": "other", "address": "a@example.com", "imap_host": "imap.example.com", "imap_tls": "plain", "smtp_host": "smtp.example.com"}`)
+	tooltest.WantArgError(t, err, ConnectEmail, "in the clear", "LUCY_ALLOWED_PRIVATE_HOSTS")
+	if out.NeedsApproval != nil {
+		t.Errorf("a refused connect asked for approval: %+v", out.NeedsApproval)
+	}
+	logins := len(f.ms.Logins())
+	for _, c := range []struct{ tool, args string }{
+		{SendEmail, `{"to": ["ana@client.test"], "subject": "Paid", "body": "Invoice 4411 is paid."}`},
+		{ReplyToEmail, `{"message_id": "inv-4411@client.test", "to": ["ana@client.test"], "body": "Paid."}`},
+	} {
+		out := tooltest.MustRun(t, f.r, c.tool, c.args)
+		tooltest.WantToolError(t, out, "the mailbox support cannot be used now", "public address", "nobody was asked to approve it")
+		if out.NeedsApproval != nil {
+			t.Errorf("%s asked for approval of what the guard refuses: %+v", c.tool, out.NeedsApproval)
+		}
+	}
+	if n := len(f.ms.Logins()); n != logins || len(f.ms.Got()) != 0 {
+		t.Errorf("the refused calls reached the servers: %d logins, %d messages", n-logins, len(f.ms.Got()))
+	}
+}
+
+// A reply's approval shows the subject it will have: "Re:" and the original's, read from the
+// mailbox before asking (and the original's sender); a reply to a message that is not there is
+// refused without asking.
+func TestReplyApprovalShowsTheRealSubject(t *testing.T) {
+	f := newFixture(t)
+	f.connect(t)
+	f.ms.Deliver(t, invoiceMail)
+	out := tooltest.MustRun(t, f.r, ReplyToEmail, `{"message_id": "<inv-4411@client.test>", "to": ["ana@client.test"], "body": "Paid today."}`)
+	need := tooltest.WantHeld(t, out)
+	tooltest.WantContains(t, need.Summary+"\n"+need.Details, "reply by email to ana@client.test", "Re: Invoice 4411 overdue",
+		"In reply to: inv-4411@client.test", "Ana Pereira", "Paid today.")
+	if strings.Contains(need.Details, "(the subject of that message)") {
+		t.Errorf("the approval does not show the real subject:\n%s", need.Details)
+	}
+	if len(f.ms.Got()) != 0 {
+		t.Fatal("asking sent the reply")
+	}
+	out = tooltest.MustRun(t, f.r, ReplyToEmail, `{"message_id": "nope@x.test", "to": ["ana@client.test"], "body": "x"}`)
+	tooltest.WantToolError(t, out, "no message with the Message-ID nope@x.test")
+	if out.NeedsApproval != nil {
+		t.Error("a reply to a missing message asked for approval")
+	}
 }

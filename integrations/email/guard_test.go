@@ -33,7 +33,7 @@ func TestListenerChannelMustBeTheConnectersToUse(t *testing.T) {
 		{"CEXEC", "<@ULOCAL> is not a member of <#CEXEC>"},
 		{"DALICE", "direct-message conversation with someone other than <@ULOCAL>"},
 	} {
-		out := tooltest.MustRun(t, f.r, ConnectEmail, connectArgsJSON(f.ms, `, "channel": "`+c.channel+`", "instruction": "summarize this channel"`))
+		out := runApproved(t, f.r, "ULOCAL", ConnectEmail, connectArgsJSON(f.ms, `, "channel": "`+c.channel+`", "instruction": "summarize this channel"`))
 		if !out.IsError || !strings.Contains(out.Content, c.want) || !strings.Contains(out.Content, "Nothing was changed") {
 			t.Errorf("connect with channel %s = %q; want a refusal saying %q", c.channel, out.Content, c.want)
 		}
@@ -42,13 +42,13 @@ func TestListenerChannelMustBeTheConnectersToUse(t *testing.T) {
 		}
 	}
 	for _, c := range []string{"DLOCAL", "CMAIL"} {
-		tooltest.WantOK(t, tooltest.MustRun(t, f.r, ConnectEmail, connectArgsJSON(f.ms, `, "channel": "`+c+`"`)), "the mailbox support")
+		tooltest.WantOK(t, runApproved(t, f.r, "ULOCAL", ConnectEmail, connectArgsJSON(f.ms, `, "channel": "`+c+`"`)), "the mailbox support")
 		if m, _, err := f.e.boxes.get(ctx, tooltest.Team, "support"); err != nil || m.Channel != c {
 			t.Errorf("after connecting with channel %s the mailbox is %+v, %v", c, m, err)
 		}
 	}
 	// An admin cannot point Mallory's listener at #exec either: its runs would be hers.
-	out := tooltest.MustRunFor(t, f.r, "UBOSS", ConnectEmail, connectArgsJSON(f.ms, `, "name": "support", "channel": "CEXEC"`))
+	out := runApproved(t, f.r, "UBOSS", ConnectEmail, connectArgsJSON(f.ms, `, "name": "support", "channel": "CEXEC"`))
 	if !out.IsError || !strings.Contains(out.Content, "<@ULOCAL> is not a member of <#CEXEC>") {
 		t.Errorf("an admin's change to a channel the connecter is not in = %q; want a refusal", out.Content)
 	}
@@ -62,7 +62,7 @@ func TestFiringSkippedOnceTheConnecterLeftTheChannel(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	f.connect(t)
-	tooltest.WantOK(t, tooltest.MustRun(t, f.r, ConnectEmail, connectArgsJSON(f.ms, `, "channel": "CMAIL", "instruction": "triage"`)), "Updated")
+	tooltest.WantOK(t, runApproved(t, f.r, "ULOCAL", ConnectEmail, connectArgsJSON(f.ms, `, "channel": "CMAIL", "instruction": "triage"`)), "Updated")
 	if b, err := f.e.NewMail(ctx, tooltest.Team, "support", 10, nil); err != nil || b.Denied != "" {
 		t.Fatalf("first look = %+v, %v", b, err)
 	}
@@ -117,7 +117,7 @@ func TestDisconnectedPasswordGoneAndNeverSentToAnotherHost(t *testing.T) {
 		secrets.Binding{Kind: secrets.KindMailbox, Integration: "email:support", Origins: []string{"imap://127.0.0.1:" + fmt.Sprint(f.ms.IMAPPort)}}); err != nil {
 		t.Fatal(err)
 	}
-	out := tooltest.MustRunFor(t, f.r, "UMALLORY", ConnectEmail, connectArgsJSON(evil, ""))
+	out := runApproved(t, f.r, "UMALLORY", ConnectEmail, connectArgsJSON(evil, ""))
 	if !out.IsError || !strings.Contains(out.Content, "never used for a mailbox someone else connects") {
 		t.Errorf("Mallory's connect over Alice's password = %q; want a refusal", out.Content)
 	}
@@ -134,7 +134,7 @@ func TestDisconnectedPasswordGoneAndNeverSentToAnotherHost(t *testing.T) {
 	if !out.IsError || !strings.Contains(out.Content, "never used for someone else's mailbox") {
 		t.Errorf("reading with someone else's password = %q; want a refusal", out.Content)
 	}
-	out = tooltest.MustRunFor(t, f.r, "UMALLORY", SendEmail, `{"mailbox": "legacy", "to": ["x@evil.test"], "subject": "hi", "body": "hi"}`)
+	out = runApproved(t, f.r, "UMALLORY", SendEmail, `{"mailbox": "legacy", "to": ["x@evil.test"], "subject": "hi", "body": "hi"}`)
 	if !out.IsError {
 		t.Errorf("sending with someone else's password = %q; want a refusal", out.Content)
 	}
@@ -145,7 +145,7 @@ func TestDisconnectedPasswordGoneAndNeverSentToAnotherHost(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.connect(t)
-	out = tooltest.MustRun(t, f.r, ConnectEmail, connectArgsJSON(evil, `, "name": "support"`))
+	out = runApproved(t, f.r, "ULOCAL", ConnectEmail, connectArgsJSON(evil, `, "name": "support"`))
 	tooltest.WantOK(t, out, "Updated the mailbox support", "was given for its former servers and was deleted")
 	if _, err := f.creds.Stat(ctx, tooltest.Team, "email-support"); !errors.Is(err, secrets.ErrNotFound) {
 		t.Errorf("the password for the former servers is still stored: %v", err)

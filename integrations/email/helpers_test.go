@@ -76,7 +76,7 @@ func (f *fixture) connect(t *testing.T) {
 	if _, err := f.creds.Put(context.Background(), tooltest.Team, "email-support", mailtest.Password, "ULOCAL"); err != nil {
 		t.Fatal(err)
 	}
-	out := tooltest.MustRun(t, f.r, ConnectEmail, tooltest.JSONArgs(t, map[string]any{
+	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, tooltest.JSONArgs(t, map[string]any{
 		"address": mailtest.Addr, "imap_host": "127.0.0.1", "imap_port": f.ms.IMAPPort, "imap_tls": "plain",
 		"smtp_host": "127.0.0.1", "smtp_port": f.ms.SMTPPort, "smtp_tls": "plain",
 	}))

@@ -26,7 +26,7 @@ func TestNewMailCursorAndMarkers(t *testing.T) {
 	if b, err := f.e.NewMail(ctx, team, "support", 10, nil); err != nil || !b.Gone {
 		t.Fatalf("NewMail without a channel = %+v, %v; want Gone", b, err)
 	}
-	out := tooltest.MustRun(t, f.r, ConnectEmail, fmt.Sprintf(`{"address": %q, "imap_host": "127.0.0.1", "imap_port": %d, "imap_tls": "plain", "smtp_host": "127.0.0.1", "smtp_port": %d, "smtp_tls": "plain", "channel": "CMAIL"}`,
+	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, fmt.Sprintf(`{"address": %q, "imap_host": "127.0.0.1", "imap_port": %d, "imap_tls": "plain", "smtp_host": "127.0.0.1", "smtp_port": %d, "smtp_tls": "plain", "channel": "CMAIL"}`,
 		"support@acme.test", f.ms.IMAPPort, f.ms.SMTPPort))
 	tooltest.WantOK(t, out, "Updated the mailbox support")
 	f.ms.Deliver(t, newMail(0)) // before the first look: not new

@@ -50,6 +50,9 @@ func (e *Email) sendEmail(ctx context.Context, inv tools.Invocation) (tools.Outp
 	if err != nil {
 		return tools.Output{}, err
 	}
+	if out, refused := e.refuseServers(ctx, m); refused {
+		return out, nil
+	}
 	return e.send(ctx, inv, SendEmail, m, args, nil)
 }
 
@@ -61,6 +64,9 @@ func (e *Email) replyToEmail(ctx context.Context, inv tools.Invocation) (tools.O
 	m, err := e.pick(ctx, ReplyToEmail, inv.Team, args.Mailbox)
 	if err != nil {
 		return tools.Output{}, err
+	}
+	if out, refused := e.refuseServers(ctx, m); refused {
+		return out, nil
 	}
 	id := bareID(args.MessageID)
 	s, err := e.openIMAP(ctx, inv.Team, m)
@@ -95,6 +101,17 @@ func (e *Email) replyToEmail(ctx context.Context, inv tools.Invocation) (tools.O
 	}
 	args.Subject = replySubject(orig.Subject)
 	return e.send(ctx, inv, ReplyToEmail, m, args, orig)
+}
+
+// refuseServers refuses, before anything is asked or sent, a mailbox whose servers the address
+// rules no longer allow (the operator took a host off LUCY_ALLOWED_PRIVATE_HOSTS, a name now
+// resolves to an internal address).
+func (e *Email) refuseServers(ctx context.Context, m Mailbox) (tools.Output, bool) {
+	if why := e.serversRefusal(ctx, m); why != "" {
+		return tools.ToolError("the mailbox %s cannot be used now: %s. Nothing was sent, and nobody was asked to approve it; "+
+			"tell the person (an operator can change LUCY_ALLOWED_PRIVATE_HOSTS, or the mailbox can be connected again with TLS)", m.Name, why), true
+	}
+	return tools.Output{}, false
 }
 
 // replySubject is "Re: " and the original's subject, without piling up prefixes.
@@ -179,6 +196,13 @@ func (e *Email) send(ctx context.Context, inv tools.Invocation, tool string, m M
 	var raw bytes.Buffer
 	if _, err := msg.WriteTo(&raw); err != nil {
 		return tools.Output{}, fmt.Errorf("compose the message: %w", err)
+	}
+
+	// Everything the call names is checked: the person is asked now, shown the message as it will
+	// go (nothing was sent, and the Sent folder was not looked at yet).
+	summary, details := sendPrompt(inv, tool, m, args.Subject, orig)
+	if out, held := askFirst(inv, "sending this message", summary, details, m.Where(), id); held {
+		return out, nil
 	}
 
 	// Before sending: has an earlier attempt of this very call sent it? Its copy in Sent says so.

@@ -105,6 +105,7 @@ var _ = tools.Register(tools.Def{
 			"person's approval, which shows the recipients, the subject, the whole body and the HTML version as text. To answer a message, " +
 			"use lucy_reply_to_email, which keeps the thread.",
 		Destructive: true,
+		ChecksFirst: true,
 		Human:       "sending an email",
 	},
 	Required: []string{"to", "subject", "body"},
@@ -132,6 +133,7 @@ var _ = tools.Register(tools.Def{
 			"reply to all). Attachments are workspace files. Needs a person's approval, which shows the recipients, " +
 			"the whole body and the HTML version as text.",
 		Destructive: true,
+		ChecksFirst: true,
 		Human:       "replying to an email",
 	},
 	Required: []string{"message_id", "to", "body"},
