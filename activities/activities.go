@@ -34,6 +34,7 @@ import (
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 )
 
 // ChatModel is the part of openai-go's *openai.ChatCompletionService the activities use.
@@ -117,9 +118,12 @@ type Activities struct {
 
 	memoryViewer     *memory.Viewer // the access rule for notes (viewer), built once
 	memoryViewerOnce sync.Once
-	legacyKnowledge  sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
-	resetRuns        sync.Map // run ID -> whether it is a reset run (resetRun)
-	resetRunsSize    atomic.Int64
+	// approverAccess is the access rule for who may approve in a run started by mail, built once.
+	approverAccess     *slackaccess.Access
+	approverAccessOnce sync.Once
+	legacyKnowledge    sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
+	resetRuns          sync.Map // run ID -> whether it is a reset run (resetRun)
+	resetRunsSize      atomic.Int64
 }
 
 // dataConverter returns DataConverter or, when unset, the SDK's default.

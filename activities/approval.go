@@ -2,11 +2,13 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/tools/slackaccess"
 )
 
 // Sources of an approval (workflows.Approval.Source).
@@ -38,7 +40,20 @@ type CheckApprovalInput struct {
 	// ThreadTS is the root ts of the run's thread: a message answer must have been written in it
 	// (the gateway's signature covers the thread).
 	ThreadTS string `json:"threadTs,omitempty"`
+	// Approvers, when ApproversChannel, is a run nobody asked for (started by new mail): whoever may
+	// use its channel (RunChannel) approves, not its Requester (the mailbox's connecter, who never
+	// asked). Empty: the requester or an admin.
+	Approvers  string `json:"approvers,omitempty"`
+	RunChannel string `json:"runChannel,omitempty"`
 }
+
+// ApproversChannel is CheckApprovalInput.Approvers (and ApprovalPromptInput.Approvers) of a run
+// started by new mail: its approvals are decided by the people of its channel. The run's requester
+// is the person who connected the mailbox, who asked for nothing and may not be watching; the
+// channel is where the run's summary and prompt are, and whoever may use it (the access rule of
+// package slackaccess: a member of it, or an admin; in a DM, the person whose DM with Lucy it is)
+// may approve.
+const ApproversChannel = "channel"
 
 // ApprovalCheck is the verdict on an approval: Authentic when the gateway's signature verifies,
 // Allowed when the user is the requester or an admin (LUCY_ADMIN_USERS). Reason says why not, for
@@ -58,8 +73,9 @@ type ApprovalCheck struct {
 // is Authentic and the user is the requester or an admin (a.Admins, read now, so that a changed
 // list applies to runs already waiting).
 //
-// It is a pure check that never fails (the error is always nil) and calls nothing outside the process
-// (it only logs), so the workflow can run it as a local activity.
+// For a run started by mail (Approvers ApproversChannel), Allowed is whoever may use the run's
+// channel instead (checkChannelApprover), which asks Slack who is in it; otherwise it is a pure check
+// that never fails and calls nothing outside the process (it only logs).
 func (a *Activities) CheckApproval(ctx context.Context, in CheckApprovalInput) (ApprovalCheck, error) {
 	if reason := a.authenticate(in); reason != "" {
 		// Warn: an approval that does not verify is either a misconfigured key (gateway and worker
@@ -68,10 +84,65 @@ func (a *Activities) CheckApproval(ctx context.Context, in CheckApprovalInput) (
 			Msg("approval refused: not signed by the gateway")
 		return ApprovalCheck{Reason: reason}, nil
 	}
+	if in.Approvers == ApproversChannel {
+		return a.checkChannelApprover(ctx, in)
+	}
 	if in.User == "" || (in.User != in.Requester && !a.isAdmin(in.User)) {
 		return ApprovalCheck{Authentic: true, Reason: "not the requester or an admin"}, nil
 	}
 	return ApprovalCheck{Authentic: true, Allowed: true}, nil
+}
+
+// checkChannelApprover allows an authentic approval of a run started by mail when its user may use
+// the run's channel (ApproversChannel). Membership is Slack's word (users.conversations, cached a
+// minute by slackaccess): an error is returned, and retried, rather than guessed.
+func (a *Activities) checkChannelApprover(ctx context.Context, in CheckApprovalInput) (ApprovalCheck, error) {
+	switch {
+	case in.User == "":
+		return ApprovalCheck{Authentic: true, Reason: "no user"}, nil
+	case a.isAdmin(in.User):
+		return ApprovalCheck{Authentic: true, Allowed: true}, nil
+	case in.RunChannel == "":
+		return ApprovalCheck{Authentic: true, Reason: "the run has no channel"}, nil
+	case in.RunChannel[0] == 'D':
+		// A DM with Lucy is one person's: the connecter's own (the listener allows no other).
+		if in.User == in.Requester {
+			return ApprovalCheck{Authentic: true, Allowed: true}, nil
+		}
+		return ApprovalCheck{Authentic: true, Reason: "not the person whose DM this is"}, nil
+	}
+	api, access := a.channelAccess(in.Team)
+	if api == nil {
+		return ApprovalCheck{Authentic: true, Reason: "Slack is not connected for this workspace"}, nil
+	}
+	member, err := access.ChannelsOf(ctx, api, in.Team, in.User)
+	if err != nil {
+		return ApprovalCheck{}, fmt.Errorf("check who may approve in <#%s>: %w", in.RunChannel, err)
+	}
+	if !member[in.RunChannel] {
+		return ApprovalCheck{Authentic: true, Reason: "not a member of the run's channel"}, nil
+	}
+	return ApprovalCheck{Authentic: true, Allowed: true}, nil
+}
+
+// channelAccess is the team's Slack client for the access rule, and the rule (with its membership
+// cache, built once).
+func (a *Activities) channelAccess(team string) (slackaccess.API, *slackaccess.Access) {
+	a.approverAccessOnce.Do(func() {
+		a.approverAccess = slackaccess.New(a.Admins, func(team string) slackaccess.API { return a.slackAccessAPI(team) }, nil)
+	})
+	return a.slackAccessAPI(team), a.approverAccess
+}
+
+// slackAccessAPI is the team's Slack client as the access rule uses it, or nil.
+func (a *Activities) slackAccessAPI(team string) slackaccess.API {
+	if a.Slack == nil {
+		return nil
+	}
+	if c, ok := a.Slack(team).(slackaccess.API); ok && c != nil {
+		return c
+	}
+	return nil
 }
 
 // authenticate returns why in is not the gateway's word, or "" when it is.

@@ -100,6 +100,7 @@ type ApprovalPromptInput struct {
 	LaneID                         string // lane workflow ID, in the buttons' value
 	Fingerprint                    string // the proposal's fingerprint, in the buttons' value
 	Requester                      string // user ID of the person who asked
+	Approvers                      string // ApproversChannel: anyone who may use the channel approves (a run started by mail)
 	Summary                        string // mrkdwn: "I'd like to …"
 	Details                        string // mrkdwn: exactly what will be done
 	ExpiresAt                      time.Time
@@ -702,7 +703,12 @@ func approvalParts(in ApprovalPromptInput) ([]slackPart, error) {
 		}
 	}
 	who := "Only an admin can approve"
-	if in.Requester != "" {
+	switch {
+	case in.Approvers == ApproversChannel && strings.HasPrefix(in.Channel, "D"):
+		who = "New mail started this request: only <@" + in.Requester + "> or an admin can approve"
+	case in.Approvers == ApproversChannel:
+		who = "New mail started this request, not a person: anyone in this channel can approve"
+	case in.Requester != "":
 		who = "Only <@" + in.Requester + "> or an admin can approve"
 	}
 	if !in.ExpiresAt.IsZero() {

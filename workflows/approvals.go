@@ -42,7 +42,7 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, deta
 		var res activities.PostResult
 		err := workflow.ExecuteActivity(slackOptions(ctx, "approval-"+fp), a.PostApprovalPrompt, activities.ApprovalPromptInput{
 			Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, LaneID: LaneID(r.in.Lane),
-			Fingerprint: fp, Requester: r.in.Requester, Summary: summary, Details: details, ExpiresAt: expires,
+			Fingerprint: fp, Requester: r.in.Requester, Approvers: r.approvers(), Summary: summary, Details: details, ExpiresAt: expires,
 		}).Get(ctx, &res)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -123,6 +123,8 @@ func (r *run) awaitApproval(ctx workflow.Context, fp string, expires time.Time, 
 				count(r.metrics, metrics.WorkflowApprovals, "decision", "unsigned")
 			case ap.Fingerprint != fp:
 				r.refuse(ctx, ap, "That approval request is no longer active (it expired or was replaced). Use the latest one in the thread.")
+			case !chk.Allowed && r.approvers() != "":
+				r.refuse(ctx, ap, "New mail started this request: only someone in this channel, or an admin, can approve it.")
 			case !chk.Allowed:
 				r.refuse(ctx, ap, fmt.Sprintf("Only <@%s> (who asked) or an admin can approve this.", r.in.Requester))
 			case ap.Approved:
@@ -155,12 +157,24 @@ func (r *run) checkApproval(ctx workflow.Context, ap Approval, promptTS string) 
 		Lane: LaneID(r.in.Lane), Team: r.in.Lane.Team, Requester: r.in.Requester, Fingerprint: ap.Fingerprint,
 		Approved: ap.Approved, User: ap.User, Channel: ap.Channel, Source: ap.Source, Sig: ap.Sig,
 		MessageTS: ap.MessageTS, Text: ap.Text, PromptTS: promptTS, ThreadTS: r.in.Lane.ThreadTS,
+		Approvers: r.approvers(), RunChannel: r.in.Lane.Channel,
 	}).Get(ctx, &chk)
 	if err != nil {
 		r.log.Warn("agent.approval.check_failed", "run", r.id, "error", err)
 		return activities.ApprovalCheck{Reason: "the check failed"}
 	}
 	return chk
+}
+
+// approvers says who decides this run's approvals (activities.CheckApprovalInput.Approvers): the
+// people of its channel for a run new mail started, whose requester (the mailbox's connecter) asked
+// for nothing; "" for the requester or an admin. Only activity inputs and the refusal's words depend
+// on it: a recorded history replays the same commands.
+func (r *run) approvers() string {
+	if r.in.Message.Origin == OriginMail {
+		return activities.ApproversChannel
+	}
+	return ""
 }
 
 // mayApprove is the check of runs that predate changeRunHardening: the requester, or an admin.

@@ -1053,3 +1053,43 @@ func TestChecksFirstToolRefusesBeforeAsking(t *testing.T) {
 		}
 	}
 }
+
+// A run started by new mail asks its channel, not its requester (the mailbox's connecter, who asked
+// for nothing): the prompt and the approver check say so (activities.ApproversChannel), with the
+// run's channel; a person's run keeps the requester-or-admin rule.
+func TestMailRunApprovalGoesToTheChannel(t *testing.T) {
+	for _, origin := range []string{OriginMail, ""} {
+		h := newHarness(t)
+		h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+			if !in.Approved {
+				return activities.ToolResult{Content: "No change made: needs approval.", NeedsApproval: &activities.ApprovalNeed{
+					Summary: "I'd like to overwrite `a.md`", Details: "old: 3 lines, new: 1 line", Guard: "g1"}}, nil
+			}
+			return activities.ToolResult{Content: "Wrote a.md", Chars: 10}, nil
+		}
+		h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+			if n == 1 {
+				return calls(toolCall("w1", "lucy_write_file", map[string]string{"path": "a.md", "content": "new"})), nil
+			}
+			return text("done"), nil
+		}
+		h.env.RegisterDelayedCallback(func() {
+			h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
+		}, time.Minute)
+		in := runInput("triage new mail")
+		in.Message.Origin = origin
+		if _, err := h.runAgent(in); err != nil {
+			t.Fatal(err)
+		}
+		want := ""
+		if origin == OriginMail {
+			want = activities.ApproversChannel
+		}
+		if len(h.prompts) != 1 || h.prompts[0].Approvers != want {
+			t.Errorf("origin %q: prompts %+v; want approvers %q", origin, h.prompts, want)
+		}
+		if len(h.checks) != 1 || h.checks[0].Approvers != want || h.checks[0].RunChannel != "C1" {
+			t.Errorf("origin %q: approver checks %+v; want approvers %q in C1", origin, h.checks, want)
+		}
+	}
+}
