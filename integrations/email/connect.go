@@ -318,8 +318,10 @@ func (e *Email) checkLogins(ctx context.Context, team string, m Mailbox) string 
 	case errors.Is(err, errStoreAgain):
 		return " But its stored password was not used, and nothing was sent to the servers: " + err.Error() + "."
 	case err != nil:
+		// loginIMAP's error names the host: the line below names it with its port and mode.
+		why := strings.TrimPrefix(err.Error(), "IMAP "+m.IMAPHost+": ")
 		problems = append(problems, fmt.Sprintf("logging in to IMAP (%s, %s) failed: %s", net.JoinHostPort(m.IMAPHost, strconv.Itoa(m.IMAPPort)),
-			m.IMAPTLS, tools.Truncate(tools.RedactCredentials(err.Error()), 300)))
+			m.IMAPTLS, tools.Truncate(tools.RedactCredentials(why), 300)))
 	default:
 		if _, err := s.examine(m.Sent); err != nil {
 			problems = append(problems, fmt.Sprintf("IMAP works, but there is no folder %q for sent mail: connect it again with the right sent_folder", m.Sent))

@@ -337,7 +337,8 @@ func (e *Email) checkSMTP(ctx context.Context, team string, m Mailbox) error {
 	}
 	sc, err := c.DialToSMTPClientWithContext(ctx)
 	if err != nil {
-		return fmt.Errorf("SMTP %s: %s", m.SMTPHost, secrets.Scrub(err.Error(), pw))
+		// The caller names the server (host, port and TLS mode).
+		return errors.New(secrets.Scrub(err.Error(), pw))
 	}
 	_ = c.CloseWithSMTPClient(sc)
 	return nil

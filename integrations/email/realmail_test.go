@@ -101,6 +101,10 @@ func TestRealDovecotAndPostfix(t *testing.T) {
 	}))
 	tooltest.WantOK(t, out, "IMAP login works.", "But logging in to SMTP (127.0.0.1:"+fmt.Sprint(rs.SMTPSPort)+", tls) failed", "535",
 		"Check the settings, or the stored password")
+	t.Logf("the connect check with a wrong SMTP password: %s", out.Content)
+	if strings.Contains(out.Content, "failed: SMTP 127.0.0.1") {
+		t.Errorf("the check names the server twice: %s", out.Content)
+	}
 	if strings.Contains(out.Content, mailtest.Password) {
 		t.Errorf("the check's answer shows the password: %s", out.Content)
 	}
