@@ -36,7 +36,6 @@ type Real struct {
 	// TLS (smtpd_tls_wrappermode, the 465 way); SubmissionPort is Postfix's submission with STARTTLS
 	// required before AUTH (the 587 way).
 	IMAPSPort, SMTPSPort, SubmissionPort int
-	postfixDir                           string
 }
 
 // SplitAddr is a second account of the real servers whose IMAP password is Password and whose SMTP
@@ -297,7 +296,6 @@ protocol lmtp {
 func (r *Real) startPostfix(t testing.TB, bin, cert, key string, lmtpPort, authPort int) {
 	t.Helper()
 	cfg := filepath.Join(r.Dir, "postfix")
-	r.postfixDir = cfg
 	main := fmt.Sprintf(`compatibility_level = 3.6
 config_directory = %[1]s
 queue_directory = %[2]s/postfix-queue
