@@ -253,7 +253,7 @@ func TestLargeSpecIsFiltered(t *testing.T) {
 	e := newEnv(t, envOpts{maxOps: 25})
 
 	out := e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL}))
-	tooltest.WantOK(t, out, "Nothing was connected", "40 operations", "at most 25", `tag "billing" (20)`, `tag "users" (20)`, "op0", "op39")
+	tooltest.WantOK(t, out, "Nothing was connected", "40 operations", "at most 25", "billing: 20", "users: 20", "- billing: op0, op10", "op39")
 	if got := e.toolNames(t); len(got) != 0 {
 		t.Fatalf("tools registered from an unfiltered large document: %v", got)
 	}
@@ -265,7 +265,7 @@ func TestLargeSpecIsFiltered(t *testing.T) {
 		t.Errorf("tools = %v", got)
 	}
 	tooltest.WantToolError(t, e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL, "operations": []string{"nope"}})),
-		`matching "nope"`, `tag "billing"`)
+		`matching "nope"`, "billing: 20")
 	out = e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL, "operations": []string{"billing", "users"}}))
 	tooltest.WantOK(t, out, "Nothing was connected", "those choices match 40 operations")
 	// The stored document holds only the chosen operations.

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -188,7 +189,18 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		return plan{}, nil, tools.ArgErrorf(ResolveTool, "only an admin can connect an API for everyone in this workspace (shared); "+
 			"leave shared out to connect it for the person's own requests, or ask an admin")
 	}
-	var data []byte
+	// Only what the request chose is kept of the paths while the document streams in; without a
+	// choice, every path while the API is small enough to connect whole.
+	wanted := wantedList(args.Operations)
+	seen := 0
+	keep := func(o opSummary) bool {
+		if len(wanted) > 0 {
+			return slices.ContainsFunc(wanted, func(w string) bool { return matches(w, o) })
+		}
+		seen++
+		return seen <= s.d.MaxOperations
+	}
+	var idx *docIndex
 	var specURL *url.URL
 	var source string
 	var err error
@@ -198,7 +210,7 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		}
 		source = tools.RedactURL(specURL)
 		var out *tools.Output
-		if data, out, err = s.fetchSpec(ctx, specURL); err != nil || out != nil {
+		if idx, out, err = s.fetchIndex(ctx, specURL, keep); err != nil || out != nil {
 			return plan{}, out, err
 		}
 	} else {
@@ -206,7 +218,7 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		if err != nil {
 			return plan{}, nil, err
 		}
-		if data, err = s.readSpecFile(ctx, inv.Team, rel); err != nil {
+		if idx, err = s.readSpecFile(ctx, inv.Team, rel, keep); err != nil {
 			var argErr *tools.ArgError
 			if errors.As(err, &argErr) {
 				return plan{}, nil, err
@@ -216,19 +228,73 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		}
 		source = "workspace:" + rel
 	}
-	doc, kind, err := parseSpec(ctx, data)
+	kind, err := checkVersion(idx)
 	if err != nil {
 		out := tools.ToolError("%s: %v", source, err)
 		return plan{}, &out, nil
 	}
 
 	name := args.Name
-	if name == "" && doc.Info != nil {
-		name = doc.Info.Title
+	if name == "" {
+		var info struct {
+			Title string `json:"title"`
+		}
+		_ = json.Unmarshal(idx.top["info"], &info)
+		name = info.Title
 	}
 	svc := serviceName(name)
 	if svc == "" {
 		return plan{}, nil, tools.ArgErrorf(ResolveTool, "give name: a short name for the service (letters, digits, - and _), e.g. \"billing\"")
+	}
+
+	all := idx.operations()
+	if len(all) == 0 {
+		out := tools.ToolError("%s: the document describes no paths with operations, so there is nothing to call", source)
+		return plan{}, &out, nil
+	}
+	chosenSums := all
+	if len(wanted) > 0 {
+		var unmatched []string
+		chosenSums, unmatched = selectSummaries(all, wanted)
+		if len(unmatched) > 0 {
+			out := tools.ToolError("%s has no operation, tag or \"METHOD /path\" matching %s. Nothing was connected. What it has:\n%s",
+				svc, quoteList(unmatched), overview(svc, all, nil))
+			return plan{}, &out, nil
+		}
+	}
+	if len(chosenSums) > s.d.MaxOperations {
+		what := "the API has"
+		var focus []opSummary
+		if len(wanted) > 0 {
+			what, focus = "those choices match", chosenSums
+		}
+		out := tools.Output{Content: fmt.Sprintf("Nothing was connected: %s %d operations, and at most %d of one service become tools. "+
+			"Ask the person which parts they need, then call %s again with operations (tags, operationIds or \"METHOD /path\"). "+
+			"The tags and operations of %s:\n%s", what, len(chosenSums), s.d.MaxOperations, ResolveTool, svc, overview(svc, all, focus))}
+		return plan{}, &out, nil
+	}
+	// A path the document should not have (its template repeats another's) is left out, not the
+	// whole document; so is a path whose part of the document does not load or validate (buildDoc).
+	var skipped []string
+	conflicts := templateConflicts(idx)
+	chosenKeys := map[string]bool{}
+	for _, o := range chosenSums {
+		if first, bad := conflicts[o.path]; bad {
+			skipped = append(skipped, fmt.Sprintf("%s (its path is the same as %s but for a parameter's name, which OpenAPI "+
+				"forbids)", o.key(), first))
+			continue
+		}
+		chosenKeys[o.key()] = true
+	}
+	if len(chosenKeys) == 0 {
+		out := tools.ToolError("none of the chosen operations of %s can be connected: %s", svc, strings.Join(skipped, "; "))
+		return plan{}, &out, nil
+	}
+	doc, bad, err := buildDoc(ctx, idx, chosenKeys)
+	skipped = append(skipped, bad...)
+	if err != nil {
+		out := tools.ToolError("%s: %v", source, err)
+		return plan{}, &out, nil
 	}
 	base, err := baseURL(doc, args.BaseURL, specURL)
 	if err != nil {
@@ -238,28 +304,7 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		out := tools.ToolError("%v", err)
 		return plan{}, &out, nil
 	}
-
-	all := allOperations(doc)
-	chosen := all
-	if len(args.Operations) > 0 {
-		var unmatched []string
-		chosen, unmatched = selectOperations(all, args.Operations)
-		if len(unmatched) > 0 {
-			out := tools.ToolError("%s has no operation, tag or \"METHOD /path\" matching %s. Nothing was connected. What it has:\n%s",
-				svc, quoteList(unmatched), overview(all, 6000))
-			return plan{}, &out, nil
-		}
-	}
-	if len(chosen) > s.d.MaxOperations {
-		what := "the API has"
-		if len(args.Operations) > 0 {
-			what = "those choices match"
-		}
-		out := tools.Output{Content: fmt.Sprintf("Nothing was connected: %s %d operations, and at most %d of one service become tools. "+
-			"Ask the person which parts they need, then call %s again with operations (tags, operationIds or \"METHOD /path\"). "+
-			"Tags and operations of %s:\n%s", what, len(chosen), s.d.MaxOperations, ResolveTool, svc, overview(all, 10000))}
-		return plan{}, &out, nil
-	}
+	chosen := allOperations(doc)
 	marked := func(arg string, list []string) (map[string]bool, error) {
 		set := map[string]bool{}
 		if len(list) == 0 {
@@ -310,7 +355,7 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 	}
 	names := toolNames(svc, chosen)
 	var ops []operation
-	var skipped, safe []string
+	var safe []string
 	for i, o := range chosen {
 		readOnly := o.method == http.MethodGet || o.method == http.MethodHead
 		// Only a GET or HEAD runs unasked by default: a document cannot make a call that sends or
@@ -356,7 +401,7 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		return plan{}, &out, nil
 	}
 	// The stored document must load as every worker will load it.
-	if _, err := newLoader(ctx).LoadFromData(pruned); err != nil {
+	if _, err := loadJSON(ctx, pruned); err != nil {
 		out := tools.ToolError("%s: the document cannot be kept in a form Lucy can load again (%s). Nothing was connected.",
 			svc, truncate(collapse(err.Error()), 300))
 		return plan{}, &out, nil
