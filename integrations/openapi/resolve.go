@@ -573,6 +573,17 @@ func (p plan) approval(user string) (summary, details string) {
 	if len(r.Safe) > 0 {
 		fmt.Fprintf(&b, "Marked safe to run without asking, although they are not GET or HEAD: %s\n", strings.Join(r.Safe, ", "))
 	}
+	if len(p.skipped) > 0 {
+		// What was asked for and will not be connected, with why: the person decides knowing it.
+		fmt.Fprintf(&b, "Left out (%d), not connected:\n", len(p.skipped))
+		for i, s := range p.skipped {
+			if i == maxSkippedShown {
+				fmt.Fprintf(&b, "• … and %d more\n", len(p.skipped)-i)
+				break
+			}
+			b.WriteString("• " + truncate(s, 300) + "\n")
+		}
+	}
 	return summary, strings.TrimSuffix(b.String(), "\n")
 }
 
@@ -647,6 +658,9 @@ func (s *Services) resolvedText(ctx context.Context, inv tools.Invocation, rec r
 	}
 	return b.String()
 }
+
+// maxSkippedShown bounds the operations left out that an approval prompt lists one by one.
+const maxSkippedShown = 20
 
 // refusal is a save the rules refuse (another person's service, too many tools): the model tells
 // the person.
