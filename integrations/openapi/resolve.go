@@ -13,8 +13,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/getkin/kin-openapi/openapi3"
-
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/files"
@@ -132,7 +130,7 @@ func (s *Services) resolve(ctx context.Context, inv tools.Invocation) (tools.Out
 		}
 		return tools.Output{Content: content, NeedsApproval: &tools.ApprovalNeed{Summary: summary, Details: details, Guard: guard}}, nil
 	}
-	replaced, err := s.save(ctx, inv, p.rec)
+	saved, replaced, err := s.save(ctx, inv, p.rec)
 	if err != nil {
 		var refused refusal
 		if errors.As(err, &refused) {
@@ -144,7 +142,7 @@ func (s *Services) resolve(ctx context.Context, inv tools.Invocation) (tools.Out
 		return tools.Output{}, fmt.Errorf("connected %s, but its key %q could not be attached (its calls refuse to send it until "+
 			"it is connected again): %w", p.rec.Service, p.rec.Credential, err)
 	}
-	return tools.Output{Content: s.resolvedText(ctx, inv, p.rec, replaced, p.skipped)}, nil
+	return tools.Output{Content: s.resolvedText(ctx, inv, saved, replaced, p.skipped)}, nil
 }
 
 // attachKey binds the key to the origins the approval named and shares it when it said so.
@@ -328,11 +326,7 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		return plan{}, nil, err
 	}
 
-	a, err := chooseAuth(doc, chosen, base)
-	if err != nil {
-		out := tools.ToolError("%s: %v. Nothing was connected.", svc, err)
-		return plan{}, &out, nil
-	}
+	a := chooseAuth(doc, chosen, base)
 	// Checked now as well as on every call: a document that points its calls (or its token endpoint)
 	// at an internal address, or would send a key in clear text, is refused before anyone adds a key.
 	if err := s.checkURL(ctx, base, a != nil); err != nil {
@@ -365,10 +359,9 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		if !readOnly && safeSet[o.key] && !destructive {
 			safe = append(safe, o.key)
 		}
-		auth := a != nil && needsAuth(doc, o.op)
-		if auth && !acceptsScheme(doc, o.op, a.Scheme) {
-			skipped = append(skipped, fmt.Sprintf("%s (it needs a kind of sign-in Lucy cannot do, such as an OAuth2 sign-in by a person, "+
-				"not the %s the others use)", o.key, a.describe()))
+		auth, why := keyFits(doc, o.op, a, base)
+		if why != "" {
+			skipped = append(skipped, fmt.Sprintf("%s (%s)", o.key, why))
 			continue
 		}
 		op, why := buildOperation(svc, names[i], o, destructive, auth)
@@ -670,8 +663,8 @@ func (r refusal) Error() string { return string(r) }
 
 // save writes rec to the registry: a new service only if none of that name exists, a replacement
 // only of what was read (and only by who added it or an admin). A writer that loses a race reads
-// again and decides again.
-func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (replaced bool, err error) {
+// again and decides again. It returns the record as written (who added it, when).
+func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (saved record, replaced bool, err error) {
 	defer s.forget(inv.Team)
 	for attempt := 0; attempt < 5; attempt++ {
 		old, info, err := s.readRecord(ctx, inv.Team, rec.Service)
@@ -681,7 +674,7 @@ func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (
 		switch {
 		case err == nil:
 			if old.AddedBy != "" && old.AddedBy != inv.User && !s.isAdmin(inv.User) {
-				return false, refusal(fmt.Sprintf("%s is already connected, by <@%s>: only they or an admin can replace it. "+
+				return record{}, false, refusal(fmt.Sprintf("%s is already connected, by <@%s>: only they or an admin can replace it. "+
 					"Use another name to connect this one beside it.", rec.Service, old.AddedBy))
 			}
 			cond = workspace.Cond{IfMatch: info.ETag}
@@ -690,17 +683,17 @@ func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (
 			}
 			replaced = true
 		case !errors.Is(err, fs.ErrNotExist):
-			return false, fmt.Errorf("read the custom integration %s: %w", rec.Service, err)
+			return record{}, false, fmt.Errorf("read the custom integration %s: %w", rec.Service, err)
 		}
 		if err := s.checkTeamBudget(ctx, inv.Team, rec); err != nil {
-			return false, err
+			return record{}, false, err
 		}
 		if err := checkRecordSize(rec); err != nil {
-			return false, err
+			return record{}, false, err
 		}
 		data, err := json.Marshal(rec)
 		if err != nil {
-			return false, err
+			return record{}, false, err
 		}
 		if cond.IfMatch == "" && !cond.IfNoneMatch {
 			cond = workspace.Cond{IfNoneMatch: true}
@@ -711,11 +704,11 @@ func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (
 			continue // another worker wrote this service meanwhile: decide again on what it wrote
 		}
 		if err != nil {
-			return false, fmt.Errorf("save the custom integration %s: %w", rec.Service, err)
+			return record{}, false, fmt.Errorf("save the custom integration %s: %w", rec.Service, err)
 		}
-		return replaced, nil
+		return rec, replaced, nil
 	}
-	return false, fmt.Errorf("save the custom integration %s: it kept changing under us; try again", rec.Service)
+	return record{}, false, fmt.Errorf("save the custom integration %s: it kept changing under us; try again", rec.Service)
 }
 
 // checkRecordSize refuses a record larger than maxRecordBytes, before it is written.
@@ -778,20 +771,4 @@ func (s *Services) countOthers(ctx context.Context, team, except string) (tools,
 		}
 	}
 	return tools, size, nil
-}
-
-// acceptsScheme reports whether one of the operation's security requirements (its own, or the
-// document's) is met by the scheme alone: otherwise the key Lucy holds is not what it needs, and a
-// call would fail as if the key were wrong.
-func acceptsScheme(doc *openapi3.T, op *openapi3.Operation, scheme string) bool {
-	reqs := doc.Security
-	if op.Security != nil {
-		reqs = *op.Security
-	}
-	for _, r := range reqs {
-		if _, ok := r[scheme]; ok && len(r) == 1 {
-			return true
-		}
-	}
-	return false
 }
