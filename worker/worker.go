@@ -263,6 +263,9 @@ func NewActivities(d Deps) *Activities {
 		MCPOAuth:             mcpOAuth,
 		Memory:               notes,
 		EmailListeners:       mailListeners,
+
+		// The largest OpenAPI document a resolve reads (LUCY_OPENAPI_MAX_DOCUMENT_MB).
+		OpenAPIMaxDocumentBytes: int64(cfg.OpenAPIMaxDocumentMB) << 20,
 	})
 	core := &activities.Activities{
 		Model:            model,

@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -110,6 +111,31 @@ func TestGitHubDescriptionConnectsATag(t *testing.T) {
 	out := e.mustRun(t, ResolveTool, args(t, map[string]any{"url": url, "name": "github"}))
 	tooltest.WantOK(t, out, "Nothing was connected", "the API has 1223 operations", "47 tags", "actions: 187", "repos: 204",
 		"rate-limit: 1", "emojis: 1", "copilot-spaces: 28", "issues: 58")
+	var described struct {
+		Paths map[string]map[string]struct {
+			Tags []string `json:"tags"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(data, &described); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, item := range described.Paths {
+		for method, op := range item {
+			if method == "parameters" {
+				continue
+			}
+			for _, tag := range op.Tags {
+				count[tag]++
+			}
+		}
+	}
+	if len(count) != 47 {
+		t.Fatalf("the description's operations have %d tags, want 47", len(count))
+	}
+	for tag, n := range count {
+		tooltest.WantContains(t, out.Content, fmt.Sprintf("%s: %d", tag, n))
+	}
 	if n := len([]rune(out.Content)); n > 8000 {
 		t.Errorf("the tag list is %d characters, over the 8,000 above which a cheap model summarizes it", n)
 	}
@@ -128,9 +154,12 @@ func TestGitHubDescriptionConnectsATag(t *testing.T) {
 		t.Errorf("%d tools, want the 58 operations of issues", got)
 	}
 	after := heapInUse()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
 	t.Logf("GitHub's description (%s): the tag issues connected (asked, then approved: two reads) in %v; heap in use after GC "+
-		"%s before, %s after (%+.1f MiB); peak while resolving %s", mib(uint64(len(data))), took.Round(time.Millisecond),
-		mib(before), mib(after), (float64(after)-float64(before))/(1<<20), mib(peak))
+		"%s before, %s after (%+.1f MiB, the service's record and tools in this worker's cache); peak while resolving %s; "+
+		"heap held from the OS %s", mib(uint64(len(data))), took.Round(time.Millisecond), mib(before), mib(after),
+		(float64(after)-float64(before))/(1<<20), mib(peak), mib(ms.HeapSys-ms.HeapReleased))
 	tooltest.WantContains(t, res, "Connected github", "with 58 tools", "lucy_custom_github_issues_list_for_repo")
 	tooltest.WantContains(t, prompt, "Run without asking", "GET /repos/{owner}/{repo}/issues")
 	if after > before+32<<20 {

@@ -72,24 +72,34 @@ var wholeComps = []string{"securitySchemes"}
 type docTooLarge struct{ limit int64 }
 
 func (e docTooLarge) Error() string {
-	return fmt.Sprintf("it is larger than %d MB, the most Lucy reads of an OpenAPI document (LUCY_OPENAPI_MAX_DOCUMENT_MB)", e.limit>>20)
+	size := fmt.Sprintf("%d bytes", e.limit)
+	if e.limit >= 1<<20 && e.limit%(1<<20) == 0 {
+		size = fmt.Sprintf("%d MB", e.limit>>20)
+	}
+	return "it is larger than " + size + ", the most Lucy reads of an OpenAPI document (LUCY_OPENAPI_MAX_DOCUMENT_MB)"
 }
 
-// cappedReader fails once more than limit bytes were read.
+// cappedReader fails once more than limit bytes were read, and keeps failing: a reader above it
+// (json.Decoder.More) may drop one error and read again.
 type cappedReader struct {
 	r     io.Reader
 	left  int64
 	limit int64
+	err   error
 }
 
 func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
 	if c.left <= 0 {
 		// One byte more tells a document of exactly the limit from a longer one.
 		var one [1]byte
-		if n, _ := c.r.Read(one[:]); n > 0 {
-			return 0, docTooLarge{c.limit}
+		c.err = io.EOF
+		if n, _ := io.ReadFull(c.r, one[:]); n > 0 {
+			c.err = docTooLarge{c.limit}
 		}
-		return 0, io.EOF
+		return 0, c.err
 	}
 	if int64(len(p)) > c.left {
 		p = p[:c.left]

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"regexp"
 
@@ -654,4 +655,80 @@ func TestInvalidDocuments(t *testing.T) {
 	if got := e.toolNames(t); len(got) != 0 {
 		t.Errorf("tools from invalid documents: %v", got)
 	}
+}
+
+// Any valid JSON is a JSON document: escaped surrogate pairs (an emoji written as \uD83D\uDE00, which
+// a YAML parser refuses), a byte order mark and leading white space. JSON is told from YAML by its
+// first character, and YAML still loads.
+func TestAnyValidJSONIsAccepted(t *testing.T) {
+	doc := "\uFEFF \n\t" + `{"openapi": "3.0.3", "info": {"title": "Emoji \uD83D\uDE00", "version": "1"},
+  "servers": [{"url": "https://emoji.example"}],
+  "paths": {"/smile": {"get": {"operationId": "smile", "summary": "Smile \uD83D\uDE00 \u00e9", "tags": ["faces"],
+    "responses": {"200": {"description": "ok \uD83D\uDE00"}}}}}}`
+	if !json.Valid([]byte(strings.TrimPrefix(doc, "\uFEFF"))) {
+		t.Fatal("the test document is not valid JSON")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, doc) }))
+	defer srv.Close()
+	e := newEnv(t, envOpts{})
+	out := e.resolve(t, args(t, map[string]any{"url": srv.URL, "name": "emoji"}))
+	tooltest.WantOK(t, out, "Connected emoji", "lucy_custom_emoji_smile")
+	if d := e.spec(t, "lucy_custom_emoji_smile").Description; !strings.Contains(d, "Smile 😀 é") {
+		t.Errorf("the summary lost its characters: %q", d)
+	}
+	// The same document as YAML (flow style is YAML too, but this one starts with a key).
+	yml := "openapi: 3.0.3\ninfo: {title: Emoji, version: '1'}\nservers: [{url: 'https://emoji.example'}]\n" +
+		"paths:\n  /smile:\n    get:\n      operationId: smile\n      responses:\n        200: {description: ok}\n"
+	ysrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, yml) }))
+	defer ysrv.Close()
+	out = e.resolve(t, args(t, map[string]any{"url": ysrv.URL, "name": "emoji2"}))
+	tooltest.WantOK(t, out, "Connected emoji2", "lucy_custom_emoji2_smile")
+	// Broken JSON says so, with the parser's reason.
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"openapi": "3.0.3",}`) }))
+	defer bad.Close()
+	tooltest.WantToolError(t, e.mustRun(t, ResolveTool, args(t, map[string]any{"url": bad.URL, "name": "bad"})),
+		"this is not an OpenAPI document (not valid JSON")
+}
+
+// The size cap (LUCY_OPENAPI_MAX_DOCUMENT_MB) holds whether the server says the length or streams the
+// document without it, and a document of exactly the cap is read.
+func TestDocumentSizeCap(t *testing.T) {
+	doc := strings.ReplaceAll(petSpec, "{{URL}}", "https://pets.example")
+	for _, c := range []struct {
+		name   string
+		length bool
+	}{{"with its length", true}, {"streamed", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if c.length {
+					w.Header().Set("Content-Length", fmt.Sprint(len(doc)))
+				}
+				fmt.Fprint(w, doc)
+				if !c.length {
+					w.(http.Flusher).Flush()
+				}
+			}))
+			defer srv.Close()
+			small := New(Deps{State: workspace.NewLocalAt(t.TempDir()), Hosts: tools.AllowAllPrivate(), MaxDocumentBytes: int64(len(doc) - 1)})
+			idx, out, err := small.fetchIndex(t.Context(), mustURL(t, srv.URL), func(opSummary) bool { return true })
+			if err != nil || out == nil || idx != nil {
+				t.Fatalf("a document over the cap: %v %v %v", idx, out, err)
+			}
+			tooltest.WantToolError(t, *out, fmt.Sprintf("larger than %d bytes", len(doc)-1), "LUCY_OPENAPI_MAX_DOCUMENT_MB")
+			exact := New(Deps{State: workspace.NewLocalAt(t.TempDir()), Hosts: tools.AllowAllPrivate(), MaxDocumentBytes: int64(len(doc))})
+			idx, out, err = exact.fetchIndex(t.Context(), mustURL(t, srv.URL), func(opSummary) bool { return true })
+			if err != nil || out != nil || len(idx.operations()) != 9 {
+				t.Fatalf("a document of exactly the cap: %v %v %v", idx, out, err)
+			}
+		})
+	}
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
