@@ -160,6 +160,14 @@ func TestGitHubDescriptionConnectsATag(t *testing.T) {
 		"%s before, %s after (%+.1f MiB, the service's record and tools in this worker's cache); peak while resolving %s; "+
 		"heap held from the OS %s", mib(uint64(len(data))), took.Round(time.Millisecond), mib(before), mib(after),
 		(float64(after)-float64(before))/(1<<20), mib(peak), mib(ms.HeapSys-ms.HeapReleased))
+	// Without this worker's cache of the team's services (read again from the registry on the next
+	// run), nothing of the resolve is left.
+	e.svc.forget(tooltest.Team)
+	dropped := heapInUse()
+	t.Logf("with the cache of the team's services dropped: %s (%+.1f MiB from before)", mib(dropped), (float64(dropped)-float64(before))/(1<<20))
+	if dropped > before+8<<20 {
+		t.Errorf("the heap grew by %s and stayed with no service cached: the resolve keeps what it read", mib(dropped-before))
+	}
 	tooltest.WantContains(t, res, "Connected github", "with 58 tools", "lucy_custom_github_issues_list_for_repo")
 	tooltest.WantContains(t, prompt, "Run without asking", "GET /repos/{owner}/{repo}/issues")
 	if after > before+32<<20 {

@@ -732,3 +732,38 @@ func mustURL(t *testing.T, raw string) *url.URL {
 	}
 	return u
 }
+
+// A path that is not valid OpenAPI is left out with the reason, in the answer and the prompt, and
+// the rest connects: a path parameter the template lacks, a $ref to nothing, and a template that
+// repeats another's but for a parameter's name. The document's other parts (components no chosen
+// operation uses, here an invalid one) are never loaded.
+func TestInvalidPathsAreLeftOut(t *testing.T) {
+	doc := `{"openapi": "3.0.3", "info": {"title": "Flawed", "version": "1"}, "servers": [{"url": "https://flawed.example"}],
+  "paths": {
+    "/good/{id}": {"get": {"operationId": "good", "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}}}}},
+    "/good/{other}": {"delete": {"operationId": "twin", "parameters": [{"name": "other", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "responses": {"204": {"description": "gone"}}}},
+    "/bad": {"get": {"operationId": "bad", "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "responses": {"200": {"description": "ok"}}}},
+    "/dangling": {"get": {"operationId": "dangling",
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Nope"}}}}}}}
+  },
+  "components": {"schemas": {"Thing": {"type": "object", "properties": {"id": {"type": "string"}}},
+    "Broken": {"type": "object", "properties": {"x": {"type": "no-such-type"}}}}}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, doc) }))
+	defer srv.Close()
+	e := newEnv(t, envOpts{})
+	out, need := e.resolveAs(t, "ULOCAL", args(t, map[string]any{"url": srv.URL, "name": "flawed"}))
+	tooltest.WantOK(t, out, "Connected flawed", "with 1 tools", "lucy_custom_flawed_good: GET /good/{id}",
+		"DELETE /good/{other} (its path is the same as /good/{id} but for a parameter's name",
+		"/bad (not valid OpenAPI", "/dangling (its part of the document does not load")
+	tooltest.WantContains(t, need.Details, "Left out (3), not connected", "DELETE /good/{other}", "/bad (not valid OpenAPI",
+		"/dangling (its part of the document does not load")
+	if got := e.toolNames(t); len(got) != 1 {
+		t.Errorf("tools = %v", got)
+	}
+	// Chosen alone, an invalid path connects nothing and says why.
+	tooltest.WantToolError(t, e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL, "name": "flawed2", "operations": []string{"bad"}})),
+		"none of the chosen paths is valid OpenAPI", "/bad")
+}
