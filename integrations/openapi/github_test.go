@@ -187,4 +187,7 @@ func TestGitHubDescriptionConnectsATag(t *testing.T) {
 	if strings.Contains(o.Content, "not valid OpenAPI") {
 		t.Errorf("the document was refused: %s", o.Content)
 	}
+	// Chosen without its twin, the later path connects.
+	o, _ = e.resolveAs(t, "ULOCAL", args(t, map[string]any{"url": url, "name": "attest", "operations": []string{"orgs/list-attestations"}}))
+	tooltest.WantContains(t, o.Content, "Reconnected attest", "with 1 tools", "GET /orgs/{org}/attestations/{subject_digest}")
 }

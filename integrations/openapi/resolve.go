@@ -274,7 +274,11 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 	// A path the document should not have (its template repeats another's) is left out, not the
 	// whole document; so is a path whose part of the document does not load or validate (buildDoc).
 	var skipped []string
-	conflicts := templateConflicts(idx)
+	chosenPaths := map[string]bool{}
+	for _, o := range chosenSums {
+		chosenPaths[o.path] = true
+	}
+	conflicts := templateConflicts(idx, chosenPaths)
 	chosenKeys := map[string]bool{}
 	for _, o := range chosenSums {
 		if first, bad := conflicts[o.path]; bad {

@@ -162,16 +162,20 @@ func buildDoc(ctx context.Context, idx *docIndex, chosen map[string]bool) (doc *
 	return doc, skipped, nil
 }
 
-// templateConflicts finds the paths of the document whose template is an earlier path's but for
+// templateConflicts finds, among the chosen paths, those whose template is an earlier one's but for
 // its parameters' names ("/orgs/{org}/attestations/{attestation_id}" and ".../{subject_digest}"):
 // OpenAPI forbids them ("Templated paths with the same hierarchy but different templated names MUST
 // NOT exist as they are identical", spec.openapis.org/oas/v3.1.0#paths-object) and kin-openapi
 // refuses a document that has them. The later one, in document order, is left out; the earlier is
-// named in the reason.
-func templateConflicts(idx *docIndex) map[string]string {
+// named in the reason. A path chosen without its twin is no ambiguity for the calls Lucy makes (each
+// names its own operation), so it connects.
+func templateConflicts(idx *docIndex, chosen map[string]bool) map[string]string {
 	seen := map[string]string{}
 	out := map[string]string{}
 	for _, e := range idx.paths {
+		if !chosen[e.path] {
+			continue
+		}
 		n := pathParam.ReplaceAllString(e.path, "{}")
 		if first, ok := seen[n]; ok {
 			out[e.path] = first
