@@ -767,3 +767,49 @@ func TestInvalidPathsAreLeftOut(t *testing.T) {
 	tooltest.WantToolError(t, e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL, "name": "flawed2", "operations": []string{"bad"}})),
 		"none of the chosen paths is valid OpenAPI", "/bad")
 }
+
+// The reduced document holds the chosen operations only (not the other methods of their paths) and
+// the components they reach at any depth (Pet -> Owner -> Pet), not the others; the paths not chosen
+// are not even kept while the document streams in.
+func TestReduceKeepsWhatTheChoiceReaches(t *testing.T) {
+	doc := strings.ReplaceAll(petSpec, "{{URL}}", "https://pets.example")
+	want := func(o opSummary) bool { return o.operationID == "getPet" }
+	idx, err := readIndex(strings.NewReader(doc), DefaultMaxDocumentBytes, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range idx.paths {
+		if (e.raw != nil) != (e.path == "/pets/{petId}") {
+			t.Errorf("path %s kept: %v", e.path, e.raw != nil)
+		}
+	}
+	data, err := idx.reduce(map[string]bool{"GET /pets/{petId}": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Schemas         map[string]json.RawMessage `json:"schemas"`
+			SecuritySchemes map[string]json.RawMessage `json:"securitySchemes"`
+		} `json:"components"`
+		Security json.RawMessage `json:"security"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	item := got.Paths["/pets/{petId}"]
+	if len(got.Paths) != 1 || item["get"] == nil || item["delete"] != nil || item["parameters"] == nil {
+		t.Errorf("paths = %s", data)
+	}
+	if len(got.Components.Schemas) != 2 || got.Components.Schemas["Pet"] == nil || got.Components.Schemas["Owner"] == nil {
+		t.Errorf("schemas = %v", got.Components.Schemas)
+	}
+	if got.Components.SecuritySchemes["apiKey"] == nil || got.Security == nil {
+		t.Errorf("security lost: %s", data)
+	}
+	d, err := loadJSON(t.Context(), data)
+	if err != nil || d.Paths.Value("/pets/{petId}").Get.Responses.Status(200) == nil {
+		t.Fatalf("the reduced document does not load: %v", err)
+	}
+}
