@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/lucy-agent/lucy/tools"
 )
@@ -55,6 +56,11 @@ type auth struct {
 	Name     string   `json:"name,omitempty"` // apiKey: the header, parameter or cookie name
 	TokenURL string   `json:"tokenUrl,omitempty"`
 	Scopes   []string `json:"scopes,omitempty"`
+	// Given is how the person said the key is sent (the resolve's auth argument, "bearer" when she
+	// named a key and said nothing), for operations whose document declares no security at all;
+	// empty when the way is the document's scheme (Scheme). A record without it (made before the
+	// argument existed) is read as before: the document's scheme or no key.
+	Given string `json:"given,omitempty"`
 }
 
 // describe says, for the model and the person, what kind of key the service needs.
@@ -70,6 +76,98 @@ func (a *auth) describe() string {
 		return `OAuth2 client credentials, stored as "client_id:client_secret"`
 	}
 	return "a key"
+}
+
+// how says exactly where the key goes on each request, for the approval and the answers.
+func (a *auth) how() string {
+	switch a.Kind {
+	case "apiKey":
+		switch a.In {
+		case "query":
+			return fmt.Sprintf("in the URL's query parameter %q, as is", a.Name)
+		case "cookie":
+			return fmt.Sprintf("in the cookie %q, as is", a.Name)
+		}
+		return fmt.Sprintf("in the header %q, as is", a.Name)
+	case "bearer":
+		return `in the header "Authorization" as "Bearer <key>"`
+	case "basic":
+		return `in the header "Authorization" as HTTP basic credentials (the key stored as "user:password")`
+	case "oauth2":
+		return fmt.Sprintf(`as OAuth2 client credentials (stored as "client_id:client_secret") to the token endpoint %s, and the access token in the header "Authorization" as "Bearer <token>"`, a.TokenURL)
+	}
+	return "as the document says"
+}
+
+// whose says whose choice the way is: the document's scheme, or the person's for a document that
+// declares none.
+func (a *auth) whose() string {
+	if a.Given != "" {
+		return fmt.Sprintf("the way given when connecting (auth: %s), since the document declares no security for these operations", a.Given)
+	}
+	return fmt.Sprintf("as the document's security scheme %q says", a.Scheme)
+}
+
+// parseAuthArg reads the resolve's auth argument: how a key is sent to operations whose document
+// declares no security. Nil for "" (not given).
+func parseAuthArg(v string) (*auth, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	bad := func(why string) error {
+		return tools.ArgErrorf(ResolveTool, "auth %q %s; give bearer (the header \"Authorization: Bearer <key>\"), basic (HTTP basic, "+
+			"the key stored as \"user:password\"), header:<Name> (the key as is in that header, e.g. header:X-Api-Key) or "+
+			"query:<name> (the key in that query parameter, e.g. query:api_key). Nothing was connected", tools.Truncate(v, 80), why)
+	}
+	kind, name, hasName := strings.Cut(v, ":")
+	switch strings.ToLower(kind) {
+	case "bearer", "basic":
+		if hasName {
+			return nil, bad("takes no name after " + strings.ToLower(kind))
+		}
+		return &auth{Kind: strings.ToLower(kind), Given: strings.ToLower(kind)}, nil
+	case "header":
+		if len(name) > maxAuthNameLen || !httpguts.ValidHeaderFieldName(name) {
+			return nil, bad("does not name a header (letters, digits and -, at most 64)")
+		}
+		canon := http.CanonicalHeaderKey(name)
+		if _, ok := reservedHeaders[canon]; ok {
+			return nil, bad("names a header that carries the request itself, not a key")
+		}
+		return &auth{Kind: "apiKey", In: "header", Name: canon, Given: "header:" + canon}, nil
+	case "query":
+		if name == "" || len(name) > maxAuthNameLen || strings.Trim(name, unreservedChars) != "" {
+			return nil, bad("does not name a query parameter (letters, digits, '.', '_', '~' and '-', at most 64)")
+		}
+		return &auth{Kind: "apiKey", In: "query", Name: name, Given: "query:" + name}, nil
+	}
+	return nil, bad("is not a way Lucy sends a key")
+}
+
+// maxAuthNameLen bounds the header or query parameter name of the auth argument.
+const maxAuthNameLen = 64
+
+// unreservedChars are RFC 3986's unreserved characters (section 2.3), which a query parameter's
+// name carries without escaping.
+const unreservedChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+
+// reservedHeaders frame, route or negotiate the request (RFC 9110, RFC 9112 hop-by-hop and
+// connection headers, and those net/http sets itself): a key sent in one would break the request or
+// be dropped, so the auth argument may not name them. Authorization may be named: some APIs take
+// the bare key there.
+var reservedHeaders = map[string]struct{}{
+	"Host": {}, "Content-Length": {}, "Content-Type": {}, "Content-Encoding": {}, "Transfer-Encoding": {}, "Connection": {},
+	"Keep-Alive": {}, "Upgrade": {}, "Te": {}, "Trailer": {}, "Expect": {}, "Proxy-Authorization": {}, "Proxy-Connection": {},
+	"Cookie": {}, "Accept-Encoding": {}, "Accept": {}, "User-Agent": {},
+}
+
+// declaresNoSecurity reports whether the document says nothing of an operation's security: no
+// requirement of its own (not even an explicit empty list, which says "none needed") and none at the
+// top level. Only such an operation takes the way the person gave (auth); any declared requirement
+// is kept as the document says it.
+func declaresNoSecurity(doc *openapi3.T, op *openapi3.Operation) bool {
+	return op.Security == nil && len(doc.Security) == 0
 }
 
 // bodyTypes are the request media types Lucy sends, in order of preference.

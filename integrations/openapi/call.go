@@ -171,12 +171,18 @@ func (s *Services) call(ctx context.Context, inv tools.Invocation, sv *service, 
 		s.noteSuccess(inv.Team, svc) // the API is up; the request was refused
 		hint := ""
 		switch {
+		case (code == http.StatusUnauthorized || code == http.StatusForbidden) && needsKey && sv.rec.Auth.Given != "":
+			hint = fmt.Sprintf(" Lucy sent the stored key %q %s, the way given when it was connected (auth: %s; the description "+
+				"declares no security for this operation): the key may be wrong, expired or lack a permission, or the API may take it "+
+				"another way (connect it again with another auth, as its documentation says). The person can replace the key with "+
+				"the Add key button.", sv.rec.Credential, sv.rec.Auth.how(), sv.rec.Auth.Given)
 		case (code == http.StatusUnauthorized || code == http.StatusForbidden) && needsKey:
 			hint = fmt.Sprintf(" Lucy sent the stored key %q as %s (the scheme %s), which the description says this operation "+
 				"accepts: the key may be wrong, expired or lack a permission%s. The person can replace it with the Add key button.",
 				sv.rec.Credential, sv.rec.Auth.describe(), sv.rec.Auth.Scheme, scopesText(sv.doc, docOp, sv.rec.Auth.Scheme))
 		case code == http.StatusUnauthorized || code == http.StatusForbidden:
-			hint = " Lucy sent no key with it: the document does not say this operation needs one."
+			hint = " Lucy sent no key with it: the document does not say this operation needs one. If it does, connect it again " +
+				"naming its key (credential) and, when the document declares no security, how the key is sent (auth)."
 		}
 		return tools.ToolError("%s answered HTTP %s.%s\n%s", svc, status, hint, tools.UntrustedResult(from, secrets.Scrub(shortBody(data), scrub...))), nil
 	}

@@ -27,7 +27,9 @@
 // only inside the call, and sent only if it is bound to the API's origin and usable by the run's
 // requester: secrets.Applies, and only to an operation whose security accepts its scheme: keyFits) is
 // applied as the document's security scheme says (API key in a header, query or
-// cookie, HTTP bearer, HTTP basic, OAuth2 client credentials); the response is validated too (a
+// cookie, HTTP bearer, HTTP basic, OAuth2 client credentials), or, for operations whose document
+// declares no security, as the person said at resolve (auth, bearer by default: givenAuth); the
+// response is validated too (a
 // mismatch is reported, not fatal) and returned as text with the credential scrubbed out, fenced as
 // data (tools.UntrustedResult).
 //

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/files"
@@ -66,6 +68,11 @@ var _ = tools.Register(tools.Def{
 				"give the right one.", 1, 2048),
 			tools.StrProp("credential", "The name of the stored key its calls use, as lucy_list_integrations shows it. "+
 				"Default: the service's name. The key is sent only to the API it is bound to.", 1, 63),
+			tools.StrProp("auth", "How the key is sent when the document declares no security for the chosen operations "+
+				"(many do not, GitHub's among them): bearer (the header \"Authorization: Bearer <key>\", the default when "+
+				"credential is given), basic (HTTP basic, the key stored as \"user:password\"), header:<Name> (the key as is in "+
+				"that header, e.g. header:X-Api-Key) or query:<name> (e.g. query:api_key). Only what the API's documentation or "+
+				"the person says. A scheme the document declares is always used instead: leave auth out then.", 1, 80),
 			{Name: "shared", Schema: map[string]any{"type": "boolean",
 				"description": "Offer its tools in everyone's requests in this workspace (admins only). Default: only in the " +
 					"requests of the person who connects it."}},
@@ -82,6 +89,7 @@ type resolveArgs struct {
 	Safe        []string `json:"safe"`
 	BaseURL     string   `json:"base_url"`
 	Credential  string   `json:"credential"`
+	Auth        string   `json:"auth"`
 	Shared      bool     `json:"shared"`
 }
 
@@ -182,6 +190,11 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		// one whose it would be, nor anyone to approve it.
 		return plan{}, nil, errors.New("connecting an API needs the person it is for, and this call has none")
 	}
+	// A way the key is sent that Lucy does not know is refused before the document is fetched.
+	given, err := parseAuthArg(args.Auth)
+	if err != nil {
+		return plan{}, nil, err
+	}
 	admin := s.isAdmin(inv.User)
 	if args.Shared && !admin {
 		return plan{}, nil, tools.ArgErrorf(ResolveTool, "only an admin can connect an API for everyone in this workspace (shared); "+
@@ -201,7 +214,6 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 	var idx *docIndex
 	var specURL *url.URL
 	var source string
-	var err error
 	if args.URL != "" {
 		if specURL, err = s.parseSpecURL(args.URL); err != nil {
 			return plan{}, nil, err
@@ -331,6 +343,9 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 	}
 
 	a := chooseAuth(doc, chosen, base)
+	if a, err = givenAuth(doc, chosen, a, given, strings.TrimSpace(args.Credential) != ""); err != nil {
+		return plan{}, nil, err
+	}
 	// Checked now as well as on every call: a document that points its calls (or its token endpoint)
 	// at an internal address, or would send a key in clear text, is refused before anyone adds a key.
 	if err := s.checkURL(ctx, base, a != nil); err != nil {
@@ -364,6 +379,15 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 			safe = append(safe, o.key)
 		}
 		auth, why := keyFits(doc, o.op, a, base)
+		if a != nil && a.Given != "" {
+			// The person's way is for what the document says nothing of; anything it declares
+			// keeps its own scheme, which the key is not for (left out with why, or called without a
+			// key when the document says it needs none).
+			auth, why = declaresNoSecurity(doc, o.op), ""
+			if !auth {
+				_, why = keyFits(doc, o.op, nil, base)
+			}
+		}
 		if why != "" {
 			skipped = append(skipped, fmt.Sprintf("%s (%s)", o.key, why))
 			continue
@@ -454,6 +478,40 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 	return p, nil, nil
 }
 
+// givenAuth decides whether the way the person gave (auth), or bearer by default when she named a
+// key, is how the service's key is sent; declared is the document's scheme (chooseAuth). The
+// document's scheme wins wherever it declares one: the key goes one way per service, so on a mix
+// (some chosen operations declare a scheme Lucy sends, others declare nothing) the declared scheme is
+// the service's and the others are called without the key as before, and an auth that would send it
+// another way is refused rather than silently dropped. The person's way applies only when no chosen
+// operation uses a declared scheme and some declare no security at all; those take it.
+func givenAuth(doc *openapi3.T, chosen []opInfo, declared, given *auth, named bool) (*auth, error) {
+	var undeclared int
+	for _, o := range chosen {
+		if declaresNoSecurity(doc, o.op) {
+			undeclared++
+		}
+	}
+	switch {
+	case given != nil && declared != nil:
+		return nil, tools.ArgErrorf(ResolveTool, "auth: the document declares how the chosen operations take a key (its scheme %q, %s), "+
+			"and Lucy sends a service's key only that way. Leave auth out. Nothing was connected", declared.Scheme, declared.describe())
+	case given != nil && undeclared == 0:
+		return nil, tools.ArgErrorf(ResolveTool, "auth: the document declares the security of every chosen operation (a scheme, or "+
+			"that none is needed), and Lucy never sends a key another way. Leave auth out. Nothing was connected")
+	case declared != nil || undeclared == 0:
+		return declared, nil
+	case given != nil:
+		return given, nil
+	case named:
+		// A key named for an API whose document says nothing of one: the Authorization header's
+		// bearer token is the common way (RFC 6750 section 2.1; GitHub's REST API takes its tokens
+		// so: docs.github.com/en/rest/authentication/authenticating-to-the-rest-api).
+		return &auth{Kind: "bearer", Given: "bearer"}, nil
+	}
+	return nil, nil
+}
+
 // keyPlan checks the rules of the key the service will use and says what connecting does with it.
 // An existing key goes only where it is bound: attaching it to this API (binding it here) is for its
 // owner or an admin (secrets.MayAttach). The service's runs must be able to use it: a personal
@@ -535,6 +593,20 @@ func (p plan) approval(user string) (summary, details string) {
 			b.WriteString(". It becomes shared with the team")
 		}
 		b.WriteString("\n")
+	}
+	if r.Auth != nil {
+		// Exactly where the key goes, so that the person approves the header or the parameter, not
+		// only the address.
+		fmt.Fprintf(&b, "How the key is sent: %s, only to %s, %s\n", r.Auth.how(), strings.Join(r.credentialOrigins(), " and "), r.Auth.whose())
+		var bare []string
+		for _, op := range r.Operations {
+			if !op.Auth {
+				bare = append(bare, op.Method+" "+op.Path)
+			}
+		}
+		if len(bare) > 0 {
+			fmt.Fprintf(&b, "Called without the key (the document says they need none): %s\n", strings.Join(bare, ", "))
+		}
 	}
 	if r.Shared {
 		b.WriteString("Who gets its tools: everyone in this workspace (shared by an admin)\n")
@@ -633,7 +705,8 @@ func (s *Services) resolvedText(ctx context.Context, inv tools.Invocation, rec r
 	case err != nil:
 		fmt.Fprintf(&b, "It needs %s; whether one is stored could not be checked (%v).", rec.Auth.describe(), err)
 	case has:
-		fmt.Fprintf(&b, "It uses the key %q (%s), sent only to %s.", rec.Credential, rec.Auth.describe(), strings.Join(rec.credentialOrigins(), " and "))
+		fmt.Fprintf(&b, "It uses the key %q, sent only to %s, %s.", rec.Credential, strings.Join(rec.credentialOrigins(), " and "),
+			rec.Auth.how())
 	default:
 		why := fmt.Sprintf("the %s API (%s)", rec.Service, rec.Auth.describe())
 		asked := false
