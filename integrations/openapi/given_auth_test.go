@@ -245,7 +245,7 @@ func TestDeclaredSchemeKeepsItsWay(t *testing.T) {
 	out, need := e.resolveAs(t, "ULOCAL", args(t, map[string]any{"url": srv.URL + "/spec.json", "credential": "mixed"}))
 	tooltest.WantOK(t, out, "Connected mixed")
 	tooltest.WantContains(t, need.Details, `How the key is sent: in the header "X-Api-Key", as is, only to `+srv.URL+
-		`, as the document's security scheme "k" says`, "Called without the key (the document says they need none): GET /open")
+		`, as the document's security scheme "k" says`, "Called without the key (the document asks none of them): GET /open")
 	tooltest.WantOK(t, e.mustRun(t, "lucy_custom_mixed_keyed", `{}`), `authorization=""`, `x-api-key="[secret removed]"`)
 	tooltest.WantOK(t, e.mustRun(t, "lucy_custom_mixed_open", `{}`), `authorization=""`, `x-api-key=""`)
 	_, err = e.callAs(t, "ULOCAL", ResolveTool, args(t, map[string]any{"url": srv.URL + "/spec.json", "credential": "mixed",

@@ -605,7 +605,7 @@ func (p plan) approval(user string) (summary, details string) {
 			}
 		}
 		if len(bare) > 0 {
-			fmt.Fprintf(&b, "Called without the key (the document says they need none): %s\n", strings.Join(bare, ", "))
+			fmt.Fprintf(&b, "Called without the key (the document asks none of them): %s\n", strings.Join(bare, ", "))
 		}
 	}
 	if r.Shared {
