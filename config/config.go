@@ -134,6 +134,10 @@ type Config struct {
 	// become tools (LUCY_OPENAPI_MAX_OPERATIONS): a larger API is connected in part, the operations
 	// the request needs.
 	OpenAPIMaxOperations int
+	// OpenAPIMaxDocumentMB is the largest OpenAPI document a resolve reads, in MiB
+	// (LUCY_OPENAPI_MAX_DOCUMENT_MB): room for GitHub's 13 MB REST description by default. Only the
+	// chosen part of a JSON document is held while it streams in, so this bounds the download.
+	OpenAPIMaxDocumentMB int
 	// UserEventsPerMinute is how many messages one person may hand to Lucy per minute, per gateway
 	// replica (LUCY_USER_EVENTS_PER_MINUTE; 0: no limit). "cancel that" is never limited.
 	UserEventsPerMinute int
@@ -278,6 +282,10 @@ const (
 	// import): every tool's schema is sent with each model call.
 	DefaultOpenAPIMaxOperations = 30
 	MaxOpenAPIMaxOperations     = 100
+	// DefaultOpenAPIMaxDocumentMB and MaxOpenAPIMaxDocumentMB bound LUCY_OPENAPI_MAX_DOCUMENT_MB (the
+	// same as integrations/openapi's DefaultMaxDocumentBytes and MaxDocumentBytesLimit, in MiB).
+	DefaultOpenAPIMaxDocumentMB = 32
+	MaxOpenAPIMaxDocumentMB     = 256
 	// Script limits (lucy_run_script).
 	DefaultScriptTimeout = 10 * time.Second
 	// DefaultEmailPollInterval is how often a mailbox is checked for new mail.
@@ -482,6 +490,15 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 				"service that become tools; default %d)", v, MaxOpenAPIMaxOperations, DefaultOpenAPIMaxOperations)
 		}
 		c.OpenAPIMaxOperations = n
+	}
+	c.OpenAPIMaxDocumentMB = DefaultOpenAPIMaxDocumentMB
+	if v := strings.TrimSpace(getenv("LUCY_OPENAPI_MAX_DOCUMENT_MB")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxOpenAPIMaxDocumentMB {
+			return nil, fmt.Errorf("LUCY_OPENAPI_MAX_DOCUMENT_MB %q is not a number of MiB from 1 to %d (the largest OpenAPI "+
+				"document a custom integration is read from; default %d)", v, MaxOpenAPIMaxDocumentMB, DefaultOpenAPIMaxDocumentMB)
+		}
+		c.OpenAPIMaxDocumentMB = n
 	}
 	if v := strings.TrimSpace(getenv("LUCY_MODEL_CONCURRENCY")); v != "" {
 		n, err := strconv.Atoi(v)

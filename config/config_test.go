@@ -207,6 +207,27 @@ func TestApprovalKey(t *testing.T) {
 	}
 }
 
+func TestOpenAPIMaxDocumentMB(t *testing.T) {
+	for _, tc := range []struct {
+		v    string
+		want int
+	}{{"", DefaultOpenAPIMaxDocumentMB}, {"1", 1}, {" 256 ", 256}, {"64", 64}} {
+		c, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_OPENAPI_MAX_DOCUMENT_MB", tc.v))
+		if err != nil {
+			t.Fatalf("LUCY_OPENAPI_MAX_DOCUMENT_MB=%q: %v", tc.v, err)
+		}
+		if c.OpenAPIMaxDocumentMB != tc.want {
+			t.Errorf("LUCY_OPENAPI_MAX_DOCUMENT_MB=%q: OpenAPIMaxDocumentMB = %d, want %d", tc.v, c.OpenAPIMaxDocumentMB, tc.want)
+		}
+	}
+	for _, v := range []string{"0", "257", "13MB"} {
+		_, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_OPENAPI_MAX_DOCUMENT_MB", v))
+		if err == nil || !strings.Contains(err.Error(), "LUCY_OPENAPI_MAX_DOCUMENT_MB") {
+			t.Errorf("LUCY_OPENAPI_MAX_DOCUMENT_MB=%q: error = %v", v, err)
+		}
+	}
+}
+
 func TestOpenAPIMaxOperations(t *testing.T) {
 	for _, tc := range []struct {
 		v    string

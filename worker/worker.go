@@ -264,6 +264,9 @@ func NewActivities(d Deps) *Activities {
 		Memory:               notes,
 		EmailListeners:       mailListeners,
 		MailRootCAs:          cfg.MailRootCAs,
+
+		// The largest OpenAPI document a resolve reads (LUCY_OPENAPI_MAX_DOCUMENT_MB).
+		OpenAPIMaxDocumentBytes: int64(cfg.OpenAPIMaxDocumentMB) << 20,
 	})
 	core := &activities.Activities{
 		Model:            model,

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/lucy-agent/lucy/tools"
 )
@@ -55,6 +56,11 @@ type auth struct {
 	Name     string   `json:"name,omitempty"` // apiKey: the header, parameter or cookie name
 	TokenURL string   `json:"tokenUrl,omitempty"`
 	Scopes   []string `json:"scopes,omitempty"`
+	// Given is how the person said the key is sent (the resolve's auth argument, "bearer" when she
+	// named a key and said nothing), for operations whose document declares no security at all;
+	// empty when the way is the document's scheme (Scheme). A record without it (made before the
+	// argument existed) is read as before: the document's scheme or no key.
+	Given string `json:"given,omitempty"`
 }
 
 // describe says, for the model and the person, what kind of key the service needs.
@@ -70,6 +76,98 @@ func (a *auth) describe() string {
 		return `OAuth2 client credentials, stored as "client_id:client_secret"`
 	}
 	return "a key"
+}
+
+// how says exactly where the key goes on each request, for the approval and the answers.
+func (a *auth) how() string {
+	switch a.Kind {
+	case "apiKey":
+		switch a.In {
+		case "query":
+			return fmt.Sprintf("in the URL's query parameter %q, as is", a.Name)
+		case "cookie":
+			return fmt.Sprintf("in the cookie %q, as is", a.Name)
+		}
+		return fmt.Sprintf("in the header %q, as is", a.Name)
+	case "bearer":
+		return `in the header "Authorization" as "Bearer <key>"`
+	case "basic":
+		return `in the header "Authorization" as HTTP basic credentials (the key stored as "user:password")`
+	case "oauth2":
+		return fmt.Sprintf(`as OAuth2 client credentials (stored as "client_id:client_secret") to the token endpoint %s, and the access token in the header "Authorization" as "Bearer <token>"`, a.TokenURL)
+	}
+	return "as the document says"
+}
+
+// whose says whose choice the way is: the document's scheme, or the person's for a document that
+// declares none.
+func (a *auth) whose() string {
+	if a.Given != "" {
+		return fmt.Sprintf("the way given when connecting (auth: %s), since the document declares no security for these operations", a.Given)
+	}
+	return fmt.Sprintf("as the document's security scheme %q says", a.Scheme)
+}
+
+// parseAuthArg reads the resolve's auth argument: how a key is sent to operations whose document
+// declares no security. Nil for "" (not given).
+func parseAuthArg(v string) (*auth, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	bad := func(why string) error {
+		return tools.ArgErrorf(ResolveTool, "auth %q %s; give bearer (the header \"Authorization: Bearer <key>\"), basic (HTTP basic, "+
+			"the key stored as \"user:password\"), header:<Name> (the key as is in that header, e.g. header:X-Api-Key) or "+
+			"query:<name> (the key in that query parameter, e.g. query:api_key). Nothing was connected", tools.Truncate(v, 80), why)
+	}
+	kind, name, hasName := strings.Cut(v, ":")
+	switch strings.ToLower(kind) {
+	case "bearer", "basic":
+		if hasName {
+			return nil, bad("takes no name after " + strings.ToLower(kind))
+		}
+		return &auth{Kind: strings.ToLower(kind), Given: strings.ToLower(kind)}, nil
+	case "header":
+		if len(name) > maxAuthNameLen || !httpguts.ValidHeaderFieldName(name) {
+			return nil, bad("does not name a header (letters, digits and -, at most 64)")
+		}
+		canon := http.CanonicalHeaderKey(name)
+		if _, ok := reservedHeaders[canon]; ok {
+			return nil, bad("names a header that carries the request itself, not a key")
+		}
+		return &auth{Kind: "apiKey", In: "header", Name: canon, Given: "header:" + canon}, nil
+	case "query":
+		if name == "" || len(name) > maxAuthNameLen || strings.Trim(name, unreservedChars) != "" {
+			return nil, bad("does not name a query parameter (letters, digits, '.', '_', '~' and '-', at most 64)")
+		}
+		return &auth{Kind: "apiKey", In: "query", Name: name, Given: "query:" + name}, nil
+	}
+	return nil, bad("is not a way Lucy sends a key")
+}
+
+// maxAuthNameLen bounds the header or query parameter name of the auth argument.
+const maxAuthNameLen = 64
+
+// unreservedChars are RFC 3986's unreserved characters (section 2.3), which a query parameter's
+// name carries without escaping.
+const unreservedChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+
+// reservedHeaders frame, route or negotiate the request (RFC 9110, RFC 9112 hop-by-hop and
+// connection headers, and those net/http sets itself): a key sent in one would break the request or
+// be dropped, so the auth argument may not name them. Authorization may be named: some APIs take
+// the bare key there.
+var reservedHeaders = map[string]struct{}{
+	"Host": {}, "Content-Length": {}, "Content-Type": {}, "Content-Encoding": {}, "Transfer-Encoding": {}, "Connection": {},
+	"Keep-Alive": {}, "Upgrade": {}, "Te": {}, "Trailer": {}, "Expect": {}, "Proxy-Authorization": {}, "Proxy-Connection": {},
+	"Cookie": {}, "Accept-Encoding": {}, "Accept": {}, "User-Agent": {},
+}
+
+// declaresNoSecurity reports whether the document says nothing of an operation's security: no
+// requirement of its own (not even an explicit empty list, which says "none needed") and none at the
+// top level. Only such an operation takes the way the person gave (auth); any declared requirement
+// is kept as the document says it.
+func declaresNoSecurity(doc *openapi3.T, op *openapi3.Operation) bool {
+	return op.Security == nil && len(doc.Security) == 0
 }
 
 // bodyTypes are the request media types Lucy sends, in order of preference.
@@ -291,73 +389,147 @@ func needsAuth(doc *openapi3.T, op *openapi3.Operation) bool {
 	return true
 }
 
-// chooseAuth picks the one scheme the service's calls use: the first supported scheme named by the
-// chosen operations' requirements (the document's first, then the operations'), else the first
-// supported scheme the document declares. It fails when a chosen operation needs a credential and
-// no scheme Lucy supports is declared.
-func chooseAuth(doc *openapi3.T, chosen []opInfo, base *url.URL) (*auth, error) {
+// requirements are an operation's security requirements: its own, or the document's when it has
+// none of its own (OpenAPI 3.1 "security" of the Operation Object: "This definition overrides any
+// declared top-level security").
+func requirements(doc *openapi3.T, op *openapi3.Operation) openapi3.SecurityRequirements {
+	if op.Security != nil {
+		return *op.Security
+	}
+	return doc.Security
+}
+
+// chooseAuth picks the scheme of the service's stored key, per operation: of the schemes Lucy can
+// use, the one that the most chosen operations accept on its own (one of their security
+// requirements names it alone), the earlier named first on a tie. A scheme the document only
+// declares, which no chosen operation asks for, is never chosen: a key sent there would be refused
+// as if it were wrong. Nil when no chosen operation needs a key, or none accepts a scheme Lucy can
+// use (each is then left out with why: keyFits).
+func chooseAuth(doc *openapi3.T, chosen []opInfo, base *url.URL) *auth {
 	var schemes openapi3.SecuritySchemes
 	if doc.Components != nil {
 		schemes = doc.Components.SecuritySchemes
 	}
 	var order []string
+	count := map[string]int{}
 	scopes := map[string][]string{}
-	addReqs := func(reqs openapi3.SecurityRequirements) {
-		for _, r := range reqs {
-			names := make([]string, 0, len(r))
-			for n := range r {
-				names = append(names, n)
+	for _, o := range chosen {
+		if !needsAuth(doc, o.op) {
+			continue
+		}
+		for _, r := range requirements(doc, o.op) {
+			if len(r) != 1 {
+				continue
 			}
-			sort.Strings(names)
-			for _, n := range names {
-				if !contains(order, n) {
+			for n, sc := range r {
+				if count[n] == 0 {
 					order = append(order, n)
 				}
-				for _, sc := range r[n] {
-					if !contains(scopes[n], sc) {
-						scopes[n] = append(scopes[n], sc)
+				count[n]++
+				for _, x := range sc {
+					if !contains(scopes[n], x) {
+						scopes[n] = append(scopes[n], x)
 					}
 				}
 			}
 		}
 	}
-	anyNeeds := false
-	addReqs(doc.Security)
-	for _, o := range chosen {
-		if o.op.Security != nil {
-			addReqs(*o.op.Security)
-		}
-		anyNeeds = anyNeeds || needsAuth(doc, o.op)
-	}
-	if !anyNeeds {
-		return nil, nil
-	}
-	declared := make([]string, 0, len(schemes))
-	for n := range schemes {
-		declared = append(declared, n)
-	}
-	sort.Strings(declared)
-	var unsupported []string
-	for _, n := range append(order, declared...) {
+	sort.SliceStable(order, func(i, j int) bool { return count[order[i]] > count[order[j]] })
+	for _, n := range order {
 		ref := schemes[n]
 		if ref == nil || ref.Value == nil {
 			continue
 		}
-		a, why := supported(n, ref.Value, base)
-		if a != nil {
+		if a, _ := supported(n, ref.Value, base); a != nil {
 			a.Scopes = scopes[n]
-			return a, nil
-		}
-		if !contains(unsupported, why) {
-			unsupported = append(unsupported, why)
+			return a
 		}
 	}
-	if len(unsupported) == 0 {
-		return nil, fmt.Errorf("the chosen operations need a credential, but the document declares no security scheme Lucy can use")
+	return nil
+}
+
+// keyFits says whether an operation's call carries the service's key (a, nil when it has none), and
+// when the operation cannot be called with it, why, in words for the person: what each of its
+// security requirements needs, and what the stored key is for. Lucy sends one key per service, the
+// way its scheme says; an operation that accepts only something else would be answered 401 as if the
+// key were wrong.
+func keyFits(doc *openapi3.T, op *openapi3.Operation, a *auth, base *url.URL) (useKey bool, why string) {
+	if !needsAuth(doc, op) {
+		return false, ""
 	}
-	return nil, fmt.Errorf("the chosen operations need a credential, and Lucy supports none of the document's schemes (%s): "+
-		"she sends an API key (header, query or cookie), an HTTP bearer token, HTTP basic credentials or OAuth2 client credentials",
-		strings.Join(unsupported, "; "))
+	reqs := requirements(doc, op)
+	for _, r := range reqs {
+		if _, ok := r[a.schemeName()]; ok && len(r) == 1 {
+			return true, ""
+		}
+	}
+	var schemes openapi3.SecuritySchemes
+	if doc.Components != nil {
+		schemes = doc.Components.SecuritySchemes
+	}
+	var needs []string
+	for _, r := range reqs {
+		names := make([]string, 0, len(r))
+		for n := range r {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var parts []string
+		for _, n := range names {
+			parts = append(parts, schemeNeeds(n, schemes[n], base))
+		}
+		needs = append(needs, strings.Join(parts, " together with "))
+	}
+	why = "it needs " + strings.Join(needs, ", or ")
+	if a == nil {
+		return false, why + "; Lucy sends only an API key, an HTTP bearer token, HTTP basic credentials or OAuth2 client credentials"
+	}
+	return false, why + "; this service's stored key is for " + a.Scheme + ", " + a.describe() + ", which this operation does not accept"
+}
+
+// schemeName is the scheme's name in the document, "" for no auth.
+func (a *auth) schemeName() string {
+	if a == nil {
+		return ""
+	}
+	return a.Scheme
+}
+
+// schemeNeeds says what a security scheme asks of the caller, with its name.
+func schemeNeeds(name string, ref *openapi3.SecuritySchemeRef, base *url.URL) string {
+	if ref == nil || ref.Value == nil {
+		return fmt.Sprintf("%q (a scheme the document does not declare)", name)
+	}
+	s := ref.Value
+	if a, _ := supported(name, s, base); a != nil {
+		return fmt.Sprintf("%s (%s)", a.describe(), name)
+	}
+	switch strings.ToLower(s.Type) {
+	case "oauth2":
+		var flows []string
+		if f := s.Flows; f != nil {
+			if f.AuthorizationCode != nil {
+				flows = append(flows, "authorization code")
+			}
+			if f.Implicit != nil {
+				flows = append(flows, "implicit")
+			}
+			if f.Password != nil {
+				flows = append(flows, "password")
+			}
+		}
+		what := name
+		if len(flows) > 0 {
+			what += ": " + strings.Join(flows, " or ") + " flow"
+		}
+		return "an OAuth2 sign-in by a person (" + what + "), which Lucy cannot do for a custom integration"
+	case "openidconnect":
+		return "an OpenID Connect sign-in by a person (" + name + "), which Lucy cannot do for a custom integration"
+	case "mutualtls":
+		return "a client certificate (" + name + ", mutual TLS), which Lucy does not send"
+	}
+	_, why := supported(name, s, base)
+	return why + ", which Lucy does not send"
 }
 
 // supported returns the auth for a scheme Lucy can use, or why she cannot.

@@ -85,6 +85,14 @@ func (s *Services) call(ctx context.Context, inv tools.Invocation, sv *service, 
 
 	var scrub []string
 	needsKey := op.Auth && sv.rec.Auth != nil
+	if needsKey {
+		// The operation's own security requirement decides, as the stored description says it: a key
+		// it does not accept is not sent, and the person hears what it needs instead of a 401 that
+		// reads as a wrong key.
+		if use, why := keyFits(sv.doc, docOp, sv.rec.Auth, base); !use && why != "" {
+			return tools.ToolError("%s %s was not called, so nothing was sent: %s.", op.Method, op.Path, why), nil
+		}
+	}
 	if err := s.checkURL(ctx, req.URL, needsKey); err != nil {
 		return tools.ToolError("%s: %v", svc, err), nil
 	}
@@ -163,10 +171,18 @@ func (s *Services) call(ctx context.Context, inv tools.Invocation, sv *service, 
 		s.noteSuccess(inv.Team, svc) // the API is up; the request was refused
 		hint := ""
 		switch {
+		case (code == http.StatusUnauthorized || code == http.StatusForbidden) && needsKey && sv.rec.Auth.Given != "":
+			hint = fmt.Sprintf(" Lucy sent the stored key %q %s, the way given when it was connected (auth: %s; the description "+
+				"declares no security for this operation): the key may be wrong, expired or lack a permission, or the API may take it "+
+				"another way (connect it again with another auth, as its documentation says). The person can replace the key with "+
+				"the Add key button.", sv.rec.Credential, sv.rec.Auth.how(), sv.rec.Auth.Given)
 		case (code == http.StatusUnauthorized || code == http.StatusForbidden) && needsKey:
-			hint = " The stored key may be wrong, expired or lack a permission: the person can replace it with the Add key button."
+			hint = fmt.Sprintf(" Lucy sent the stored key %q as %s (the scheme %s), which the description says this operation "+
+				"accepts: the key may be wrong, expired or lack a permission%s. The person can replace it with the Add key button.",
+				sv.rec.Credential, sv.rec.Auth.describe(), sv.rec.Auth.Scheme, scopesText(sv.doc, docOp, sv.rec.Auth.Scheme))
 		case code == http.StatusUnauthorized || code == http.StatusForbidden:
-			hint = " Lucy sent no key with it: the document does not say this operation needs one."
+			hint = " Lucy sent no key with it: the document does not say this operation needs one. If it does, connect it again " +
+				"naming its key (credential) and, when the document declares no security, how the key is sent (auth)."
 		}
 		return tools.ToolError("%s answered HTTP %s.%s\n%s", svc, status, hint, tools.UntrustedResult(from, secrets.Scrub(shortBody(data), scrub...))), nil
 	}
@@ -198,6 +214,16 @@ func (s *Services) call(ctx context.Context, inv tools.Invocation, sv *service, 
 		}
 	}
 	return tools.Output{Content: secrets.Scrub(b.String(), scrub...)}, nil
+}
+
+// scopesText names the OAuth2 scopes the operation's requirement asks of scheme, for a refusal.
+func scopesText(doc *openapi3.T, op *openapi3.Operation, scheme string) string {
+	for _, r := range requirements(doc, op) {
+		if sc, ok := r[scheme]; ok && len(r) == 1 && len(sc) > 0 {
+			return " (the operation asks for the scopes " + strings.Join(sc, ", ") + ")"
+		}
+	}
+	return ""
 }
 
 func (s *Services) noteFailure(team, svc, why string) {

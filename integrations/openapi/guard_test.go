@@ -463,5 +463,6 @@ func TestOperationNeedingASignInIsLeftOutHonestly(t *testing.T) {
 	defer srv.Close()
 	e := newEnv(t, envOpts{})
 	out := e.resolve(t, args(t, map[string]any{"url": srv.URL, "name": "mixed"}))
-	tooltest.WantOK(t, out, "with 1 tools", "Left out: GET /me (it needs a kind of sign-in Lucy cannot do")
+	tooltest.WantOK(t, out, "with 1 tools", "Left out: GET /me (it needs an OAuth2 sign-in by a person (user: authorization "+
+		"code flow), which Lucy cannot do", `this service's stored key is for k, an API key (sent in the header "X-Key")`)
 }

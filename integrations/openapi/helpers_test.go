@@ -1,6 +1,7 @@
 package openapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/rs/zerolog"
 
 	"github.com/lucy-agent/lucy/secrets"
@@ -367,4 +369,21 @@ func wantNoSecret(t *testing.T, text string, secret ...string) {
 			t.Errorf("a secret (%q) reached the model:\n%s", s, text)
 		}
 	}
+}
+
+// parseSpec loads a whole document as a resolve loads its chosen part: indexed, reduced to every
+// operation, loaded and validated path by path.
+func parseSpec(ctx context.Context, data []byte) (*openapi3.T, []string, error) {
+	idx, err := readIndex(bytes.NewReader(data), DefaultMaxDocumentBytes, func(opSummary) bool { return true })
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := checkVersion(idx); err != nil {
+		return nil, nil, err
+	}
+	all := map[string]bool{}
+	for _, o := range idx.operations() {
+		all[o.key()] = true
+	}
+	return buildDoc(ctx, idx, all)
 }

@@ -40,8 +40,13 @@ const (
 	maxNameLen = 64
 	// maxServiceLen bounds a service's name, so that its tools' names keep room for the operation.
 	maxServiceLen = 24
-	// maxSpecBytes bounds a fetched or read OpenAPI document.
-	maxSpecBytes = 10 << 20
+	// DefaultMaxDocumentBytes bounds a fetched or read OpenAPI document when
+	// LUCY_OPENAPI_MAX_DOCUMENT_MB is not set: room for GitHub's REST description (13 MB as
+	// published) and its Enterprise ones. Only what is chosen of a JSON document is held while it is
+	// read (index.go), so the cap bounds the download rather than the memory a resolve keeps.
+	DefaultMaxDocumentBytes = 32 << 20
+	// MaxDocumentBytesLimit bounds LUCY_OPENAPI_MAX_DOCUMENT_MB.
+	MaxDocumentBytesLimit = 256 << 20
 	// maxStoredDocBytes bounds the pruned document kept in the registry.
 	maxStoredDocBytes = 2 << 20
 	// maxRecordBytes bounds a service's whole registry record (its document, tools and schemas), checked
@@ -86,7 +91,10 @@ type Deps struct {
 	// MaxOperations is the cap of operations per service (LUCY_OPENAPI_MAX_OPERATIONS); 0 means
 	// DefaultMaxOperations.
 	MaxOperations int
-	Log           zerolog.Logger
+	// MaxDocumentBytes is the largest document read (LUCY_OPENAPI_MAX_DOCUMENT_MB); 0 means
+	// DefaultMaxDocumentBytes.
+	MaxDocumentBytes int64
+	Log              zerolog.Logger
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
@@ -111,6 +119,9 @@ type Services struct {
 func New(d Deps) *Services {
 	if d.MaxOperations <= 0 {
 		d.MaxOperations = DefaultMaxOperations
+	}
+	if d.MaxDocumentBytes <= 0 {
+		d.MaxDocumentBytes = DefaultMaxDocumentBytes
 	}
 	if d.Now == nil {
 		d.Now = time.Now

@@ -2,6 +2,7 @@ package openapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"regexp"
 
@@ -253,7 +254,7 @@ func TestLargeSpecIsFiltered(t *testing.T) {
 	e := newEnv(t, envOpts{maxOps: 25})
 
 	out := e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL}))
-	tooltest.WantOK(t, out, "Nothing was connected", "40 operations", "at most 25", `tag "billing" (20)`, `tag "users" (20)`, "op0", "op39")
+	tooltest.WantOK(t, out, "Nothing was connected", "40 operations", "at most 25", "billing: 20", "users: 20", "- billing: op0, op10", "op39")
 	if got := e.toolNames(t); len(got) != 0 {
 		t.Fatalf("tools registered from an unfiltered large document: %v", got)
 	}
@@ -265,7 +266,7 @@ func TestLargeSpecIsFiltered(t *testing.T) {
 		t.Errorf("tools = %v", got)
 	}
 	tooltest.WantToolError(t, e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL, "operations": []string{"nope"}})),
-		`matching "nope"`, `tag "billing"`)
+		`matching "nope"`, "billing: 20")
 	out = e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL, "operations": []string{"billing", "users"}}))
 	tooltest.WantOK(t, out, "Nothing was connected", "those choices match 40 operations")
 	// The stored document holds only the chosen operations.
@@ -653,5 +654,162 @@ func TestInvalidDocuments(t *testing.T) {
 	}
 	if got := e.toolNames(t); len(got) != 0 {
 		t.Errorf("tools from invalid documents: %v", got)
+	}
+}
+
+// Any valid JSON is a JSON document: escaped surrogate pairs (an emoji written as \uD83D\uDE00, which
+// a YAML parser refuses), a byte order mark and leading white space. JSON is told from YAML by its
+// first character, and YAML still loads.
+func TestAnyValidJSONIsAccepted(t *testing.T) {
+	doc := "\uFEFF \n\t" + `{"openapi": "3.0.3", "info": {"title": "Emoji \uD83D\uDE00", "version": "1"},
+  "servers": [{"url": "https://emoji.example"}],
+  "paths": {"/smile": {"get": {"operationId": "smile", "summary": "Smile \uD83D\uDE00 \u00e9", "tags": ["faces"],
+    "responses": {"200": {"description": "ok \uD83D\uDE00"}}}}}}`
+	if !json.Valid([]byte(strings.TrimPrefix(doc, "\uFEFF"))) {
+		t.Fatal("the test document is not valid JSON")
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, doc) }))
+	defer srv.Close()
+	e := newEnv(t, envOpts{})
+	out := e.resolve(t, args(t, map[string]any{"url": srv.URL, "name": "emoji"}))
+	tooltest.WantOK(t, out, "Connected emoji", "lucy_custom_emoji_smile")
+	if d := e.spec(t, "lucy_custom_emoji_smile").Description; !strings.Contains(d, "Smile 😀 é") {
+		t.Errorf("the summary lost its characters: %q", d)
+	}
+	// The same document as YAML (flow style is YAML too, but this one starts with a key).
+	yml := "openapi: 3.0.3\ninfo: {title: Emoji, version: '1'}\nservers: [{url: 'https://emoji.example'}]\n" +
+		"paths:\n  /smile:\n    get:\n      operationId: smile\n      responses:\n        200: {description: ok}\n"
+	ysrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, yml) }))
+	defer ysrv.Close()
+	out = e.resolve(t, args(t, map[string]any{"url": ysrv.URL, "name": "emoji2"}))
+	tooltest.WantOK(t, out, "Connected emoji2", "lucy_custom_emoji2_smile")
+	// Broken JSON says so, with the parser's reason.
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"openapi": "3.0.3",}`) }))
+	defer bad.Close()
+	tooltest.WantToolError(t, e.mustRun(t, ResolveTool, args(t, map[string]any{"url": bad.URL, "name": "bad"})),
+		"this is not an OpenAPI document (not valid JSON")
+}
+
+// The size cap (LUCY_OPENAPI_MAX_DOCUMENT_MB) holds whether the server says the length or streams the
+// document without it, and a document of exactly the cap is read.
+func TestDocumentSizeCap(t *testing.T) {
+	doc := strings.ReplaceAll(petSpec, "{{URL}}", "https://pets.example")
+	for _, c := range []struct {
+		name   string
+		length bool
+	}{{"with its length", true}, {"streamed", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if c.length {
+					w.Header().Set("Content-Length", fmt.Sprint(len(doc)))
+				}
+				fmt.Fprint(w, doc)
+				if !c.length {
+					w.(http.Flusher).Flush()
+				}
+			}))
+			defer srv.Close()
+			small := New(Deps{State: workspace.NewLocalAt(t.TempDir()), Hosts: tools.AllowAllPrivate(), MaxDocumentBytes: int64(len(doc) - 1)})
+			idx, out, err := small.fetchIndex(t.Context(), mustURL(t, srv.URL), func(opSummary) bool { return true })
+			if err != nil || out == nil || idx != nil {
+				t.Fatalf("a document over the cap: %v %v %v", idx, out, err)
+			}
+			tooltest.WantToolError(t, *out, fmt.Sprintf("larger than %d bytes", len(doc)-1), "LUCY_OPENAPI_MAX_DOCUMENT_MB")
+			exact := New(Deps{State: workspace.NewLocalAt(t.TempDir()), Hosts: tools.AllowAllPrivate(), MaxDocumentBytes: int64(len(doc))})
+			idx, out, err = exact.fetchIndex(t.Context(), mustURL(t, srv.URL), func(opSummary) bool { return true })
+			if err != nil || out != nil || len(idx.operations()) != 9 {
+				t.Fatalf("a document of exactly the cap: %v %v %v", idx, out, err)
+			}
+		})
+	}
+}
+
+func mustURL(t *testing.T, raw string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// A path that is not valid OpenAPI is left out with the reason, in the answer and the prompt, and
+// the rest connects: a path parameter the template lacks, a $ref to nothing, and a template that
+// repeats another's but for a parameter's name. The document's other parts (components no chosen
+// operation uses, here an invalid one) are never loaded.
+func TestInvalidPathsAreLeftOut(t *testing.T) {
+	doc := `{"openapi": "3.0.3", "info": {"title": "Flawed", "version": "1"}, "servers": [{"url": "https://flawed.example"}],
+  "paths": {
+    "/good/{id}": {"get": {"operationId": "good", "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Thing"}}}}}}},
+    "/good/{other}": {"delete": {"operationId": "twin", "parameters": [{"name": "other", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "responses": {"204": {"description": "gone"}}}},
+    "/bad": {"get": {"operationId": "bad", "parameters": [{"name": "id", "in": "path", "required": true, "schema": {"type": "string"}}],
+      "responses": {"200": {"description": "ok"}}}},
+    "/dangling": {"get": {"operationId": "dangling",
+      "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Nope"}}}}}}}
+  },
+  "components": {"schemas": {"Thing": {"type": "object", "properties": {"id": {"type": "string"}}},
+    "Broken": {"type": "object", "properties": {"x": {"type": "no-such-type"}}}}}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, doc) }))
+	defer srv.Close()
+	e := newEnv(t, envOpts{})
+	out, need := e.resolveAs(t, "ULOCAL", args(t, map[string]any{"url": srv.URL, "name": "flawed"}))
+	tooltest.WantOK(t, out, "Connected flawed", "with 1 tools", "lucy_custom_flawed_good: GET /good/{id}",
+		"DELETE /good/{other} (its path is the same as /good/{id} but for a parameter's name",
+		"/bad (not valid OpenAPI", "/dangling (its part of the document does not load")
+	tooltest.WantContains(t, need.Details, "Left out (3), not connected", "DELETE /good/{other}", "/bad (not valid OpenAPI",
+		"/dangling (its part of the document does not load")
+	if got := e.toolNames(t); len(got) != 1 {
+		t.Errorf("tools = %v", got)
+	}
+	// Chosen alone, an invalid path connects nothing and says why.
+	tooltest.WantToolError(t, e.mustRun(t, ResolveTool, args(t, map[string]any{"url": srv.URL, "name": "flawed2", "operations": []string{"bad"}})),
+		"none of the chosen paths is valid OpenAPI", "/bad")
+}
+
+// The reduced document holds the chosen operations only (not the other methods of their paths) and
+// the components they reach at any depth (Pet -> Owner -> Pet), not the others; the paths not chosen
+// are not even kept while the document streams in.
+func TestReduceKeepsWhatTheChoiceReaches(t *testing.T) {
+	doc := strings.ReplaceAll(petSpec, "{{URL}}", "https://pets.example")
+	want := func(o opSummary) bool { return o.operationID == "getPet" }
+	idx, err := readIndex(strings.NewReader(doc), DefaultMaxDocumentBytes, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range idx.paths {
+		if (e.raw != nil) != (e.path == "/pets/{petId}") {
+			t.Errorf("path %s kept: %v", e.path, e.raw != nil)
+		}
+	}
+	data, err := idx.reduce(map[string]bool{"GET /pets/{petId}": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Schemas         map[string]json.RawMessage `json:"schemas"`
+			SecuritySchemes map[string]json.RawMessage `json:"securitySchemes"`
+		} `json:"components"`
+		Security json.RawMessage `json:"security"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	item := got.Paths["/pets/{petId}"]
+	if len(got.Paths) != 1 || item["get"] == nil || item["delete"] != nil || item["parameters"] == nil {
+		t.Errorf("paths = %s", data)
+	}
+	if len(got.Components.Schemas) != 2 || got.Components.Schemas["Pet"] == nil || got.Components.Schemas["Owner"] == nil {
+		t.Errorf("schemas = %v", got.Components.Schemas)
+	}
+	if got.Components.SecuritySchemes["apiKey"] == nil || got.Security == nil {
+		t.Errorf("security lost: %s", data)
+	}
+	d, err := loadJSON(t.Context(), data)
+	if err != nil || d.Paths.Value("/pets/{petId}").Get.Responses.Status(200) == nil {
+		t.Fatalf("the reduced document does not load: %v", err)
 	}
 }

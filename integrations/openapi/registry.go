@@ -172,7 +172,7 @@ func (s *Services) readService(ctx context.Context, team, name string) (*service
 		sv.err = errors.New("it was connected under older rules (its key was not bound to its API); connect it again")
 		return sv, nil
 	}
-	sv.doc, sv.err = newLoader(ctx).LoadFromData(rec.Doc)
+	sv.doc, sv.err = loadJSON(ctx, rec.Doc)
 	if sv.err != nil {
 		s.d.Log.Warn().Err(sv.err).Str("team", team).Str("service", name).Msg("a custom integration's stored document does not load")
 		sv.err = errors.New("its stored document does not load; connect it again")

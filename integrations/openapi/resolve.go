@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -67,6 +68,11 @@ var _ = tools.Register(tools.Def{
 				"give the right one.", 1, 2048),
 			tools.StrProp("credential", "The name of the stored key its calls use, as lucy_list_integrations shows it. "+
 				"Default: the service's name. The key is sent only to the API it is bound to.", 1, 63),
+			tools.StrProp("auth", "How the key is sent when the document declares no security for the chosen operations "+
+				"(many do not, GitHub's among them): bearer (the header \"Authorization: Bearer <key>\", the default when "+
+				"credential is given), basic (HTTP basic, the key stored as \"user:password\"), header:<Name> (the key as is in "+
+				"that header, e.g. header:X-Api-Key) or query:<name> (e.g. query:api_key). Only what the API's documentation or "+
+				"the person says. A scheme the document declares is always used instead: leave auth out then.", 1, 80),
 			{Name: "shared", Schema: map[string]any{"type": "boolean",
 				"description": "Offer its tools in everyone's requests in this workspace (admins only). Default: only in the " +
 					"requests of the person who connects it."}},
@@ -83,6 +89,7 @@ type resolveArgs struct {
 	Safe        []string `json:"safe"`
 	BaseURL     string   `json:"base_url"`
 	Credential  string   `json:"credential"`
+	Auth        string   `json:"auth"`
 	Shared      bool     `json:"shared"`
 }
 
@@ -131,7 +138,7 @@ func (s *Services) resolve(ctx context.Context, inv tools.Invocation) (tools.Out
 		}
 		return tools.Output{Content: content, NeedsApproval: &tools.ApprovalNeed{Summary: summary, Details: details, Guard: guard}}, nil
 	}
-	replaced, err := s.save(ctx, inv, p.rec)
+	saved, replaced, err := s.save(ctx, inv, p.rec)
 	if err != nil {
 		var refused refusal
 		if errors.As(err, &refused) {
@@ -143,7 +150,7 @@ func (s *Services) resolve(ctx context.Context, inv tools.Invocation) (tools.Out
 		return tools.Output{}, fmt.Errorf("connected %s, but its key %q could not be attached (its calls refuse to send it until "+
 			"it is connected again): %w", p.rec.Service, p.rec.Credential, err)
 	}
-	return tools.Output{Content: s.resolvedText(ctx, inv, p.rec, replaced, p.skipped)}, nil
+	return tools.Output{Content: s.resolvedText(ctx, inv, saved, replaced, p.skipped)}, nil
 }
 
 // attachKey binds the key to the origins the approval named and shares it when it said so.
@@ -183,22 +190,37 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		// one whose it would be, nor anyone to approve it.
 		return plan{}, nil, errors.New("connecting an API needs the person it is for, and this call has none")
 	}
+	// A way the key is sent that Lucy does not know is refused before the document is fetched.
+	given, err := parseAuthArg(args.Auth)
+	if err != nil {
+		return plan{}, nil, err
+	}
 	admin := s.isAdmin(inv.User)
 	if args.Shared && !admin {
 		return plan{}, nil, tools.ArgErrorf(ResolveTool, "only an admin can connect an API for everyone in this workspace (shared); "+
 			"leave shared out to connect it for the person's own requests, or ask an admin")
 	}
-	var data []byte
+	// Only what the request chose is kept of the paths while the document streams in; without a
+	// choice, every path while the API is small enough to connect whole.
+	wanted := wantedList(args.Operations)
+	seen := 0
+	keep := func(o opSummary) bool {
+		if len(wanted) > 0 {
+			return slices.ContainsFunc(wanted, func(w string) bool { return matches(w, o) })
+		}
+		seen++
+		return seen <= s.d.MaxOperations
+	}
+	var idx *docIndex
 	var specURL *url.URL
 	var source string
-	var err error
 	if args.URL != "" {
 		if specURL, err = s.parseSpecURL(args.URL); err != nil {
 			return plan{}, nil, err
 		}
 		source = tools.RedactURL(specURL)
 		var out *tools.Output
-		if data, out, err = s.fetchSpec(ctx, specURL); err != nil || out != nil {
+		if idx, out, err = s.fetchIndex(ctx, specURL, keep); err != nil || out != nil {
 			return plan{}, out, err
 		}
 	} else {
@@ -206,7 +228,7 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		if err != nil {
 			return plan{}, nil, err
 		}
-		if data, err = s.readSpecFile(ctx, inv.Team, rel); err != nil {
+		if idx, err = s.readSpecFile(ctx, inv.Team, rel, keep); err != nil {
 			var argErr *tools.ArgError
 			if errors.As(err, &argErr) {
 				return plan{}, nil, err
@@ -216,19 +238,77 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		}
 		source = "workspace:" + rel
 	}
-	doc, kind, err := parseSpec(ctx, data)
+	kind, err := checkVersion(idx)
 	if err != nil {
 		out := tools.ToolError("%s: %v", source, err)
 		return plan{}, &out, nil
 	}
 
 	name := args.Name
-	if name == "" && doc.Info != nil {
-		name = doc.Info.Title
+	if name == "" {
+		var info struct {
+			Title string `json:"title"`
+		}
+		_ = json.Unmarshal(idx.top["info"], &info)
+		name = info.Title
 	}
 	svc := serviceName(name)
 	if svc == "" {
 		return plan{}, nil, tools.ArgErrorf(ResolveTool, "give name: a short name for the service (letters, digits, - and _), e.g. \"billing\"")
+	}
+
+	all := idx.operations()
+	if len(all) == 0 {
+		out := tools.ToolError("%s: the document describes no paths with operations, so there is nothing to call", source)
+		return plan{}, &out, nil
+	}
+	chosenSums := all
+	if len(wanted) > 0 {
+		var unmatched []string
+		chosenSums, unmatched = selectSummaries(all, wanted)
+		if len(unmatched) > 0 {
+			out := tools.ToolError("%s has no operation, tag or \"METHOD /path\" matching %s. Nothing was connected. What it has:\n%s",
+				svc, quoteList(unmatched), overview(svc, all, nil))
+			return plan{}, &out, nil
+		}
+	}
+	if len(chosenSums) > s.d.MaxOperations {
+		what := "the API has"
+		var focus []opSummary
+		if len(wanted) > 0 {
+			what, focus = "those choices match", chosenSums
+		}
+		out := tools.Output{Content: fmt.Sprintf("Nothing was connected: %s %d operations, and at most %d of one service become tools. "+
+			"Ask the person which parts they need, then call %s again with operations (tags, operationIds or \"METHOD /path\"). "+
+			"The tags and operations of %s:\n%s", what, len(chosenSums), s.d.MaxOperations, ResolveTool, svc, overview(svc, all, focus))}
+		return plan{}, &out, nil
+	}
+	// A path the document should not have (its template repeats another's) is left out, not the
+	// whole document; so is a path whose part of the document does not load or validate (buildDoc).
+	var skipped []string
+	chosenPaths := map[string]bool{}
+	for _, o := range chosenSums {
+		chosenPaths[o.path] = true
+	}
+	conflicts := templateConflicts(idx, chosenPaths)
+	chosenKeys := map[string]bool{}
+	for _, o := range chosenSums {
+		if first, bad := conflicts[o.path]; bad {
+			skipped = append(skipped, fmt.Sprintf("%s (its path is the same as %s but for a parameter's name, which OpenAPI "+
+				"forbids)", o.key(), first))
+			continue
+		}
+		chosenKeys[o.key()] = true
+	}
+	if len(chosenKeys) == 0 {
+		out := tools.ToolError("none of the chosen operations of %s can be connected: %s", svc, strings.Join(skipped, "; "))
+		return plan{}, &out, nil
+	}
+	doc, bad, err := buildDoc(ctx, idx, chosenKeys)
+	skipped = append(skipped, bad...)
+	if err != nil {
+		out := tools.ToolError("%s: %v", source, err)
+		return plan{}, &out, nil
 	}
 	base, err := baseURL(doc, args.BaseURL, specURL)
 	if err != nil {
@@ -238,28 +318,7 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		out := tools.ToolError("%v", err)
 		return plan{}, &out, nil
 	}
-
-	all := allOperations(doc)
-	chosen := all
-	if len(args.Operations) > 0 {
-		var unmatched []string
-		chosen, unmatched = selectOperations(all, args.Operations)
-		if len(unmatched) > 0 {
-			out := tools.ToolError("%s has no operation, tag or \"METHOD /path\" matching %s. Nothing was connected. What it has:\n%s",
-				svc, quoteList(unmatched), overview(all, 6000))
-			return plan{}, &out, nil
-		}
-	}
-	if len(chosen) > s.d.MaxOperations {
-		what := "the API has"
-		if len(args.Operations) > 0 {
-			what = "those choices match"
-		}
-		out := tools.Output{Content: fmt.Sprintf("Nothing was connected: %s %d operations, and at most %d of one service become tools. "+
-			"Ask the person which parts they need, then call %s again with operations (tags, operationIds or \"METHOD /path\"). "+
-			"Tags and operations of %s:\n%s", what, len(chosen), s.d.MaxOperations, ResolveTool, svc, overview(all, 10000))}
-		return plan{}, &out, nil
-	}
+	chosen := allOperations(doc)
 	marked := func(arg string, list []string) (map[string]bool, error) {
 		set := map[string]bool{}
 		if len(list) == 0 {
@@ -283,10 +342,9 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		return plan{}, nil, err
 	}
 
-	a, err := chooseAuth(doc, chosen, base)
-	if err != nil {
-		out := tools.ToolError("%s: %v. Nothing was connected.", svc, err)
-		return plan{}, &out, nil
+	a := chooseAuth(doc, chosen, base)
+	if a, err = givenAuth(doc, chosen, a, given, strings.TrimSpace(args.Credential) != ""); err != nil {
+		return plan{}, nil, err
 	}
 	// Checked now as well as on every call: a document that points its calls (or its token endpoint)
 	// at an internal address, or would send a key in clear text, is refused before anyone adds a key.
@@ -310,7 +368,7 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 	}
 	names := toolNames(svc, chosen)
 	var ops []operation
-	var skipped, safe []string
+	var safe []string
 	for i, o := range chosen {
 		readOnly := o.method == http.MethodGet || o.method == http.MethodHead
 		// Only a GET or HEAD runs unasked by default: a document cannot make a call that sends or
@@ -320,10 +378,18 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		if !readOnly && safeSet[o.key] && !destructive {
 			safe = append(safe, o.key)
 		}
-		auth := a != nil && needsAuth(doc, o.op)
-		if auth && !acceptsScheme(doc, o.op, a.Scheme) {
-			skipped = append(skipped, fmt.Sprintf("%s (it needs a kind of sign-in Lucy cannot do, such as an OAuth2 sign-in by a person, "+
-				"not the %s the others use)", o.key, a.describe()))
+		auth, why := keyFits(doc, o.op, a, base)
+		if a != nil && a.Given != "" {
+			// The person's way is for what the document says nothing of; anything it declares
+			// keeps its own scheme, which the key is not for (left out with why, or called without a
+			// key when the document says it needs none).
+			auth, why = declaresNoSecurity(doc, o.op), ""
+			if !auth {
+				_, why = keyFits(doc, o.op, nil, base)
+			}
+		}
+		if why != "" {
+			skipped = append(skipped, fmt.Sprintf("%s (%s)", o.key, why))
 			continue
 		}
 		op, why := buildOperation(svc, names[i], o, destructive, auth)
@@ -356,7 +422,7 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		return plan{}, &out, nil
 	}
 	// The stored document must load as every worker will load it.
-	if _, err := newLoader(ctx).LoadFromData(pruned); err != nil {
+	if _, err := loadJSON(ctx, pruned); err != nil {
 		out := tools.ToolError("%s: the document cannot be kept in a form Lucy can load again (%s). Nothing was connected.",
 			svc, truncate(collapse(err.Error()), 300))
 		return plan{}, &out, nil
@@ -410,6 +476,40 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 		return plan{}, nil, err
 	}
 	return p, nil, nil
+}
+
+// givenAuth decides whether the way the person gave (auth), or bearer by default when she named a
+// key, is how the service's key is sent; declared is the document's scheme (chooseAuth). The
+// document's scheme wins wherever it declares one: the key goes one way per service, so on a mix
+// (some chosen operations declare a scheme Lucy sends, others declare nothing) the declared scheme is
+// the service's and the others are called without the key as before, and an auth that would send it
+// another way is refused rather than silently dropped. The person's way applies only when no chosen
+// operation uses a declared scheme and some declare no security at all; those take it.
+func givenAuth(doc *openapi3.T, chosen []opInfo, declared, given *auth, named bool) (*auth, error) {
+	var undeclared int
+	for _, o := range chosen {
+		if declaresNoSecurity(doc, o.op) {
+			undeclared++
+		}
+	}
+	switch {
+	case given != nil && declared != nil:
+		return nil, tools.ArgErrorf(ResolveTool, "auth: the document declares how the chosen operations take a key (its scheme %q, %s), "+
+			"and Lucy sends a service's key only that way. Leave auth out. Nothing was connected", declared.Scheme, declared.describe())
+	case given != nil && undeclared == 0:
+		return nil, tools.ArgErrorf(ResolveTool, "auth: the document declares the security of every chosen operation (a scheme, or "+
+			"that none is needed), and Lucy never sends a key another way. Leave auth out. Nothing was connected")
+	case declared != nil || undeclared == 0:
+		return declared, nil
+	case given != nil:
+		return given, nil
+	case named:
+		// A key named for an API whose document says nothing of one: the Authorization header's
+		// bearer token is the common way (RFC 6750 section 2.1; GitHub's REST API takes its tokens
+		// so: docs.github.com/en/rest/authentication/authenticating-to-the-rest-api).
+		return &auth{Kind: "bearer", Given: "bearer"}, nil
+	}
+	return nil, nil
 }
 
 // keyPlan checks the rules of the key the service will use and says what connecting does with it.
@@ -494,6 +594,20 @@ func (p plan) approval(user string) (summary, details string) {
 		}
 		b.WriteString("\n")
 	}
+	if r.Auth != nil {
+		// Exactly where the key goes, so that the person approves the header or the parameter, not
+		// only the address.
+		fmt.Fprintf(&b, "How the key is sent: %s, only to %s, %s\n", r.Auth.how(), strings.Join(r.credentialOrigins(), " and "), r.Auth.whose())
+		var bare []string
+		for _, op := range r.Operations {
+			if !op.Auth {
+				bare = append(bare, op.Method+" "+op.Path)
+			}
+		}
+		if len(bare) > 0 {
+			fmt.Fprintf(&b, "Called without the key (the document asks none of them): %s\n", strings.Join(bare, ", "))
+		}
+	}
 	if r.Shared {
 		b.WriteString("Who gets its tools: everyone in this workspace (shared by an admin)\n")
 	} else {
@@ -527,6 +641,17 @@ func (p plan) approval(user string) (summary, details string) {
 	}
 	if len(r.Safe) > 0 {
 		fmt.Fprintf(&b, "Marked safe to run without asking, although they are not GET or HEAD: %s\n", strings.Join(r.Safe, ", "))
+	}
+	if len(p.skipped) > 0 {
+		// What was asked for and will not be connected, with why: the person decides knowing it.
+		fmt.Fprintf(&b, "Left out (%d), not connected:\n", len(p.skipped))
+		for i, s := range p.skipped {
+			if i == maxSkippedShown {
+				fmt.Fprintf(&b, "• … and %d more\n", len(p.skipped)-i)
+				break
+			}
+			b.WriteString("• " + truncate(s, 300) + "\n")
+		}
 	}
 	return summary, strings.TrimSuffix(b.String(), "\n")
 }
@@ -580,7 +705,8 @@ func (s *Services) resolvedText(ctx context.Context, inv tools.Invocation, rec r
 	case err != nil:
 		fmt.Fprintf(&b, "It needs %s; whether one is stored could not be checked (%v).", rec.Auth.describe(), err)
 	case has:
-		fmt.Fprintf(&b, "It uses the key %q (%s), sent only to %s.", rec.Credential, rec.Auth.describe(), strings.Join(rec.credentialOrigins(), " and "))
+		fmt.Fprintf(&b, "It uses the key %q, sent only to %s, %s.", rec.Credential, strings.Join(rec.credentialOrigins(), " and "),
+			rec.Auth.how())
 	default:
 		why := fmt.Sprintf("the %s API (%s)", rec.Service, rec.Auth.describe())
 		asked := false
@@ -603,6 +729,9 @@ func (s *Services) resolvedText(ctx context.Context, inv tools.Invocation, rec r
 	return b.String()
 }
 
+// maxSkippedShown bounds the operations left out that an approval prompt lists one by one.
+const maxSkippedShown = 20
+
 // refusal is a save the rules refuse (another person's service, too many tools): the model tells
 // the person.
 type refusal string
@@ -611,8 +740,8 @@ func (r refusal) Error() string { return string(r) }
 
 // save writes rec to the registry: a new service only if none of that name exists, a replacement
 // only of what was read (and only by who added it or an admin). A writer that loses a race reads
-// again and decides again.
-func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (replaced bool, err error) {
+// again and decides again. It returns the record as written (who added it, when).
+func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (saved record, replaced bool, err error) {
 	defer s.forget(inv.Team)
 	for attempt := 0; attempt < 5; attempt++ {
 		old, info, err := s.readRecord(ctx, inv.Team, rec.Service)
@@ -622,7 +751,7 @@ func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (
 		switch {
 		case err == nil:
 			if old.AddedBy != "" && old.AddedBy != inv.User && !s.isAdmin(inv.User) {
-				return false, refusal(fmt.Sprintf("%s is already connected, by <@%s>: only they or an admin can replace it. "+
+				return record{}, false, refusal(fmt.Sprintf("%s is already connected, by <@%s>: only they or an admin can replace it. "+
 					"Use another name to connect this one beside it.", rec.Service, old.AddedBy))
 			}
 			cond = workspace.Cond{IfMatch: info.ETag}
@@ -631,17 +760,17 @@ func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (
 			}
 			replaced = true
 		case !errors.Is(err, fs.ErrNotExist):
-			return false, fmt.Errorf("read the custom integration %s: %w", rec.Service, err)
+			return record{}, false, fmt.Errorf("read the custom integration %s: %w", rec.Service, err)
 		}
 		if err := s.checkTeamBudget(ctx, inv.Team, rec); err != nil {
-			return false, err
+			return record{}, false, err
 		}
 		if err := checkRecordSize(rec); err != nil {
-			return false, err
+			return record{}, false, err
 		}
 		data, err := json.Marshal(rec)
 		if err != nil {
-			return false, err
+			return record{}, false, err
 		}
 		if cond.IfMatch == "" && !cond.IfNoneMatch {
 			cond = workspace.Cond{IfNoneMatch: true}
@@ -652,11 +781,11 @@ func (s *Services) save(ctx context.Context, inv tools.Invocation, rec record) (
 			continue // another worker wrote this service meanwhile: decide again on what it wrote
 		}
 		if err != nil {
-			return false, fmt.Errorf("save the custom integration %s: %w", rec.Service, err)
+			return record{}, false, fmt.Errorf("save the custom integration %s: %w", rec.Service, err)
 		}
-		return replaced, nil
+		return rec, replaced, nil
 	}
-	return false, fmt.Errorf("save the custom integration %s: it kept changing under us; try again", rec.Service)
+	return record{}, false, fmt.Errorf("save the custom integration %s: it kept changing under us; try again", rec.Service)
 }
 
 // checkRecordSize refuses a record larger than maxRecordBytes, before it is written.
@@ -719,20 +848,4 @@ func (s *Services) countOthers(ctx context.Context, team, except string) (tools,
 		}
 	}
 	return tools, size, nil
-}
-
-// acceptsScheme reports whether one of the operation's security requirements (its own, or the
-// document's) is met by the scheme alone: otherwise the key Lucy holds is not what it needs, and a
-// call would fail as if the key were wrong.
-func acceptsScheme(doc *openapi3.T, op *openapi3.Operation, scheme string) bool {
-	reqs := doc.Security
-	if op.Security != nil {
-		reqs = *op.Security
-	}
-	for _, r := range reqs {
-		if _, ok := r[scheme]; ok && len(r) == 1 {
-			return true
-		}
-	}
-	return false
 }

@@ -17,7 +17,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi2"
 	"github.com/getkin/kin-openapi/openapi2conv"
 	"github.com/getkin/kin-openapi/openapi3"
-	"go.yaml.in/yaml/v3"
+
+	"github.com/lucy-agent/lucy/tools"
 )
 
 // newLoader is the loader of every document: external $refs (another file, a URL) are refused, so
@@ -29,49 +30,163 @@ func newLoader(ctx context.Context) *openapi3.Loader {
 	return l
 }
 
-// parseSpec reads an OpenAPI 3.0/3.1 document or a Swagger 2 one (converted to OpenAPI 3), in JSON
-// or YAML, resolves its $refs and validates it. kind says which it was, for the result.
-func parseSpec(ctx context.Context, data []byte) (doc *openapi3.T, kind string, err error) {
-	var probe struct {
-		Swagger any `yaml:"swagger"`
-		OpenAPI any `yaml:"openapi"`
+// loadJSON loads an OpenAPI 3 document written as JSON (a reduced document, a stored one): parsed
+// by encoding/json, never by the YAML-first parser of Loader.LoadFromData, which builds a node per
+// token and refuses some valid JSON (escaped surrogate pairs); its $refs resolved.
+func loadJSON(ctx context.Context, data []byte) (*openapi3.T, error) {
+	doc := &openapi3.T{}
+	if err := json.Unmarshal(data, doc); err != nil {
+		return nil, err
 	}
-	if err := yaml.Unmarshal(data, &probe); err != nil {
-		return nil, "", fmt.Errorf("this is not an OpenAPI document (not a JSON or YAML object: %s); give the raw document, "+
-			"not a page about it", firstLine(err.Error()))
+	if err := newLoader(ctx).ResolveRefsIn(doc, nil); err != nil {
+		return nil, err
 	}
-	loader := newLoader(ctx)
+	return doc, nil
+}
+
+// checkVersion refuses a document that is neither OpenAPI 3.x nor Swagger 2.0, and says which it is.
+func checkVersion(idx *docIndex) (kind string, err error) {
+	_, hasSwagger := idx.top["swagger"]
+	_, hasOpenAPI := idx.top["openapi"]
 	switch {
-	case fmt.Sprint(probe.Swagger) == "2.0":
-		var d2 openapi2.T
-		if err := openapi2.UnmarshalFromData(data, &d2); err != nil {
-			return nil, "", fmt.Errorf("the Swagger 2 document does not parse: %s", firstLine(err.Error()))
+	case hasSwagger && idx.version == "2.0":
+		return "Swagger 2.0 (converted to OpenAPI 3)", nil
+	case hasOpenAPI && strings.HasPrefix(idx.version, "3."):
+		return "OpenAPI " + idx.version, nil
+	case hasSwagger:
+		return "", fmt.Errorf("swagger %v is not supported: give an OpenAPI 3.x or Swagger 2.0 document", truncate(idx.version, 20))
+	case hasOpenAPI:
+		return "", fmt.Errorf("openapi %v is not supported: give an OpenAPI 3.x or Swagger 2.0 document", truncate(idx.version, 20))
+	}
+	return "", errors.New("this is not an OpenAPI document: it has no \"openapi\" (3.x) or \"swagger\" (2.0) field")
+}
+
+// loadReduced loads a reduced document (idx.reduce) as OpenAPI 3, converting Swagger 2.
+func loadReduced(ctx context.Context, idx *docIndex, data []byte) (*openapi3.T, error) {
+	if !idx.swagger {
+		doc, err := loadJSON(ctx, data)
+		if err != nil {
+			return nil, fmt.Errorf("the OpenAPI document does not load: %s", refHint(err))
 		}
-		if doc, err = openapi2conv.ToV3WithLoader(&d2, loader, nil); err != nil {
-			return nil, "", fmt.Errorf("the Swagger 2 document does not convert to OpenAPI 3: %s", refHint(err))
+		return doc, nil
+	}
+	var d2 openapi2.T
+	if err := json.Unmarshal(data, &d2); err != nil {
+		return nil, fmt.Errorf("the Swagger 2 document does not parse: %s", firstLine(err.Error()))
+	}
+	doc, err := openapi2conv.ToV3WithLoader(&d2, newLoader(ctx), nil)
+	if err != nil {
+		return nil, fmt.Errorf("the Swagger 2 document does not convert to OpenAPI 3: %s", refHint(err))
+	}
+	return doc, nil
+}
+
+// buildDoc loads and validates the document of the chosen operations (keys "METHOD /path"), path by
+// path: a path whose part does not load or is not valid OpenAPI is left out, with the reason in
+// skipped, and the rest is connected. Only a document whose shared parts (info, servers, security)
+// are wrong is refused whole.
+func buildDoc(ctx context.Context, idx *docIndex, chosen map[string]bool) (doc *openapi3.T, skipped []string, err error) {
+	data, err := idx.reduce(chosen)
+	if err != nil {
+		return nil, nil, err
+	}
+	doc, err = loadReduced(ctx, idx, data)
+	if err != nil {
+		// Which path is at fault: each loaded alone. The others are kept.
+		byPath := map[string][]string{}
+		var order []string
+		for k := range chosen {
+			if !chosen[k] {
+				continue
+			}
+			_, p, _ := strings.Cut(k, " ")
+			if byPath[p] == nil {
+				order = append(order, p)
+			}
+			byPath[p] = append(byPath[p], k)
 		}
-		kind = "Swagger 2.0 (converted to OpenAPI 3)"
-	case strings.HasPrefix(fmt.Sprint(probe.OpenAPI), "3."):
-		if doc, err = loader.LoadFromData(data); err != nil {
-			return nil, "", fmt.Errorf("the OpenAPI document does not load: %s", refHint(err))
+		sort.Strings(order)
+		keep := map[string]bool{}
+		for _, p := range order {
+			one := map[string]bool{}
+			for _, k := range byPath[p] {
+				one[k] = true
+			}
+			part, rerr := idx.reduce(one)
+			if rerr == nil {
+				_, rerr = loadReduced(ctx, idx, part)
+			}
+			if rerr != nil {
+				skipped = append(skipped, fmt.Sprintf("%s (its part of the document does not load: %s)", p, truncate(collapse(rerr.Error()), 200)))
+				continue
+			}
+			for _, k := range byPath[p] {
+				keep[k] = true
+			}
 		}
-		kind = "OpenAPI " + doc.OpenAPI
-	case probe.Swagger != nil:
-		return nil, "", fmt.Errorf("swagger %v is not supported: give an OpenAPI 3.x or Swagger 2.0 document", probe.Swagger)
-	case probe.OpenAPI != nil:
-		return nil, "", fmt.Errorf("openapi %v is not supported: give an OpenAPI 3.x or Swagger 2.0 document", probe.OpenAPI)
-	default:
-		return nil, "", errors.New("this is not an OpenAPI document: it has no \"openapi\" (3.x) or \"swagger\" (2.0) field")
+		if len(keep) == 0 {
+			return nil, skipped, err
+		}
+		if data, err = idx.reduce(keep); err != nil {
+			return nil, skipped, err
+		}
+		if doc, err = loadReduced(ctx, idx, data); err != nil {
+			return nil, skipped, err
+		}
 	}
 	// Examples are documentation: a wrong one must not make a usable API unusable.
-	if err := doc.Validate(ctx, openapi3.DisableExamplesValidation(), openapi3.DisableSchemaDefaultsValidation()); err != nil {
-		return nil, "", fmt.Errorf("the document is not valid OpenAPI: %s", truncate(collapse(err.Error()), 600))
+	opts := []openapi3.ValidationOption{openapi3.DisableExamplesValidation(), openapi3.DisableSchemaDefaultsValidation()}
+	if doc.IsOpenAPI31OrLater() {
+		opts = append(opts, openapi3.IsOpenAPI31OrLater())
+	}
+	if doc.Paths != nil {
+		paths := doc.Paths.Keys()
+		sort.Strings(paths)
+		for _, p := range paths {
+			one := openapi3.NewPaths(openapi3.WithPath(p, doc.Paths.Value(p)))
+			if verr := one.Validate(ctx, opts...); verr != nil {
+				skipped = append(skipped, fmt.Sprintf("%s (not valid OpenAPI: %s)", p, truncate(collapse(verr.Error()), 300)))
+				doc.Paths.Delete(p)
+			}
+		}
 	}
 	if doc.Paths == nil || doc.Paths.Len() == 0 {
-		return nil, "", errors.New("the document describes no paths, so there is nothing to call")
+		if len(skipped) > 0 {
+			return nil, skipped, fmt.Errorf("none of the chosen paths is valid OpenAPI: %s", strings.Join(skipped, "; "))
+		}
+		return nil, nil, errors.New("the document describes no paths, so there is nothing to call")
 	}
-	return doc, kind, nil
+	if verr := doc.Validate(ctx, opts...); verr != nil {
+		return nil, skipped, fmt.Errorf("the document is not valid OpenAPI: %s", truncate(collapse(verr.Error()), 600))
+	}
+	return doc, skipped, nil
 }
+
+// templateConflicts finds, among the chosen paths, those whose template is an earlier one's but for
+// its parameters' names ("/orgs/{org}/attestations/{attestation_id}" and ".../{subject_digest}"):
+// OpenAPI forbids them ("Templated paths with the same hierarchy but different templated names MUST
+// NOT exist as they are identical", spec.openapis.org/oas/v3.1.0#paths-object) and kin-openapi
+// refuses a document that has them. The later one, in document order, is left out; the earlier is
+// named in the reason. A path chosen without its twin is no ambiguity for the calls Lucy makes (each
+// names its own operation), so it connects.
+func templateConflicts(idx *docIndex, chosen map[string]bool) map[string]string {
+	seen := map[string]string{}
+	out := map[string]string{}
+	for _, e := range idx.paths {
+		if !chosen[e.path] {
+			continue
+		}
+		n := pathParam.ReplaceAllString(e.path, "{}")
+		if first, ok := seen[n]; ok {
+			out[e.path] = first
+			continue
+		}
+		seen[n] = e.path
+	}
+	return out
+}
+
+var pathParam = regexp.MustCompile(`\{[^}]*\}`)
 
 // refHint explains the loader's refusal of an external $ref.
 func refHint(err error) string {
@@ -117,27 +232,36 @@ func allOperations(doc *openapi3.T) []opInfo {
 	return out
 }
 
-// selectOperations picks the operations named by wanted (operationIds, tags or "METHOD /path", any
-// case for the first two and the method). Entries that match nothing are returned.
-func selectOperations(all []opInfo, wanted []string) (chosen []opInfo, unmatched []string) {
-	pick := make([]bool, len(all))
+// matches reports whether the entry w of operations (an operationId or a tag, any case, or
+// "METHOD /path", the method in any case) names o.
+func matches(w string, o opSummary) bool {
+	if o.operationID != "" && strings.EqualFold(o.operationID, w) {
+		return true
+	}
+	if method, p, isKey := strings.Cut(w, " "); isKey && strings.EqualFold(method, o.method) && strings.TrimSpace(p) == o.path {
+		return true
+	}
+	return slices.ContainsFunc(o.tags, func(t string) bool { return strings.EqualFold(t, w) })
+}
+
+// wantedList trims the entries of operations and drops empty ones.
+func wantedList(wanted []string) []string {
+	var out []string
 	for _, w := range wanted {
-		w = strings.TrimSpace(w)
-		if w == "" {
-			continue
+		if w = strings.TrimSpace(w); w != "" {
+			out = append(out, w)
 		}
+	}
+	return out
+}
+
+// selectSummaries picks the operations named by wanted; entries that match nothing are returned.
+func selectSummaries(all []opSummary, wanted []string) (chosen []opSummary, unmatched []string) {
+	pick := make([]bool, len(all))
+	for _, w := range wantedList(wanted) {
 		matched := false
-		method, p, isKey := strings.Cut(w, " ")
-		p = strings.TrimSpace(p)
 		for i, o := range all {
-			hit := strings.EqualFold(o.op.OperationID, w) && o.op.OperationID != ""
-			if !hit && isKey && strings.EqualFold(method, o.method) && p == o.path {
-				hit = true
-			}
-			if !hit {
-				hit = slices.ContainsFunc(o.op.Tags, func(t string) bool { return strings.EqualFold(t, w) })
-			}
-			if hit {
+			if matches(w, o) {
 				pick[i], matched = true, true
 			}
 		}
@@ -153,48 +277,136 @@ func selectOperations(all []opInfo, wanted []string) (chosen []opInfo, unmatched
 	return chosen, unmatched
 }
 
-// overview lists a document's tags with their operations, for the model to ask the person which to
-// connect: one line per tag, operations as their operationId or "METHOD /path", capped.
-func overview(all []opInfo, maxChars int) string {
-	type group struct {
-		name string
-		ops  []string
+func summaryOf(o opInfo) opSummary {
+	return opSummary{method: o.method, path: o.path, operationID: o.op.OperationID, tags: o.op.Tags}
+}
+
+// selectOperations picks, among loaded operations, those named by wanted (as selectSummaries).
+func selectOperations(all []opInfo, wanted []string) (chosen []opInfo, unmatched []string) {
+	sums := make([]opSummary, len(all))
+	for i, o := range all {
+		sums[i] = summaryOf(o)
 	}
-	var groups []*group
-	byName := map[string]*group{}
+	picked, unmatched := selectSummaries(sums, wanted)
+	keys := map[string]bool{}
+	for _, o := range picked {
+		keys[o.key()] = true
+	}
 	for _, o := range all {
-		tags := o.op.Tags
-		if len(tags) == 0 {
-			tags = []string{"(no tag)"}
-		}
-		label := o.op.OperationID
-		if label == "" {
-			label = o.key
-		}
-		for _, t := range tags {
-			g := byName[t]
-			if g == nil {
-				g = &group{name: t}
-				byName[t] = g
-				groups = append(groups, g)
-			}
-			g.ops = append(g.ops, label)
+		if keys[o.key] {
+			chosen = append(chosen, o)
 		}
 	}
-	var b strings.Builder
-	for i, g := range groups {
-		line := fmt.Sprintf("- tag %q (%d): %s\n", g.name, len(g.ops), strings.Join(g.ops, ", "))
-		if len(line) > 400 {
-			line = line[:397] + "…\n"
+	return chosen, unmatched
+}
+
+// overviewChars bounds the listing of a document's tags and operations that a resolve returns. A
+// tool result longer than agent.ToolResultSummaryThreshold (8,000 characters,
+// workflows/agent/limits.go) reaches the model as a cheap model's summary, which dropped tags of
+// GitHub's 47: the listing stays under it, so the model sees it whole and as written here.
+const overviewChars = 6000
+
+// overview lists a document's tags, every one with its number of operations (alphabetical, so the
+// same document always reads the same), then the operations of focus (what the request chose, when
+// it chose too many) or of every tag, while they fit in overviewChars. Tag names and operationIds
+// are the document's words: fenced as data.
+func overview(service string, all []opSummary, focus []opSummary) string {
+	count := map[string]int{}
+	var names []string
+	untagged := 0
+	for _, o := range all {
+		if len(o.tags) == 0 {
+			untagged++
 		}
-		if b.Len()+len(line) > maxChars {
-			fmt.Fprintf(&b, "- … and %d more tags\n", len(groups)-i)
+		for _, t := range o.tags {
+			t = label(t, 60)
+			if count[t] == 0 {
+				names = append(names, t)
+			}
+			count[t]++
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d operations, %d tags (name: operations):\n", len(all), len(names))
+	for i, n := range names {
+		item := fmt.Sprintf("%s: %d", n, count[n])
+		if i < len(names)-1 {
+			item += ", "
+		}
+		if b.Len()+len(item) > overviewChars-200 {
+			fmt.Fprintf(&b, "… and %d more tags", len(names)-i)
 			break
 		}
-		b.WriteString(line)
+		b.WriteString(item)
 	}
-	return b.String()
+	if untagged > 0 {
+		fmt.Fprintf(&b, "\n(no tag): %d", untagged)
+	}
+	opName := func(o opSummary) string {
+		if o.operationID != "" {
+			return label(o.operationID, 120)
+		}
+		return label(o.key(), 120)
+	}
+	// appendList writes items after head while they fit, then says how many did not.
+	full := false
+	appendList := func(head string, items []string) {
+		if full {
+			return
+		}
+		if b.Len()+len(head)+20 > overviewChars {
+			full = true
+			return
+		}
+		b.WriteString(head)
+		for i, item := range items {
+			if i < len(items)-1 {
+				item += ", "
+			}
+			if b.Len()+len(item) > overviewChars {
+				fmt.Fprintf(&b, "… and %d more", len(items)-i)
+				full = true
+				return
+			}
+			b.WriteString(item)
+		}
+	}
+	if len(focus) > 0 {
+		items := make([]string, len(focus))
+		for i, o := range focus {
+			items[i] = opName(o)
+		}
+		appendList("\nThe chosen operations (operationId, or METHOD /path): ", items)
+	} else {
+		b.WriteString("\nOperations by tag (operationId, or METHOD /path):")
+		byTag := map[string][]string{}
+		for _, o := range all {
+			if len(o.tags) == 0 {
+				byTag["(no tag)"] = append(byTag["(no tag)"], opName(o))
+			}
+			for _, t := range o.tags {
+				t = label(t, 60)
+				byTag[t] = append(byTag[t], opName(o))
+			}
+		}
+		if untagged > 0 {
+			names = append(names, "(no tag)")
+		}
+		for i, n := range names {
+			appendList("\n- "+n+": ", byTag[n])
+			if full {
+				fmt.Fprintf(&b, "\n(the operations of %d more tags are not listed: name a tag to connect it, or to see its operations "+
+					"when it has too many)", len(names)-i-1)
+				break
+			}
+		}
+	}
+	return tools.UntrustedResult("the OpenAPI document of "+service, b.String())
 }
+
+// label is a name from the document on one line, cut to n bytes.
+func label(s string, n int) string { return truncate(collapse(s), n) }
 
 var (
 	nonName   = regexp.MustCompile(`[^a-z0-9]+`)

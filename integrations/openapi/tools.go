@@ -1,10 +1,10 @@
 package openapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net/http"
 	"net/url"
@@ -135,8 +135,9 @@ func (s *Services) parseSpecURL(raw string) (*url.URL, error) {
 	return u, nil
 }
 
-// fetchSpec downloads the document. A failure the model should see comes back as an Output.
-func (s *Services) fetchSpec(ctx context.Context, u *url.URL) ([]byte, *tools.Output, error) {
+// fetchIndex downloads the document and indexes it as it arrives (readIndex): what keep does not
+// want of it is never held. A failure the model should see comes back as an Output.
+func (s *Services) fetchIndex(ctx context.Context, u *url.URL, keep func(opSummary) bool) (*docIndex, *tools.Output, error) {
 	shown := tools.RedactURL(u)
 	if err := s.checkFn(ctx, u); err != nil {
 		return nil, nil, tools.ArgErrorf(ResolveTool, "%s is at a private, loopback or reserved address, which Lucy does not reach", shown)
@@ -165,20 +166,32 @@ func (s *Services) fetchSpec(ctx context.Context, u *url.URL) ([]byte, *tools.Ou
 		out := tools.ToolError("%s answered HTTP %s; give the document's exact URL (the raw JSON or YAML, not a docs page)", shown, resp.Status)
 		return nil, &out, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxSpecBytes+1))
+	if resp.ContentLength > s.d.MaxDocumentBytes {
+		out := tools.ToolError("%s: %v", shown, docTooLarge{s.d.MaxDocumentBytes})
+		return nil, &out, nil
+	}
+	idx, err := readIndex(resp.Body, s.d.MaxDocumentBytes, keep)
 	if err != nil {
-		out := tools.ToolError("could not read %s: %s", shown, truncate(collapse(err.Error()), 300))
+		if ctx.Err() != nil {
+			return nil, nil, ctx.Err()
+		}
+		out := tools.ToolError("%s: %s", shown, indexError(err))
 		return nil, &out, nil
 	}
-	if len(data) > maxSpecBytes {
-		out := tools.ToolError("%s is larger than %d MB; Lucy reads OpenAPI documents up to that size", shown, maxSpecBytes>>20)
-		return nil, &out, nil
-	}
-	return data, nil, nil
+	return idx, nil, nil
 }
 
-// readSpecFile reads the document from the team's workspace.
-func (s *Services) readSpecFile(ctx context.Context, team, rel string) ([]byte, error) {
+// indexError says why a document could not be read, for the model.
+func indexError(err error) string {
+	var tl docTooLarge
+	if errors.As(err, &tl) {
+		return tl.Error()
+	}
+	return "this is not an OpenAPI document (" + truncate(collapse(err.Error()), 300) + "); give the raw document, not a page about it"
+}
+
+// readSpecFile reads the document from the team's workspace and indexes it (readIndex).
+func (s *Services) readSpecFile(ctx context.Context, team, rel string, keep func(opSummary) bool) (*docIndex, error) {
 	if s.d.Workspace == nil {
 		return nil, errors.New("this worker has no workspace files")
 	}
@@ -196,14 +209,18 @@ func (s *Services) readSpecFile(ctx context.Context, team, rel string) ([]byte, 
 	if info.Dir {
 		return nil, fmt.Errorf("%s is a folder, not a file", rel)
 	}
-	if info.Size > maxSpecBytes {
-		return nil, fmt.Errorf("%s is larger than %d MB; Lucy reads OpenAPI documents up to that size", rel, maxSpecBytes>>20)
+	if info.Size > s.d.MaxDocumentBytes {
+		return nil, fmt.Errorf("%s: %v", rel, docTooLarge{s.d.MaxDocumentBytes})
 	}
 	data, _, err := st.Read(ctx, team, rel)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
-	return data, nil
+	idx, err := readIndex(bytes.NewReader(data), s.d.MaxDocumentBytes, keep)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s", rel, indexError(err))
+	}
+	return idx, nil
 }
 
 func quoteList(list []string) string {

@@ -97,6 +97,9 @@ type Deps struct {
 	// OpenAPIMaxOperations is how many operations of one OpenAPI service become tools
 	// (LUCY_OPENAPI_MAX_OPERATIONS); zero means openapi.DefaultMaxOperations.
 	OpenAPIMaxOperations int
+	// OpenAPIMaxDocumentBytes is the largest OpenAPI document read (LUCY_OPENAPI_MAX_DOCUMENT_MB);
+	// zero means openapi.DefaultMaxDocumentBytes.
+	OpenAPIMaxDocumentBytes int64
 	// Listers are the integration kinds' lists that lucy_list_integrations and the system prompt
 	// show, besides the OpenAPI services this package builds (the MCP client's).
 	Listers []integrations.Lister
@@ -160,7 +163,8 @@ func New(d Deps, sources ...tools.Source) *Set {
 	// A team's OpenAPI services: a domain (the tools that connect and disconnect them) and a source
 	// (their operations' tools).
 	custom := openapi.New(openapi.Deps{State: d.State, Workspace: ws, Credentials: d.Credentials, Keys: d.Keys, HTTP: d.HTTP,
-		Hosts: d.NetPolicy(), Admins: d.Admins, MaxOperations: d.OpenAPIMaxOperations, Log: d.Log})
+		Hosts: d.NetPolicy(), Admins: d.Admins, MaxOperations: d.OpenAPIMaxOperations,
+		MaxDocumentBytes: d.OpenAPIMaxDocumentBytes, Log: d.Log})
 	// The MCP client: the operator's servers and each team's. A server a team connects from chat is a
 	// URL a person chose: guarded as lucy_web_fetch's are.
 	// The MCP client binds a key to a server's address when its connect is approved: it needs the
