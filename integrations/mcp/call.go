@@ -343,12 +343,76 @@ func resultText(res *sdk.CallToolResult) string {
 	return strings.Join(parts, "\n\n")
 }
 
+// sameJSON reports whether text is the JSON value data is: the MCP specification asks a tool that
+// returns structured content to return it serialized in a text block too, for clients without
+// structured output (modelcontextprotocol.io/specification/2025-06-18/server/tools#structured-content),
+// and a server serializes it its own way (key order, spacing, 1.0 for 1), so both are decoded and
+// compared as values, never as bytes: one copy reaches the model.
 func sameJSON(text string, data []byte) bool {
-	var b bytes.Buffer
-	if json.Compact(&b, []byte(text)) != nil {
+	a, ok := decodeJSON([]byte(text)) // prose fails at its first word
+	if !ok {
 		return false
 	}
-	return bytes.Equal(b.Bytes(), data)
+	b, ok := decodeJSON(data)
+	return ok && equalJSON(a, b)
+}
+
+// decodeJSON decodes one JSON value, numbers kept as written, and nothing after it.
+func decodeJSON(data []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return v, true
+}
+
+// equalJSON compares two decoded JSON values: objects whatever their key order, numbers by value as
+// RFC 8785's canonical form reads them: IEEE 754 doubles, so 1, 1.0 and 1e0 are one number. The
+// go-sdk decodes structuredContent into float64s already, so an integer past 2^53 has lost its last
+// digits on that side and is found equal to its exact spelling in the text, as it should.
+func equalJSON(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !equalJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		p, err1 := strconv.ParseFloat(string(x), 64)
+		q, err2 := strconv.ParseFloat(string(y), 64)
+		return err1 == nil && err2 == nil && p == q
+	}
+	return a == b // string, bool or nil
 }
 
 func orUnknown(mime string) string {
