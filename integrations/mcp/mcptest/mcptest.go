@@ -57,6 +57,9 @@ type Server struct {
 	Release chan struct{}
 	// Started gets the name of each blocking call as it starts.
 	Started chan string
+	// Cancelled gets the moment a blocking call saw its cancellation (the client's
+	// notifications/cancelled ended its context): a test measures how late "cancel that" arrives.
+	Cancelled chan time.Time
 }
 
 // ServeStdio serves mode over stdin and stdout until stdin closes: a test binary's TestMain calls it
@@ -95,7 +98,7 @@ func SSEHandler(s *Server) http.Handler {
 // New builds the server of mode, appending its events to logFile when set.
 func New(mode, logFile string) *Server {
 	s := &Server{Server: sdk.NewServer(&sdk.Implementation{Name: "lucy-test", Version: "1"}, nil), log: logFile,
-		Release: make(chan struct{}), Started: make(chan string, 16)}
+		Release: make(chan struct{}), Started: make(chan string, 16), Cancelled: make(chan time.Time, 16)}
 	switch mode {
 	case Many:
 		for i := range 150 {
@@ -223,6 +226,10 @@ func (s *Server) slow(name string) sdk.ToolHandler {
 		}
 		select {
 		case <-ctx.Done():
+			select {
+			case s.Cancelled <- time.Now():
+			default:
+			}
 			s.event("cancelled " + name)
 			return nil, ctx.Err()
 		case <-s.Release:
