@@ -167,26 +167,6 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 		return tools.Output{}, err
 	}
 	c.setRequester(inv.User)
-	cctx, cancel := context.WithTimeout(ctx, c.s.limits.ConnectTimeout)
-	cs, _, err := c.sessionFor(cctx)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return tools.Output{}, ctx.Err()
-		}
-		msg := c.scrubbed(plainError(err, cctx))
-		var sign *needSignIn
-		if errors.As(err, &sign) {
-			// Retrying cannot help until a person signs in: the model passes the link on.
-			return tools.ToolError("the MCP server %s needs a person of this workspace to sign in before it can be used; the call "+
-				"was not made. Give the person this: %s. Then try again.", c.srv.Name, msg), nil
-		}
-		if readOnly {
-			return tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("MCP server %s: %s", c.srv.Name, msg)}
-		}
-		return tools.ToolError("the MCP server %s could not be reached (%s); the call was not made", c.srv.Name, msg), nil
-	}
-
 	params := &sdk.CallToolParams{Name: lt.raw.Name, Arguments: json.RawMessage(args)}
 	token := fmt.Sprintf("lucy-%d", progressSeq.Add(1))
 	params.SetProgressToken(token)
@@ -205,7 +185,35 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 		c.mu.Unlock()
 	}()
 
-	res, err := cs.CallTool(ctx, params)
+	var res *sdk.CallToolResult
+	var cs *sdk.ClientSession
+	for attempt := 0; ; attempt++ {
+		var out tools.Output
+		cs, out, err = c.callSession(ctx, inv, readOnly)
+		if cs == nil {
+			return out, err
+		}
+		ht, mark := c.authMark()
+		res, err = cs.CallTool(ctx, params)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		serr := c.signInAfter(ctx, cs, ht, mark)
+		if serr == nil {
+			break
+		}
+		if errors.Is(serr, errTokenRefreshed) && attempt == 0 {
+			continue // the server refused the call before running it: once more with the fresh token
+		}
+		// The server refused the call for want of a sign-in or of scope: nothing ran.
+		var sign *needSignIn
+		if errors.As(serr, &sign) {
+			return tools.ToolError("the MCP server %s needs a person of this workspace to sign in (again, if the tool needs "+
+				"more access) before it runs this tool; the call was not made. Give the person this: %s. Then try again.",
+				c.srv.Name, c.scrubbed(sign.Error())), nil
+		}
+		return tools.ToolError("the MCP server %s refused the call (%s); the call was not made", c.srv.Name, c.scrubbed(serr.Error())), nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Output{}, ctx.Err()
@@ -241,6 +249,31 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 		return tools.Output{Content: "Error from the MCP server " + c.srv.Name + ": " + text, IsError: true}, nil
 	}
 	return tools.Output{Content: text}, nil
+}
+
+// callSession is the session a call uses, connecting if need be. Without one, it returns the
+// output or error the call ends with (cs nil).
+func (c *conn) callSession(ctx context.Context, inv tools.Invocation, readOnly bool) (*sdk.ClientSession, tools.Output, error) {
+	cctx, cancel := context.WithTimeout(ctx, c.s.limits.ConnectTimeout)
+	cs, _, err := c.sessionFor(cctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, tools.Output{}, ctx.Err()
+		}
+		msg := c.scrubbed(plainError(err, cctx))
+		var sign *needSignIn
+		if errors.As(err, &sign) {
+			// Retrying cannot help until a person signs in: the model passes the link on.
+			return nil, tools.ToolError("the MCP server %s needs a person of this workspace to sign in before it can be used; the call "+
+				"was not made. Give the person this: %s. Then try again.", c.srv.Name, msg), nil
+		}
+		if readOnly {
+			return nil, tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("MCP server %s: %s", c.srv.Name, msg)}
+		}
+		return nil, tools.ToolError("the MCP server %s could not be reached (%s); the call was not made", c.srv.Name, msg), nil
+	}
+	return cs, tools.Output{}, nil
 }
 
 func brokenReason(err error, msg string) string {
