@@ -536,9 +536,16 @@ func heartbeatWith(ctx context.Context, details func() any) (stop func()) {
 // hear of "cancel that" at once can beat every second (heartbeatFast); the others beat as before,
 // and cost the server no more writes.
 func beatEvery(ctx context.Context) time.Duration {
-	every := time.Duration(0.8 * float64(activity.GetInfo(ctx).HeartbeatTimeout))
-	return max(every, HeartbeatEvery)
+	timeout := activity.GetInfo(ctx).HeartbeatTimeout
+	if timeout == 0 {
+		return sdkDefaultThrottle // no heartbeat timeout: the SDK's default throttle applied
+	}
+	return max(time.Duration(0.8*float64(timeout)), HeartbeatEvery)
 }
+
+// sdkDefaultThrottle is the SDK's heartbeat throttle for an activity without a heartbeat timeout
+// (worker.Options.DefaultHeartbeatThrottleInterval's default).
+const sdkDefaultThrottle = 30 * time.Second
 
 // heartbeatFast is heartbeat every HeartbeatEvery: an activity learns of its cancellation only in
 // a heartbeat's answer, so a long tool call (an MCP server's, a script) hears "cancel that" within
