@@ -87,6 +87,17 @@ func TestClientScenarios(t *testing.T) {
 			cmd.Env = append(os.Environ(), EnvClient+"=1")
 			cmd.Dir = t.TempDir()
 			out, err := cmd.CombinedOutput()
+			if err != nil && name == "sse-retry" {
+				// The one scenario that times the client: it must reconnect after the server's retry
+				// field (500 ms), 200 ms late at most or the suite warns, and a warning fails it
+				// (the suite's src/scenarios/client/sse-retry.ts, LATE_TOLERANCE). On a loaded
+				// machine a timer can be late that much: a second run tells a slow moment from a
+				// client that ignores the field, which fails both.
+				t.Logf("sse-retry failed once, run again:\n%s", out)
+				retry := exec.CommandContext(ctx, cmd.Args[0], cmd.Args[1:]...)
+				retry.Env, retry.Dir = cmd.Env, cmd.Dir
+				out, err = retry.CombinedOutput()
+			}
 			if err != nil {
 				t.Errorf("scenario %s: %v\n%s", name, err, out)
 			} else if testing.Verbose() {
