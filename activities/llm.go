@@ -26,8 +26,9 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 )
 
-// HeartbeatEvery is how often long activities heartbeat while they wait; the workflows set a
-// HeartbeatTimeout a few times larger, so a cancelled run reaches the call within seconds.
+// HeartbeatEvery is how soon an activity first heartbeats, and how often a long tool call does
+// while it runs (heartbeatFast); the workflows set a HeartbeatTimeout a few times larger. The worker
+// lets the SDK send heartbeats this often (worker.Options).
 const HeartbeatEvery = 1 * time.Second
 
 // ToolCall is a tool call requested by the model.
@@ -508,9 +509,9 @@ func (s *modelSlots) acquire(ctx context.Context, model string, n int) (release 
 	}
 }
 
-// heartbeat records a heartbeat every HeartbeatEvery until stopped, from a goroutine of its own, so
-// that the server hears from the attempt however long any one step of the caller takes. Outside an
-// activity (unit tests of helpers) it does nothing.
+// heartbeat records a heartbeat from a goroutine of its own until stopped, so that the server hears
+// from the attempt however long any one step of the caller takes: the first after HeartbeatEvery,
+// then every beatEvery. Outside an activity (unit tests of helpers) it does nothing.
 //
 // The first beat is after HeartbeatEvery, not at once: the server counts the heartbeat timeout from
 // the attempt's start, so a beat at once gains nothing, and it cost every model and tool call a
@@ -525,6 +526,37 @@ func heartbeat(ctx context.Context) (stop func()) {
 // heartbeatWith is heartbeat whose every beat carries details() (nil: none), so that no beat
 // replaces the details an attempt recorded with nothing (a stream's ts, heartbeatBeat).
 func heartbeatWith(ctx context.Context, details func() any) (stop func()) {
+	return heartbeatEvery(ctx, details, beatEvery(ctx))
+}
+
+// beatEvery is how often an attempt's heartbeats reach the server after the first: every 80 % of
+// its HeartbeatTimeout, as the SDK throttles them by default (internal_task_handlers.go,
+// getHeartbeatThrottleInterval), and never more often than HeartbeatEvery. The worker lowers that
+// throttle to HeartbeatEvery (worker.Options: MaxHeartbeatThrottleInterval) so that a call that must
+// hear of "cancel that" at once can beat every second (heartbeatFast); the others beat as before,
+// and cost the server no more writes.
+func beatEvery(ctx context.Context) time.Duration {
+	timeout := activity.GetInfo(ctx).HeartbeatTimeout
+	if timeout == 0 {
+		return sdkDefaultThrottle // no heartbeat timeout: the SDK's default throttle applied
+	}
+	return max(time.Duration(0.8*float64(timeout)), HeartbeatEvery)
+}
+
+// sdkDefaultThrottle is the SDK's heartbeat throttle for an activity without a heartbeat timeout
+// (worker.Options.DefaultHeartbeatThrottleInterval's default).
+const sdkDefaultThrottle = 30 * time.Second
+
+// heartbeatFast is heartbeat every HeartbeatEvery: an activity learns of its cancellation only in
+// a heartbeat's answer, so a long tool call (an MCP server's, a script) hears "cancel that" within
+// a second instead of 80 % of its heartbeat timeout later, and passes it on at once (the MCP client
+// sends notifications/cancelled when the call's context ends). One heartbeat a second while such a
+// call runs is the price (TestCancelReachesMCPServerAtOnce measures it).
+func heartbeatFast(ctx context.Context) (stop func()) {
+	return heartbeatEvery(ctx, nil, HeartbeatEvery)
+}
+
+func heartbeatEvery(ctx context.Context, details func() any, every time.Duration) (stop func()) {
 	if !activity.IsActivity(ctx) || activity.GetInfo(ctx).IsLocalActivity {
 		return func() {} // a local activity's heartbeat is a no-op (its workflow task is heartbeated)
 	}
@@ -537,7 +569,7 @@ func heartbeatWith(ctx context.Context, details func() any) (stop func()) {
 	}
 	done := make(chan struct{})
 	go func() {
-		t := time.NewTicker(HeartbeatEvery)
+		t := time.NewTimer(HeartbeatEvery)
 		defer t.Stop()
 		for {
 			select {
@@ -547,6 +579,7 @@ func heartbeatWith(ctx context.Context, details func() any) (stop func()) {
 				return
 			case <-t.C:
 				record()
+				t.Reset(every)
 			}
 		}
 	}()

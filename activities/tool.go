@@ -75,7 +75,14 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	if a.Tools == nil {
 		return ToolResult{}, temporal.NewNonRetryableApplicationError("no tools configured", ErrConfig, nil)
 	}
-	stop := heartbeat(ctx) // before the history read of ArgsRef too (see CallModel)
+	// Before the history read of ArgsRef too (see CallModel). A long tool (every tool of an MCP server
+	// or an OpenAPI service is one) beats every second, so that "cancel that" reaches it, and through
+	// it the server, at once.
+	beat := heartbeat
+	if spec, compiled := tools.Lookup(in.Name); !compiled || spec.Long {
+		beat = heartbeatFast
+	}
+	stop := beat(ctx)
 	defer stop()
 	args, err := a.toolArguments(ctx, in)
 	if err != nil {

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -100,4 +101,47 @@ func TestMCPToolsInARun(t *testing.T) {
 			t.Errorf("the answer %q lacks %q", answer, want)
 		}
 	}
+}
+
+// "cancel that" while an MCP tool runs reaches the server within about a second: the tool's
+// activity hears of the cancel at its next heartbeat (Temporal tells an activity only in a heartbeat's
+// answer), the MCP client then sends notifications/cancelled, and the server's handler stops.
+func TestCancelReachesMCPServerAtOnce(t *testing.T) {
+	srv := mcptest.New(mcptest.Normal, "")
+	h := httptest.NewServer(mcptest.Handler(srv))
+	t.Cleanup(h.Close)
+	s := newStack(t, func(n int, req fakellm.Request) fakellm.Reply {
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("w1", "mcp__tracker__slow", `{"wait":true}`)}}
+	})
+	s.stopWorker()
+	s.startWorkerWith(worker.Deps{Log: s.log, MCPServers: []mcp.Server{{Name: "tracker", URL: h.URL + "/mcp"}}})
+
+	const text = "<@ULUCY> wait on the tracker"
+	ts := s.say(text, "")
+	s.event("app_mention", "Ev-wait", text, ts, "", human)
+	select {
+	case <-srv.Started:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the slow MCP call never started")
+	}
+	// The call has run a while: a cancel right at its start would ride on its first heartbeat.
+	time.Sleep(2500 * time.Millisecond)
+	cts := s.say("<@ULUCY> cancel that", ts)
+	start := time.Now()
+	s.event("message", "Ev-cancel", "<@ULUCY> cancel that", cts, ts, human)
+	var latency time.Duration
+	select {
+	case at := <-srv.Cancelled:
+		latency = at.Sub(start)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the MCP server never saw the cancellation")
+	}
+	fmt.Printf("cancel latency (MCP call in flight): %s from \"cancel that\" to the server\n", latency.Round(time.Millisecond))
+	// About a second: the signal's hand-off and the run's turn take some tenths, the heartbeat at most a
+	// second (activities.HeartbeatEvery, the worker's MaxHeartbeatThrottleInterval). A loaded CI
+	// machine gets slack; the old path took the heartbeat timeout's 8 s throttle.
+	if latency > 3*time.Second {
+		t.Errorf("the cancellation reached the MCP server after %s, want about a second", latency)
+	}
+	s.waitFor("the stop mark", 30*time.Second, func() bool { return s.answered(ts, "Stopped") })
 }

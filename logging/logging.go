@@ -6,6 +6,7 @@
 package logging
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -70,11 +71,37 @@ func (t Temporal) Debug(msg string, keyvals ...any) { fields(t.L.Debug(), keyval
 func (t Temporal) Info(msg string, keyvals ...any)  { fields(t.L.Info(), keyvals).Msg(msg) }
 func (t Temporal) Warn(msg string, keyvals ...any)  { fields(t.L.Warn(), keyvals).Msg(msg) }
 func (t Temporal) Error(msg string, keyvals ...any) {
+	if cancelled(keyvals) {
+		// A person said "cancel that", or the worker is stopping: the SDK's activity worker logs the
+		// attempt that returned context.Canceled as "Activity error." (internal_task_handlers.go), but
+		// nothing failed. Logged as what it is, at info; a real error stays at error.
+		if msg == "Activity error." {
+			msg = "Activity cancelled."
+		}
+		fields(t.L.Info(), keyvals).Bool("cancelled", true).Msg(msg)
+		return
+	}
 	if t.demoted(keyvals) {
 		fields(t.L.Warn(), keyvals).Msg(msg)
 		return
 	}
 	fields(t.L.Error(), keyvals).Msg(msg)
+}
+
+// cancelled reports whether keyvals hold an error that is a cancellation: context.Canceled or
+// Temporal's *temporal.CanceledError, however wrapped. A deadline is not one: a timeout stays an error.
+func cancelled(keyvals []any) bool {
+	for i := 1; i < len(keyvals); i += 2 {
+		err, ok := keyvals[i].(error)
+		if !ok {
+			continue
+		}
+		var ce *temporal.CanceledError
+		if errors.Is(err, context.Canceled) || errors.As(err, &ce) {
+			return true
+		}
+	}
+	return false
 }
 
 // demoted reports whether keyvals hold an application error of one of warnTypes.

@@ -63,6 +63,7 @@ func TestActivityErrorLevel(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", temporal.NewNonRetryableApplicationError("path outside the workspace", "ToolArgs", nil)), "warn"},
 		{temporal.NewNonRetryableApplicationError("the backend broke", "ToolFailed", nil), "error"},
 		{errors.New("a plain fault"), "error"},
+		{context.DeadlineExceeded, "error"},
 	} {
 		var buf bytes.Buffer
 		var s testsuite.WorkflowTestSuite
@@ -90,5 +91,41 @@ func TestActivityErrorLevel(t *testing.T) {
 		if !found {
 			t.Errorf("%v: no \"Activity error.\" line in %s", tc.err, buf.String())
 		}
+	}
+}
+
+// A cancelled attempt ("cancel that", a worker stopping) returns context.Canceled: the SDK's worker
+// logs it as "Activity error." at error; through the adapter it is "Activity cancelled." at info,
+// marked cancelled, and a Temporal CanceledError (a child or an activity the workflow cancelled) too.
+func TestCancellationIsNotAnError(t *testing.T) {
+	var buf bytes.Buffer
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(NewTemporal(New(&buf, "info", "json")).WarnOn("ToolArgs").With("Component", "test"))
+	env := s.NewTestActivityEnvironment()
+	// What ExecuteTool returns once its context is cancelled (the e2e test
+	// TestCancelReachesMCPServerAtOnce runs the real path).
+	wait := func(ctx context.Context) error { return fmt.Errorf("call: %w", context.Canceled) }
+	env.RegisterActivityWithOptions(wait, activity.RegisterOptions{Name: "ExecuteTool"})
+	if _, err := env.ExecuteActivity("ExecuteTool"); err == nil {
+		t.Fatal("the activity did not fail")
+	}
+	var line map[string]any
+	for _, l := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		var got map[string]any
+		if json.Unmarshal(l, &got) == nil && (got["message"] == "Activity cancelled." || got["message"] == "Activity error.") {
+			line = got
+		}
+	}
+	if line == nil || line["message"] != "Activity cancelled." || line["level"] != "info" || line["cancelled"] != true || line["component"] != "test" {
+		t.Errorf("the cancelled attempt was logged as %v, want \"Activity cancelled.\" at info (log: %s)", line, buf.String())
+	}
+
+	buf.Reset()
+	l := NewTemporal(New(&buf, "info", "json"))
+	l.Error("Activity error.", "Error", fmt.Errorf("child: %w", temporal.NewCanceledError("stop")))
+	l.Error("Activity error.", "Error", errors.New("the backend broke"))
+	lines := bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n"))
+	if len(lines) != 2 || !bytes.Contains(lines[0], []byte(`"level":"info"`)) || !bytes.Contains(lines[1], []byte(`"level":"error"`)) {
+		t.Errorf("a CanceledError and a fault were logged as %s; want info, then error", buf.String())
 	}
 }

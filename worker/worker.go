@@ -492,6 +492,12 @@ func Options(s Sizing) sdkworker.Options {
 		}),
 		MaxConcurrentActivityTaskPollers:   8,
 		MaxConcurrentActivityExecutionSize: MaxActivities,
+		// The SDK sends an activity's heartbeats at most every 80 % of its HeartbeatTimeout (8 s for a
+		// tool call), and an activity hears of its cancellation only in a heartbeat's answer: "cancel
+		// that" reached an MCP server 7 s late. Allowed every second, a long tool call beats that
+		// often and hears of it within a second; the other activities pace their own beats as the
+		// throttle did (activities.beatEvery), so they cost the server no more writes.
+		MaxHeartbeatThrottleInterval: activities.HeartbeatEvery,
 	}
 }
 

@@ -167,26 +167,6 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 		return tools.Output{}, err
 	}
 	c.setRequester(inv.User)
-	cctx, cancel := context.WithTimeout(ctx, c.s.limits.ConnectTimeout)
-	cs, _, err := c.sessionFor(cctx)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return tools.Output{}, ctx.Err()
-		}
-		msg := c.scrubbed(plainError(err, cctx))
-		var sign *needSignIn
-		if errors.As(err, &sign) {
-			// Retrying cannot help until a person signs in: the model passes the link on.
-			return tools.ToolError("the MCP server %s needs a person of this workspace to sign in before it can be used; the call "+
-				"was not made. Give the person this: %s. Then try again.", c.srv.Name, msg), nil
-		}
-		if readOnly {
-			return tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("MCP server %s: %s", c.srv.Name, msg)}
-		}
-		return tools.ToolError("the MCP server %s could not be reached (%s); the call was not made", c.srv.Name, msg), nil
-	}
-
 	params := &sdk.CallToolParams{Name: lt.raw.Name, Arguments: json.RawMessage(args)}
 	token := fmt.Sprintf("lucy-%d", progressSeq.Add(1))
 	params.SetProgressToken(token)
@@ -205,7 +185,35 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 		c.mu.Unlock()
 	}()
 
-	res, err := cs.CallTool(ctx, params)
+	var res *sdk.CallToolResult
+	var cs *sdk.ClientSession
+	for attempt := 0; ; attempt++ {
+		var out tools.Output
+		cs, out, err = c.callSession(ctx, inv, readOnly)
+		if cs == nil {
+			return out, err
+		}
+		ht, mark := c.authMark()
+		res, err = cs.CallTool(ctx, params)
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		serr := c.signInAfter(ctx, cs, ht, mark)
+		if serr == nil {
+			break
+		}
+		if errors.Is(serr, errTokenRefreshed) && attempt == 0 {
+			continue // the server refused the call before running it: once more with the fresh token
+		}
+		// The server refused the call for want of a sign-in or of scope: nothing ran.
+		var sign *needSignIn
+		if errors.As(serr, &sign) {
+			return tools.ToolError("the MCP server %s needs a person of this workspace to sign in (again, if the tool needs "+
+				"more access) before it runs this tool; the call was not made. Give the person this: %s. Then try again.",
+				c.srv.Name, c.scrubbed(sign.Error())), nil
+		}
+		return tools.ToolError("the MCP server %s refused the call (%s); the call was not made", c.srv.Name, c.scrubbed(serr.Error())), nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return tools.Output{}, ctx.Err()
@@ -241,6 +249,31 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 		return tools.Output{Content: "Error from the MCP server " + c.srv.Name + ": " + text, IsError: true}, nil
 	}
 	return tools.Output{Content: text}, nil
+}
+
+// callSession is the session a call uses, connecting if need be. Without one, it returns the
+// output or error the call ends with (cs nil).
+func (c *conn) callSession(ctx context.Context, inv tools.Invocation, readOnly bool) (*sdk.ClientSession, tools.Output, error) {
+	cctx, cancel := context.WithTimeout(ctx, c.s.limits.ConnectTimeout)
+	cs, _, err := c.sessionFor(cctx)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, tools.Output{}, ctx.Err()
+		}
+		msg := c.scrubbed(plainError(err, cctx))
+		var sign *needSignIn
+		if errors.As(err, &sign) {
+			// Retrying cannot help until a person signs in: the model passes the link on.
+			return nil, tools.ToolError("the MCP server %s needs a person of this workspace to sign in before it can be used; the call "+
+				"was not made. Give the person this: %s. Then try again.", c.srv.Name, msg), nil
+		}
+		if readOnly {
+			return nil, tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("MCP server %s: %s", c.srv.Name, msg)}
+		}
+		return nil, tools.ToolError("the MCP server %s could not be reached (%s); the call was not made", c.srv.Name, msg), nil
+	}
+	return cs, tools.Output{}, nil
 }
 
 func brokenReason(err error, msg string) string {
@@ -343,12 +376,76 @@ func resultText(res *sdk.CallToolResult) string {
 	return strings.Join(parts, "\n\n")
 }
 
+// sameJSON reports whether text is the JSON value data is: the MCP specification asks a tool that
+// returns structured content to return it serialized in a text block too, for clients without
+// structured output (modelcontextprotocol.io/specification/2025-06-18/server/tools#structured-content),
+// and a server serializes it its own way (key order, spacing, 1.0 for 1), so both are decoded and
+// compared as values, never as bytes: one copy reaches the model.
 func sameJSON(text string, data []byte) bool {
-	var b bytes.Buffer
-	if json.Compact(&b, []byte(text)) != nil {
+	a, ok := decodeJSON([]byte(text)) // prose fails at its first word
+	if !ok {
 		return false
 	}
-	return bytes.Equal(b.Bytes(), data)
+	b, ok := decodeJSON(data)
+	return ok && equalJSON(a, b)
+}
+
+// decodeJSON decodes one JSON value, numbers kept as written, and nothing after it.
+func decodeJSON(data []byte) (any, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	return v, true
+}
+
+// equalJSON compares two decoded JSON values: objects whatever their key order, numbers by value as
+// RFC 8785's canonical form reads them: IEEE 754 doubles, so 1, 1.0 and 1e0 are one number. The
+// go-sdk decodes structuredContent into float64s already, so an integer past 2^53 has lost its last
+// digits on that side and is found equal to its exact spelling in the text, as it should.
+func equalJSON(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			w, ok := y[k]
+			if !ok || !equalJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !equalJSON(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		y, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		if x == y {
+			return true
+		}
+		p, err1 := strconv.ParseFloat(string(x), 64)
+		q, err2 := strconv.ParseFloat(string(y), 64)
+		return err1 == nil && err2 == nil && p == q
+	}
+	return a == b // string, bool or nil
 }
 
 func orUnknown(mime string) string {

@@ -35,7 +35,8 @@ type conn struct {
 
 	mu       sync.Mutex
 	session  *sdk.ClientSession
-	scrub    []string // secret values this session uses: scrubbed from results and errors
+	scrub    []string         // secret values this session uses: scrubbed from results and errors
+	auth     *headerTransport // the session's HTTP transport (nil for stdio): the 401s and 403s it saw
 	list     []listedTool
 	listedAt time.Time
 	failedAt time.Time
@@ -205,11 +206,25 @@ func plainError(err error, ctx context.Context) string {
 // fetch lists the server's tools, connecting first if need be; a session that broke since its last
 // use is replaced once.
 func (c *conn) fetch(ctx context.Context) ([]listedTool, error) {
+	list, err := c.fetchOnce(ctx)
+	if errors.Is(err, errTokenRefreshed) {
+		list, err = c.fetchOnce(ctx)
+	}
+	return list, err
+}
+
+func (c *conn) fetchOnce(ctx context.Context) ([]listedTool, error) {
 	cs, reused, err := c.sessionFor(ctx)
 	if err != nil {
 		return nil, err
 	}
+	ht, mark := c.authMark()
 	list, err := c.listTools(ctx, cs)
+	if err != nil {
+		if serr := c.signInAfter(ctx, cs, ht, mark); serr != nil {
+			return nil, serr
+		}
+	}
 	if err != nil && reused && ctx.Err() == nil && !isRefusal(err) {
 		c.drop(cs)
 		if cs, _, err = c.sessionFor(ctx); err != nil {
@@ -330,7 +345,7 @@ func (c *conn) sessionFor(ctx context.Context) (cs *sdk.ClientSession, reused bo
 	if closed {
 		return nil, false, errors.New("the MCP client is shutting down")
 	}
-	cs, scrub, err := c.connect(ctx)
+	cs, scrub, ht, err := c.connect(ctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -340,7 +355,7 @@ func (c *conn) sessionFor(ctx context.Context) (cs *sdk.ClientSession, reused bo
 		_ = cs.Close()
 		return nil, false, errors.New("the MCP client is shutting down")
 	}
-	c.session, c.scrub = cs, scrub
+	c.session, c.scrub, c.auth = cs, scrub, ht
 	c.mu.Unlock()
 	go func() {
 		_ = cs.Wait()
@@ -354,7 +369,7 @@ func (c *conn) drop(cs *sdk.ClientSession) {
 	c.mu.Lock()
 	mine := c.session == cs
 	if mine {
-		c.session = nil
+		c.session, c.auth = nil, nil
 	}
 	c.mu.Unlock()
 	if mine {
@@ -375,15 +390,15 @@ func (c *conn) close() {
 
 // connect starts or reaches the server and initializes a session; a signed-in token the server
 // refused is refreshed, and the connect tried once more with the new one.
-func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, error) {
-	cs, scrub, err := c.connectOnce(ctx, false)
+func (c *conn) connect(ctx context.Context) (*sdk.ClientSession, []string, *headerTransport, error) {
+	cs, scrub, ht, err := c.connectOnce(ctx, false)
 	if errors.Is(err, errTokenRefreshed) {
-		cs, scrub, err = c.connectOnce(ctx, true)
+		cs, scrub, ht, err = c.connectOnce(ctx, true)
 	}
-	return cs, scrub, err
+	return cs, scrub, ht, err
 }
 
-func (c *conn) connectOnce(ctx context.Context, refreshed bool) (*sdk.ClientSession, []string, error) {
+func (c *conn) connectOnce(ctx context.Context, refreshed bool) (*sdk.ClientSession, []string, *headerTransport, error) {
 	scrub := c.srv.secretValues()
 	var refused *atomic.Int32 // the HTTP status of a refused authorization (401, 403), for the status
 	var transport sdk.Transport
@@ -394,7 +409,7 @@ func (c *conn) connectOnce(ctx context.Context, refreshed bool) (*sdk.ClientSess
 		if c.srv.Credential != "" {
 			value, err := c.credential(ctx)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			scrub = append(scrub, value)
 			headers = c.srv.credentialHeaders(value)
@@ -407,18 +422,18 @@ func (c *conn) connectOnce(ctx context.Context, refreshed bool) (*sdk.ClientSess
 				c.useTokens(ts)
 				bearer, hadToken = c.bearer, true
 			case !errors.Is(err, oauth.ErrNotSignedIn):
-				return nil, nil, fmt.Errorf("its sign-in cannot be read: %w", err)
+				return nil, nil, nil, fmt.Errorf("its sign-in cannot be read: %w", err)
 			}
 		}
 		u, err := url.Parse(c.srv.URL)
 		if err != nil {
-			return nil, nil, fmt.Errorf("its URL does not parse: %w", err)
+			return nil, nil, nil, fmt.Errorf("its URL does not parse: %w", err)
 		}
 		base := &http.Client{}
 		if c.srv.AddedBy != "" {
 			// A server a team connected from chat may not be, or lead to, a private address.
 			if err := c.s.d.CheckURL(ctx, u); err != nil {
-				return nil, nil, fmt.Errorf("its address is not allowed: %w", err)
+				return nil, nil, nil, fmt.Errorf("its address is not allowed: %w", err)
 			}
 			base = c.s.d.HTTP
 		}
@@ -461,14 +476,14 @@ func (c *conn) connectOnce(ctx context.Context, refreshed bool) (*sdk.ClientSess
 		if refused != nil {
 			if code := refused.Load(); code != 0 {
 				if code == http.StatusUnauthorized && c.signInEligible() {
-					return nil, nil, c.signInError(ctx, ht.lastChallenge(), hadToken, refreshed)
+					return nil, nil, nil, c.signInError(ctx, ht.lastChallenge(), hadToken, refreshed)
 				}
-				return nil, nil, c.authError(int(code))
+				return nil, nil, nil, c.authError(int(code))
 			}
 		}
-		return nil, nil, c.connectError(err)
+		return nil, nil, nil, c.connectError(err)
 	}
-	return cs, scrub, nil
+	return cs, scrub, ht, nil
 }
 
 // signInEligible is a remote server Lucy may sign in to: one the operator gave no credential or
@@ -652,6 +667,32 @@ type headerTransport struct {
 	// bearer gives the signed-in token of each request (refreshed as it expires); nil for none.
 	bearer    func(context.Context) (string, error)
 	challenge atomic.Pointer[[]string]
+	// refusals counts the 401s and 403s, last is the latest with its WWW-Authenticate: a request
+	// made after connecting learns whether the server refused it (signInAfter).
+	refusals atomic.Int64
+	last     atomic.Pointer[refusedRequest]
+}
+
+// refusedRequest is a request the server refused: 401 or 403, and its WWW-Authenticate values.
+type refusedRequest struct {
+	code      int
+	challenge []string
+}
+
+// mark is the count of refusals so far (0 without a transport: stdio).
+func (t *headerTransport) mark() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.refusals.Load()
+}
+
+// refusedSince is the latest refusal after mark, or nil.
+func (t *headerTransport) refusedSince(mark int64) *refusedRequest {
+	if t == nil || t.refusals.Load() == mark {
+		return nil
+	}
+	return t.last.Load()
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -681,10 +722,12 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := base.RoundTrip(r)
 	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 		t.refused.Store(int32(resp.StatusCode))
+		ch := resp.Header.Values("WWW-Authenticate")
 		if resp.StatusCode == http.StatusUnauthorized {
-			ch := resp.Header.Values("WWW-Authenticate")
 			t.challenge.Store(&ch)
 		}
+		t.last.Store(&refusedRequest{code: resp.StatusCode, challenge: ch})
+		t.refusals.Add(1)
 	}
 	return resp, err
 }

@@ -184,6 +184,27 @@ func TestStdioCalls(t *testing.T) {
 	}
 }
 
+// Structured content that the text block already holds, in another key order, spacing and number
+// spelling, reaches the model once; a text that says something else is kept beside it.
+func TestStructuredContentSentOnce(t *testing.T) {
+	srv, _ := stdio(t, "local", mcptest.Normal)
+	s := newSource(t, mcp.Deps{Servers: []mcp.Server{srv}})
+	list, _ := s.Tools(ctx(t), team)
+	forecast := byName(list)["mcp__local__forecast"]
+	out, err := call(t, forecast, `{}`)
+	if err != nil || out.IsError {
+		t.Fatalf("forecast = %+v, %v", out, err)
+	}
+	if n := strings.Count(out.Content, `"Paris"`); n != 1 {
+		t.Errorf("the forecast reached the model %d times, want once: %q", n, out.Content)
+	}
+	out, err = call(t, forecast, `{"differ":true}`)
+	if err != nil || strings.Count(out.Content, `"Paris"`) != 2 || !strings.Contains(out.Content, `"temperature":21`) ||
+		!strings.Contains(out.Content, `"temperature": 22`) {
+		t.Errorf("a text that differs from the structured content = %q, %v; want both", out.Content, err)
+	}
+}
+
 // A server that exits in the middle of a call: a side-effecting tool says it may or may not have
 // completed; the next listing starts the server again.
 func TestStdioServerDiesMidCall(t *testing.T) {

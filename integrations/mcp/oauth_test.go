@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,12 +48,18 @@ type authServer struct {
 	exchanges     int
 	firstLifetime int
 	n             int
+	// Scopes: what each code, access and refresh token was granted (the authorization request's
+	// scope), and the scope a call of a tool needs (needScope; protectedServer answers 403
+	// insufficient_scope without it).
+	codeScope, tokenScope map[string]string
+	needScope             map[string]string
 }
 
 const clientSecret = "dcr-client-secret-5f2b9c"
 
 func newAuthServer(t *testing.T) *authServer {
-	a := &authServer{challenges: map[string]string{}, redirects: map[string]string{}, access: map[string]time.Time{}, refresh: map[string]bool{}, firstLifetime: 3600}
+	a := &authServer{challenges: map[string]string{}, redirects: map[string]string{}, access: map[string]time.Time{}, refresh: map[string]bool{}, firstLifetime: 3600,
+		codeScope: map[string]string{}, tokenScope: map[string]string{}, needScope: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{
@@ -80,7 +88,7 @@ func newAuthServer(t *testing.T) *authServer {
 		a.mu.Lock()
 		a.n++
 		code := fmt.Sprintf("code-%d-7c1e", a.n)
-		a.challenges[code], a.redirects[code] = q.Get("code_challenge"), q.Get("redirect_uri")
+		a.challenges[code], a.redirects[code], a.codeScope[code] = q.Get("code_challenge"), q.Get("redirect_uri"), q.Get("scope")
 		a.mu.Unlock()
 		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
 	})
@@ -93,6 +101,7 @@ func newAuthServer(t *testing.T) *authServer {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		lifetime := 3600
+		scope := ""
 		switch r.PostForm.Get("grant_type") {
 		case "authorization_code":
 			code := r.PostForm.Get("code")
@@ -104,6 +113,7 @@ func newAuthServer(t *testing.T) *authServer {
 			}
 			delete(a.challenges, code) // a code works once
 			a.exchanges++
+			scope = a.codeScope[code]
 			lifetime = a.firstLifetime
 		case "refresh_token":
 			rt := r.PostForm.Get("refresh_token")
@@ -113,6 +123,7 @@ func newAuthServer(t *testing.T) *authServer {
 			}
 			delete(a.refresh, rt) // rotation
 			a.refreshes++
+			scope = a.tokenScope[rt]
 		default:
 			writeJSON(w, 400, map[string]any{"error": "unsupported_grant_type"})
 			return
@@ -120,6 +131,7 @@ func newAuthServer(t *testing.T) *authServer {
 		a.n++
 		at, rt := fmt.Sprintf("at-%d-9d3f0a7b21", a.n), fmt.Sprintf("rt-%d-4e8c6a1f05", a.n)
 		a.access[at], a.refresh[rt] = time.Now().Add(time.Duration(lifetime)*time.Second), true
+		a.tokenScope[at], a.tokenScope[rt] = scope, scope
 		a.issued = append(a.issued, at, rt)
 		writeJSON(w, 200, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer", "expires_in": lifetime})
 	})
@@ -133,6 +145,38 @@ func (a *authServer) valid(token string) bool {
 	defer a.mu.Unlock()
 	exp, ok := a.access[token]
 	return ok && time.Now().Before(exp)
+}
+
+// granted is the scope an access token was granted.
+func (a *authServer) granted(token string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tokenScope[token]
+}
+
+// scopeNeeded is the scope the JSON-RPC request in r's body needs: a tools/call of a tool in
+// needScope. The body is left for the handler.
+func (a *authServer) scopeNeeded(r *http.Request) string {
+	a.mu.Lock()
+	empty := len(a.needScope) == 0
+	a.mu.Unlock()
+	if empty || r.Method != http.MethodPost {
+		return ""
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string `json:"name"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+		return ""
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.needScope[msg.Params.Name]
 }
 
 func (a *authServer) tokens() []string {
@@ -161,6 +205,14 @@ func protectedServer(t *testing.T, a *authServer) *httptest.Server {
 		if !ok || !a.valid(token) {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+rs.URL+`/.well-known/oauth-protected-resource/mcp", scope="mcp"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if need := a.scopeNeeded(r); need != "" && !slices.Contains(strings.Fields(a.granted(token)), need) {
+			// A step-up: the token is good, its scope too small for this call (RFC 6750 section 3.1;
+			// the MCP authorization specification's scope challenge handling).
+			w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="mcp `+need+`", resource_metadata="`+
+				rs.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			http.Error(w, "insufficient scope", http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -551,5 +603,57 @@ func TestSquattedTokenSetNeverReachesAnInternalAddress(t *testing.T) {
 	fresh.Tools(ctx(t), team)
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the worker posted %d times to the internal address", n)
+	}
+}
+
+// A step-up: the server lets the signed-in token list and call read-only tools, but answers a call
+// of add_item with 403 insufficient_scope naming the scope it needs. Nothing ran; the call's result
+// is a new sign-in link asking for that scope (not the old link); once signed in again the call runs.
+func TestOAuthStepUpForMoreScope(t *testing.T) {
+	r := newOAuthRig(t, "https://lucy.example.com", []mcp.Server{{Name: "acme"}}, false)
+	r.as.mu.Lock()
+	r.as.needScope["add_item"] = "mcp:write"
+	r.as.mu.Unlock()
+
+	signIn := func(status string) {
+		t.Helper()
+		i := strings.Index(status, r.as.URL+"/authorize?")
+		if i < 0 {
+			t.Fatalf("no sign-in link in %q", status)
+		}
+		link := status[i:]
+		if j := strings.IndexAny(link, " \n"); j > 0 {
+			link = link[:j]
+		}
+		back := r.browse(t, link)
+		if code, body := r.callback(t, back.RawQuery); code != http.StatusOK {
+			t.Fatalf("callback: %d %s", code, body)
+		}
+	}
+	_, _ = r.src.Tools(ctx(t), team) // lists, and the 401 asks for a sign-in
+	status, _ := statusOf(t, r.src, "acme")
+	signIn(status)
+	list, _ := r.src.Tools(ctx(t), team)
+	add, ok := byName(list)["mcp__acme__add_item"]
+	if !ok {
+		t.Fatalf("after signing in, tools %v", names(list))
+	}
+	inv := tools.Invocation{Name: "mcp__acme__add_item", Arguments: `{"item":"milk"}`, Team: team, User: "U1"}
+	out, err := add.Run(ctx(t), inv)
+	if err != nil || !out.IsError || !strings.Contains(out.Content, "the call was not made") {
+		t.Fatalf("add_item with too small a scope = %+v, %v; want a sign-in asked for, nothing run", out, err)
+	}
+	i := strings.Index(out.Content, r.as.URL+"/authorize?")
+	if i < 0 {
+		t.Fatalf("no new sign-in link in %q", out.Content)
+	}
+	u, _ := url.Parse(strings.Fields(out.Content[i:])[0])
+	if scope := u.Query().Get("scope"); !strings.Contains(scope, "mcp:write") {
+		t.Errorf("the step-up asks for scope %q, want mcp:write among them", scope)
+	}
+	signIn(out.Content)
+	out, err = add.Run(ctx(t), inv)
+	if err != nil || out.IsError || out.Content != "added milk" {
+		t.Fatalf("add_item after the step-up = %+v, %v", out, err)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"slices"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/secrets"
 )
@@ -248,4 +251,53 @@ func (c *conn) credentialNamed(ctx context.Context, name string) (string, error)
 		return "", fmt.Errorf("its OAuth client secret %q cannot be read: %w", name, err)
 	}
 	return v, nil
+}
+
+// authMark is the session's HTTP transport and its count of refusals, taken before a request.
+func (c *conn) authMark() (*headerTransport, int64) {
+	c.mu.Lock()
+	ht := c.auth
+	c.mu.Unlock()
+	return ht, ht.mark()
+}
+
+// signInAfter answers a request the server refused after the session was opened. The MCP
+// authorization specification lets a server ask for a token on any request, not only at initialize
+// (a 401 on tools/list after an anonymous initialize), and ask for more scope for one operation: a
+// 403 with error="insufficient_scope" and the scopes it needs, a step-up
+// (modelcontextprotocol.io/specification/2025-11-25/basic/authorization, "Scope Challenge
+// Handling"; RFC 6750 section 3.1). The session is dropped (its token is the one refused) and the
+// error is a sign-in's, as at connect: the link a person opens, asking for the scopes of the
+// challenge, or errTokenRefreshed to try again. Nil when the request was not refused so.
+func (c *conn) signInAfter(ctx context.Context, cs *sdk.ClientSession, ht *headerTransport, mark int64) error {
+	r := ht.refusedSince(mark)
+	if r == nil || !c.signInEligible() {
+		return nil
+	}
+	c.mu.Lock()
+	hadToken := c.tokens != nil
+	c.mu.Unlock()
+	switch {
+	case r.code == http.StatusUnauthorized:
+		c.drop(cs)
+		return c.signInError(ctx, r.challenge, hadToken, false)
+	case r.code == http.StatusForbidden && insufficientScope(r.challenge):
+		c.drop(cs)
+		c.mu.Lock()
+		c.signIn = nil // the link offered before asked for less
+		c.mu.Unlock()
+		return c.signInError(ctx, r.challenge, hadToken, true) // a refresh adds no scope
+	}
+	return nil
+}
+
+// insufficientScope reports whether a 403's WWW-Authenticate says error="insufficient_scope".
+func insufficientScope(challenge []string) bool {
+	chs, _ := oauthex.ParseWWWAuthenticate(challenge)
+	for _, ch := range chs {
+		if ch.Scheme == "bearer" && ch.Params["error"] == "insufficient_scope" {
+			return true
+		}
+	}
+	return false
 }

@@ -57,6 +57,9 @@ type Server struct {
 	Release chan struct{}
 	// Started gets the name of each blocking call as it starts.
 	Started chan string
+	// Cancelled gets the moment a blocking call saw its cancellation (the client's
+	// notifications/cancelled ended its context): a test measures how late "cancel that" arrives.
+	Cancelled chan time.Time
 }
 
 // ServeStdio serves mode over stdin and stdout until stdin closes: a test binary's TestMain calls it
@@ -95,7 +98,7 @@ func SSEHandler(s *Server) http.Handler {
 // New builds the server of mode, appending its events to logFile when set.
 func New(mode, logFile string) *Server {
 	s := &Server{Server: sdk.NewServer(&sdk.Implementation{Name: "lucy-test", Version: "1"}, nil), log: logFile,
-		Release: make(chan struct{}), Started: make(chan string, 16)}
+		Release: make(chan struct{}), Started: make(chan string, 16), Cancelled: make(chan time.Time, 16)}
 	switch mode {
 	case Many:
 		for i := range 150 {
@@ -154,6 +157,24 @@ func New(mode, logFile string) *Server {
 				&sdk.ResourceLink{URI: "https://example.com/report", Name: "report"},
 			}}, nil
 		})
+	// forecast returns structured content and, as the specification asks of a tool with structured
+	// output, the same JSON serialized in a text block
+	// (modelcontextprotocol.io/specification/2025-06-18/server/tools#structured-content), here in
+	// another key order, indented and with 21.0 for 21, as a server in another language writes it.
+	// A differing value (differ: true) makes the text say something else.
+	s.raw("forecast", "Returns the forecast as structured content and as JSON text.",
+		`{"type":"object","properties":{"differ":{"type":"boolean"}}}`, readOnly(),
+		func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			var in struct{ Differ bool }
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			text := "{\n  \"temperature\": 21.0,\n  \"city\": \"Paris\",\n  \"hours\": [{\"h\": 9, \"sky\": \"sun\"}, {\"sky\": \"rain\", \"h\": 12}]\n}"
+			if in.Differ {
+				text = `{"city": "Paris", "temperature": 22}`
+			}
+			return &sdk.CallToolResult{Content: []sdk.Content{&sdk.TextContent{Text: text}},
+				StructuredContent: map[string]any{"city": "Paris", "temperature": 21, "hours": []any{
+					map[string]any{"h": 9, "sky": "sun"}, map[string]any{"h": 12, "sky": "rain"}}}}, nil
+		})
 	s.raw("fail", "Always fails.", `{"type":"object"}`, readOnly(),
 		func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: "it broke"}}}, nil
@@ -205,6 +226,10 @@ func (s *Server) slow(name string) sdk.ToolHandler {
 		}
 		select {
 		case <-ctx.Done():
+			select {
+			case s.Cancelled <- time.Now():
+			default:
+			}
 			s.event("cancelled " + name)
 			return nil, ctx.Err()
 		case <-s.Release:
