@@ -207,6 +207,7 @@ func (r *run) setup(ctx workflow.Context) error {
 	if r.sub == nil { // a sub-agent's steps show in its parent's status
 		r.statusOn = hardened(ctx, changeThreadStatus)
 		r.statusFromLane(ctx)
+		r.keepStatus(ctx)
 	}
 	r.loop.PerBatch = r.hardened
 	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)

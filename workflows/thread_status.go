@@ -21,7 +21,11 @@ type statusLine struct {
 	statusOn    bool      // this execution sets the status line (versioned; never in a sub-agent)
 	statusState int       // statusUndecided, statusWorks or statusUnavailable
 	statusLast  string    // the status last set ("" when cleared or never set)
-	statusAt    time.Time // when it was last set
+	statusAt    time.Time // when it was last sent (set or kept)
+	// statusKeep: this execution sends a status it still shows again before Slack's two minutes
+	// are up (keepStatus, changeStatusRefresh); statusSending: a SetThreadStatus call is in flight,
+	// so that the keeper and a step never send at once (Slack could get them in either order).
+	statusKeep, statusSending bool
 }
 
 const (
@@ -29,6 +33,12 @@ const (
 	statusWorks
 	statusUnavailable
 )
+
+// statusRefresh: Slack removes a status after two minutes without a message ("A two minute timeout
+// applies, which will cause the status to be removed if no message has been sent",
+// https://docs.slack.dev/reference/methods/assistant.threads.setStatus, argument status): a status
+// the run still shows is sent again after this long, with room for the call's retries.
+const statusRefresh = 90 * time.Second
 
 // statusThrottle: a "thinking" step that follows another status within this time is not sent (a
 // tool step always is: it is what the person wants to see).
@@ -69,6 +79,19 @@ func (r *run) showStatus(ctx workflow.Context, words string, throttle bool) {
 	if text == "" && r.statusLast == "" {
 		return // nothing to clear
 	}
+	if r.statusKeep {
+		// The keeper may be sending the previous status: this one goes after it. (Await returns at
+		// once when nothing is in flight, and adds nothing to the history.)
+		_ = workflow.Await(ctx, func() bool { return !r.statusSending })
+	}
+	r.sendStatus(ctx, text)
+}
+
+// sendStatus sends text as the status line ("" clears it) and notes how it went.
+func (r *run) sendStatus(ctx workflow.Context, text string) {
+	now := workflow.Now(ctx)
+	r.statusSending = true
+	defer func() { r.statusSending = false }()
 	var res activities.ThreadStatusResult
 	if err := workflow.ExecuteLocalActivity(statusOptions(ctx), a.SetThreadStatus, threadStatusInput(r.in.Message.Key(), text)).Get(ctx, &res); err != nil {
 		if ctx.Err() == nil {
@@ -83,6 +106,40 @@ func (r *run) showStatus(ctx workflow.Context, words string, throttle bool) {
 	}
 	r.statusState = statusWorks
 	r.statusLast, r.statusAt = text, now
+}
+
+// keepStatus (changeStatusRefresh) keeps the status line up while a step runs longer than Slack
+// shows a status without a message: a coroutine sends the status the run still shows again once it
+// is statusRefresh old. It waits (no timer) while there is nothing to keep: no status, none
+// available, or the run paused for a person (an approval, a question: the prompt posted in the
+// thread says what the run waits for, and a wait of hours would otherwise wake the run every 90
+// seconds). A run's time limits bound how often it can fire (agent.AbsoluteMax / statusRefresh).
+func (r *run) keepStatus(ctx workflow.Context) {
+	if !r.statusOn || workflow.GetVersion(ctx, changeStatusRefresh, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	r.statusKeep = true
+	keepable := func() bool {
+		return r.statusState == statusWorks && r.statusLast != "" && r.pausedAt.IsZero() && !r.statusSending
+	}
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for {
+			if workflow.Await(gctx, keepable) != nil {
+				return
+			}
+			if d := r.statusAt.Add(statusRefresh).Sub(workflow.Now(gctx)); d > 0 {
+				if workflow.Sleep(gctx, d) != nil {
+					return
+				}
+				continue // what the run shows, and whether it waits, may have changed meanwhile
+			}
+			text := r.statusLast
+			r.sendStatus(gctx, text)
+			// A failed call is not tried again at once: the next try comes a refresh later.
+			r.statusAt = workflow.Now(gctx)
+			r.log.Debug("agent.status.kept", "run", r.id, "status", text)
+		}
+	})
 }
 
 // threadStatusInput sets key's thread's status line to text ("" clears it).
