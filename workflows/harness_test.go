@@ -74,6 +74,8 @@ type harness struct {
 	// without the status API does); statuses are what it was asked to show, in order ("" clears).
 	statusWorks bool
 	statuses    []string
+	// statusSlack, when set, is also given every status (a test passes it on to a local Slack).
+	statusSlack func(activities.ThreadStatusInput)
 	// timelineWorks makes StreamSteps open the timeline (by default Slack will not open a stream);
 	// timelines are its inputs, in order.
 	timelineWorks bool
@@ -169,6 +171,9 @@ func (h *harness) register() {
 		return nil
 	})
 	env.OnActivity("SetThreadStatus", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ThreadStatusInput) (activities.ThreadStatusResult, error) {
+		if h.statusSlack != nil {
+			h.statusSlack(in)
+		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.statuses = append(h.statuses, in.Status)

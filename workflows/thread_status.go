@@ -21,11 +21,14 @@ type statusLine struct {
 	statusOn    bool      // this execution sets the status line (versioned; never in a sub-agent)
 	statusState int       // statusUndecided, statusWorks or statusUnavailable
 	statusLast  string    // the status last set ("" when cleared or never set)
-	statusAt    time.Time // when it was last sent (set or kept)
+	statusAt    time.Time // when a step last set it
 	// statusKeep: this execution sends a status it still shows again before Slack's two minutes
 	// are up (keepStatus, changeStatusRefresh); statusSending: a SetThreadStatus call is in flight,
-	// so that the keeper and a step never send at once (Slack could get them in either order).
-	statusKeep, statusSending bool
+	// so that the keeper and a step never send at once (Slack could get them in either order);
+	// statusWaits: the status was set while the run waited for a person (not kept); statusKeptAt:
+	// when the keeper last sent it.
+	statusKeep, statusSending, statusWaits bool
+	statusKeptAt                           time.Time
 }
 
 const (
@@ -84,11 +87,12 @@ func (r *run) showStatus(ctx workflow.Context, words string, throttle bool) {
 		// once when nothing is in flight, and adds nothing to the history.)
 		_ = workflow.Await(ctx, func() bool { return !r.statusSending })
 	}
-	r.sendStatus(ctx, text)
+	r.sendStatus(ctx, text, false)
 }
 
-// sendStatus sends text as the status line ("" clears it) and notes how it went.
-func (r *run) sendStatus(ctx workflow.Context, text string) {
+// sendStatus sends text as the status line ("" clears it) and notes how it went; keeping: the
+// keeper sends it again (which does not count as a step's status for the throttle).
+func (r *run) sendStatus(ctx workflow.Context, text string, keeping bool) {
 	now := workflow.Now(ctx)
 	r.statusSending = true
 	defer func() { r.statusSending = false }()
@@ -105,38 +109,46 @@ func (r *run) sendStatus(ctx workflow.Context, text string) {
 		return
 	}
 	r.statusState = statusWorks
-	r.statusLast, r.statusAt = text, now
+	r.statusLast = text
+	if !keeping {
+		r.statusAt, r.statusWaits = now, !r.pausedAt.IsZero()
+	}
 }
 
 // keepStatus (changeStatusRefresh) keeps the status line up while a step runs longer than Slack
 // shows a status without a message: a coroutine sends the status the run still shows again once it
 // is statusRefresh old. It waits (no timer) while there is nothing to keep: no status, none
-// available, or the run paused for a person (an approval, a question: the prompt posted in the
-// thread says what the run waits for, and a wait of hours would otherwise wake the run every 90
-// seconds). A run's time limits bound how often it can fire (agent.AbsoluteMax / statusRefresh).
+// available, the run paused for a person, or a status set while it was (an approval, a question:
+// the prompt posted in the thread says what the run waits for, a wait of hours would otherwise wake
+// the run every 90 seconds, and "waiting for your approval" must not come back once answered). A
+// run's time limits bound how often it can fire (agent.AbsoluteMax / statusRefresh).
 func (r *run) keepStatus(ctx workflow.Context) {
 	if !r.statusOn || workflow.GetVersion(ctx, changeStatusRefresh, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
 	r.statusKeep = true
 	keepable := func() bool {
-		return r.statusState == statusWorks && r.statusLast != "" && r.pausedAt.IsZero() && !r.statusSending
+		return r.statusState == statusWorks && r.statusLast != "" && r.pausedAt.IsZero() && !r.statusWaits && !r.statusSending
 	}
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		for {
 			if workflow.Await(gctx, keepable) != nil {
 				return
 			}
-			if d := r.statusAt.Add(statusRefresh).Sub(workflow.Now(gctx)); d > 0 {
+			last := r.statusAt
+			if r.statusKeptAt.After(last) {
+				last = r.statusKeptAt
+			}
+			if d := last.Add(statusRefresh).Sub(workflow.Now(gctx)); d > 0 {
 				if workflow.Sleep(gctx, d) != nil {
 					return
 				}
 				continue // what the run shows, and whether it waits, may have changed meanwhile
 			}
 			text := r.statusLast
-			r.sendStatus(gctx, text)
+			r.sendStatus(gctx, text, true)
 			// A failed call is not tried again at once: the next try comes a refresh later.
-			r.statusAt = workflow.Now(gctx)
+			r.statusKeptAt = workflow.Now(gctx)
 			r.log.Debug("agent.status.kept", "run", r.id, "status", text)
 		}
 	})

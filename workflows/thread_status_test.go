@@ -1,13 +1,18 @@
 package workflows
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/localslack"
 )
 
 // threeSteps is a model that reads #sales, fetches a page, then searches and fetches at once, then
@@ -88,14 +93,16 @@ func TestStatusLineAsksForApproval(t *testing.T) {
 	}
 	h.env.RegisterDelayedCallback(func() {
 		h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
-	}, time.Minute)
+	}, 10*time.Minute)
 	if _, err := h.runAgent(runInput("write a.md")); err != nil {
 		t.Fatal(err)
 	}
-	// The model's next turn comes a minute after the last status (the approval): not throttled.
+	// The model's next turn comes ten minutes after the last status (the approval): not throttled.
+	// While the run waits for the person, the status is not sent again (keepStatus): the prompt in
+	// the thread says what it waits for.
 	want := []string{"is thinking", "is writing a file", "is waiting for your approval", "is going over what I found", ""}
 	if !reflect.DeepEqual(h.statuses, want) {
-		t.Errorf("statuses:\n got %q\nwant %q", h.statuses, want)
+		t.Errorf("statuses:\n got %q\nwant %q\norder %q", h.statuses, want, h.order)
 	}
 }
 
@@ -180,5 +187,57 @@ func TestLaneSaysThinkingBeforeTheRunOpens(t *testing.T) {
 		if len(h.delivered) != 1 {
 			t.Errorf("status line works %v: %d answers, want 1", works, len(h.delivered))
 		}
+	}
+}
+
+// A step that runs longer than Slack shows a status without a message (two minutes) keeps its
+// status line (changeStatusRefresh): the run sends it again every statusRefresh. The statuses go
+// through the real activity to a local Slack on the workflow's clock, which removes a status two
+// minutes after it was last set, as Slack does: four minutes and fifty seconds into a five-minute
+// tool call, the person still sees what Lucy is doing, in one whole loading message.
+func TestStatusLineKeptThroughALongStep(t *testing.T) {
+	h := newHarness(t)
+	h.statusWorks = true
+	ws, apiURL := localslack.NewTestServer(t, localslack.Options{Team: "T1", Now: h.env.Now,
+		Channels: []localslack.Channel{{ID: "C1", Name: "general"}}, Users: []localslack.User{{ID: "U1", Name: "you"}}})
+	api := slack.New(localslack.DefaultToken, slack.OptionAPIURL(apiURL))
+	_, root, err := api.PostMessage("C1", slack.MsgOptionText("<@ULUCY> read the launch page", false), slack.MsgOptionUser("U1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := &activities.Activities{Slack: func(string) activities.SlackAPI { return api }, Log: zerolog.Nop()}
+	h.statusSlack = func(in activities.ThreadStatusInput) {
+		in.ThreadTS = root
+		if _, err := acts.SetThreadStatus(context.Background(), in); err != nil {
+			t.Errorf("SetThreadStatus on the local Slack: %v", err)
+		}
+	}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("c1", "lucy_web_fetch", map[string]string{"url": "https://e.example/launch"})), nil
+		}
+		return text("Here is the page."), nil
+	}
+	h.toolMock.After(5 * time.Minute)
+	var shown string
+	var loading []string
+	h.env.RegisterDelayedCallback(func() {
+		shown, loading = ws.Status("C1", root), ws.LoadingMessages("C1", root)
+	}, 4*time.Minute+50*time.Second)
+	res, err := h.runAgent(runInput("read the launch page"))
+	if err != nil || res.Status != RunCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if shown != "is reading a web page" || len(loading) != 1 || loading[0] != "is reading a web page…" {
+		t.Errorf("at 4m50s the thread shows %q %q", shown, loading)
+	}
+	// Sent at the step's start, then again at 90, 180 and 270 seconds; the next turn; cleared at the end.
+	want := []string{"is thinking", "is reading a web page", "is reading a web page", "is reading a web page", "is reading a web page",
+		"is going over what I found", ""}
+	if !reflect.DeepEqual(h.statuses, want) {
+		t.Errorf("statuses:\n got %q\nwant %q", h.statuses, want)
+	}
+	if ws.Status("C1", root) != "" {
+		t.Errorf("status after the run: %q", ws.Status("C1", root))
 	}
 }
