@@ -175,6 +175,15 @@ func TestAssistantThreadPromptsAndTitle(t *testing.T) {
 	if err := f.a.SetThreadTitle(ctx, in); err != nil {
 		t.Errorf("invalid_thread_ts: %v", err)
 	}
+	// agent_view: the DM's prompts, without thread_ts.
+	dm := in
+	dm.ThreadTS = ""
+	if err := f.a.StartAssistantThread(ctx, dm); err != nil {
+		t.Fatal(err)
+	}
+	if _, p := f.srv.SuggestedPrompts("C1", ""); len(p) != maxSuggestedPrompts {
+		t.Errorf("the channel's prompts %+v", p)
+	}
 	// An app without the agent feature: not_agent_app means "unavailable", not a failure.
 	f.srv.FailNext("assistant.threads.setSuggestedPrompts", localslack.Failure{SlackError: "not_agent_app"})
 	if err := f.a.StartAssistantThread(ctx, in); err != nil {

@@ -74,6 +74,8 @@ type harness struct {
 	// without the status API does); statuses are what it was asked to show, in order ("" clears).
 	statusWorks bool
 	statuses    []string
+	// promptThreads are where StartAssistantThread set prompts: "channel/thread_ts".
+	promptThreads []string
 	// statusSlack, when set, is also given every status (a test passes it on to a local Slack).
 	statusSlack func(activities.ThreadStatusInput)
 	// timelineWorks makes StreamSteps open the timeline (by default Slack will not open a stream);
@@ -156,6 +158,7 @@ func (h *harness) register() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.order = append(h.order, "prompts")
+		h.promptThreads = append(h.promptThreads, in.Channel+"/"+in.ThreadTS)
 		return nil
 	})
 	env.OnActivity("SetThreadTitle", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.AssistantThreadInput) error {

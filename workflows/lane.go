@@ -58,6 +58,8 @@ type lane struct {
 	starting bool
 	// titled: this lane titled its assistant thread (changeAssistantThreads).
 	titled bool
+	// promptsAt: when this lane (a DM's, MessagesTabThreadTS) last set the DM's suggested prompts.
+	promptsAt time.Time
 
 	msgCh, cancelCh, approvalCh, resumeCh, eventCh, feedbackCh workflow.ReceiveChannel
 }
@@ -254,6 +256,10 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 		l.st.ViewingChannel = m.ContextChannel
 	}
 	if m.Kind == KindContextChanged { // the person looks at another channel: nothing to answer
+		return
+	}
+	if m.Kind == KindMessagesTabOpened { // agent_view: the person opened the DM
+		l.offerDMPrompts(ctx)
 		return
 	}
 	if m.Control == "status" {

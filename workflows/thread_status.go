@@ -236,9 +236,30 @@ func (r *run) clearStatus(ctx workflow.Context) {
 // as a local activity; a failure is logged, never more.
 func (l *lane) assistantThread(ctx workflow.Context, fn func(context.Context, activities.AssistantThreadInput) error, title string) {
 	in := activities.AssistantThreadInput{Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, Title: title}
+	if l.key.ThreadTS == MessagesTabThreadTS {
+		in.ThreadTS = "" // the DM's prompts (agent_view): no thread_ts, or the call silently fails
+	}
 	if err := workflow.ExecuteLocalActivity(statusOptions(ctx), fn, in).Get(ctx, nil); err != nil {
 		l.log.Warn("lane.assistant_thread_failed", "lane", l.id, "error", err)
 	}
+}
+
+// messagesTabPromptsEvery: a DM's suggested prompts stay until they are set again, and a person
+// opens the DM often; the lane sets them again after this long at most (the team's skills and
+// jobs, which they show, change slowly).
+const messagesTabPromptsEvery = time.Hour
+
+// offerDMPrompts sets the DM's suggested prompts when a person opens it under agent_view
+// (KindMessagesTabOpened), unless this lane set them within messagesTabPromptsEvery. Only the DM's
+// own lane (MessagesTabThreadTS) gets such a message; it never reaches a recorded history (the kind
+// is newer than every one), so it needs no version.
+func (l *lane) offerDMPrompts(ctx workflow.Context) {
+	now := workflow.Now(ctx)
+	if l.key.ThreadTS != MessagesTabThreadTS || (!l.promptsAt.IsZero() && now.Sub(l.promptsAt) < messagesTabPromptsEvery) {
+		return
+	}
+	l.promptsAt = now
+	l.assistantThread(ctx, a.StartAssistantThread, "")
 }
 
 // threadTitle is a thread's title from its first request: its words, mentions stripped, cut short.

@@ -241,3 +241,28 @@ func TestStatusLineKeptThroughALongStep(t *testing.T) {
 		t.Errorf("status after the run: %q", ws.Status("C1", root))
 	}
 }
+
+// Under agent_view a person opening Lucy's DM (app_home_opened, tab messages) reaches the DM's own
+// lane, which sets the DM's suggested prompts without thread_ts (with it, Slack silently ignores the
+// call), at most once an hour, and neither greets nor runs anything.
+func TestMessagesTabSetsTheDMsPrompts(t *testing.T) {
+	h := newHarness(t)
+	key := LaneKey{Team: "T1", Channel: "D1", ThreadTS: MessagesTabThreadTS}
+	opened := func(ts string) Message {
+		return Message{EventID: "Ev" + ts, Team: "T1", Channel: "D1", TS: ts, ThreadTS: MessagesTabThreadTS, User: "U1",
+			Kind: KindMessagesTabOpened, IsDM: true}
+	}
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalMessage, opened("200.1")) }, 0)
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalMessage, opened("200.2")) }, 10*time.Minute)
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalMessage, opened("200.3")) }, 2*time.Hour)
+	h.env.ExecuteWorkflow(LaneWorkflowName, LaneInput{Key: key})
+	if err := h.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"D1/", "D1/"}; !reflect.DeepEqual(h.promptThreads, want) {
+		t.Errorf("prompts set at %q, want %q", h.promptThreads, want)
+	}
+	if len(h.posts) != 0 || len(h.deliveries) != 0 || len(h.statuses) != 0 {
+		t.Errorf("posts %+v, answers %d, statuses %q", h.posts, len(h.deliveries), h.statuses)
+	}
+}
