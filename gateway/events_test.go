@@ -137,7 +137,7 @@ func TestEventNormalization(t *testing.T) {
 		},
 		{
 			// agent_view: opening Lucy's DM replaces assistant_thread_started; the DM's lane sets its prompts.
-			name: "app_home_opened on the messages tab",
+			name:  "app_home_opened on the messages tab",
 			inner: map[string]any{"type": "app_home_opened", "user": "U1", "channel": "D1", "tab": "messages", "event_ts": "1700000000.002100"},
 			want: &workflows.Message{EventID: "Ev1", Team: testTeam, Channel: "D1", TS: "1700000000.002100",
 				ThreadTS: workflows.MessagesTabThreadTS, User: "U1", Kind: workflows.KindMessagesTabOpened, IsDM: true},
