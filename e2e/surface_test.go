@@ -120,15 +120,15 @@ func TestStatusStepsAndFeedback(t *testing.T) {
 		s.saveHistory(t, recs[0].Run, "surface-run.json")
 	}
 
-	// Fallback: a workspace without the status API.
-	s.slack.FailNext("assistant.threads.setStatus", localslack.Failure{SlackError: "not_allowed"})
+	// Fallback: a workspace without the status API (an app installed without the scope).
+	s.slack.FailNext("assistant.threads.setStatus", localslack.Failure{SlackError: "missing_scope"})
 	before := s.slack.Calls("assistant.threads.setStatus")
 	text2 := "<@ULUCY> again: #general, the files and the time"
 	ts2 := s.say(text2, "")
 	s.event("app_mention", "Ev-surface-2", text2, ts2, "", human)
 	s.waitFor("the second answer", 90*time.Second, func() bool { return s.answered(ts2, "All three steps are done.") })
 	if n := s.slack.Calls("assistant.threads.setStatus") - before; n != 1 {
-		t.Errorf("setStatus called %d times after not_allowed, want once", n)
+		t.Errorf("setStatus called %d times after missing_scope, want once", n)
 	}
 	if h := statuses(s, ts2); len(h) != 0 {
 		t.Errorf("statuses recorded although refused: %q", h)

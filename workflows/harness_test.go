@@ -70,7 +70,7 @@ type harness struct {
 	// notes are the memory step's inputs (NoteFromRun); noteErr, when set, fails it.
 	notes   []activities.NoteFromRunInput
 	noteErr error
-	// statusWorks makes SetThreadStatus succeed (by default Slack answers not_allowed, as a workspace
+	// statusWorks makes SetThreadStatus succeed (by default Slack answers missing_scope, as a workspace
 	// without the status API does); statuses are what it was asked to show, in order ("" clears).
 	statusWorks bool
 	statuses    []string
@@ -182,7 +182,7 @@ func (h *harness) register() {
 		h.statuses = append(h.statuses, in.Status)
 		h.order = append(h.order, "status:"+in.Status)
 		if !h.statusWorks {
-			return activities.ThreadStatusResult{Code: "not_allowed"}, nil
+			return activities.ThreadStatusResult{Code: "missing_scope"}, nil
 		}
 		return activities.ThreadStatusResult{Supported: true}, nil
 	})

@@ -63,7 +63,7 @@ func TestStatusLineAtEachStep(t *testing.T) {
 }
 
 func TestStatusLineFallsBackToPlaceholderOnce(t *testing.T) {
-	h := newHarness(t) // Slack answers not_allowed
+	h := newHarness(t) // Slack answers missing_scope
 	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if n <= 9 {
 			return calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://e.example/%d", n)})), nil
@@ -74,7 +74,7 @@ func TestStatusLineFallsBackToPlaceholderOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(h.statuses) != 1 {
-		t.Errorf("SetThreadStatus asked %d times after not_allowed, want once: %q", len(h.statuses), h.statuses)
+		t.Errorf("SetThreadStatus asked %d times after missing_scope, want once: %q", len(h.statuses), h.statuses)
 	}
 	if len(h.updates) != 2 { // the placeholder's progress edits: turn 3 and turn 8
 		t.Errorf("progress updates = %d (%v), want 2", len(h.updates), h.updates)
