@@ -586,7 +586,7 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 	in := RunInput{
 		Lane: l.key, Number: n, Message: m, Requester: m.User,
 		UserName: person.Name, UserTZ: person.TZ, ChannelName: l.st.ChannelName, PriorJournal: l.st.LastJournal,
-		Scheduled: m.Kind == KindScheduled, ApprovalTTL: m.ApprovalTTL, ThreadStatus: status,
+		Scheduled: m.Kind == KindScheduled, ApprovalTTL: m.ApprovalTTL, ThreadStatus: status, KeepStatus: true,
 	}
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          id,

@@ -23,7 +23,7 @@ type statusLine struct {
 	statusLast  string    // the status last set ("" when cleared or never set)
 	statusAt    time.Time // when a step last set it
 	// statusKeep: this execution sends a status it still shows again before Slack's two minutes
-	// are up (keepStatus, changeStatusRefresh); statusSending: a SetThreadStatus call is in flight,
+	// are up (keepStatus, RunInput.KeepStatus); statusSending: a SetThreadStatus call is in flight,
 	// so that the keeper and a step never send at once (Slack could get them in either order);
 	// statusWaits: the status was set while the run waited for a person (not kept); statusKeptAt:
 	// when the keeper last sent it.
@@ -115,7 +115,7 @@ func (r *run) sendStatus(ctx workflow.Context, text string, keeping bool) {
 	}
 }
 
-// keepStatus (changeStatusRefresh) keeps the status line up while a step runs longer than Slack
+// keepStatus (RunInput.KeepStatus) keeps the status line up while a step runs longer than Slack
 // shows a status without a message: a coroutine sends the status the run still shows again once it
 // is statusRefresh old. It waits (no timer) while there is nothing to keep: no status, none
 // available, the run paused for a person, or a status set while it was (an approval, a question:
@@ -123,7 +123,7 @@ func (r *run) sendStatus(ctx workflow.Context, text string, keeping bool) {
 // the run every 90 seconds, and "waiting for your approval" must not come back once answered). A
 // run's time limits bound how often it can fire (agent.AbsoluteMax / statusRefresh).
 func (r *run) keepStatus(ctx workflow.Context) {
-	if !r.statusOn || workflow.GetVersion(ctx, changeStatusRefresh, workflow.DefaultVersion, 1) < 1 {
+	if !r.statusOn || !r.in.KeepStatus {
 		return
 	}
 	r.statusKeep = true

@@ -94,7 +94,9 @@ func TestStatusLineAsksForApproval(t *testing.T) {
 	h.env.RegisterDelayedCallback(func() {
 		h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
 	}, 10*time.Minute)
-	if _, err := h.runAgent(runInput("write a.md")); err != nil {
+	in := runInput("write a.md")
+	in.KeepStatus = true
+	if _, err := h.runAgent(in); err != nil {
 		t.Fatal(err)
 	}
 	// The model's next turn comes ten minutes after the last status (the approval): not throttled.
@@ -191,7 +193,7 @@ func TestLaneSaysThinkingBeforeTheRunOpens(t *testing.T) {
 }
 
 // A step that runs longer than Slack shows a status without a message (two minutes) keeps its
-// status line (changeStatusRefresh): the run sends it again every statusRefresh. The statuses go
+// status line (keepStatus): the run sends it again every statusRefresh. The statuses go
 // through the real activity to a local Slack on the workflow's clock, which removes a status two
 // minutes after it was last set, as Slack does: four minutes and fifty seconds into a five-minute
 // tool call, the person still sees what Lucy is doing, in one whole loading message.
@@ -224,7 +226,9 @@ func TestStatusLineKeptThroughALongStep(t *testing.T) {
 	h.env.RegisterDelayedCallback(func() {
 		shown, loading = ws.Status("C1", root), ws.LoadingMessages("C1", root)
 	}, 4*time.Minute+50*time.Second)
-	res, err := h.runAgent(runInput("read the launch page"))
+	in := runInput("read the launch page")
+	in.KeepStatus = true // as every lane sets it
+	res, err := h.runAgent(in)
 	if err != nil || res.Status != RunCompleted {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -264,5 +268,26 @@ func TestMessagesTabSetsTheDMsPrompts(t *testing.T) {
 	}
 	if len(h.posts) != 0 || len(h.deliveries) != 0 || len(h.statuses) != 0 {
 		t.Errorf("posts %+v, answers %d, statuses %q", h.posts, len(h.deliveries), h.statuses)
+	}
+}
+
+// A run started before the status line was kept (its input has no KeepStatus) replays as it ran:
+// no timer, no status sent again.
+func TestStatusLineNotKeptInAnOlderRun(t *testing.T) {
+	h := newHarness(t)
+	h.statusWorks = true
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("c1", "lucy_web_fetch", map[string]string{"url": "https://e.example/launch"})), nil
+		}
+		return text("Here is the page."), nil
+	}
+	h.toolMock.After(5 * time.Minute)
+	if _, err := h.runAgent(runInput("read the launch page")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"is thinking", "is reading a web page", "is going over what I found", ""}
+	if !reflect.DeepEqual(h.statuses, want) {
+		t.Errorf("statuses:\n got %q\nwant %q", h.statuses, want)
 	}
 }

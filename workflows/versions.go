@@ -204,14 +204,8 @@ const (
 	// holding the task open delays no signal that matters. Read where the run first delivers; taken
 	// in by baseline version 5.
 	changeLocalFinish = "local-finish"
-	// changeStatusRefresh (issue 39), in the agent run (not a sub-agent): Slack removes a thread's
-	// status line after two minutes without a message, and the run sent a status only when its text
-	// changed, so a step longer than that showed none. A coroutine sends the status the run still
-	// shows again every statusRefresh (a timer, then the SetThreadStatus local activity), except
-	// while the run waits for a person (keepStatus). Read at the start of the run, where the status
-	// line is decided (changeThreadStatus); its own marker, not in baselined (a history recorded
-	// with baseline version 5 must replay without it).
-	changeStatusRefresh = "status-refresh"
+	// (Issue 39's status line kept up through a long step, keepStatus, has no change ID: the lane
+	// decides it in the run's input, RunInput.KeepStatus, which replays either way.)
 )
 
 // baselined are the change IDs changeBaseline stands for, each with the baseline version that takes
