@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 	"go.temporal.io/api/workflowservice/v1"
@@ -37,7 +38,7 @@ type ThreadStatusInput struct {
 // ThreadStatusResult says whether the status API is available for this thread.
 type ThreadStatusResult struct {
 	Supported bool
-	// Code is Slack's error code when it is not ("not_allowed", "missing_scope", …).
+	// Code is Slack's error code when it is not ("not_agent_app", "missing_scope", …).
 	Code string `json:",omitempty"`
 }
 
@@ -49,32 +50,78 @@ type AssistantThreadsAPI interface {
 	SetAssistantThreadsTitleContext(ctx context.Context, params slack.AssistantThreadsSetTitleParameters) error
 }
 
-// MaxLoadingMessages is Slack's limit on a status's rotating loading_messages.
+// MaxLoadingMessages is Slack's limit on a status's rotating loading_messages ("maxItems": 10 in
+// assistant.threads.setStatus's JSON schema, https://docs.slack.dev/reference/methods/assistant.threads.setStatus).
 const MaxLoadingMessages = 10
+
+// MaxLoadingMessageChars is Slack's limit on each loading message: the same schema's "items" are
+// strings of "minLength": 1 and "maxLength": 50. Slack does not document the code it answers to a
+// longer one (most likely invalid_arguments), so the status line of a long step would vanish.
+const MaxLoadingMessageChars = 50
 
 // maxStatusChars keeps a status line short: Slack shows one line under the thread.
 const maxStatusChars = 120
 
-// statusUnavailable are the answers that mean "this workspace or channel has no status API": the run
-// falls back to its placeholder and does not ask again.
+// LoadingMessage fits one status into a loading message Slack takes whole: commas go (slack-go
+// v0.35.0 sends loading_messages form-encoded, the items joined by "," (assistant.go,
+// SetAssistantThreadsStatusContext), so a comma inside an item would split it into rotating
+// fragments: ", " becomes "; ", any other "," a space), and a message over MaxLoadingMessageChars is
+// cut at a word boundary with "…" inside the limit. "" when nothing is left (Slack refuses an empty
+// item: "minLength": 1).
+func LoadingMessage(s string) string {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, ", ", "; "), ",", " ")
+	s = strings.Trim(strings.Join(strings.Fields(s), " "), " ;")
+	if utf8.RuneCountInString(s) <= MaxLoadingMessageChars {
+		return s
+	}
+	r := []rune(strings.TrimSuffix(s, slackwire.Ellipsis))
+	cut := r[:MaxLoadingMessageChars-1] // room for the ellipsis
+	// Back to the last space when the word it cuts is not most of the message: a whole word reads
+	// better than a broken one, a broken word better than a few letters.
+	if i := lastSpace(cut); i >= MaxLoadingMessageChars/2 && r[len(cut)] != ' ' {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(string(cut), " ;.:-") + slackwire.Ellipsis
+}
+
+func lastSpace(r []rune) int {
+	for i := len(r) - 1; i >= 0; i-- {
+		if r[i] == ' ' {
+			return i
+		}
+	}
+	return -1
+}
+
+// statusUnavailable are the answers that mean "this workspace, app or thread has no status line (or
+// suggested prompts, or title)": the run falls back to its placeholder and does not ask again.
+// Only documented codes: those of assistant.threads.setStatus, .setSuggestedPrompts and .setTitle
+// (channel_not_found, invalid_thread_ts, message_not_found; not_agent_app: "This method requires
+// the app to be configured as an agent", setSuggestedPrompts) and the generic ones of the same
+// reference pages that say the token or the workspace may not use the method
+// (https://docs.slack.dev/reference/methods/assistant.threads.setStatus, "Errors"; the same lists in
+// github.com/slack-ruby/slack-api-ref methods/assistant/*.json). reserved_username is documented
+// too, but it concerns the username argument, which Lucy never sends: it stays an error.
 var statusUnavailable = map[string]bool{
-	"not_allowed": true, "not_allowed_token_type": true, "missing_scope": true, "no_permission": true,
-	"method_not_supported_for_channel_type": true, "unknown_method": true, "feature_not_enabled": true,
-	"restricted_action": true, "team_access_not_granted": true, "channel_not_found": true,
-	"not_in_channel": true, "invalid_thread_ts": true, "thread_not_found": true,
+	"channel_not_found": true, "invalid_thread_ts": true, "message_not_found": true, "not_agent_app": true,
+	"missing_scope": true, "no_permission": true, "not_allowed_token_type": true, "access_denied": true,
+	"ekm_access_denied": true, "enterprise_is_restricted": true, "is_bot": true, "unknown_method": true,
+	"method_deprecated": true, "deprecated_endpoint": true,
 }
 
 // SetThreadStatus sets the thread's status line. It answers Supported false, without an error, when
 // Slack does not offer the status here; other failures (rate limits, Slack unavailable) are errors,
-// retried by the caller's policy.
+// retried by the caller's policy. Each loading message is fitted to Slack's limits (LoadingMessage).
 func (a *Activities) SetThreadStatus(ctx context.Context, in ThreadStatusInput) (ThreadStatusResult, error) {
 	api, ok := a.Slack(in.Team).(AssistantThreadsAPI)
 	if !ok {
 		return ThreadStatusResult{Code: "unknown_method"}, nil
 	}
-	msgs := in.LoadingMessages
-	if len(msgs) > MaxLoadingMessages {
-		msgs = msgs[:MaxLoadingMessages]
+	var msgs []string
+	for _, m := range in.LoadingMessages {
+		if m = LoadingMessage(m); m != "" && len(msgs) < MaxLoadingMessages {
+			msgs = append(msgs, m)
+		}
 	}
 	err := api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
 		ChannelID: in.Channel, ThreadTS: in.ThreadTS, Status: slackwire.HeadEllipsis(in.Status, maxStatusChars), LoadingMessages: msgs,

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/mock"
 	commonpb "go.temporal.io/api/common/v1"
@@ -44,12 +45,18 @@ func TestSetThreadStatus(t *testing.T) {
 	}
 
 	// Where Slack has no status for us, the answer says so without an error: the run falls back.
-	for _, code := range []string{"not_allowed", "missing_scope", "method_not_supported_for_channel_type"} {
+	// The codes are the documented ones (assistant.threads.* reference pages).
+	for _, code := range []string{"channel_not_found", "invalid_thread_ts", "not_agent_app", "missing_scope"} {
 		f.srv.FailNext("assistant.threads.setStatus", localslack.Failure{SlackError: code})
 		res, err := f.a.SetThreadStatus(ctx, in)
 		if err != nil || res.Supported || res.Code != code {
 			t.Errorf("%s: %+v %v, want unsupported without an error", code, res, err)
 		}
+	}
+	// Codes no assistant.threads.* page documents are not taken for "unavailable".
+	f.srv.FailNext("assistant.threads.setStatus", localslack.Failure{SlackError: "invalid_arguments"})
+	if res, err := f.a.SetThreadStatus(ctx, in); err == nil || res.Supported {
+		t.Errorf("invalid_arguments: %+v %v, want an error", res, err)
 	}
 	// A passing failure is an error, retried by the workflow's policy.
 	f.srv.FailNext("assistant.threads.setStatus", localslack.Failure{Status: 503})
@@ -60,6 +67,43 @@ func TestSetThreadStatus(t *testing.T) {
 	f.a.Slack = func(string) SlackAPI { return struct{ SlackAPI }{f.api} }
 	if res, err := f.a.SetThreadStatus(ctx, in); err != nil || res.Supported {
 		t.Errorf("client without the API: %+v %v", res, err)
+	}
+}
+
+// A step's status is shown as Slack documents loading messages: each item whole and at most 50
+// characters (a longer one is cut at a word, "…" inside the limit), and never split at a comma
+// (slack-go joins the items with commas).
+func TestSetThreadStatusFitsSlacksLoadingMessages(t *testing.T) {
+	ctx := context.Background()
+	f := newSlackFixture(t)
+	root := f.say(t, "U1", "", "what did #sales say?")
+	long := "is searching the Slack history and asking the research agent…" // 61 characters
+	commas := "is reading #sales history, searching the Slack history and more…"
+	for _, status := range []string{long, commas, "is reading #" + strings.Repeat("a", 80) + " history…"} {
+		in := ThreadStatusInput{Team: "T1", Channel: "C1", ThreadTS: root, Status: strings.TrimSuffix(status, "…"), LoadingMessages: []string{status}}
+		res, err := f.a.SetThreadStatus(ctx, in)
+		if err != nil || !res.Supported {
+			t.Fatalf("%q: %+v %v", status, res, err)
+		}
+		shown := f.srv.LoadingMessages("C1", root)
+		if len(shown) != 1 || utf8.RuneCountInString(shown[0]) > MaxLoadingMessageChars || !strings.HasSuffix(shown[0], "…") || strings.Contains(shown[0], ",") {
+			t.Errorf("%q shown as %q", status, shown)
+		}
+		if got := f.srv.Status("C1", root); got != in.Status {
+			t.Errorf("status %q, want %q", got, in.Status)
+		}
+	}
+	if got := LoadingMessage(long); got != "is searching the Slack history and asking the…" {
+		t.Errorf("cut %q", got)
+	}
+	if got := LoadingMessage("is reading #sales history…"); got != "is reading #sales history…" {
+		t.Errorf("a short status changed: %q", got)
+	}
+	if got := LoadingMessage(commas); strings.Contains(got, ",") || !strings.HasPrefix(got, "is reading #sales history; searching") {
+		t.Errorf("commas: %q", got)
+	}
+	if got := LoadingMessage(" , "); got != "" {
+		t.Errorf("nothing left: %q", got)
 	}
 }
 
@@ -94,15 +138,15 @@ func TestDeliverAnswerMarkdownAndFeedback(t *testing.T) {
 	if !strings.Contains(bots[0].Text, "*Done.*") || strings.Contains(bots[0].Text, "**Done.**") {
 		t.Errorf("fallback text is not mrkdwn: %q", bots[0].Text)
 	}
-	if len(last) != 2 || last[0]["type"] != "markdown" || last[1]["type"] != "actions" || last[1]["block_id"] != output.FeedbackBlockID ||
-		!strings.Contains(string(bots[1].Blocks), output.ActionFeedbackDown) || !strings.Contains(string(bots[1].Blocks), run) {
+	if len(last) != 2 || last[0]["type"] != "markdown" || last[1]["type"] != "context_actions" ||
+		!strings.Contains(string(bots[1].Blocks), `"feedback_buttons"`) || !strings.Contains(string(bots[1].Blocks), output.ActionFeedback) || !strings.Contains(string(bots[1].Blocks), run) {
 		t.Errorf("last part: %s", bots[1].Blocks)
 	}
 	// A question delivered mid-run (KeyPrefix) carries no feedback buttons.
 	if err := f.run(t, f.a.DeliverAnswer, DeliverInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: run, Markdown: "Which year?", KeyPrefix: "question-1", Lane: lane}, &res); err != nil {
 		t.Fatal(err)
 	}
-	if q := f.botMessages(root); strings.Contains(string(q[len(q)-1].Blocks), output.ActionFeedbackUp) {
+	if q := f.botMessages(root); strings.Contains(string(q[len(q)-1].Blocks), output.ActionFeedback) {
 		t.Errorf("question with feedback buttons: %s", q[len(q)-1].Blocks)
 	}
 }
@@ -127,9 +171,23 @@ func TestAssistantThreadPromptsAndTitle(t *testing.T) {
 		t.Errorf("title %q", got)
 	}
 	// Not an assistant thread, or no such API: nothing to do, no error.
-	f.srv.FailNext("assistant.threads.setTitle", localslack.Failure{SlackError: "not_allowed"})
+	f.srv.FailNext("assistant.threads.setTitle", localslack.Failure{SlackError: "invalid_thread_ts"})
 	if err := f.a.SetThreadTitle(ctx, in); err != nil {
-		t.Errorf("not_allowed: %v", err)
+		t.Errorf("invalid_thread_ts: %v", err)
+	}
+	// agent_view: the DM's prompts, without thread_ts.
+	dm := in
+	dm.ThreadTS = ""
+	if err := f.a.StartAssistantThread(ctx, dm); err != nil {
+		t.Fatal(err)
+	}
+	if _, p := f.srv.SuggestedPrompts("C1", ""); len(p) != maxSuggestedPrompts {
+		t.Errorf("the channel's prompts %+v", p)
+	}
+	// An app without the agent feature: not_agent_app means "unavailable", not a failure.
+	f.srv.FailNext("assistant.threads.setSuggestedPrompts", localslack.Failure{SlackError: "not_agent_app"})
+	if err := f.a.StartAssistantThread(ctx, in); err != nil {
+		t.Errorf("not_agent_app: %v", err)
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 
 	"github.com/lucy-agent/lucy/gateway"
 	"github.com/lucy-agent/lucy/internal/fakellm"
-	"github.com/lucy-agent/lucy/output"
 	"github.com/lucy-agent/lucy/worker"
 	"github.com/lucy-agent/lucy/workflows"
 )
@@ -47,7 +46,7 @@ func TestFeedbackReasonKeepsNoKey(t *testing.T) {
 	if err := json.Unmarshal(bots[len(bots)-1].Blocks, &blocks); err != nil || len(blocks) < 2 {
 		t.Fatalf("answer blocks %s (%v)", bots[len(bots)-1].Blocks, err)
 	}
-	click, err := s.slack.Click(human, channel, bots[len(bots)-1].TS, output.ActionFeedbackDown)
+	click, err := s.slack.ClickFeedback(human, channel, bots[len(bots)-1].TS, false)
 	if err != nil {
 		t.Fatal(err)
 	}

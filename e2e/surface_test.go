@@ -14,7 +14,6 @@ import (
 
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
-	"github.com/lucy-agent/lucy/output"
 	"github.com/lucy-agent/lucy/workflows"
 )
 
@@ -86,16 +85,23 @@ func TestStatusStepsAndFeedback(t *testing.T) {
 	}
 	var blocks []map[string]any
 	if err := json.Unmarshal(answer.Blocks, &blocks); err != nil || len(blocks) != 2 || blocks[0]["type"] != "markdown" ||
-		!strings.Contains(fmt.Sprint(blocks[0]["text"]), "| Step | Done |") || blocks[1]["block_id"] != output.FeedbackBlockID {
+		!strings.Contains(fmt.Sprint(blocks[0]["text"]), "| Step | Done |") || blocks[1]["type"] != "context_actions" {
 		t.Fatalf("answer blocks %s", answer.Blocks)
 	}
 
 	// 👎 twice (a double click, or Slack redelivering): one vote.
 	lane := workflows.LaneID(workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts})
-	value := feedbackValue(t, blocks[1])
-	s.click("UOTHER", value, output.ActionFeedbackDown)
-	s.click("UOTHER", value, output.ActionFeedbackDown)
-	s.click(human, value, output.ActionFeedbackUp)
+	vote := func(user string, positive bool) { // a click on Slack's feedback_buttons, as Slack sends it
+		t.Helper()
+		p, err := s.slack.ClickFeedback(user, channel, answer.TS, positive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.interact(p)
+	}
+	vote("UOTHER", false)
+	vote("UOTHER", false)
+	vote(human, true)
 	s.waitFor("the votes on the lane", 30*time.Second, func() bool { return len(laneFeedback(t, s, lane)) == 2 })
 	s.waitFor("LucyFeedback", 30*time.Second, func() bool {
 		return s.count(fmt.Sprintf("LucyFeedback='down' AND WorkflowId='%s'", lane)) == 1
@@ -114,15 +120,15 @@ func TestStatusStepsAndFeedback(t *testing.T) {
 		s.saveHistory(t, recs[0].Run, "surface-run.json")
 	}
 
-	// Fallback: a workspace without the status API.
-	s.slack.FailNext("assistant.threads.setStatus", localslack.Failure{SlackError: "not_allowed"})
+	// Fallback: a workspace without the status API (an app installed without the scope).
+	s.slack.FailNext("assistant.threads.setStatus", localslack.Failure{SlackError: "missing_scope"})
 	before := s.slack.Calls("assistant.threads.setStatus")
 	text2 := "<@ULUCY> again: #general, the files and the time"
 	ts2 := s.say(text2, "")
 	s.event("app_mention", "Ev-surface-2", text2, ts2, "", human)
 	s.waitFor("the second answer", 90*time.Second, func() bool { return s.answered(ts2, "All three steps are done.") })
 	if n := s.slack.Calls("assistant.threads.setStatus") - before; n != 1 {
-		t.Errorf("setStatus called %d times after not_allowed, want once", n)
+		t.Errorf("setStatus called %d times after missing_scope, want once", n)
 	}
 	if h := statuses(s, ts2); len(h) != 0 {
 		t.Errorf("statuses recorded although refused: %q", h)
@@ -130,17 +136,6 @@ func TestStatusStepsAndFeedback(t *testing.T) {
 	if n := s.countActivities(t, workflows.RunID(workflows.LaneKey{Team: team, Channel: channel, ThreadTS: ts2}, 1, ts2), "UpdateMessage"); n != 1 {
 		t.Errorf("%d placeholder progress edits, want 1 (turn 3)", n)
 	}
-}
-
-func feedbackValue(t *testing.T, block map[string]any) string {
-	t.Helper()
-	els, _ := block["elements"].([]any)
-	if len(els) != 2 {
-		t.Fatalf("feedback block %v", block)
-	}
-	el, _ := els[0].(map[string]any)
-	v, _ := el["value"].(string)
-	return v
 }
 
 // laneFeedback is the lane memo's feedback records.

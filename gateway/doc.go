@@ -22,7 +22,9 @@
 // # What is for Lucy
 //
 // An app_mention; any message in a DM; a channel message that mentions her; a thread reply in a thread
-// that has a lane; assistant_thread_started (the AI app pane), which starts the lane so that it greets.
+// that has a lane; assistant_thread_started (the AI app pane, assistant_view), which starts the lane so
+// that it greets; app_home_opened on the "messages" tab (agent_view's replacement for it), which the
+// DM's own lane answers by setting the DM's suggested prompts.
 // Ignored: messages from Lucy or any other bot, edits, deletions, joins and other subtypes, and hidden
 // messages.
 //

@@ -196,6 +196,10 @@ func (g *Gateway) normalize(ctx context.Context, eventID, team string, inner sla
 		return g.fromAssistantThread(eventID, team, ev)
 	case slackevents.AssistantThreadStartedEvent:
 		return g.fromAssistantThread(eventID, team, &ev)
+	case *slackevents.AppHomeOpenedEvent:
+		return g.fromMessagesTab(eventID, team, ev)
+	case slackevents.AppHomeOpenedEvent:
+		return g.fromMessagesTab(eventID, team, &ev)
 	case *slackevents.AssistantThreadContextChangedEvent:
 		return g.fromContextChanged(eventID, team, ev)
 	case slackevents.AssistantThreadContextChangedEvent:
@@ -255,6 +259,20 @@ func (g *Gateway) fromAssistantThread(eventID, team string, ev *slackevents.Assi
 	return workflows.Message{
 		EventID: eventID, Team: team, Channel: t.ChannelID, TS: t.ThreadTimeStamp, ThreadTS: t.ThreadTimeStamp,
 		User: t.UserID, Kind: string(slackevents.AssistantThreadStarted), IsDM: true, ContextChannel: t.Context.ChannelID,
+	}, true, nil
+}
+
+// fromMessagesTab: a person opened Lucy's DM (app_home_opened, tab "messages"). Under Slack's agent
+// messaging experience (features.agent_view) this replaces assistant_thread_started
+// (https://docs.slack.dev/ai/migrating-to-agent-messaging): the DM's lane (MessagesTabThreadTS) sets
+// its suggested prompts. The App Home's other tabs are not for Lucy.
+func (g *Gateway) fromMessagesTab(eventID, team string, ev *slackevents.AppHomeOpenedEvent) (workflows.Message, bool, error) {
+	if ev.Tab != "messages" || !strings.HasPrefix(ev.Channel, "D") || ev.EventTimeStamp == "" || ev.User == "" || g.fromBot(ev.User, "") {
+		return workflows.Message{}, false, nil
+	}
+	return workflows.Message{
+		EventID: eventID, Team: team, Channel: ev.Channel, TS: ev.EventTimeStamp, ThreadTS: workflows.MessagesTabThreadTS,
+		User: ev.User, Kind: workflows.KindMessagesTabOpened, IsDM: true,
 	}, true, nil
 }
 

@@ -136,6 +136,17 @@ func TestEventNormalization(t *testing.T) {
 				ThreadTS: "1700000000.001800", User: "U1", Kind: workflows.KindContextChanged, IsDM: true, ContextChannel: "C7"},
 		},
 		{
+			// agent_view: opening Lucy's DM replaces assistant_thread_started; the DM's lane sets its prompts.
+			name:  "app_home_opened on the messages tab",
+			inner: map[string]any{"type": "app_home_opened", "user": "U1", "channel": "D1", "tab": "messages", "event_ts": "1700000000.002100"},
+			want: &workflows.Message{EventID: "Ev1", Team: testTeam, Channel: "D1", TS: "1700000000.002100",
+				ThreadTS: workflows.MessagesTabThreadTS, User: "U1", Kind: workflows.KindMessagesTabOpened, IsDM: true},
+		},
+		{
+			name:  "app_home_opened on the home tab is not for Lucy",
+			inner: map[string]any{"type": "app_home_opened", "user": "U1", "channel": "D1", "tab": "home", "event_ts": "1700000000.002200"},
+		},
+		{
 			name:  "reaction_added is not for Lucy",
 			inner: map[string]any{"type": "reaction_added", "user": "U1", "reaction": "eyes", "item": map[string]any{"type": "message", "channel": "C1", "ts": "1.0"}},
 		},

@@ -37,6 +37,8 @@ type fakeHandoff struct {
 	// error is returned.
 	onMessage func(workflows.Message) error
 	onCancel  func(workflows.LaneKey, workflows.CancelRequest) error
+	// onFeedback, when set, runs before a feedback is recorded (a slow Temporal moves a fake clock).
+	onFeedback func()
 	// journal, when set, gets "handoff:<eventID>" for every recorded message.
 	journal *journal
 }
@@ -172,6 +174,9 @@ type feedbackCall struct {
 }
 
 func (f *fakeHandoff) Feedback(_ context.Context, lane string, fb workflows.Feedback) error {
+	if f.onFeedback != nil {
+		f.onFeedback()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {

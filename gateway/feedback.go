@@ -14,10 +14,13 @@ import (
 	"github.com/lucy-agent/lucy/workflows"
 )
 
-// Feedback on answers: a click on an answer's 👍/👎 (output.FeedbackBlocks) is handed to the lane
-// that ran it (SignalFeedback), which records one vote per person per answer. A 👎 also opens the
-// optional "What was wrong?" form; what the person writes there is handed to the lane the same way,
-// as the vote's reason.
+// Feedback on answers: a click on an answer's 👍/👎 (output.FeedbackBlocks: Slack's feedback_buttons;
+// older answers carry plain buttons, whose clicks are still taken) is handed to the lane that ran it
+// (SignalFeedback), which records one vote per person per answer. A 👎 also opens the optional
+// "What was wrong?" form, first: the click's trigger_id opens a modal only within 3 seconds
+// ("Pass a valid trigger_id within 3 seconds of receiving it", Bolt's "Opening modals" guide), so
+// the hand-off to Temporal, which can be slow, comes after. What the person writes there is handed
+// to the lane the same way, as the vote's reason.
 
 const (
 	outcomeFeedback = "feedback" // a 👍/👎 or a 👎's reason handed to the lane
@@ -31,7 +34,24 @@ const (
 )
 
 func isFeedbackAction(id string) bool {
-	return id == output.ActionFeedbackUp || id == output.ActionFeedbackDown
+	return id == output.ActionFeedback || id == output.ActionFeedbackUp || id == output.ActionFeedbackDown
+}
+
+// feedbackVote is the vote a click gives: the native control's clicked button says it in its value
+// (a block_actions action of type feedback_buttons carries the clicked button's value); a plain
+// button of an older answer says it by its action ID. "" for a click that says neither.
+func feedbackVote(a *slack.BlockAction, v output.FeedbackValue) string {
+	switch {
+	case a.ActionID == output.ActionFeedback && v.Vote == output.VoteUp:
+		return workflows.FeedbackUp
+	case a.ActionID == output.ActionFeedback && v.Vote == output.VoteDown:
+		return workflows.FeedbackDown
+	case a.ActionID == output.ActionFeedbackUp:
+		return workflows.FeedbackUp
+	case a.ActionID == output.ActionFeedbackDown:
+		return workflows.FeedbackDown
+	}
+	return ""
 }
 
 // feedbackValue reads a feedback button's value (or the form's metadata): a lane ID and one of its runs.
@@ -50,7 +70,8 @@ func (g *Gateway) feedback(ctx context.Context, cb slack.InteractionCallback, a 
 	typ := string(cb.Type)
 	log := g.log.With().Str("actionId", a.ActionID).Str("user", cb.User.ID).Logger()
 	v, ok := feedbackValue(a.Value)
-	if !ok {
+	value := feedbackVote(a, v)
+	if !ok || value == "" {
 		g.metrics.GatewayEvent(typ, outcomeMalformed)
 		log.Warn().Str("value", a.Value).Msg("feedback button with a malformed value ignored")
 		return nil
@@ -63,19 +84,13 @@ func (g *Gateway) feedback(ctx context.Context, cb slack.InteractionCallback, a 
 	if channel == "" {
 		channel = cb.Container.ChannelID
 	}
-	value := workflows.FeedbackUp
-	if a.ActionID == output.ActionFeedbackDown {
-		value = workflows.FeedbackDown
-	}
-	if err := g.handFeedback(ctx, typ, v.Lane, workflows.Feedback{
-		Run: v.Run, User: cb.User.ID, Value: value, Channel: channel, EventID: interactionID(cb, a),
-	}); err != nil {
-		return err
-	}
 	if value == workflows.FeedbackDown {
+		// The form first, while the trigger is fresh; the vote is handed off whether it opened or not.
 		g.askWhatWasWrong(ctx, cb, a.Value)
 	}
-	return nil
+	return g.handFeedback(ctx, typ, v.Lane, workflows.Feedback{
+		Run: v.Run, User: cb.User.ID, Value: value, Channel: channel, EventID: interactionID(cb, a),
+	})
 }
 
 func (g *Gateway) handFeedback(ctx context.Context, typ, lane string, fb workflows.Feedback) error {
@@ -96,8 +111,10 @@ func (g *Gateway) handFeedback(ctx context.Context, typ, lane string, fb workflo
 	return nil
 }
 
-// askWhatWasWrong opens the optional "What was wrong?" form after a 👎. It is a courtesy: failing to
-// open it loses nothing (the vote is recorded), so it never fails the click.
+// askWhatWasWrong opens the optional "What was wrong?" form after a 👎, before the vote is handed
+// off. It is a courtesy: failing to open it loses nothing (the vote is handed off next), so it never
+// fails the click; if the hand-off fails after it opened, the reason the person sends hands the 👎
+// off again, with its reason.
 func (g *Gateway) askWhatWasWrong(ctx context.Context, cb slack.InteractionCallback, meta string) {
 	if g.views == nil || cb.TriggerID == "" {
 		return

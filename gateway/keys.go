@@ -23,9 +23,11 @@ import (
 // submitter, "I added the key for `service`.", never the key: a run waiting for it (ask_human)
 // continues, otherwise a new run starts. The key itself enters no workflow, history or log.
 
-// ViewOpener opens a modal for the person who clicked (slack.Client.OpenViewContext).
+// ViewOpener opens a modal for the person who clicked (slack.Client.OpenViewContext) and changes it
+// once open (slack.Client.UpdateViewContext).
 type ViewOpener interface {
 	OpenViewContext(ctx context.Context, triggerID string, view slack.ModalViewRequest) (*slack.ViewResponse, error)
+	UpdateViewContext(ctx context.Context, view slack.ModalViewRequest, externalID, hash, viewID string) (*slack.ViewResponse, error)
 }
 
 // KeyAddedText is the message the lane gets from the person who submitted the form.
@@ -40,8 +42,17 @@ const outcomeKey = "key"
 const maxKeyInput = 3000
 
 // openKeyForm answers a click on Add key with the form, or with a form that says why the person
-// may not add this key. A Slack error (an expired trigger) is logged and acknowledged: the person
-// clicks again. A network failure is returned, so that Slack shows the click failed.
+// may not add this key. The form opens first: a click's trigger_id opens a modal only within 3
+// seconds ("Pass a valid trigger_id within 3 seconds of receiving it", Bolt's "Opening modals"
+// guide; views.open answers expired_trigger_id after), and the credential store, which says whether
+// a key is already there and whether this person may replace it, can be slower than that. So the
+// form that opens is the one whose content is known without the store (the input), and what the
+// store says is added after (views.update, with the opened view's id and hash): a notice that
+// saving replaces a key, or the refusal in place of the input. If the store cannot be read, the
+// form stays as it opened: the submission checks again (HandleViewSubmission), so nothing is
+// stored that the person may not store. A Slack error (an expired trigger) is logged and
+// acknowledged: the person clicks again. A network failure of views.open is returned, so that
+// Slack shows the click failed.
 func (g *Gateway) openKeyForm(ctx context.Context, cb slack.InteractionCallback, a *slack.BlockAction) error {
 	typ := string(cb.Type)
 	log := g.log.With().Str("actionId", a.ActionID).Str("user", cb.User.ID).Logger()
@@ -62,40 +73,14 @@ func (g *Gateway) openKeyForm(ctx context.Context, cb slack.InteractionCallback,
 		return nil
 	}
 	meta, _ := json.Marshal(v)
-	view := slack.ModalViewRequest{
-		Type: slack.VTModal, Title: plain("Add a key"), Close: plain("Cancel"),
-		CallbackID: slackwire.AddKeyView, PrivateMetadata: string(meta),
-	}
 	intro := fmt.Sprintf("Lucy asked <@%s> for a key for *%s*. It is stored encrypted for this workspace: never posted in the "+
 		"thread, never shown to the AI model.", v.Requester, service)
 	refusal := ""
 	if g.creds == nil {
 		refusal = "This Lucy cannot store keys (no credential store is configured): ask an operator to run `lucy secrets set`."
-	} else {
-		existing, err := g.existingKey(ctx, v.Team, service)
-		if err != nil {
-			return err
-		}
-		if err := secrets.MayWrite(existing, cb.User.ID, v.Requester, g.isAdmin(cb.User.ID)); err != nil {
-			refusal = err.Error() + "."
-		} else if existing != nil {
-			intro += fmt.Sprintf("\nA key is already stored (added by <@%s>): saving replaces it.", existing.Owner)
-		}
-	}
-	if refusal != "" {
-		view.Close = plain("OK")
-		view.Blocks = slack.Blocks{BlockSet: []slack.Block{section(intro), section(refusal)}}
-	} else {
-		input := slack.NewPlainTextInputBlockElement(plain("Paste the key or token"), slackwire.AddKeyInputAction)
-		input.Multiline, input.MaxLength = true, maxKeyInput // a PEM key has lines
-		view.Submit = plain("Save key")
-		view.Blocks = slack.Blocks{BlockSet: []slack.Block{
-			section(intro),
-			slack.NewInputBlock(slackwire.AddKeyInputBlock, plain("Key for "+service), nil, input),
-		}}
 	}
 	start := g.now()
-	_, err := g.views.OpenViewContext(ctx, cb.TriggerID, view)
+	opened, err := g.views.OpenViewContext(ctx, cb.TriggerID, keyForm(string(meta), service, intro, refusal))
 	g.metrics.Handoff(g.now().Sub(start))
 	var slackErr slack.SlackErrorResponse
 	if errors.As(err, &slackErr) {
@@ -107,8 +92,60 @@ func (g *Gateway) openKeyForm(ctx context.Context, cb slack.InteractionCallback,
 		return fmt.Errorf("open the Add key form: %w", err)
 	}
 	g.metrics.GatewayEvent(typ, outcomeKey)
+	if refusal == "" {
+		refusal = g.keyFormNotice(ctx, cb, v, service, opened, string(meta), intro)
+	}
 	log.Info().Str("service", service).Bool("refused", refusal != "").Msg("Add key form opened")
 	return nil
+}
+
+// keyFormNotice reads the credential store once the form is open and updates the form with what it
+// says: the refusal when the person may not write the key (returned), or a notice that saving
+// replaces the key already stored. A store or Slack failure is logged and leaves the form as it
+// opened (the submission checks again).
+func (g *Gateway) keyFormNotice(ctx context.Context, cb slack.InteractionCallback, v slackwire.AddKey, service string, opened *slack.ViewResponse, meta, intro string) string {
+	log := g.log.With().Str("user", cb.User.ID).Str("service", service).Logger()
+	existing, err := g.existingKey(ctx, v.Team, service)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not read the credential store for the open Add key form; its submission checks again")
+		return ""
+	}
+	refusal := ""
+	if err := secrets.MayWrite(existing, cb.User.ID, v.Requester, g.isAdmin(cb.User.ID)); err != nil {
+		refusal = err.Error() + "."
+	} else if existing != nil {
+		intro += fmt.Sprintf("\nA key is already stored (added by <@%s>): saving replaces it.", existing.Owner)
+	} else {
+		return "" // the form as it opened is the right one
+	}
+	if opened == nil || opened.ID == "" {
+		return refusal
+	}
+	if _, err := g.views.UpdateViewContext(ctx, keyForm(meta, service, intro, refusal), "", opened.Hash, opened.ID); err != nil {
+		log.Warn().Err(err).Msg("could not update the open Add key form; its submission checks again")
+	}
+	return refusal
+}
+
+// keyForm is the Add key form: the input for the key, or, with a refusal, the reason instead.
+func keyForm(meta, service, intro, refusal string) slack.ModalViewRequest {
+	view := slack.ModalViewRequest{
+		Type: slack.VTModal, Title: plain("Add a key"), Close: plain("Cancel"),
+		CallbackID: slackwire.AddKeyView, PrivateMetadata: meta,
+	}
+	if refusal != "" {
+		view.Close = plain("OK")
+		view.Blocks = slack.Blocks{BlockSet: []slack.Block{section(intro), section(refusal)}}
+		return view
+	}
+	input := slack.NewPlainTextInputBlockElement(plain("Paste the key or token"), slackwire.AddKeyInputAction)
+	input.Multiline, input.MaxLength = true, maxKeyInput // a PEM key has lines
+	view.Submit = plain("Save key")
+	view.Blocks = slack.Blocks{BlockSet: []slack.Block{
+		section(intro),
+		slack.NewInputBlock(slackwire.AddKeyInputBlock, plain("Key for "+service), nil, input),
+	}}
+	return view
 }
 
 // HandleViewSubmission checks and stores what the Add key form submitted. A refusal, an empty or

@@ -40,9 +40,13 @@ type keyFlow struct {
 	api    *slack.Client
 }
 
-func newKeyFlow(t *testing.T) *keyFlow {
+func newKeyFlow(t *testing.T) *keyFlow { return newKeyFlowOn(t, nil, nil) }
+
+// newKeyFlowOn is newKeyFlow with the local Slack on clock (nil: the real one) and the credential
+// store's folder seen through wrap (nil: as it is).
+func newKeyFlowOn(t *testing.T, clock func() time.Time, wrap func(workspace.Store) workspace.Store) *keyFlow {
 	t.Helper()
-	ws, apiURL := localslack.NewTestServer(t, localslack.Options{Team: testTeam,
+	ws, apiURL := localslack.NewTestServer(t, localslack.Options{Team: testTeam, Now: clock,
 		Users: []localslack.User{{ID: "ULOCAL", Name: "you"}, {ID: "UOWNER", Name: "owner"}, {ID: "UOTHER", Name: "other"}, {ID: "UADMIN", Name: "admin"}}})
 	api := slack.New(localslack.DefaultToken, slack.OptionAPIURL(apiURL))
 	_, root, err := api.PostMessage("CLOCAL", slack.MsgOptionText("<@ULUCY> list my github issues", false), slack.MsgOptionUser("ULOCAL"))
@@ -58,7 +62,11 @@ func newKeyFlow(t *testing.T) *keyFlow {
 	dir := t.TempDir()
 	var k secrets.Key
 	k[3] = 7
-	store, err := secrets.New(workspace.NewLocalAt(dir), k)
+	var folder workspace.Store = workspace.NewLocalAt(dir)
+	if wrap != nil {
+		folder = wrap(folder)
+	}
+	store, err := secrets.New(folder, k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,5 +345,45 @@ func TestAddKeyFormRefusesAReservedName(t *testing.T) {
 	}
 	if _, m, err := k.store.Get(ctx, testTeam, "email-support"); err != nil || m.Kind != secrets.KindMailbox || !m.BoundTo("imap://mail.example.com:993") {
 		t.Fatalf("stored %+v %v", m, err)
+	}
+}
+
+// slowFolder is a credential store's folder that takes 5 seconds (on a fake clock) to read.
+type slowFolder struct {
+	workspace.Store
+	clock *fakeClock
+}
+
+func (s slowFolder) Read(ctx context.Context, team, rel string) ([]byte, workspace.Info, error) {
+	s.clock.Advance(5 * time.Second)
+	return s.Store.Read(ctx, team, rel)
+}
+
+func (s slowFolder) Stat(ctx context.Context, team, rel string) (workspace.Info, error) {
+	s.clock.Advance(5 * time.Second)
+	return s.Store.Stat(ctx, team, rel)
+}
+
+// The Add key form opens before the credential store is read: with a store that takes 5 seconds
+// (longer than a trigger_id lives), the form opens all the same, and what the store says comes after
+// by views.update: another person's key already stored turns the form into the refusal, and the
+// key's owner is told saving replaces it.
+func TestAddKeyFormOpensBeforeASlowStore(t *testing.T) {
+	clock := &fakeClock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	k := newKeyFlowOn(t, clock.Now, func(st workspace.Store) workspace.Store { return slowFolder{st, clock} })
+	v := k.click(t, "ULOCAL")
+	if v.Updates != 0 || !strings.Contains(string(v.JSON), "plain_text_input") {
+		t.Fatalf("first form = %+v", v)
+	}
+	if _, err := k.store.Put(context.Background(), testTeam, "github", testKeyValue, "UOWNER"); err != nil {
+		t.Fatal(err)
+	}
+	refusal := k.click(t, "UOTHER")
+	if refusal.Updates != 1 || strings.Contains(string(refusal.JSON), "plain_text_input") || !strings.Contains(string(refusal.JSON), "UOWNER") {
+		t.Fatalf("refusal form = %+v %s", refusal, refusal.JSON)
+	}
+	owner := k.click(t, "UOWNER")
+	if owner.Updates != 1 || !strings.Contains(string(owner.JSON), "plain_text_input") || !strings.Contains(string(owner.JSON), "saving replaces it") {
+		t.Fatalf("owner's form = %+v %s", owner, owner.JSON)
 	}
 }

@@ -5,8 +5,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/localslack"
 )
 
 func TestAssistantThreads(t *testing.T) {
@@ -107,5 +110,85 @@ func TestMarkdownBlockValidation(t *testing.T) {
 	big := strings.Repeat("x", 6001)
 	if code := slackCode(post(slack.NewMarkdownBlock("a", big), slack.NewMarkdownBlock("b", big))); code != "invalid_blocks" {
 		t.Errorf("12,002 characters of markdown: %q", code)
+	}
+}
+
+// setStatus as Slack's schema has it: each loading message is 1 to 50 characters (refused with
+// invalid_arguments, the likely, undocumented code); slack-go joins them with commas, so a comma in
+// one shows as two; a status is gone two minutes after it was set without a message, and setting it
+// again keeps it.
+func TestSetStatusLimitsAndTimeout(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	opts := workspace()
+	opts.Now = func() time.Time { return now }
+	s, api := newClient(t, opts)
+	_, root, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("hi", false), slack.MsgOptionAsUser(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(status string, msgs ...string) error {
+		return api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{ChannelID: "C1", ThreadTS: root, Status: status, LoadingMessages: msgs})
+	}
+	if code := slackCode(set("x", strings.Repeat("a", 51))); code != "invalid_arguments" {
+		t.Errorf("a 51-character loading message: %q", code)
+	}
+	if err := set("x", strings.Repeat("a", 50)); err != nil {
+		t.Errorf("a 50-character loading message: %v", err)
+	}
+	if err := set("is reading #sales history, searching", "is reading #sales history, searching…"); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.LoadingMessages("C1", root); !reflect.DeepEqual(got, []string{"is reading #sales history", " searching…"}) {
+		t.Errorf("a comma in a loading message shows as %q", got)
+	}
+	now = now.Add(100 * time.Second)
+	if err := set("is still reading", "is still reading…"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(100 * time.Second) // 200 s after the first status, 100 s after the second
+	if got := s.Status("C1", root); got != "is still reading" {
+		t.Errorf("a status set again 100 s ago: %q", got)
+	}
+	now = now.Add(21 * time.Second)
+	if got, msgs := s.Status("C1", root), s.LoadingMessages("C1", root); got != "" || msgs != nil {
+		t.Errorf("a status 2 min 1 s old: %q %q", got, msgs)
+	}
+}
+
+// setSuggestedPrompts: thread_ts is optional (the channel's prompts, as an agent_view app sets them
+// in its DM); under agent_view a call with thread_ts silently does nothing; an app without the
+// agent feature gets not_agent_app.
+func TestSuggestedPromptsByExperience(t *testing.T) {
+	ctx := context.Background()
+	for _, exp := range []string{localslack.ExperienceAssistant, localslack.ExperienceAgent, localslack.ExperienceNone} {
+		opts := workspace()
+		opts.Experience = exp
+		s, api := newClient(t, opts)
+		_, root, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("hi", false), slack.MsgOptionAsUser(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := slack.AssistantThreadsSetSuggestedPromptsParameters{ChannelID: "C1", ThreadTS: root, Title: "Try"}
+		p.AddPrompt("Weekly report", "Write the weekly report")
+		errThread := api.SetAssistantThreadsSuggestedPromptsContext(ctx, p)
+		p.ThreadTS = ""
+		errChannel := api.SetAssistantThreadsSuggestedPromptsContext(ctx, p)
+		_, inThread := s.SuggestedPrompts("C1", root)
+		_, inChannel := s.SuggestedPrompts("C1", "")
+		switch exp {
+		case localslack.ExperienceAssistant:
+			if errThread != nil || errChannel != nil || len(inThread) != 1 || len(inChannel) != 1 {
+				t.Errorf("assistant_view: %v %v %v %v", errThread, errChannel, inThread, inChannel)
+			}
+		case localslack.ExperienceAgent:
+			if errThread != nil || errChannel != nil || len(inThread) != 0 || len(inChannel) != 1 {
+				t.Errorf("agent_view: %v %v %v %v", errThread, errChannel, inThread, inChannel)
+			}
+		case localslack.ExperienceNone:
+			if slackCode(errThread) != "not_agent_app" || slackCode(errChannel) != "not_agent_app" {
+				t.Errorf("no agent feature: %v %v", errThread, errChannel)
+			}
+		}
 	}
 }

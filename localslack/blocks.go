@@ -70,6 +70,8 @@ func validateBlocks(raw string) (json.RawMessage, *apiError) {
 			}
 		case "actions":
 			msg, where = checkActions(b, actionIDs)
+		case "context_actions":
+			msg, where = checkContextActions(b, actionIDs)
 		case "markdown":
 			t, _ := b["text"].(string)
 			markdown += utf8.RuneCountInString(t)
@@ -139,6 +141,61 @@ func checkActions(b map[string]any, actionIDs map[string]bool) (string, string) 
 		}
 		if st, ok := el["style"].(string); ok && st != "primary" && st != "danger" {
 			return "must be one of primary, danger", at + "/style"
+		}
+	}
+	return "", ""
+}
+
+// maxContextActions: a context_actions block's "elements": "An array of feedback buttons elements
+// and icon button elements. Maximum number of items is 5"
+// (https://docs.slack.dev/reference/block-kit/blocks/context-actions-block).
+const maxContextActions = 5
+
+// checkContextActions checks a context_actions block: 1 to 5 elements, each feedback_buttons or
+// icon_button. A feedback_buttons element needs positive_button and negative_button, each with a
+// plain_text text of at most 75 characters and a value of at most 2,000, and an
+// accessibility_label of at most 75 when it has one
+// (https://docs.slack.dev/reference/block-kit/block-elements/feedback-buttons-element, "Button
+// object fields").
+func checkContextActions(b map[string]any, actionIDs map[string]bool) (string, string) {
+	els, _ := b["elements"].([]any)
+	if len(els) == 0 || len(els) > maxContextActions {
+		return fmt.Sprintf("must have 1 to %d elements", maxContextActions), "/elements"
+	}
+	for j, e := range els {
+		el, _ := e.(map[string]any)
+		at := fmt.Sprintf("/elements/%d", j)
+		if id, ok := el["action_id"].(string); ok {
+			if len(id) > maxID {
+				return fmt.Sprintf("must be less than %d characters", maxID+1), at + "/action_id"
+			}
+			if actionIDs[id] {
+				return "duplicate action_id", at + "/action_id"
+			}
+			actionIDs[id] = true
+		}
+		switch el["type"] {
+		case "icon_button":
+			continue
+		case "feedback_buttons":
+		default:
+			return "must be one of feedback_buttons, icon_button", at + "/type"
+		}
+		for _, side := range []string{"positive_button", "negative_button"} {
+			btn, ok := el[side].(map[string]any)
+			if !ok {
+				return "missing required field: " + side, at
+			}
+			txt, _ := btn["text"].(map[string]any)
+			if n := textLen(btn["text"]); txt["type"] != "plain_text" || n == 0 || n > maxButtonText {
+				return fmt.Sprintf("must be plain_text of 1 to %d characters", maxButtonText), at + "/" + side + "/text"
+			}
+			if v, _ := btn["value"].(string); v == "" || len(v) > maxButtonValue {
+				return fmt.Sprintf("must be 1 to %d characters", maxButtonValue), at + "/" + side + "/value"
+			}
+			if l, _ := btn["accessibility_label"].(string); utf8.RuneCountInString(l) > maxButtonText {
+				return fmt.Sprintf("must be at most %d characters", maxButtonText), at + "/" + side + "/accessibility_label"
+			}
 		}
 	}
 	return "", ""

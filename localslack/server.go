@@ -57,6 +57,10 @@ type Options struct {
 	// edits) after it is stored and before the call that posted it returns: the local stand-in for the
 	// Events API. It must not call back into the server's HTTP API synchronously.
 	OnMessage func(Message)
+	// Experience is the app's agent messaging experience: ExperienceAssistant (the default,
+	// assistant_view), ExperienceAgent (agent_view) or ExperienceNone (no agent feature); it decides
+	// how assistant.threads.setSuggestedPrompts answers (assistant.go).
+	Experience string
 	// OnEdit, when set, is called with a message after every change to its text (chat.update,
 	// chat.appendStream, chat.stopStream), as OnMessage is: the local stand-in for message_changed
 	// events, which the benchmarks time streamed text by.
@@ -523,6 +527,7 @@ var handlers = map[string]handler{
 	"files.getUploadURLExternal":   (*Server).filesGetUploadURLExternal,
 	"files.completeUploadExternal": (*Server).filesCompleteUploadExternal,
 	"views.open":                   (*Server).viewsOpen,
+	"views.update":                 (*Server).viewsUpdate,
 	// local.wait is served outside the lock, see serveWait.
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slack-go/slack"
 )
@@ -52,7 +53,7 @@ func TestModalThroughClickOpenAndSubmit(t *testing.T) {
 	if err != nil || resp.ID == "" {
 		t.Fatalf("views.open: %+v %v", resp, err)
 	}
-	if _, err := bot.OpenViewContext(ctx, click.TriggerID, modal); err == nil || !strings.Contains(err.Error(), "trigger_exchanged") {
+	if _, err := bot.OpenViewContext(ctx, click.TriggerID, modal); err == nil || !strings.Contains(err.Error(), "exchanged_trigger_id") {
 		t.Fatalf("a trigger used twice: %v", err)
 	}
 	views := ws.Views()
@@ -73,5 +74,100 @@ func TestModalThroughClickOpenAndSubmit(t *testing.T) {
 	if cb.Type != slack.InteractionTypeViewSubmission || cb.View.ID != resp.ID || cb.View.CallbackID != "cb" || cb.User.ID != "ULOCAL" ||
 		cb.View.PrivateMetadata != `{"a":"b"}` || cb.View.State.Values["in"]["val"].Value != "typed" || cb.Team.ID != DefaultTeam {
 		t.Fatalf("submission = %+v", cb)
+	}
+}
+
+// A trigger_id opens a modal for 3 seconds (Bolt's "Opening modals" guide): later, views.open
+// answers expired_trigger_id. views.update changes an open view given its id and current hash.
+func TestTriggerExpiresAndViewsUpdate(t *testing.T) {
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	ws, url := NewTestServer(t, Options{Now: func() time.Time { return now }})
+	ctx := context.Background()
+	bot := slack.New(DefaultToken, slack.OptionAPIURL(url))
+	btn := slack.NewButtonBlockElement("do_it", "x", slack.NewTextBlockObject(slack.PlainTextType, "Do", false, false))
+	_, ts, err := bot.PostMessage("CLOCAL", slack.MsgOptionText("click", false), slack.MsgOptionBlocks(slack.NewActionBlock("acts", btn)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trigger := func() string {
+		payload, err := ws.Click("ULOCAL", "CLOCAL", ts, "do_it")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var click slack.InteractionCallback
+		if err := json.Unmarshal(payload, &click); err != nil {
+			t.Fatal(err)
+		}
+		return click.TriggerID
+	}
+	modal := func(text string) slack.ModalViewRequest {
+		return slack.ModalViewRequest{Type: slack.VTModal, Title: slack.NewTextBlockObject(slack.PlainTextType, "Form", false, false),
+			Blocks: slack.Blocks{BlockSet: []slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil)}}}
+	}
+	late := trigger()
+	now = now.Add(3*time.Second + time.Millisecond)
+	if _, err := bot.OpenViewContext(ctx, late, modal("late")); err == nil || !strings.Contains(err.Error(), "expired_trigger_id") {
+		t.Fatalf("a trigger 3 s old: %v", err)
+	}
+	fresh := trigger()
+	now = now.Add(2900 * time.Millisecond)
+	opened, err := bot.OpenViewContext(ctx, fresh, modal("loading"))
+	if err != nil {
+		t.Fatalf("a trigger 2.9 s old: %v", err)
+	}
+	if _, err := bot.UpdateViewContext(ctx, modal("stale"), "", "not-the-hash", opened.ID); err == nil || !strings.Contains(err.Error(), "hash_conflict") {
+		t.Fatalf("stale hash: %v", err)
+	}
+	if _, err := bot.UpdateViewContext(ctx, modal("x"), "", "", "VNOPE"); err == nil || !strings.Contains(err.Error(), "not_found") {
+		t.Fatalf("unknown view: %v", err)
+	}
+	updated, err := bot.UpdateViewContext(ctx, modal("done"), "", opened.Hash, opened.ID)
+	if err != nil || updated.Hash == opened.Hash {
+		t.Fatalf("views.update: %+v %v", updated, err)
+	}
+	if v := ws.Views(); len(v) != 1 || v[0].Updates != 1 || !strings.Contains(string(v[0].JSON), "done") {
+		t.Fatalf("views %+v", v)
+	}
+}
+
+// Slack's AI-reply feedback control (a context_actions block with feedback_buttons) is accepted
+// within its limits, and a click on either button is a block_actions action of type
+// feedback_buttons with the clicked button's value.
+func TestFeedbackButtons(t *testing.T) {
+	ws, url := NewTestServer(t, Options{})
+	bot := slack.New(DefaultToken, slack.OptionAPIURL(url))
+	fb := func(up, down string) slack.Block {
+		return slack.NewContextActionsBlock("", slack.NewFeedbackButtonsBlockElement("fb",
+			slack.NewFeedbackButton(slack.NewTextBlockObject(slack.PlainTextType, "👍", true, false), up),
+			slack.NewFeedbackButton(slack.NewTextBlockObject(slack.PlainTextType, "👎", true, false), down)))
+	}
+	_, ts, err := bot.PostMessage("CLOCAL", slack.MsgOptionText("answer", false), slack.MsgOptionBlocks(fb("good", "bad")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := bot.PostMessage("CLOCAL", slack.MsgOptionText("answer", false), slack.MsgOptionBlocks(fb("good", strings.Repeat("b", 2001)))); err == nil ||
+		!strings.Contains(err.Error(), "invalid_blocks") {
+		t.Fatalf("a value over 2,000 characters: %v", err)
+	}
+	if _, _, err := bot.PostMessage("CLOCAL", slack.MsgOptionText("answer", false), slack.MsgOptionBlocks(fb("", "bad"))); err == nil {
+		t.Fatal("a button without a value was accepted")
+	}
+	for positive, want := range map[bool]string{true: "good", false: "bad"} {
+		payload, err := ws.ClickFeedback("ULOCAL", "CLOCAL", ts, positive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var click slack.InteractionCallback
+		if err := json.Unmarshal(payload, &click); err != nil {
+			t.Fatal(err)
+		}
+		a := click.ActionCallback.BlockActions
+		if click.Type != slack.InteractionTypeBlockActions || click.TriggerID == "" || len(a) != 1 || a[0].Type != "feedback_buttons" ||
+			a[0].ActionID != "fb" || a[0].Value != want {
+			t.Errorf("click %v: %s", positive, payload)
+		}
+	}
+	if _, err := ws.Click("ULOCAL", "CLOCAL", ts, "fb"); err == nil {
+		t.Error("Click made a feedback_buttons click without saying which button")
 	}
 }

@@ -45,32 +45,61 @@ func RenderMarkdown(markdown string, allowed []string) []Message {
 	return msgs
 }
 
-// Action IDs of the feedback buttons on every answer, and the block that holds them.
+// ActionFeedback is the action ID of the feedback control on every answer: Slack's AI-reply
+// control, a context_actions block holding a feedback_buttons element
+// (https://docs.slack.dev/reference/block-kit/blocks/context-actions-block,
+// https://docs.slack.dev/reference/block-kit/block-elements/feedback-buttons-element). A click
+// arrives as a block_actions action of type feedback_buttons whose value is the clicked button's.
+const ActionFeedback = "lucy_feedback"
+
+// Action IDs of the plain 👍/👎 buttons (an actions block) that answers carried before the native
+// control: messages already in Slack still have them, and the gateway still takes their clicks.
 const (
 	ActionFeedbackUp   = "lucy_feedback_up"
 	ActionFeedbackDown = "lucy_feedback_down"
-	FeedbackBlockID    = "lucy_feedback"
+)
+
+// Votes a feedback button carries (FeedbackValue.Vote).
+const (
+	VoteUp   = "up"
+	VoteDown = "down"
 )
 
 // FeedbackValue is the JSON value of a feedback button: the lane (workflow ID) that records the
-// feedback and the run whose answer it is about.
+// feedback, the run whose answer it is about and, on the native control's buttons, which of the two
+// it is (the plain buttons told that by their action ID and have no Vote).
 type FeedbackValue struct {
 	Lane string `json:"lane"`
 	Run  string `json:"run"`
+	Vote string `json:"vote,omitempty"`
 }
 
-// FeedbackBlocks are the 👍/👎 buttons that end an answer (the last message of a delivered answer,
-// or a stream's stopStream blocks). A click goes to the gateway (HandleInteraction), which hands it
-// to the lane. Empty lane or run gives nil: there is nobody to record it.
+// maxFeedbackValue is the most a feedback button's value may hold ("Maximum length is 2000
+// characters", feedback-buttons-element): a lane and run ID are far shorter (LaneID is
+// lane:{team}:{channel}:{ts}), so a value over it is a bug, and no control is better than a
+// message Slack refuses.
+const maxFeedbackValue = 2000
+
+// FeedbackBlocks are the 👍/👎 control that ends an answer (the last message of a delivered answer,
+// or a stream's stopStream blocks): Slack's native feedback_buttons in a context_actions block. A
+// click goes to the gateway (HandleInteraction), which hands it to the lane. The block has no
+// block_id: Slack generates one, and asks for a new one on each version of an updated message
+// ("If a message is updated, use a new block_id", context-actions-block). Empty lane or run gives
+// nil: there is nobody to record it.
 func FeedbackBlocks(lane, run string) []slack.Block {
 	if lane == "" || run == "" {
 		return nil
 	}
-	v, err := json.Marshal(FeedbackValue{Lane: lane, Run: run})
-	if err != nil {
+	value := func(vote string) (string, bool) {
+		v, err := json.Marshal(FeedbackValue{Lane: lane, Run: run, Vote: vote})
+		return string(v), err == nil && len(v) <= maxFeedbackValue
+	}
+	upValue, okUp := value(VoteUp)
+	downValue, okDown := value(VoteDown)
+	if !okUp || !okDown {
 		return nil
 	}
-	up := slack.NewButtonBlockElement(ActionFeedbackUp, string(v), slack.NewTextBlockObject(slack.PlainTextType, "👍", true, false))
-	down := slack.NewButtonBlockElement(ActionFeedbackDown, string(v), slack.NewTextBlockObject(slack.PlainTextType, "👎", true, false))
-	return []slack.Block{slack.NewActionBlock(FeedbackBlockID, up, down)}
+	up := slack.NewFeedbackButton(slack.NewTextBlockObject(slack.PlainTextType, "👍", true, false), upValue).WithAccessibilityLabel("Good answer")
+	down := slack.NewFeedbackButton(slack.NewTextBlockObject(slack.PlainTextType, "👎", true, false), downValue).WithAccessibilityLabel("Bad answer")
+	return []slack.Block{slack.NewContextActionsBlock("", slack.NewFeedbackButtonsBlockElement(ActionFeedback, up, down))}
 }

@@ -138,28 +138,43 @@ func TestRenderMarkdownSplitsLongAnswers(t *testing.T) {
 	}
 }
 
+// The answer's feedback control is Slack's native one: a context_actions block (no block_id of
+// its own) with one feedback_buttons element, each button's value naming the lane, the run and the vote.
 func TestFeedbackBlocks(t *testing.T) {
 	if FeedbackBlocks("", "r") != nil || FeedbackBlocks("l", "") != nil {
 		t.Error("feedback buttons without a lane or run")
 	}
 	blocks := FeedbackBlocks("lane:T1:C1:100.1", "lane:T1:C1:100.1:run:1:100.1")
 	raw, _ := json.Marshal(blocks)
+	type button struct {
+		Text  struct{ Type, Text string } `json:"text"`
+		Value string                      `json:"value"`
+	}
 	var got []struct {
 		Type     string `json:"type"`
 		BlockID  string `json:"block_id"`
 		Elements []struct {
+			Type     string `json:"type"`
 			ActionID string `json:"action_id"`
-			Value    string `json:"value"`
+			Positive button `json:"positive_button"`
+			Negative button `json:"negative_button"`
 		} `json:"elements"`
 	}
-	if err := json.Unmarshal(raw, &got); err != nil || len(got) != 1 || got[0].Type != "actions" || len(got[0].Elements) != 2 {
+	if err := json.Unmarshal(raw, &got); err != nil || len(got) != 1 || got[0].Type != "context_actions" || got[0].BlockID != "" || len(got[0].Elements) != 1 {
 		t.Fatalf("%s", raw)
 	}
-	if got[0].Elements[0].ActionID != ActionFeedbackUp || got[0].Elements[1].ActionID != ActionFeedbackDown {
+	el := got[0].Elements[0]
+	if el.Type != "feedback_buttons" || el.ActionID != ActionFeedback || el.Positive.Text.Type != "plain_text" || el.Positive.Text.Text != "👍" || el.Negative.Text.Text != "👎" {
 		t.Errorf("%s", raw)
 	}
-	var v FeedbackValue
-	if json.Unmarshal([]byte(got[0].Elements[1].Value), &v) != nil || v.Lane != "lane:T1:C1:100.1" || v.Run != "lane:T1:C1:100.1:run:1:100.1" {
-		t.Errorf("value %q", got[0].Elements[1].Value)
+	for vote, b := range map[string]button{VoteUp: el.Positive, VoteDown: el.Negative} {
+		var v FeedbackValue
+		if json.Unmarshal([]byte(b.Value), &v) != nil || v.Lane != "lane:T1:C1:100.1" || v.Run != "lane:T1:C1:100.1:run:1:100.1" || v.Vote != vote {
+			t.Errorf("%s value %q", vote, b.Value)
+		}
+	}
+	// A value over Slack's 2,000 characters gives no control rather than a message Slack refuses.
+	if FeedbackBlocks("lane:T1:C1:100.1", strings.Repeat("r", 2000)) != nil {
+		t.Error("a feedback value over 2,000 characters")
 	}
 }

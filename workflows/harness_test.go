@@ -70,10 +70,14 @@ type harness struct {
 	// notes are the memory step's inputs (NoteFromRun); noteErr, when set, fails it.
 	notes   []activities.NoteFromRunInput
 	noteErr error
-	// statusWorks makes SetThreadStatus succeed (by default Slack answers not_allowed, as a workspace
+	// statusWorks makes SetThreadStatus succeed (by default Slack answers missing_scope, as a workspace
 	// without the status API does); statuses are what it was asked to show, in order ("" clears).
 	statusWorks bool
 	statuses    []string
+	// promptThreads are where StartAssistantThread set prompts: "channel/thread_ts".
+	promptThreads []string
+	// statusSlack, when set, is also given every status (a test passes it on to a local Slack).
+	statusSlack func(activities.ThreadStatusInput)
 	// timelineWorks makes StreamSteps open the timeline (by default Slack will not open a stream);
 	// timelines are its inputs, in order.
 	timelineWorks bool
@@ -154,6 +158,7 @@ func (h *harness) register() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.order = append(h.order, "prompts")
+		h.promptThreads = append(h.promptThreads, in.Channel+"/"+in.ThreadTS)
 		return nil
 	})
 	env.OnActivity("SetThreadTitle", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.AssistantThreadInput) error {
@@ -169,12 +174,15 @@ func (h *harness) register() {
 		return nil
 	})
 	env.OnActivity("SetThreadStatus", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ThreadStatusInput) (activities.ThreadStatusResult, error) {
+		if h.statusSlack != nil {
+			h.statusSlack(in)
+		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.statuses = append(h.statuses, in.Status)
 		h.order = append(h.order, "status:"+in.Status)
 		if !h.statusWorks {
-			return activities.ThreadStatusResult{Code: "not_allowed"}, nil
+			return activities.ThreadStatusResult{Code: "missing_scope"}, nil
 		}
 		return activities.ThreadStatusResult{Supported: true}, nil
 	})

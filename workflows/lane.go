@@ -58,6 +58,8 @@ type lane struct {
 	starting bool
 	// titled: this lane titled its assistant thread (changeAssistantThreads).
 	titled bool
+	// promptsAt: when this lane (a DM's, MessagesTabThreadTS) last set the DM's suggested prompts.
+	promptsAt time.Time
 
 	msgCh, cancelCh, approvalCh, resumeCh, eventCh, feedbackCh workflow.ReceiveChannel
 }
@@ -254,6 +256,10 @@ func (l *lane) onMessage(ctx workflow.Context, m Message) {
 		l.st.ViewingChannel = m.ContextChannel
 	}
 	if m.Kind == KindContextChanged { // the person looks at another channel: nothing to answer
+		return
+	}
+	if m.Kind == KindMessagesTabOpened { // agent_view: the person opened the DM
+		l.offerDMPrompts(ctx)
 		return
 	}
 	if m.Control == "status" {
@@ -580,7 +586,7 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 	in := RunInput{
 		Lane: l.key, Number: n, Message: m, Requester: m.User,
 		UserName: person.Name, UserTZ: person.TZ, ChannelName: l.st.ChannelName, PriorJournal: l.st.LastJournal,
-		Scheduled: m.Kind == KindScheduled, ApprovalTTL: m.ApprovalTTL, ThreadStatus: status,
+		Scheduled: m.Kind == KindScheduled, ApprovalTTL: m.ApprovalTTL, ThreadStatus: status, KeepStatus: true,
 	}
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          id,

@@ -217,6 +217,20 @@ type JobDone struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// KindMessagesTabOpened is the Kind of an app_home_opened event with tab "messages": a person opened
+// Lucy's DM. Under Slack's agent messaging experience (features.agent_view) it replaces
+// assistant_thread_started (https://docs.slack.dev/ai/migrating-to-agent-messaging): the DM has no
+// assistant thread, and its suggested prompts are set for the DM, without thread_ts ("Including it
+// in a call for an agent app will cause the call to silently fail",
+// docs:assistant.threads.setSuggestedPrompts). Such a message goes to the DM's own lane, whose
+// ThreadTS is MessagesTabThreadTS, and only sets the prompts (at most once per
+// messagesTabPromptsEvery): no greeting, no run.
+const KindMessagesTabOpened = "app_home_opened"
+
+// MessagesTabThreadTS is the ThreadTS of a DM's lane that takes KindMessagesTabOpened: no message
+// has it, so no thread's lane is that one.
+const MessagesTabThreadTS = "0000000000.000000"
+
 // KindContextChanged is the Kind of an assistant_thread_context_changed event: the channel the
 // person looks at changed (Message.ContextChannel). The lane keeps it for the next runs.
 const KindContextChanged = "assistant_thread_context_changed"

@@ -46,6 +46,12 @@ type RunInput struct {
 	// (changeLaneStatus): StatusLineSet, the line says the run is thinking; StatusLineUnavailable,
 	// Slack does not offer it here; "" (a lane that did not try), the run finds out itself.
 	ThreadStatus string `json:"threadStatus,omitempty"`
+	// KeepStatus: the run sends the status line it still shows again while a step runs longer than
+	// Slack shows one (keepStatus, issue 39). Every lane sets it since; a run started before has it
+	// false and replays without it. Decided here rather than by a change ID: the lane's input to
+	// its child replays either way (the SDK matches a child's start on its type), and a version
+	// marker would cost every run a marker and a TemporalChangeVersion upsert (changeBaseline).
+	KeepStatus bool `json:"keepStatus,omitempty"`
 }
 
 // Run outcomes.
@@ -207,6 +213,7 @@ func (r *run) setup(ctx workflow.Context) error {
 	if r.sub == nil { // a sub-agent's steps show in its parent's status
 		r.statusOn = hardened(ctx, changeThreadStatus)
 		r.statusFromLane(ctx)
+		r.keepStatus(ctx)
 	}
 	r.loop.PerBatch = r.hardened
 	r.approvalCh = workflow.GetSignalChannel(ctx, SignalApproval)

@@ -21,7 +21,14 @@ type statusLine struct {
 	statusOn    bool      // this execution sets the status line (versioned; never in a sub-agent)
 	statusState int       // statusUndecided, statusWorks or statusUnavailable
 	statusLast  string    // the status last set ("" when cleared or never set)
-	statusAt    time.Time // when it was last set
+	statusAt    time.Time // when a step last set it
+	// statusKeep: this execution sends a status it still shows again before Slack's two minutes
+	// are up (keepStatus, RunInput.KeepStatus); statusSending: a SetThreadStatus call is in flight,
+	// so that the keeper and a step never send at once (Slack could get them in either order);
+	// statusWaits: the status was set while the run waited for a person (not kept); statusKeptAt:
+	// when the keeper last sent it.
+	statusKeep, statusSending, statusWaits bool
+	statusKeptAt                           time.Time
 }
 
 const (
@@ -29,6 +36,12 @@ const (
 	statusWorks
 	statusUnavailable
 )
+
+// statusRefresh: Slack removes a status after two minutes without a message ("A two minute timeout
+// applies, which will cause the status to be removed if no message has been sent",
+// https://docs.slack.dev/reference/methods/assistant.threads.setStatus, argument status): a status
+// the run still shows is sent again after this long, with room for the call's retries.
+const statusRefresh = 90 * time.Second
 
 // statusThrottle: a "thinking" step that follows another status within this time is not sent (a
 // tool step always is: it is what the person wants to see).
@@ -69,6 +82,20 @@ func (r *run) showStatus(ctx workflow.Context, words string, throttle bool) {
 	if text == "" && r.statusLast == "" {
 		return // nothing to clear
 	}
+	if r.statusKeep {
+		// The keeper may be sending the previous status: this one goes after it. (Await returns at
+		// once when nothing is in flight, and adds nothing to the history.)
+		_ = workflow.Await(ctx, func() bool { return !r.statusSending })
+	}
+	r.sendStatus(ctx, text, false)
+}
+
+// sendStatus sends text as the status line ("" clears it) and notes how it went; keeping: the
+// keeper sends it again (which does not count as a step's status for the throttle).
+func (r *run) sendStatus(ctx workflow.Context, text string, keeping bool) {
+	now := workflow.Now(ctx)
+	r.statusSending = true
+	defer func() { r.statusSending = false }()
 	var res activities.ThreadStatusResult
 	if err := workflow.ExecuteLocalActivity(statusOptions(ctx), a.SetThreadStatus, threadStatusInput(r.in.Message.Key(), text)).Get(ctx, &res); err != nil {
 		if ctx.Err() == nil {
@@ -82,7 +109,49 @@ func (r *run) showStatus(ctx workflow.Context, words string, throttle bool) {
 		return
 	}
 	r.statusState = statusWorks
-	r.statusLast, r.statusAt = text, now
+	r.statusLast = text
+	if !keeping {
+		r.statusAt, r.statusWaits = now, !r.pausedAt.IsZero()
+	}
+}
+
+// keepStatus (RunInput.KeepStatus) keeps the status line up while a step runs longer than Slack
+// shows a status without a message: a coroutine sends the status the run still shows again once it
+// is statusRefresh old. It waits (no timer) while there is nothing to keep: no status, none
+// available, the run paused for a person, or a status set while it was (an approval, a question:
+// the prompt posted in the thread says what the run waits for, a wait of hours would otherwise wake
+// the run every 90 seconds, and "waiting for your approval" must not come back once answered). A
+// run's time limits bound how often it can fire (agent.AbsoluteMax / statusRefresh).
+func (r *run) keepStatus(ctx workflow.Context) {
+	if !r.statusOn || !r.in.KeepStatus {
+		return
+	}
+	r.statusKeep = true
+	keepable := func() bool {
+		return r.statusState == statusWorks && r.statusLast != "" && r.pausedAt.IsZero() && !r.statusWaits && !r.statusSending
+	}
+	workflow.Go(ctx, func(gctx workflow.Context) {
+		for {
+			if workflow.Await(gctx, keepable) != nil {
+				return
+			}
+			last := r.statusAt
+			if r.statusKeptAt.After(last) {
+				last = r.statusKeptAt
+			}
+			if d := last.Add(statusRefresh).Sub(workflow.Now(gctx)); d > 0 {
+				if workflow.Sleep(gctx, d) != nil {
+					return
+				}
+				continue // what the run shows, and whether it waits, may have changed meanwhile
+			}
+			text := r.statusLast
+			r.sendStatus(gctx, text, true)
+			// A failed call is not tried again at once: the next try comes a refresh later.
+			r.statusKeptAt = workflow.Now(gctx)
+			r.log.Debug("agent.status.kept", "run", r.id, "status", text)
+		}
+	})
 }
 
 // threadStatusInput sets key's thread's status line to text ("" clears it).
@@ -167,9 +236,30 @@ func (r *run) clearStatus(ctx workflow.Context) {
 // as a local activity; a failure is logged, never more.
 func (l *lane) assistantThread(ctx workflow.Context, fn func(context.Context, activities.AssistantThreadInput) error, title string) {
 	in := activities.AssistantThreadInput{Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, Title: title}
+	if l.key.ThreadTS == MessagesTabThreadTS {
+		in.ThreadTS = "" // the DM's prompts (agent_view): no thread_ts, or the call silently fails
+	}
 	if err := workflow.ExecuteLocalActivity(statusOptions(ctx), fn, in).Get(ctx, nil); err != nil {
 		l.log.Warn("lane.assistant_thread_failed", "lane", l.id, "error", err)
 	}
+}
+
+// messagesTabPromptsEvery: a DM's suggested prompts stay until they are set again, and a person
+// opens the DM often; the lane sets them again after this long at most (the team's skills and
+// jobs, which they show, change slowly).
+const messagesTabPromptsEvery = time.Hour
+
+// offerDMPrompts sets the DM's suggested prompts when a person opens it under agent_view
+// (KindMessagesTabOpened), unless this lane set them within messagesTabPromptsEvery. Only the DM's
+// own lane (MessagesTabThreadTS) gets such a message; it never reaches a recorded history (the kind
+// is newer than every one), so it needs no version.
+func (l *lane) offerDMPrompts(ctx workflow.Context) {
+	now := workflow.Now(ctx)
+	if l.key.ThreadTS != MessagesTabThreadTS || (!l.promptsAt.IsZero() && now.Sub(l.promptsAt) < messagesTabPromptsEvery) {
+		return
+	}
+	l.promptsAt = now
+	l.assistantThread(ctx, a.StartAssistantThread, "")
 }
 
 // threadTitle is a thread's title from its first request: its words, mentions stripped, cut short.

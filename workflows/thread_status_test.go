@@ -1,13 +1,18 @@
 package workflows
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/localslack"
 )
 
 // threeSteps is a model that reads #sales, fetches a page, then searches and fetches at once, then
@@ -58,7 +63,7 @@ func TestStatusLineAtEachStep(t *testing.T) {
 }
 
 func TestStatusLineFallsBackToPlaceholderOnce(t *testing.T) {
-	h := newHarness(t) // Slack answers not_allowed
+	h := newHarness(t) // Slack answers missing_scope
 	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if n <= 9 {
 			return calls(toolCall(fmt.Sprint("c", n), "lucy_web_fetch", map[string]string{"url": fmt.Sprintf("https://e.example/%d", n)})), nil
@@ -69,7 +74,7 @@ func TestStatusLineFallsBackToPlaceholderOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(h.statuses) != 1 {
-		t.Errorf("SetThreadStatus asked %d times after not_allowed, want once: %q", len(h.statuses), h.statuses)
+		t.Errorf("SetThreadStatus asked %d times after missing_scope, want once: %q", len(h.statuses), h.statuses)
 	}
 	if len(h.updates) != 2 { // the placeholder's progress edits: turn 3 and turn 8
 		t.Errorf("progress updates = %d (%v), want 2", len(h.updates), h.updates)
@@ -88,14 +93,18 @@ func TestStatusLineAsksForApproval(t *testing.T) {
 	}
 	h.env.RegisterDelayedCallback(func() {
 		h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
-	}, time.Minute)
-	if _, err := h.runAgent(runInput("write a.md")); err != nil {
+	}, 10*time.Minute)
+	in := runInput("write a.md")
+	in.KeepStatus = true
+	if _, err := h.runAgent(in); err != nil {
 		t.Fatal(err)
 	}
-	// The model's next turn comes a minute after the last status (the approval): not throttled.
+	// The model's next turn comes ten minutes after the last status (the approval): not throttled.
+	// While the run waits for the person, the status is not sent again (keepStatus): the prompt in
+	// the thread says what it waits for.
 	want := []string{"is thinking", "is writing a file", "is waiting for your approval", "is going over what I found", ""}
 	if !reflect.DeepEqual(h.statuses, want) {
-		t.Errorf("statuses:\n got %q\nwant %q", h.statuses, want)
+		t.Errorf("statuses:\n got %q\nwant %q\norder %q", h.statuses, want, h.order)
 	}
 }
 
@@ -180,5 +189,105 @@ func TestLaneSaysThinkingBeforeTheRunOpens(t *testing.T) {
 		if len(h.delivered) != 1 {
 			t.Errorf("status line works %v: %d answers, want 1", works, len(h.delivered))
 		}
+	}
+}
+
+// A step that runs longer than Slack shows a status without a message (two minutes) keeps its
+// status line (keepStatus): the run sends it again every statusRefresh. The statuses go
+// through the real activity to a local Slack on the workflow's clock, which removes a status two
+// minutes after it was last set, as Slack does: four minutes and fifty seconds into a five-minute
+// tool call, the person still sees what Lucy is doing, in one whole loading message.
+func TestStatusLineKeptThroughALongStep(t *testing.T) {
+	h := newHarness(t)
+	h.statusWorks = true
+	ws, apiURL := localslack.NewTestServer(t, localslack.Options{Team: "T1", Now: h.env.Now,
+		Channels: []localslack.Channel{{ID: "C1", Name: "general"}}, Users: []localslack.User{{ID: "U1", Name: "you"}}})
+	api := slack.New(localslack.DefaultToken, slack.OptionAPIURL(apiURL))
+	_, root, err := api.PostMessage("C1", slack.MsgOptionText("<@ULUCY> read the launch page", false), slack.MsgOptionUser("U1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts := &activities.Activities{Slack: func(string) activities.SlackAPI { return api }, Log: zerolog.Nop()}
+	h.statusSlack = func(in activities.ThreadStatusInput) {
+		in.ThreadTS = root
+		if _, err := acts.SetThreadStatus(context.Background(), in); err != nil {
+			t.Errorf("SetThreadStatus on the local Slack: %v", err)
+		}
+	}
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("c1", "lucy_web_fetch", map[string]string{"url": "https://e.example/launch"})), nil
+		}
+		return text("Here is the page."), nil
+	}
+	h.toolMock.After(5 * time.Minute)
+	var shown string
+	var loading []string
+	h.env.RegisterDelayedCallback(func() {
+		shown, loading = ws.Status("C1", root), ws.LoadingMessages("C1", root)
+	}, 4*time.Minute+50*time.Second)
+	in := runInput("read the launch page")
+	in.KeepStatus = true // as every lane sets it
+	res, err := h.runAgent(in)
+	if err != nil || res.Status != RunCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if shown != "is reading a web page" || len(loading) != 1 || loading[0] != "is reading a web page…" {
+		t.Errorf("at 4m50s the thread shows %q %q", shown, loading)
+	}
+	// Sent at the step's start, then again at 90, 180 and 270 seconds; the next turn; cleared at the end.
+	want := []string{"is thinking", "is reading a web page", "is reading a web page", "is reading a web page", "is reading a web page",
+		"is going over what I found", ""}
+	if !reflect.DeepEqual(h.statuses, want) {
+		t.Errorf("statuses:\n got %q\nwant %q", h.statuses, want)
+	}
+	if ws.Status("C1", root) != "" {
+		t.Errorf("status after the run: %q", ws.Status("C1", root))
+	}
+}
+
+// Under agent_view a person opening Lucy's DM (app_home_opened, tab messages) reaches the DM's own
+// lane, which sets the DM's suggested prompts without thread_ts (with it, Slack silently ignores the
+// call), at most once an hour, and neither greets nor runs anything.
+func TestMessagesTabSetsTheDMsPrompts(t *testing.T) {
+	h := newHarness(t)
+	key := LaneKey{Team: "T1", Channel: "D1", ThreadTS: MessagesTabThreadTS}
+	opened := func(ts string) Message {
+		return Message{EventID: "Ev" + ts, Team: "T1", Channel: "D1", TS: ts, ThreadTS: MessagesTabThreadTS, User: "U1",
+			Kind: KindMessagesTabOpened, IsDM: true}
+	}
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalMessage, opened("200.1")) }, 0)
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalMessage, opened("200.2")) }, 10*time.Minute)
+	h.env.RegisterDelayedCallback(func() { h.env.SignalWorkflow(SignalMessage, opened("200.3")) }, 2*time.Hour)
+	h.env.ExecuteWorkflow(LaneWorkflowName, LaneInput{Key: key})
+	if err := h.env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"D1/", "D1/"}; !reflect.DeepEqual(h.promptThreads, want) {
+		t.Errorf("prompts set at %q, want %q", h.promptThreads, want)
+	}
+	if len(h.posts) != 0 || len(h.deliveries) != 0 || len(h.statuses) != 0 {
+		t.Errorf("posts %+v, answers %d, statuses %q", h.posts, len(h.deliveries), h.statuses)
+	}
+}
+
+// A run started before the status line was kept (its input has no KeepStatus) replays as it ran:
+// no timer, no status sent again.
+func TestStatusLineNotKeptInAnOlderRun(t *testing.T) {
+	h := newHarness(t)
+	h.statusWorks = true
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("c1", "lucy_web_fetch", map[string]string{"url": "https://e.example/launch"})), nil
+		}
+		return text("Here is the page."), nil
+	}
+	h.toolMock.After(5 * time.Minute)
+	if _, err := h.runAgent(runInput("read the launch page")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"is thinking", "is reading a web page", "is going over what I found", ""}
+	if !reflect.DeepEqual(h.statuses, want) {
+		t.Errorf("statuses:\n got %q\nwant %q", h.statuses, want)
 	}
 }

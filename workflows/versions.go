@@ -209,6 +209,8 @@ const (
 	// type and retryability appended, which the model passed on to people. Read where a tool call
 	// first fails: only a run with a failed tool call records it.
 	changeToolErrorText = "tool-error-text"
+	// (Issue 39's status line kept up through a long step, keepStatus, has no change ID: the lane
+	// decides it in the run's input, RunInput.KeepStatus, which replays either way.)
 )
 
 // baselined are the change IDs changeBaseline stands for, each with the baseline version that takes
