@@ -61,7 +61,20 @@ type Options struct {
 	// chat.appendStream, chat.stopStream), as OnMessage is: the local stand-in for message_changed
 	// events, which the benchmarks time streamed text by.
 	OnEdit func(Message)
+	// StreamLife is how long a stream stays open before the server closes it as Slack does (about 5
+	// minutes after chat.startStream, appends or not: stream.go). Zero means DefaultStreamLife,
+	// negative never; tests shorten it, or move Now, rather than wait 5 minutes.
+	StreamLife time.Duration
+	// RateLimits overrides the per-minute limits of methods (ratelimit.go has Slack's tiers for the
+	// stream methods); a method mapped to 0 or less is not limited. NoRateLimits turns them all off
+	// (a benchmark that measures Lucy, not Slack's limits).
+	RateLimits   map[string]int
+	NoRateLimits bool
 }
+
+// DefaultStreamLife is the life Slack's SDK trackers record for a stream (python-slack-sdk issue
+// #1859 and PR #1880, node-slack-sdk issue #2702).
+const DefaultStreamLife = 5 * time.Minute
 
 // User is a person (or bot) of the workspace.
 type User struct {
@@ -145,6 +158,17 @@ type Message struct {
 	TaskDisplay string `json:",omitempty"`
 	// Deleted marks a chat.delete in the journal; a deleted message is no longer in the workspace.
 	Deleted bool `json:",omitempty"`
+	// StreamStarted is when chat.startStream created it; Expired: the server closed the stream at
+	// the end of its life (Options.StreamLife) before the app stopped it, which a person sees as a
+	// broken stream until a chat.update finishes it. StoppedByUser: the person stopped it
+	// (StopByUser).
+	StreamStarted time.Time `json:",omitzero"`
+	Expired       bool      `json:",omitempty"`
+	StoppedByUser bool      `json:",omitempty"`
+	// RecipientUser and RecipientTeam are chat.startStream's recipient_user_id and
+	// recipient_team_id: the person the stream is for and the team that person belongs to.
+	RecipientUser string `json:",omitempty"`
+	RecipientTeam string `json:",omitempty"`
 }
 
 // Root is the ts of the thread the message belongs to (its own ts for a top-level message).
@@ -209,6 +233,8 @@ type Server struct {
 	triggerSeq int
 	// Slack's agent surface (assistant.go): status lines, titles and suggested prompts by thread.
 	assistant map[threadKey]*assistantThread
+	// rates are the recent calls of rate-limited methods (ratelimit.go).
+	rates map[string][]time.Time
 }
 
 type channelState struct {
@@ -308,6 +334,7 @@ func (s *Server) messagesLocked(channel, threadTS string) []Message {
 	}
 	out := make([]Message, 0, len(src))
 	for _, m := range src {
+		s.expireStream(m)
 		out = append(out, copyMessage(m))
 	}
 	return out
@@ -546,6 +573,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls[method]++
 	failure, fail := s.takeFailureLocked(method)
+	if !fail {
+		failure, fail = s.rateLimitedLocked(method)
+	}
 	s.mu.Unlock()
 	if fail && !failure.AfterEffect {
 		writeFailure(w, failure)
