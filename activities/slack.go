@@ -502,7 +502,8 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (res Po
 		last := &rendered[len(rendered)-1]
 		last.Blocks = append(append([]slack.Block(nil), last.Blocks...), fb...)
 	}
-	if cards := stepBlocks(in.Steps, 50-len(rendered[0].Blocks)); len(cards) > 0 {
+	cards := stepBlocks(in.Steps, 50-len(rendered[0].Blocks))
+	if len(cards) > 0 {
 		first := &rendered[0]
 		first.Blocks = append(cards, first.Blocks...)
 	}
@@ -560,6 +561,16 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (res Po
 		return err
 	}
 	err = update()
+	if code := slackErrorCode(err); (code == "invalid_blocks" || code == "invalid_blocks_format") && len(cards) > 0 {
+		// Slack would not take the steps as task_card blocks here: the answer goes without them
+		// rather than not at all.
+		a.Log.Warn().Str("workspace", in.Team).Str("channel", in.Channel).Str("run", in.RunID).Str("code", code).
+			Msg("the answer's steps were refused as task cards; delivering the answer without them")
+		first.blocks = first.blocks[len(cards):]
+		parts[0].blocks = first.blocks
+		cards = nil
+		err = update()
+	}
 	if slackErrorCode(err) == "streaming_state_conflict" {
 		// The message still streams (ref:chat.update): the run stops its streams before delivery,
 		// so this is a stop that never landed. Stop it (its answer comes with this edit) and edit.

@@ -235,6 +235,8 @@ type Server struct {
 	assistant map[threadKey]*assistantThread
 	// rates are the recent calls of rate-limited methods (ratelimit.go).
 	rates map[string][]time.Time
+	// refusals count the error codes the server answered (Refusals).
+	refusals map[string]int
 }
 
 type channelState struct {
@@ -377,6 +379,21 @@ func (s *Server) Calls(method string) int {
 		return n
 	}
 	return s.calls[method]
+}
+
+// Refusals returns how many calls the server refused with a Slack error code of its own (not
+// FailNext's): "streaming_state_conflict", "ratelimited" (the rate tiers), ….
+func (s *Server) Refusals(code string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refusals[code]
+}
+
+func (s *Server) refusedLocked(code string) {
+	if s.refusals == nil {
+		s.refusals = map[string]int{}
+	}
+	s.refusals[code]++
 }
 
 // FailNext makes the next f.Times calls of method fail as f describes. Method "*" matches any method
@@ -575,6 +592,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	failure, fail := s.takeFailureLocked(method)
 	if !fail {
 		failure, fail = s.rateLimitedLocked(method)
+		if fail {
+			s.refusedLocked("ratelimited")
+		}
 	}
 	s.mu.Unlock()
 	if fail && !failure.AfterEffect {
@@ -625,6 +645,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if aerr != nil {
+		s.mu.Lock()
+		s.refusedLocked(aerr.code)
+		s.mu.Unlock()
 		out := reply{"ok": false, "error": aerr.code}
 		for k, v := range aerr.extra {
 			out[k] = v

@@ -50,6 +50,9 @@ func TestStreamLifeAndUpdateWhileStreaming(t *testing.T) {
 	if _, _, _, err := api.UpdateMessageContext(ctx, "C1", ts, slack.MsgOptionText("early", false)); slackCode(err) != "streaming_state_conflict" {
 		t.Errorf("chat.update while streaming: %v, want streaming_state_conflict", err)
 	}
+	if n := srv.Refusals("streaming_state_conflict"); n != 1 {
+		t.Errorf("Refusals counts %d streaming_state_conflict, want 1", n)
+	}
 	clk.add(4*time.Minute + 59*time.Second)
 	if _, _, err := api.AppendStreamContext(ctx, "C1", ts, slack.MsgOptionMarkdownText("Part two. ")); err != nil {
 		t.Fatalf("an append within 5 minutes: %v", err)
