@@ -149,12 +149,12 @@ func TestStreamChunks(t *testing.T) {
 		}
 	}
 	for name, bad := range map[string]slack.StreamChunk{
-		"a task without id":    task("", "x", slack.TaskCardStatusPending),
-		"a task without title": task("3", "", slack.TaskCardStatusPending),
-		"a status Slack lacks": task("1", "x", "done"),
+		"a task without id":     task("", "x", slack.TaskCardStatusPending),
+		"a task without title":  task("3", "", slack.TaskCardStatusPending),
+		"a status Slack lacks":  task("1", "x", "done"),
 		"a task without status": task("3", "x", ""),
-		"a plan without title": slack.NewPlanUpdateChunk(""),
-		"an unknown chunk":     slack.MarkdownTextChunk{Type: "sparkles", Text: "x"},
+		"a plan without title":  slack.NewPlanUpdateChunk(""),
+		"an unknown chunk":      slack.MarkdownTextChunk{Type: "sparkles", Text: "x"},
 	} {
 		// the valid chunk before the bad one must not be applied either
 		if _, _, err := api.AppendStreamContext(ctx, "C1", ts, slack.MsgOptionChunks(task("1", "changed", slack.TaskCardStatusError), bad)); slackCode(err) != "invalid_chunks" {
