@@ -135,7 +135,6 @@ func TestLongRunBeforeStreamLife(t *testing.T) {
 	}
 }
 
-
 // A requester from another organization in a Slack Connect channel (the event's user_team,
 // Message.UserTeam): every stream of the run names their team, not the workspace's, as
 // recipient_team_id; a message without it names the workspace.
