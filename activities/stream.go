@@ -363,6 +363,16 @@ func deleteStreams(ctx context.Context, api SlackStreamAPI, channel string, tss 
 	return nil
 }
 
+// deleteStopped deletes streamed messages known to be stopped. A message already gone is fine.
+func deleteStopped(ctx context.Context, api SlackStreamAPI, channel string, tss []string) error {
+	for _, ts := range tss {
+		if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil && slackErrorCode(err) != "message_not_found" {
+			return err
+		}
+	}
+	return nil
+}
+
 // slackStream shows one reply's text as a Slack stream, in buffered chunks.
 type slackStream struct {
 	api     SlackStreamAPI
@@ -621,7 +631,11 @@ func (s *slackStream) abandon(ctx context.Context) {
 	s.uncount()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if deleteStreams(dctx, s.api, s.t.Channel, []string{s.ts}) == nil {
+	del := deleteStreams
+	if s.closed { // Slack closed it already: no chat.stopStream (Tier 2) before the delete
+		del = deleteStopped
+	}
+	if del(dctx, s.api, s.t.Channel, []string{s.ts}) == nil {
 		s.beat.set(s.t.Channel, nil)
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, s.beat.get())

@@ -222,3 +222,42 @@ func TestStreamBudget(t *testing.T) {
 		t.Errorf("three streams' interval %s, want more than one stream's", got)
 	}
 }
+
+// A model call given a timeline near the end of its life on Slack (StreamTarget.Renew, opened 3
+// minutes ago or more) stops it and streams its cards and text into a fresh one, which the reply
+// names; a call whose timeline is young appends to it as before.
+func TestCallModelRenewsAnAgedTimeline(t *testing.T) {
+	answer := paragraphs(1200)
+	f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: answer, ChunkChars: 50} })
+	now := time.Now()
+	f.a.Now = func() time.Time { return now }
+	root, _ := f.thread(t)
+	target := StreamTarget{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", Recipient: "U1", Renew: true}
+	var open TimelineResult
+	if err := f.run(t, f.a.StreamSteps, TimelineInput{Target: target, Renew: true, Tasks: []StepTask{{ID: "c1", Title: "reading #sales history", Status: "in_progress"}}}, &open); err != nil || open.TS == "" || open.Opened.IsZero() {
+		t.Fatalf("open: %+v %v", open, err)
+	}
+	now = now.Add(streamRenewAge)
+	in := streamInput(root)
+	in.Stream.TS, in.Stream.Renew, in.Stream.Opened = open.TS, true, open.Opened
+	in.Stream.Steps = []StepTask{{ID: "c1", Title: "reading #sales history", Status: "complete"}}
+	reply, err := callModel(t, f.a, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.TimelineRenewed != open.TS || reply.TimelineTS == "" || reply.TimelineTS == open.TS || reply.StreamTS != reply.TimelineTS || !reply.TimelineOpened.Equal(now) {
+		t.Fatalf("reply: renewed %q, timeline %q, stream %q, opened %s", reply.TimelineRenewed, reply.TimelineTS, reply.StreamTS, reply.TimelineOpened)
+	}
+	var old, fresh localslack.Message
+	for _, m := range f.botMessages(root) {
+		switch m.TS {
+		case open.TS:
+			old = m
+		case reply.TimelineTS:
+			fresh = m
+		}
+	}
+	if old.Streaming || fresh.Text != previewText(answer) || len(fresh.Tasks) != 1 || fresh.Tasks[0].Status != "complete" || fresh.RecipientTeam != "T1" {
+		t.Errorf("old streaming %v; fresh: text whole %v, cards %+v, recipient team %q", old.Streaming, fresh.Text == previewText(answer), fresh.Tasks, fresh.RecipientTeam)
+	}
+}

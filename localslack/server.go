@@ -171,6 +171,12 @@ type Message struct {
 	RecipientTeam string `json:",omitempty"`
 }
 
+// Cards are the task cards a person sees on the message: the stream's own (Tasks), and those its
+// blocks carry as task_card blocks (an answer whose edit replaced the stream's cards with them).
+func (m Message) Cards() []Task {
+	return append(append([]Task(nil), m.Tasks...), blockTasks(m.Blocks)...)
+}
+
 // Root is the ts of the thread the message belongs to (its own ts for a top-level message).
 func (m Message) Root() string {
 	if m.ThreadTS != "" {

@@ -343,7 +343,7 @@ func (s *Server) localThreadTasks(c *call) (reply, *apiError) {
 	for _, m := range s.messagesLocked(chID, ts) {
 		// The stream's cards, and those a message carries as task_card blocks (an answer that kept
 		// its steps through the chat.update that delivered it).
-		tasks := append(m.Tasks, blockTasks(m.Blocks)...)
+		tasks := m.Cards()
 		if len(tasks) == 0 {
 			continue
 		}

@@ -211,6 +211,9 @@ func TestStreamStoppedByUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := api.AppendStreamContext(ctx, "C1", root, slack.MsgOptionMarkdownText("x")); slackCode(err) != "message_not_owned_by_app" {
+		t.Errorf("append to a person's message: %v, want message_not_owned_by_app", err)
+	}
 	if !srv.StopByUser("C1", ts) {
 		t.Fatal("StopByUser found no stream")
 	}
