@@ -171,7 +171,8 @@ func TestClosedStreamKeepsTheAnswer(t *testing.T) {
 }
 
 // The timeline under the Tier-2 limit: a start Slack answers with 429 is deferred (the run keeps
-// its timeline on and tries again at the next step, when the Retry-After has passed); a stop that
+// its timeline on and tries again at the next step, when the Retry-After has passed); a timeline the
+// person stopped shows no more cards and stays for the answer; a stop that
 // meets a 429 fails with Slack's Retry-After as the retry delay, for Temporal to retry it.
 func TestTimelineRateLimited(t *testing.T) {
 	f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: "x"} })
@@ -186,6 +187,16 @@ func TestTimelineRateLimited(t *testing.T) {
 	if err := f.run(t, f.a.StreamSteps, TimelineInput{Target: target, Tasks: tasks}, &res); err != nil || res.TS == "" {
 		t.Fatalf("the next step: %+v %v, want the timeline open", res, err)
 	}
+	// The person stops the timeline: no more cards (Unavailable), the message kept for delivery.
+	f.srv.StopByUser("C1", res.TS)
+	var stopped TimelineResult
+	if err := f.run(t, f.a.StreamSteps, TimelineInput{Target: target, TS: res.TS, Renew: true, Tasks: tasks}, &stopped); err != nil || !stopped.Unavailable || stopped.TS != res.TS {
+		t.Fatalf("an update after the person stopped it: %+v %v", stopped, err)
+	}
+	if n := f.srv.Calls("chat.delete"); n != 0 {
+		t.Errorf("%d deletes after the person stopped the timeline", n)
+	}
+	_, res.TS, _ = f.api.StartStreamContext(t.Context(), "C1", slack.MsgOptionTS(root), slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID("T1"))
 	f.srv.FailNext("chat.stopStream", localslack.Failure{Status: 429, RetryAfter: 7})
 	err := f.run(t, f.a.StreamSteps, TimelineInput{Target: target, TS: res.TS, Stop: true}, nil)
 	var appErr *temporal.ApplicationError

@@ -131,9 +131,13 @@ func (a *Activities) StreamSteps(ctx context.Context, in TimelineInput) (Timelin
 	}
 	if err != nil {
 		switch code := slackErrorCode(err); code {
-		case "message_not_in_streaming_state", "stopped_by_user", "message_not_found":
-			// Slack closed the timeline (its life ended), the person stopped it, or it is gone.
-			if in.Renew && code != "stopped_by_user" {
+		case "stopped_by_user":
+			// The person stopped it (ref:chat.appendStream): no more cards, the message stays, and
+			// delivery writes the answer into it.
+			return TimelineResult{TS: in.TS, Unavailable: true}, nil
+		case "message_not_in_streaming_state", "message_not_found":
+			// Slack closed the timeline (its life ended), or it is gone.
+			if in.Renew {
 				return a.renewSteps(ctx, api, &t, in)
 			}
 			return TimelineResult{}, temporal.NewNonRetryableApplicationError("the timeline is gone: "+code, ErrSlackPermanent, err)

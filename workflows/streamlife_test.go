@@ -51,8 +51,29 @@ func longRun(t *testing.T, h *harness, userTeam string) (*localslack.Server, str
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.slackSteps, h.slackDeliver, h.placeholderTS = acts.StreamSteps, acts.DeliverAnswer, ph.TS
+	// A step's "in progress" card goes out while its tools run (lean turns); here a tool's 90 s pass
+	// once its card is out, as they would on a real clock (the card takes milliseconds).
+	var shownMu sync.Mutex
+	shown := map[string]bool{}
+	h.slackSteps = func(ctx context.Context, in activities.TimelineInput) (activities.TimelineResult, error) {
+		res, err := acts.StreamSteps(ctx, in)
+		shownMu.Lock()
+		for _, task := range in.Tasks {
+			shown[task.ID] = true
+		}
+		shownMu.Unlock()
+		return res, err
+	}
+	h.slackDeliver, h.placeholderTS = acts.DeliverAnswer, ph.TS
 	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			shownMu.Lock()
+			ok := shown[in.CallID]
+			shownMu.Unlock()
+			if ok {
+				break
+			}
+		}
 		clk.add(90 * time.Second)
 		return activities.ToolResult{Content: "ok from " + in.Name, Chars: 12}, nil
 	}
