@@ -74,12 +74,15 @@ func (a *Activities) StreamSteps(ctx context.Context, in TimelineInput) (Timelin
 		return TimelineResult{Unavailable: true}, nil
 	}
 	t := in.Target
+	var resumed time.Time
 	if in.TS == "" {
 		if a.answered(ctx, &t) { // a reset run whose answer is in the thread: no second stream
 			return TimelineResult{Unavailable: true}, nil
 		}
 		if prev := previousStreams(ctx); len(prev.TSs) > 0 {
-			in.TS = prev.TSs[0]
+			// An earlier attempt opened it: that one goes on, its life counted from now (a little
+			// late, by the retry's delay).
+			in.TS, resumed = prev.TSs[0], a.clock()
 		} else if err := deleteStreams(ctx, api, t.Channel, a.orphanStreams(ctx, &t)); err != nil {
 			return TimelineResult{}, slackError("chat.delete", err)
 		}
@@ -117,17 +120,17 @@ func (a *Activities) StreamSteps(ctx context.Context, in TimelineInput) (Timelin
 		return TimelineResult{TS: in.TS}, nil
 	}
 	if len(in.Tasks) == 0 {
-		return TimelineResult{TS: in.TS}, nil
+		return TimelineResult{TS: in.TS, Opened: resumed}, nil
 	}
 	if in.Renew && a.aged(in.Opened) {
 		return a.renewSteps(ctx, api, &t, in)
 	}
 	if !a.streams.wait(ctx, t.Team, "chat.appendStream", 2*time.Second) {
-		return TimelineResult{TS: in.TS, Deferred: true}, nil
+		return TimelineResult{TS: in.TS, Deferred: true, Opened: resumed}, nil
 	}
 	_, _, err := api.AppendStreamContext(ctx, t.Channel, in.TS, slack.MsgOptionChunks(taskChunks(in.Tasks)...))
 	if _, limited := a.streams.limited(t.Team, "chat.appendStream", err); limited {
-		return TimelineResult{TS: in.TS, Deferred: true}, nil
+		return TimelineResult{TS: in.TS, Deferred: true, Opened: resumed}, nil
 	}
 	if err != nil {
 		switch code := slackErrorCode(err); code {
@@ -144,7 +147,7 @@ func (a *Activities) StreamSteps(ctx context.Context, in TimelineInput) (Timelin
 		}
 		return TimelineResult{}, slackError("chat.appendStream", err)
 	}
-	return TimelineResult{TS: in.TS}, nil
+	return TimelineResult{TS: in.TS, Opened: resumed}, nil
 }
 
 // renewSteps replaces the timeline in.TS by a fresh one that shows in.Tasks. When none can start
