@@ -252,6 +252,7 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		// throttles heartbeats, and a process killed meanwhile loses the last one). A retried or
 		// reset call leaves the timeline as it is; delivery puts the answer in.
 		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now, ts: in.Stream.TS, into: in.Stream.TS != "", before: steps, budget: &a.streams}
+		defer ss.uncount() // a stream kept open (the timeline) is no longer this call's to pace
 		comp, err = a.completeStreaming(ctx, streamer, ss, req)
 	} else {
 		comp, err = a.complete(ctx, req)

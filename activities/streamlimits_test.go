@@ -272,3 +272,29 @@ func TestCallModelRenewsAnAgedTimeline(t *testing.T) {
 		t.Errorf("old streaming %v; fresh: text whole %v, cards %+v, recipient team %q", old.Streaming, fresh.Text == previewText(answer), fresh.Tasks, fresh.RecipientTeam)
 	}
 }
+
+// Every stream a model call counted as open in its workspace is uncounted when the call ends,
+// whatever became of it (stopped, kept as the timeline, abandoned): the append cadence of later
+// streams is not widened by streams long gone.
+func TestOpenStreamsUncounted(t *testing.T) {
+	f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply {
+		if n == 2 {
+			return fakellm.Reply{Content: paragraphs(300), ChunkChars: 40, ToolCalls: []fakellm.ToolCall{fakellm.Call("c1", "lucy_read_file", `{"path":"a"}`)}}
+		}
+		return fakellm.Reply{Content: paragraphs(1000), ChunkChars: 50}
+	})
+	root, _ := f.thread(t)
+	for i, keep := range []bool{false, true} {
+		in := streamInput(root)
+		in.Stream.KeepNarration = keep
+		if _, err := callModel(t, f.a, in); err != nil {
+			t.Fatal(err)
+		}
+		f.a.streams.mu.Lock()
+		open := f.a.streams.team("T1").open
+		f.a.streams.mu.Unlock()
+		if open != 0 {
+			t.Errorf("after call %d: %d streams still counted open in the workspace", i+1, open)
+		}
+	}
+}
