@@ -141,7 +141,11 @@ func (a *Activities) startTimeline(ctx context.Context, api SlackStreamAPI, t *S
 // ended, the person stopped it) is stopped: message_not_in_streaming_state is no failure. A 429
 // fails with Slack's Retry-After as the retry delay (slackError).
 func (a *Activities) stopStream(ctx context.Context, api SlackStreamAPI, team, channel, ts string, opts ...slack.MsgOption) error {
-	if !a.streams.wait(ctx, team, "chat.stopStream", time.Minute) {
+	most := time.Minute
+	if dl, ok := ctx.Deadline(); ok { // within the attempt's time: a longer wait is Temporal's retry's
+		most = min(most, time.Until(dl)-time.Second)
+	}
+	if !a.streams.wait(ctx, team, "chat.stopStream", most) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
