@@ -161,8 +161,9 @@ func (a *Activities) stopStream(ctx context.Context, api SlackStreamAPI, team, c
 
 // renewTimeline stops the run's timeline t.TS (with its metadata, so that it is not taken for a
 // stream nobody stopped) and starts a fresh one with tasks. The new ts is in the heartbeat detail
-// before anything else, so that a retried attempt deletes it (the run never learned of it). ok is
-// false when the new stream could not start now (the old one is stopped all the same).
+// before anything else, so that a retried attempt finds it: StreamSteps carries on with it, a model
+// call deletes it (the run never learned of it, and a retried call streams nothing into a timeline).
+// ok is false when the new stream could not start now (the old one is stopped all the same).
 func (a *Activities) renewTimeline(ctx context.Context, api SlackStreamAPI, t *StreamTarget, tasks []StepTask, beat *streamBeat) (ts string, opened time.Time, ok bool) {
 	if err := a.stopStream(ctx, api, t.Team, t.Channel, t.TS, slack.MsgOptionMetadata(postMetadata(t.RunID, timelineKey))); err != nil {
 		a.Log.Warn().Err(err).Str("channel", t.Channel).Str("ts", t.TS).Msg("the aged timeline was not stopped")
