@@ -292,6 +292,10 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		return ModelReply{}, err
 	}
 	if ss != nil {
+		if ss.skipped {
+			a.Log.Info().Str("workspace", in.Stream.Team).Str("channel", in.Stream.Channel).
+				Msg("the workspace's stream budget is spent (Slack's Tier 2) or Slack answered ratelimited: this reply is delivered without streaming")
+		}
 		if ss.unavailable {
 			out.StreamUnavailable = true
 		} else if len(out.ToolCalls) == 0 && out.Content != "" {
