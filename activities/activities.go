@@ -14,6 +14,8 @@
 package activities
 
 import (
+	"time"
+
 	"context"
 	"io/fs"
 	"sync"
@@ -84,6 +86,10 @@ type Activities struct {
 	// ModelConcurrency bounds concurrent calls to one model from this worker (0: no bound).
 	ModelConcurrency int
 	modelSlots       modelSlots
+	// streams is this process's budget of Slack's stream calls, by workspace (streambudget.go).
+	streams streamBudgets
+	// Now is the clock of the streams' age (streamRenewAge); nil is time.Now. Tests move it.
+	Now func() time.Time
 	// ContextWindow overrides the model's context window in tokens (LUCY_CONTEXT_WINDOW); 0 = known per model.
 	ContextWindow int
 	// Integrations list a team's connected integrations, one Lister per kind (OpenAPI services, MCP

@@ -143,6 +143,14 @@ var slackHints = map[string]string{
 	"invalid_cursor":          "a bad paging cursor was sent to Slack: a bug in Lucy",
 	"method_deprecated":       "Slack retired this API method: upgrade Lucy",
 	"unknown_method":          "the Slack API does not know this method: check SLACK_API_URL",
+	// The stream methods' documented codes (ref:chat.startStream, chat.appendStream, chat.stopStream,
+	// chat.update at https://docs.slack.dev/reference/methods/).
+	"invalid_chunks":             "Slack rejected a stream's chunks (task cards or text): a bug in Lucy's streaming",
+	"channel_type_not_supported": "Slack does not stream messages in this kind of conversation: Lucy posts her answers there instead",
+	"missing_recipient_user_id":  "a stream in a channel needs the person it is for: a bug in Lucy's streaming",
+	"missing_recipient_team_id":  "a stream in a channel needs the team of the person it is for: a bug in Lucy's streaming",
+	"message_not_owned_by_app":   "Lucy can only stream into messages she posted herself",
+	"streaming_state_conflict":   "Slack refuses to edit a message while it streams: a bug in Lucy (a stream must be stopped before its edit)",
 }
 
 // slackTransient are Slack error codes that a later attempt can get past.

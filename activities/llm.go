@@ -98,6 +98,11 @@ type ModelReply struct {
 	// TimelineTS is the open stream that showed the text of a reply with tool calls, kept as the
 	// run's timeline (StreamTarget.KeepNarration).
 	TimelineTS string `json:"timelineTS,omitempty"`
+	// TimelineRenewed is the run's timeline this call stopped because it was near the end of its
+	// life on Slack (StreamTarget.Renew); TimelineTS is then the one that carries on (empty: none
+	// could start now). TimelineOpened is when TimelineTS started.
+	TimelineRenewed string    `json:"timelineRenewed,omitempty"`
+	TimelineOpened  time.Time `json:"timelineOpened,omitzero"`
 }
 
 // apiKeyRE matches API keys as providers echo them in error messages (OpenAI sk-…, OpenRouter
@@ -173,6 +178,24 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 			}
 		}
 	}
+	var renewed string
+	var renewedAt time.Time
+	if t := in.Stream; t != nil && t.TS != "" && t.Renew && a.aged(t.Opened) && !a.mayHavePosted(ctx) {
+		// The timeline is near the end of its life on Slack (streamRenewAge): it is stopped, and a
+		// fresh one takes this call's cards and text. A retried call does not renew (it streams no
+		// text into a timeline), and deletes what this attempt started (the heartbeat names it).
+		if _, api, ok := a.canStream(t); ok {
+			cp := *t
+			renewed = t.TS
+			if ts, at, ok := a.renewTimeline(ctx, api, &cp, t.Steps, &beat); ok {
+				renewedAt = at
+				cp.TS, cp.Opened, cp.Steps = ts, at, nil
+			} else {
+				cp.TS, cp.Steps = "", nil // stopped, and no new one now: this reply streams on its own
+			}
+			in.Stream = &cp
+		}
+	}
 	steps := a.sendSteps(ctx, in.Stream)
 	defer steps()
 	res, err := a.newResolver(ctx, needsHistory(in.Transcript, in.System))
@@ -229,7 +252,8 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		// earlier attempt appended none (its heartbeat may never have reached the server: the SDK
 		// throttles heartbeats, and a process killed meanwhile loses the last one). A retried or
 		// reset call leaves the timeline as it is; delivery puts the answer in.
-		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now, ts: in.Stream.TS, into: in.Stream.TS != "", before: steps}
+		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now, ts: in.Stream.TS, into: in.Stream.TS != "", before: steps, budget: &a.streams}
+		defer ss.uncount() // a stream kept open (the timeline) is no longer this call's to pace
 		comp, err = a.completeStreaming(ctx, streamer, ss, req)
 	} else {
 		comp, err = a.complete(ctx, req)
@@ -269,14 +293,26 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		return ModelReply{}, err
 	}
 	if ss != nil {
+		if ss.skipped {
+			a.Log.Info().Str("workspace", in.Stream.Team).Str("channel", in.Stream.Channel).
+				Msg("the workspace's stream budget is spent (Slack's Tier 2) or Slack answered ratelimited: this reply is delivered without streaming")
+		}
 		if ss.unavailable {
 			out.StreamUnavailable = true
 		} else if len(out.ToolCalls) == 0 && out.Content != "" {
 			out.StreamTS = ss.finish(ctx)
 		} else if len(out.ToolCalls) > 0 && ss.narrated {
-			out.TimelineTS = ss.ts
+			out.TimelineTS, out.TimelineOpened = ss.ts, ss.startedAt
 		}
 		settled = true
+	}
+	if renewed != "" {
+		// The run's timeline is now the renewed one (or none, when none could start), whatever this
+		// reply turned out to be.
+		out.TimelineRenewed = renewed
+		if in.Stream.TS != "" {
+			out.TimelineTS, out.TimelineOpened = in.Stream.TS, renewedAt
+		}
 	}
 	if res.memo != nil {
 		res.memo.RememberReply(res.wid, res.runID, activity.GetInfo(ctx).ActivityID, out)

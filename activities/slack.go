@@ -69,6 +69,40 @@ type DeliverInput struct {
 	// Lane is the lane's workflow ID: the final answer (no KeyPrefix) ends with the feedback buttons
 	// (output.FeedbackBlocks), whose clicks the gateway hands to this lane. Empty: no buttons.
 	Lane string `json:",omitempty"`
+	// Steps are the run's steps as they ended (changeStreamLife): the answer's first part shows them
+	// as task_card blocks above its text (stepBlocks). The timeline's cards become blocks of its
+	// message once it stops, and the chat.update that delivers the answer replaces a message's
+	// blocks, so without them the steps would vanish at delivery; and a run that renewed its
+	// timeline has its steps in several streams, which delivery deletes: the answer gathers them.
+	Steps []StepTask `json:",omitempty"`
+}
+
+// stepBlocks are a run's steps as task_card blocks (https://docs.slack.dev/reference/block-kit/
+// blocks/task-card-block: task_id, title, status), at most room of them: a message has at most 50
+// blocks (https://docs.slack.dev/reference/block-kit/blocks), so a long run shows its last steps
+// under a card that counts the earlier ones.
+func stepBlocks(steps []StepTask, room int) []slack.Block {
+	if len(steps) == 0 || room <= 0 {
+		return nil
+	}
+	var out []slack.Block
+	if len(steps) > room {
+		n := len(steps) - room + 1
+		earlier := slack.NewTaskCardBlock("earlier-steps", fmt.Sprintf("%d earlier steps", n))
+		earlier.Status = slack.TaskCardStatusComplete
+		out = append(out, earlier)
+		steps = steps[n:]
+	}
+	for _, st := range steps {
+		title := st.Title
+		if title == "" {
+			title = "a step"
+		}
+		b := slack.NewTaskCardBlock(st.ID, title)
+		b.Status = slack.TaskCardStatus(st.Status)
+		out = append(out, b)
+	}
+	return out
 }
 
 // UpdateInput rewrites one of Lucy's messages.
@@ -469,6 +503,11 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (res Po
 		last := &rendered[len(rendered)-1]
 		last.Blocks = append(append([]slack.Block(nil), last.Blocks...), fb...)
 	}
+	cards := stepBlocks(in.Steps, 50-len(rendered[0].Blocks))
+	if len(cards) > 0 {
+		first := &rendered[0]
+		first.Blocks = append(cards, first.Blocks...)
+	}
 	parts := make([]slackPart, len(rendered))
 	for i, m := range rendered {
 		key := fmt.Sprintf(answerKeyFmt, i)
@@ -515,10 +554,36 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (res Po
 	// The feedback buttons are in the answer's blocks (rendered above) for the same reason: this
 	// edit is the last word on a streamed answer too (it replaces what chat.stopStream left), so
 	// blocks put only on stopStream would be overwritten.
-	_, _, _, err = api.UpdateMessageContext(ctx, in.Channel, target,
-		slack.MsgOptionText(first.text, false),
-		slack.MsgOptionBlocks(first.blocks...),
-		slack.MsgOptionMetadata(postMetadata(in.RunID, first.key)))
+	update := func() error {
+		_, _, _, err := api.UpdateMessageContext(ctx, in.Channel, target,
+			slack.MsgOptionText(first.text, false),
+			slack.MsgOptionBlocks(first.blocks...),
+			slack.MsgOptionMetadata(postMetadata(in.RunID, first.key)))
+		return err
+	}
+	err = update()
+	if code := slackErrorCode(err); (code == "invalid_blocks" || code == "invalid_blocks_format") && len(cards) > 0 {
+		// Slack would not take the steps as task_card blocks here: the answer goes without them
+		// rather than not at all.
+		a.Log.Warn().Str("workspace", in.Team).Str("channel", in.Channel).Str("run", in.RunID).Str("code", code).
+			Msg("the answer's steps were refused as task cards; delivering the answer without them")
+		first.blocks = first.blocks[len(cards):]
+		parts[0].blocks = first.blocks
+		cards = nil
+		err = update()
+	}
+	if slackErrorCode(err) == "streaming_state_conflict" {
+		// The message still streams (ref:chat.update): the run stops its streams before delivery,
+		// so this is a stop that never landed. Stop it (its answer comes with this edit) and edit.
+		a.Log.Warn().Str("workspace", in.Team).Str("channel", in.Channel).Str("run", in.RunID).
+			Msg("the answer's message was still streaming; stopping it before the edit")
+		if sapi, ok := api.(SlackStreamAPI); ok {
+			if err := a.stopStream(ctx, sapi, in.Team, in.Channel, target); err != nil {
+				return PostResult{}, err
+			}
+			err = update()
+		}
+	}
 	switch {
 	case err == nil:
 		tss = append(tss, target)

@@ -13,11 +13,19 @@ package activities
 //     never shows twice and no half stream stays;
 //   - a reply with tool calls, an attempt that fails and a cancelled call delete their stream
 //     themselves;
-//   - a chat.startStream that fails for any reason (not_allowed, method_not_supported_for_channel_type,
-//     an old workspace, a policy, a 429) makes the reply say StreamUnavailable: the run then stops
-//     asking for streams and delivers by post-and-update, as before;
-//   - a chat.appendStream that fails mid-way abandons the stream (deleted); the reply is delivered
-//     by post-and-update.
+//   - a chat.startStream that Slack refuses with an error code (channel_type_not_supported, an old
+//     workspace, a policy: ref:chat.startStream) makes the reply say StreamUnavailable: the run then
+//     stops asking for streams and delivers by post-and-update, as before; a 429 (ratelimited) or a
+//     spent budget (streambudget.go) only skips streaming for this reply;
+//   - a chat.appendStream that answers 429 keeps its text for a later append (the budget paces the
+//     rest); one that answers message_not_in_streaming_state (Slack closed the stream, about 5
+//     minutes after its start: python-slack-sdk #1859 / #1880, node-slack-sdk #2702) or
+//     stopped_by_user (the person stopped it, ref:chat.appendStream) sends no more, and the message
+//     stays: delivery's chat.update writes the whole answer into it, the recovery Slack's SDK
+//     maintainers name; any other failure abandons the stream (deleted), and the reply is delivered
+//     by post-and-update;
+//   - a stream is never edited while it streams (chat.update answers streaming_state_conflict,
+//     ref:chat.update): a reply's stream is stopped here, the timeline by the run before delivery.
 
 import (
 	"context"
@@ -48,6 +56,17 @@ type StreamTarget struct {
 	// Recipient is the requester: Slack wants recipient_user_id and recipient_team_id for a stream
 	// in a channel.
 	Recipient string `json:",omitempty"`
+	// RecipientTeam is the team of the requester (Recipient): a person from another organization in
+	// a Slack Connect channel belongs to their own team, not the installed workspace (Team), and
+	// Slack wants "the team the user receiving the streaming text belongs to" (ref:chat.startStream,
+	// recipient_team_id). Empty (a run recorded before): Team.
+	RecipientTeam string `json:",omitempty"`
+	// Renew: the run renews its timeline before Slack's stream life ends (changeStreamLife): a
+	// timeline Opened streamRenewAge ago or more is stopped and a fresh one carries on (its ts in
+	// ModelReply.TimelineTS, the old one in ModelReply.TimelineRenewed). Opened is when the timeline
+	// (TS) started.
+	Renew  bool      `json:",omitempty"`
+	Opened time.Time `json:",omitzero"`
 	// Steps are task cards of the timeline (TS) that the call sends before any text of its own: the
 	// outcome of the run's last tool batch, carried here instead of by a StreamSteps activity of its
 	// own (a workflow task and a dispatch per turn). A card is named by its task's ID, so a retried
@@ -60,9 +79,116 @@ type StreamTarget struct {
 	KeepNarration bool `json:",omitempty"`
 }
 
+// recipientTeam is the team of the person a stream is for (RecipientTeam, else the workspace).
+func (t *StreamTarget) recipientTeam() string {
+	if t.RecipientTeam != "" {
+		return t.RecipientTeam
+	}
+	return t.Team
+}
+
+// recipientOptions are chat.startStream's recipient_user_id and recipient_team_id, "Required when
+// streaming to channels" (ref:chat.startStream), when the requester is known.
+func (t *StreamTarget) recipientOptions() []slack.MsgOption {
+	if t.Recipient == "" {
+		return nil
+	}
+	return []slack.MsgOption{slack.MsgOptionRecipientUserID(t.Recipient), slack.MsgOptionRecipientTeamID(t.recipientTeam())}
+}
+
+// streamRenewAge is the age at which the run renews its timeline rather than add to it: Slack closes
+// a stream about 5 minutes after its start (python-slack-sdk issue #1859 and PR #1880, node-slack-sdk
+// issue #2702), and what is added after that is lost from the preview. Three minutes leaves two for
+// what one use adds (a model call's streamed text, a batch of tools' cards) before the next use
+// looks again; a use that outlasts them meets a closed stream, which the run recovers from
+// (StreamSteps renews it, delivery's chat.update finishes it).
+const streamRenewAge = 3 * time.Minute
+
+// aged reports whether a timeline opened at opened is due for renewal (a zero opened: unknown, no).
+func (a *Activities) aged(opened time.Time) bool {
+	return !opened.IsZero() && a.clock().Sub(opened) >= streamRenewAge
+}
+
+func (a *Activities) clock() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+// startTimeline starts a timeline stream with tasks, within the Tier-2 budget (waiting up to most
+// for it). ok is false when the budget or a 429 deferred it (err nil), or Slack refused (err).
+func (a *Activities) startTimeline(ctx context.Context, api SlackStreamAPI, t *StreamTarget, tasks []StepTask, most time.Duration) (ts string, ok bool, err error) {
+	if !a.streams.wait(ctx, t.Team, "chat.startStream", most) {
+		return "", false, nil
+	}
+	opts := []slack.MsgOption{slack.MsgOptionTS(t.ThreadTS), slack.MsgOptionTaskDisplayMode(slack.TaskDisplayModeTimeline)}
+	if len(tasks) > 0 {
+		opts = append(opts, slack.MsgOptionChunks(taskChunks(tasks)...))
+	}
+	opts = append(opts, t.recipientOptions()...)
+	_, ts, err = api.StartStreamContext(ctx, t.Channel, opts...)
+	if _, limited := a.streams.limited(t.Team, "chat.startStream", err); limited {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, err
+	}
+	return ts, true, nil
+}
+
+// stopStream stops a stream within the Tier-2 budget. A stream Slack already closed (its life
+// ended, the person stopped it) is stopped: message_not_in_streaming_state is no failure. A 429
+// fails with Slack's Retry-After as the retry delay (slackError).
+func (a *Activities) stopStream(ctx context.Context, api SlackStreamAPI, team, channel, ts string, opts ...slack.MsgOption) error {
+	most := time.Minute
+	if dl, ok := ctx.Deadline(); ok { // within the attempt's time: a longer wait is Temporal's retry's
+		most = min(most, time.Until(dl)-time.Second)
+	}
+	if !a.streams.wait(ctx, team, "chat.stopStream", most) {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return slackError("chat.stopStream", &slack.RateLimitedError{RetryAfter: 5 * time.Second})
+	}
+	_, _, err := api.StopStreamContext(ctx, channel, ts, opts...)
+	a.streams.limited(team, "chat.stopStream", err)
+	if err != nil && slackErrorCode(err) != "message_not_in_streaming_state" {
+		return slackError("chat.stopStream", err)
+	}
+	return nil
+}
+
+// renewTimeline stops the run's timeline t.TS (with its metadata, so that it is not taken for a
+// stream nobody stopped) and starts a fresh one with tasks. The new ts is in the heartbeat detail
+// before anything else, so that a retried attempt finds it: StreamSteps carries on with it, a model
+// call deletes it (the run never learned of it, and a retried call streams nothing into a timeline).
+// ok is false when the new stream could not start now (the old one is stopped all the same).
+func (a *Activities) renewTimeline(ctx context.Context, api SlackStreamAPI, t *StreamTarget, tasks []StepTask, beat *streamBeat) (ts string, opened time.Time, ok bool) {
+	if err := a.stopStream(ctx, api, t.Team, t.Channel, t.TS, slack.MsgOptionMetadata(postMetadata(t.RunID, timelineKey))); err != nil {
+		a.Log.Warn().Err(err).Str("channel", t.Channel).Str("ts", t.TS).Msg("the aged timeline was not stopped")
+	}
+	ts, ok, err := a.startTimeline(ctx, api, t, tasks, 5*time.Second)
+	if err != nil || !ok {
+		return "", time.Time{}, false
+	}
+	if beat != nil {
+		beat.set(t.Channel, []string{ts})
+	}
+	if activity.IsActivity(ctx) {
+		var detail any = StreamBeat{Channel: t.Channel, TSs: []string{ts}}
+		if beat != nil {
+			detail = beat.get()
+		}
+		activity.RecordHeartbeat(ctx, detail)
+	}
+	return ts, a.clock(), true
+}
+
 // sendSteps sends t.Steps to the timeline in the background and returns a wait for it: the model
 // call starts at once, and the cards land before the reply's first text (slackStream.before). A
-// failure is logged and nothing more: the cards are an aid, and the reply is not held back for them.
+// failure (or a spent budget) is logged and nothing more: the cards are an aid, and the reply is not
+// held back for them; delivery shows every step as it ended (DeliverInput.Steps).
 func (a *Activities) sendSteps(ctx context.Context, t *StreamTarget) (wait func()) {
 	if t == nil || t.TS == "" || len(t.Steps) == 0 || a.Slack == nil {
 		return func() {}
@@ -74,7 +200,12 @@ func (a *Activities) sendSteps(ctx context.Context, t *StreamTarget) (wait func(
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, _, err := api.AppendStreamContext(ctx, t.Channel, t.TS, slack.MsgOptionChunks(taskChunks(t.Steps)...)); err != nil {
+		if !a.streams.wait(ctx, t.Team, "chat.appendStream", time.Second) {
+			return
+		}
+		_, _, err := api.AppendStreamContext(ctx, t.Channel, t.TS, slack.MsgOptionChunks(taskChunks(t.Steps)...))
+		a.streams.limited(t.Team, "chat.appendStream", err)
+		if err != nil {
 			a.Log.Warn().Err(err).Str("channel", t.Channel).Str("ts", t.TS).Int("cards", len(t.Steps)).Msg("the timeline's cards were not updated")
 		}
 	}()
@@ -223,10 +354,23 @@ func (a *Activities) orphanStreams(ctx context.Context, t *StreamTarget) []strin
 	return out
 }
 
-// deleteStreams stops and deletes streamed messages. A message already stopped or gone is fine.
+// deleteStreams stops and deletes streamed messages that may still stream (an earlier attempt's, an
+// orphan): Slack documents nothing about deleting a message that streams, so it is stopped first. A
+// message already stopped or gone is fine. Messages known to be stopped are deleted without the stop
+// (discardStreams): chat.stopStream is Tier 2.
 func deleteStreams(ctx context.Context, api SlackStreamAPI, channel string, tss []string) error {
 	for _, ts := range tss {
 		_, _, _ = api.StopStreamContext(ctx, channel, ts)
+		if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil && slackErrorCode(err) != "message_not_found" {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteStopped deletes streamed messages known to be stopped. A message already gone is fine.
+func deleteStopped(ctx context.Context, api SlackStreamAPI, channel string, tss []string) error {
+	for _, ts := range tss {
 		if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil && slackErrorCode(err) != "message_not_found" {
 			return err
 		}
@@ -242,9 +386,19 @@ type slackStream struct {
 	ts      string
 	pending string
 	last    time.Time
+	// budget paces the calls (streambudget.go); counted: this stream is in its count of open
+	// streams.
+	budget  *streamBudgets
+	counted bool
 	// unavailable: chat.startStream failed; abandoned: a later call failed and the stream was
-	// deleted. Either way the reply is delivered by post-and-update.
-	unavailable, abandoned bool
+	// deleted. Either way the reply is delivered by post-and-update. skipped: the budget (or a 429)
+	// left this reply unstreamed, which says nothing of the next one. closed: Slack closed the
+	// stream (its life ended, or the person stopped it): nothing more is sent, and delivery's
+	// chat.update writes the answer into it.
+	unavailable, abandoned, skipped, closed bool
+	// startedAt is when this reply's own stream started (ModelReply.TimelineOpened when the run
+	// keeps it as its timeline).
+	startedAt time.Time
 	// into: ts is the run's timeline, not this reply's stream; sent: text was appended to it.
 	into, sent bool
 	now        func() time.Time
@@ -288,49 +442,102 @@ func cutPending(pending string, final bool) (send, keep string) {
 
 // add takes a piece of the reply's text and sends what is due.
 func (s *slackStream) add(ctx context.Context, text string) {
-	if s.unavailable || s.abandoned {
+	if s.unavailable || s.abandoned || s.skipped {
 		return
 	}
 	s.pending += text
 	if s.firstAt.IsZero() {
 		s.firstAt = s.now()
 	}
+	if s.closed {
+		return
+	}
 	if (s.ts == "" || s.into && !s.sent) && len(s.pending) < streamBuffer && s.now().Sub(s.firstAt) < streamFirstWait {
 		return
 	}
-	if s.ts != "" && len(s.pending) < streamBuffer && s.now().Sub(s.last) < streamInterval {
+	// Due: a buffer's worth of text, or a stream's interval since the last append. With several
+	// streams in the workspace both wait longer (the shared Tier-4 budget): the buffer path by the
+	// interval's excess over one stream's.
+	if since := s.now().Sub(s.last); s.ts != "" && since < s.interval() && (len(s.pending) < streamBuffer || since < s.interval()-streamInterval) {
 		return
 	}
 	s.flush(ctx, false)
 }
+
+// interval is the least time between two appends: one a second, wider when the workspace's streams
+// share the Tier-4 budget (streamBudgets.appendInterval). Text that piles up meanwhile goes in one
+// append.
+func (s *slackStream) interval() time.Duration {
+	if s.budget == nil {
+		return streamInterval
+	}
+	return s.budget.appendInterval(s.t.Team)
+}
+
+func (s *slackStream) budgeted() *streamBudgets {
+	if s.budget == nil {
+		s.budget = &streamBudgets{}
+	}
+	return s.budget
+}
+
+// streamStartWait is how long a reply waits for the Tier-2 budget to start its stream before it
+// gives up streaming (the reply is delivered by post-and-update).
+const streamStartWait = 2 * time.Second
 
 func (s *slackStream) flush(ctx context.Context, final bool) {
 	if s.before != nil && s.pending != "" {
 		s.before()
 		s.before = nil
 	}
-	for s.pending != "" && !s.unavailable && !s.abandoned {
+	b := s.budgeted()
+	for s.pending != "" && !s.unavailable && !s.abandoned && !s.skipped && !s.closed {
 		send, keep := cutPending(s.pending, final)
 		if send == "" {
 			return
 		}
 		if s.ts == "" {
-			opts := []slack.MsgOption{slack.MsgOptionTS(s.t.ThreadTS), slack.MsgOptionMarkdownText(previewText(send))}
-			if s.t.Recipient != "" {
-				opts = append(opts, slack.MsgOptionRecipientUserID(s.t.Recipient), slack.MsgOptionRecipientTeamID(s.t.Team))
+			if !b.wait(ctx, s.t.Team, "chat.startStream", streamStartWait) {
+				s.skipped = true
+				return
 			}
+			opts := append([]slack.MsgOption{slack.MsgOptionTS(s.t.ThreadTS), slack.MsgOptionMarkdownText(previewText(send))}, s.t.recipientOptions()...)
 			_, ts, err := s.api.StartStreamContext(ctx, s.t.Channel, opts...)
+			if _, limited := b.limited(s.t.Team, "chat.startStream", err); limited {
+				s.skipped = true // this reply only: the next may find the budget back
+				return
+			}
 			if err != nil {
 				s.unavailable = true
 				return
 			}
-			s.ts = ts
+			s.ts, s.startedAt, s.counted = ts, s.now(), true
+			b.opened(s.t.Team)
 			s.beat.set(s.t.Channel, []string{ts})
 			if activity.IsActivity(ctx) {
 				activity.RecordHeartbeat(ctx, s.beat.get())
 			}
 		} else {
-			if _, _, err := s.api.AppendStreamContext(ctx, s.t.Channel, s.ts, slack.MsgOptionMarkdownText(previewText(send))); err != nil {
+			// Not final: an append waits for nothing, and the text waits for the next one. Final: the
+			// rest goes now (a stop can carry it too: finish).
+			if !final && !b.try(s.t.Team, "chat.appendStream") {
+				return
+			}
+			if final && !b.wait(ctx, s.t.Team, "chat.appendStream", 5*time.Second) {
+				return
+			}
+			_, _, err := s.api.AppendStreamContext(ctx, s.t.Channel, s.ts, slack.MsgOptionMarkdownText(previewText(send)))
+			if _, limited := b.limited(s.t.Team, "chat.appendStream", err); limited {
+				return // the text stays pending: a later append (or the stop) takes it
+			}
+			switch code := slackErrorCode(err); {
+			case err == nil:
+			case code == "message_not_in_streaming_state", code == "stopped_by_user":
+				// Slack closed the stream (its life ended) or the person stopped it: the message
+				// stays, nothing more is sent, and delivery writes the whole answer into it.
+				s.close()
+				return
+			default:
 				s.abandon(ctx)
 				return
 			}
@@ -340,6 +547,19 @@ func (s *slackStream) flush(ctx context.Context, final bool) {
 		if !final {
 			return
 		}
+	}
+}
+
+// close notes that Slack ended the stream: it is no longer this process's to pace.
+func (s *slackStream) close() {
+	s.closed = true
+	s.uncount()
+}
+
+func (s *slackStream) uncount() {
+	if s.counted {
+		s.counted = false
+		s.budgeted().closed(s.t.Team)
 	}
 }
 
@@ -363,18 +583,48 @@ func (s *slackStream) finish(ctx context.Context) string {
 	if s.abandoned {
 		return ""
 	}
-	if _, _, err := s.api.StopStreamContext(ctx, s.t.Channel, s.ts,
-		slack.MsgOptionMetadata(postMetadata(s.t.RunID, streamKey))); err != nil {
+	if s.closed {
+		// Slack closed it: no stop (it would answer message_not_in_streaming_state); the answer's
+		// chat.update finishes it.
+		return s.ts
+	}
+	opts := []slack.MsgOption{slack.MsgOptionMetadata(postMetadata(s.t.RunID, streamKey))}
+	if rest, _ := cutPending(s.pending, true); rest != "" && len(rest) == len(s.pending) {
+		opts = append(opts, slack.MsgOptionMarkdownText(previewText(rest))) // what the budget held back
+	}
+	// The stop must land before delivery edits the message (an edit of a streaming message is
+	// refused: streaming_state_conflict), so a 429 is waited out, once.
+	err := s.stop(ctx, opts)
+	if wait, limited := s.budgeted().limited(s.t.Team, "chat.stopStream", err); limited && wait <= 30*time.Second {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+			err = s.stop(ctx, opts)
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	if err != nil && slackErrorCode(err) != "message_not_in_streaming_state" {
 		s.abandon(ctx)
 		return ""
 	}
+	s.pending = ""
+	s.uncount()
 	return s.ts
+}
+
+func (s *slackStream) stop(ctx context.Context, opts []slack.MsgOption) error {
+	if !s.budgeted().wait(ctx, s.t.Team, "chat.stopStream", 30*time.Second) {
+		return &slack.RateLimitedError{RetryAfter: 5 * time.Second}
+	}
+	_, _, err := s.api.StopStreamContext(ctx, s.t.Channel, s.ts, opts...)
+	return err
 }
 
 // keepNarration: the stream of this reply's text is its own, open, and the run keeps it as its
 // timeline if the reply calls tools.
 func (s *slackStream) keepNarration() bool {
-	return s.t.KeepNarration && s.ts != "" && !s.into && !s.abandoned && !s.unavailable
+	return s.t.KeepNarration && s.ts != "" && !s.into && !s.abandoned && !s.unavailable && !s.closed
 }
 
 // abandon deletes the stream (best effort, with a context of its own: the call's may be done).
@@ -383,9 +633,14 @@ func (s *slackStream) abandon(ctx context.Context) {
 	if s.ts == "" || s.into { // the timeline is the run's: what was appended is replaced at delivery
 		return
 	}
+	s.uncount()
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if deleteStreams(dctx, s.api, s.t.Channel, []string{s.ts}) == nil {
+	del := deleteStreams
+	if s.closed { // Slack closed it already: no chat.stopStream (Tier 2) before the delete
+		del = deleteStopped
+	}
+	if del(dctx, s.api, s.t.Channel, []string{s.ts}) == nil {
 		s.beat.set(s.t.Channel, nil)
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, s.beat.get())

@@ -151,7 +151,7 @@ func TestStreamedAnswerSplitInOrder(t *testing.T) {
 // Where Slack refuses streams, the reply says so once and nothing is left in the thread: the run
 // delivers by post-and-update.
 func TestCallModelStreamUnavailable(t *testing.T) {
-	for _, code := range []string{"not_allowed", "method_not_supported_for_channel_type"} {
+	for _, code := range []string{"channel_type_not_supported", "restricted_action"} {
 		t.Run(code, func(t *testing.T) {
 			answer := paragraphs(1000)
 			f := newStreamFixture(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: answer, ChunkChars: 50} })

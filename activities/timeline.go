@@ -8,6 +8,7 @@ package activities
 
 import (
 	"context"
+	"time"
 
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/activity"
@@ -26,19 +27,29 @@ type StepTask struct {
 }
 
 // TimelineInput opens the timeline (TS "") or updates it with Tasks; Stop ends the stream (tasks
-// first), with the run's metadata.
+// first), with the run's metadata. Renew and Opened: the run renews its timeline (StreamTarget.Renew):
+// an update to a timeline opened streamRenewAge ago or more, or one Slack already closed, stops it
+// and opens a fresh one with the tasks.
 type TimelineInput struct {
 	Target StreamTarget
 	TS     string     `json:",omitempty"`
 	Tasks  []StepTask `json:",omitempty"`
 	Stop   bool       `json:",omitempty"`
+	Renew  bool       `json:",omitempty"`
+	Opened time.Time  `json:",omitzero"`
 }
 
 // TimelineResult is the timeline's message, or Unavailable when Slack would not open a stream (the
-// run then keeps its status line and placeholder, as without a timeline).
+// run then keeps its status line and placeholder, as without a timeline). Deferred: the stream
+// budget (or Slack's ratelimited) left this update out; the run goes on with the timeline as it was
+// and the next update (or delivery, DeliverInput.Steps) shows the cards. Renewed is the timeline the
+// call stopped and replaced by TS; Opened is when TS started.
 type TimelineResult struct {
-	TS          string `json:"ts,omitempty"`
-	Unavailable bool   `json:"unavailable,omitempty"`
+	TS          string    `json:"ts,omitempty"`
+	Unavailable bool      `json:"unavailable,omitempty"`
+	Deferred    bool      `json:"deferred,omitempty"`
+	Renewed     string    `json:"renewed,omitempty"`
+	Opened      time.Time `json:"opened,omitzero"`
 }
 
 func taskChunks(tasks []StepTask) []slack.StreamChunk {
@@ -63,58 +74,94 @@ func (a *Activities) StreamSteps(ctx context.Context, in TimelineInput) (Timelin
 		return TimelineResult{Unavailable: true}, nil
 	}
 	t := in.Target
+	var resumed time.Time
 	if in.TS == "" {
 		if a.answered(ctx, &t) { // a reset run whose answer is in the thread: no second stream
 			return TimelineResult{Unavailable: true}, nil
 		}
 		if prev := previousStreams(ctx); len(prev.TSs) > 0 {
-			in.TS = prev.TSs[0]
+			// An earlier attempt opened it: that one goes on, its life counted from now (a little
+			// late, by the retry's delay).
+			in.TS, resumed = prev.TSs[0], a.clock()
 		} else if err := deleteStreams(ctx, api, t.Channel, a.orphanStreams(ctx, &t)); err != nil {
 			return TimelineResult{}, slackError("chat.delete", err)
 		}
 	}
 	if in.TS == "" {
-		opts := []slack.MsgOption{slack.MsgOptionTS(t.ThreadTS), slack.MsgOptionTaskDisplayMode(slack.TaskDisplayModeTimeline)}
-		if len(in.Tasks) > 0 {
-			opts = append(opts, slack.MsgOptionChunks(taskChunks(in.Tasks)...))
-		}
-		if t.Recipient != "" {
-			opts = append(opts, slack.MsgOptionRecipientUserID(t.Recipient), slack.MsgOptionRecipientTeamID(t.Team))
-		}
-		_, ts, err := api.StartStreamContext(ctx, t.Channel, opts...)
-		if err != nil && slackErrorCode(err) != "" { // Slack said no (not_allowed, an old workspace…)
+		ts, ok, err := a.startTimeline(ctx, api, &t, in.Tasks, 5*time.Second)
+		switch {
+		case !ok && err == nil: // the Tier-2 budget or a 429: the next step tries again
+			return TimelineResult{Deferred: true}, nil
+		case err != nil && slackErrorCode(err) != "":
+			// Slack said no (channel_type_not_supported, an old workspace, a policy: ref:chat.startStream).
 			return TimelineResult{Unavailable: true}, nil
-		}
-		if err != nil { // no answer: the stream may exist; a retry deletes it (orphanStreams) first
+		case err != nil: // no answer: the stream may exist; a retry deletes it (orphanStreams) first
 			return TimelineResult{}, slackError("chat.startStream", err)
 		}
 		if activity.IsActivity(ctx) {
 			activity.RecordHeartbeat(ctx, StreamBeat{Channel: t.Channel, TSs: []string{ts}})
 		}
-		in.TS = ts
+		opened := a.clock()
 		if !in.Stop {
-			return TimelineResult{TS: ts}, nil
+			return TimelineResult{TS: ts, Opened: opened}, nil
 		}
-		in.Tasks = nil // sent with the start
+		in.TS, in.Tasks = ts, nil // sent with the start
 	}
 	if in.Stop {
 		opts := []slack.MsgOption{slack.MsgOptionMetadata(postMetadata(t.RunID, timelineKey))}
 		if len(in.Tasks) > 0 {
 			opts = append(opts, slack.MsgOptionChunks(taskChunks(in.Tasks)...))
 		}
-		if _, _, err := api.StopStreamContext(ctx, t.Channel, in.TS, opts...); err != nil && slackErrorCode(err) != "message_not_in_streaming_state" {
-			return TimelineResult{}, slackError("chat.stopStream", err)
+		// A timeline Slack already closed answers message_not_in_streaming_state: stopped all the
+		// same, and delivery's chat.update finishes it. A 429 is retried after its Retry-After.
+		if err := a.stopStream(ctx, api, t.Team, t.Channel, in.TS, opts...); err != nil {
+			return TimelineResult{}, err
 		}
 		return TimelineResult{TS: in.TS}, nil
 	}
 	if len(in.Tasks) == 0 {
-		return TimelineResult{TS: in.TS}, nil
+		return TimelineResult{TS: in.TS, Opened: resumed}, nil
 	}
-	if _, _, err := api.AppendStreamContext(ctx, t.Channel, in.TS, slack.MsgOptionChunks(taskChunks(in.Tasks)...)); err != nil {
-		if code := slackErrorCode(err); code == "message_not_in_streaming_state" || code == "message_not_found" {
+	if in.Renew && a.aged(in.Opened) {
+		return a.renewSteps(ctx, api, &t, in)
+	}
+	if !a.streams.wait(ctx, t.Team, "chat.appendStream", 2*time.Second) {
+		return TimelineResult{TS: in.TS, Deferred: true, Opened: resumed}, nil
+	}
+	_, _, err := api.AppendStreamContext(ctx, t.Channel, in.TS, slack.MsgOptionChunks(taskChunks(in.Tasks)...))
+	if _, limited := a.streams.limited(t.Team, "chat.appendStream", err); limited {
+		return TimelineResult{TS: in.TS, Deferred: true, Opened: resumed}, nil
+	}
+	if err != nil {
+		switch code := slackErrorCode(err); code {
+		case "stopped_by_user":
+			// The person stopped it (ref:chat.appendStream): no more cards, the message stays, and
+			// delivery writes the answer into it.
+			return TimelineResult{TS: in.TS, Unavailable: true}, nil
+		case "message_not_in_streaming_state", "message_not_found":
+			// Slack closed the timeline (its life ended), or it is gone.
+			if in.Renew {
+				return a.renewSteps(ctx, api, &t, in)
+			}
 			return TimelineResult{}, temporal.NewNonRetryableApplicationError("the timeline is gone: "+code, ErrSlackPermanent, err)
 		}
 		return TimelineResult{}, slackError("chat.appendStream", err)
 	}
-	return TimelineResult{TS: in.TS}, nil
+	return TimelineResult{TS: in.TS, Opened: resumed}, nil
+}
+
+// renewSteps replaces the timeline in.TS by a fresh one that shows in.Tasks. When none can start
+// now, the result has no TS: the run opens one at its next step.
+func (a *Activities) renewSteps(ctx context.Context, api SlackStreamAPI, t *StreamTarget, in TimelineInput) (TimelineResult, error) {
+	if prev := previousStreams(ctx); len(prev.TSs) > 0 && prev.TSs[0] != in.TS {
+		// An earlier attempt renewed it already (its heartbeat names the new one): that one goes on.
+		return TimelineResult{TS: prev.TSs[0], Renewed: in.TS, Opened: a.clock()}, nil
+	}
+	cp := *t
+	cp.TS = in.TS
+	ts, opened, ok := a.renewTimeline(ctx, api, &cp, in.Tasks, nil)
+	if !ok {
+		return TimelineResult{Renewed: in.TS, Deferred: true}, nil
+	}
+	return TimelineResult{TS: ts, Renewed: in.TS, Opened: opened}, nil
 }

@@ -1,6 +1,7 @@
 package activities
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -57,13 +58,20 @@ func TestTimelineThenAnswer(t *testing.T) {
 	if err := f.run(t, f.a.StreamSteps, TimelineInput{Target: target, TS: open.TS, Stop: true}, nil); err != nil {
 		t.Errorf("stopping twice (a retried delivery): %v", err)
 	}
-	if err := f.run(t, f.a.DeliverAnswer, DeliverInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", PlaceholderTS: ph, Markdown: answer, StreamTS: open.TS}, nil); err != nil {
+	// The run's steps as they ended (the workflow's DeliverInput.Steps): the chat.update that
+	// delivers replaces the stopped stream's cards (localslack drops them, as Slack likely does), so
+	// the answer carries them as task_card blocks.
+	steps := []StepTask{{ID: "c1", Title: "reading #sales history", Status: "complete"}, {ID: "c2", Title: "reading a web page", Status: "error"}}
+	if err := f.run(t, f.a.DeliverAnswer, DeliverInput{Team: "T1", Channel: "C1", ThreadTS: root, RunID: "run-1", PlaceholderTS: ph, Markdown: answer, StreamTS: open.TS, Steps: steps}, nil); err != nil {
 		t.Fatal(err)
 	}
 	bots := f.botMessages(root)
 	want := []localslack.Task{{ID: "c1", Title: "reading #sales history", Status: "complete"}, {ID: "c2", Title: "reading a web page", Status: "error"}}
-	if len(bots) != 1 || bots[0].TS != open.TS || bots[0].Streaming || bots[0].Text != output.RenderMarkdown(answer, nil)[0].Text || !slices.Equal(bots[0].Tasks, want) {
+	if len(bots) != 1 || bots[0].TS != open.TS || bots[0].Streaming || bots[0].Text != output.RenderMarkdown(answer, nil)[0].Text || !slices.Equal(cardBlocks(t, bots[0]), want) {
 		t.Fatalf("the thread: %d messages of Lucy's; first %+v", len(bots), bots[0])
+	}
+	if len(bots[0].Tasks) != 0 {
+		t.Errorf("the stream's own cards survived an update with blocks: %+v", bots[0].Tasks)
 	}
 	if strings.Count(bots[0].Text, "Sentence 3 of the answer") != 1 {
 		t.Error("text shows twice")
@@ -203,4 +211,27 @@ func TestCallModelSendsTheStepsItCarries(t *testing.T) {
 	if !strings.Contains(bots[1].Text, "Sentence 3 of the answer") {
 		t.Errorf("the reply's text did not stream into the timeline: %.80q", bots[1].Text)
 	}
+}
+
+// cardBlocks are the task_card blocks of a message, as task cards.
+func cardBlocks(t *testing.T, m localslack.Message) []localslack.Task {
+	t.Helper()
+	var bs []struct {
+		Type   string `json:"type"`
+		TaskID string `json:"task_id"`
+		Title  string `json:"title"`
+		Status string `json:"status"`
+	}
+	if len(m.Blocks) > 0 {
+		if err := json.Unmarshal(m.Blocks, &bs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out []localslack.Task
+	for _, b := range bs {
+		if b.Type == "task_card" {
+			out = append(out, localslack.Task{ID: b.TaskID, Title: b.Title, Status: b.Status})
+		}
+	}
+	return out
 }

@@ -292,10 +292,10 @@ func releaseTrain(narration string) fakellm.Handler {
 func threeCompleteSteps(s *stack, ts string) {
 	s.waitFor("the answer below its three complete steps", 60*time.Second, func() bool {
 		bots := s.botMessages(ts)
-		if len(bots) != 1 || bots[0].Streaming || len(bots[0].Tasks) != 3 || !strings.Contains(bots[0].Text, "release train") {
+		if len(bots) != 1 || bots[0].Streaming || len(bots[0].Cards()) != 3 || !strings.Contains(bots[0].Text, "release train") {
 			return false
 		}
-		for _, task := range bots[0].Tasks {
+		for _, task := range bots[0].Cards() {
 			if task.Status != "complete" {
 				return false
 			}

@@ -37,9 +37,9 @@ body{font:15px/1.45 -apple-system,"Segoe UI",Lato,Helvetica,sans-serif;margin:24
 			who, color, app = "Lucy", "#4a154b", `<span class="app">APP</span>`
 		}
 		fmt.Fprintf(&b, `<div class="m"><div class="av" style="background:%s">%s</div><div><div class="who">%s%s</div>`, color, who[:1], who, app)
-		if len(m.Tasks) > 0 {
+		if len(m.Cards()) > 0 {
 			b.WriteString(`<div class="tasks">`)
-			for _, t := range m.Tasks {
+			for _, t := range m.Cards() {
 				fmt.Fprintf(&b, `<div class="t %s">%s %s</div>`, t.Status, icons[t.Status], html.EscapeString(t.Title))
 			}
 			b.WriteString(`</div>`)

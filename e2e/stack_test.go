@@ -184,6 +184,8 @@ type stackOptions struct {
 	// onSlackMessage and onSlackEdit, when set, are the local workspace's Options.OnMessage and
 	// OnEdit: the benchmarks time what appears in Slack by them.
 	onSlackMessage, onSlackEdit func(localslack.Message)
+	// noSlackLimits turns the local workspace's rate tiers off (localslack.Options.NoRateLimits).
+	noSlackLimits bool
 }
 
 func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
@@ -209,7 +211,7 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 			// Bob's: a private channel Ada is not in, and his DM with Lucy (the access rule).
 			{ID: "CBOB", Name: "bob-private", IsPrivate: true, Members: []string{"UOTHER", "ULUCY"}},
 			{ID: "DBOB", IsIM: true, User: "UOTHER"}},
-		OnMessage: onMessage, OnEdit: onEdit,
+		OnMessage: onMessage, OnEdit: onEdit, NoRateLimits: o.noSlackLimits,
 	})
 	s.llm = fakellm.New(tb, llm)
 	log := logging.New(io.Discard, "error", "json")

@@ -215,7 +215,7 @@ func (g *Gateway) fromMention(eventID, team string, ev *slackevents.AppMentionEv
 	}
 	return workflows.Message{
 		EventID: eventID, Team: team, Channel: ev.Channel, TS: ev.TimeStamp,
-		ThreadTS: rootTS(ev.ThreadTimeStamp, ev.TimeStamp), User: ev.User, Text: ev.Text,
+		ThreadTS: rootTS(ev.ThreadTimeStamp, ev.TimeStamp), User: ev.User, UserTeam: ev.UserTeam, Text: ev.Text,
 		Kind: string(slackevents.AppMention),
 	}, true, nil
 }
@@ -229,7 +229,7 @@ func (g *Gateway) fromMessage(ctx context.Context, eventID, team string, ev *sla
 	}
 	m := workflows.Message{
 		EventID: eventID, Team: team, Channel: ev.Channel, TS: ev.TimeStamp,
-		ThreadTS: rootTS(ev.ThreadTimeStamp, ev.TimeStamp), User: ev.User, Text: ev.Text,
+		ThreadTS: rootTS(ev.ThreadTimeStamp, ev.TimeStamp), User: ev.User, UserTeam: ev.UserTeam, Text: ev.Text,
 		Kind: string(slackevents.Message), IsDM: ev.IsIM(),
 	}
 	switch {

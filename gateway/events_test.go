@@ -36,6 +36,21 @@ func TestEventNormalization(t *testing.T) {
 				ThreadTS: "1700000000.000100", User: "U1", Text: "<@ULUCY> and now?", Kind: "app_mention"},
 		},
 		{
+			// Slack Connect: a person of another organization; user_team is their team.
+			name: "app_mention from a Slack Connect guest",
+			inner: map[string]any{"type": "app_mention", "user": "UEXT", "text": "<@ULUCY> hi", "user_team": "TPARTNER",
+				"source_team": "TPARTNER", "ts": "1700000000.000250", "channel": "C1"},
+			want: &workflows.Message{EventID: "Ev1", Team: testTeam, Channel: "C1", TS: "1700000000.000250",
+				ThreadTS: "1700000000.000250", User: "UEXT", UserTeam: "TPARTNER", Text: "<@ULUCY> hi", Kind: "app_mention"},
+		},
+		{
+			name: "channel message from a Slack Connect guest",
+			inner: map[string]any{"type": "message", "channel_type": "channel", "user": "UEXT", "user_team": "TPARTNER",
+				"text": "hey <@ULUCY>", "ts": "1700000000.000260", "channel": "C1"},
+			want: &workflows.Message{EventID: "Ev1", Team: testTeam, Channel: "C1", TS: "1700000000.000260",
+				ThreadTS: "1700000000.000260", User: "UEXT", UserTeam: "TPARTNER", Text: "hey <@ULUCY>", Kind: "message"},
+		},
+		{
 			name: "DM without mention",
 			inner: map[string]any{"type": "message", "channel_type": "im", "user": "U1", "text": "hi Lucy",
 				"ts": "1700000000.000400", "channel": "D1"},

@@ -72,6 +72,19 @@ func validateBlocks(raw string) (json.RawMessage, *apiError) {
 			msg, where = checkActions(b, actionIDs)
 		case "context_actions":
 			msg, where = checkContextActions(b, actionIDs)
+		case "task_card":
+			// https://docs.slack.dev/reference/block-kit/blocks/task-card-block: task_id and title
+			// required; status one of pending, in_progress, complete, error.
+			id, _ := b["task_id"].(string)
+			title, _ := b["title"].(string)
+			switch st, _ := b["status"].(string); {
+			case id == "":
+				msg, where = "missing required field: task_id", "/task_id"
+			case title == "":
+				msg, where = "missing required field: title", "/title"
+			case st != "" && st != "pending" && st != "in_progress" && st != "complete" && st != "error":
+				msg, where = "must be one of pending, in_progress, complete, error", "/status"
+			}
 		case "markdown":
 			t, _ := b["text"].(string)
 			markdown += utf8.RuneCountInString(t)
@@ -217,4 +230,27 @@ func blockErr(code, msg, pointer string) *apiError {
 		"errors":            []string{msg},
 		"response_metadata": map[string]any{"messages": []string{m}},
 	}}
+}
+
+// blockTasks are the task_card blocks of a message's blocks, as task cards.
+func blockTasks(blocks json.RawMessage) []Task {
+	if len(blocks) == 0 {
+		return nil
+	}
+	var bs []struct {
+		Type   string `json:"type"`
+		TaskID string `json:"task_id"`
+		Title  string `json:"title"`
+		Status string `json:"status"`
+	}
+	if json.Unmarshal(blocks, &bs) != nil {
+		return nil
+	}
+	var out []Task
+	for _, b := range bs {
+		if b.Type == "task_card" {
+			out = append(out, Task{ID: b.TaskID, Title: b.Title, Status: b.Status})
+		}
+	}
+	return out
 }

@@ -15,8 +15,10 @@
 //
 //	auth.test, team.info, users.info
 //	chat.postMessage, chat.update, chat.postEphemeral, chat.delete
-//	chat.startStream, chat.appendStream, chat.stopStream (stream.go: streamed thread replies, with
-//	Slack's errors; Message.Streaming and Message.Appends show the state and the chunking)
+//	chat.startStream, chat.appendStream, chat.stopStream (stream.go: streamed messages, with Slack's
+//	errors, its 5-minute stream life (Options.StreamLife) and its rate tiers (ratelimit.go: HTTP 429,
+//	Retry-After, ratelimited); Message.Streaming, Message.Expired and Message.Appends show the state
+//	and the chunking; chat.update answers streaming_state_conflict while a message streams)
 //	reactions.add, reactions.remove
 //	conversations.replies, conversations.history, conversations.info, conversations.list,
 //	search.messages (user tokens only, as Slack's)

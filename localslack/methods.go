@@ -144,12 +144,27 @@ func (s *Server) chatUpdate(c *call) (reply, *apiError) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	s.expireStream(m)
+	if m.Streaming {
+		// "The message is currently streaming text and cannot be edited" (ref:chat.update,
+		// https://docs.slack.dev/reference/methods/chat.update, error streaming_state_conflict).
+		return nil, errCode("streaming_state_conflict")
+	}
 	text, hasText, blocks, hasBlocks, md, aerr := s.content(c)
 	if aerr != nil {
 		return nil, aerr
 	}
 	if !hasText && !hasBlocks {
 		return nil, errCode("no_text")
+	}
+	if hasBlocks {
+		// Once a stream stops, its task cards are blocks of the message (slack-go block_task_card.go:
+		// TaskCardBlock, "used by AI agents to display thinking steps"; chat.stopStream's own blocks
+		// have a limit "separate from the blocks sent via chunks", ref:chat.stopStream), and
+		// chat.update's blocks replace a message's blocks. Slack publishes nothing more, so the
+		// server takes the likely reading: an edit with blocks drops the stream's cards. A card the
+		// edit wants kept must be in its blocks (task_card, blocks.go).
+		m.Tasks, m.Plan = nil, ""
 	}
 	newText, newBlocks := m.Text, m.Blocks
 	if hasText {

@@ -65,7 +65,20 @@ type Options struct {
 	// chat.appendStream, chat.stopStream), as OnMessage is: the local stand-in for message_changed
 	// events, which the benchmarks time streamed text by.
 	OnEdit func(Message)
+	// StreamLife is how long a stream stays open before the server closes it as Slack does (about 5
+	// minutes after chat.startStream, appends or not: stream.go). Zero means DefaultStreamLife,
+	// negative never; tests shorten it, or move Now, rather than wait 5 minutes.
+	StreamLife time.Duration
+	// RateLimits overrides the per-minute limits of methods (ratelimit.go has Slack's tiers for the
+	// stream methods); a method mapped to 0 or less is not limited. NoRateLimits turns them all off
+	// (a benchmark that measures Lucy, not Slack's limits).
+	RateLimits   map[string]int
+	NoRateLimits bool
 }
+
+// DefaultStreamLife is the life Slack's SDK trackers record for a stream (python-slack-sdk issue
+// #1859 and PR #1880, node-slack-sdk issue #2702).
+const DefaultStreamLife = 5 * time.Minute
 
 // User is a person (or bot) of the workspace.
 type User struct {
@@ -149,6 +162,23 @@ type Message struct {
 	TaskDisplay string `json:",omitempty"`
 	// Deleted marks a chat.delete in the journal; a deleted message is no longer in the workspace.
 	Deleted bool `json:",omitempty"`
+	// StreamStarted is when chat.startStream created it; Expired: the server closed the stream at
+	// the end of its life (Options.StreamLife) before the app stopped it, which a person sees as a
+	// broken stream until a chat.update finishes it. StoppedByUser: the person stopped it
+	// (StopByUser).
+	StreamStarted time.Time `json:",omitzero"`
+	Expired       bool      `json:",omitempty"`
+	StoppedByUser bool      `json:",omitempty"`
+	// RecipientUser and RecipientTeam are chat.startStream's recipient_user_id and
+	// recipient_team_id: the person the stream is for and the team that person belongs to.
+	RecipientUser string `json:",omitempty"`
+	RecipientTeam string `json:",omitempty"`
+}
+
+// Cards are the task cards a person sees on the message: the stream's own (Tasks), and those its
+// blocks carry as task_card blocks (an answer whose edit replaced the stream's cards with them).
+func (m Message) Cards() []Task {
+	return append(append([]Task(nil), m.Tasks...), blockTasks(m.Blocks)...)
 }
 
 // Root is the ts of the thread the message belongs to (its own ts for a top-level message).
@@ -213,6 +243,10 @@ type Server struct {
 	triggerSeq int
 	// Slack's agent surface (assistant.go): status lines, titles and suggested prompts by thread.
 	assistant map[threadKey]*assistantThread
+	// rates are the recent calls of rate-limited methods (ratelimit.go).
+	rates map[string][]time.Time
+	// refusals count the error codes the server answered (Refusals).
+	refusals map[string]int
 }
 
 type channelState struct {
@@ -312,6 +346,7 @@ func (s *Server) messagesLocked(channel, threadTS string) []Message {
 	}
 	out := make([]Message, 0, len(src))
 	for _, m := range src {
+		s.expireStream(m)
 		out = append(out, copyMessage(m))
 	}
 	return out
@@ -354,6 +389,21 @@ func (s *Server) Calls(method string) int {
 		return n
 	}
 	return s.calls[method]
+}
+
+// Refusals returns how many calls the server refused with a Slack error code of its own (not
+// FailNext's): "streaming_state_conflict", "ratelimited" (the rate tiers), ….
+func (s *Server) Refusals(code string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refusals[code]
+}
+
+func (s *Server) refusedLocked(code string) {
+	if s.refusals == nil {
+		s.refusals = map[string]int{}
+	}
+	s.refusals[code]++
 }
 
 // FailNext makes the next f.Times calls of method fail as f describes. Method "*" matches any method
@@ -551,6 +601,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.calls[method]++
 	failure, fail := s.takeFailureLocked(method)
+	if !fail {
+		failure, fail = s.rateLimitedLocked(method)
+		if fail {
+			s.refusedLocked("ratelimited")
+		}
+	}
 	s.mu.Unlock()
 	if fail && !failure.AfterEffect {
 		writeFailure(w, failure)
@@ -600,6 +656,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if aerr != nil {
+		s.mu.Lock()
+		s.refusedLocked(aerr.code)
+		s.mu.Unlock()
 		out := reply{"ok": false, "error": aerr.code}
 		for k, v := range aerr.extra {
 			out[k] = v

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 	"unicode/utf8"
 
 	"github.com/lucy-agent/lucy/slackwire"
@@ -13,17 +14,33 @@ import (
 
 // Slack's streamed messages (chat.startStream, chat.appendStream, chat.stopStream) and chat.delete.
 //
-// A stream is a bot message in a thread: chat.startStream creates it (thread_ts is required: streams
-// are thread replies; in a channel Slack also wants recipient_user_id and recipient_team_id), every
-// chat.appendStream adds its markdown_text to the message's text, chat.stopStream adds its last
+// A stream is a bot message: chat.startStream creates it (thread_ts is optional, "should always be
+// replies to a user request"; recipient_user_id and recipient_team_id are "Required when streaming to
+// channels", each missing one with its own code: ref:chat.startStream, i.e.
+// https://docs.slack.dev/reference/methods/chat.startStream and its JSON in slack-ruby/slack-api-ref),
+// every chat.appendStream adds its markdown_text to the message's text, chat.stopStream adds its last
 // markdown_text, sets blocks and metadata if given, and ends the streaming state. markdown_text is at
 // most maxStreamChars characters per call (msg_too_long). Appending to or stopping a message that is
 // not streaming answers message_not_in_streaming_state. Every call may carry chunks (a JSON array):
-// markdown_text adds its text like markdown_text does, task_update (id and title required, status
-// one of pending, in_progress, complete, error) updates the task card of its id in place or adds it
-// after the others, plan_update (title required) sets the plan's title; chat.startStream's
-// task_display_mode is timeline or plan. A malformed chunk refuses the whole call
-// (invalid_arguments) and changes nothing.
+// markdown_text adds its text like markdown_text does, task_update (id, title and status required,
+// status one of pending, in_progress, complete, error: node-slack-sdk packages/types/src/chunk.ts,
+// python-slack-sdk slack_sdk/models/messages/chunk.py TaskUpdateChunk) updates the task card of its id
+// in place or adds it after the others, plan_update (title required) sets the plan's title;
+// chat.startStream's task_display_mode is timeline or plan. A malformed chunk refuses the whole call
+// with invalid_chunks ("Chunks submitted with this message are not valid", ref:chat.*Stream) and
+// changes nothing.
+//
+// What the reference pages do not say, and Slack's own SDK trackers do (python-slack-sdk issue #1859
+// and PR #1880, node-slack-sdk issue #2702, labelled server-side-issue): Slack closes a stream
+// server-side about 5 minutes after it started, appends or not; from then on appendStream and
+// stopStream answer message_not_in_streaming_state, and chat.update is the only way to finish the
+// message. Options.StreamLife models it (Message.Expired marks such a message: the "broken stream" a
+// person sees). While a message streams, chat.update answers streaming_state_conflict ("The message
+// is currently streaming text and cannot be edited", ref:chat.update).
+//
+// Rate tiers (ref:chat.startStream and ref:chat.stopStream `rate_limits: t2`, ref:chat.appendStream
+// `t4`; https://docs.slack.dev/apis/web-api/rate-limits: limits are per method, per app, per
+// workspace): see ratelimit.go.
 
 // maxStreamChars is Slack's limit on one call's markdown_text.
 const maxStreamChars = 12000
@@ -64,7 +81,7 @@ func (s *Server) streamChunks(c *call) ([]streamChunk, *apiError) {
 	}
 	var chunks []streamChunk
 	if err := json.Unmarshal([]byte(raw), &chunks); err != nil {
-		return nil, errCode("invalid_arguments")
+		return nil, errCode("invalid_chunks")
 	}
 	for _, ch := range chunks {
 		switch ch.Type {
@@ -74,19 +91,20 @@ func (s *Server) streamChunks(c *call) ([]streamChunk, *apiError) {
 			}
 		case "task_update":
 			if ch.ID == "" || ch.Title == "" {
-				return nil, errCode("invalid_arguments")
+				return nil, errCode("invalid_chunks")
 			}
+			// status is required (node chunk.ts TaskUpdateChunk.status; py TaskUpdateChunk).
 			switch ch.Status {
-			case "", "pending", "in_progress", "complete", "error":
+			case "pending", "in_progress", "complete", "error":
 			default:
-				return nil, errCode("invalid_arguments")
+				return nil, errCode("invalid_chunks")
 			}
 		case "plan_update":
 			if ch.Title == "" {
-				return nil, errCode("invalid_arguments")
+				return nil, errCode("invalid_chunks")
 			}
 		default:
-			return nil, errCode("invalid_arguments")
+			return nil, errCode("invalid_chunks")
 		}
 	}
 	return chunks, nil
@@ -135,16 +153,24 @@ func (s *Server) chatStartStream(c *call) (reply, *apiError) {
 	if cs.info.BotNotMember {
 		return nil, errCode("not_in_channel")
 	}
-	t := c.p.Get("thread_ts")
-	if t == "" {
-		return nil, errCode("invalid_arguments")
+	// thread_ts is optional (ref:chat.startStream): without it the stream is a top-level message.
+	threadTS := ""
+	if t := c.p.Get("thread_ts"); t != "" {
+		parent, ok := cs.byTS[t]
+		if !ok {
+			return nil, errCode("thread_not_found")
+		}
+		threadTS = parent.Root()
 	}
-	parent, ok := cs.byTS[t]
-	if !ok {
-		return nil, errCode("thread_not_found")
-	}
-	if !cs.info.IsIM && (c.p.Get("recipient_user_id") == "" || c.p.Get("recipient_team_id") == "") {
+	// "Required when streaming to channels" (ref:chat.startStream, recipient_user_id and
+	// recipient_team_id), each with its own error code (missing_recipient_user_id,
+	// missing_recipient_team_id). A DM is not a channel in that sense.
+	recipientUser, recipientTeam := c.p.Get("recipient_user_id"), c.p.Get("recipient_team_id")
+	if !cs.info.IsIM && recipientUser == "" {
 		return nil, errCode("missing_recipient_user_id")
+	}
+	if !cs.info.IsIM && recipientTeam == "" {
+		return nil, errCode("missing_recipient_team_id")
 	}
 	text, aerr := s.streamText(c)
 	if aerr != nil {
@@ -159,8 +185,9 @@ func (s *Server) chatStartStream(c *call) (reply, *apiError) {
 		return nil, errCode("invalid_arguments")
 	}
 	m := &Message{
-		Channel: cs.info.ID, TS: s.nextTS(), ThreadTS: parent.Root(), User: c.who.user, BotID: s.opts.BotID,
-		Text: text, Streaming: true, TaskDisplay: mode,
+		Channel: cs.info.ID, TS: s.nextTS(), ThreadTS: threadTS, User: c.who.user, BotID: s.opts.BotID,
+		Text: text, Streaming: true, TaskDisplay: mode, StreamStarted: s.now(),
+		RecipientUser: recipientUser, RecipientTeam: recipientTeam,
 	}
 	applyChunks(m, chunks)
 	s.store(cs, m)
@@ -170,14 +197,60 @@ func (s *Server) chatStartStream(c *call) (reply, *apiError) {
 
 // streaming finds the streamed message a call names.
 func (s *Server) streaming(c *call) (*channelState, *Message, *apiError) {
-	cs, m, aerr := s.ownMessage(c, "cant_update_message")
+	// message_not_owned_by_app: the stream methods' code for a message of someone else
+	// (ref:chat.appendStream, ref:chat.stopStream errors).
+	cs, m, aerr := s.ownMessage(c, "message_not_owned_by_app")
 	if aerr != nil {
 		return nil, nil, aerr
+	}
+	s.expireStream(m)
+	if m.StoppedByUser && c.method == "chat.appendStream" {
+		// The person stopped the stream in Slack's client: stopped_by_user (ref:chat.appendStream).
+		return nil, nil, errCode("stopped_by_user")
 	}
 	if !m.Streaming {
 		return nil, nil, errCode("message_not_in_streaming_state")
 	}
 	return cs, m, nil
+}
+
+// expireStream ends the streaming state of a message older than Options.StreamLife, as Slack closes
+// a stream server-side (python-slack-sdk #1859 / #1880, node-slack-sdk #2702). Callers hold s.mu.
+func (s *Server) expireStream(m *Message) {
+	if !m.Streaming || m.StreamStarted.IsZero() || s.opts.StreamLife < 0 {
+		return
+	}
+	if s.now().Sub(m.StreamStarted) >= s.streamLife() {
+		m.Streaming, m.Expired = false, true
+		s.touchMessage(m)
+	}
+}
+
+func (s *Server) streamLife() time.Duration {
+	if s.opts.StreamLife == 0 {
+		return DefaultStreamLife
+	}
+	return s.opts.StreamLife
+}
+
+// StopByUser is the person pressing stop on a streamed message in Slack's client (agent apps with
+// is_stoppable streams): the message stops streaming, and the app's next chat.appendStream answers
+// stopped_by_user (ref:chat.appendStream).
+func (s *Server) StopByUser(channel, ts string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, ok := s.channels[channel]
+	if !ok {
+		return false
+	}
+	m, ok := cs.byTS[ts]
+	if !ok || !m.Streaming {
+		return false
+	}
+	m.Streaming, m.StoppedByUser = false, true
+	s.touchMessage(m)
+	s.bump()
+	return true
 }
 
 func (s *Server) chatAppendStream(c *call) (reply, *apiError) {
@@ -268,11 +341,14 @@ func (s *Server) localThreadTasks(c *call) (reply, *apiError) {
 	}
 	msgs := []message{}
 	for _, m := range s.messagesLocked(chID, ts) {
-		if len(m.Tasks) == 0 {
+		// The stream's cards, and those a message carries as task_card blocks (an answer that kept
+		// its steps through the chat.update that delivered it).
+		tasks := m.Cards()
+		if len(tasks) == 0 {
 			continue
 		}
 		out := message{TS: m.TS}
-		for _, t := range m.Tasks {
+		for _, t := range tasks {
 			out.Tasks = append(out.Tasks, slackwire.TaskUpdate{ID: t.ID, Title: t.Title, Status: t.Status, Details: t.Details, Output: t.Output})
 		}
 		msgs = append(msgs, out)

@@ -25,11 +25,17 @@ func TestStreamWireFormat(t *testing.T) {
 	}
 	recipient := []slack.MsgOption{slack.MsgOptionRecipientUserID("U1"), slack.MsgOptionRecipientTeamID("T1")}
 
-	if _, _, err := api.StartStreamContext(ctx, "C1", append(recipient, slack.MsgOptionMarkdownText("x"))...); slackCode(err) != "invalid_arguments" {
-		t.Errorf("a stream outside a thread: %v, want invalid_arguments", err)
+	// thread_ts is optional (ref:chat.startStream): a top-level stream.
+	if _, top, err := api.StartStreamContext(ctx, "C1", append(recipient, slack.MsgOptionMarkdownText("x"))...); err != nil {
+		t.Errorf("a stream outside a thread: %v, want a top-level stream", err)
+	} else if ms := srv.Messages("C1", ""); ms[len(ms)-1].TS != top || ms[len(ms)-1].ThreadTS != "" {
+		t.Errorf("a stream outside a thread is not a top-level message: %+v", ms[len(ms)-1])
 	}
 	if _, _, err := api.StartStreamContext(ctx, "C1", slack.MsgOptionTS(root), slack.MsgOptionMarkdownText("x")); slackCode(err) != "missing_recipient_user_id" {
 		t.Errorf("a stream in a channel without its recipient: %v", err)
+	}
+	if _, _, err := api.StartStreamContext(ctx, "C1", slack.MsgOptionTS(root), slack.MsgOptionRecipientUserID("U1")); slackCode(err) != "missing_recipient_team_id" {
+		t.Errorf("a stream in a channel without its recipient's team: %v", err)
 	}
 	_, ts, err := api.StartStreamContext(ctx, "C1", append(recipient, slack.MsgOptionTS(root), slack.MsgOptionMarkdownText("The answer "))...)
 	if err != nil {
@@ -42,7 +48,7 @@ func TestStreamWireFormat(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := srv.Messages("C1", root)[1]
-	if !m.Streaming || m.Text != "The answer grows " || m.Appends != 1 || m.ThreadTS != root || m.BotID == "" {
+	if !m.Streaming || m.Text != "The answer grows " || m.Appends != 1 || m.ThreadTS != root || m.BotID == "" || m.RecipientUser != "U1" || m.RecipientTeam != "T1" {
 		t.Fatalf("while streaming: %+v", m)
 	}
 	if _, _, err := api.StopStreamContext(ctx, "C1", ts, slack.MsgOptionMarkdownText("and ends."),
@@ -143,15 +149,16 @@ func TestStreamChunks(t *testing.T) {
 		}
 	}
 	for name, bad := range map[string]slack.StreamChunk{
-		"a task without id":    task("", "x", slack.TaskCardStatusPending),
-		"a task without title": task("3", "", slack.TaskCardStatusPending),
-		"a status Slack lacks": task("1", "x", "done"),
-		"a plan without title": slack.NewPlanUpdateChunk(""),
-		"an unknown chunk":     slack.MarkdownTextChunk{Type: "sparkles", Text: "x"},
+		"a task without id":     task("", "x", slack.TaskCardStatusPending),
+		"a task without title":  task("3", "", slack.TaskCardStatusPending),
+		"a status Slack lacks":  task("1", "x", "done"),
+		"a task without status": task("3", "x", ""),
+		"a plan without title":  slack.NewPlanUpdateChunk(""),
+		"an unknown chunk":      slack.MarkdownTextChunk{Type: "sparkles", Text: "x"},
 	} {
 		// the valid chunk before the bad one must not be applied either
-		if _, _, err := api.AppendStreamContext(ctx, "C1", ts, slack.MsgOptionChunks(task("1", "changed", slack.TaskCardStatusError), bad)); slackCode(err) != "invalid_arguments" {
-			t.Errorf("%s: %v, want invalid_arguments", name, err)
+		if _, _, err := api.AppendStreamContext(ctx, "C1", ts, slack.MsgOptionChunks(task("1", "changed", slack.TaskCardStatusError), bad)); slackCode(err) != "invalid_chunks" {
+			t.Errorf("%s: %v, want invalid_chunks", name, err)
 		}
 	}
 	if _, _, err := api.StopStreamContext(ctx, "C1", ts, slack.MsgOptionChunks(slack.NewMarkdownTextChunk(" More."))); err != nil {

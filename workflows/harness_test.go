@@ -82,6 +82,12 @@ type harness struct {
 	// timelines are its inputs, in order.
 	timelineWorks bool
 	timelines     []activities.TimelineInput
+	// slackSteps and slackDeliver, when set, answer StreamSteps and DeliverAnswer instead of the
+	// script (the real activities against a local workspace); placeholderTS is then the
+	// placeholder OpenRun answers.
+	slackSteps    func(ctx context.Context, in activities.TimelineInput) (activities.TimelineResult, error)
+	slackDeliver  func(ctx context.Context, in activities.DeliverInput) (activities.PostResult, error)
+	placeholderTS string
 	// promptIns are BuildSystemPrompt's inputs, in order.
 	promptIns []activities.PromptInput
 	// kept are the 👎 reasons KeepFeedback was asked to keep.
@@ -190,6 +196,9 @@ func (h *harness) register() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.timelines = append(h.timelines, in)
+		if h.slackSteps != nil {
+			return h.slackSteps(ctx, in)
+		}
 		if !h.timelineWorks {
 			return activities.TimelineResult{Unavailable: true}, nil
 		}
@@ -288,10 +297,14 @@ func (h *harness) register() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.order = append(h.order, "open")
-		if h.threadErr != nil {
-			return activities.OpenRunResult{Placeholder: activities.PostResult{TS: "200.1"}, ThreadError: h.threadErr.Error()}, nil
+		ph := "200.1"
+		if h.placeholderTS != "" {
+			ph = h.placeholderTS
 		}
-		return activities.OpenRunResult{Placeholder: activities.PostResult{TS: "200.1"}, Thread: h.thread}, nil
+		if h.threadErr != nil {
+			return activities.OpenRunResult{Placeholder: activities.PostResult{TS: ph}, ThreadError: h.threadErr.Error()}, nil
+		}
+		return activities.OpenRunResult{Placeholder: activities.PostResult{TS: ph}, Thread: h.thread}, nil
 	})
 	env.OnActivity("ResolveContext", mock.Anything, mock.Anything).Return(activities.ContextInfo{UserName: "ada", TZ: "Europe/Paris", ChannelName: "general"}, nil)
 	env.OnActivity("IsAdmin", mock.Anything, mock.Anything).Return(func(ctx context.Context, user string) (bool, error) {
@@ -325,6 +338,9 @@ func (h *harness) register() {
 		}
 		h.delivered = append(h.delivered, in.Markdown)
 		h.deliveries = append(h.deliveries, in)
+		if h.slackDeliver != nil {
+			return h.slackDeliver(ctx, in)
+		}
 		return activities.PostResult{TS: in.PlaceholderTS}, nil
 	})
 	env.OnActivity("UpdateMessage", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.UpdateInput) error {

@@ -209,8 +209,15 @@ func (r *run) callModel(ctx workflow.Context) (activities.ModelReply, error) {
 		r.pendingSteps = nil
 	}
 	r.noteStream(reply)
-	if reply.TimelineTS != "" && r.timeline == "" {
+	if reply.TimelineRenewed != "" && reply.TimelineRenewed == r.timeline && r.renew > 0 {
+		// The call renewed the timeline near the end of its life on Slack (changeStreamLife).
+		r.oldTimelines = append(r.oldTimelines, r.timeline)
+		r.timeline, r.timelineOpened = reply.TimelineTS, reply.TimelineOpened
+	} else if reply.TimelineTS != "" && r.timeline == "" {
 		r.timeline = reply.TimelineTS // its narration's stream: the step's cards follow its words
+		if r.renews(ctx) {
+			r.timelineOpened = reply.TimelineOpened
+		}
 	}
 	r.sent(id)
 	r.model, r.window, r.lastText = reply.Model, reply.Window, reply.Content

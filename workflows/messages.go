@@ -18,6 +18,11 @@ type Message struct {
 	TS       string `json:"ts"`       // the message's own ts
 	ThreadTS string `json:"threadTs"` // root of the thread (== TS for a top-level message)
 	User     string `json:"user"`
+	// UserTeam is the team User belongs to, when Slack says (user_team on message and app_mention
+	// events): in a Slack Connect channel a person from another organization is not of Team, and a
+	// stream for them names their team (recipient_team_id). Empty (an older message, the terminal):
+	// Team. Not signed: it only says where Slack shows a stream, and Slack checks it.
+	UserTeam string `json:"userTeam,omitempty"`
 	Text     string `json:"text"`
 	// Kind is the Slack event type it came from: app_mention, message, assistant_thread_started, terminal.
 	Kind string `json:"kind"`

@@ -145,6 +145,14 @@ type run struct {
 	timeline      string
 	timelineOff   bool
 	timelineCalls int
+	// renew: 0 not decided yet, 1 the run renews its timeline and gathers its steps for delivery
+	// (changeStreamLife), -1 it does not. timelineOpened is when the timeline started (Slack's stream
+	// life counts from it); oldTimelines are the timelines renewed out (stopped), deleted at
+	// delivery; steps are every task card of the run as it stands, in order.
+	renew          int
+	timelineOpened time.Time
+	oldTimelines   []string
+	steps          []activities.StepTask
 	// pendingSteps are task cards not yet sent (changeLeanTurn): the outcome of the last batch,
 	// which the next model call (StreamTarget.Steps) or the timeline's stop sends.
 	pendingSteps []activities.StepTask
@@ -509,6 +517,9 @@ func (r *run) deliver(ctx workflow.Context, answer string) error {
 	in := activities.DeliverInput{
 		Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, PlaceholderTS: r.placeholder, Markdown: answer,
 		AllowedMentions: r.allowedMentions(), StreamTS: streamTS, Discard: discard, Lane: r.feedbackLane(),
+	}
+	if r.renew > 0 && (streamTS != "" && streamTS == r.timeline || len(r.oldTimelines) > 0) {
+		in.Steps = r.steps // the answer shows the steps its timeline showed (changeStreamLife)
 	}
 	err := localOr(r.localFinish, localSlackOptions(ctx), slackOptions(ctx, "deliver"), a.DeliverAnswer, in).Get(ctx, &res)
 	if err == nil && streamTS != "" {

@@ -36,7 +36,23 @@ func (r *run) streamTarget(ctx workflow.Context) *activities.StreamTarget {
 	if r.stream < 0 {
 		return nil
 	}
-	return &activities.StreamTarget{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Recipient: r.in.Requester, TS: r.timeline}
+	t := r.target()
+	t.TS = r.timeline
+	return &t
+}
+
+// target is the run's stream target: its thread, for its requester (and the requester's own team:
+// Message.UserTeam), with the timeline's renewal (changeStreamLife) where the run has it.
+func (r *run) target() activities.StreamTarget {
+	m := r.in.Message
+	t := activities.StreamTarget{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Recipient: r.in.Requester}
+	if r.in.Requester == m.User {
+		t.RecipientTeam = m.UserTeam
+	}
+	if r.renew > 0 {
+		t.Renew, t.Opened = true, r.timelineOpened
+	}
+	return t
 }
 
 // noteStream remembers what a model call streamed, and turns streaming off for the run when Slack
@@ -74,5 +90,7 @@ func (r *run) settleStreams(answer string) (keep string, discard []string) {
 	if r.timeline != "" && keep != r.timeline {
 		discard = append(discard, r.timeline)
 	}
+	// Renewed-out timelines (changeStreamLife): their steps are in the answer (DeliverInput.Steps).
+	discard = append(discard, r.oldTimelines...)
 	return keep, discard
 }

@@ -3,6 +3,7 @@ package workflows
 import (
 	"slices"
 	"strconv"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -38,13 +39,69 @@ func (r *run) showSteps(ctx workflow.Context, calls []activities.ToolCall, resul
 		r.timelineOff = true
 		return
 	}
+	if r.timeline == "" {
+		r.renews(ctx)
+		*t = r.target()
+	}
 	tasks := stepTasks(calls, results)
-	res, ok := r.streamSteps(ctx, activities.TimelineInput{Target: *t, TS: r.timeline, Tasks: tasks}, false)
+	r.noteSteps(tasks)
+	res, ok := r.streamSteps(ctx, r.timelineInput(*t, tasks), false)
 	if !ok || res.Unavailable {
 		r.timelineOff = true
 		return
 	}
-	r.timeline = res.TS
+	r.tookTimeline(res)
+}
+
+// renews decides, once, whether the run renews its timeline and gathers its steps for delivery
+// (changeStreamLife): read where the run first opens or adopts a timeline.
+func (r *run) renews(ctx workflow.Context) bool {
+	if r.renew == 0 {
+		r.renew = -1
+		if hardened(ctx, changeStreamLife) {
+			r.renew = 1
+		}
+	}
+	return r.renew > 0
+}
+
+// timelineInput is an update of the timeline with tasks.
+func (r *run) timelineInput(t activities.StreamTarget, tasks []activities.StepTask) activities.TimelineInput {
+	in := activities.TimelineInput{Target: t, TS: r.timeline, Tasks: tasks}
+	if r.renew > 0 {
+		in.Renew, in.Opened = true, r.timelineOpened
+	}
+	return in
+}
+
+// tookTimeline takes what an update of the timeline answered: a renewed timeline (the old one goes
+// at delivery), a deferred update (the timeline stays as it was), the timeline's ts and start.
+func (r *run) tookTimeline(res activities.TimelineResult) {
+	if res.Renewed != "" && res.Renewed == r.timeline {
+		r.oldTimelines = append(r.oldTimelines, res.Renewed)
+		r.timeline, r.timelineOpened = "", time.Time{}
+	}
+	if res.TS != "" {
+		if res.TS != r.timeline && !res.Opened.IsZero() {
+			r.timelineOpened = res.Opened
+		}
+		r.timeline = res.TS
+	}
+}
+
+// noteSteps keeps the run's task cards as they stand, by ID, in the order they first came: the
+// answer shows them (DeliverInput.Steps, changeStreamLife).
+func (r *run) noteSteps(tasks []activities.StepTask) {
+	if r.renew <= 0 {
+		return
+	}
+	for _, t := range tasks {
+		if i := slices.IndexFunc(r.steps, func(s activities.StepTask) bool { return s.ID == t.ID }); i >= 0 {
+			r.steps[i] = t
+		} else {
+			r.steps = append(r.steps, t)
+		}
+	}
 }
 
 // stepTasks are the cards of a batch of tool calls: in progress before they run (results nil),
@@ -94,8 +151,9 @@ func (r *run) beginSteps(ctx workflow.Context, calls []activities.ToolCall) work
 		return nil
 	}
 	r.timelineCalls++
-	return workflow.ExecuteActivity(slackOptions(ctx, "timeline-"+strconv.Itoa(r.timelineCalls)), a.StreamSteps,
-		activities.TimelineInput{Target: *t, TS: r.timeline, Tasks: stepTasks(calls, nil)})
+	tasks := stepTasks(calls, nil)
+	r.noteSteps(tasks)
+	return workflow.ExecuteActivity(slackOptions(ctx, "timeline-"+strconv.Itoa(r.timelineCalls)), a.StreamSteps, r.timelineInput(*t, tasks))
 }
 
 // endSteps shows a batch's outcome. A lean run waits for the update beginSteps started and keeps
@@ -113,7 +171,12 @@ func (r *run) endSteps(ctx workflow.Context, shown workflow.Future, calls []acti
 				r.log.Warn("agent.timeline.failed", "run", r.id, "error", err)
 			}
 			r.timelineOff = true
+		} else if r.renew > 0 {
+			r.tookTimeline(res)
 		}
+	}
+	if len(calls) > 0 && ctx.Err() == nil {
+		r.noteSteps(stepTasks(calls, results))
 	}
 	if r.timelineOff || r.timeline == "" || ctx.Err() != nil || len(calls) == 0 {
 		return
@@ -144,8 +207,7 @@ func (r *run) stopTimeline(ctx workflow.Context) {
 	if r.timeline == "" {
 		return
 	}
-	m := r.in.Message
-	t := activities.StreamTarget{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, RunID: r.id, Recipient: r.in.Requester}
+	t := r.target()
 	pending := r.pendingSteps
 	r.pendingSteps = nil
 	if _, ok := r.streamSteps(ctx, activities.TimelineInput{Target: t, TS: r.timeline, Stop: true, Tasks: pending}, r.localFinish); !ok {

@@ -145,6 +145,14 @@ const (
 	// turns it into the answer. Read at the run's first tool step that can stream: only a run that
 	// gets there records it, and a history recorded before replays without the timeline.
 	changeTimeline = "timeline"
+	// changeStreamLife (issue 39), in the agent run: the run lives with Slack's stream life and
+	// limits. Its timeline is renewed before Slack closes it (about 5 minutes after its start:
+	// StreamTarget.Renew, TimelineInput.Renew; the renewed-out ones are deleted at delivery), an
+	// update Slack deferred (a 429, the stream budget) leaves the timeline on, and the answer shows
+	// every step of the run as task_card blocks (DeliverInput.Steps), since the chat.update that
+	// delivers it replaces the stream's cards. Read where the run first opens or adopts a timeline:
+	// only a run that gets there records it, and a history recorded before replays as before.
+	changeStreamLife = "stream-life"
 	// changeBaseline (issue 26), in every workflow of this package: an execution that starts with it
 	// takes the new path of every change ID in baselined at once, with one version marker, instead of
 	// one marker per change ID. Each marker came with an upsert of the TemporalChangeVersion search
