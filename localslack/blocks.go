@@ -134,14 +134,8 @@ func checkActions(b map[string]any, actionIDs map[string]bool) (string, string) 
 	for j, e := range els {
 		el, _ := e.(map[string]any)
 		at := fmt.Sprintf("/elements/%d", j)
-		if id, ok := el["action_id"].(string); ok {
-			if len(id) > maxID {
-				return fmt.Sprintf("must be less than %d characters", maxID+1), at + "/action_id"
-			}
-			if actionIDs[id] {
-				return "duplicate action_id", at + "/action_id"
-			}
-			actionIDs[id] = true
+		if msg, where := checkActionID(el, at, actionIDs); msg != "" {
+			return msg, where
 		}
 		if el["type"] != "button" {
 			continue
@@ -178,14 +172,8 @@ func checkContextActions(b map[string]any, actionIDs map[string]bool) (string, s
 	for j, e := range els {
 		el, _ := e.(map[string]any)
 		at := fmt.Sprintf("/elements/%d", j)
-		if id, ok := el["action_id"].(string); ok {
-			if len(id) > maxID {
-				return fmt.Sprintf("must be less than %d characters", maxID+1), at + "/action_id"
-			}
-			if actionIDs[id] {
-				return "duplicate action_id", at + "/action_id"
-			}
-			actionIDs[id] = true
+		if msg, where := checkActionID(el, at, actionIDs); msg != "" {
+			return msg, where
 		}
 		switch el["type"] {
 		case "icon_button":
@@ -211,6 +199,23 @@ func checkContextActions(b map[string]any, actionIDs map[string]bool) (string, s
 			}
 		}
 	}
+	return "", ""
+}
+
+// checkActionID checks an interactive element's action_id, at where: at most maxID characters and
+// unique among the message's elements (actionIDs holds those seen).
+func checkActionID(el map[string]any, at string, actionIDs map[string]bool) (string, string) {
+	id, ok := el["action_id"].(string)
+	if !ok {
+		return "", ""
+	}
+	if len(id) > maxID {
+		return fmt.Sprintf("must be less than %d characters", maxID+1), at + "/action_id"
+	}
+	if actionIDs[id] {
+		return "duplicate action_id", at + "/action_id"
+	}
+	actionIDs[id] = true
 	return "", ""
 }
 

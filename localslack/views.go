@@ -54,19 +54,28 @@ func (s *Server) Views() []View {
 	return out
 }
 
+// clicked finds the message at ts in channel that a person clicks in (s.mu held).
+func (s *Server) clicked(channel, ts string) (*channelState, *Message, error) {
+	cs, ok := s.channels[channel]
+	if !ok {
+		return nil, nil, fmt.Errorf("localslack: no channel %s", channel)
+	}
+	m, ok := cs.byTS[ts]
+	if !ok {
+		return nil, nil, fmt.Errorf("localslack: no message %s in %s", ts, channel)
+	}
+	return cs, m, nil
+}
+
 // Click is user clicking the button actionID of the message at ts in channel: it returns the
 // block_actions payload Slack sends the app (the JSON of the `payload` form field), with a new
 // trigger_id that views.open accepts once.
 func (s *Server) Click(user, channel, ts, actionID string) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cs, ok := s.channels[channel]
-	if !ok {
-		return nil, fmt.Errorf("localslack: no channel %s", channel)
-	}
-	m, ok := cs.byTS[ts]
-	if !ok {
-		return nil, fmt.Errorf("localslack: no message %s in %s", ts, channel)
+	cs, m, err := s.clicked(channel, ts)
+	if err != nil {
+		return nil, err
 	}
 	var blocks []map[string]any
 	_ = json.Unmarshal(m.Blocks, &blocks)
@@ -98,13 +107,9 @@ func (s *Server) Click(user, channel, ts, actionID string) ([]byte, error) {
 func (s *Server) ClickFeedback(user, channel, ts string, positive bool) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cs, ok := s.channels[channel]
-	if !ok {
-		return nil, fmt.Errorf("localslack: no channel %s", channel)
-	}
-	m, ok := cs.byTS[ts]
-	if !ok {
-		return nil, fmt.Errorf("localslack: no message %s in %s", ts, channel)
+	cs, m, err := s.clicked(channel, ts)
+	if err != nil {
+		return nil, err
 	}
 	var blocks []map[string]any
 	_ = json.Unmarshal(m.Blocks, &blocks)
