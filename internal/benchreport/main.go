@@ -98,6 +98,7 @@ func write(w io.Writer, benches []*bench, header map[string]string, command stri
 	fmt.Fprintln(w, "and on the cluster of e2e/cluster (PostgreSQL; \"not run\" without it, \"—\" where no cluster")
 	fmt.Fprintln(w, "benchmark measures it).")
 	fmt.Fprintln(w)
+	fmt.Fprint(w, reading)
 	writeTargets(w, benches)
 	fmt.Fprintln(w, "| benchmark | figures |")
 	fmt.Fprintln(w, "| --- | --- |")
@@ -187,3 +188,30 @@ func (t target) judge(benches []*bench, name string) string {
 	}
 	return "not run"
 }
+
+// reading is how to read the figures of `lucy dev` (it was the README's first section, before the
+// README became a front door): what the run set and what the server's cost is made of. It holds no
+// figure, so it stays true when a run writes new ones below.
+const reading = `## Reading the figures
+
+What ` + "`lucy dev`" + ` carries: new conversations a second answered end to end, orchestration per turn (with an
+instant and a 500 ms model), the first sign of life in the thread (the status line) after the event and the
+first streamed words after the model writes them (99th percentiles, at 20 conversations a second), and
+Slack's events acknowledged at 100 a second for 5 minutes (99th percentile, and in the worst 10 s), none
+lost, none twice. That rate is more than the machine answers: when the run's wait ends, events are still
+queued in their lanes (the AckLatency row counts them), and the outbox has handed every acknowledged event
+to its thread. An idle thread's cost is given for the worker's memory and for the whole process's (with the
+embedded server and the benchmark's fakes). For these figures ` + "`lucy dev`" + ` sets its garbage collector's target
+to 150 unless ` + "`GOGC`" + ` is set (a trade of memory for CPU: ` + "`devserver/gc.go`" + `), and tunes its server's SQLite
+files ([` + "`architecture.md`" + `](architecture.md), "The embedded server's settings"). Its server keeps
+everything in SQLite on one machine: for a team's daily use, or more than one worker, run a Temporal
+cluster ([` + "`deploy/`" + `](../deploy/)). What a conversation costs it is mostly the server's: each workflow
+task and activity completion is a SQLite transaction, and each search-attribute upsert a visibility
+write (the dearest write there is). So a turn and a conversation are built to need few of them
+([` + "`architecture.md`" + `](architecture.md), "A lean turn"): quick tools and the system prompt run
+inside the workflow task that needs them, the run's opening and finishing steps (the placeholder,
+the delivery, the memory step) run inside the workflow tasks around its model call, a
+conversation is five workflow tasks and one activity (the model call), and a new lane or run
+records one version marker for all the change IDs before it (` + "`workflows/versions.go`" + `).
+
+`
