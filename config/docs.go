@@ -107,13 +107,13 @@ var Docs = []Doc{
 	},
 	{
 		Names:   []string{"LUCY_ADMIN_USERS"},
-		Meaning: "comma-separated Slack user IDs that may approve anyone's destructive actions and make things the team's: connect an MCP server or API service for everyone, share a key (`lucy_share_api_key`), save a team skill; they may also change or remove what members set up (see [`docs/security.md`](docs/security.md))",
+		Meaning: "comma-separated Slack user IDs that may approve anyone's destructive actions and make things the team's: connect an MCP server or API service for everyone, share a key (`lucy_share_api_key`), save a team skill; they may also change or remove what members set up (see [`docs/security.md`](security.md))",
 		Default: "unset",
 	},
 	{
 		Names:   []string{"LUCY_PUBLIC_URL"},
 		Meaning: "the gateway's public base URL as a browser reaches it (https; http only on `localhost`, `127.0.0.1`, `[::1]`), e.g. `https://lucy.example.com`: signing in to an MCP server with OAuth sends the browser back to `<it>/mcp/oauth/callback`, which the gateway serves on `LUCY_HTTP_ADDR`. Set it for the workers (they put it in the redirect URI) and the gateway alike",
-		Default: "unset: OAuth sign-in is not offered; stored tokens work (see \"Connect your tools\")",
+		Default: "unset: OAuth sign-in is not offered; stored tokens work (see \"Connect your tools\" in [using.md](using.md#connect-your-tools))",
 	},
 	{
 		Names:   []string{"LUCY_SECRETS_KEY"},
@@ -122,7 +122,7 @@ var Docs = []Doc{
 	},
 	{
 		Names:   []string{"LUCY_MCP_CONFIG"},
-		Meaning: "the operator's MCP servers file (`{\"mcpServers\": {…}}`, see \"Connect your tools\"), for every team; when set, it must exist and be valid or the worker does not start",
+		Meaning: "the operator's MCP servers file (`{\"mcpServers\": {…}}`, see \"Connect your tools\" in [using.md](using.md#connect-your-tools)), for every team; when set, it must exist and be valid or the worker does not start",
 		Default: "`LUCY_DATA_DIR/mcp.json` (missing: no servers)",
 	},
 	{
@@ -148,7 +148,7 @@ var Docs = []Doc{
 	},
 	{
 		Names:   []string{"LUCY_MEMORY_TOKENS"},
-		Meaning: "budget of the team memory block in each run's system prompt, in tokens (about 4 characters each), 200 to 20,000 (see \"What Lucy remembers\")",
+		Meaning: "budget of the team memory block in each run's system prompt, in tokens (about 4 characters each), 200 to 20,000 (see \"What Lucy remembers\" in [using.md](using.md#what-lucy-remembers))",
 		Default: "`1500`",
 	},
 	{
@@ -203,22 +203,22 @@ var Docs = []Doc{
 	},
 	{
 		Names:   []string{"LUCY_EMAIL_POLL_INTERVAL"},
-		Meaning: "how often each connected mailbox with a channel is checked for new mail (`10s`–`1h`; see \"Email\")",
+		Meaning: "how often each connected mailbox with a channel is checked for new mail (`10s`–`1h`; see \"Email\" in [using.md](using.md#email-a-teams-mailbox-over-imap-and-smtp))",
 		Default: "`1m`",
 	},
 	{
 		Names:   []string{"LUCY_MAIL_CA_FILE"},
-		Meaning: "a PEM file of CA certificates trusted, besides the system's, for connected mailboxes' IMAP and SMTP servers (a mail server with a private certificate); checked at start. Go's `SSL_CERT_FILE` / `SSL_CERT_DIR` replace the system's roots for every connection instead (see \"Email\")",
+		Meaning: "a PEM file of CA certificates trusted, besides the system's, for connected mailboxes' IMAP and SMTP servers (a mail server with a private certificate); checked at start. Go's `SSL_CERT_FILE` / `SSL_CERT_DIR` replace the system's roots for every connection instead (see \"Email\" in [using.md](using.md#email-a-teams-mailbox-over-imap-and-smtp))",
 		Default: "none",
 	},
 	{
 		Names:   []string{"LUCY_OPENAPI_MAX_DOCUMENT_MB"},
-		Meaning: "the largest OpenAPI document a custom integration is read from, in MiB (1–256); a JSON document is streamed and only its chosen part kept, so this bounds the download (see \"Connect your tools\")",
+		Meaning: "the largest OpenAPI document a custom integration is read from, in MiB (1–256); a JSON document is streamed and only its chosen part kept, so this bounds the download (see \"Connect your tools\" in [using.md](using.md#connect-your-tools))",
 		Default: "`32`",
 	},
 	{
 		Names:   []string{"LUCY_OPENAPI_MAX_OPERATIONS"},
-		Meaning: "how many operations of one OpenAPI service (a custom integration) become tools (1–100); a larger API is connected in the parts the request names (see \"Connect your tools\")",
+		Meaning: "how many operations of one OpenAPI service (a custom integration) become tools (1–100); a larger API is connected in the parts the request names (see \"Connect your tools\" in [using.md](using.md#connect-your-tools))",
 		Default: "`30`",
 	},
 	{
@@ -228,7 +228,7 @@ var Docs = []Doc{
 	},
 	{
 		Names:   []string{"LUCY_SCRIPT_TIMEOUT", "LUCY_SCRIPT_MEMORY_MB"},
-		Meaning: "limits of one `lucy_run_script` (wall and CPU time, 1s–5m; memory, 64–16384 MB); see \"What lucy_run_script can and cannot do\"",
+		Meaning: "limits of one `lucy_run_script` (wall and CPU time, 1s–5m; memory, 64–16384 MB); see \"What lucy_run_script can and cannot do\" in [using.md](using.md#what-lucy_run_script-can-and-cannot-do)",
 		Default: "`10s`, `512`",
 	},
 	{
@@ -249,7 +249,7 @@ var Docs = []Doc{
 	},
 	{
 		Names:   []string{"LUCY_ALLOWED_PRIVATE_HOSTS"},
-		Meaning: "internal hosts that `lucy_web_fetch`, `lucy_browse` (every request of the page), monitors, connected MCP servers, OpenAPI services and mail servers (the only hosts a mailbox may reach without TLS) may reach although their addresses are private, loopback, link-local or reserved: comma-separated host names (`wiki.internal`), host:port (`jira.corp:443`, `10.0.0.5:8443`, `[fd00::1]:8080`), IPs and CIDRs (`10.20.0.0/16`, `fd00::/8`). Cloud metadata addresses need an entry naming them exactly. See \"What lucy_web_fetch can reach\"",
+		Meaning: "internal hosts that `lucy_web_fetch`, `lucy_browse` (every request of the page), monitors, connected MCP servers, OpenAPI services and mail servers (the only hosts a mailbox may reach without TLS) may reach although their addresses are private, loopback, link-local or reserved: comma-separated host names (`wiki.internal`), host:port (`jira.corp:443`, `10.0.0.5:8443`, `[fd00::1]:8080`), IPs and CIDRs (`10.20.0.0/16`, `fd00::/8`). Cloud metadata addresses need an entry naming them exactly. See \"What lucy_web_fetch can reach\" in [using.md](using.md#what-lucy_web_fetch-can-reach)",
 		Default: "unset: public addresses only",
 	},
 	{
