@@ -186,7 +186,7 @@ func toSaid(in []Said) []memory.Said {
 	return out
 }
 
-// Slack history pre-flight (README, "What Lucy remembers"). A request that refers to an earlier conversation ("what did we decide about
+// Slack history pre-flight (docs/using.md, "What Lucy remembers"). A request that refers to an earlier conversation ("what did we decide about
 // the pricing?", "like last week") gets the best hits of a Slack search for its key words in the
 // memory block, before the first model call. The search is the lucy_search_slack_history tool run for
 // the requester, so it sees only what that person may see (docs/security.md). Its hits are people's

@@ -206,7 +206,7 @@ func firingsDone(t *testing.T, s *stack) int {
 	return n
 }
 
-// A job made by an operator with the Temporal client (as the README's CLI recipe does, JSON input),
+// A job made by an operator with the Temporal client (as docs/using.md's CLI recipe does, JSON input),
 // "what are you working on?" and "cancel that" in its thread reach the firing's run.
 func TestOperatorJobAndCancelInItsThread(t *testing.T) {
 	hold := make(chan struct{})

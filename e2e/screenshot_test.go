@@ -15,7 +15,7 @@ import (
 
 // screenshot, when set, makes TestTimelineEndToEnd render the thread the local Slack holds while
 // the answer streams below its steps into a PNG at this path (with Debian's chromium), for the
-// README: go test ./e2e/ -run TestTimelineEndToEnd -args -screenshot=$PWD/docs/img/streamed-answer.png
+// docs/using.md: go test ./e2e/ -run TestTimelineEndToEnd -args -screenshot=$PWD/docs/img/streamed-answer.png
 var screenshot = flag.String("screenshot", "", "write a PNG of the streamed answer with its steps to this path")
 
 // threadHTML renders a thread of the local Slack as a small static page: each message with its

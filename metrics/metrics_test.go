@@ -20,7 +20,7 @@ func scrape(t *testing.T, m *Metrics) string {
 }
 
 // What workflows count through the SDK's handler reaches the same Prometheus registry as Lucy's
-// direct collectors, under the names the README documents.
+// direct collectors, under the names docs/operating.md documents.
 func TestTemporalHandlerAndCollectorsShareTheRegistry(t *testing.T) {
 	m := New("v1.2.3", zerolog.Nop())
 	defer m.Close()

@@ -40,7 +40,7 @@ const (
 const MaxInstructionChars = 4000
 
 // JobSpec is the input of every firing of a recurring job (the schedule action's one argument). An
-// operator who makes a job with the Temporal CLI or the Web UI writes it as JSON (README "Recurring
+// operator who makes a job with the Temporal CLI or the Web UI writes it as JSON (docs/using.md, "Recurring
 // jobs"): {"team":"T…","channel":"C…","creator":"U…","instruction":"…","name":"…"}.
 type JobSpec struct {
 	Team string `json:"team"`
@@ -69,7 +69,7 @@ func (j JobSpec) Validate() error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("the job's input lacks %s: a scheduled_job takes {\"team\",\"channel\",\"creator\",\"instruction\"} (README: Recurring jobs)", strings.Join(missing, ", "))
+		return fmt.Errorf("the job's input lacks %s: a scheduled_job takes {\"team\",\"channel\",\"creator\",\"instruction\"} (docs/using.md: Recurring jobs)", strings.Join(missing, ", "))
 	}
 	if len(j.Instruction) > MaxInstructionChars*4 {
 		return fmt.Errorf("the job's instruction is %d bytes; keep it under %d characters", len(j.Instruction), MaxInstructionChars)

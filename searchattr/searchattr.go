@@ -49,7 +49,7 @@ var (
 	Feedback = temporal.NewSearchAttributeKeyKeyword("LucyFeedback")
 )
 
-// All are every attribute Lucy sets, in the order the README lists them.
+// All are every attribute Lucy sets, in the order docs/operating.md lists them.
 var All = []temporal.SearchAttributeKeyKeyword{Workspace, Channel, User, Intent, Tier, Outcome, Feedback}
 
 // want is All as the operator service spells it.

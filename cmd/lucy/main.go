@@ -38,7 +38,7 @@ Usage:
   lucy memory    export or delete a team's notes (lucy memory help)
   lucy version   print the version
 
-Configuration is read from the environment; see README.md.
+Configuration is read from the environment; see docs/operating.md.
 `
 
 // run maps a command line to an exit code; errors are one actionable line, never a stack trace.

@@ -133,6 +133,6 @@ func webUIBrowser(t *testing.T) string {
 
 const chromiumPath = "/usr/bin/chromium"
 
-// screenshots makes TestWebUIResumesAParkedRun keep its screenshots in docs/img for the README:
+// screenshots makes TestWebUIResumesAParkedRun keep its screenshots in docs/img for docs/operating.md:
 // go test ./cmd/lucy -run TestWebUIResumesAParkedRun -screenshots
 var screenshots = flag.Bool("screenshots", false, "write the Web UI test's screenshots to docs/img")

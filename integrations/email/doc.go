@@ -16,5 +16,6 @@
 // of one call (a retried activity, a resumed or reset run) composes the same message; before it
 // sends, an attempt looks for that Message-ID in the Sent folder, where every send saves its copy
 // after the SMTP server accepted it. What remains is the window between the server's acceptance
-// and the saved copy: a crash there, and a later attempt sends again (see the README).
+// and the saved copy: a crash there, and a later attempt sends again (see docs/using.md, "Sending is at
+// most once").
 package email

@@ -135,7 +135,7 @@ func LoadFile(path string, required bool) ([]Server, error) {
 	case errors.Is(err, fs.ErrNotExist) && !required:
 		return nil, nil
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("LUCY_MCP_CONFIG: %s does not exist: create it (see \"Connect your tools\" in the README) or unset LUCY_MCP_CONFIG", path)
+		return nil, fmt.Errorf("LUCY_MCP_CONFIG: %s does not exist: create it (see \"Connect your tools\" in docs/using.md) or unset LUCY_MCP_CONFIG", path)
 	case err != nil:
 		return nil, fmt.Errorf("LUCY_MCP_CONFIG: cannot read %s: %w", path, err)
 	}
