@@ -9,7 +9,9 @@ import (
 // fixedVariables are the environment variables Load reads, apart from the per-tier ones
 // (tierVariables). Load reads through guard, which refuses any name missing here, so this list and
 // Load cannot drift apart: deploy files are checked against Variables (package deploy's tests), and
-// a variable added to Load without being listed fails every test that loads a configuration.
+// a variable added to Load without being listed fails every test that loads a configuration. Each
+// listed variable has its meaning and default in a row of Docs (docs.go), the configuration table
+// of docs/operating.md (TestDocsCoverVariables, TestConfigurationTable).
 var fixedVariables = []string{
 	// Temporal
 	// (Temporal's standard client configuration is temporalVariables, added by Variables; these

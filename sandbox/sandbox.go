@@ -48,7 +48,8 @@ type Limits struct {
 	MaxFilesWritten int `json:"maxFilesWritten"`
 }
 
-// DefaultLimits are what a script gets unless configured (LUCY_SCRIPT_* in docs/operating.md's configuration table).
+// DefaultLimits are what a script gets unless configured (LUCY_SCRIPT_* in docs/operating.md's
+// configuration table).
 var DefaultLimits = Limits{
 	Wall: 10 * time.Second, CPU: 5 * time.Second, MemoryBytes: 512 << 20, OutputBytes: 64 << 10,
 	MaxFileBytes: 1 << 20, MaxFilesWritten: 20,
