@@ -256,15 +256,10 @@ func (s *Server) viewsOpen(c *call) (reply, *apiError) {
 	case s.now().Sub(tr.issued) > TriggerLifetime:
 		return nil, errCode("expired_trigger_id")
 	}
-	raw := c.p.Get("view")
-	if aerr := checkModal(raw); aerr != nil {
+	raw, view, aerr := modalOf(c)
+	if aerr != nil {
 		return nil, aerr
 	}
-	var view struct {
-		PrivateMetadata string `json:"private_metadata"`
-		CallbackID      string `json:"callback_id"`
-	}
-	_ = json.Unmarshal([]byte(raw), &view)
 	tr.used = true
 	s.viewSeq++
 	v := View{
@@ -274,6 +269,20 @@ func (s *Server) viewsOpen(c *call) (reply, *apiError) {
 	s.views = append(s.views, v)
 	s.bump()
 	return reply{"view": s.viewReply(v)}, nil
+}
+
+// modalOf is the call's view argument, checked as a modal (checkModal), with the fields the fake
+// keeps of it: views.open and views.update take the same view.
+func modalOf(c *call) (raw string, view struct {
+	PrivateMetadata string `json:"private_metadata"`
+	CallbackID      string `json:"callback_id"`
+}, aerr *apiError) {
+	raw = c.p.Get("view")
+	if aerr = checkModal(raw); aerr != nil {
+		return raw, view, aerr
+	}
+	_ = json.Unmarshal([]byte(raw), &view)
+	return raw, view, nil
 }
 
 // viewsUpdate is views.update: the open view named by view_id gets a new content, checked as
@@ -295,15 +304,10 @@ func (s *Server) viewsUpdate(c *call) (reply, *apiError) {
 	if h := c.p.Get("hash"); h != "" && h != v.Hash {
 		return nil, errCode("hash_conflict")
 	}
-	raw := c.p.Get("view")
-	if aerr := checkModal(raw); aerr != nil {
+	raw, view, aerr := modalOf(c)
+	if aerr != nil {
 		return nil, aerr
 	}
-	var view struct {
-		PrivateMetadata string `json:"private_metadata"`
-		CallbackID      string `json:"callback_id"`
-	}
-	_ = json.Unmarshal([]byte(raw), &view)
 	s.viewSeq++
 	v.JSON, v.PrivateMetadata, v.CallbackID = json.RawMessage(raw), view.PrivateMetadata, view.CallbackID
 	v.Hash = fmt.Sprintf("%d.local%04d", s.lastTS/1e6, s.viewSeq)
