@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -20,6 +21,18 @@ var mrkdwnEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 func TextHash(s string) string {
 	h := sha256.New()
 	io.WriteString(h, s)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// PartsHash is the Guard of a prompt made of several parts (its summary, details and what else
+// decides what the approved call does): each part hashed with its length before it, so that no two
+// different lists of parts hash alike.
+func PartsHash(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		io.WriteString(h, strconv.Itoa(len(p))+":")
+		io.WriteString(h, p)
+	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil))
 }
 

@@ -2,8 +2,6 @@ package email
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -25,13 +23,9 @@ import (
 // operator's "retry" of an interrupted call): it goes on as approved.
 
 // approvalGuard fingerprints a prompt: its summary and details, and what else decides what the
-// approved call does (binds), each with its length so that no two prompts hash alike.
+// approved call does (binds).
 func approvalGuard(summary, details string, binds ...string) string {
-	h := sha256.New()
-	for _, f := range append([]string{summary, details}, binds...) {
-		h.Write([]byte(strconv.Itoa(len(f)) + ":" + f))
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return tools.PartsHash(append([]string{summary, details}, binds...)...)
 }
 
 // askFirst holds a call that is not approved yet, or whose approval was for another prompt: the

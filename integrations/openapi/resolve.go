@@ -2,8 +2,6 @@ package openapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -662,12 +660,7 @@ func (p plan) guard(summary, details string) string {
 	rec := p.rec
 	rec.AddedBy, rec.SharedBy = "", ""
 	data, _ := json.Marshal(rec)
-	h := sha256.New()
-	for _, part := range [][]byte{[]byte(summary), []byte(details), data} {
-		fmt.Fprintf(h, "%d:", len(part))
-		h.Write(part)
-	}
-	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return tools.PartsHash(summary, details, string(data))
 }
 
 // resolvedText reports a connected service: its tools, and what the person must do about its key.
