@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -387,13 +388,15 @@ func sameJSON(text string, data []byte) bool {
 		return false
 	}
 	b, ok := decodeJSON(data)
-	return ok && equalJSON(a, b)
+	return ok && reflect.DeepEqual(a, b)
 }
 
-// decodeJSON decodes one JSON value, numbers kept as written, and nothing after it.
+// decodeJSON decodes one JSON value, and nothing after it. Numbers become float64s, as RFC 8785's
+// canonical form reads them (IEEE 754 doubles: 1, 1.0 and 1e0 are one number) and as the go-sdk
+// decodes structuredContent already, so two decoded values are the same JSON value exactly when
+// reflect.DeepEqual says so (objects compare whatever their key order).
 func decodeJSON(data []byte) (any, bool) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
 	var v any
 	if dec.Decode(&v) != nil {
 		return nil, false
@@ -402,50 +405,6 @@ func decodeJSON(data []byte) (any, bool) {
 		return nil, false
 	}
 	return v, true
-}
-
-// equalJSON compares two decoded JSON values: objects whatever their key order, numbers by value as
-// RFC 8785's canonical form reads them: IEEE 754 doubles, so 1, 1.0 and 1e0 are one number. The
-// go-sdk decodes structuredContent into float64s already, so an integer past 2^53 has lost its last
-// digits on that side and is found equal to its exact spelling in the text, as it should.
-func equalJSON(a, b any) bool {
-	switch x := a.(type) {
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !equalJSON(v, w) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !equalJSON(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case json.Number:
-		y, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		if x == y {
-			return true
-		}
-		p, err1 := strconv.ParseFloat(string(x), 64)
-		q, err2 := strconv.ParseFloat(string(y), 64)
-		return err1 == nil && err2 == nil && p == q
-	}
-	return a == b // string, bool or nil
 }
 
 func orUnknown(mime string) string {
