@@ -153,7 +153,11 @@ func noKeyLeaks(t *testing.T, dc converter.DataConverter, c *codec.Codec) {
 			return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("m1", "mcp__vault__whoami", `{}`)}}
 		}
 		// The answer repeats every tool result, as a model might: whatever a tool let through would
-		// reach Slack here.
+		// reach Slack here. Each on one line: a JSON document on lines of its own is a raw dump that
+		// delivery replaces (output.Sanitize), which would hide a leak rather than show one.
+		for i, r := range results {
+			results[i] = strings.Join(strings.Fields(r), " ")
+		}
 		return fakellm.Reply{Content: "All done. " + strings.Join(results, " | ")}
 	}, dc)
 

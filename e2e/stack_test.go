@@ -439,7 +439,9 @@ func (s *stack) waitFor(what string, timeout time.Duration, cond func() bool) {
 // rewritten into the answer (its metadata key is still "stream").
 func (s *stack) answered(threadTS, want string) bool {
 	for _, m := range s.botMessages(threadTS) {
-		if m.Streaming || (m.Metadata != nil && m.Metadata.EventPayload["key"] == "stream") {
+		// A stopped stream (a reply's, or the run's timeline carrying the reply's text) is a preview
+		// until delivery re-keys it as the answer: the rendered answer may differ from it.
+		if m.Streaming || (m.Metadata != nil && (m.Metadata.EventPayload["key"] == "stream" || m.Metadata.EventPayload["key"] == "timeline")) {
 			continue
 		}
 		if strings.Contains(m.Text, want) {
