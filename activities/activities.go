@@ -29,6 +29,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/lucy-agent/lucy/activities/slackstream"
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/metrics"
@@ -86,9 +87,11 @@ type Activities struct {
 	// ModelConcurrency bounds concurrent calls to one model from this worker (0: no bound).
 	ModelConcurrency int
 	modelSlots       modelSlots
-	// streams is this process's budget of Slack's stream calls, by workspace (streambudget.go).
-	streams streamBudgets
-	// Now is the clock of the streams' age (streamRenewAge); nil is time.Now. Tests move it.
+	// streams streams into Slack for this process, with its budget of Slack's stream calls
+	// (slackstream; made at first use: streamer).
+	streams     *slackstream.Streamer
+	streamsOnce sync.Once
+	// Now is the clock of the streams' age (slackstream.RenewAge); nil is time.Now. Tests move it.
 	Now func() time.Time
 	// ContextWindow overrides the model's context window in tokens (LUCY_CONTEXT_WINDOW); 0 = known per model.
 	ContextWindow int
@@ -128,7 +131,7 @@ type Activities struct {
 	approverAccess     *slackaccess.Access
 	approverAccessOnce sync.Once
 	legacyKnowledge    sync.Map // team -> true once its old knowledge folder was checked (warnLegacyKnowledge)
-	resetRuns          sync.Map // run ID -> whether it is a reset run (resetRun)
+	resetRuns          sync.Map // run ID -> whether it is a reset run (resetRun, mayRepeat)
 	resetRunsSize      atomic.Int64
 }
 

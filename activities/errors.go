@@ -12,6 +12,8 @@ import (
 
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/lucy-agent/lucy/activities/slackstream"
 )
 
 // Error types the activities return (temporal.ApplicationError.Type). Workflows compare against
@@ -256,9 +258,8 @@ func scrubTokens(s string) string { return tokenPattern.ReplaceAllString(s, "xox
 // slackErrorCode returns the Slack error code an error carries ("" if none): from a slack-go error or
 // from an application error made by slackError.
 func slackErrorCode(err error) string {
-	var se slack.SlackErrorResponse
-	if errors.As(err, &se) {
-		return se.Err
+	if code := slackstream.ErrorCode(err); code != "" {
+		return code
 	}
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.HasDetails() {

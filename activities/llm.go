@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/lucy-agent/lucy/activities/slackstream"
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/tools"
 )
@@ -67,7 +67,7 @@ type CallModelInput struct {
 	// registry row); a model that rejects a setting does not get it.
 	MaxTokens   int64    `json:"maxTokens,omitempty"`
 	Temperature *float64 `json:"temperature,omitempty"`
-	// Stream, when set, shows a text reply in that thread as the model writes it (stream.go).
+	// Stream, when set, shows a text reply in that thread as the model writes it (slackstream).
 	Stream *StreamTarget `json:"stream,omitempty"`
 }
 
@@ -139,91 +139,87 @@ func providerExtras(log zerolog.Logger, msg openai.ChatCompletionMessage) (reaso
 	return reasoning, calls
 }
 
-// CallModel calls the model of the given tier with the resolved transcript and tools. The reply is
-// kept within replyBudget once encoded (see fitReply).
+// CallModel calls the model of the given tier with the resolved transcript and tools, top-down:
+// the transcript and the request (modelRequestFor), the call, its text streamed to a sink when the
+// run asked for it (in.Stream: a slackstream.Reply shows it in the thread), and the result
+// (modelReply). The reply is kept within replyBudget once encoded (see fitReply).
 func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelReply, error) {
+	streamer, modelStreams := a.Model.(ChatStreamer)
+	// The Slack side of a streaming call: what earlier attempts left, named in this attempt's
+	// heartbeats (StreamBeat) until it is deleted.
+	stream := a.streamer().Reply(ctx, in.Stream, modelStreams)
 	// Heartbeat from the start, not only around the HTTP call: reading the run's history to resolve
 	// the transcript can take seconds on a long run, and a silence longer than the workflow's
 	// heartbeat timeout (5 s) makes Temporal time the attempt out and repeat the whole call.
-	// A streaming call's heartbeats carry the streams it may leave (StreamBeat): first those of the
-	// previous attempts, until they are deleted.
-	var beat streamBeat
-	var stop func()
-	if in.Stream != nil {
-		prev := previousStreams(ctx)
-		beat.set(prev.Channel, prev.TSs)
-		stop = heartbeatBeat(ctx, &beat)
-		if orphans := a.orphanStreams(ctx, in.Stream); len(orphans) > 0 {
-			prev.Channel = in.Stream.Channel
-			for _, ts := range orphans {
-				if !slices.Contains(prev.TSs, ts) {
-					prev.TSs = append(prev.TSs, ts)
-				}
-			}
-			beat.set(prev.Channel, prev.TSs)
-		}
-	} else {
-		stop = heartbeat(ctx)
-	}
+	stop := heartbeatWith(ctx, stream.Beat())
 	defer stop()
-	if prev := beat.get(); len(prev.TSs) > 0 && a.Slack != nil {
-		if api, ok := a.Slack(in.Stream.Team).(SlackStreamAPI); ok {
-			if err := deleteStreams(ctx, api, prev.Channel, prev.TSs); err != nil {
-				return ModelReply{}, a.slackFail("delete an earlier attempt's stream", in.Stream.Team, prev.Channel, err)
-			}
-			a.Log.Info().Str("channel", prev.Channel).Strs("tss", prev.TSs).Msg("deleted the stream an earlier attempt left")
-			beat.set(prev.Channel, nil)
-			if activity.IsActivity(ctx) {
-				activity.RecordHeartbeat(ctx, beat.get())
-			}
+	defer stream.Close(ctx)
+	if err := stream.Open(ctx); err != nil {
+		var se *slackstream.Error
+		if errors.As(err, &se) {
+			return ModelReply{}, a.slackFail(se.Op, in.Stream.Team, in.Stream.Channel, se.Err)
 		}
+		return ModelReply{}, err
 	}
-	var renewed string
-	var renewedAt time.Time
-	if t := in.Stream; t != nil && t.TS != "" && t.Renew && a.aged(t.Opened) && !a.mayHavePosted(ctx) {
-		// The timeline is near the end of its life on Slack (streamRenewAge): it is stopped, and a
-		// fresh one takes this call's cards and text. A retried call does not renew (it streams no
-		// text into a timeline), and deletes what this attempt started (the heartbeat names it).
-		if _, api, ok := a.canStream(t); ok {
-			cp := *t
-			renewed = t.TS
-			if ts, at, ok := a.renewTimeline(ctx, api, &cp, t.Steps, &beat); ok {
-				renewedAt = at
-				cp.TS, cp.Opened, cp.Steps = ts, at, nil
-			} else {
-				cp.TS, cp.Steps = "", nil // stopped, and no new one now: this reply streams on its own
-			}
-			in.Stream = &cp
-		}
-	}
-	steps := a.sendSteps(ctx, in.Stream)
-	defer steps()
-	res, err := a.newResolver(ctx, needsHistory(in.Transcript, in.System))
+	req, res, err := a.modelRequestFor(ctx, in)
 	if err != nil {
 		return ModelReply{}, err
+	}
+	var comp *openai.ChatCompletion
+	if sink := stream.Sink(); sink != nil {
+		comp, err = a.completeStreaming(ctx, streamer, sink, req)
+	} else {
+		comp, err = a.complete(ctx, req)
+	}
+	model := string(req.Model)
+	a.countModelCall(model, comp, err)
+	if err != nil {
+		return ModelReply{}, err
+	}
+	out, err := a.modelReply(ctx, comp, model, res)
+	if err != nil {
+		return ModelReply{}, err
+	}
+	o := stream.Settle(ctx, len(out.ToolCalls) == 0 && out.Content != "", len(out.ToolCalls) > 0)
+	out.StreamTS, out.StreamUnavailable = o.StreamTS, o.Unavailable
+	out.TimelineTS, out.TimelineOpened, out.TimelineRenewed = o.TimelineTS, o.TimelineOpened, o.TimelineRenewed
+	if res.memo != nil {
+		res.memo.RememberReply(res.wid, res.runID, activity.GetInfo(ctx).ActivityID, out)
+	}
+	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(req.messages)).
+		Int("toolCalls", len(out.ToolCalls)).Int64("promptTokens", out.Usage.Prompt).Msg("model call")
+	return out, nil
+}
+
+// modelRequestFor resolves the call's system prompt and transcript and builds its request: the
+// messages (encoded once, remembered for the run's next call), the tools and the sampling.
+func (a *Activities) modelRequestFor(ctx context.Context, in CallModelInput) (modelRequest, *resolver, error) {
+	res, err := a.newResolver(ctx, needsHistory(in.Transcript, in.System))
+	if err != nil {
+		return modelRequest{}, nil, err
 	}
 	sys, err := res.entries(in.System)
 	if err != nil {
-		return ModelReply{}, err
+		return modelRequest{}, nil, err
 	}
 	msgs, err := res.transcript(in.Transcript, 0)
 	if err != nil {
-		return ModelReply{}, err
+		return modelRequest{}, nil, err
 	}
 	model, err := a.model(in.Tier)
 	if err != nil {
-		return ModelReply{}, err
+		return modelRequest{}, nil, err
 	}
 	// The run's messages are encoded (and so remembered encoded) before the memo keeps them.
 	req := modelRequest{ChatCompletionNewParams: openai.ChatCompletionNewParams{Model: model}}
 	// Each in place: a message keeps its encoding for the next call (Message.wire).
 	wireSys, err := wireMessages(sys)
 	if err != nil {
-		return ModelReply{}, err
+		return modelRequest{}, nil, err
 	}
 	wireMsgs, err := wireMessages(msgs)
 	if err != nil {
-		return ModelReply{}, err
+		return modelRequest{}, nil, err
 	}
 	req.messages = append(wireSys, wireMsgs...)
 	res.remember(ctx, msgs)
@@ -238,30 +234,12 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 		}
 	}
 	a.sample(&req.ChatCompletionNewParams, in.Tier, model, in.MaxTokens, in.Temperature)
-	var comp *openai.ChatCompletion
-	var ss *slackStream
-	settled := false // the stream is the reply's (or gone): until then any failure deletes it
-	defer func() {
-		if ss != nil && !settled {
-			ss.abandon(ctx)
-		}
-	}()
-	if streamer, api, ok := a.canStream(in.Stream); ok && !a.answered(ctx, in.Stream) && (in.Stream.TS == "" || !a.mayHavePosted(ctx)) {
-		// Into the run's timeline (in.Stream.TS) only on a call that cannot repeat an earlier one:
-		// text appended to a stream cannot be taken back, and nothing can say for sure that an
-		// earlier attempt appended none (its heartbeat may never have reached the server: the SDK
-		// throttles heartbeats, and a process killed meanwhile loses the last one). A retried or
-		// reset call leaves the timeline as it is; delivery puts the answer in.
-		ss = &slackStream{api: api, t: in.Stream, beat: &beat, now: time.Now, ts: in.Stream.TS, into: in.Stream.TS != "", before: steps, budget: &a.streams}
-		defer ss.uncount() // a stream kept open (the timeline) is no longer this call's to pace
-		comp, err = a.completeStreaming(ctx, streamer, ss, req)
-	} else {
-		comp, err = a.complete(ctx, req)
-	}
-	a.countModelCall(model, comp, err)
-	if err != nil {
-		return ModelReply{}, err
-	}
+	return req, res, nil
+}
+
+// modelReply is the call's result from the completion: the first choice's text and tool calls,
+// credentials masked, with usage and the provider's extras, within its payload budget (fitReply).
+func (a *Activities) modelReply(ctx context.Context, comp *openai.ChatCompletion, model string, res *resolver) (ModelReply, error) {
 	if len(comp.Choices) == 0 {
 		return ModelReply{}, temporal.NewApplicationError("the model returned no choices", ErrModelEmpty)
 	}
@@ -292,33 +270,6 @@ func (a *Activities) CallModel(ctx context.Context, in CallModelInput) (ModelRep
 	if err := a.fitReply(&out); err != nil {
 		return ModelReply{}, err
 	}
-	if ss != nil {
-		if ss.skipped {
-			a.Log.Info().Str("workspace", in.Stream.Team).Str("channel", in.Stream.Channel).
-				Msg("the workspace's stream budget is spent (Slack's Tier 2) or Slack answered ratelimited: this reply is delivered without streaming")
-		}
-		if ss.unavailable {
-			out.StreamUnavailable = true
-		} else if len(out.ToolCalls) == 0 && out.Content != "" {
-			out.StreamTS = ss.finish(ctx)
-		} else if len(out.ToolCalls) > 0 && ss.narrated {
-			out.TimelineTS, out.TimelineOpened = ss.ts, ss.startedAt
-		}
-		settled = true
-	}
-	if renewed != "" {
-		// The run's timeline is now the renewed one (or none, when none could start), whatever this
-		// reply turned out to be.
-		out.TimelineRenewed = renewed
-		if in.Stream.TS != "" {
-			out.TimelineTS, out.TimelineOpened = in.Stream.TS, renewedAt
-		}
-	}
-	if res.memo != nil {
-		res.memo.RememberReply(res.wid, res.runID, activity.GetInfo(ctx).ActivityID, out)
-	}
-	a.Log.Debug().Str("tier", in.Tier).Str("model", model).Int("messages", len(req.messages)).
-		Int("toolCalls", len(out.ToolCalls)).Int64("promptTokens", out.Usage.Prompt).Msg("model call")
 	return out, nil
 }
 

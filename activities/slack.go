@@ -16,11 +16,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
-	commonpb "go.temporal.io/api/common/v1"
-	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/lucy-agent/lucy/activities/slackstream"
 	"github.com/lucy-agent/lucy/output"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/slackwire"
@@ -236,65 +234,6 @@ func postKey(m slack.Message) (run, key string, ok bool) {
 	return run, key, key != ""
 }
 
-// mayHavePosted reports whether this post may already exist: a later attempt of the activity, any
-// attempt of a run an operator Reset from the Web UI (a reset re-runs the activities after the reset
-// point as attempt 1, under a new run ID), or a local activity. Only then is the thread read before
-// posting: reading it for every post cost a conversations.replies call (Slack's Tier 3 limit) per
-// post of every run. A local activity is always a maybe: it starts again from attempt 1 when its
-// workflow task is retried (a signal or a cancel that arrives while the task runs makes the server
-// refuse the task's completion; a worker dies mid-task), and nothing recorded that it ran. The local
-// steps that post look where it costs no call (OpenRun reads the thread anyway) or only for what
-// is rare (an answer's second part, a scheduled run's answer without a placeholder).
-func (a *Activities) mayHavePosted(ctx context.Context) bool {
-	if !activity.IsActivity(ctx) {
-		return false
-	}
-	return activity.GetInfo(ctx).IsLocalActivity || a.retriedOrReset(ctx)
-}
-
-// retriedOrReset reports whether this activity repeats an earlier attempt of the same activity or
-// belongs to a reset run: mayHavePosted without the local activity's maybe.
-func (a *Activities) retriedOrReset(ctx context.Context) bool {
-	if !activity.IsActivity(ctx) {
-		return false
-	}
-	info := activity.GetInfo(ctx)
-	if info.Attempt > 1 {
-		return true
-	}
-	return a.resetRun(ctx, info.Namespace, info.WorkflowExecution.ID, info.WorkflowExecution.RunID)
-}
-
-// resetRun reports whether the run is the result of a Reset: its first event names another original
-// run. The answer never changes for a run, so each worker asks once per run (a bounded memo). When
-// it cannot tell (no client, Temporal unreachable) it says yes: a lookup too many is cheap, a post
-// too many is not.
-func (a *Activities) resetRun(ctx context.Context, namespace, workflowID, runID string) bool {
-	if v, ok := a.resetRuns.Load(runID); ok {
-		return v.(bool)
-	}
-	if a.Temporal == nil {
-		return true
-	}
-	resp, err := a.Temporal.WorkflowService().GetWorkflowExecutionHistory(ctx, &workflowservice.GetWorkflowExecutionHistoryRequest{
-		Namespace: namespace, Execution: &commonpb.WorkflowExecution{WorkflowId: workflowID, RunId: runID}, MaximumPageSize: 1,
-	})
-	if err != nil || len(resp.GetHistory().GetEvents()) == 0 {
-		return true
-	}
-	started := resp.GetHistory().GetEvents()[0].GetWorkflowExecutionStartedEventAttributes()
-	reset := started == nil || (started.GetOriginalExecutionRunId() != "" && started.GetOriginalExecutionRunId() != runID)
-	if a.resetRunsSize.Add(1) > maxResetMemo { // bound the memo: forget everything now and then
-		a.resetRuns.Clear()
-		a.resetRunsSize.Store(1)
-	}
-	a.resetRuns.Store(runID, reset)
-	return reset
-}
-
-// maxResetMemo bounds resetRun's memo (run IDs are 36 bytes: about a megabyte).
-const maxResetMemo = 20000
-
 // postedAfter is the oldest ts a run's own posts can have: the message that started it, the last
 // part of an agent run's workflow ID (…:run:{n}:{message ts}). Other workflows ("" here) post from
 // the start of their thread or channel.
@@ -385,7 +324,7 @@ func (a *Activities) postParts(ctx context.Context, op, team, channel, threadTS,
 	}
 	api := a.Slack(team)
 	existing := map[string]string{}
-	if a.mayHavePosted(ctx) {
+	if a.mayRepeat(ctx, countLocal) {
 		var err error
 		if existing, err = findOwnPosts(ctx, api, channel, threadTS, run); err != nil {
 			return nil, a.slackFail(op+": look for an earlier attempt's post", team, channel, err)
@@ -432,7 +371,7 @@ func postResult(tss []string) PostResult {
 // PostPlaceholder posts the "thinking" message of a run (in.Text, e.g. "_Thinking…_") in the thread.
 // The run later edits it into progress notes and finally into the answer (DeliverAnswer).
 func (a *Activities) PostPlaceholder(ctx context.Context, in PostInput) (PostResult, error) {
-	if (in.Key != "" && in.Key != placeholderKey) || !a.mayHavePosted(ctx) {
+	if (in.Key != "" && in.Key != placeholderKey) || !a.mayRepeat(ctx, countLocal) {
 		tss, err := a.postParts(ctx, "post placeholder", in.Team, in.Channel, in.ThreadTS, in.RunID, []slackPart{placeholderPart(in)})
 		return postResult(tss), err
 	}
@@ -525,9 +464,9 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (res Po
 		// the placeholder above it goes. Both steps are idempotent (an update, a delete of what is
 		// gone), so a retried or reset delivery ends the same way.
 		target = in.StreamTS
-		// Not mayHavePosted: a local activity that runs again is the same run with the same stream,
-		// which an earlier execution's answer#0 can only be; looking would cost a call per answer.
-		if a.retriedOrReset(ctx) {
+		// Not a local activity's maybe: a local activity that runs again is the same run with the same
+		// stream, which an earlier execution's answer#0 can only be; looking would cost a call per answer.
+		if a.mayRepeat(ctx, ignoreLocal) {
 			// A reset run (or a retry) whose answer is already in the thread: that message stays the
 			// answer, and the new stream goes.
 			existing, err := findOwnPosts(ctx, a.Slack(in.Team), in.Channel, in.ThreadTS, in.RunID)
@@ -578,8 +517,8 @@ func (a *Activities) DeliverAnswer(ctx context.Context, in DeliverInput) (res Po
 		a.Log.Warn().Str("workspace", in.Team).Str("channel", in.Channel).Str("run", in.RunID).
 			Msg("the answer's message was still streaming; stopping it before the edit")
 		if sapi, ok := api.(SlackStreamAPI); ok {
-			if err := a.stopStream(ctx, sapi, in.Team, in.Channel, target); err != nil {
-				return PostResult{}, err
+			if err := a.streamer().Stop(ctx, sapi, in.Team, in.Channel, target); err != nil {
+				return PostResult{}, streamError(err)
 			}
 			err = update()
 		}
@@ -1024,7 +963,7 @@ func threadMessage(m slack.Message, me botIdentity) (ThreadMessage, bool) {
 // the placeholder (thinking, progress, "Stopped."; DeliverAnswer re-keys it when it becomes the
 // answer), approval prompts and progress notes.
 func transientKey(key string) bool {
-	return key == placeholderKey || key == streamKey || strings.HasPrefix(key, approvalPrefix) || strings.HasPrefix(key, "progress")
+	return key == placeholderKey || key == slackstream.StreamKey || strings.HasPrefix(key, approvalPrefix) || strings.HasPrefix(key, "progress")
 }
 
 // discardStreams deletes messages of the run that are not (or no longer) part of its answer:
@@ -1034,14 +973,8 @@ func (a *Activities) discardStreams(ctx context.Context, team, channel string, t
 	if len(tss) == 0 {
 		return nil
 	}
-	api, ok := a.Slack(team).(SlackStreamAPI)
-	if !ok {
-		return nil
-	}
-	for _, ts := range tss {
-		if _, _, err := api.DeleteMessageContext(ctx, channel, ts); err != nil && slackErrorCode(err) != "message_not_found" {
-			return a.slackFail("delete a stream that is not the answer", team, channel, err)
-		}
+	if _, err := a.streamer().Discard(ctx, team, channel, tss); err != nil {
+		return a.slackFail("delete a stream that is not the answer", team, channel, err)
 	}
 	return nil
 }

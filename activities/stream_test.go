@@ -10,6 +10,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/lucy-agent/lucy/activities/slackstream"
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/output"
@@ -92,12 +93,12 @@ func TestCallModelStreamsAnswerInChunks(t *testing.T) {
 			stream = m
 		}
 	}
-	if stream.Text != answer || stream.Streaming || metaKey(stream) != streamKey {
+	if stream.Text != answer || stream.Streaming || metaKey(stream) != slackstream.StreamKey {
 		t.Fatalf("stream message: streaming %v key %q, text equal %v (%d vs %d chars)", stream.Streaming, metaKey(stream), stream.Text == answer, len(stream.Text), len(answer))
 	}
 	deltas := len(answer) / 7
-	if stream.Appends < 3 || stream.Appends > len(answer)/streamBuffer+1 {
-		t.Errorf("%d appends for %d characters in %d deltas: want about one per %d characters", stream.Appends, len(answer), deltas, streamBuffer)
+	if stream.Appends < 3 || stream.Appends > len(answer)/slackstream.Buffer+1 {
+		t.Errorf("%d appends for %d characters in %d deltas: want about one per %d characters", stream.Appends, len(answer), deltas, slackstream.Buffer)
 	}
 	if f.srv.Calls("chat.startStream") != 1 || f.srv.Calls("chat.stopStream") != 1 {
 		t.Errorf("startStream %d, stopStream %d calls", f.srv.Calls("chat.startStream"), f.srv.Calls("chat.stopStream"))
@@ -218,7 +219,7 @@ func TestCallModelKeepsNarrationAsTheTimeline(t *testing.T) {
 		t.Fatalf("reply: streamTS %q timelineTS %q, %d tool calls", reply.StreamTS, reply.TimelineTS, len(reply.ToolCalls))
 	}
 	bots := f.botMessages(root)
-	if len(bots) != 2 || bots[0].TS != ph || bots[1].TS != reply.TimelineTS || !bots[1].Streaming || bots[1].Text != previewText(narration) {
+	if len(bots) != 2 || bots[0].TS != ph || bots[1].TS != reply.TimelineTS || !bots[1].Streaming || bots[1].Text != slackstream.PreviewText(narration) {
 		t.Fatalf("the thread after a narrated tool call: %+v", bots)
 	}
 	var res TimelineResult
@@ -268,8 +269,8 @@ func TestFirstWordsShowSoon(t *testing.T) {
 		defer mu.Unlock()
 		if firstSeen == 0 && m.Streaming && m.Text != "" {
 			firstSeen = time.Since(started)
-			if n := len(m.Text); n >= streamBuffer {
-				t.Errorf("the first text shown was %d characters, want it shown before %d", n, streamBuffer)
+			if n := len(m.Text); n >= slackstream.Buffer {
+				t.Errorf("the first text shown was %d characters, want it shown before %d", n, slackstream.Buffer)
 			}
 		}
 	}
@@ -355,17 +356,6 @@ func TestDeliverDiscardsOtherStreams(t *testing.T) {
 	}
 }
 
-// Special mentions never ping from a stream: the answer's rendering decides that at delivery.
-func TestPreviewNeutralizesMentions(t *testing.T) {
-	if got := previewText("hey <!channel> and <!here>"); strings.Contains(got, "<!") {
-		t.Errorf("previewText = %q", got)
-	}
-	send, keep := cutPending("one two thr", false)
-	if send != "one two " || keep != "thr" {
-		t.Errorf("cut = %q, %q: a word was split", send, keep)
-	}
-}
-
 // A stream whose heartbeat never reached the server (the worker died in that moment) is found all
 // the same when the call is retried: Lucy's message in the thread without her metadata. A stopped
 // stream of an earlier reply of the run (metadata "stream") and the placeholder stay.
@@ -389,7 +379,7 @@ func TestRetriedCallModelDeletesUnnamedStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.api.StopStreamContext(ctx, "C1", earlier, slack.MsgOptionMetadata(postMetadata("run-1", streamKey))); err != nil {
+	if _, _, err := f.api.StopStreamContext(ctx, "C1", earlier, slack.MsgOptionMetadata(postMetadata("run-1", slackstream.StreamKey))); err != nil {
 		t.Fatal(err)
 	}
 	var reply ModelReply

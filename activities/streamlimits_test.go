@@ -10,6 +10,7 @@ import (
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/lucy-agent/lucy/activities/slackstream"
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/output"
@@ -205,35 +206,6 @@ func TestTimelineRateLimited(t *testing.T) {
 	}
 }
 
-// The budget: a method is paused for a workspace after a 429, for its Retry-After, and the append
-// cadence widens with the workspace's open streams.
-func TestStreamBudget(t *testing.T) {
-	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
-	b := &streamBudgets{now: func() time.Time { return now }}
-	if _, ok := b.limited("T1", "chat.appendStream", &slack.RateLimitedError{RetryAfter: 30 * time.Second}); !ok {
-		t.Fatal("a 429 was not taken")
-	}
-	if b.try("T1", "chat.appendStream") {
-		t.Error("an append within the Retry-After")
-	}
-	if !b.try("T2", "chat.appendStream") {
-		t.Error("another workspace was paused too")
-	}
-	now = now.Add(31 * time.Second)
-	if !b.try("T1", "chat.appendStream") {
-		t.Error("no append after the Retry-After")
-	}
-	if got := b.appendInterval("T1"); got != streamInterval {
-		t.Errorf("one stream's interval %s", got)
-	}
-	b.opened("T1")
-	b.opened("T1")
-	b.opened("T1")
-	if got := b.appendInterval("T1"); got <= streamInterval {
-		t.Errorf("three streams' interval %s, want more than one stream's", got)
-	}
-}
-
 // A model call given a timeline near the end of its life on Slack (StreamTarget.Renew, opened 3
 // minutes ago or more) stops it and streams its cards and text into a fresh one, which the reply
 // names; a call whose timeline is young appends to it as before.
@@ -248,7 +220,7 @@ func TestCallModelRenewsAnAgedTimeline(t *testing.T) {
 	if err := f.run(t, f.a.StreamSteps, TimelineInput{Target: target, Renew: true, Tasks: []StepTask{{ID: "c1", Title: "reading #sales history", Status: "in_progress"}}}, &open); err != nil || open.TS == "" || open.Opened.IsZero() {
 		t.Fatalf("open: %+v %v", open, err)
 	}
-	now = now.Add(streamRenewAge)
+	now = now.Add(slackstream.RenewAge)
 	in := streamInput(root)
 	in.Stream.TS, in.Stream.Renew, in.Stream.Opened = open.TS, true, open.Opened
 	in.Stream.Steps = []StepTask{{ID: "c1", Title: "reading #sales history", Status: "complete"}}
@@ -268,8 +240,8 @@ func TestCallModelRenewsAnAgedTimeline(t *testing.T) {
 			fresh = m
 		}
 	}
-	if old.Streaming || fresh.Text != previewText(answer) || len(fresh.Tasks) != 1 || fresh.Tasks[0].Status != "complete" || fresh.RecipientTeam != "T1" {
-		t.Errorf("old streaming %v; fresh: text whole %v, cards %+v, recipient team %q", old.Streaming, fresh.Text == previewText(answer), fresh.Tasks, fresh.RecipientTeam)
+	if old.Streaming || fresh.Text != slackstream.PreviewText(answer) || len(fresh.Tasks) != 1 || fresh.Tasks[0].Status != "complete" || fresh.RecipientTeam != "T1" {
+		t.Errorf("old streaming %v; fresh: text whole %v, cards %+v, recipient team %q", old.Streaming, fresh.Text == slackstream.PreviewText(answer), fresh.Tasks, fresh.RecipientTeam)
 	}
 }
 
@@ -290,10 +262,7 @@ func TestOpenStreamsUncounted(t *testing.T) {
 		if _, err := callModel(t, f.a, in); err != nil {
 			t.Fatal(err)
 		}
-		f.a.streams.mu.Lock()
-		open := f.a.streams.team("T1").open
-		f.a.streams.mu.Unlock()
-		if open != 0 {
+		if open := f.a.streamer().OpenStreams("T1"); open != 0 {
 			t.Errorf("after call %d: %d streams still counted open in the workspace", i+1, open)
 		}
 	}

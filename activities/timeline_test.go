@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lucy-agent/lucy/activities/slackstream"
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/output"
@@ -49,7 +50,7 @@ func TestTimelineThenAnswer(t *testing.T) {
 		t.Fatalf("the answer streamed into %q (%d streams started), want the timeline %s", reply.StreamTS, f.srv.Calls("chat.startStream"), open.TS)
 	}
 	m := f.botMessages(root)[1]
-	if !m.Streaming || m.Text != previewText(answer) {
+	if !m.Streaming || m.Text != slackstream.PreviewText(answer) {
 		t.Fatalf("the timeline after the answer: streaming %v, text %.80q", m.Streaming, m.Text)
 	}
 	if err := f.run(t, f.a.StreamSteps, TimelineInput{Target: target, TS: open.TS, Stop: true}, nil); err != nil {

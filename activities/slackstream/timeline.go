@@ -1,8 +1,8 @@
-package activities
+package slackstream
 
 // The timeline (issue 24): a run's tool steps shown as task cards (task_update chunks) in a streamed
 // message that the run opens at its first tool step; the answer's text is then appended to the same
-// stream by CallModel (StreamTarget.TS), and delivery stops it and turns it into the answer. Every
+// stream by CallModel (Target.TS), and delivery stops it and turns it into the answer. Every
 // call sends every task as it stands, by the task's id: Slack updates a task card in place, so a
 // retried call (or the same state sent twice) shows nothing twice.
 
@@ -12,11 +12,10 @@ import (
 
 	"github.com/slack-go/slack"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/temporal"
 )
 
 // TimelineKey is the metadata key of a stopped timeline before delivery re-keys it.
-const timelineKey = "timeline"
+const TimelineKey = "timeline"
 
 // StepTask is one task card of the timeline: a tool call (its ID), the step's words and its state
 // (pending, in_progress, complete, error).
@@ -27,11 +26,11 @@ type StepTask struct {
 }
 
 // TimelineInput opens the timeline (TS "") or updates it with Tasks; Stop ends the stream (tasks
-// first), with the run's metadata. Renew and Opened: the run renews its timeline (StreamTarget.Renew):
-// an update to a timeline opened streamRenewAge ago or more, or one Slack already closed, stops it
+// first), with the run's metadata. Renew and Opened: the run renews its timeline (Target.Renew):
+// an update to a timeline opened RenewAge ago or more, or one Slack already closed, stops it
 // and opens a fresh one with the tasks.
 type TimelineInput struct {
-	Target StreamTarget
+	Target Target
 	TS     string     `json:",omitempty"`
 	Tasks  []StepTask `json:",omitempty"`
 	Stop   bool       `json:",omitempty"`
@@ -62,59 +61,57 @@ func taskChunks(tasks []StepTask) []slack.StreamChunk {
 	return out
 }
 
-// StreamSteps opens, updates or stops the run's timeline. Opening is idempotent: the ts is in the
-// heartbeat detail as soon as chat.startStream answers, so a retried attempt updates that stream;
-// a stream an attempt left without a heartbeat naming it (orphanStreams) is deleted first.
-func (a *Activities) StreamSteps(ctx context.Context, in TimelineInput) (TimelineResult, error) {
-	if a.Slack == nil {
-		return TimelineResult{Unavailable: true}, nil
-	}
-	api, ok := a.Slack(in.Target.Team).(SlackStreamAPI)
+// Steps opens, updates or stops the run's timeline (the StreamSteps activity). Opening is
+// idempotent: the ts is in the heartbeat detail as soon as chat.startStream answers, so a retried
+// attempt updates that stream; a stream an attempt left without a heartbeat naming it
+// (orphanStreams) is deleted first. A failure the activity must report is an *Error.
+func (s *Streamer) Steps(ctx context.Context, in TimelineInput) (TimelineResult, error) {
+	api, ok := s.api(in.Target.Team)
 	if !ok || in.Target.ThreadTS == "" {
 		return TimelineResult{Unavailable: true}, nil
 	}
 	t := in.Target
 	var resumed time.Time
 	if in.TS == "" {
-		if a.answered(ctx, &t) { // a reset run whose answer is in the thread: no second stream
+		if s.answered(ctx, &t) { // a reset run whose answer is in the thread: no second stream
 			return TimelineResult{Unavailable: true}, nil
 		}
 		if prev := previousStreams(ctx); len(prev.TSs) > 0 {
 			// An earlier attempt opened it: that one goes on, its life counted from now (a little
 			// late, by the retry's delay).
-			in.TS, resumed = prev.TSs[0], a.clock()
-		} else if err := deleteStreams(ctx, api, t.Channel, a.orphanStreams(ctx, &t)); err != nil {
-			return TimelineResult{}, slackError("chat.delete", err)
+			in.TS, resumed = prev.TSs[0], s.clock()
+		} else if err := deleteStreams(ctx, api, t.Channel, s.orphanStreams(ctx, &t)); err != nil {
+			return TimelineResult{}, &Error{Op: "chat.delete", Err: err}
 		}
 	}
 	if in.TS == "" {
-		ts, ok, err := a.startTimeline(ctx, api, &t, in.Tasks, 5*time.Second)
+		ts, ok, err := s.startTimeline(ctx, api, &t, in.Tasks, 5*time.Second)
 		switch {
 		case !ok && err == nil: // the Tier-2 budget or a 429: the next step tries again
 			return TimelineResult{Deferred: true}, nil
-		case err != nil && slackErrorCode(err) != "":
+		case err != nil && ErrorCode(err) != "":
 			// Slack said no (channel_type_not_supported, an old workspace, a policy: ref:chat.startStream).
 			return TimelineResult{Unavailable: true}, nil
 		case err != nil: // no answer: the stream may exist; a retry deletes it (orphanStreams) first
-			return TimelineResult{}, slackError("chat.startStream", err)
+			return TimelineResult{}, &Error{Op: "chat.startStream", Err: err}
 		}
 		if activity.IsActivity(ctx) {
-			activity.RecordHeartbeat(ctx, StreamBeat{Channel: t.Channel, TSs: []string{ts}})
+			activity.RecordHeartbeat(ctx, Beat{Channel: t.Channel, TSs: []string{ts}})
 		}
-		opened := a.clock()
+		opened := s.clock()
 		if !in.Stop {
 			return TimelineResult{TS: ts, Opened: opened}, nil
 		}
 		in.TS, in.Tasks = ts, nil // sent with the start
 	}
 	if in.Stop {
-		opts := []slack.MsgOption{slack.MsgOptionMetadata(postMetadata(t.RunID, timelineKey))}
+		opts := []slack.MsgOption{slack.MsgOptionMetadata(s.Posts.Metadata(t.RunID, TimelineKey))}
 		if len(in.Tasks) > 0 {
 			opts = append(opts, slack.MsgOptionChunks(taskChunks(in.Tasks)...))
 		}
 		// A timeline Slack already closed answers message_not_in_streaming_state: stopped all the
 		// same, and delivery's chat.update finishes it. A 429 is retried after its Retry-After.
-		if err := a.stopStream(ctx, api, t.Team, t.Channel, in.TS, opts...); err != nil {
+		if err := s.Stop(ctx, api, t.Team, t.Channel, in.TS, opts...); err != nil {
 			return TimelineResult{}, err
 		}
 		return TimelineResult{TS: in.TS}, nil
@@ -122,18 +119,18 @@ func (a *Activities) StreamSteps(ctx context.Context, in TimelineInput) (Timelin
 	if len(in.Tasks) == 0 {
 		return TimelineResult{TS: in.TS, Opened: resumed}, nil
 	}
-	if in.Renew && a.aged(in.Opened) {
-		return a.renewSteps(ctx, api, &t, in)
+	if in.Renew && s.aged(in.Opened) {
+		return s.renewSteps(ctx, api, &t, in)
 	}
-	if !a.streams.wait(ctx, t.Team, "chat.appendStream", 2*time.Second) {
+	if !s.budget.wait(ctx, t.Team, "chat.appendStream", 2*time.Second) {
 		return TimelineResult{TS: in.TS, Deferred: true, Opened: resumed}, nil
 	}
 	_, _, err := api.AppendStreamContext(ctx, t.Channel, in.TS, slack.MsgOptionChunks(taskChunks(in.Tasks)...))
-	if _, limited := a.streams.limited(t.Team, "chat.appendStream", err); limited {
+	if _, limited := s.budget.limited(t.Team, "chat.appendStream", err); limited {
 		return TimelineResult{TS: in.TS, Deferred: true, Opened: resumed}, nil
 	}
 	if err != nil {
-		switch code := slackErrorCode(err); code {
+		switch code := ErrorCode(err); code {
 		case "stopped_by_user":
 			// The person stopped it (ref:chat.appendStream): no more cards, the message stays, and
 			// delivery writes the answer into it.
@@ -141,25 +138,25 @@ func (a *Activities) StreamSteps(ctx context.Context, in TimelineInput) (Timelin
 		case "message_not_in_streaming_state", "message_not_found":
 			// Slack closed the timeline (its life ended), or it is gone.
 			if in.Renew {
-				return a.renewSteps(ctx, api, &t, in)
+				return s.renewSteps(ctx, api, &t, in)
 			}
-			return TimelineResult{}, temporal.NewNonRetryableApplicationError("the timeline is gone: "+code, ErrSlackPermanent, err)
+			return TimelineResult{}, &Error{Op: "chat.appendStream", Err: err, Gone: true}
 		}
-		return TimelineResult{}, slackError("chat.appendStream", err)
+		return TimelineResult{}, &Error{Op: "chat.appendStream", Err: err}
 	}
 	return TimelineResult{TS: in.TS, Opened: resumed}, nil
 }
 
 // renewSteps replaces the timeline in.TS by a fresh one that shows in.Tasks. When none can start
 // now, the result has no TS: the run opens one at its next step.
-func (a *Activities) renewSteps(ctx context.Context, api SlackStreamAPI, t *StreamTarget, in TimelineInput) (TimelineResult, error) {
+func (s *Streamer) renewSteps(ctx context.Context, api API, t *Target, in TimelineInput) (TimelineResult, error) {
 	if prev := previousStreams(ctx); len(prev.TSs) > 0 && prev.TSs[0] != in.TS {
 		// An earlier attempt renewed it already (its heartbeat names the new one): that one goes on.
-		return TimelineResult{TS: prev.TSs[0], Renewed: in.TS, Opened: a.clock()}, nil
+		return TimelineResult{TS: prev.TSs[0], Renewed: in.TS, Opened: s.clock()}, nil
 	}
 	cp := *t
 	cp.TS = in.TS
-	ts, opened, ok := a.renewTimeline(ctx, api, &cp, in.Tasks, nil)
+	ts, opened, ok := s.renewTimeline(ctx, api, &cp, in.Tasks, nil)
 	if !ok {
 		return TimelineResult{Renewed: in.TS, Deferred: true}, nil
 	}

@@ -1,4 +1,4 @@
-package activities
+package slackstream
 
 // The rate budget of Slack's stream methods (issue 39). chat.startStream and chat.stopStream are
 // Tier 2 ("20+ per minute"), chat.appendStream Tier 4 ("100+ per minute"), and "rate limits are
@@ -175,8 +175,12 @@ func (b *streamBudgets) closed(team string) {
 // appendInterval is the least time between two appends of one stream: streamInterval alone, or the
 // Tier-4 budget shared by the workspace's open streams of this process, whichever is longer.
 func (b *streamBudgets) appendInterval(team string) time.Duration {
+	return max(streamInterval, time.Duration(b.open(team))*streamRates["chat.appendStream"].every)
+}
+
+// open is how many streams this process has open in the workspace.
+func (b *streamBudgets) open(team string) int {
 	b.mu.Lock()
-	n := b.team(team).open
-	b.mu.Unlock()
-	return max(streamInterval, time.Duration(n)*streamRates["chat.appendStream"].every)
+	defer b.mu.Unlock()
+	return b.team(team).open
 }
