@@ -450,11 +450,7 @@ func (a *Activities) complete(ctx context.Context, req modelRequest) (*openai.Ch
 	if a.Model == nil {
 		return nil, temporal.NewNonRetryableApplicationError("no LLM client configured", ErrConfig, nil)
 	}
-	params, opts, err := req.send()
-	if err != nil {
-		return nil, err
-	}
-	release, err := a.modelSlots.acquire(ctx, string(params.Model), a.ModelConcurrency)
+	params, opts, release, err := a.sendable(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -464,6 +460,20 @@ func (a *Activities) complete(ctx context.Context, req modelRequest) (*openai.Ch
 		return nil, modelError(ctx, err)
 	}
 	return comp, nil
+}
+
+// sendable is the request as openai-go takes it (modelRequest.send), once this worker has a slot
+// for its model (modelSlots); release gives the slot back.
+func (a *Activities) sendable(ctx context.Context, req modelRequest) (openai.ChatCompletionNewParams, []option.RequestOption, func(), error) {
+	params, opts, err := req.send()
+	if err != nil {
+		return params, nil, nil, err
+	}
+	release, err := a.modelSlots.acquire(ctx, string(params.Model), a.ModelConcurrency)
+	if err != nil {
+		return params, nil, nil, err
+	}
+	return params, opts, release, nil
 }
 
 // modelSlots bounds the calls this worker makes at once to each model (LUCY_MODEL_CONCURRENCY).
@@ -511,7 +521,7 @@ func heartbeat(ctx context.Context) (stop func()) {
 }
 
 // heartbeatWith is heartbeat whose every beat carries details() (nil: none), so that no beat
-// replaces the details an attempt recorded with nothing (a stream's ts, heartbeatBeat).
+// replaces the details an attempt recorded with nothing (a stream's ts: slackstream.Reply.Beat).
 func heartbeatWith(ctx context.Context, details func() any) (stop func()) {
 	return heartbeatEvery(ctx, details, beatEvery(ctx))
 }

@@ -76,11 +76,7 @@ type rawFn struct {
 // the provider's extras survive).
 func (a *Activities) completeStreaming(ctx context.Context, model ChatStreamer, sink Sink, req modelRequest) (*openai.ChatCompletion, error) {
 	req.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-	params, opts, err := req.send()
-	if err != nil {
-		return nil, err
-	}
-	release, err := a.modelSlots.acquire(ctx, string(params.Model), a.ModelConcurrency)
+	params, opts, release, err := a.sendable(ctx, req)
 	if err != nil {
 		return nil, err
 	}

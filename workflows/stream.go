@@ -7,7 +7,7 @@ import (
 )
 
 // Streamed answers (issue 24, changeStreamAnswer): the run's model calls show a text reply in the
-// thread as the model writes it (activities/stream.go). The run cannot know which reply is the
+// thread as the model writes it (activities/slackstream). The run cannot know which reply is the
 // answer until the gates have passed, so every streamed reply is remembered, and delivery settles
 // them: the stream of the reply that is the answer becomes the answer (DeliverAnswer rewrites it to
 // the rendered answer and deletes the placeholder), every other stream is deleted. A run that
