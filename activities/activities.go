@@ -5,8 +5,8 @@
 //
 // # Rules
 //
-//   - Inputs and results are plain structs defined here: no slack.* or openai.* types and no secrets
-//     cross into workflow history.
+//   - Inputs and results are plain structs named here (the streams' are slackstream's, aliased in
+//     stream.go): no slack.* or openai.* types and no secrets cross into workflow history.
 //   - Temporal owns retries. Errors that retrying cannot fix are returned as non-retryable
 //     application errors (see errors.go); everything else is retried by the caller's bounded policy.
 //   - Long calls heartbeat, so that a cancelled run reaches them within seconds.
