@@ -2,6 +2,9 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -81,6 +84,28 @@ type Spec struct {
 	// the round trips of a turn). Quick implies Idempotent; Register refuses a Quick tool that is
 	// Destructive or Long.
 	Quick bool
+}
+
+// SchemaDigest fingerprints what a run decides a tool's calls by and what its calls mean: the
+// argument schema (Parameters) and the flags that choose between asking a person, retrying and running
+// once (Idempotent, Destructive, ChecksFirst). The route records it for every tool offered to a run, and
+// each call of the run carries it (Invocation.Schema), so that the Runner refuses a call of a tool that
+// was declared otherwise since it was offered: a run-time source cannot swap a tool's meaning or drop
+// its approval between offer and execution. encoding/json writes map keys sorted, so equal schemas
+// digest alike whatever order a source built them in. s must have its Parameters (Lookup, not Flags).
+func SchemaDigest(s Spec) string {
+	b, err := json.Marshal(struct {
+		Parameters  map[string]any `json:"parameters"`
+		Idempotent  bool           `json:"idempotent"`
+		Destructive bool           `json:"destructive"`
+		ChecksFirst bool           `json:"checksFirst"`
+	}{s.Parameters, s.Idempotent, s.Destructive, s.ChecksFirst})
+	if err != nil {
+		// A schema JSON cannot hold (a NaN): digested by the error, the same at offer and at call.
+		b = []byte("unencodable: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:16]) // 128 bits: no schema made to collide with another
 }
 
 // Schema is a tool as described to the LLM (an OpenAI "function" tool).
