@@ -238,6 +238,22 @@ var scenarios = []struct {
 		s.click(human, value, "lucy_approve")
 		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "Posted the message") })
 	}},
+	// declared-tools: the approval-shows-all post in a run that decides from its route's record
+	// (change ID declared-tools): the route records each tool's words and schema digest, the post is
+	// called unapproved and its activity answers with the prompt (NeedsApproval), and the approved
+	// call carries the prompt's Guard.
+	{"declared-tools", "<@ULUCY> tell #general that the offsite moves to Friday", func(n int, req fakellm.Request) fakellm.Reply {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			return fakellm.Reply{Content: "Done: " + last.Text()}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("p1", "lucy_post_message",
+			`{"channel":"#general","text":"The offsite moves to Friday."}`)}}
+	}, func(s *stack, ts string) {
+		var value string
+		s.waitFor("the approval prompt", 60*time.Second, func() bool { value = s.approvalValue(ts); return value != "" })
+		s.click(human, value, "lucy_approve")
+		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "Posted the message") })
+	}},
 	// run-memory: a person states a fact; after the answer, the run's memory step (change ID
 	// run-memory, the NoteFromRun activity) notes it and posts "Noted: …" in the thread.
 	{"run-memory", "<@ULUCY> remember that Acme's renewal is in March", func(n int, req fakellm.Request) fakellm.Reply {

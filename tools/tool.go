@@ -68,8 +68,10 @@ type Spec struct {
 	// prompt itself: the run calls it unapproved first, and it either refuses at once (a call that
 	// would be refused anyway is never put to a person) or answers with Output.NeedsApproval (the
 	// prompt, from what only the tool can read, and a Guard); approved, it is called again with that
-	// Guard. A run whose Route recorded the tool without it asks from the arguments (Def.Approval)
-	// and calls it approved without a Guard, as before.
+	// Guard. A run whose Route recorded the tool without it (nor its SchemaDigest) asks from the
+	// arguments (Def.Approval) and calls it approved without a Guard, as before. A run whose Route
+	// recorded the digest calls every destructive tool unapproved first: for one without ChecksFirst
+	// the Runner asks in its place, with the tool's declared wording (Runner.Run).
 	ChecksFirst bool
 	// Builtin tools are executed by the workflow itself (run journal, ask_human, delegation); the
 	// Runner refuses them.
@@ -116,8 +118,9 @@ type Schema struct {
 }
 
 // Def declares one compiled-in tool: its spec, its parameters and how its approval prompt reads. It
-// is pure data and pure functions, with no I/O, because workflow code reads it (Lookup,
-// ValidateArgs, ApprovalSummary) and a replay must see exactly what the original run saw.
+// is pure data and pure functions, with no I/O, because workflow code replaying a history recorded
+// before its route carried the tools' digests reads it (Lookup, ValidateArgs, ApprovalSummary), and
+// a replay must see exactly what the original run saw.
 //
 // Parameters are built by a function so that every caller gets its own maps: the declaration is never
 // handed out, and so never modified. They are a slice, in the order the model sees them, so that
