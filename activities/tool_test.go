@@ -84,13 +84,7 @@ func TestCapChars(t *testing.T) {
 func TestExecuteToolNeedsApproval(t *testing.T) {
 	dir := t.TempDir()
 	a := &Activities{Tools: testRunner(t, testDeps{DataDir: dir}), Log: zerolog.Nop()}
-	file := filepath.Join(dir, "workspaces", "T1", "report.md")
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, []byte("the old report\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := teamFile(t, dir, "report.md", "the old report\n")
 	in := ExecuteToolInput{Name: tools.WriteFile, Arguments: `{"path": "report.md", "content": "the new report\n"}`, Team: "T1", CallID: "c1"}
 
 	res, err := executeTool(t, a, in)
@@ -261,13 +255,7 @@ func TestExecuteToolDecidesFromTheRecordedDeclaration(t *testing.T) {
 func TestExecuteToolAsksWithACompiledToolsWording(t *testing.T) {
 	dir := t.TempDir()
 	a := &Activities{Tools: testRunner(t, testDeps{DataDir: dir}), Log: zerolog.Nop()}
-	file := filepath.Join(dir, "workspaces", "T1", "old.csv")
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, []byte("a,b\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := teamFile(t, dir, "old.csv", "a,b\n")
 	s, _ := tools.Lookup(tools.DeleteFile)
 	in := ExecuteToolInput{Name: tools.DeleteFile, Arguments: `{"path":"old.csv"}`, Team: "T1", CallID: "c1", Schema: tools.SchemaDigest(s)}
 	res, err := executeTool(t, a, in)
@@ -287,4 +275,17 @@ func TestExecuteToolAsksWithACompiledToolsWording(t *testing.T) {
 	if _, err := os.Stat(file); !os.IsNotExist(err) {
 		t.Errorf("the approved delete did not happen: %v", err)
 	}
+}
+
+// teamFile writes a file of team T1's workspace under the data dir and returns its path.
+func teamFile(t *testing.T, dir, rel, content string) string {
+	t.Helper()
+	file := filepath.Join(dir, "workspaces", "T1", rel)
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }
