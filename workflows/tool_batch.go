@@ -44,6 +44,9 @@ func (r *run) runTools(ctx workflow.Context, calls []activities.ToolCall) []tmsg
 	futures := make([]workflow.Future, len(calls))
 	ids := make([]string, len(calls))
 	specs := make([]activities.ToolFlags, len(calls))
+	// countOnApproval: calls the tool activity asks for in the workflow's place (changeDeclaredTools),
+	// counted against the outbound cap once approved, as the workflow's own asking counted them.
+	countOnApproval := make([]bool, len(calls))
 	r.batchReply = r.lastReply
 	limit := r.route.MaxToolCalls
 	asked := -1           // the ask_human call of this batch (hardened runs): asked after the others ran
@@ -90,7 +93,11 @@ launch:
 			// unapproved, it refuses at once or asks (NeedsApproval, handled below like any tool's).
 			// Only a Route recorded with the flag (or the digest) comes here: older runs ask from the
 			// arguments with the compiled-in catalogue's wording.
-			r.fetches.count(c.Name)
+			if spec.ChecksFirst {
+				r.fetches.count(c.Name)
+			} else {
+				countOnApproval[i] = true
+			}
 			ids[i] = r.nextID("tool")
 			futures[i] = r.executeTool(ctx, ids[i], spec, c, false, "")
 		case spec.Destructive:
@@ -137,6 +144,9 @@ launch:
 					results[i] = r.inlineResult(c, note, false)
 				}
 				continue
+			}
+			if countOnApproval[i] {
+				r.fetches.count(c.Name)
 			}
 			ids[i] = r.nextID("tool")
 			guard := res.NeedsApproval.Guard
