@@ -131,3 +131,33 @@ func TestSourceToolRedeclaredSinceTheOfferIsRefused(t *testing.T) {
 		t.Errorf("%d model calls, want the call and the answer after the refusal", len(h.modelCalls))
 	}
 }
+
+// Denied, a destructive source tool the activity asked for runs nothing: its one call was the
+// unapproved one, and the model reads that the person said no.
+func TestDeniedSourceToolRunsNothing(t *testing.T) {
+	spec := tools.Spec{Name: "mcp__crm__delete_contact", Description: "Delete a contact.", Destructive: true, Human: "deleting a contact",
+		Parameters: map[string]any{"type": "object", "properties": map[string]any{"id": map[string]any{"type": "string"}}}}
+	var ran int
+	h := declaredRun(t, nil, redeclaring{spec: &spec, ran: &ran})
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		if n == 1 {
+			return calls(toolCall("d1", spec.Name, map[string]any{"id": "42"})), nil
+		}
+		return text("not deleted"), nil
+	}
+	h.env.RegisterDelayedCallback(func() {
+		if len(h.prompts) != 1 || h.prompts[0].Summary != "run mcp__crm__delete_contact (deleting a contact)" {
+			t.Errorf("prompts %+v", h.prompts)
+		}
+		h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: false, User: "U1", Source: "button", Sig: "signed"})
+	}, time.Minute)
+	if _, err := h.runAgent(runInput("delete contact 42")); err != nil {
+		t.Fatal(err)
+	}
+	if ran != 0 || len(h.toolCalls) != 1 || h.toolCalls[0].Approved {
+		t.Fatalf("ran %d, tool calls %+v", ran, h.toolCalls)
+	}
+	if len(h.modelCalls) != 2 || !h.sawInline(1, "declined this action, so it was NOT performed") {
+		t.Errorf("the model was not told of the denial: %v", h.inlineTexts(len(h.modelCalls)-1))
+	}
+}
