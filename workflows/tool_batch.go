@@ -37,8 +37,8 @@ type toolBatch struct {
 // after approval, everything else as parallel activities. A run whose route recorded its tools'
 // declarations (ToolFlags.Schema) decides every call from that record alone: a destructive tool is
 // called unapproved and asks through its activity (NeedsApproval, worded worker-side), so that no
-// tool's approval text is computed in the workflow (changeDeclaredTools). It appends one tool message per call, in
-// call order, and returns them.
+// tool's approval text is computed in the workflow (changeDeclaredTools). It appends one tool
+// message per call, in call order, and returns them.
 func (r *run) runTools(ctx workflow.Context, calls []activities.ToolCall) []tmsg {
 	results := make([]tmsg, len(calls))
 	futures := make([]workflow.Future, len(calls))
