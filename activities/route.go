@@ -93,6 +93,17 @@ type ToolFlags struct {
 	Quick       bool   `json:"quick,omitempty"`
 	// ChecksFirst: the tool checks a call and writes its own approval prompt (tools.Spec.ChecksFirst).
 	ChecksFirst bool `json:"checksFirst,omitempty"`
+	// Human is what the tool does in words, as it declares it (tools.Spec.Human; for a source's tool,
+	// what its source says): the wording of its approval prompt when it has no per-call one, and what
+	// the run tells a person it was doing when the tool was interrupted. Empty in routes recorded
+	// before it.
+	Human string `json:"human,omitempty"`
+	// Schema is the tool's tools.SchemaDigest when it was offered: its argument schema and the flags
+	// above that decide its calls. The run sends it with every call (ExecuteToolInput.Schema), and the
+	// tool activity refuses a call of a tool declared otherwise since. A route that records it is one
+	// the run decides destructive calls from without the compiled-in catalogue: the tool activity
+	// asks for their approval (changeDeclaredTools). Empty in routes recorded before it.
+	Schema string `json:"schema,omitempty"`
 }
 
 // Route classifies a message. It is a zero-cost heuristic today; it is
@@ -195,9 +206,20 @@ func (a *Activities) toolFlags(ctx context.Context, team string, offered []tools
 		}
 		seen[s.Name] = true
 		out = append(out, ToolFlags{Name: s.Name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long, Quick: s.Quick,
-			ChecksFirst: s.ChecksFirst})
+			ChecksFirst: s.ChecksFirst, Human: s.Human, Schema: schemaDigest(s)})
 	}
 	return out
+}
+
+// schemaDigest is the SchemaDigest of an offered tool. A compiled-in tool is offered by its flags
+// (tools.Flags, without the schema): its digest is of its declaration (tools.Lookup).
+func schemaDigest(s tools.Spec) string {
+	if s.Parameters == nil {
+		if full, ok := tools.Lookup(s.Name); ok {
+			s = full
+		}
+	}
+	return tools.SchemaDigest(s)
 }
 
 // IsAdmin reports whether a Slack user is in LUCY_ADMIN_USERS (admins may approve any destructive

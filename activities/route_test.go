@@ -39,7 +39,8 @@ func TestRouteRecordsToolFlagsAndLimit(t *testing.T) {
 			t.Errorf("no flags recorded for %s", name)
 			continue
 		}
-		if got != (ToolFlags{Name: name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long, Quick: s.Quick}) {
+		if got != (ToolFlags{Name: name, Idempotent: s.Idempotent, Destructive: s.Destructive, Builtin: s.Builtin, Long: s.Long, Quick: s.Quick,
+			ChecksFirst: s.ChecksFirst, Human: s.Human, Schema: tools.SchemaDigest(s)}) {
 			t.Errorf("flags of %s = %+v, catalogue says %+v", name, got, s)
 		}
 	}
@@ -81,7 +82,7 @@ func TestRouteRecordsASubAgentsToolsAndTheBuiltins(t *testing.T) {
 // later.
 func TestRouteOffersAndRecordsASourcesTools(t *testing.T) {
 	src := teamSource{team: "T1", tools: []tools.Tool{
-		{Spec: tools.Spec{Name: "mcp__crm__delete_contact", Description: "Delete a contact.", Destructive: true,
+		{Spec: tools.Spec{Name: "mcp__crm__delete_contact", Description: "Delete a contact.", Destructive: true, Human: "deleting a contact in the CRM",
 			Parameters: map[string]any{"type": "object"}}, Run: func(context.Context, tools.Invocation) (tools.Output, error) { return tools.Output{}, nil }},
 		{Spec: tools.Spec{Name: "mcp__crm__find_contact", Description: "Find a contact.", Idempotent: true,
 			Parameters: map[string]any{"type": "object"}}, Run: func(context.Context, tools.Invocation) (tools.Output, error) { return tools.Output{}, nil }},
@@ -101,6 +102,11 @@ func TestRouteOffersAndRecordsASourcesTools(t *testing.T) {
 	}
 	if !flags["mcp__crm__delete_contact"].Destructive || !flags["mcp__crm__find_contact"].Idempotent {
 		t.Errorf("the source's flags were not recorded: %+v", got.Specs)
+	}
+	// Its declaration as offered: the words its source gives it and the digest of its schema, which
+	// the workflow passes with each call (ExecuteToolInput.Schema).
+	if f := flags["mcp__crm__delete_contact"]; f.Human != "deleting a contact in the CRM" || f.Schema != tools.SchemaDigest(src.tools[0].Spec) {
+		t.Errorf("the source tool's declaration was not recorded: %+v", f)
 	}
 	other, err := a.Route(t.Context(), RouteInput{Text: "find Ada", Team: "T2"})
 	if err != nil {

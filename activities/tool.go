@@ -41,6 +41,11 @@ type ExecuteToolInput struct {
 	// the tool re-checks that the file still holds what the person was shown, and asks again
 	// (NeedsApproval, nothing done) if it changed in between. Empty skips that check.
 	Guard string `json:"guard,omitempty"`
+	// Schema is the tool's digest as the run's route recorded it (ToolFlags.Schema). Set, the tool is
+	// not run when it is declared otherwise now (an error result says why), and a destructive tool
+	// that does not check first asks for approval itself (tools.Invocation.Schema). Empty in calls
+	// recorded before it.
+	Schema string `json:"schema,omitempty"`
 	// AllowedMentions are the special mentions the requester's message asked for
 	// (output.RequestedMentions): the only ones a tool that posts to Slack lets through.
 	AllowedMentions []string `json:"allowedMentions,omitempty"`
@@ -92,8 +97,8 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 	out, err := a.Tools.Run(ctx, tools.Invocation{
 		Name: in.Name, Arguments: args, Team: in.Team, Channel: in.Channel, ThreadTS: in.ThreadTS,
 		User: in.User, RunID: in.RunID, CallID: in.CallID, Approved: in.Approved, Guard: in.Guard,
-		AllowedMentions: in.AllowedMentions,
-		Seen:            a.seenFunc(ctx, &historyErr),
+		Schema: in.Schema, AllowedMentions: in.AllowedMentions,
+		Seen: a.seenFunc(ctx, &historyErr),
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -1,10 +1,12 @@
 package activities
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,13 +84,7 @@ func TestCapChars(t *testing.T) {
 func TestExecuteToolNeedsApproval(t *testing.T) {
 	dir := t.TempDir()
 	a := &Activities{Tools: testRunner(t, testDeps{DataDir: dir}), Log: zerolog.Nop()}
-	file := filepath.Join(dir, "workspaces", "T1", "report.md")
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(file, []byte("the old report\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := teamFile(t, dir, "report.md", "the old report\n")
 	in := ExecuteToolInput{Name: tools.WriteFile, Arguments: `{"path": "report.md", "content": "the new report\n"}`, Team: "T1", CallID: "c1"}
 
 	res, err := executeTool(t, a, in)
@@ -179,4 +175,117 @@ func TestExecuteToolArgumentsByReference(t *testing.T) {
 			t.Fatalf("err %v, want a non-retryable %s", err, ErrTranscriptRef)
 		}
 	})
+}
+
+// changingSource is a run-time source whose one destructive tool can be redeclared between the
+// route and the call (a server that changed its tool list); its handler counts the calls it ran.
+type changingSource struct {
+	spec *tools.Spec
+	ran  *int
+}
+
+func (s changingSource) Tools(context.Context, string) ([]tools.Tool, error) {
+	return []tools.Tool{{Spec: *s.spec, Run: func(_ context.Context, inv tools.Invocation) (tools.Output, error) {
+		*s.ran++
+		return tools.Output{Content: "deleted " + inv.Arguments}, nil
+	}}}, nil
+}
+
+// A run that recorded its tools' declarations sends each call with the tool's digest: a destructive
+// source tool is held and asks with the wording its source declares (its Human, its arguments), the
+// approved call with that Guard runs it, and a call of a tool whose schema changed since the route
+// is refused with an error result, nothing run.
+func TestExecuteToolDecidesFromTheRecordedDeclaration(t *testing.T) {
+	spec := tools.Spec{Name: "lucy_custom_crm_delete_contact", Description: "Delete a contact.", Destructive: true, Long: true,
+		Human: "deleting a contact in the CRM", Parameters: map[string]any{"type": "object",
+			"properties": map[string]any{"id": map[string]any{"type": "string"}}, "required": []any{"id"}}}
+	var ran int
+	a := &Activities{Tools: testRunner(t, testDeps{DataDir: t.TempDir()}, changingSource{spec: &spec, ran: &ran}), Log: zerolog.Nop()}
+	route, err := a.Route(t.Context(), RouteInput{Text: "delete contact 42", Team: "T1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(route.Specs, func(f ToolFlags) bool { return f.Name == spec.Name })
+	if i < 0 || route.Specs[i].Schema == "" || route.Specs[i].Human != spec.Human {
+		t.Fatalf("the route did not record the source tool's declaration: %+v", route.Specs)
+	}
+	in := ExecuteToolInput{Name: spec.Name, Arguments: `{"id": "42"}`, Team: "T1", CallID: "c1", Schema: route.Specs[i].Schema}
+
+	res, err := executeTool(t, a, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := res.NeedsApproval
+	if need == nil || need.Summary != "run lucy_custom_crm_delete_contact (deleting a contact in the CRM)" ||
+		!strings.Contains(need.Details, `"id": "42"`) || !strings.HasPrefix(need.Guard, "sha256:") {
+		t.Fatalf("unapproved call: %+v, need %+v", res, need)
+	}
+	if ran != 0 || res.IsError {
+		t.Fatalf("the unapproved call ran (%d) or failed: %+v", ran, res)
+	}
+
+	// Approved for another prompt (another call's Guard), it asks again; approved for this one, it runs.
+	in.Approved, in.Guard = true, "sha256:another"
+	if res, err = executeTool(t, a, in); err != nil || res.NeedsApproval == nil || ran != 0 {
+		t.Fatalf("approved for another prompt: %+v, %v, ran %d", res, err, ran)
+	}
+	in.Guard = need.Guard
+	if res, err = executeTool(t, a, in); err != nil || res.NeedsApproval != nil || res.IsError || ran != 1 {
+		t.Fatalf("approved call: %+v, %v, ran %d", res, err, ran)
+	}
+
+	// The source now declares the tool with other arguments: the run's call is refused, nothing run.
+	spec.Parameters = map[string]any{"type": "object", "properties": map[string]any{"query": map[string]any{"type": "string"}}}
+	res, err = executeTool(t, a, in)
+	if err != nil || !res.IsError || res.NeedsApproval != nil || ran != 1 ||
+		!strings.Contains(res.Content, "lucy_custom_crm_delete_contact was not run: it is declared differently now") {
+		t.Fatalf("call of a redeclared tool: %+v, %v, ran %d", res, err, ran)
+	}
+	// And one that drops its approval (no longer destructive) is refused too, not run unasked.
+	spec.Parameters, spec.Destructive = map[string]any{"type": "object",
+		"properties": map[string]any{"id": map[string]any{"type": "string"}}, "required": []any{"id"}}, false
+	in.Approved, in.Guard = false, ""
+	if res, err = executeTool(t, a, in); err != nil || !res.IsError || ran != 1 {
+		t.Fatalf("call of a tool no longer destructive: %+v, %v, ran %d", res, err, ran)
+	}
+}
+
+// A compiled-in destructive tool asks through its call with its own per-call wording
+// (tools.Def.Approval), computed by the worker: lucy_delete_file names the file.
+func TestExecuteToolAsksWithACompiledToolsWording(t *testing.T) {
+	dir := t.TempDir()
+	a := &Activities{Tools: testRunner(t, testDeps{DataDir: dir}), Log: zerolog.Nop()}
+	file := teamFile(t, dir, "old.csv", "a,b\n")
+	s, _ := tools.Lookup(tools.DeleteFile)
+	in := ExecuteToolInput{Name: tools.DeleteFile, Arguments: `{"path":"old.csv"}`, Team: "T1", CallID: "c1", Schema: tools.SchemaDigest(s)}
+	res, err := executeTool(t, a, in)
+	if err != nil || res.NeedsApproval == nil {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if summary, details := tools.ApprovalSummary(tools.DeleteFile, in.Arguments); res.NeedsApproval.Summary != summary || res.NeedsApproval.Details != details {
+		t.Errorf("prompt %+v, want the tool's own %q / %q", res.NeedsApproval, summary, details)
+	}
+	if _, err := os.Stat(file); err != nil {
+		t.Fatalf("the file went before approval: %v", err)
+	}
+	in.Approved, in.Guard = true, res.NeedsApproval.Guard
+	if res, err = executeTool(t, a, in); err != nil || res.IsError || res.NeedsApproval != nil {
+		t.Fatalf("approved: %+v, %v", res, err)
+	}
+	if _, err := os.Stat(file); !os.IsNotExist(err) {
+		t.Errorf("the approved delete did not happen: %v", err)
+	}
+}
+
+// teamFile writes a file of team T1's workspace under the data dir and returns its path.
+func teamFile(t *testing.T, dir, rel, content string) string {
+	t.Helper()
+	file := filepath.Join(dir, "workspaces", "T1", rel)
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

@@ -226,18 +226,14 @@ var scenarios = []struct {
 	}},
 	// approval-shows-all: a post the requester approves; its fingerprint covers the exact text
 	// shown (change ID approval-shows-all).
-	{"approval-shows-all", "<@ULUCY> tell #general that standup moves to 10:30", func(n int, req fakellm.Request) fakellm.Reply {
-		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
-			return fakellm.Reply{Content: "Done: " + last.Text()}
-		}
-		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("p1", "lucy_post_message",
-			`{"channel":"#general","text":"Standup moves to 10:30 from tomorrow."}`)}}
-	}, func(s *stack, ts string) {
-		var value string
-		s.waitFor("the approval prompt", 60*time.Second, func() bool { value = s.approvalValue(ts); return value != "" })
-		s.click(human, value, "lucy_approve")
-		s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "Posted the message") })
-	}},
+	{"approval-shows-all", "<@ULUCY> tell #general that standup moves to 10:30",
+		postInGeneral(`{"channel":"#general","text":"Standup moves to 10:30 from tomorrow."}`), approvePost},
+	// declared-tools: the approval-shows-all post in a run that decides from its route's record
+	// (change ID declared-tools): the route records each tool's words and schema digest, the post is
+	// called unapproved and its activity answers with the prompt (NeedsApproval), and the approved
+	// call carries the prompt's Guard.
+	{"declared-tools", "<@ULUCY> tell #general that the offsite moves to Friday",
+		postInGeneral(`{"channel":"#general","text":"The offsite moves to Friday."}`), approvePost},
 	// run-memory: a person states a fact; after the answer, the run's memory step (change ID
 	// run-memory, the NoteFromRun activity) notes it and posts "Noted: …" in the thread.
 	{"run-memory", "<@ULUCY> remember that Acme's renewal is in March", func(n int, req fakellm.Request) fakellm.Reply {
@@ -248,6 +244,26 @@ var scenarios = []struct {
 	}, func(s *stack, ts string) {
 		s.waitFor("the Noted line", 60*time.Second, func() bool { return s.answered(ts, "Noted:") })
 	}},
+}
+
+// postInGeneral is the model of the approval scenarios: one lucy_post_message call with args, then
+// an answer quoting the tool's result.
+func postInGeneral(args string) fakellm.Handler {
+	return func(n int, req fakellm.Request) fakellm.Reply {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == "tool" {
+			return fakellm.Reply{Content: "Done: " + last.Text()}
+		}
+		return fakellm.Reply{ToolCalls: []fakellm.ToolCall{fakellm.Call("p1", "lucy_post_message", args)}}
+	}
+}
+
+// approvePost is the requester's click on the approval prompt of postInGeneral's post, then the wait
+// for the answer.
+func approvePost(s *stack, ts string) {
+	var value string
+	s.waitFor("the approval prompt", 60*time.Second, func() bool { value = s.approvalValue(ts); return value != "" })
+	s.click(human, value, "lucy_approve")
+	s.waitFor("the answer", 60*time.Second, func() bool { return s.answered(ts, "Posted the message") })
 }
 
 // releaseTrainRequest is the request of the timeline scenarios.

@@ -57,7 +57,28 @@ func approvalSummary(name, argsJSON string) (summary, details string) {
 	if ok {
 		human = t.def.Spec.Human
 	}
+	return genericApproval(name, human, argsJSON)
+}
+
+// genericApproval is the prompt of a destructive tool without a per-call Approval: what it does in
+// words (Spec.Human, declared by the tool or its source) and its arguments, indented.
+func genericApproval(name, human, argsJSON string) (summary, details string) {
 	return fmt.Sprintf("run %s (%s)", name, human), prettyArgs(argsJSON)
+}
+
+// declaredApproval is the prompt the Runner asks with for a call of a destructive tool that does not
+// check first (Runner.hold): the compiled-in tool's own (ApprovalSummary), or, for a tool of a
+// run-time source, the generic one with the Human its source declares, credentials masked.
+func declaredApproval(spec Spec, argsJSON string) (summary, details string) {
+	if _, compiled := find(spec.Name); compiled {
+		return ApprovalSummary(spec.Name, argsJSON)
+	}
+	human := spec.Human
+	if strings.TrimSpace(human) == "" {
+		human = spec.Name
+	}
+	summary, details = genericApproval(spec.Name, human, argsJSON)
+	return RedactCredentials(summary), RedactCredentials(details)
 }
 
 // ArgString is a string argument of a call, trimmed, for an approval summary ("" when absent or not a

@@ -7,13 +7,19 @@
 //
 // # Two audiences
 //
-// Workflow code imports this package for the declarations only: Lookup, Names, DefaultSet,
-// ApprovalSummary and ValidateArgs are deterministic, do no I/O and never range over a map, so a replay
-// sees exactly what the original run saw. Declarations are made while packages are initialized and
-// only read after; every call hands out fresh copies of the schemas, so no caller can change them.
+// Workflow code decides from what a run's route recorded of each offered tool (its flags, its words,
+// its SchemaDigest) and imports no tool domain. It uses this package's declarations only for the
+// builtins it runs itself (ValidateArgs of a delegation) and, in histories recorded before the route
+// carried the digest, Lookup, ApprovalSummary and PriorApprovalSummary of the compiled-in catalogue,
+// which the worker binary links whole. They are deterministic, do no I/O and never range over a map,
+// so a replay sees exactly what the original run saw. Declarations are made while packages are
+// initialized and only read after; every call hands out fresh copies of the schemas, so no caller can
+// change them.
 //
 // The activities call a Runner (NewRunner, built by package toolset): Available and Spec for what a
-// team's run is offered, Schemas to describe tools to the LLM and Run to execute one call.
+// team's run is offered, Schemas to describe tools to the LLM and Run to execute one call. Run checks
+// a call against the digest its run was offered and words the approval of a destructive tool
+// (Invocation.Schema).
 //
 // # Flags and retries
 //
@@ -23,8 +29,9 @@
 //     Side-effecting tools are attempted once; their error goes to the model, which decides whether to
 //     try again, because a retry of a half-applied write could post or overwrite twice.
 //   - Destructive tools (deleting a file, posting in another channel) wait for a person's approval; the
-//     prompt shows ApprovalSummary's one-line summary and exact details. Every destructive tool is
-//     side-effecting.
+//     prompt shows ApprovalSummary's one-line summary and exact details (a source's tool: its Human
+//     and its arguments), which the Runner returns as Output.NeedsApproval to a call not yet
+//     approved. Every destructive tool is side-effecting.
 //   - Builtin tools (the run journal, ask_human) are executed by the workflow itself; they are here for
 //     their schemas, and the Runner refuses them with ErrBuiltin.
 //   - Long tools may run for more than a few seconds, so their activity heartbeats.

@@ -23,6 +23,12 @@ type Invocation struct {
 	// (another run wrote it), so that an approval never applies to content nobody was shown. Empty
 	// means no check.
 	Guard string
+	// Schema is the tool's SchemaDigest as the run was offered it (the route recorded it). A run that
+	// decides by what its route recorded sends it with every call, and then leaves every approval of
+	// a destructive tool to the call: the Runner refuses the call, running nothing, when the tool is
+	// declared otherwise now, and asks (NeedsApproval) for a destructive tool that does not check
+	// first itself (Runner.Run). Empty (a run recorded before, a retry after an interruption): neither.
+	Schema string
 	// AllowedMentions are the special mentions (<!channel>, <!here>, a user group) the requester's
 	// own message asked for (output.RequestedMentions). A tool that posts to Slack neutralizes every
 	// other one: the text it posts may come from a page the model read.

@@ -170,10 +170,33 @@ func (r *Runner) Schemas(ctx context.Context, team string, names []string) []Sch
 }
 
 // Run executes one tool call. Errors are as Handler says; content is capped at MaxOutputChars.
+//
+// A call that carries the digest its run was offered (Invocation.Schema) is first checked against
+// the tool as it is declared now, and refused with an error result (nothing run) when they differ. A
+// destructive tool that does not check first (Spec.ChecksFirst) is then held, as a ChecksFirst tool
+// holds itself: unapproved, or approved for another prompt, the call runs nothing and asks
+// (Output.NeedsApproval) with the tool's declared wording (ApprovalSummary, or a source's Human) and
+// a Guard over what the prompt shows; approved with that Guard, it runs.
 func (r *Runner) Run(ctx context.Context, inv Invocation) (Output, error) {
-	h, err := r.handler(ctx, inv)
+	h, spec, err := r.handler(ctx, inv)
 	if err != nil {
 		return Output{}, err
+	}
+	if inv.Schema != "" {
+		if SchemaDigest(spec) != inv.Schema {
+			r.log.Warn().Str("tool", inv.Name).Str("team", inv.Team).Str("run", inv.RunID).
+				Msg("a tool's declaration changed since the run was offered it; call refused")
+			return Output{IsError: true, Content: fmt.Sprintf("Error: %s was not run: it is declared differently now than when this "+
+				"request was offered it (its integration changed its arguments or whether it needs approval). It cannot be used "+
+				"in this request; use another tool, or tell the person to ask again.", inv.Name)}, nil
+		}
+		if spec.Destructive && !spec.ChecksFirst {
+			held, ok := hold(spec, inv)
+			if !ok {
+				return held, nil
+			}
+			inv.Guard = "" // the handler sees an approved call as it always has: Approved, nothing to re-check
+		}
 	}
 	start := time.Now()
 	out, err := h(ctx, inv)
@@ -186,30 +209,48 @@ func (r *Runner) Run(ctx context.Context, inv Invocation) (Output, error) {
 	return out, err
 }
 
-func (r *Runner) handler(ctx context.Context, inv Invocation) (Handler, error) {
+// hold decides a call of a destructive tool that does not check first, for a run that leaves its
+// approvals to the call (Invocation.Schema): ok when a person approved exactly this prompt (the
+// Guard of the NeedsApproval it answered); otherwise the Output that asks, nothing done.
+func hold(spec Spec, inv Invocation) (Output, bool) {
+	summary, details := declaredApproval(spec, inv.Arguments)
+	// What the person approves: this tool, these arguments, as this prompt shows them. A prompt
+	// worded otherwise at the approved call (a deploy in between) asks again.
+	guard := PartsHash(spec.Name, normalizeArgs(inv.Arguments), summary, details)
+	if inv.Approved && inv.Guard == guard {
+		return Output{}, true
+	}
+	return Output{
+		Content:       "Nothing was changed: " + spec.Name + " runs only once a person approves this call.",
+		NeedsApproval: &ApprovalNeed{Summary: summary, Details: details, Guard: guard},
+	}, false
+}
+
+// handler finds the handler of a call and the tool's Spec as it is declared now (with Parameters).
+func (r *Runner) handler(ctx context.Context, inv Invocation) (Handler, Spec, error) {
 	if t, ok := find(inv.Name); ok {
 		if t.def.Spec.Builtin {
-			return nil, fmt.Errorf("run %s: %w", inv.Name, ErrBuiltin)
+			return nil, Spec{}, fmt.Errorf("run %s: %w", inv.Name, ErrBuiltin)
 		}
 		if h := r.handlers[inv.Name]; h != nil {
-			return h, nil
+			return h, t.def.full(), nil
 		}
-		return nil, fmt.Errorf("run %s: this worker was built without the tool's domain", inv.Name)
+		return nil, Spec{}, fmt.Errorf("run %s: this worker was built without the tool's domain", inv.Name)
 	}
 	if t, ok := r.sourceTool(ctx, inv.Team, inv.Name); ok {
 		if t.Owner != "" && t.Owner != inv.User {
 			// Offered to its owner's runs only: a name typed into another run finds nothing.
-			return nil, ArgErrorf(inv.Name, "%s is another person's own integration and is not available in this request; "+
+			return nil, Spec{}, ArgErrorf(inv.Name, "%s is another person's own integration and is not available in this request; "+
 				"use another tool or tell the person", inv.Name)
 		}
-		return t.Run, nil
+		return t.Run, t.Spec, nil
 	}
 	if len(r.sources) > 0 {
 		// Offered when the run started, gone since (a server disconnected or changed its list).
-		return nil, ArgErrorf(inv.Name, "%s is no longer available: its integration was disconnected or no longer offers it; "+
+		return nil, Spec{}, ArgErrorf(inv.Name, "%s is no longer available: its integration was disconnected or no longer offers it; "+
 			"use another tool or tell the person", inv.Name)
 	}
-	return nil, unknownTool(inv.Name)
+	return nil, Spec{}, unknownTool(inv.Name)
 }
 
 // sourceTools lists what every source offers team, in source order, leaving out names of compiled-in

@@ -186,3 +186,55 @@ func TestRunnerOffersAPersonsOwnToolsToThemOnly(t *testing.T) {
 		t.Errorf("the owner's call = %+v, %v", out, err)
 	}
 }
+
+// SchemaDigest is of what decides a call (the argument schema, the flags that choose approval and
+// retries), not of how a source happened to build its maps.
+func TestSchemaDigest(t *testing.T) {
+	a := Spec{Name: "x", Destructive: true, Parameters: map[string]any{"type": "object",
+		"properties": map[string]any{"a": map[string]any{"type": "string"}, "b": map[string]any{"type": "integer"}}}}
+	b := a
+	b.Parameters = map[string]any{"properties": map[string]any{"b": map[string]any{"type": "integer"}, "a": map[string]any{"type": "string"}},
+		"type": "object"}
+	b.Description, b.Human = "reworded", "other words"
+	if SchemaDigest(a) != SchemaDigest(b) {
+		t.Error("the same schema and flags digest differently")
+	}
+	for name, change := range map[string]func(*Spec){
+		"an argument": func(s *Spec) {
+			s.Parameters = map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "integer"}}}
+		},
+		"no longer destructive": func(s *Spec) { s.Destructive = false },
+		"idempotent":            func(s *Spec) { s.Idempotent = true },
+		"checks first":          func(s *Spec) { s.ChecksFirst = true },
+	} {
+		c := a
+		change(&c)
+		if SchemaDigest(c) == SchemaDigest(a) {
+			t.Errorf("%s: the digest did not change", name)
+		}
+	}
+	if d := SchemaDigest(a); !strings.HasPrefix(d, "sha256:") || len(d) != len("sha256:")+32 {
+		t.Errorf("digest %q", d)
+	}
+}
+
+// A call without the digest (a run recorded before the route carried it) runs as it always has: the
+// Runner neither checks a declaration nor asks for a destructive tool, whose run asked itself.
+func TestRunnerWithoutADigestNeitherChecksNorAsks(t *testing.T) {
+	tool := sourceTool("mcp__crm__delete", Spec{Destructive: true, Human: "deleting"}, "deleted")
+	src := &fakeSource{}
+	src.list.Store(&[]Tool{tool})
+	r, err := NewRunner(zerolog.Nop(), nil, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.Run(t.Context(), Invocation{Name: tool.Spec.Name, Arguments: `{}`, Team: "T1", Approved: true})
+	if err != nil || out.NeedsApproval != nil || out.Content != "deleted {}" {
+		t.Fatalf("%+v, %v", out, err)
+	}
+	// With the digest, unapproved: held with the source's words, nothing run.
+	out, err = r.Run(t.Context(), Invocation{Name: tool.Spec.Name, Arguments: `{}`, Team: "T1", Schema: SchemaDigest(tool.Spec)})
+	if err != nil || out.NeedsApproval == nil || out.NeedsApproval.Summary != "run mcp__crm__delete (deleting)" || out.Content == "deleted {}" {
+		t.Fatalf("%+v, %v", out, err)
+	}
+}

@@ -2,6 +2,9 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -65,8 +68,10 @@ type Spec struct {
 	// prompt itself: the run calls it unapproved first, and it either refuses at once (a call that
 	// would be refused anyway is never put to a person) or answers with Output.NeedsApproval (the
 	// prompt, from what only the tool can read, and a Guard); approved, it is called again with that
-	// Guard. A run whose Route recorded the tool without it asks from the arguments (Def.Approval)
-	// and calls it approved without a Guard, as before.
+	// Guard. A run whose Route recorded the tool without it (nor its SchemaDigest) asks from the
+	// arguments (Def.Approval) and calls it approved without a Guard, as before. A run whose Route
+	// recorded the digest calls every destructive tool unapproved first: for one without ChecksFirst
+	// the Runner asks in its place, with the tool's declared wording (Runner.Run).
 	ChecksFirst bool
 	// Builtin tools are executed by the workflow itself (run journal, ask_human, delegation); the
 	// Runner refuses them.
@@ -83,6 +88,28 @@ type Spec struct {
 	Quick bool
 }
 
+// SchemaDigest fingerprints what a run decides a tool's calls by and what its calls mean: the
+// argument schema (Parameters) and the flags that choose between asking a person, retrying and running
+// once (Idempotent, Destructive, ChecksFirst). The route records it for every tool offered to a run, and
+// each call of the run carries it (Invocation.Schema), so that the Runner refuses a call of a tool that
+// was declared otherwise since it was offered: a run-time source cannot swap a tool's meaning or drop
+// its approval between offer and execution. encoding/json writes map keys sorted, so equal schemas
+// digest alike whatever order a source built them in. s must have its Parameters (Lookup, not Flags).
+func SchemaDigest(s Spec) string {
+	b, err := json.Marshal(struct {
+		Parameters  map[string]any `json:"parameters"`
+		Idempotent  bool           `json:"idempotent"`
+		Destructive bool           `json:"destructive"`
+		ChecksFirst bool           `json:"checksFirst"`
+	}{s.Parameters, s.Idempotent, s.Destructive, s.ChecksFirst})
+	if err != nil {
+		// A schema JSON cannot hold (a NaN): digested by the error, the same at offer and at call.
+		b = []byte("unencodable: " + err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:16]) // 128 bits: no schema made to collide with another
+}
+
 // Schema is a tool as described to the LLM (an OpenAI "function" tool).
 type Schema struct {
 	Name        string         `json:"name"`
@@ -91,8 +118,9 @@ type Schema struct {
 }
 
 // Def declares one compiled-in tool: its spec, its parameters and how its approval prompt reads. It
-// is pure data and pure functions, with no I/O, because workflow code reads it (Lookup,
-// ValidateArgs, ApprovalSummary) and a replay must see exactly what the original run saw.
+// is pure data and pure functions, with no I/O, because workflow code replaying a history recorded
+// before its route carried the tools' digests reads it (Lookup, ValidateArgs, ApprovalSummary), and
+// a replay must see exactly what the original run saw.
 //
 // Parameters are built by a function so that every caller gets its own maps: the declaration is never
 // handed out, and so never modified. They are a slice, in the order the model sees them, so that

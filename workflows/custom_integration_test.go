@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,8 +20,10 @@ import (
 )
 
 // A custom integration's DELETE operation is offered as destructive (the real route over the real
-// OpenAPI source records the flag), so the run asks the requester first: the API sees no request
-// until the approval arrives, and exactly one after.
+// OpenAPI source records its declaration: flags, words, digest), so the run asks the requester first.
+// The workflow words nothing itself: the real tool activity, called unapproved, answers with the
+// prompt in the words the source declares for the tool and its arguments; the API sees no request
+// until the approval arrives, and exactly one after, from the call approved with the prompt's Guard.
 func TestCustomIntegrationDeleteWaitsForApproval(t *testing.T) {
 	var deletes atomic.Int32
 	var srv *httptest.Server
@@ -56,21 +59,22 @@ func TestCustomIntegrationDeleteWaitsForApproval(t *testing.T) {
 		t.Fatalf("resolve: %v %+v", err, out)
 	}
 	// The service is U1's own: the route of U1's run offers it.
-	route, err := (&activities.Activities{Tools: runner, Log: zerolog.Nop()}).Route(ctx, activities.RouteInput{Text: "delete pet 7", Team: "T1", User: "U1"})
+	acts := &activities.Activities{Tools: runner, Log: zerolog.Nop()}
+	route, err := acts.Route(ctx, activities.RouteInput{Text: "delete pet 7", Team: "T1", User: "U1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	const tool = "lucy_custom_pets_delete_pet"
+	if _, compiled := tools.Lookup(tool); compiled {
+		t.Fatalf("%s is in the compiled-in catalogue: this test is of a source's tool", tool)
+	}
+	recorded := route.Specs[slices.IndexFunc(route.Specs, func(f activities.ToolFlags) bool { return f.Name == tool })]
+	if !recorded.Destructive || recorded.Human != "calling pets" || recorded.Schema == "" {
+		t.Fatalf("the route recorded %+v", recorded)
+	}
 	h := newHarness(t)
 	h.route = route
-	var approvedAt atomic.Bool
-	h.tool = func(in activities.ExecuteToolInput) (activities.ToolResult, error) {
-		if !approvedAt.Load() {
-			t.Errorf("%s ran before the approval was given", in.Name)
-		}
-		out, err := runner.Run(ctx, tools.Invocation{Name: in.Name, Arguments: in.Arguments, Team: in.Team, User: in.User})
-		return activities.ToolResult{Content: out.Content, IsError: out.IsError, Chars: len(out.Content)}, err
-	}
+	h.toolActivity = acts.ExecuteTool
 	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		if n == 1 {
 			return calls(toolCall("d1", tool, map[string]any{"id": 7})), nil
@@ -78,19 +82,23 @@ func TestCustomIntegrationDeleteWaitsForApproval(t *testing.T) {
 		return text("deleted"), nil
 	}
 	h.env.RegisterDelayedCallback(func() {
-		if deletes.Load() != 0 || len(h.toolCalls) != 0 {
-			t.Errorf("the DELETE ran before anyone approved it (%d requests, tool calls %+v)", deletes.Load(), h.toolCalls)
+		if deletes.Load() != 0 {
+			t.Errorf("the DELETE ran before anyone approved it (%d requests)", deletes.Load())
 		}
-		if len(h.prompts) != 1 || !strings.Contains(h.prompts[0].Summary+h.prompts[0].Details, tool) {
-			t.Errorf("no approval prompt for %s: %+v", tool, h.prompts)
+		if len(h.toolCalls) != 1 || h.toolCalls[0].Approved || h.toolCalls[0].Schema != recorded.Schema {
+			t.Errorf("before the approval, want one unapproved call with the recorded digest: %+v", h.toolCalls)
 		}
-		approvedAt.Store(true)
+		// The prompt: the source's words for the tool (as the route recorded them) and the arguments.
+		if len(h.prompts) != 1 || h.prompts[0].Summary != "run "+tool+" ("+recorded.Human+")" ||
+			!strings.Contains(h.prompts[0].Details, `"id": 7`) {
+			t.Errorf("approval prompt for %s: %+v", tool, h.prompts)
+		}
 		h.env.SignalWorkflow(SignalApproval, Approval{Fingerprint: h.fp(0), Approved: true, User: "U1", Source: "button", Sig: "signed"})
 	}, time.Minute)
 	if _, err := h.runAgent(runInput("delete pet 7")); err != nil {
 		t.Fatal(err)
 	}
-	if deletes.Load() != 1 || len(h.toolCalls) != 1 || h.toolCalls[0].Name != tool {
+	if deletes.Load() != 1 || len(h.toolCalls) != 2 || !h.toolCalls[1].Approved || h.toolCalls[1].Guard == "" {
 		t.Fatalf("after the approval: %d DELETE requests, tool calls %+v", deletes.Load(), h.toolCalls)
 	}
 }

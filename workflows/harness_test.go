@@ -27,15 +27,18 @@ type harness struct {
 	t   *testing.T
 	env *testsuite.TestWorkflowEnvironment
 
-	mu         sync.Mutex
-	model      func(n int, in activities.CallModelInput) (activities.ModelReply, error)
-	complete   func(in activities.CompleteInput) (activities.Completion, error)
-	tool       func(in activities.ExecuteToolInput) (activities.ToolResult, error)
-	route      activities.Route
-	thread     activities.ThreadHistory
-	admins     map[string]bool
-	modelCalls []activities.CallModelInput
-	modelRuns  []string // the workflow ID of each model call
+	mu       sync.Mutex
+	model    func(n int, in activities.CallModelInput) (activities.ModelReply, error)
+	complete func(in activities.CompleteInput) (activities.Completion, error)
+	tool     func(in activities.ExecuteToolInput) (activities.ToolResult, error)
+	// toolActivity, when set, answers ExecuteTool instead of tool, with the activity's context: a
+	// test passes it to the real activity (Activities.ExecuteTool over a real Runner).
+	toolActivity func(ctx context.Context, in activities.ExecuteToolInput) (activities.ToolResult, error)
+	route        activities.Route
+	thread       activities.ThreadHistory
+	admins       map[string]bool
+	modelCalls   []activities.CallModelInput
+	modelRuns    []string // the workflow ID of each model call
 	// modelBy, when set, replaces model and also gets the calling workflow's ID (sub-agents).
 	modelBy   func(wf string, n int, in activities.CallModelInput) (activities.ModelReply, error)
 	completes []activities.CompleteInput
@@ -247,6 +250,9 @@ func (h *harness) register() {
 		h.toolCalls = append(h.toolCalls, in)
 		h.toolLocal = append(h.toolLocal, activity.GetInfo(ctx).IsLocalActivity)
 		f, d := h.tool, h.toolDelay
+		if real := h.toolActivity; real != nil {
+			f = func(in activities.ExecuteToolInput) (activities.ToolResult, error) { return real(ctx, in) }
+		}
 		h.mu.Unlock()
 		if d > 0 {
 			h.mu.Lock()

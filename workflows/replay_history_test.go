@@ -115,6 +115,9 @@ func TestReplayRecordingsExerciseTheirChanges(t *testing.T) {
 		// The marker where the run's fetches and MCP calls first reach the cap (its MCP calls ran
 		// as ExecuteTool activities before it).
 		{"outbound-cap-run.json", "outbound-cap", []string{"ExecuteTool", "CallModel"}},
+		// The post called unapproved, whose activity answered with the prompt; then the prompt and
+		// the approved call.
+		{"declared-tools-run.json", "declared-tools", []string{"ExecuteTool", "PostApprovalPrompt", "CheckApproval"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			h, err := readHistory(filepath.Join("testdata", "history", tc.file))

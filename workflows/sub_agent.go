@@ -170,6 +170,10 @@ func (d delegator) NextChild() int {
 	d.r.subs++
 	return d.r.subs
 }
+
+// Validate checks a delegation's arguments against its declaration: the delegate_to_* builtins are
+// declared by package subagents, which this package imports, so the core's validation sees them in
+// every binary that links a run (no tool domain needed).
 func (d delegator) Validate(tool, args string) error { return tools.ValidateArgs(tool, args) }
 func (d delegator) Summary(name, task string) string {
 	// One line in the Web UI, cut as the run's own (search_attributes.go), naming the sub-agent.

@@ -13,9 +13,6 @@ import (
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
-
-	// The run journal and ask_human, which this package executes: imported for their declarations
-	// (tools.Lookup, tools.ValidateArgs), so that they are registered wherever a run is linked.
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
@@ -37,13 +34,19 @@ type toolBatch struct {
 }
 
 // runTools executes one batch of tool calls: builtins (journal) in the workflow, destructive tools
-// after approval, everything else as parallel activities. It appends one tool message per call, in
-// call order, and returns them.
+// after approval, everything else as parallel activities. A run whose route recorded its tools'
+// declarations (ToolFlags.Schema) decides every call from that record alone: a destructive tool is
+// called unapproved and asks through its activity (NeedsApproval, worded worker-side), so that no
+// tool's approval text is computed in the workflow (changeDeclaredTools). It appends one tool
+// message per call, in call order, and returns them.
 func (r *run) runTools(ctx workflow.Context, calls []activities.ToolCall) []tmsg {
 	results := make([]tmsg, len(calls))
 	futures := make([]workflow.Future, len(calls))
 	ids := make([]string, len(calls))
 	specs := make([]activities.ToolFlags, len(calls))
+	// countOnApproval: calls the tool activity asks for in the workflow's place (changeDeclaredTools),
+	// counted against the outbound cap once approved, as the workflow's own asking counted them.
+	countOnApproval := make([]bool, len(calls))
 	r.batchReply = r.lastReply
 	limit := r.route.MaxToolCalls
 	asked := -1           // the ask_human call of this batch (hardened runs): asked after the others ran
@@ -83,11 +86,18 @@ launch:
 		case r.outboundLimitReached(ctx, c.Name):
 			// Before an approval: a call refused anyway is not worth the person's decision.
 			results[i] = r.inlineResult(c, r.fetches.refusal(c.Name, r.sub != nil), true)
-		case spec.Destructive && spec.ChecksFirst:
-			// The tool checks the call and writes the prompt itself (tools.Spec.ChecksFirst): called
+		case spec.Destructive && (spec.ChecksFirst || r.declared(ctx, spec)):
+			// The tool checks the call and writes the prompt itself (tools.Spec.ChecksFirst), or, in a
+			// run that decides from its recorded declarations, the tool activity asks for any
+			// destructive tool with the wording the tool declares (tools.Runner.Run): called
 			// unapproved, it refuses at once or asks (NeedsApproval, handled below like any tool's).
-			// Only a Route recorded with the flag comes here: older runs ask from the arguments.
-			r.fetches.count(c.Name)
+			// Only a Route recorded with the flag (or the digest) comes here: older runs ask from the
+			// arguments with the compiled-in catalogue's wording.
+			if spec.ChecksFirst {
+				r.fetches.count(c.Name)
+			} else {
+				countOnApproval[i] = true
+			}
 			ids[i] = r.nextID("tool")
 			futures[i] = r.executeTool(ctx, ids[i], spec, c, false, "")
 		case spec.Destructive:
@@ -134,6 +144,9 @@ launch:
 					results[i] = r.inlineResult(c, note, false)
 				}
 				continue
+			}
+			if countOnApproval[i] {
+				r.fetches.count(c.Name)
 			}
 			ids[i] = r.nextID("tool")
 			guard := res.NeedsApproval.Guard
@@ -194,8 +207,9 @@ launch:
 }
 
 // spec returns the flags the run decides a tool call by: those recorded in the run's Route (the
-// worker's catalogue when the run started), or, in a history recorded before Route carried them,
-// today's catalogue. ok is false for a tool the run was not given.
+// worker's catalogue and the team's sources when the run started), or, in a history recorded before
+// Route carried them, today's compiled-in catalogue (linked by the worker binary, which links every
+// domain; this package imports none). ok is false for a tool the run was not given.
 func (r *run) spec(name string) (activities.ToolFlags, bool) {
 	if !r.offered(name) {
 		return activities.ToolFlags{}, false
@@ -212,6 +226,14 @@ func (r *run) spec(name string) (activities.ToolFlags, bool) {
 	return activities.ToolFlags{}, false
 }
 
+// declared reports whether the run decides spec's destructive calls from its recorded declarations:
+// its route recorded the tool's digest (ToolFlags.Schema, recorded by a worker that has this code),
+// and the run is past changeDeclaredTools. A history recorded before has no digest and never reads
+// the change.
+func (r *run) declared(ctx workflow.Context, spec activities.ToolFlags) bool {
+	return spec.Schema != "" && hardened(ctx, changeDeclaredTools)
+}
+
 // argsInlineLimit: tool-call arguments longer than this are passed to the tool activity by reference
 // to the model reply that holds them (ExecuteToolInput.ArgsRef), so that a whole file written by the
 // model enters history once, not twice.
@@ -226,10 +248,10 @@ func (r *run) executeTool(ctx workflow.Context, id string, spec activities.ToolF
 			r.localCalls = map[string]bool{}
 		}
 		r.localCalls[id] = true
-		return workflow.ExecuteLocalActivity(quickToolOptions(ctx), a.ExecuteTool, r.toolInput(c, approved, guard))
+		return workflow.ExecuteLocalActivity(quickToolOptions(ctx), a.ExecuteTool, r.toolInput(c, spec, approved, guard))
 	}
 	waitCancel := r.hardened && !spec.Idempotent
-	return workflow.ExecuteActivity(toolOptions(ctx, id, spec.Idempotent, spec.Long, waitCancel), a.ExecuteTool, r.toolInput(c, approved, guard))
+	return workflow.ExecuteActivity(toolOptions(ctx, id, spec.Idempotent, spec.Long, waitCancel), a.ExecuteTool, r.toolInput(c, spec, approved, guard))
 }
 
 // quickTool: this call runs as a local activity (changeLeanTurn), in the workflow task that got the
@@ -240,13 +262,15 @@ func (r *run) quickTool(ctx workflow.Context, spec activities.ToolFlags, approve
 }
 
 // toolInput is the activity input for call c of the reply r.batchReply. guard is the tool's
-// fingerprint of what the person approved (ApprovalNeed.Guard): the tool re-checks it.
-func (r *run) toolInput(c activities.ToolCall, approved bool, guard string) activities.ExecuteToolInput {
+// fingerprint of what the person approved (ApprovalNeed.Guard): the tool re-checks it. The call
+// carries the tool's digest as the route recorded it (spec.Schema): the activity runs nothing of a
+// tool declared otherwise since. (An activity's input is not compared on replay.)
+func (r *run) toolInput(c activities.ToolCall, spec activities.ToolFlags, approved bool, guard string) activities.ExecuteToolInput {
 	m := r.in.Message
 	in := activities.ExecuteToolInput{
 		Name: c.Name, Arguments: c.Arguments, CallID: c.ID, Team: m.Team, Channel: m.Channel,
 		ThreadTS: m.Key().ThreadTS, User: m.User, RunID: r.id, Approved: approved, Guard: guard,
-		AllowedMentions: r.allowedMentions(),
+		Schema: spec.Schema, AllowedMentions: r.allowedMentions(),
 	}
 	if len(c.Arguments) > argsInlineLimit && r.batchReply != "" {
 		in.Arguments, in.ArgsRef = "", r.batchReply
@@ -291,7 +315,7 @@ func (r *run) toolFailure(ctx workflow.Context, c activities.ToolCall, err error
 	}
 	if errors.As(err, &te) && !spec.Idempotent {
 		r.log.Warn("agent_run.resume_unsafe", "run", r.id, "tool", c.Name)
-		human := agent.HumanToolName(c.Name)
+		human := humanTool(c.Name, spec)
 		switch r.waitForHuman(ctx, "I was "+human+" when something interrupted me, and I can't tell whether it went through. I won't repeat it blindly.") {
 		case ResumeRetry:
 			var res activities.ToolResult
@@ -353,7 +377,7 @@ func systemFailure(err error) bool {
 // (waitForHuman): retry runs the call again (and parks again if it fails again), skip tells the
 // model the step was skipped, abort ends the run with what it has.
 func (r *run) parkFailingTool(ctx workflow.Context, c activities.ToolCall, spec activities.ToolFlags, detail string) tmsg {
-	human := agent.HumanToolName(c.Name)
+	human := humanTool(c.Name, spec)
 	r.log.Warn("agent_run.tool_keeps_failing", "run", r.id, "tool", c.Name, "failures", r.toolFailures[c.Name])
 	times := fmt.Sprintf("%d times", r.toolFailures[c.Name])
 	if r.toolFailures[c.Name] == 2 {
@@ -364,7 +388,13 @@ func (r *run) parkFailingTool(ctx workflow.Context, c activities.ToolCall, spec 
 	case ResumeRetry:
 		var res activities.ToolResult
 		id := r.nextID("tool")
-		if err := r.executeTool(ctx, id, spec, c, spec.Destructive, "").Get(ctx, &res); err != nil {
+		retry := spec
+		if spec.Destructive {
+			// The failing call was the approved one: its retry runs approved, without a prompt of
+			// the tool's to match (as toolFailure's retry does), so without the digest that asks.
+			retry.Schema = ""
+		}
+		if err := r.executeTool(ctx, id, retry, c, spec.Destructive, "").Get(ctx, &res); err != nil {
 			if ctx.Err() != nil {
 				return r.inlineResult(c, "Stopped while retrying "+c.Name+".", true)
 			}
@@ -399,6 +429,15 @@ func (r *run) recordTurn(c activities.ToolCall, res tmsg) {
 		r.reports = r.reports[len(r.reports)-20:]
 	}
 	r.records = append(r.records, agent.ToolRecord{Name: c.Name, IsError: res.isError, Result: slackwire.Head(res.text, 2000)})
+}
+
+// humanTool says what a tool does for a person: the words the tool declared, as the route recorded
+// them (a source's tool too), or, in a route recorded before (no Human), the run's own table.
+func humanTool(name string, spec activities.ToolFlags) string {
+	if spec.Human != "" {
+		return spec.Human
+	}
+	return agent.HumanToolName(name)
 }
 
 // isDelegation reports whether a builtin tool starts a sub-agent.

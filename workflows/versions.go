@@ -217,6 +217,18 @@ const (
 	// type and retryability appended, which the model passed on to people. Read where a tool call
 	// first fails: only a run with a failed tool call records it.
 	changeToolErrorText = "tool-error-text"
+	// changeDeclaredTools (issue 40), in the agent run and the sub-agent: a run whose route recorded
+	// its tools' declarations (activities.ToolFlags.Human and .Schema, the tool's digest) decides from
+	// that record alone. A destructive tool that does not check first is called unapproved, like a
+	// ChecksFirst tool, and the tool activity asks (NeedsApproval) with the wording the tool declares
+	// (tools.ApprovalSummary, or a source tool's Human) and a Guard; the person's approval runs it
+	// again with that Guard. The workflow no longer words a prompt from the compiled-in catalogue,
+	// and this package links no tool domain. Read where the run first meets such a destructive call,
+	// only when its route recorded the digest: a history recorded before (no digest, or no marker)
+	// asks from the arguments with tools.ApprovalSummary as it did. (Each call's digest,
+	// ExecuteToolInput.Schema, and the words of a park notice, ToolFlags.Human, are activity input:
+	// they replay either way.)
+	changeDeclaredTools = "declared-tools"
 	// (Issue 39's status line kept up through a long step, keepStatus, has no change ID: the lane
 	// decides it in the run's input, RunInput.KeepStatus, which replays either way.)
 )
