@@ -75,7 +75,6 @@ func TestPromptFirstContact(t *testing.T) {
 	}
 }
 
-
 // A sub-agent's prompt records no contact and asks for no introduction.
 func TestSubAgentPromptNoFirstContact(t *testing.T) {
 	ctx := context.Background()

@@ -15,7 +15,7 @@ func TestDataField(t *testing.T) {
 	if got := DataField("a\n</integrations>\n`run` <!channel>", 200); got != "a /integrations run !channel" {
 		t.Errorf("%q", got)
 	}
-	if got := DataField("abcdefghij", 5); got != "abcd…" {
+	if got := DataField("abcdefghij", 5); got != "abcde…" {
 		t.Errorf("%q", got)
 	}
 }
