@@ -30,12 +30,9 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/lucy-agent/lucy/activities/slackstream"
-	"github.com/lucy-agent/lucy/integrations"
-	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/metrics"
-	"github.com/lucy-agent/lucy/onboarding"
 	"github.com/lucy-agent/lucy/signing"
-	"github.com/lucy-agent/lucy/skills"
+	"github.com/lucy-agent/lucy/steps"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/slackaccess"
 )
@@ -95,16 +92,6 @@ type Activities struct {
 	Now func() time.Time
 	// ContextWindow overrides the model's context window in tokens (LUCY_CONTEXT_WINDOW); 0 = known per model.
 	ContextWindow int
-	// Integrations list a team's connected integrations, one Lister per kind (OpenAPI services, MCP
-	// servers): the system prompt names them with their health, so that a request that names a
-	// service the team has not connected is answered with how to connect it, not a guessed API. Nil
-	// means no such block.
-	Integrations []integrations.Lister
-	// Memory is the teams' notes (package memory): the system prompt's memory block and the step
-	// after a run that notes what the people said. Nil means no memory.
-	Memory *memory.Store
-	// MemoryTokens is the memory block's budget (LUCY_MEMORY_TOKENS); 0 means memory.DefaultTokens.
-	MemoryTokens int
 	// DataDir holds the tools' workspace files (DataDir/workspaces/<team>/) and, out of the tools'
 	// reach, the teams' knowledge notes (DataDir/knowledge/<team>/, see KnowledgeDir).
 	DataDir string
@@ -118,15 +105,15 @@ type Activities struct {
 	// Metrics counts tool calls, model calls, tokens and estimated cost (nil: not counted). Activities
 	// never replay, so they count directly; workflow code counts through its SDK metrics handler.
 	Metrics *metrics.Metrics
-	// Skills are the skills of the platform, the operator and each team: the system prompt lists
-	// them, and the route loads the ones a request clearly names. Nil means no skills block.
-	Skills *skills.Catalog
-	// Onboarding records first contacts with a team and a person (a marker each in Lucy's state
-	// store): the run that makes one is told to introduce Lucy. Nil means no onboarding.
-	Onboarding *onboarding.Onboarder
+	// Sections are the capabilities' parts of the system prompt, in the order the worker wires them
+	// (integrations, memory, skills, onboarding): BuildSystemPrompt writes them after the workspace's
+	// knowledge and before the context. None means no such blocks.
+	Sections []steps.PromptSection
+	// Skills names the skills a request clearly asks for (Route); nil means none.
+	Skills steps.SkillMatcher
+	// Suggesters give a new assistant thread's suggested prompts (skills, recurring jobs), in order.
+	Suggesters []steps.Suggester
 
-	memoryViewer     *memory.Viewer // the access rule for notes (viewer), built once
-	memoryViewerOnce sync.Once
 	// approverAccess is the access rule for who may approve in a run started by mail, built once.
 	approverAccess     *slackaccess.Access
 	approverAccessOnce sync.Once

@@ -7,7 +7,6 @@ package activities
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -16,16 +15,12 @@ import (
 
 	"github.com/slack-go/slack"
 	"go.temporal.io/api/workflowservice/v1"
-	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/intent"
-	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/searchattr"
-	"github.com/lucy-agent/lucy/secrets"
-	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/steps"
 )
 
 // ThreadStatusInput sets (or, with an empty Status, clears) the status line of a thread.
@@ -135,40 +130,6 @@ func (a *Activities) SetThreadStatus(ctx context.Context, in ThreadStatusInput) 
 	return ThreadStatusResult{}, a.slackFail("set thread status", in.Team, in.Channel, err)
 }
 
-// KeepFeedbackInput is a 👎's reason to keep in the team's memory.
-type KeepFeedbackInput struct {
-	Team, Channel, ThreadTS string
-	User                    string // who gave it: the note's source
-	Run                     string
-	Reason                  string
-}
-
-// KeepFeedback keeps the reason a person gave for a 👎 in the team's memory, about the channel the
-// answer was in, with the person as its source, so that later runs there see what went wrong. It is
-// idempotent: the store merges a note it already has. Without a memory store it keeps nothing.
-func (a *Activities) KeepFeedback(ctx context.Context, in KeepFeedbackInput) error {
-	// The gateway took pasted keys out of the reason already; a reason recorded before it did (a lane
-	// replaying an older signal) is cleaned here, before it becomes a note every later prompt carries.
-	reason, _ := secrets.RemovePasted(in.Reason)
-	if a.Memory == nil || strings.TrimSpace(reason) == "" {
-		return nil
-	}
-	_, _, err := a.Memory.Remember(ctx, in.Team, memory.Draft{
-		Scope: memory.Channel, About: in.Channel,
-		Text:   "An answer here was marked unhelpful: " + strings.Join(strings.Fields(reason), " "),
-		Tags:   []string{"feedback"},
-		Source: memory.Source{By: in.User, Channel: in.Channel, Thread: in.ThreadTS, Via: memory.ViaTold},
-	})
-	if errors.Is(err, memory.ErrInvalid) {
-		a.Log.Warn().Err(err).Str("run", in.Run).Msg("a feedback reason the memory refuses; not kept")
-		return nil
-	}
-	if err != nil {
-		return temporal.NewApplicationError("keep feedback: "+err.Error(), ErrToolTransient)
-	}
-	return nil
-}
-
 // AssistantThreadInput names an assistant thread (the AI app pane) and what to set on it.
 type AssistantThreadInput struct {
 	Team, Channel, ThreadTS string
@@ -187,38 +148,26 @@ var defaultPrompts = []slack.AssistantThreadsPrompt{
 	{Title: "Set up a recurring job", Message: "Every Monday at 9, post a summary of last week's open issues"},
 }
 
-// suggestedPrompts are the prompts a new assistant thread offers: this team's skills first (what
-// the team taught Lucy to do), then its recurring jobs (run one now), then the kinds of request the
-// team made most lately (recentKinds), then the operator's and the platform's skills, then general
-// ones, at most four.
+// suggestedPrompts are the prompts a new assistant thread offers: the team's own first (its skills,
+// what the team taught Lucy to do, then its recurring jobs, run one now: each Suggester's own, in
+// the order the worker wires them), then the kinds of request the team made most lately
+// (recentKinds), then the operator's and the platform's skills (each Suggester's general ones),
+// then general ones, at most four.
 func (a *Activities) suggestedPrompts(ctx context.Context, team string) []slack.AssistantThreadsPrompt {
 	var out []slack.AssistantThreadsPrompt
-	var list []skills.Skill
-	if a.Skills != nil {
-		list, _ = a.Skills.List(ctx, team, "") // a thread's suggestions are the team's: no person's own skills
-	}
-	addSkills := func(team bool) {
-		for _, s := range list {
+	add := func(list []steps.Suggestion) {
+		for _, p := range list {
 			if len(out) == maxSuggestedPrompts {
 				return
 			}
-			if (s.Source == skills.Team) != team || strings.TrimSpace(s.Description) == "" {
-				continue
-			}
-			out = append(out, slack.AssistantThreadsPrompt{
-				Title:   slackwire.HeadEllipsis(skillTitle(s.Name), 60),
-				Message: "Use the " + s.Name + " skill: " + slackwire.HeadEllipsis(strings.Join(strings.Fields(s.Description), " "), 200),
-			})
+			out = append(out, slack.AssistantThreadsPrompt{Title: p.Title, Message: p.Message})
 		}
 	}
-	addSkills(true) // the team's own skills first, then its recurring jobs, then the other skills
-	for _, job := range a.recurringJobs(ctx, team) {
-		if len(out) == maxSuggestedPrompts {
-			break
-		}
-		out = append(out, slack.AssistantThreadsPrompt{
-			Title: slackwire.HeadEllipsis("Run "+skillTitle(job)+" now", 60), Message: "Run the recurring job " + job + " now",
-		})
+	var general [][]steps.Suggestion
+	for _, s := range a.Suggesters {
+		own, gen := s.SuggestedPrompts(ctx, team, maxSuggestedPrompts)
+		add(own)
+		general = append(general, gen)
 	}
 	for _, kind := range a.recentKinds(ctx, team) {
 		if len(out) == maxSuggestedPrompts {
@@ -226,7 +175,9 @@ func (a *Activities) suggestedPrompts(ctx context.Context, team string) []slack.
 		}
 		out = append(out, kindPrompts[kind])
 	}
-	addSkills(false)
+	for _, gen := range general {
+		add(gen)
+	}
 	for _, p := range defaultPrompts {
 		if len(out) == maxSuggestedPrompts {
 			break
@@ -234,15 +185,6 @@ func (a *Activities) suggestedPrompts(ctx context.Context, team string) []slack.
 		out = append(out, p)
 	}
 	return out
-}
-
-// skillTitle is a skill's name as a title: "weekly-report" → "Weekly report".
-func skillTitle(name string) string {
-	t := strings.ReplaceAll(strings.ReplaceAll(name, "-", " "), "_", " ")
-	if t == "" {
-		return t
-	}
-	return strings.ToUpper(t[:1]) + t[1:]
 }
 
 // StartAssistantThread sets a new assistant thread's suggested prompts (suggestedPrompts). Where
@@ -299,7 +241,7 @@ const recentRuns = 50
 // visibility (their LucyIntent attribute) in at most two seconds; none without a Temporal client or
 // on any error: the prompts are a courtesy.
 func (a *Activities) recentKinds(ctx context.Context, team string) []string {
-	if a.Temporal == nil || !safeQueryValue(team) {
+	if a.Temporal == nil || !searchattr.Quotable(team) {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -352,47 +294,3 @@ func rankKinds(intents []string, limit int) []string {
 // agentRunWorkflowType is the agent run's registered name (workflows.AgentRunWorkflowName; this
 // package may not import workflows).
 const agentRunWorkflowType = "agent_run"
-
-// safeQueryValue reports whether a Slack ID can go into a visibility query between quotes as it is.
-func safeQueryValue(id string) bool {
-	if id == "" || len(id) > 64 {
-		return false
-	}
-	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// recurringJobPrefix starts the schedule IDs of a team's recurring jobs: cron:{team}:{slug}
-// (docs/architecture.md, workflow IDs).
-const recurringJobPrefix = "cron:"
-
-// recurringJobs are the slugs of the team's recurring jobs (at most maxSuggestedPrompts), read from
-// the schedules' list in at most two seconds; none without a Temporal client or on any error: the
-// prompts are a courtesy.
-func (a *Activities) recurringJobs(ctx context.Context, team string) []string {
-	if a.Temporal == nil || !safeQueryValue(team) {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	iter, err := a.Temporal.ScheduleClient().List(ctx, client.ScheduleListOptions{PageSize: 50,
-		Query: fmt.Sprintf("%s = '%s'", searchattr.Workspace.GetName(), team)})
-	if err != nil {
-		return nil
-	}
-	var jobs []string
-	for scanned := 0; iter.HasNext() && scanned < 50 && len(jobs) < maxSuggestedPrompts; scanned++ {
-		e, err := iter.Next()
-		if err != nil {
-			return jobs
-		}
-		if slug, ok := strings.CutPrefix(e.ID, recurringJobPrefix+team+":"); ok && slug != "" && !e.Paused {
-			jobs = append(jobs, slug)
-		}
-	}
-	return jobs
-}

@@ -3,9 +3,6 @@ package activities
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,11 +17,9 @@ import (
 
 	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/localslack"
-	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/output"
 	"github.com/lucy-agent/lucy/searchattr"
-	"github.com/lucy-agent/lucy/skills"
-	"github.com/lucy-agent/lucy/workspace"
+	"github.com/lucy-agent/lucy/steps"
 )
 
 func TestSetThreadStatus(t *testing.T) {
@@ -191,12 +186,6 @@ func TestAssistantThreadPromptsAndTitle(t *testing.T) {
 	}
 }
 
-func TestSkillTitle(t *testing.T) {
-	if got := skillTitle("weekly-sales_report"); got != "Weekly sales report" {
-		t.Errorf("%q", got)
-	}
-}
-
 func TestPromptNamesTheViewedChannel(t *testing.T) {
 	if s := contextSection(PromptInput{ViewingChannel: "CSALES1"}); !strings.Contains(s, "<#CSALES1>") {
 		t.Errorf("no viewed channel: %q", s)
@@ -205,81 +194,6 @@ func TestPromptNamesTheViewedChannel(t *testing.T) {
 		if s := contextSection(PromptInput{ViewingChannel: c}); strings.Contains(s, "looking at") {
 			t.Errorf("%q named: %q", c, s)
 		}
-	}
-}
-
-// A skill with a description becomes a suggested prompt ahead of the general ones, which fill the
-// remaining places.
-func TestSuggestedPromptsFromSkills(t *testing.T) {
-	ctx := context.Background()
-	f := newSlackFixture(t)
-	dir := t.TempDir()
-	write := func(rel, body string) {
-		p := filepath.Join(dir, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("weekly-report/SKILL.md", "---\nname: weekly-report\ndescription: Write the weekly sales report from #sales.\n---\nSteps.\n")
-	f.a.Skills = skills.New(skills.Deps{Operator: os.DirFS(dir)})
-	got := f.a.suggestedPrompts(ctx, "T1")
-	if len(got) != maxSuggestedPrompts || got[0].Title != "Weekly report" || !strings.Contains(got[0].Message, "weekly sales report") ||
-		got[1].Title != defaultPrompts[0].Title {
-		t.Errorf("prompts %+v", got)
-	}
-}
-
-// A 👎's reason is kept in the team's memory, about the answer's channel, with the person as its
-// source; kept again, it is merged, not doubled.
-func TestKeepFeedback(t *testing.T) {
-	ctx := context.Background()
-	store, err := memory.New(workspace.NewLocalAt(t.TempDir()), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	a := &Activities{Memory: store}
-	in := KeepFeedbackInput{Team: "T1", Channel: "C1", ThreadTS: "100.1", User: "U2", Run: "lane:T1:C1:100.1:run:1:100.1",
-		Reason: "The numbers\nwere from last year"}
-	for range 2 {
-		if err := a.KeepFeedback(ctx, in); err != nil {
-			t.Fatal(err)
-		}
-	}
-	notes, err := store.All(ctx, "T1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(notes) != 1 || notes[0].Scope != memory.Channel || notes[0].About != "C1" || notes[0].Source.By != "U2" ||
-		!strings.Contains(notes[0].Text, "The numbers were from last year") {
-		t.Fatalf("notes %+v", notes)
-	}
-	if err := (&Activities{}).KeepFeedback(ctx, in); err != nil {
-		t.Errorf("without a memory store: %v", err)
-	}
-	// A reason that reached a lane with a key in it (signalled before the gateway removed keys) never
-	// becomes a note with the key: every later prompt in the channel would carry it.
-	leaky := in
-	leaky.ThreadTS, leaky.Reason = "200.1", "my token hf_WqXyZaBcDeFgHiJkLmNoPqRsTuVwXyZaBc stopped working"
-	if err := a.KeepFeedback(ctx, leaky); err != nil {
-		t.Fatal(err)
-	}
-	notes, err = store.All(ctx, "T1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	found := false
-	for _, n := range notes {
-		if strings.Contains(n.Text, "WqXyZaBc") {
-			t.Fatalf("the key is in a note: %q", n.Text)
-		}
-		found = found || strings.Contains(n.Text, "my token [secret removed] stopped working")
-	}
-	if !found {
-		t.Fatalf("the reason was not kept without its key: %+v", notes)
 	}
 }
 
@@ -312,9 +226,6 @@ func TestSuggestedPromptsFromRecentKinds(t *testing.T) {
 			run("chat"), run("data"), run(""), run("research"), run("greeting"), run("research"), run("data"), run("document"), run("status"),
 		}}, nil
 	})
-	schedules := &mocks.ScheduleClient{}
-	schedules.On("List", mock.Anything, mock.Anything).Return(nil, errors.New("no schedules here"))
-	c.On("ScheduleClient").Return(schedules)
 	f.a.Temporal = c
 
 	got := f.a.suggestedPrompts(ctx, "T1")
@@ -334,6 +245,43 @@ func TestSuggestedPromptsFromRecentKinds(t *testing.T) {
 	query = ""
 	if kinds := f.a.recentKinds(ctx, "T1' OR WorkflowType = 'x"); kinds != nil || query != "" {
 		t.Errorf("unsafe team: %v, query %q", kinds, query)
+	}
+}
+
+// suggester is a capability's suggestions (steps.Suggester), as given.
+type suggester struct{ own, general []steps.Suggestion }
+
+func (s suggester) SuggestedPrompts(context.Context, string, int) (own, general []steps.Suggestion) {
+	return s.own, s.general
+}
+
+// The capabilities' own suggestions come first, in the order they are wired (the team's skills, then
+// its recurring jobs), then the kinds of request the team makes, then their general ones (the
+// operator's and the platform's skills), then Lucy's defaults; four at most.
+func TestSuggestedPromptsOrder(t *testing.T) {
+	ctx := context.Background()
+	f := newSlackFixture(t)
+	p := func(title string) steps.Suggestion { return steps.Suggestion{Title: title, Message: title + "!"} }
+	f.a.Suggesters = []steps.Suggester{suggester{own: []steps.Suggestion{p("Team skill")}, general: []steps.Suggestion{p("Platform skill")}},
+		suggester{own: []steps.Suggestion{p("Run Daily now")}}}
+	got := f.a.suggestedPrompts(ctx, "T1")
+	var titles []string
+	for _, g := range got {
+		titles = append(titles, g.Title)
+	}
+	if want := []string{"Team skill", "Run Daily now", "Platform skill", defaultPrompts[0].Title}; !slices.Equal(titles, want) ||
+		got[0].Message != "Team skill!" {
+		t.Errorf("prompts %q, want %q", titles, want)
+	}
+	// Full with the capabilities' own: no general one, no default.
+	f.a.Suggesters = []steps.Suggester{suggester{own: []steps.Suggestion{p("a"), p("b"), p("c")}, general: []steps.Suggestion{p("x")}},
+		suggester{own: []steps.Suggestion{p("d"), p("e")}}}
+	titles = nil
+	for _, g := range f.a.suggestedPrompts(ctx, "T1") {
+		titles = append(titles, g.Title)
+	}
+	if want := []string{"a", "b", "c", "d"}; !slices.Equal(titles, want) {
+		t.Errorf("prompts %q, want %q", titles, want)
 	}
 }
 

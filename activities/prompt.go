@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/steps"
 	"go.temporal.io/sdk/temporal"
 )
 
@@ -46,6 +47,9 @@ type PromptInput struct {
 	// ViewingChannel is the channel the person is looking at in Slack (Message.ContextChannel).
 	ViewingChannel string `json:"viewingChannel,omitempty"`
 }
+
+// maxMessageForMemory bounds the request text PromptInput carries for the memory block's relevance.
+const maxMessageForMemory = 1000
 
 // MemoryMessage is the part of a request's text PromptInput.Message carries.
 func MemoryMessage(text string) string { return slackwire.Head(text, maxMessageForMemory) }
@@ -96,18 +100,18 @@ func (a *Activities) BuildSystemPrompt(ctx context.Context, in PromptInput) (Sys
 	if k := a.knowledge(in.Team); k != "" {
 		parts = append(parts, "# Workspace knowledge\n\n"+k)
 	}
-	if block := a.integrationsSection(ctx, in.Team, in.User); block != "" {
-		parts = append(parts, block)
-	}
-	if block := a.memorySection(ctx, in, a.historyPreflight(ctx, in)); block != "" {
-		parts = append(parts, block)
-	}
-	if in.SubAgentPrompt == "" {
-		parts = append(parts, a.skillsSections(ctx, in)...)
-		if block := a.firstContact(ctx, &in); block != "" {
-			parts = append(parts, block)
+	// The capabilities' blocks (the team's integrations, its memory, the skills, a first contact):
+	// each decides what it writes for a sub-agent or a scheduled run.
+	pc := steps.PromptContext{Team: in.Team, Channel: in.Channel, User: in.User, UserName: in.UserName, UserTZ: in.UserTZ,
+		Message: in.Message, IsDM: in.IsDM, Scheduled: in.Scheduled, SubAgent: in.SubAgentPrompt != "", Skills: in.Skills}
+	for _, s := range a.Sections {
+		for _, block := range s.PromptSections(ctx, &pc) {
+			if block != "" {
+				parts = append(parts, block)
+			}
 		}
 	}
+	in.UserTZ = pc.UserTZ // a recorded time zone fills in one Slack did not give this time
 	parts = append(parts, contextSection(in))
 	text := strings.Join(parts, "\n\n")
 	return SystemPrompt{Text: text, Hash: shortHash(text)}, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/lucy-agent/lucy/intent"
-	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/tools"
 	// The builtins' flags are recorded in every route (toolFlags): their declarations must be linked
 	// wherever routes are made.
@@ -147,12 +146,7 @@ func (a *Activities) matchSkills(ctx context.Context, team, user, text string) [
 	if a.Skills == nil || team == "" {
 		return nil
 	}
-	list, _ := a.Skills.List(ctx, team, user)
-	var out []string
-	for _, s := range skills.Match(text, list) {
-		out = append(out, s.Name)
-	}
-	return out
+	return a.Skills.MatchSkills(ctx, team, user, text)
 }
 
 // offered are the tools of a main agent's run: the compiled-in default set, and what the team's

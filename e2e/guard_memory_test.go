@@ -86,7 +86,7 @@ func TestGuardPrivateFactStaysInItsConversation(t *testing.T) {
 	// Alice, in #exec.
 	ts := s.sayIn("xoxp-other", "UOTHER", "CBOB", "<@ULUCY> note for the board: we are acquiring Acme in March", "Ev-exec")
 	s.waitFor("the Noted line in #exec", 60*time.Second, func() bool { return botIn(s.slack.Messages("CBOB", ts), "Noted:") > 0 })
-	notes, err := s.acts.Memory.All(context.Background(), team)
+	notes, err := s.notes.All(context.Background(), team)
 	if err != nil || len(notes) != 1 {
 		t.Fatalf("notes = %+v, %v", notes, err)
 	}

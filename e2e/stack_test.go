@@ -33,6 +33,7 @@ import (
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/logging"
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/worker"
@@ -63,6 +64,8 @@ type stack struct {
 	dc converter.DataConverter
 	// acts are the running worker's activities (their history cache, for the benchmarks).
 	acts *activities.Activities
+	// notes are the running worker's team notes (memory's activities keep them).
+	notes *memory.Store
 	// outbox acknowledges Slack's events in front of the dev server, as in `lucy dev` (nil on
 	// temporaltest's server, where the gateway hands off before it acknowledges, as `lucy gateway`).
 	outbox *gateway.Outbox
@@ -304,6 +307,7 @@ func (s *stack) startWorkerWith(d worker.Deps) *worker.Activities {
 	acts := worker.NewActivities(d)
 	s.tb.Cleanup(acts.MCP.Close)
 	s.acts = acts.Activities
+	s.notes = acts.Memory.Store
 	// Both temporaltest's server and devserver's keep their storage in SQLite, as `lucy dev` does.
 	s.worker = sdkworker.New(s.client, workflows.TaskQueue, worker.Options(worker.Sizing{EmbeddedServer: true}))
 	worker.Register(s.worker, acts)

@@ -146,23 +146,10 @@ func statusSight(access *slackaccess.Access, m workflows.Message) StatusFilter {
 	}
 }
 
-// safeTeam reports whether a team ID can go into a visibility query between quotes as it is.
-func safeTeam(team string) bool {
-	if team == "" || len(team) > 64 {
-		return false
-	}
-	for _, c := range team {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // WorkspaceStatus lists the team's running agent runs that see shows (with their status queries, in
 // parallel and bounded in time) and its schedules with their next firing.
 func (h temporalHandoff) WorkspaceStatus(ctx context.Context, team string, see StatusFilter) (WorkspaceStatus, error) {
-	if !safeTeam(team) {
+	if !searchattr.Quotable(team) {
 		return WorkspaceStatus{}, fmt.Errorf("workspace status: invalid team ID %q", team)
 	}
 	var out WorkspaceStatus

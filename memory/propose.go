@@ -6,19 +6,18 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lucy-agent/lucy/steps"
 )
 
 // After each run, one call of the fast model proposes the durable facts the people stated in it
-// (activities.NoteFromRun). This file is its pure part: the input the model reads (the people's own
+// (Activities.NoteFromRun). This file is its pure part: the input the model reads (the people's own
 // messages only: never a tool's result or a fetched page, so that a page that says "remember that…"
 // cannot plant a note) and the policy that decides which proposals are kept (the seed's: a
 // confidence threshold, no volatile or speculative statements).
 
-// Said is one message a person wrote in the run.
-type Said struct {
-	User string
-	Text string
-}
+// Said is one message a person wrote in the run: the run's own record of it (steps.Said).
+type Said = steps.Said
 
 // ProposalInput is the user message of the model call: the channel and the people's messages, cut
 // to maxChars (the newest kept: the request comes first, then what was added to it).

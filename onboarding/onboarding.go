@@ -10,7 +10,7 @@
 // second one.
 //
 // Nothing here creates a recurring job or posts anything: the run that makes first contact is told to
-// introduce itself (activities.BuildSystemPrompt), and it offers, never creates, recurring work.
+// introduce itself (Section, in activities.BuildSystemPrompt), and it offers, never creates, recurring work.
 package onboarding
 
 import (

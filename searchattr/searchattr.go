@@ -161,3 +161,17 @@ func firstLine(err error) string {
 	}
 	return s
 }
+
+// Quotable reports whether a Slack ID (a workspace's) can go into a visibility query between quotes
+// as it is: letters, digits, '_' and '-', at most 64.
+func Quotable(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

@@ -37,3 +37,11 @@ func TestRegisterThenCheck(t *testing.T) {
 		t.Fatalf("Check after registration: %v", err)
 	}
 }
+
+func TestQuotable(t *testing.T) {
+	for team, want := range map[string]bool{"T0123": true, "TLOCAL": true, "": false, "T1' OR 1=1 --": false, strings.Repeat("T", 65): false} {
+		if Quotable(team) != want {
+			t.Errorf("Quotable(%q) = %v", team, !want)
+		}
+	}
+}

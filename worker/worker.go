@@ -37,6 +37,7 @@ import (
 	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/steps"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/toolset"
@@ -180,6 +181,9 @@ func DataConverter(cfg *config.Config) converter.DataConverter {
 // fields read as before) and each domain's.
 type Activities struct {
 	*activities.Activities
+	// Memory notes what the people said after a run and keeps a 👎's reason (NoteFromRun,
+	// KeepFeedback), and writes the prompt's memory block (wired into the core's Sections).
+	Memory *memory.Activities
 	// Schedules answer the firings of recurring jobs and monitors.
 	Schedules *schedules.Activities
 	// Email answers the new-mail listener's firings.
@@ -277,7 +281,6 @@ func NewActivities(d Deps) *Activities {
 		Temporal:         d.Client,
 		Prompts:          subagents.PromptFS(prompts.FS), // the sub-agents keep their task prompts
 		Tools:            set.Runner,
-		Integrations:     set.Integrations,
 		Admins:           cfg.AdminUsers,
 		ApprovalKey:      cfg.ApprovalKey,
 		MaxToolCalls:     cfg.MaxToolCalls,
@@ -287,14 +290,21 @@ func NewActivities(d Deps) *Activities {
 		Log:              d.Log,
 		DataConverter:    d.DataConverter,
 		Metrics:          d.Metrics,
-		Memory:           notes,
-		MemoryTokens:     cfg.MemoryTokens,
 		Skills:           set.Skills,
+	}
+	mem := &memory.Activities{Store: notes, Core: core, Tokens: cfg.MemoryTokens, Log: d.Log}
+	// The capabilities' parts of the system prompt, in the prompt's order.
+	core.Sections = []steps.PromptSection{
+		integrations.Section{Listers: set.Integrations, Log: d.Log},
+		mem,
+		set.Skills,
 		// First contacts: markers in Lucy's state store, the team's workspace scaffolded; a person
 		// with a completed run from before the markers is not introduced again.
-		Onboarding: onboarding.New(state, store, nil).MetBefore(metBefore(d.Client, cfg.TemporalNamespace)),
+		onboarding.Section{Onboarder: onboarding.New(state, store, nil).MetBefore(metBefore(d.Client, cfg.TemporalNamespace)), Log: d.Log},
 	}
-	return &Activities{Activities: core, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client},
+	// A new assistant thread's suggestions: the team's skills, then its recurring jobs.
+	core.Suggesters = []steps.Suggester{set.Skills, schedules.JobPrompts{Temporal: d.Client}}
+	return &Activities{Activities: core, Memory: mem, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client},
 		Email: &listener.Activities{Email: set.Email}, MCP: set.MCP}
 }
 
@@ -413,10 +423,10 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"PostEphemeral":         acts.PostEphemeral,
 		"PostApprovalPrompt":    acts.PostApprovalPrompt,
 		"ResolveApprovalPrompt": acts.ResolveApprovalPrompt,
-		"NoteFromRun":           acts.NoteFromRun,
+		steps.NoteFromRun:       acts.Memory.NoteFromRun,
 		"SetThreadStatus":       acts.SetThreadStatus,
 		"StreamSteps":           acts.StreamSteps,
-		"KeepFeedback":          acts.KeepFeedback,
+		steps.KeepFeedback:      acts.Memory.KeepFeedback,
 		"StartAssistantThread":  acts.StartAssistantThread,
 		"SetThreadTitle":        acts.SetThreadTitle,
 	} {

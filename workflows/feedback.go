@@ -5,10 +5,10 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/steps"
 )
 
 // Feedback on answers. Every final answer ends with 👍/👎 buttons (output.FeedbackBlocks) naming its
@@ -114,9 +114,10 @@ func (l *lane) publishFeedback(ctx workflow.Context) {
 	}
 }
 
-// keepFeedback keeps a 👎's reason in the team's memory, about the channel, from the person.
+// keepFeedback keeps a 👎's reason in the team's memory, about the channel, from the person: memory's
+// activity, called by its registered name (steps.KeepFeedback).
 func (l *lane) keepFeedback(ctx workflow.Context, fb Feedback, reason string) {
-	err := workflow.ExecuteActivity(slackOptions(ctx, "feedback-"+fb.User+"-"+fb.Run), a.KeepFeedback, activities.KeepFeedbackInput{
+	err := workflow.ExecuteActivity(slackOptions(ctx, "feedback-"+fb.User+"-"+fb.Run), steps.KeepFeedback, steps.KeepFeedbackInput{
 		Team: l.key.Team, Channel: l.key.Channel, ThreadTS: l.key.ThreadTS, User: fb.User, Run: fb.Run, Reason: reason,
 	}).Get(ctx, nil)
 	if err != nil {

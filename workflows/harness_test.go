@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/steps"
 	"github.com/lucy-agent/lucy/subagents"
 )
 
@@ -71,7 +72,7 @@ type harness struct {
 	// order records "tool-done:<name>" and "update:<text>" as they happen.
 	order []string
 	// notes are the memory step's inputs (NoteFromRun); noteErr, when set, fails it.
-	notes   []activities.NoteFromRunInput
+	notes   []steps.NoteFromRunInput
 	noteErr error
 	// statusWorks makes SetThreadStatus succeed (by default Slack answers missing_scope, as a workspace
 	// without the status API does); statuses are what it was asked to show, in order ("" clears).
@@ -94,7 +95,7 @@ type harness struct {
 	// promptIns are BuildSystemPrompt's inputs, in order.
 	promptIns []activities.PromptInput
 	// kept are the 👎 reasons KeepFeedback was asked to keep.
-	kept []activities.KeepFeedbackInput
+	kept []steps.KeepFeedbackInput
 }
 
 func newHarness(t *testing.T) *harness { t.Helper(); return newHarnessWith(t, nil) }
@@ -157,12 +158,26 @@ func (h *harness) register() {
 	reg("PostEphemeral", acts.PostEphemeral)
 	reg("PostApprovalPrompt", acts.PostApprovalPrompt)
 	reg("ResolveApprovalPrompt", acts.ResolveApprovalPrompt)
-	reg("NoteFromRun", acts.NoteFromRun)
 	reg("SetThreadStatus", acts.SetThreadStatus)
 	reg("StreamSteps", acts.StreamSteps)
-	reg("KeepFeedback", acts.KeepFeedback)
 	reg("StartAssistantThread", acts.StartAssistantThread)
 	reg("SetThreadTitle", acts.SetThreadTitle)
+	// Memory's activities (package memory, which workflow code does not import) by their names.
+	reg(steps.KeepFeedback, func(ctx context.Context, in steps.KeepFeedbackInput) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.kept = append(h.kept, in)
+		return nil
+	})
+	reg(steps.NoteFromRun, func(ctx context.Context, in steps.NoteFromRunInput) (steps.NoteFromRunResult, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.notes = append(h.notes, in)
+		if h.noteErr != nil {
+			return steps.NoteFromRunResult{}, h.noteErr
+		}
+		return steps.NoteFromRunResult{Noted: []string{"mem-0123456789"}, Model: "m-fast"}, nil
+	})
 	env.OnActivity("StartAssistantThread", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.AssistantThreadInput) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -174,12 +189,6 @@ func (h *harness) register() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.order = append(h.order, "title:"+in.Title)
-		return nil
-	})
-	env.OnActivity("KeepFeedback", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.KeepFeedbackInput) error {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.kept = append(h.kept, in)
 		return nil
 	})
 	env.OnActivity("SetThreadStatus", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.ThreadStatusInput) (activities.ThreadStatusResult, error) {
@@ -211,16 +220,6 @@ func (h *harness) register() {
 		}
 		return activities.TimelineResult{TS: in.TS}, nil
 	})
-	env.OnActivity("NoteFromRun", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.NoteFromRunInput) (activities.NoteFromRunResult, error) {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		h.notes = append(h.notes, in)
-		if h.noteErr != nil {
-			return activities.NoteFromRunResult{}, h.noteErr
-		}
-		return activities.NoteFromRunResult{Noted: []string{"mem-0123456789"}, Model: "m-fast"}, nil
-	})
-
 	h.modelMock = env.OnActivity("CallModel", mock.Anything, mock.Anything).Return(func(ctx context.Context, in activities.CallModelInput) (activities.ModelReply, error) {
 		h.mu.Lock()
 		h.modelCalls = append(h.modelCalls, in)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/steps"
 	"github.com/lucy-agent/lucy/workflows/agent"
 )
 
@@ -182,7 +183,7 @@ type run struct {
 	subs int
 	// said are the people's own messages in this run (the request, what they folded in, their
 	// answers), for the step that notes what they said (memory.go).
-	said []activities.Said
+	said []steps.Said
 
 	transcript
 	clock

@@ -1,4 +1,4 @@
-package activities
+package integrations
 
 import (
 	"context"
@@ -8,8 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/lucy-agent/lucy/integrations"
-	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/rs/zerolog"
+
+	"github.com/lucy-agent/lucy/steps"
 )
 
 // The system prompt's block of a team's connected integrations (OpenAPI services, MCP servers), with
@@ -28,31 +29,46 @@ const (
 // slackUserID matches the Slack user IDs an AddedBy may hold.
 var slackUserID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
 
-// integrationsSection is the block for a run that works for user, or "" when the worker has no
-// listers (or no team). It lists the team's integrations and user's own; another member's own server
-// or service (its name and address are hers) is left out: its tools are not offered to this run.
-func (a *Activities) integrationsSection(ctx context.Context, team, user string) string {
-	if len(a.Integrations) == 0 || team == "" {
+// Section is the integrations' part of a run's system prompt (steps.PromptSection).
+type Section struct {
+	// Listers list a team's connected integrations, one per kind (OpenAPI services, MCP servers);
+	// none means no block.
+	Listers []Lister
+	Log     zerolog.Logger
+}
+
+// PromptSections is the block for a run that works for in.User, or none when there are no listers
+// (or no team). It lists the team's integrations and the user's own; another member's own server or
+// service (its name and address are hers) is left out: its tools are not offered to this run.
+func (s Section) PromptSections(ctx context.Context, in *steps.PromptContext) []string {
+	if block := s.block(ctx, in.Team, in.User); block != "" {
+		return []string{block}
+	}
+	return nil
+}
+
+func (s Section) block(ctx context.Context, team, user string) string {
+	if len(s.Listers) == 0 || team == "" {
 		return ""
 	}
-	var list []integrations.Integration
+	var list []Integration
 	incomplete := false
-	for _, l := range a.Integrations {
+	for _, l := range s.Listers {
 		if l == nil {
 			continue
 		}
 		lctx, cancel := context.WithTimeout(ctx, integrationsTimeout)
-		var got []integrations.Integration
+		var got []Integration
 		var err error
-		if ul, ok := l.(integrations.UserLister); ok {
+		if ul, ok := l.(UserLister); ok {
 			got, err = ul.IntegrationsFor(lctx, team, user) // "yours" is the requester's
 		} else {
 			got, err = l.Integrations(lctx, team)
 		}
 		cancel()
-		got = slices.DeleteFunc(got, func(in integrations.Integration) bool { return !in.Visible(user, false) })
+		got = slices.DeleteFunc(got, func(in Integration) bool { return !in.Visible(user, false) })
 		if err != nil {
-			a.Log.Warn().Err(err).Str("team", team).Msg("could not list a kind of integrations for the system prompt")
+			s.Log.Warn().Err(err).Str("team", team).Msg("could not list a kind of integrations for the system prompt")
 			incomplete = true
 			continue
 		}
@@ -88,15 +104,15 @@ func (a *Activities) integrationsSection(ctx context.Context, team, user string)
 }
 
 // integrationLine is one integration on one line.
-func integrationLine(in integrations.Integration) string {
+func integrationLine(in Integration) string {
 	var b strings.Builder
-	kind := promptField(in.Kind, 20)
-	fmt.Fprintf(&b, "- %s %q", kind, promptField(in.Name, 64))
+	kind := steps.DataField(in.Kind, 20)
+	fmt.Fprintf(&b, "- %s %q", kind, steps.DataField(in.Name, 64))
 	if in.Where != "" {
-		fmt.Fprintf(&b, " at %s", promptField(in.Where, 200))
+		fmt.Fprintf(&b, " at %s", steps.DataField(in.Where, 200))
 	}
 	if in.Scope != "" {
-		fmt.Fprintf(&b, " (%s)", promptField(in.Scope, 60)) // "<@U…>'s own (only their requests)"
+		fmt.Fprintf(&b, " (%s)", steps.DataField(in.Scope, 60)) // "<@U…>'s own (only their requests)"
 	}
 	if in.Healthy {
 		b.WriteString(": healthy")
@@ -107,35 +123,19 @@ func integrationLine(in integrations.Integration) string {
 		// Long enough for an OAuth sign-in link (the status says "Sign in to X: <authorization URL>",
 		// whose PKCE challenge, state and redirect make it a few hundred characters), which the model
 		// passes on to the person whole.
-		fmt.Fprintf(&b, ", %s", promptField(in.Status, 800))
+		fmt.Fprintf(&b, ", %s", steps.DataField(in.Status, 800))
 	}
 	if in.Tools > 0 && !strings.Contains(in.Status, "tools") { // the status often says it already ("12 tools")
 		fmt.Fprintf(&b, "; %d tools", in.Tools)
 	}
 	if kind == "openapi" && in.Tools > 0 {
-		fmt.Fprintf(&b, "; its tools are lucy_custom_%s_*", promptField(in.Name, 64))
+		fmt.Fprintf(&b, "; its tools are lucy_custom_%s_*", steps.DataField(in.Name, 64))
 	}
 	if in.Credential != "" {
-		fmt.Fprintf(&b, "; uses the stored key %q", promptField(in.Credential, 64))
+		fmt.Fprintf(&b, "; uses the stored key %q", steps.DataField(in.Credential, 64))
 	}
 	if slackUserID.MatchString(in.AddedBy) {
 		fmt.Fprintf(&b, "; added by <@%s>", in.AddedBy)
 	}
 	return b.String()
-}
-
-// promptField makes a lister's value safe to show as data: one line, no angle brackets or backticks
-// (which could close the block or open markup), cut to n runes.
-func promptField(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '<' || r == '>' || r == '`':
-			return ' '
-		case r < 0x20 || r == 0x7f || r == 0x2028 || r == 0x2029:
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	return slackwire.HeadEllipsis(s, n)
 }
