@@ -9,7 +9,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/tools"
-	"github.com/lucy-agent/lucy/tools/web"
 )
 
 // The fetch guard's memory. lucy_web_fetch holds back a URL that carries data unless the run has
@@ -21,7 +20,7 @@ import (
 //     the messages folded into it (the `message` signal);
 //   - the people's messages of the thread (LoadThread or OpenRun; Lucy's own earlier answers are not: a
 //     model wrote them);
-//   - the results of tools that bring in outside text (web.LinkSource: pages, search results,
+//   - the results of tools that bring in outside text (tools.LinkSource: pages, search results,
 //     Slack messages), unless the call's own arguments hold the URL (a tool that repeats what it
 //     was given, "could not fetch <url>", would otherwise launder it);
 //   - a lucy_web_fetch of the same URL a person approved in this request (reading its next part).
@@ -157,7 +156,7 @@ func (a *Activities) readRun(ctx context.Context, run Execution) (RunRecord, err
 // payload that does not decode is skipped: it cannot show the URL, and the fetch then asks.
 func (a *Activities) seenIn(rec RunRecord, q tools.SeenQuery) bool {
 	dc := a.dataConverter()
-	has := func(text string) bool { return text != "" && web.SeenIn(q.Forms, web.NormalizeSeen(text)) }
+	has := func(text string) bool { return text != "" && tools.SeenIn(q.Forms, tools.NormalizeSeen(text)) }
 	if rec.Input != nil {
 		var in startedInput
 		if dc.FromPayloads(rec.Input, &in) == nil {
@@ -198,7 +197,7 @@ func (a *Activities) seenIn(rec RunRecord, q tools.SeenQuery) bool {
 			if in.Name == tools.WebFetch && in.Approved && q.Guard != "" && in.Guard == q.Guard {
 				return true
 			}
-			if !web.LinkSource(in.Name) {
+			if !tools.LinkSource(in.Name) {
 				continue
 			}
 			var out ToolResult

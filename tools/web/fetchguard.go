@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"fmt"
-	"html"
 	"net/url"
 	"slices"
 	"strings"
@@ -13,7 +12,7 @@ import (
 
 // What lucy_web_fetch does with a URL that carries data (tools.URLCarriesData): it fetches it only
 // when the run has seen it (Invocation.Seen, which the activities answer from the run's history with
-// SeenForms, NormalizeSeen, SeenIn and LinkSource) or a person approved this very URL; otherwise it
+// SeenForms, and the core's tools.NormalizeSeen, SeenIn and LinkSource) or a person approved this very URL; otherwise it
 // holds the fetch and asks, showing the URL whole.
 
 // urlGuard is the Guard of a fetch a person approves: a hash of exactly the URL requested.
@@ -38,45 +37,6 @@ func SeenForms(target string, u *url.URL) []string {
 		add(dec) // a page that shows /wiki/Müller while the model sends /wiki/M%C3%BCller
 	}
 	return forms
-}
-
-// NormalizeSeen prepares a text the run has seen (a message, a page, a tool result) for the search
-// of SeenForms: HTML entities decoded (Slack writes & as &amp; in message text; a page's text or a
-// JSON body may keep them), and the escapes JSON bodies give a URL (\/ and \u0026) undone. Links
-// end where the text around them says so (Slack's <url|label>, a closing parenthesis, trailing
-// punctuation): the search looks for a form inside the text, so what follows a link never matters.
-func NormalizeSeen(text string) string {
-	if strings.Contains(text, "&") {
-		text = html.UnescapeString(text)
-	}
-	if strings.Contains(text, `\`) {
-		text = strings.NewReplacer(`\/`, "/", `\u0026`, "&", `\u003d`, "=", `\u003D`, "=").Replace(text)
-	}
-	return text
-}
-
-// SeenIn reports whether one of forms (SeenForms) occurs in text (normalized by NormalizeSeen).
-func SeenIn(forms []string, text string) bool {
-	for _, f := range forms {
-		if strings.Contains(text, f) {
-			return true
-		}
-	}
-	return false
-}
-
-// LinkSource reports whether the results of a tool bring in text from outside the run, so that a
-// link in them was put there by someone else: a fetched page, a search result, Slack messages,
-// email, an integration's answer. Tools whose results the model shapes itself (a script's output,
-// a workspace file it may have just written, its memory, its own schedules) are no source: a URL
-// the model assembled there would otherwise come back "seen".
-func LinkSource(tool string) bool {
-	switch tool {
-	case tools.WebFetch, tools.WebSearch, tools.GetChannelHistory, tools.GetThread, tools.SearchSlackHistory,
-		"lucy_read_emails", "lucy_search_emails", "lucy_get_email_thread", "lucy_browse":
-		return true
-	}
-	return strings.HasPrefix(tool, "mcp__") || strings.HasPrefix(tool, "lucy_custom_")
 }
 
 // holdFetch is lucy_web_fetch's answer to a URL that carries data and that the run has not seen:

@@ -22,24 +22,12 @@ func TestSeenIn(t *testing.T) {
 		"trailing punctuation":            "Read " + target + ", then answer.",
 		"with its fragment":               target + "#section",
 	} {
-		if !SeenIn(forms, NormalizeSeen(text)) {
+		if !tools.SeenIn(forms, tools.NormalizeSeen(text)) {
 			t.Errorf("%s: %s not found in %q", name, target, text)
 		}
 	}
-	if SeenIn(forms, NormalizeSeen("https://example.com/report?id=1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms")) {
+	if tools.SeenIn(forms, tools.NormalizeSeen("https://example.com/report?id=1BxiMVs0XRA5nFMdKvBdBZjgmUUqptlbs74OgvE2upms")) {
 		t.Errorf("a shorter link counts as the longer one")
-	}
-}
-
-func TestLinkSource(t *testing.T) {
-	for name, want := range map[string]bool{
-		tools.WebFetch: true, tools.WebSearch: true, tools.GetChannelHistory: true, tools.GetThread: true, tools.SearchSlackHistory: true,
-		"mcp__github__get_issue": true, "lucy_custom_jira_search": true,
-		"lucy_run_script": false, tools.ReadFile: false, tools.WriteFile: false, tools.EditFile: false, "lucy_list_crons": false, tools.PostMessage: false,
-	} {
-		if got := LinkSource(name); got != want {
-			t.Errorf("LinkSource(%s) = %v, want %v", name, got, want)
-		}
 	}
 }
 
@@ -99,7 +87,7 @@ func TestWebFetchHoldsDataURLs(t *testing.T) {
 	})
 	t.Run("seen", func(t *testing.T) {
 		seen := func(_ context.Context, q tools.SeenQuery) (bool, error) {
-			return SeenIn(q.Forms, NormalizeSeen("[the export]("+target+")")), nil
+			return tools.SeenIn(q.Forms, tools.NormalizeSeen("[the export]("+target+")")), nil
 		}
 		before := hits.Load()
 		out, err := call(tools.Invocation{Seen: seen})
