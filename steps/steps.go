@@ -20,9 +20,9 @@ import (
 // Registered names of the activities capabilities implement for the run (worker.Register). They
 // are in recorded histories: they never change.
 const (
-	// NoteFromRun is memory's step after a delivered answer (memory.Activities.NoteFromRun).
+	// NoteFromRun is memory's step after a delivered answer (runstep.Activities.NoteFromRun in memory/runstep).
 	NoteFromRun = "NoteFromRun"
-	// KeepFeedback keeps a 👎's reason as a team note (memory.Activities.KeepFeedback).
+	// KeepFeedback keeps a 👎's reason as a team note (runstep.Activities.KeepFeedback in memory/runstep).
 	KeepFeedback = "KeepFeedback"
 )
 

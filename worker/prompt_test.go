@@ -13,6 +13,7 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/memory"
+	"github.com/lucy-agent/lucy/memory/runstep"
 	"github.com/lucy-agent/lucy/onboarding"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/skills"
@@ -51,7 +52,7 @@ func TestSystemPromptBytesUnchanged(t *testing.T) {
 	}
 	cat := skills.New(skills.Deps{Platform: skills.PlatformFS(), Workspace: ws, State: state, Log: zerolog.Nop()})
 	core := &activities.Activities{Prompts: subagents.PromptFS(prompts.FS), Log: zerolog.Nop(), Skills: cat}
-	mem := &memory.Activities{Store: notes, Core: core, Tokens: 1500, Log: zerolog.Nop()}
+	mem := &runstep.Activities{Store: notes, Core: core, Tokens: 1500, Log: zerolog.Nop()}
 	core.Sections = []steps.PromptSection{
 		integrations.Section{Listers: []integrations.Lister{promptLister{}}, Log: zerolog.Nop()},
 		mem,

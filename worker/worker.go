@@ -30,6 +30,7 @@ import (
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/memory"
+	"github.com/lucy-agent/lucy/memory/runstep"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/onboarding"
 	"github.com/lucy-agent/lucy/prompts"
@@ -183,7 +184,7 @@ type Activities struct {
 	*activities.Activities
 	// Memory notes what the people said after a run and keeps a 👎's reason (NoteFromRun,
 	// KeepFeedback), and writes the prompt's memory block (wired into the core's Sections).
-	Memory *memory.Activities
+	Memory *runstep.Activities
 	// Schedules answer the firings of recurring jobs and monitors.
 	Schedules *schedules.Activities
 	// Email answers the new-mail listener's firings.
@@ -292,7 +293,7 @@ func NewActivities(d Deps) *Activities {
 		Metrics:          d.Metrics,
 		Skills:           set.Skills,
 	}
-	mem := &memory.Activities{Store: notes, Core: core, Tokens: cfg.MemoryTokens, Log: d.Log}
+	mem := &runstep.Activities{Store: notes, Core: core, Tokens: cfg.MemoryTokens, Log: d.Log}
 	// The capabilities' parts of the system prompt, in the prompt's order.
 	core.Sections = []steps.PromptSection{
 		integrations.Section{Listers: set.Integrations, Log: d.Log},

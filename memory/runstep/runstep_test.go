@@ -1,4 +1,4 @@
-package memory
+package runstep
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/internal/fakellm"
 	"github.com/lucy-agent/lucy/localslack"
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/prompts"
 	"github.com/lucy-agent/lucy/steps"
 	"github.com/lucy-agent/lucy/tools"
@@ -38,11 +39,11 @@ func runWorkspace() localslack.Options {
 
 // memoryActivities returns the activities over a fake model answering reply, a store of notes and a
 // local Slack workspace with one thread, whose ts is the last result.
-func memoryActivities(t *testing.T, reply string) (*activities.Activities, *Activities, *fakellm.Server, *localslack.Server, *Store, string) {
+func memoryActivities(t *testing.T, reply string) (*activities.Activities, *Activities, *fakellm.Server, *localslack.Server, *memory.Store, string) {
 	t.Helper()
 	srv := fakellm.New(t, func(n int, req fakellm.Request) fakellm.Reply { return fakellm.Reply{Content: reply} })
 	c := openai.NewClient(option.WithBaseURL(srv.BaseURL()), option.WithAPIKey("sk-test"), option.WithMaxRetries(0))
-	store, err := New(workspace.NewLocalAt(t.TempDir()), nil)
+	store, err := memory.New(workspace.NewLocalAt(t.TempDir()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,12 +109,12 @@ func TestNoteFromRunKeepsOnlyDurableConfidentFacts(t *testing.T) {
 		t.Fatalf("stored %+v, %v", all, err)
 	}
 	for _, n := range all {
-		if n.Source.Via != ViaNoticed || n.Source.Thread != root || n.Source.By != "U1" {
+		if n.Source.Via != memory.ViaNoticed || n.Source.Thread != root || n.Source.By != "U1" {
 			t.Errorf("source = %+v", n.Source)
 		}
 		// The channel note is about the run's channel, never one the model names; attributed to a
 		// person who spoke, never one who did not.
-		if n.Scope == Channel && n.About != "C1" {
+		if n.Scope == memory.Channel && n.About != "C1" {
 			t.Errorf("channel note about %s", n.About)
 		}
 	}
@@ -149,15 +150,15 @@ func TestNoteFromRunIgnoresAnUnreadableReply(t *testing.T) {
 func TestSystemPromptHasTheMemoryBlock(t *testing.T) {
 	core, a, _, _, store, _ := memoryActivities(t, "")
 	ctx := context.Background()
-	public := Source{By: "U2", Via: ViaTold, Channel: "C9", Visibility: VisPublic}
-	n, _, err := store.Remember(ctx, "T1", Draft{Scope: Entity, About: "Acme", Text: "Acme pays its invoices in EUR.",
+	public := memory.Source{By: "U2", Via: memory.ViaTold, Channel: "C9", Visibility: memory.VisPublic}
+	n, _, err := store.Remember(ctx, "T1", memory.Draft{Scope: memory.Entity, About: "Acme", Text: "Acme pays its invoices in EUR.",
 		Source: public})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Said in a private channel: never in a prompt elsewhere.
-	_, _, err = store.Remember(ctx, "T1", Draft{Scope: Entity, About: "Acme", Text: "Acme is being acquired.",
-		Source: Source{By: "U2", Via: ViaTold, Channel: "G9", Visibility: VisPrivate}})
+	_, _, err = store.Remember(ctx, "T1", memory.Draft{Scope: memory.Entity, About: "Acme", Text: "Acme is being acquired.",
+		Source: memory.Source{By: "U2", Via: memory.ViaTold, Channel: "G9", Visibility: memory.VisPrivate}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestSystemPromptHasTheMemoryBlock(t *testing.T) {
 		t.Fatalf("a forgotten note is still in the prompt:\n%s", sp.Text)
 	}
 	// A sub-agent's prompt has no block: it has lucy_recall.
-	if _, _, err := store.Remember(ctx, "T1", Draft{Scope: Workspace, Text: "We ship on Thursdays.",
+	if _, _, err := store.Remember(ctx, "T1", memory.Draft{Scope: memory.Workspace, Text: "We ship on Thursdays.",
 		Source: public}); err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +221,7 @@ func TestHistoryPreflightTrigger(t *testing.T) {
 	} {
 		got := ""
 		if refersToPast.MatchString(text) {
-			got = strings.Join(Keywords(refersToPast.ReplaceAllString(text, " "), preflightKeywords), " ")
+			got = strings.Join(memory.Keywords(refersToPast.ReplaceAllString(text, " "), preflightKeywords), " ")
 			if got == "" {
 				got = "(match, no words)"
 			}
@@ -253,7 +254,7 @@ func TestHistoryPreflightAddsEarlierConversationsToTheBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := New(workspace.NewLocalAt(t.TempDir()), nil)
+	store, err := memory.New(workspace.NewLocalAt(t.TempDir()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestHistoryPreflightAddsEarlierConversationsToTheBlock(t *testing.T) {
 // source; kept again, it is merged, not doubled.
 func TestKeepFeedback(t *testing.T) {
 	ctx := context.Background()
-	store, err := New(workspace.NewLocalAt(t.TempDir()), nil)
+	store, err := memory.New(workspace.NewLocalAt(t.TempDir()), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +312,7 @@ func TestKeepFeedback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(notes) != 1 || notes[0].Scope != Channel || notes[0].About != "C1" || notes[0].Source.By != "U2" ||
+	if len(notes) != 1 || notes[0].Scope != memory.Channel || notes[0].About != "C1" || notes[0].Source.By != "U2" ||
 		!strings.Contains(notes[0].Text, "The numbers were from last year") {
 		t.Fatalf("notes %+v", notes)
 	}

@@ -1,4 +1,4 @@
-package memory
+package runstep
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/steps"
@@ -31,7 +32,7 @@ import (
 // registers NoteFromRun and KeepFeedback by name.
 type Activities struct {
 	// Store is the teams' notes; nil means no memory (no block, nothing noted or kept).
-	Store *Store
+	Store *memory.Store
 	// Core is the run's generic steps: the model call and the post in the thread NoteFromRun makes,
 	// the Slack clients and admins of the access rule (viewer), the tools that run the block's Slack
 	// history search (historyPreflight). Required with a Store.
@@ -40,7 +41,7 @@ type Activities struct {
 	Tokens int
 	Log    zerolog.Logger
 
-	viewerRule *Viewer // the access rule for notes (viewer), built once
+	viewerRule *memory.Viewer // the access rule for notes (viewer), built once
 	viewerOnce sync.Once
 }
 
@@ -67,7 +68,7 @@ func (a *Activities) block(ctx context.Context, in *steps.PromptContext, history
 	// Everyone in the conversation reads the answer: the block holds what they all may read, and, in
 	// the requester's own DM with Lucy, what the requester may.
 	ownDM := in.IsDM && strings.HasPrefix(in.Channel, "D")
-	block, err := a.Store.Block(ctx, BlockInput{Team: in.Team, Channel: in.Channel, User: in.User,
+	block, err := a.Store.Block(ctx, memory.BlockInput{Team: in.Team, Channel: in.Channel, User: in.User,
 		Message: in.Message, Tokens: a.Tokens, History: history, Viewer: a.viewer(), OwnDM: ownDM})
 	if err != nil {
 		a.Log.Warn().Err(err).Str("team", in.Team).Msg("could not load the team memory block; the run goes on without it")
@@ -79,7 +80,7 @@ func (a *Activities) block(ctx context.Context, in *steps.PromptContext, history
 // viewer is the access rule for notes (Viewer): the admins, and membership asked of the team's bot
 // client (users.conversations, cached a minute). A client that cannot list a person's
 // conversations leaves membership unknown, which shows the least.
-func (a *Activities) viewer() *Viewer {
+func (a *Activities) viewer() *memory.Viewer {
 	a.viewerOnce.Do(func() {
 		var admins []string
 		if a.Core != nil {
@@ -94,7 +95,7 @@ func (a *Activities) viewer() *Viewer {
 			}
 			return nil
 		}
-		a.viewerRule = NewViewer(slackaccess.New(admins, api, nil), api)
+		a.viewerRule = memory.NewViewer(slackaccess.New(admins, api, nil), api)
 	})
 	return a.viewerRule
 }
@@ -127,7 +128,7 @@ func (a *Activities) NoteFromRun(ctx context.Context, in steps.NoteFromRunInput)
 	if err != nil {
 		return steps.NoteFromRunResult{}, temporal.NewApplicationError("read the conversation's visibility: "+err.Error(), activities.ErrToolTransient)
 	}
-	ans, err := a.Core.Ask(ctx, "fast", notePromptFile, ProposalInput(in.Channel, in.Said, maxSaidChars), noteMaxOutputToken)
+	ans, err := a.Core.Ask(ctx, "fast", notePromptFile, memory.ProposalInput(in.Channel, in.Said, maxSaidChars), noteMaxOutputToken)
 	if err != nil {
 		return steps.NoteFromRunResult{}, err
 	}
@@ -135,7 +136,7 @@ func (a *Activities) NoteFromRun(ctx context.Context, in steps.NoteFromRunInput)
 	if ans.Empty {
 		return res, nil
 	}
-	proposals, err := ParseProposals(ans.Text)
+	proposals, err := memory.ParseProposals(ans.Text)
 	if err != nil {
 		// A reply that is not the JSON asked for: nothing is noted, and retrying would cost again
 		// for the same kind of reply.
@@ -143,16 +144,16 @@ func (a *Activities) NoteFromRun(ctx context.Context, in steps.NoteFromRunInput)
 		return res, nil
 	}
 	var lines []string
-	for _, d := range Keep(proposals, KeepInput{Channel: in.Channel, ThreadTS: in.ThreadTS, Requester: in.Requester,
+	for _, d := range memory.Keep(proposals, memory.KeepInput{Channel: in.Channel, ThreadTS: in.ThreadTS, Requester: in.Requester,
 		Said: in.Said, Origin: origin}, maxNotesPerRun) {
 		n, out, err := a.Store.Remember(ctx, in.Team, d)
-		if errors.Is(err, ErrInvalid) {
+		if errors.Is(err, memory.ErrInvalid) {
 			continue
 		}
 		if err != nil {
 			return res, temporal.NewApplicationError("store a note: "+err.Error(), activities.ErrToolTransient)
 		}
-		if out == Unchanged {
+		if out == memory.Unchanged {
 			continue // already known: nothing new to tell
 		}
 		res.Noted = append(res.Noted, n.ID)
@@ -182,13 +183,13 @@ func (a *Activities) KeepFeedback(ctx context.Context, in steps.KeepFeedbackInpu
 	if a.Store == nil || strings.TrimSpace(reason) == "" {
 		return nil
 	}
-	_, _, err := a.Store.Remember(ctx, in.Team, Draft{
-		Scope: Channel, About: in.Channel,
+	_, _, err := a.Store.Remember(ctx, in.Team, memory.Draft{
+		Scope: memory.Channel, About: in.Channel,
 		Text:   "An answer here was marked unhelpful: " + strings.Join(strings.Fields(reason), " "),
 		Tags:   []string{"feedback"},
-		Source: Source{By: in.User, Channel: in.Channel, Thread: in.ThreadTS, Via: ViaTold},
+		Source: memory.Source{By: in.User, Channel: in.Channel, Thread: in.ThreadTS, Via: memory.ViaTold},
 	})
-	if errors.Is(err, ErrInvalid) {
+	if errors.Is(err, memory.ErrInvalid) {
 		a.Log.Warn().Err(err).Str("run", in.Run).Msg("a feedback reason the memory refuses; not kept")
 		return nil
 	}
@@ -223,7 +224,7 @@ func (a *Activities) historyPreflight(ctx context.Context, in *steps.PromptConte
 	if a.Store == nil || a.Core.Tools == nil || in.SubAgent || in.User == "" || !refersToPast.MatchString(in.Message) {
 		return nil
 	}
-	words := Keywords(refersToPast.ReplaceAllString(in.Message, " "), preflightKeywords)
+	words := memory.Keywords(refersToPast.ReplaceAllString(in.Message, " "), preflightKeywords)
 	if len(words) == 0 {
 		return nil
 	}
