@@ -207,7 +207,7 @@ func decode(data []byte) ([]Entry, error) {
 	if len(f.Services) == 0 {
 		return nil, errors.New("it lists no services (expected \"services:\" with at least one entry)")
 	}
-	names := map[string]bool{}
+	names := map[string]string{} // every name a service answers to, within this file
 	for i := range f.Services {
 		e := &f.Services[i]
 		if err := e.validate(); err != nil {
@@ -217,10 +217,12 @@ func decode(data []byte) ([]Entry, error) {
 			}
 			return nil, fmt.Errorf("service %s: %w", label, err)
 		}
-		if names[e.Name] {
-			return nil, fmt.Errorf("service %s is listed twice", e.Name)
+		for _, k := range keys(*e) {
+			if other, dup := names[k]; dup {
+				return nil, fmt.Errorf("services %q and %q both answer to %q: give each a name, title and aliases of its own", other, e.Name, k)
+			}
+			names[k] = e.Name
 		}
-		names[e.Name] = true
 	}
 	return f.Services, nil
 }
