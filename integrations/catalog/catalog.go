@@ -254,6 +254,17 @@ func (e *Entry) validate() error {
 		if err := httpsURL("openapi.url", e.OpenAPI.URL); err != nil {
 			return err
 		}
+		if len(e.OpenAPI.Operations) == 0 {
+			return errors.New("openapi.operations: name the operations to connect (operationIds, tags or \"METHOD /path\")")
+		}
+		if e.MCP == nil {
+			// The resolve marks what runs unasked among the chosen operations, by the same names.
+			for _, r := range e.ReadOnly {
+				if !slices.Contains(e.OpenAPI.Operations, r) {
+					return fmt.Errorf("readOnly: %q is not one of openapi.operations; name each read-only operation there too", r)
+				}
+			}
+		}
 		if e.OpenAPI.BaseURL != "" {
 			if err := httpsURL("openapi.baseUrl", e.OpenAPI.BaseURL); err != nil {
 				return err

@@ -98,9 +98,11 @@ func TestOperatorFile(t *testing.T) {
 		{`services: [{name: x, mcp: {url: "https://x.example/mcp"}}]`, "source"},
 		{`services: [{name: x, mcp: {url: "https://x.example/mcp"}, source: "https://x.example", readonly: [a]}]`, "readonly"},
 		{`services: [{name: "X Y", mcp: {url: "https://x.example/mcp"}, source: "https://x.example"}]`, "name"},
-		{`services: [{name: x, openapi: {url: "https://x.example/o.json"}, auth: {oauth: {}}, source: "https://x.example"}]`, "auth.oauth"},
+		{`services: [{name: x, openapi: {url: "https://x.example/o.json", operations: [a]}, auth: {oauth: {}}, source: "https://x.example"}]`, "auth.oauth"},
 		{`services: [{name: x, mcp: {url: "https://x.example/mcp"}, auth: {key: {query: k}}, source: "https://x.example"}]`, "Authorization"},
 		{`services: [{name: x, title: Y, mcp: {url: "https://x.example/mcp"}, source: "https://x.example"}, {name: y, mcp: {url: "https://y.example/mcp"}, source: "https://y.example"}]`, "both answer to"},
+		{`services: [{name: x, openapi: {url: "https://x.example/o.json", operations: [a]}, readOnly: [b], source: "https://x.example"}]`, "readOnly"},
+		{`services: [{name: x, openapi: {url: "https://x.example/o.json"}, source: "https://x.example"}]`, "openapi.operations"},
 		{`not: [a list`, "not a services file"},
 		{`services: []`, "no services"},
 	} {

@@ -232,7 +232,7 @@ func mcpPrompt(e Entry, cred string, share bool) (summary, details string) {
 			e.DisplayName(), scopes)
 	case cred != "":
 		fmt.Fprintf(&b, "Key: the stored key %q, sent as \"Authorization: Bearer\" only to %s (connecting binds it there); its calls act "+
-			"as the account the key belongs to. Not stored yet: an Add key button follows", cred, secrets.OriginOf(e.MCP.URL))
+			"as the account the key belongs to. If it is not stored yet, an Add key button follows", cred, secrets.OriginOf(e.MCP.URL))
 		if e.Auth.Key.Where != "" {
 			fmt.Fprintf(&b, " (create one at %s)", e.Auth.Key.Where)
 		}
