@@ -339,3 +339,34 @@ func TestListShowsConnectable(t *testing.T) {
 		t.Errorf("after connecting, the list:\n%s", out.Content)
 	}
 }
+
+// The prompt of a built-in entry says how Lucy signs in and whose account the calls act as; asking
+// reaches no network (nothing is connected until the approved call).
+func TestBuiltinPrompts(t *testing.T) {
+	e := setup(t)
+	for _, c := range []struct {
+		service string
+		want    []string
+	}{
+		{"Linear", []string{"https://mcp.linear.app/mcp", "Sign-in: OAuth at Linear", "act as the account that signs in",
+			"https://linear.app/docs/mcp", "list_issues", "Every other tool of Linear asks"}},
+		{"github", []string{"https://api.githubcopilot.com/mcp/", `the stored key "github"`, "only to https://api.githubcopilot.com",
+			"github.com/settings/personal-access-tokens", "get_file_contents"}},
+	} {
+		out := e.run(t, tools.Invocation{Name: catalog.ConnectService, Arguments: `{"service":"` + c.service + `"}`})
+		if out.NeedsApproval == nil {
+			t.Fatalf("%s: no approval asked: %+v", c.service, out)
+		}
+		prompt := out.NeedsApproval.Summary + "\n" + out.NeedsApproval.Details
+		for _, w := range c.want {
+			if !strings.Contains(prompt, w) {
+				t.Errorf("%s: the prompt does not show %q:\n%s", c.service, w, prompt)
+			}
+		}
+	}
+	// An admin sharing it is told everyone's requests get it.
+	out := e.run(t, tools.Invocation{Name: catalog.ConnectService, User: "UADMIN", Arguments: `{"service":"Linear","share_with_team":true}`})
+	if out.NeedsApproval == nil || !strings.Contains(out.NeedsApproval.Details, "everyone in this workspace") {
+		t.Errorf("an admin sharing Linear: %+v", out)
+	}
+}
