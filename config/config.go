@@ -125,6 +125,11 @@ type Config struct {
 	// LUCY_DATA_DIR/mcp.json, where a missing file means no servers; a file named here must exist
 	// and be valid, or the worker does not start (worker.MCPServers reads it: Load does no I/O).
 	MCPConfig string
+	// ServiceCatalog is the operator's service catalogue file (LUCY_SERVICE_CATALOG): its entries
+	// replace the built-in ones of the same name and add new ones. Empty means the built-in
+	// catalogue alone; a file named here must exist and be valid, or the worker does not start
+	// (worker.ServiceCatalog reads it: Load does no I/O).
+	ServiceCatalog string
 
 	// MaxToolCalls is how many tool calls of one model reply are run (LUCY_MAX_TOOL_CALLS); the excess
 	// calls get an error result, so a model that asks for fifty calls at once cannot make one turn
@@ -544,6 +549,10 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	c.MCPConfig = env("LUCY_MCP_CONFIG", "")
 	if strings.HasSuffix(c.MCPConfig, "/") || strings.ContainsRune(c.MCPConfig, 0) {
 		return nil, fmt.Errorf("LUCY_MCP_CONFIG %q is not the path of a file: give the MCP servers file, e.g. /etc/lucy/mcp.json, or unset it for LUCY_DATA_DIR/mcp.json", c.MCPConfig)
+	}
+	c.ServiceCatalog = strings.TrimSpace(getenv("LUCY_SERVICE_CATALOG"))
+	if strings.HasSuffix(c.ServiceCatalog, "/") || strings.ContainsRune(c.ServiceCatalog, 0) {
+		return nil, fmt.Errorf("LUCY_SERVICE_CATALOG %q is not the path of a file: give the service catalogue file, e.g. /etc/lucy/services.yaml, or unset it for the built-in catalogue", c.ServiceCatalog)
 	}
 	return c, nil
 }

@@ -126,6 +126,11 @@ var Docs = []Doc{
 		Default: "`LUCY_DATA_DIR/mcp.json` (missing: no servers)",
 	},
 	{
+		Names:   []string{"LUCY_SERVICE_CATALOG"},
+		Meaning: "the operator's service catalogue file (YAML or JSON, `services:` entries, see \"The service catalogue\" below): an entry replaces the built-in one of the same name or alias, any other is added; when set, it must exist and be valid or the worker does not start",
+		Default: "the built-in catalogue",
+	},
+	{
 		Names:   []string{"LUCY_APPROVAL_KEY"},
 		Meaning: "shared secret (at least 32 characters, the same for worker and gateway) with which the gateway signs the messages and approval clicks it hands to Temporal and the worker checks them; an approval without a valid signature is refused and logged",
 		Default: "derived from `SLACK_BOT_TOKEN`; without Slack, a random key in `LUCY_DATA_DIR/approval.key` made by `lucy dev` and read by `lucy chat`",

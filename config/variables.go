@@ -56,6 +56,7 @@ var fixedVariables = []string{
 	"LUCY_LOG_LEVEL", "LUCY_LOG_FORMAT",
 	// MCP servers for every team
 	"LUCY_MCP_CONFIG",
+	"LUCY_SERVICE_CATALOG",
 	// Memory: the prompt block's budget, and the embeddings model of semantic recall
 	"LUCY_MEMORY_TOKENS", "LUCY_MODEL_EMBEDDING",
 }

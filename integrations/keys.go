@@ -33,6 +33,8 @@ type Keys struct {
 	request KeyRequester
 	listers []Lister
 	admins  []string
+	// connectable lists the catalogue's services not connected yet (WithConnectable); nil: none.
+	connectable Connectable
 }
 
 // NewKeys returns the domain over the team's stored keys, the way to ask a person for one (nil: it
@@ -220,7 +222,8 @@ func (k *Keys) listIntegrations(ctx context.Context, inv tools.Invocation) (tool
 	}
 	if len(all) == 0 {
 		b.WriteString("Connected MCP servers, OpenAPI services and mailboxes: none.")
-		return tools.Output{Content: b.String()}, nil
+		k.writeConnectable(ctx, &b, inv)
+		return tools.Output{Content: strings.TrimRight(b.String(), "\n")}, nil
 	}
 	fmt.Fprintf(&b, "Connected MCP servers, OpenAPI services and mailboxes (%d):\n", len(all))
 	for _, in := range all {
@@ -252,7 +255,23 @@ func (k *Keys) listIntegrations(ctx context.Context, inv tools.Invocation) (tool
 		}
 		b.WriteString(": " + health + "\n")
 	}
+	k.writeConnectable(ctx, &b, inv)
 	return tools.Output{Content: strings.TrimRight(b.String(), "\n")}, nil
+}
+
+// writeConnectable adds the services that can be connected by name and are not yet.
+func (k *Keys) writeConnectable(ctx context.Context, b *strings.Builder, inv tools.Invocation) {
+	if k.connectable == nil {
+		return
+	}
+	list := k.connectable.ConnectableFor(ctx, inv.Team, inv.User)
+	if len(list) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\nNot connected yet, connectable by name (lucy_connect_service; the person says e.g. \"connect Linear\"):\n")
+	for _, line := range list {
+		b.WriteString("- " + line + "\n")
+	}
 }
 
 type shareAPIKeyArgs struct {

@@ -25,6 +25,7 @@ import (
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/catalog"
 	"github.com/lucy-agent/lucy/integrations/email"
 	"github.com/lucy-agent/lucy/integrations/email/listener"
 	"github.com/lucy-agent/lucy/integrations/mcp"
@@ -82,6 +83,9 @@ type Deps struct {
 	// MCPServers are the operator's MCP servers, for every team (MCPServers reads them from
 	// LUCY_MCP_CONFIG); nil means none.
 	MCPServers []mcp.Server
+	// Services is the service catalogue (ServiceCatalog reads LUCY_SERVICE_CATALOG); nil means the
+	// built-in one.
+	Services *catalog.Catalog
 	// Memory is the teams' notes; nil builds it over State (Memory).
 	Memory *memory.Store
 }
@@ -94,6 +98,13 @@ func MCPServers(cfg *config.Config) ([]mcp.Server, error) {
 		return mcp.LoadFile(cfg.MCPConfig, true)
 	}
 	return mcp.LoadFile(filepath.Join(cfg.DataDir, "mcp.json"), false)
+}
+
+// ServiceCatalog is the service catalogue in force: the built-in one, with the operator's file
+// (LUCY_SERVICE_CATALOG) applied when set. Its error stops the worker at start, naming the file and
+// the entry to fix.
+func ServiceCatalog(cfg *config.Config) (*catalog.Catalog, error) {
+	return catalog.Load(cfg.ServiceCatalog)
 }
 
 // StateDir is the folder of Lucy's own state in LUCY_DATA_DIR, beside the workspaces.
@@ -265,6 +276,7 @@ func NewActivities(d Deps) *Activities {
 		Chromium:             cfg.Chromium,
 		OpenAPIMaxOperations: cfg.OpenAPIMaxOperations,
 		MCPServers:           d.MCPServers,
+		Services:             d.Services,
 		MCPOAuth:             mcpOAuth,
 		Memory:               notes,
 		EmailListeners:       mailListeners,

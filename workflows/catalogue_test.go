@@ -8,6 +8,7 @@ package workflows
 // cannot be linked here (it imports this package); the external replay test links it.
 import (
 	_ "github.com/lucy-agent/lucy/integrations"
+	_ "github.com/lucy-agent/lucy/integrations/catalog"
 	_ "github.com/lucy-agent/lucy/integrations/email"
 	_ "github.com/lucy-agent/lucy/integrations/mcp"
 	_ "github.com/lucy-agent/lucy/integrations/openapi"

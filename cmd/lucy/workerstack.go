@@ -104,6 +104,9 @@ func buildWorker(ctx context.Context, getenv func(string) string, s workerSetup)
 	if deps.MCPServers, err = worker.MCPServers(cfg); err != nil {
 		return nil, err
 	}
+	if deps.Services, err = worker.ServiceCatalog(cfg); err != nil {
+		return nil, err
+	}
 	acts := worker.NewActivities(deps)
 	st.closers = append(st.closers, acts.MCP.Close) // ends the MCP servers the worker started
 	st.w = st.health.NewWorker(c, acts, s.sizing)

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/catalog"
 	"github.com/lucy-agent/lucy/integrations/email"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/openapi"
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 var allTools = []string{
 	"append_run_journal_entry", "ask_human", "delegate_to_code_agent", "delegate_to_document_agent",
 	"delegate_to_integrations_agent", "delegate_to_research_agent", "get_run_journal", "lucy_browse",
-	"lucy_check_heartbeat", "lucy_connect_email", "lucy_connect_mcp_server", "lucy_create_cron", "lucy_create_heartbeat",
+	"lucy_check_heartbeat", "lucy_connect_email", "lucy_connect_mcp_server", "lucy_connect_service", "lucy_create_cron", "lucy_create_heartbeat",
 	"lucy_current_time", "lucy_delete_cron", "lucy_delete_custom_integration", "lucy_delete_file",
 	"lucy_delete_heartbeat", "lucy_disconnect_email", "lucy_disconnect_mcp_server", "lucy_edit_file", "lucy_forget",
 	"lucy_generate_chart", "lucy_generate_csv", "lucy_generate_excel", "lucy_generate_pdf", "lucy_get_channel_history",
@@ -405,6 +406,7 @@ func TestArgValidation(t *testing.T) {
 		{mcp.ConnectServer, `{"name": "gh"}`, []string{`missing required field "url"`}},
 		{mcp.ConnectServer, `{"name": "gh", "url": "https://mcp.example.com/mcp", "credential": "Not A Name!"}`, []string{"not a credential name"}},
 		{mcp.DisconnectServer, `{}`, []string{`missing required field "name"`}},
+		{catalog.ConnectService, `{"share_with_team": true}`, []string{`missing required field "service"`}},
 		{email.ConnectEmail, `{"address": "a@example.com", "imap_host": "imap.example.com"}`, []string{`missing required field "smtp_host"`}},
 		{email.ConnectEmail, `{"address": "a@example.com", "imap_host": "i.example.com", "smtp_host": "s.example.com", "imap_tls": "ssl"}`, []string{`"imap_tls" must be one of`}},
 		{email.DisconnectEmail, `{}`, []string{`missing required field "mailbox"`}},

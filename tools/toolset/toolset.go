@@ -15,6 +15,7 @@ import (
 	// The delegation tools are declared by the sub-agents' package; the workflow runs them, and the
 	// model is described them through this worker's catalogue.
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/catalog"
 	"github.com/lucy-agent/lucy/integrations/email"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
@@ -105,6 +106,9 @@ type Deps struct {
 	Listers []integrations.Lister
 	// MCPServers are the operator's MCP servers (LUCY_MCP_CONFIG), offered to every team.
 	MCPServers []mcp.Server
+	// Services is the service catalogue in force (the built-in one with LUCY_SERVICE_CATALOG's
+	// entries on top: catalog.Load); nil means the built-in one.
+	Services *catalog.Catalog
 	// MCPLimits bound what an MCP server may cost a run; zero means mcp.Limits' defaults.
 	MCPLimits mcp.Limits
 	// MCPOAuth signs teams in to remote MCP servers that require OAuth; nil: not offered.
@@ -191,8 +195,12 @@ func New(d Deps, sources ...tools.Source) *Set {
 	// which the state store records).
 	skillSet := skills.New(skills.Deps{Platform: skills.PlatformFS(), Operator: skills.OperatorFS(d.DataDir),
 		Workspace: workspaceStore(d), State: d.State, Admins: d.Admins, Log: d.Log})
+	// The service catalogue: a service connected by name goes through the MCP client's connect or
+	// the OpenAPI resolve; lucy_list_integrations lists the ones not connected yet.
+	services := catalog.NewConnector(d.Services, mcpClient, custom, listers, d.Admins)
+	keys := integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers, d.Admins).WithConnectable(services)
 	domains := []any{skillSet, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
-		mcpClient, mail, integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers, d.Admins), memory.NewTools(d.Memory, memory.NewViewer(access, slacktools.AccessAPI(d.Slack)))}
+		mcpClient, mail, keys, services, memory.NewTools(d.Memory, memory.NewViewer(access, slacktools.AccessAPI(d.Slack)))}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
