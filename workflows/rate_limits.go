@@ -72,6 +72,7 @@ func (r *run) retryAfter(ctx workflow.Context, id string, spec activities.ToolFl
 			return res, id, false, err // cancelled: the timer went with the run's context
 		}
 		r.retryAfterWaited += wait
+		r.showStatus(ctx, stepStatus([]activities.ToolCall{c}), false) // the call again, as the batch said
 		id = r.nextID("tool")
 		res = activities.ToolResult{}
 		if err := r.executeTool(ctx, id, spec, c, approved, guard).Get(ctx, &res); err != nil {
