@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -77,5 +78,18 @@ func TestMaxConcurrentCalls(t *testing.T) {
 	wg.Wait()
 	if got := ts.Calls("slow"); got != n+1 {
 		t.Fatalf("%d calls", got)
+	}
+}
+
+// The operator's file takes maxConcurrent (Lucy's own field; other clients ignore it) and refuses a
+// negative one with what to write instead.
+func TestParseConfigMaxConcurrent(t *testing.T) {
+	servers, err := mcp.ParseConfig([]byte(`{"mcpServers": {"linear": {"url": "https://mcp.linear.app/mcp", "maxConcurrent": 4}}}`))
+	if err != nil || len(servers) != 1 || servers[0].MaxConcurrent != 4 {
+		t.Fatalf("%+v %v", servers, err)
+	}
+	if _, err := mcp.ParseConfig([]byte(`{"mcpServers": {"linear": {"url": "https://mcp.linear.app/mcp", "maxConcurrent": -1}}}`)); err == nil ||
+		!strings.Contains(err.Error(), "maxConcurrent") {
+		t.Fatalf("a negative maxConcurrent: %v", err)
 	}
 }
