@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
@@ -62,6 +63,22 @@ type ToolResult struct {
 	// different content, empty it): nothing was done; the workflow asks the person and, if they
 	// approve, runs the call again with Approved set.
 	NeedsApproval *ApprovalNeed `json:"needsApproval,omitempty"`
+	// RetryAfter is set when the service the tool called asked to be called again later (HTTP 429
+	// or 503 with Retry-After: tools.Throttled): the call's outcome is that answer, and Content
+	// reports it to the model. The workflow waits it out on a timer and calls again when the call
+	// is safe to repeat (changeRateLimits); a run recorded before it reads Content.
+	RetryAfter *RetryAfter `json:"retryAfter,omitempty"`
+}
+
+// RetryAfter is a service's request to wait before calling again (tools.Throttled).
+type RetryAfter struct {
+	// Wait is the service's Retry-After.
+	Wait time.Duration `json:"wait"`
+	// Service and Status say who asked and how ("the MCP server linear", "HTTP 429").
+	Service string `json:"service"`
+	Status  string `json:"status"`
+	// Safe: the request is safe to repeat whatever the tool's flags (an HTTP GET).
+	Safe bool `json:"safe,omitempty"`
 }
 
 // ApprovalNeed is what the approval prompt shows for a call that needs approval (mrkdwn).
@@ -115,6 +132,18 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 		var argErr *tools.ArgError
 		if errors.As(err, &argErr) {
 			return ToolResult{}, temporal.NewNonRetryableApplicationError(argErr.Msg, ErrToolArgs, nil)
+		}
+		var th *tools.Throttled
+		if errors.As(err, &th) {
+			// A result, not a failure: the workflow decides whether to wait and call again (a durable
+			// timer, never a sleep here), and Content is what the model reads if it does not.
+			a.Metrics.ToolCall(in.Name, metrics.ToolError)
+			content := fmt.Sprintf("Error: %s answered %s and asked to wait %s before calling again; this call was not repeated.",
+				th.Service, th.Status, tools.WaitText(th.Wait))
+			return ToolResult{
+				Content: content, IsError: true, Chars: utf8.RuneCountInString(content),
+				RetryAfter: &RetryAfter{Wait: th.Wait, Service: th.Service, Status: th.Status, Safe: th.Safe},
+			}, nil
 		}
 		var tr *tools.TransientError
 		if errors.As(err, &tr) {

@@ -191,6 +191,7 @@ type run struct {
 	toolBatch
 	waits
 	statusLine
+	rateLimits
 }
 
 // logger is the subset of the SDK's replay-safe logger we use.

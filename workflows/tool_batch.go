@@ -47,6 +47,13 @@ func (r *run) runTools(ctx workflow.Context, calls []activities.ToolCall) []tmsg
 	// countOnApproval: calls the tool activity asks for in the workflow's place (changeDeclaredTools),
 	// counted against the outbound cap once approved, as the workflow's own asking counted them.
 	countOnApproval := make([]bool, len(calls))
+	// approvedAs and guards are how each call was last made (approved, with the tool's guard): a
+	// call repeated after a service's Retry-After is made the same way (retryAfter).
+	approvedAs := make([]bool, len(calls))
+	guards := make([]string, len(calls))
+	// reported: the call's result is the workflow's report of a wait it did not make, not the
+	// activity's result: the model reads it inline.
+	reported := make([]bool, len(calls))
 	r.batchReply = r.lastReply
 	limit := r.route.MaxToolCalls
 	asked := -1           // the ask_human call of this batch (hardened runs): asked after the others ran
@@ -121,6 +128,7 @@ launch:
 			}
 			r.fetches.count(c.Name)
 			ids[i] = r.nextID("tool")
+			approvedAs[i] = true
 			futures[i] = r.executeTool(ctx, ids[i], spec, c, true, "")
 		default:
 			r.fetches.count(c.Name)
@@ -150,8 +158,14 @@ launch:
 			}
 			ids[i] = r.nextID("tool")
 			guard := res.NeedsApproval.Guard
+			approvedAs[i], guards[i] = true, guard
 			res = activities.ToolResult{}
 			err = r.executeTool(ctx, ids[i], specs[i], c, true, guard).Get(ctx, &res)
+		}
+		if err == nil && res.RetryAfter != nil && ctx.Err() == nil {
+			// The service asked to be called again later: waited out and called again when that is
+			// safe, reported to the model otherwise (changeRateLimits).
+			res, ids[i], reported[i], err = r.retryAfter(ctx, ids[i], specs[i], c, approvedAs[i], guards[i], res)
 		}
 		switch {
 		case err == nil && res.NeedsApproval != nil:
@@ -166,6 +180,9 @@ launch:
 			if r.localCalls[ids[i]] {
 				// A local activity's result is in its marker, which has no activity ID to refer to:
 				// the next model call carries it (once; later calls name that call as their Base).
+				wire = activities.Entry{Role: "tool", Text: res.Content, ToolCallID: c.ID}
+			}
+			if reported[i] {
 				wire = activities.Entry{Role: "tool", Text: res.Content, ToolCallID: c.ID}
 			}
 			results[i] = tmsg{

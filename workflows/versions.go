@@ -229,6 +229,15 @@ const (
 	// ExecuteToolInput.Schema, and the words of a park notice, ToolFlags.Human, are activity input:
 	// they replay either way.)
 	changeDeclaredTools = "declared-tools"
+	// changeRateLimits (issue 41), in the agent run and the sub-agent: a tool whose service asked to
+	// be called again later (HTTP 429 or 503 with Retry-After: activities.ToolResult.RetryAfter) is
+	// waited out on a workflow timer and called again, with the same approval and guard, when the
+	// call is safe to repeat (the route recorded the tool as idempotent, or the request is a safe
+	// HTTP method) and the wait is within the caps (maxRetryAfter per wait, maxRetryAfterPerRun in
+	// all, maxRetryAfterRepeats per call); otherwise the model reads the wait and that the call was
+	// not repeated. Read where a call is first answered so: only a run that gets such an answer
+	// records it, and a history recorded before replays without.
+	changeRateLimits = "rate-limits"
 	// (Issue 39's status line kept up through a long step, keepStatus, has no change ID: the lane
 	// decides it in the run's input, RunInput.KeepStatus, which replays either way.)
 )

@@ -186,6 +186,17 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 		c.mu.Unlock()
 	}()
 
+	// A server that takes only so many calls at once (MaxConcurrent) has the call wait here for a
+	// slot of this worker's; the activity heartbeats meanwhile, so "cancel that" ends the wait.
+	release, err := c.s.slots.Acquire(ctx, inv.Team, c.srv.Name, c.srv.MaxConcurrent)
+	if err != nil {
+		return tools.Output{}, err
+	}
+	defer release()
+	// The HTTP transport notes a 429 or 503 with Retry-After to this call's request (noteThrottle).
+	throttle := &throttleNote{}
+	callCtx := withThrottleNote(ctx, throttle)
+
 	var res *sdk.CallToolResult
 	var cs *sdk.ClientSession
 	for attempt := 0; ; attempt++ {
@@ -195,9 +206,16 @@ func (c *conn) call(ctx context.Context, inv tools.Invocation, lt listedTool, re
 			return out, err
 		}
 		ht, mark := c.authMark()
-		res, err = cs.CallTool(ctx, params)
+		res, err = cs.CallTool(callCtx, params)
 		if err == nil || ctx.Err() != nil {
 			break
+		}
+		if th := throttle.get(); th != nil {
+			// The server asked to be called again later (429 or 503 with Retry-After): the session is
+			// fine (the SDK keeps it on these statuses), and the run decides whether to wait and call
+			// again: only a read-only tool's call is repeated (an MCP call is an HTTP POST).
+			th.Tool, th.Service = inv.Name, "the MCP server "+c.srv.Name
+			return tools.Output{}, th
 		}
 		serr := c.signInAfter(ctx, cs, ht, mark)
 		if serr == nil {

@@ -52,6 +52,10 @@ type Server struct {
 	// SafeTools are the tools of a chat-connected server that run without a person's approval, as the
 	// connect's approval named them. The server's own annotations are not trusted for that.
 	SafeTools []string `json:"safeTools,omitempty"`
+	// MaxConcurrent bounds the calls of the server's tools that run at once in one worker, per
+	// team (0 = no limit; integrations.Slots): the service catalogue's figure for a server known to
+	// refuse more, or the operator's in its file.
+	MaxConcurrent int `json:"maxConcurrent,omitempty"`
 }
 
 // FromChat reports whether a team connected the server from chat: a URL a member chose, whose
@@ -119,7 +123,9 @@ type fileEntry struct {
 	Transport  string            `json:"transport"` // another spelling of type
 	Credential string            `json:"credential"`
 	Disabled   bool              `json:"disabled"`
-	OAuth      *struct {
+	// MaxConcurrent is Lucy's own (Server.MaxConcurrent): other clients ignore it.
+	MaxConcurrent int `json:"maxConcurrent"`
+	OAuth         *struct {
 		ClientID     string   `json:"clientId"`
 		ClientSecret string   `json:"clientSecret"`
 		Scopes       []string `json:"scopes"`
@@ -194,7 +200,10 @@ func (e fileEntry) server(name string) (Server, error) {
 		e.Type = e.Transport
 	}
 	s := Server{Name: name, Command: strings.TrimSpace(e.Command), Args: e.Args, Env: e.Env, Dir: e.Cwd,
-		URL: strings.TrimSpace(e.URL), Headers: e.Headers}
+		URL: strings.TrimSpace(e.URL), Headers: e.Headers, MaxConcurrent: e.MaxConcurrent}
+	if e.MaxConcurrent < 0 {
+		return Server{}, errors.New(`"maxConcurrent" is how many calls may run at once: a positive number, or 0 (or leave it out) for no limit`)
+	}
 	switch {
 	case s.Command != "" && s.URL != "":
 		return Server{}, errors.New(`give either "command" (a server Lucy starts) or "url" (a remote server), not both`)

@@ -720,6 +720,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := base.RoundTrip(r)
+	if err == nil {
+		noteThrottle(req.Context(), resp)
+	}
 	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
 		t.refused.Store(int32(resp.StatusCode))
 		ch := resp.Header.Values("WWW-Authenticate")

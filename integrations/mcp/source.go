@@ -119,6 +119,8 @@ type Source struct {
 	// perTeam are the operator's servers found to want each team signed in (a 401 without a
 	// configured credential): their sessions are per team from then on.
 	perTeam map[string]bool
+	// slots bound the calls of a server at once in this worker, per team (Server.MaxConcurrent).
+	slots integrations.Slots
 }
 
 // connKey names one session: the operator's servers share one across teams unless they use a

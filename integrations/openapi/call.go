@@ -128,6 +128,13 @@ func (s *Services) call(ctx context.Context, inv tools.Invocation, sv *service, 
 	}
 
 	from := "the API of the custom integration " + svc + " (" + sv.rec.Origin + ")"
+	// A service that takes only so many calls at once (MaxConcurrent) has the call wait here for a
+	// slot of this worker's; the activity heartbeats meanwhile, so "cancel that" ends the wait.
+	release, err := s.slots.Acquire(ctx, inv.Team, svc, sv.rec.MaxConcurrent)
+	if err != nil {
+		return tools.Output{}, err
+	}
+	defer release()
 	cctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	resp, err := s.api.Do(req.WithContext(cctx))
@@ -157,6 +164,12 @@ func (s *Services) call(ctx context.Context, inv tools.Invocation, sv *service, 
 	}
 	status := resp.Status
 	code := resp.StatusCode
+	if th := tools.NewThrottled(inv.Name, "the custom integration "+svc, code, resp.Header, s.d.Now(), tools.SafeMethod(op.Method)); th != nil {
+		// 429 or 503 with Retry-After (RFC 6585 §4, RFC 9110 §10.2.3): the run waits as told and
+		// calls again if the request is safe to repeat, or tells the model; nothing sleeps here.
+		s.noteFailure(inv.Team, svc, "HTTP "+status)
+		return tools.Output{}, th
+	}
 	switch {
 	case code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout:
 		s.noteFailure(inv.Team, svc, "HTTP "+status)

@@ -113,6 +113,8 @@ type Services struct {
 	teams     map[string]*teamCache   // team -> its services as last read
 	tokens    map[string]*tokenSource // OAuth2 tokens per team, service and credential
 	failures  map[string]failure      // team/service -> the last failed call on this worker
+	// slots bound the calls of a service at once in this worker (record.MaxConcurrent).
+	slots integrations.Slots
 }
 
 // New returns the services over d.

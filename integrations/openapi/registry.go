@@ -50,11 +50,14 @@ type record struct {
 	Shared   bool   `json:"shared,omitempty"`
 	SharedBy string `json:"sharedBy,omitempty"`
 	// Safe are the operations other than GET and HEAD the person approved to run without asking.
-	Safe      []string  `json:"safe,omitempty"`
-	AddedBy   string    `json:"addedBy"`
-	Added     time.Time `json:"added"`
-	UpdatedBy string    `json:"updatedBy,omitempty"`
-	Updated   time.Time `json:"updated"`
+	Safe []string `json:"safe,omitempty"`
+	// MaxConcurrent bounds the calls of the service that run at once in one worker (0 = no limit;
+	// integrations.Slots): the service catalogue's figure for a service known to refuse more.
+	MaxConcurrent int       `json:"maxConcurrent,omitempty"`
+	AddedBy       string    `json:"addedBy"`
+	Added         time.Time `json:"added"`
+	UpdatedBy     string    `json:"updatedBy,omitempty"`
+	Updated       time.Time `json:"updated"`
 }
 
 // rulesBound is the Rules of a record made under the bound-key rules.
