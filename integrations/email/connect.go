@@ -296,7 +296,10 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 	var stale bool
 	var refusal string
 	if !m.OAuth() {
+		// A sign-in's tokens are bound to the mailbox by the flow (oauth.Flow.Token): no password rule.
 		stale, refusal, err = e.stalePassword(ctx, inv.Team, m, old, etag != "")
+	} else {
+		err = nil
 	}
 	if err != nil {
 		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
