@@ -5,9 +5,9 @@ package mailtest
 
 import (
 	"bytes"
-	"errors"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net"
 	"net/http"
