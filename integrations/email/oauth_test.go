@@ -67,6 +67,13 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	t.Helper()
 	f := &oauthFixture{google: mailtest.StartOAuth(t), ms: mailtest.Start(t)}
 	f.ms.AcceptBearer(f.google.Valid)
+	f.setup(t, nil)
+	return f
+}
+
+// setup makes the flow, its callback on a gateway and the mail domain; tweak changes its Deps.
+func (f *oauthFixture) setup(t *testing.T, tweak func(*Deps)) {
+	t.Helper()
 	f.state = workspace.NewLocalAt(t.TempDir())
 	var err error
 	if f.creds, err = secrets.New(f.state, secrets.Key{7}); err != nil {
@@ -85,10 +92,13 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	cb = mux
 	google := GoogleProvider(f.google.ClientID, f.google.ClientSecret)
 	google.Endpoints.AuthURL, google.Endpoints.TokenURL = f.google.URL+"/auth", f.google.URL+"/token"
-	f.e = New(Deps{State: f.state, Workspace: workspace.NewLocalAt(t.TempDir()), Credentials: f.creds, Hosts: tools.AllowAllPrivate(),
-		Log: zerolog.Nop(), Timeout: 10 * time.Second, Admins: []string{"UBOSS"}, OAuth: flow, Providers: map[string]Provider{AuthGoogle: google}})
+	d := Deps{State: f.state, Workspace: workspace.NewLocalAt(t.TempDir()), Credentials: f.creds, Hosts: tools.AllowAllPrivate(),
+		Log: zerolog.Nop(), Timeout: 10 * time.Second, Admins: []string{"UBOSS"}, OAuth: flow, Providers: map[string]Provider{AuthGoogle: google}}
+	if tweak != nil {
+		tweak(&d)
+	}
+	f.e = New(d)
 	f.r = tooltest.Runner(t, f.e)
-	return f
 }
 
 func (f *oauthFixture) connectArgs(t *testing.T) string {
