@@ -97,6 +97,9 @@ func (e *Email) Integrations(ctx context.Context, team string) ([]integrations.I
 		default:
 			in.Status = "last connected " + h.At.Format("2006-01-02 15:04") + " UTC"
 		}
+		if m.OAuth() {
+			in.Status += "; logs in with a " + providerTitle(m.Auth) + " sign-in"
+		}
 		if m.Channel != "" {
 			in.Status += "; new mail is summarized in <#" + m.Channel + ">"
 		}

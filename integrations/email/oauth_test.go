@@ -255,3 +255,85 @@ func TestOAuthMailboxNeedsTheOperatorsClient(t *testing.T) {
 		t.Fatalf("a password mailbox without servers: %v", err)
 	}
 }
+
+// The new-mail listener reads an OAuth mailbox as any other: its first look starts the cursor, the
+// next finds the new message (with XOAUTH2 logins); once the sign-in is revoked it has nothing to
+// read (Gone, no error to retry) and the mailbox's health says to sign in again.
+func TestListenerReadsOAuthMailbox(t *testing.T) {
+	ctx := context.Background()
+	f := &oauthFixture{google: mailtest.StartOAuth(t), ms: mailtest.Start(t)}
+	f.ms.AcceptBearer(f.google.Valid)
+	// Everyone may use every conversation here: the access rule itself is
+	// TestListenerChannelMustBeTheConnectersToUse's.
+	f.setup(t, func(d *Deps) {
+		d.Access = func(context.Context, string, string, string) (string, error) { return "", nil }
+	})
+	args := tooltest.JSONArgs(t, map[string]any{"address": mailtest.Addr, "auth": "google", "channel": "CMAIL",
+		"imap_host": "127.0.0.1", "imap_port": f.ms.IMAPPort, "imap_tls": "plain",
+		"smtp_host": "127.0.0.1", "smtp_port": f.ms.SMTPPort, "smtp_tls": "plain"})
+	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, args)
+	if status, page := signIn(t, signInURL.FindString(out.Content)); status != http.StatusOK {
+		t.Fatalf("the callback answered %d: %s", status, page)
+	}
+	if b, err := f.e.NewMail(ctx, tooltest.Team, "support", 10, nil); err != nil || len(b.Messages) != 0 || b.Gone {
+		t.Fatalf("first look = %+v, %v", b, err)
+	}
+	f.ms.Deliver(t, newMail(1))
+	b, err := f.e.NewMail(ctx, tooltest.Team, "support", 10, nil)
+	if err != nil || len(b.Messages) != 1 || b.Messages[0].Subject != "Request 1" {
+		t.Fatalf("second look = %+v, %v; want request 1", b, err)
+	}
+	if l := f.ms.Logins(); l[len(l)-1].Mech != "XOAUTH2" {
+		t.Fatalf("the listener did not log in with XOAUTH2: %+v", l[len(l)-1])
+	}
+	f.google.Revoke()
+	if b, err := f.e.NewMail(ctx, tooltest.Team, "support", 10, nil); err != nil || !b.Gone {
+		t.Fatalf("after the revocation = %+v, %v; want Gone", b, err)
+	}
+	list, err := f.e.Integrations(ctx, tooltest.Team)
+	if err != nil || len(list) != 1 || list[0].Healthy || !strings.Contains(list[0].Status, "expired or was revoked") ||
+		!strings.Contains(list[0].Status, "logs in with a Google sign-in") {
+		t.Fatalf("the listing after the revocation: %+v, %v", list, err)
+	}
+}
+
+// A Microsoft 365 mailbox's link asks Microsoft's scopes (IMAP.AccessAsUser.All, SMTP.Send,
+// offline_access) of the operator's tenant, and without Google's offline parameters.
+func TestMicrosoftSignInLink(t *testing.T) {
+	f := &oauthFixture{google: mailtest.StartOAuth(t), ms: mailtest.Start(t)}
+	f.setup(t, func(d *Deps) {
+		p := MicrosoftProvider("11111111-2222-3333-4444-555555555555", "secret", "contoso.onmicrosoft.com")
+		if !strings.HasPrefix(p.Endpoints.AuthURL, "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/") {
+			t.Fatalf("the tenant's endpoints: %+v", p.Endpoints)
+		}
+		p.Endpoints.AuthURL = f.google.URL + "/auth"
+		d.Providers = map[string]Provider{AuthMicrosoft: p}
+	})
+	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, tooltest.JSONArgs(t, map[string]any{"address": "ops@contoso.com",
+		"imap_host": "outlook.office365.com", "smtp_host": "smtp.office365.com", "smtp_port": 587, "smtp_tls": "starttls"}))
+	tooltest.WantOK(t, out, "Microsoft 365 sign-in, which is not done yet")
+	u, err := url.Parse(signInURL.FindString(out.Content))
+	if err != nil || u.Query().Get("client_id") != "11111111-2222-3333-4444-555555555555" {
+		t.Fatalf("no Microsoft link in %q", out.Content)
+	}
+	q := u.Query()
+	if q.Get("scope") != "https://outlook.office.com/IMAP.AccessAsUser.All https://outlook.office.com/SMTP.Send offline_access" ||
+		q.Get("access_type") != "" || q.Get("login_hint") != "ops@contoso.com" {
+		t.Fatalf("the link's parameters: %v", q)
+	}
+}
+
+// A signed-in mailbox connected again with a password loses its sign-in: the tokens are deleted,
+// never used for the password login, and the password is asked for.
+func TestSwitchingToAPasswordDeletesTheSignIn(t *testing.T) {
+	f := newOAuthFixture(t)
+	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, f.connectArgs(t))
+	if status, page := signIn(t, signInURL.FindString(out.Content)); status != http.StatusOK {
+		t.Fatalf("the callback answered %d: %s", status, page)
+	}
+	out = runApproved(t, f.r, "ULOCAL", ConnectEmail, strings.Replace(f.connectArgs(t), `"google"`, `"password"`, 1))
+	tooltest.WantOK(t, out, "Updated the mailbox support", "Its former credential was deleted", "not stored yet, under \"email-support\"")
+	if _, err := f.creds.Stat(context.Background(), tooltest.Team, oauth.CredentialName("email.support")); !errors.Is(err, secrets.ErrNotFound) {
+		t.Fatalf("the sign-in's tokens outlived the switch: %v", err)
+	}
+}
