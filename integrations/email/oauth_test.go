@@ -198,7 +198,7 @@ func TestMailboxSignsInWithOAuth(t *testing.T) {
 	}
 
 	// A token that expires within the minute is refreshed before it is sent.
-	f.google.AccessTTL = 30 * time.Second
+	f.google.SetAccessTTL(30 * time.Second)
 	f.google.ExpireAccess()
 	tooltest.WantOK(t, run(ReadEmails, `{"mailbox": "support"}`), "Invoice 42") // refused, refreshed: a 30-second token
 	n := len(grants)

@@ -26,8 +26,8 @@ type OAuth struct {
 	Scope string
 	// Account is whose mailbox the tokens open.
 	Account string
-	// AccessTTL is the lifetime of the access tokens it issues (expires_in).
-	AccessTTL time.Duration
+	// accessTTL is the lifetime of the access tokens it issues (expires_in): SetAccessTTL.
+	accessTTL time.Duration
 
 	mu       sync.Mutex
 	codes    map[string]codeGrant
@@ -53,7 +53,7 @@ type accessToken struct {
 func StartOAuth(t testing.TB) *OAuth {
 	t.Helper()
 	o := &OAuth{ClientID: "lucy-test.apps.googleusercontent.com", ClientSecret: "GOCSPX-" + token(), Scope: "https://mail.google.com/",
-		Account: Addr, AccessTTL: time.Hour, codes: map[string]codeGrant{}, access: map[string]accessToken{}, refresh: map[string]bool{}}
+		Account: Addr, accessTTL: time.Hour, codes: map[string]codeGrant{}, access: map[string]accessToken{}, refresh: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /auth", o.authorize)
 	mux.HandleFunc("POST /token", o.token)
@@ -176,8 +176,8 @@ func (o *OAuth) token(w http.ResponseWriter, r *http.Request) {
 	}
 	o.grants = append(o.grants, grantType)
 	access := "ya29." + token()
-	o.access[access] = accessToken{account: o.Account, expires: time.Now().Add(o.AccessTTL)}
-	body := map[string]any{"access_token": access, "expires_in": int(o.AccessTTL / time.Second), "scope": o.Scope, "token_type": "Bearer"}
+	o.access[access] = accessToken{account: o.Account, expires: time.Now().Add(o.accessTTL)}
+	body := map[string]any{"access_token": access, "expires_in": int(o.accessTTL / time.Second), "scope": o.Scope, "token_type": "Bearer"}
 	if refresh != "" {
 		body["refresh_token"] = refresh
 	}
@@ -213,6 +213,13 @@ func (o *OAuth) Valid(tok string) (account string, ok bool) {
 		return "", false
 	}
 	return a.account, true
+}
+
+// SetAccessTTL sets the lifetime of the access tokens issued from now on (Google's is an hour).
+func (o *OAuth) SetAccessTTL(d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.accessTTL = d
 }
 
 // ExpireAccess makes every access token issued so far invalid at the servers (as if expired before
