@@ -533,7 +533,7 @@ func (e *Email) connectOAuth(ctx context.Context, inv tools.Invocation, m Mailbo
 	params["login_hint"] = m.Address
 	ep.Params = params
 	si, err := e.d.OAuth.BeginFixed(ctx, oauth.FixedInput{Team: inv.Team, User: inv.User, Server: oauthServer(m.Name), ServerURL: m.oauthResource(),
-		Serves: "the mailbox " + m.Address + " in this workspace (its mail is read and sent for the members who ask Lucy)",
+		Serves: "the mailbox " + m.Address + ", whose mail Lucy reads and sends for the members of this workspace who ask her",
 		Client: prov.Client, Scopes: prov.Scopes, Endpoints: ep})
 	if err != nil {
 		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: fmt.Errorf("prepare the sign-in: %w", err)}
