@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -175,6 +176,13 @@ type Config struct {
 	// unset (the system's roots, which Go's SSL_CERT_FILE and SSL_CERT_DIR also change).
 	MailCAFile  string
 	MailRootCAs *x509.CertPool
+	// GoogleClientID and GoogleClientSecret (LUCY_GOOGLE_CLIENT_ID, _SECRET) are the OAuth client an
+	// operator registered at Google for Gmail and Google Workspace mailboxes; MicrosoftClientID,
+	// MicrosoftClientSecret and MicrosoftTenant (LUCY_MICROSOFT_CLIENT_ID, _SECRET, _TENANT) the one
+	// registered in Microsoft Entra for Microsoft 365 mailboxes. Unset: those mailboxes cannot sign
+	// in (a password still works where the provider allows one).
+	GoogleClientID, GoogleClientSecret                        string
+	MicrosoftClientID, MicrosoftClientSecret, MicrosoftTenant string
 
 	// LLM
 	LLMBaseURL string            // OPENAI_BASE_URL, or OpenRouter's when OPENROUTER_API_KEY is set
@@ -455,6 +463,9 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		if c.MailRootCAs, err = MailRootCAs(c.MailCAFile); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.loadMailOAuth(getenv); err != nil {
+		return nil, err
 	}
 	if v := strings.TrimSpace(getenv("LUCY_SCRIPT_TIMEOUT")); v != "" {
 		d, err := time.ParseDuration(v)
@@ -952,4 +963,35 @@ func MailRootCAs(file string) (*x509.CertPool, error) {
 			"servers' CA certificate in PEM form", file)
 	}
 	return pool, nil
+}
+
+// tenantRE is a Microsoft Entra tenant as the v2.0 endpoints take it: a directory ID (a GUID), a
+// verified domain, or "organizations" / "common" / "consumers"
+// (learn.microsoft.com/en-us/entra/identity-platform/v2-protocols, "Endpoints").
+var tenantRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9.-]{0,252}$`)
+
+// loadMailOAuth reads the OAuth clients of mailbox sign-ins: each is an ID with its secret (both
+// providers issue confidential web clients), and a Microsoft tenant needs a Microsoft client.
+func (c *Config) loadMailOAuth(getenv func(string) string) error {
+	c.GoogleClientID, c.GoogleClientSecret = strings.TrimSpace(getenv("LUCY_GOOGLE_CLIENT_ID")), strings.TrimSpace(getenv("LUCY_GOOGLE_CLIENT_SECRET"))
+	c.MicrosoftClientID, c.MicrosoftClientSecret = strings.TrimSpace(getenv("LUCY_MICROSOFT_CLIENT_ID")), strings.TrimSpace(getenv("LUCY_MICROSOFT_CLIENT_SECRET"))
+	c.MicrosoftTenant = strings.TrimSpace(getenv("LUCY_MICROSOFT_TENANT"))
+	if (c.GoogleClientID == "") != (c.GoogleClientSecret == "") {
+		return errors.New("LUCY_GOOGLE_CLIENT_ID and LUCY_GOOGLE_CLIENT_SECRET go together: set both (the OAuth client of a web application " +
+			"registered in the Google Cloud console) or neither")
+	}
+	if (c.MicrosoftClientID == "") != (c.MicrosoftClientSecret == "") {
+		return errors.New("LUCY_MICROSOFT_CLIENT_ID and LUCY_MICROSOFT_CLIENT_SECRET go together: set both (the application (client) ID " +
+			"and a client secret of an app registered in Microsoft Entra) or neither")
+	}
+	if c.MicrosoftTenant != "" {
+		if c.MicrosoftClientID == "" {
+			return errors.New("LUCY_MICROSOFT_TENANT is set without LUCY_MICROSOFT_CLIENT_ID: set the client too, or unset the tenant")
+		}
+		if !tenantRE.MatchString(c.MicrosoftTenant) {
+			return fmt.Errorf("LUCY_MICROSOFT_TENANT %q is not a tenant: give its directory ID (a GUID), a verified domain such as "+
+				"contoso.onmicrosoft.com, or \"organizations\"", c.MicrosoftTenant)
+		}
+	}
+	return nil
 }

@@ -217,6 +217,16 @@ var Docs = []Doc{
 		Default: "none",
 	},
 	{
+		Names:   []string{"LUCY_GOOGLE_CLIENT_ID", "LUCY_GOOGLE_CLIENT_SECRET"},
+		Meaning: "the OAuth client (a web application registered in the Google Cloud console, redirect URI `<LUCY_PUBLIC_URL>/mcp/oauth/callback`, scope `https://mail.google.com/`) with which Gmail and Google Workspace mailboxes sign in instead of a password; both or neither (see \"Mailboxes that sign in with OAuth\" below)",
+		Default: "unset: such a mailbox connects only with an app password",
+	},
+	{
+		Names:   []string{"LUCY_MICROSOFT_CLIENT_ID", "LUCY_MICROSOFT_CLIENT_SECRET", "LUCY_MICROSOFT_TENANT"},
+		Meaning: "the app registered in Microsoft Entra (redirect URI `<LUCY_PUBLIC_URL>/mcp/oauth/callback`, delegated permissions `IMAP.AccessAsUser.All`, `SMTP.Send`, `offline_access` of Office 365 Exchange Online) with which Microsoft 365 mailboxes sign in; the ID and a client secret go together; the tenant (a directory ID or verified domain) limits sign-in to one organization (see \"Mailboxes that sign in with OAuth\" below)",
+		Default: "unset: such a mailbox connects only with a password; tenant `organizations` (any work or school account)",
+	},
+	{
 		Names:   []string{"LUCY_OPENAPI_MAX_DOCUMENT_MB"},
 		Meaning: "the largest OpenAPI document a custom integration is read from, in MiB (1–256); a JSON document is streamed and only its chosen part kept, so this bounds the download (see \"Connect your tools\" in [using.md](using.md#connect-your-tools))",
 		Default: "`32`",

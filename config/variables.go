@@ -40,6 +40,8 @@ var fixedVariables = []string{
 	"LUCY_MIN_JOB_INTERVAL", "LUCY_MIN_MONITOR_INTERVAL",
 	// Connected mailboxes: the new-mail listener, and the CA of mail servers with a private certificate
 	"LUCY_EMAIL_POLL_INTERVAL", "LUCY_MAIL_CA_FILE",
+	// Mailboxes that sign in with OAuth: the operator's clients at Google and Microsoft
+	"LUCY_GOOGLE_CLIENT_ID", "LUCY_GOOGLE_CLIENT_SECRET", "LUCY_MICROSOFT_CLIENT_ID", "LUCY_MICROSOFT_CLIENT_SECRET", "LUCY_MICROSOFT_TENANT",
 	// Payload encryption and the Web UI's codec endpoint
 	"LUCY_PAYLOAD_KEYS", "LUCY_CODEC_ADDR",
 	// LLM

@@ -281,6 +281,7 @@ func NewActivities(d Deps) *Activities {
 		Memory:               notes,
 		EmailListeners:       mailListeners,
 		MailRootCAs:          cfg.MailRootCAs,
+		MailProviders:        mailProviders(cfg),
 
 		// The largest OpenAPI document a resolve reads (LUCY_OPENAPI_MAX_DOCUMENT_MB).
 		OpenAPIMaxDocumentBytes: int64(cfg.OpenAPIMaxDocumentMB) << 20,
@@ -549,4 +550,17 @@ func metBefore(c client.Client, namespace string) func(ctx context.Context, team
 		}
 		return resp.GetCount() > 0, nil
 	}
+}
+
+// mailProviders are the OAuth mail providers whose client the operator set: their mailboxes sign
+// in (lucy_connect_email "auth") with the MCP sign-in's flow and callback.
+func mailProviders(cfg *config.Config) map[string]email.Provider {
+	out := map[string]email.Provider{}
+	if cfg.GoogleClientID != "" {
+		out[email.AuthGoogle] = email.GoogleProvider(cfg.GoogleClientID, cfg.GoogleClientSecret)
+	}
+	if cfg.MicrosoftClientID != "" {
+		out[email.AuthMicrosoft] = email.MicrosoftProvider(cfg.MicrosoftClientID, cfg.MicrosoftClientSecret, cfg.MicrosoftTenant)
+	}
+	return out
 }

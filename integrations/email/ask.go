@@ -93,6 +93,9 @@ func connectPrompt(m Mailbox, update bool) (summary, details string) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Mailbox: %s\nAddress: %s (login %s)\nIMAP: %s (%s)\nSMTP: %s (%s)\nSent folder: %s\n", m.Name, m.Address, m.User,
 		net.JoinHostPort(m.IMAPHost, strconv.Itoa(m.IMAPPort)), m.IMAPTLS, net.JoinHostPort(m.SMTPHost, strconv.Itoa(m.SMTPPort)), m.SMTPTLS, m.Sent)
+	if m.OAuth() {
+		fmt.Fprintf(&b, "Logs in with: a %s sign-in (OAuth), by the person who connects it\n", providerTitle(m.Auth))
+	}
 	if m.Channel != "" {
 		fmt.Fprintf(&b, "New mail summarized in: <#%s>\n", m.Channel)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workspace"
@@ -30,24 +31,29 @@ var _ = tools.Register(tools.Def{
 		Name: ConnectEmail,
 		Description: "Connect a mailbox (IMAP and SMTP) to this Slack workspace, or change a connected one's settings, so that " +
 			"the mail tools can read, search, send and reply. Give its address and servers; its password or app token is " +
-			"never an argument: when it is not stored yet, the person gets an Add key button. With \"channel\", each new " +
+			"never an argument: when it is not stored yet, the person gets an Add key button. A Gmail, Google Workspace or " +
+			"Microsoft 365 mailbox signs in with OAuth instead (\"auth\": \"google\" or \"microsoft\"; the servers are then " +
+			"optional): the answer has a sign-in link for the person. With \"channel\", each new " +
 			"message is summarized there, and with \"instruction\" each new message also starts a run with that " +
 			"instruction. Needs a person's approval.",
 		Destructive: true,
 		ChecksFirst: true,
 		Human:       "connecting a mailbox",
 	},
-	Required: []string{"address", "imap_host", "smtp_host"},
+	Required: []string{"address"},
 	Props: func() []tools.Prop {
 		return []tools.Prop{
 			tools.StrProp("name", "A short name for the mailbox: lowercase letters, digits, '-' and '_' (default: the part of the address before @).", 0, 32),
 			tools.StrProp("address", "The mailbox's address, e.g. \"support@acme.com\" (the From of what Lucy sends).", 3, 320),
 			tools.StrProp("user", "The login name (default: the address).", 0, 320),
-			tools.StrProp("imap_host", "The IMAP server's host name, e.g. \"imap.fastmail.com\".", 1, 253),
+			tools.EnumProp("auth", "How it logs in: \"password\" (a password or app token, stored through an Add key button), or an OAuth "+
+				"sign-in with \"google\" (Gmail, Google Workspace) or \"microsoft\" (Microsoft 365). Default: \"google\" for imap.gmail.com "+
+				"or a gmail.com address, \"microsoft\" for outlook.office365.com, else \"password\".", AuthPassword, AuthGoogle, AuthMicrosoft),
+			tools.StrProp("imap_host", "The IMAP server's host name, e.g. \"imap.fastmail.com\" (needed with a password; Google's or Microsoft's by default with their sign-in).", 1, 253),
 			tools.IntProp("imap_port", "The IMAP port (default 993 with tls, 143 otherwise).", 1, 65535),
 			tools.EnumProp("imap_tls", "How IMAP is secured: \"tls\" (the default), \"starttls\", or \"plain\" (only to hosts the operator allowed).",
 				TLSImplicit, TLSStartTLS, TLSPlain),
-			tools.StrProp("smtp_host", "The SMTP server's host name, e.g. \"smtp.fastmail.com\".", 1, 253),
+			tools.StrProp("smtp_host", "The SMTP server's host name, e.g. \"smtp.fastmail.com\" (needed with a password; Google's or Microsoft's by default with their sign-in).", 1, 253),
 			tools.IntProp("smtp_port", "The SMTP port (default 465 with tls, 587 with starttls, 25 plain).", 1, 65535),
 			tools.EnumProp("smtp_tls", "How SMTP is secured: \"tls\" (the default), \"starttls\", or \"plain\" (only to hosts the operator allowed).",
 				TLSImplicit, TLSStartTLS, TLSPlain),
@@ -59,8 +65,12 @@ var _ = tools.Register(tools.Def{
 	Approval: func(args map[string]any) (string, string) {
 		addr := tools.ArgString(args, "address")
 		var b strings.Builder
-		fmt.Fprintf(&b, "Address: %s\nIMAP: %s (%s)\nSMTP: %s (%s)\n", addr, tools.ArgString(args, "imap_host"), orDefault(tools.ArgString(args, "imap_tls"), TLSImplicit),
-			tools.ArgString(args, "smtp_host"), orDefault(tools.ArgString(args, "smtp_tls"), TLSImplicit))
+		fmt.Fprintf(&b, "Address: %s\nIMAP: %s (%s)\nSMTP: %s (%s)\n", addr, orDefault(tools.ArgString(args, "imap_host"), "the provider's"),
+			orDefault(tools.ArgString(args, "imap_tls"), TLSImplicit), orDefault(tools.ArgString(args, "smtp_host"), "the provider's"),
+			orDefault(tools.ArgString(args, "smtp_tls"), TLSImplicit))
+		if a := tools.ArgString(args, "auth"); a != "" && a != AuthPassword {
+			fmt.Fprintf(&b, "Logs in with: a %s sign-in (OAuth)\n", providerTitle(a))
+		}
 		if c := tools.ArgString(args, "channel"); c != "" {
 			fmt.Fprintf(&b, "New mail summarized in: %s\n", c)
 		}
@@ -108,6 +118,7 @@ type connectArgs struct {
 	Name        string `json:"name"`
 	Address     string `json:"address"`
 	User        string `json:"user"`
+	Auth        string `json:"auth"`
 	IMAPHost    string `json:"imap_host"`
 	IMAPPort    int    `json:"imap_port"`
 	IMAPTLS     string `json:"imap_tls"`
@@ -186,6 +197,42 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 	if m.User == "" {
 		m.User = m.Address
 	}
+	m.Auth = strings.TrimSpace(a.Auth)
+	if m.Auth == "" {
+		m.Auth = inferAuth(m.Address, m.IMAPHost)
+	}
+	var prov Provider
+	if m.OAuth() {
+		var ok bool
+		if prov, ok = e.d.Providers[m.Auth]; !ok || prov.Client.ID == "" {
+			p := GoogleProvider("", "")
+			if m.Auth == AuthMicrosoft {
+				p = MicrosoftProvider("", "", "")
+			}
+			return tools.ToolError("signing in to a %s mailbox is not set up on this Lucy: an operator must register Lucy as an OAuth "+
+				"client with %s and set %s (docs/operating.md, \"Mailboxes that sign in with OAuth\"). Nothing was changed. A password "+
+				"(an app password) works meanwhile where the provider allows one: connect it again with \"auth\": \"password\" and its servers.",
+				providerTitle(m.Auth), p.Title, p.Setup), nil
+		}
+		if e.d.OAuth == nil || !e.d.OAuth.SignInPossible() {
+			return tools.ToolError("signing in to a %s mailbox needs Lucy's public URL (LUCY_PUBLIC_URL), where the provider sends "+
+				"the browser back: an operator must set it. Nothing was changed.", providerTitle(m.Auth)), nil
+		}
+		// The provider's own servers unless others are given (a test server, a relay).
+		if m.IMAPHost == "" {
+			m.IMAPHost, m.IMAPPort, m.IMAPTLS = prov.IMAPHost, prov.IMAPPort, prov.IMAPTLS
+		}
+		if m.SMTPHost == "" {
+			m.SMTPHost, m.SMTPPort, m.SMTPTLS = prov.SMTPHost, prov.SMTPPort, prov.SMTPTLS
+		}
+		m.Credential = oauth.CredentialName(oauthServer(name))
+	} else {
+		m.Auth = ""
+		if m.IMAPHost == "" || m.SMTPHost == "" {
+			return tools.Output{}, tools.ArgErrorf(ConnectEmail, "a mailbox that logs in with a password needs its servers: give imap_host and smtp_host "+
+				"(or \"auth\": \"google\" or \"microsoft\" for a Gmail, Google Workspace or Microsoft 365 mailbox)")
+		}
+	}
 	if m.IMAPPort == 0 {
 		m.IMAPPort = defaultPort(true, m.IMAPTLS)
 	}
@@ -246,7 +293,14 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 	}
 	// The stored password is this mailbox record's: someone else's is never used for it, and one
 	// given for other servers is deleted once the record points elsewhere (its owner stores it again).
-	stale, refusal, err := e.stalePassword(ctx, inv.Team, m, old, etag != "")
+	var stale bool
+	var refusal string
+	if !m.OAuth() {
+		// A sign-in's tokens are bound to the mailbox by the flow (oauth.Flow.Token): no password rule.
+		stale, refusal, err = e.stalePassword(ctx, inv.Team, m, old, etag != "")
+	} else {
+		err = nil
+	}
 	if err != nil {
 		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
 	}
@@ -287,6 +341,22 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 		}
 		msg += " Its stored password was given for its former servers and was deleted."
 	}
+	// A mailbox that changed how it logs in leaves its former credential (a password, or a sign-in's
+	// tokens) behind: deleted, never used for the new way.
+	if etag != "" && old.Credential != m.Credential {
+		if err := e.deletePassword(ctx, inv.Team, old.Credential); err != nil {
+			return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
+		}
+		if old.OAuth() {
+			if err := e.d.OAuth.Forget(ctx, inv.Team, oauthServer(old.Name)); err != nil {
+				return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
+			}
+		}
+		msg += " Its former credential was deleted."
+	}
+	if m.OAuth() {
+		return e.connectOAuth(ctx, inv, m, prov, msg)
+	}
 	if e.d.Credentials != nil {
 		_, err := e.d.Credentials.Stat(ctx, inv.Team, m.Credential)
 		if errors.Is(err, secrets.ErrNotFound) {
@@ -317,6 +387,8 @@ func (e *Email) checkLogins(ctx context.Context, team string, m Mailbox) string 
 	switch {
 	case errors.Is(err, errStoreAgain):
 		return " But its stored password was not used, and nothing was sent to the servers: " + err.Error() + "."
+	case errors.Is(err, errSignIn):
+		return " But it cannot log in: " + err.Error() + "."
 	case err != nil:
 		// loginIMAP's error names the host: the line below names it with its port and mode.
 		why := strings.TrimPrefix(err.Error(), "IMAP "+m.IMAPHost+": ")
@@ -332,6 +404,8 @@ func (e *Email) checkLogins(ctx context.Context, team string, m Mailbox) string 
 	switch {
 	case errors.Is(err, errStoreAgain):
 		problems = append(problems, "its stored password was not sent to the SMTP server: "+err.Error())
+	case errors.Is(err, errSignIn):
+		problems = append(problems, "SMTP was not tried: "+err.Error())
 	case err != nil:
 		problems = append(problems, fmt.Sprintf("logging in to SMTP (%s, %s) failed: %s", net.JoinHostPort(m.SMTPHost, strconv.Itoa(m.SMTPPort)),
 			m.SMTPTLS, tools.Truncate(tools.RedactCredentials(err.Error()), 300)))
@@ -375,6 +449,11 @@ func (e *Email) disconnect(ctx context.Context, inv tools.Invocation) (tools.Out
 	if err := e.deletePassword(ctx, inv.Team, m.Credential); err != nil {
 		return tools.Output{}, &tools.TransientError{Tool: DisconnectEmail, Err: err}
 	}
+	if m.OAuth() && e.d.OAuth != nil {
+		if err := e.d.OAuth.Forget(ctx, inv.Team, oauthServer(m.Name)); err != nil {
+			return tools.Output{}, &tools.TransientError{Tool: DisconnectEmail, Err: err}
+		}
+	}
 	if err := e.boxes.delete(ctx, inv.Team, m.Name); err != nil {
 		return tools.Output{}, fmt.Errorf("remove the mailbox %s: %w", m.Name, err)
 	}
@@ -383,7 +462,7 @@ func (e *Email) disconnect(ctx context.Context, inv tools.Invocation) (tools.Out
 
 // deletePassword deletes a mailbox's stored password; none stored is fine.
 func (e *Email) deletePassword(ctx context.Context, team, credential string) error {
-	if e.d.Credentials == nil {
+	if e.d.Credentials == nil || credential == "" {
 		return nil
 	}
 	cs, ok := e.d.Credentials.(credentialStore)
@@ -430,4 +509,36 @@ func (e *Email) stalePassword(ctx context.Context, team string, m, old Mailbox, 
 		return true, "", nil
 	}
 	return false, "", nil
+}
+
+// connectOAuth ends the connect of a mailbox that signs in with OAuth, once it is saved: when it is
+// signed in already (its tokens are for its servers), the logins are checked as for a password;
+// otherwise the answer has a sign-in link (the MCP sign-in's flow: the pending sign-in sealed in the
+// state store, the provider sends the browser back to the gateway's callback, which stores the
+// tokens bound to this mailbox). The link holds no secret: a state and a PKCE challenge.
+func (e *Email) connectOAuth(ctx context.Context, inv tools.Invocation, m Mailbox, prov Provider, msg string) (tools.Output, error) {
+	_, err := e.accessToken(ctx, inv.Team, m, false)
+	if err == nil {
+		return tools.Output{Content: msg + e.checkLogins(ctx, inv.Team, m)}, nil
+	}
+	if !errors.Is(err, errSignIn) {
+		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
+	}
+	ep := prov.Endpoints
+	params := make(map[string]string, len(ep.Params)+1)
+	for k, v := range ep.Params {
+		params[k] = v
+	}
+	// The account to sign in with (Google's and Microsoft's authorization endpoints both take it).
+	params["login_hint"] = m.Address
+	ep.Params = params
+	si, err := e.d.OAuth.BeginFixed(ctx, oauth.FixedInput{Team: inv.Team, User: inv.User, Server: oauthServer(m.Name), ServerURL: m.oauthResource(),
+		Serves: "the mailbox " + m.Address + ", whose mail Lucy reads and sends for the members of this workspace who ask her",
+		Client: prov.Client, Scopes: prov.Scopes, Endpoints: ep})
+	if err != nil {
+		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: fmt.Errorf("prepare the sign-in: %w", err)}
+	}
+	return tools.Output{Content: fmt.Sprintf("%s It logs in with a %s sign-in, which is not done yet: give the person this link to sign in "+
+		"as %s (it works once, for %d minutes): %s . Once they say they have signed in, the mail tools work; then end your turn (ask_human).",
+		msg, prov.Title, m.Address, int(oauth.PendingTTL/time.Minute), si.URL)}, nil
 }

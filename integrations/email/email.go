@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/lucy-agent/lucy/integrations"
+	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workspace"
@@ -45,6 +47,15 @@ type Deps struct {
 	Schedules ListenerSchedules
 	// TLS is the base TLS configuration (tests give their own roots); nil means the system's.
 	TLS *tls.Config
+	// OAuth signs mailboxes in to Google and Microsoft 365 (the MCP sign-in's flow and callback);
+	// nil: only password mailboxes.
+	OAuth *oauth.Flow
+	// Providers are the OAuth mail providers the operator registered a client with, by auth
+	// (AuthGoogle, AuthMicrosoft); a provider missing here is refused with what to set.
+	Providers map[string]Provider
+	// OAuthHTTP refreshes tokens at the providers' token endpoints (the operator's endpoints);
+	// nil: a client with Timeout.
+	OAuthHTTP *http.Client
 	// Timeout bounds one connection's dial and each command; zero means 30 seconds.
 	Timeout time.Duration
 	Log     zerolog.Logger
@@ -85,6 +96,9 @@ func (e *Email) Integrations(ctx context.Context, team string) ([]integrations.I
 			in.Healthy, in.Status = false, h.Status+" (at "+h.At.Format("2006-01-02 15:04")+" UTC)"
 		default:
 			in.Status = "last connected " + h.At.Format("2006-01-02 15:04") + " UTC"
+		}
+		if m.OAuth() {
+			in.Status += "; logs in with a " + providerTitle(m.Auth) + " sign-in"
 		}
 		if m.Channel != "" {
 			in.Status += "; new mail is summarized in <#" + m.Channel + ">"
@@ -223,7 +237,13 @@ func (e *Email) openIMAP(ctx context.Context, team string, m Mailbox) (*imapSess
 }
 
 func (e *Email) loginIMAP(ctx context.Context, team string, m Mailbox) (*imapSession, error) {
-	pw, err := e.password(ctx, team, m, m.imapOrigin())
+	var pw string
+	var err error
+	if m.OAuth() {
+		pw, err = e.accessToken(ctx, team, m, false)
+	} else {
+		pw, err = e.password(ctx, team, m, m.imapOrigin())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +268,26 @@ func (e *Email) loginIMAP(ctx context.Context, team string, m Mailbox) (*imapSes
 	if err == nil {
 		err = c.WaitGreeting()
 	}
-	if err == nil {
+	if err == nil && m.OAuth() {
+		err = c.Authenticate(xoauth2{m.User, pw})
+		if err != nil && ctx.Err() == nil {
+			// Refused before its expiry (revoked, or the server's clock is ahead): refreshed once
+			// and tried again on the same connection (RFC 9051 6.2.2: a failed AUTHENTICATE leaves
+			// the client not authenticated, free to try again).
+			var fresh string
+			if fresh, err = e.accessToken(ctx, team, m, true); err == nil {
+				err = c.Authenticate(xoauth2{m.User, fresh})
+				pw = fresh
+			} else if errors.Is(err, errSignIn) {
+				stop()
+				_ = c.Close()
+				return nil, err
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("log in as %s with its %s sign-in: %w", m.User, providerTitle(m.Auth), errors.New(secrets.Scrub(err.Error(), pw)))
+		}
+	} else if err == nil {
 		err = c.Login(m.User, pw).Wait()
 		if err != nil {
 			err = fmt.Errorf("log in as %s: %w", m.User, errors.New(secrets.Scrub(err.Error(), pw)))
@@ -290,7 +329,17 @@ func (e *Email) smtpDial(m Mailbox) gomail.DialContextFunc {
 // smtpClient is a go-mail client for the mailbox's SMTP server, with its password; the password is
 // returned so that errors can be scrubbed of it.
 func (e *Email) smtpClient(ctx context.Context, team string, m Mailbox) (*gomail.Client, string, error) {
-	pw, err := e.password(ctx, team, m, m.smtpOrigin())
+	var pw string
+	var err error
+	plain, login := gomail.SMTPAuthPlain, gomail.SMTPAuthPlainNoEnc
+	if m.OAuth() {
+		// XOAUTH2 with the access token as the password (go-mail's smtp.XOAuth2Auth, the format of
+		// Google's and Microsoft's XOAUTH2 pages).
+		pw, err = e.accessToken(ctx, team, m, false)
+		plain, login = gomail.SMTPAuthXOAUTH2, gomail.SMTPAuthXOAUTH2
+	} else {
+		pw, err = e.password(ctx, team, m, m.smtpOrigin())
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -302,12 +351,12 @@ func (e *Email) smtpClient(ctx context.Context, team string, m Mailbox) (*gomail
 	switch m.SMTPTLS {
 	case TLSImplicit:
 		// WithSSL keeps go-mail from trying STARTTLS on the connection smtpDial already secured.
-		opts = append(opts, gomail.WithSSL(), gomail.WithSMTPAuth(gomail.SMTPAuthPlain))
+		opts = append(opts, gomail.WithSSL(), gomail.WithSMTPAuth(plain))
 	case TLSStartTLS:
-		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory), gomail.WithSMTPAuth(gomail.SMTPAuthPlain))
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory), gomail.WithSMTPAuth(plain))
 	default:
 		// Plain only reaches a host the operator listed (checked at connect time).
-		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS), gomail.WithSMTPAuth(gomail.SMTPAuthPlainNoEnc))
+		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS), gomail.WithSMTPAuth(login))
 	}
 	c, err := gomail.NewClient(m.SMTPHost, opts...)
 	if err != nil {

@@ -141,8 +141,9 @@ func (e *Email) NewMail(ctx context.Context, team, name string, limit int, progr
 		return Batch{}, err
 	}
 	s, err := e.openIMAP(ctx, team, m)
-	if errors.Is(err, errNoPassword) || errors.Is(err, errStoreAgain) {
-		// Nothing to read until the password is stored (again): the mailbox's health says why.
+	if errors.Is(err, errNoPassword) || errors.Is(err, errStoreAgain) || errors.Is(err, errSignIn) {
+		// Nothing to read until the password is stored (again), or its person signs in (again):
+		// the mailbox's health says why.
 		return Batch{Gone: true, Name: name}, nil
 	}
 	if err != nil {

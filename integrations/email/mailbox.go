@@ -54,11 +54,17 @@ type Mailbox struct {
 	// Channel is where the listener posts a summary of each new message; "" means no listener.
 	Channel string `json:"channel,omitempty"`
 	// Instruction, when set, starts a run for each new message with it ("triage new mail: …").
-	Instruction string    `json:"instruction,omitempty"`
-	Credential  string    `json:"credential"`
-	AddedBy     string    `json:"addedBy"`
-	Added       time.Time `json:"added"`
+	Instruction string `json:"instruction,omitempty"`
+	// Auth is how it logs in: "" or AuthPassword with the stored password, AuthGoogle or
+	// AuthMicrosoft with an OAuth sign-in (SASL XOAUTH2), whose tokens are Credential.
+	Auth       string    `json:"auth,omitempty"`
+	Credential string    `json:"credential"`
+	AddedBy    string    `json:"addedBy"`
+	Added      time.Time `json:"added"`
 }
+
+// OAuth reports whether the mailbox logs in with an OAuth sign-in rather than a password.
+func (m Mailbox) OAuth() bool { return m.Auth == AuthGoogle || m.Auth == AuthMicrosoft }
 
 // Where is how the mailbox is shown: its address and servers, no secret.
 func (m Mailbox) Where() string {

@@ -225,6 +225,9 @@ func (e *Email) send(ctx context.Context, inv tools.Invocation, tool string, m M
 	}
 	// The IMAP connection idles while SMTP sends; a server that dropped it meanwhile is opened again.
 	if err := e.sendSMTP(ctx, inv.Team, m, msg); err != nil {
+		if errors.Is(err, errSignIn) {
+			return e.connectFailed(tool, m, err)
+		}
 		return tools.ToolError("the message was not sent: %s. Nothing reached the recipients; you may try again.",
 			tools.Truncate(tools.RedactCredentials(err.Error()), 400)), nil
 	}

@@ -124,6 +124,9 @@ type Deps struct {
 	// MailRootCAs verify the certificates of mail servers (LUCY_MAIL_CA_FILE added to the system's
 	// roots); nil means the system's roots.
 	MailRootCAs *x509.CertPool
+	// MailProviders are the OAuth mail providers the operator registered a client with
+	// (email.GoogleProvider, email.MicrosoftProvider by auth); empty: password mailboxes only.
+	MailProviders map[string]email.Provider
 	// Memory is the teams' notes (lucy_remember, lucy_recall, lucy_forget), in the state store; nil
 	// means memory is not available here, and the tools say so.
 	Memory *memory.Store
@@ -189,7 +192,8 @@ func New(d Deps, sources ...tools.Source) *Set {
 		mailTLS = &tls.Config{RootCAs: d.MailRootCAs, MinVersion: tls.VersionTLS12}
 	}
 	mail := email.New(email.Deps{State: d.State, Workspace: workspaceStore(d), Credentials: d.Credentials, Keys: d.Keys,
-		Hosts: d.NetPolicy(), Admins: d.Admins, Schedules: d.EmailListeners, Access: mailAccess, TLS: mailTLS, Log: d.Log})
+		Hosts: d.NetPolicy(), Admins: d.Admins, Schedules: d.EmailListeners, Access: mailAccess, TLS: mailTLS, Log: d.Log,
+		OAuth: d.MCPOAuth, Providers: d.MailProviders})
 	listers := append([]integrations.Lister{mcpClient, custom, mail}, d.Listers...)
 	// Skills: the platform's, the operator's and each team's (team skills in force only as approved,
 	// which the state store records).

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -42,12 +43,30 @@ type Servers struct {
 	onSentAppend func()
 	received     []Received
 	logins       []Login
+	bearer       func(token string) (account string, ok bool)
+}
+
+// AcceptBearer makes both servers offer SASL XOAUTH2 besides their passwords, accepting an access
+// token that valid says opens the account (an OAuth server's check, e.g. (*OAuth).Valid).
+func (s *Servers) AcceptBearer(valid func(token string) (account string, ok bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bearer = valid
+}
+
+func (s *Servers) bearerCheck() func(string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bearer
 }
 
 // Login is one authentication a server was asked for: which protocol ("imap" or "smtp"), with what
 // user and password, whether they were right or not. A test of where a password goes reads them.
 type Login struct {
 	Proto, User, Password string
+	// Mech is the SASL mechanism ("" for IMAP LOGIN and SMTP PLAIN); with XOAUTH2, Password is the
+	// access token.
+	Mech string
 }
 
 // Logins returns every login attempt the servers saw so far, in order.
@@ -157,6 +176,25 @@ type session struct {
 	ms *Servers
 }
 
+// AuthenticateMechanisms offers XOAUTH2 once AcceptBearer was called (imapserver.SessionSASL).
+func (s *session) AuthenticateMechanisms() []string {
+	if s.ms.bearerCheck() == nil {
+		return nil
+	}
+	return []string{"XOAUTH2"}
+}
+
+func (s *session) Authenticate(mech string) (sasl.Server, error) {
+	valid := s.ms.bearerCheck()
+	if valid == nil || mech != "XOAUTH2" {
+		return nil, errors.New("SASL mechanism not supported")
+	}
+	return &xoauth2Server{valid: valid, ms: s.ms, proto: "imap", done: func(account string) error {
+		// The in-memory backend's session learns its user by LOGIN: the account's own.
+		return s.SessionIMAP4rev2.Login(account, Password)
+	}}, nil
+}
+
 func (s *session) Login(user, pass string) error {
 	s.ms.recordLogin("imap", user, pass)
 	return s.SessionIMAP4rev2.Login(user, pass)
@@ -171,6 +209,39 @@ func (s *session) Append(mailbox string, r imap.LiteralReader, options *imap.App
 		hook()
 	}
 	return d, err
+}
+
+// xoauth2Server is the server side of SASL XOAUTH2 as Google documents it
+// (developers.google.com/workspace/gmail/imap/xoauth2-protocol): the initial client response is
+// "user=" {user} "^Aauth=Bearer " {token} "^A^A"; a refused token gets a challenge, a base64 JSON
+// error ({"status":"401","schemes":"bearer","scope":…}), to which the client answers an empty
+// response, and then the command fails.
+type xoauth2Server struct {
+	valid  func(string) (string, bool)
+	ms     *Servers
+	proto  string
+	done   func(account string) error
+	failed bool
+}
+
+func (x *xoauth2Server) Next(resp []byte) ([]byte, bool, error) {
+	if x.failed {
+		return nil, true, errors.New("invalid credentials (Failure)")
+	}
+	fields := strings.Split(string(resp), "\x01")
+	if len(fields) != 4 || fields[2] != "" || fields[3] != "" || !strings.HasPrefix(fields[0], "user=") || !strings.HasPrefix(fields[1], "auth=Bearer ") {
+		return nil, true, errors.New("malformed XOAUTH2 initial response")
+	}
+	user, tok := strings.TrimPrefix(fields[0], "user="), strings.TrimPrefix(fields[1], "auth=Bearer ")
+	x.ms.mu.Lock()
+	x.ms.logins = append(x.ms.logins, Login{Proto: x.proto, User: user, Password: tok, Mech: "XOAUTH2"})
+	x.ms.mu.Unlock()
+	account, ok := x.valid(tok)
+	if !ok || !strings.EqualFold(account, user) {
+		x.failed = true
+		return []byte(`{"status":"401","schemes":"bearer","scope":"https://mail.google.com/"}`), false, nil
+	}
+	return nil, true, x.done(account)
 }
 
 type nopLogger struct{}
@@ -199,9 +270,17 @@ type smtpSession struct {
 	to     []string
 }
 
-func (s *smtpSession) AuthMechanisms() []string { return []string{sasl.Plain} }
+func (s *smtpSession) AuthMechanisms() []string {
+	if s.ms.bearerCheck() != nil {
+		return []string{sasl.Plain, "XOAUTH2"}
+	}
+	return []string{sasl.Plain}
+}
 
-func (s *smtpSession) Auth(string) (sasl.Server, error) {
+func (s *smtpSession) Auth(mech string) (sasl.Server, error) {
+	if mech == "XOAUTH2" && s.ms.bearerCheck() != nil {
+		return &xoauth2Server{valid: s.ms.bearerCheck(), ms: s.ms, proto: "smtp", done: func(string) error { s.authed = true; return nil }}, nil
+	}
 	return sasl.NewPlainServer(func(_, user, pass string) error {
 		s.ms.recordLogin("smtp", user, pass)
 		if user != Addr || pass != Password {

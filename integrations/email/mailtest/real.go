@@ -49,6 +49,22 @@ const (
 // StartReal starts the real servers, or skips the test with the reason they cannot run here.
 func StartReal(t testing.TB) *Real {
 	t.Helper()
+	return startReal(t, "")
+}
+
+// StartRealOAuth is StartReal with Dovecot also accepting OAuth 2.0 bearer tokens, over SASL
+// XOAUTH2 and OAUTHBEARER, for IMAP and for Postfix's SMTP AUTH (which asks Dovecot): Dovecot 2.3's
+// oauth2 passdb (doc.dovecot.org/2.3/configuration_manual/authentication/oauth2/) validates each
+// token at userinfoURL with the token as the bearer (introspection_mode = auth, as its Google and
+// Microsoft examples do), and the account is the answer's "email" (username_attribute), which must
+// be the user the client named.
+func StartRealOAuth(t testing.TB, userinfoURL string) *Real {
+	t.Helper()
+	return startReal(t, userinfoURL)
+}
+
+func startReal(t testing.TB, userinfoURL string) *Real {
+	t.Helper()
 	dovecot, err := lookBin("dovecot")
 	if err != nil {
 		t.Skip("Dovecot is not installed (apt-get install dovecot-imapd dovecot-lmtpd, or `task mail-deps`): " + err.Error())
@@ -84,7 +100,7 @@ func StartReal(t testing.TB) *Real {
 	lmtpPort, authPort := ports[3], ports[4]
 	cert, key := r.makeCerts(t)
 
-	r.startDovecot(t, dovecot, cert, key, lmtpPort, authPort)
+	r.startDovecot(t, dovecot, cert, key, lmtpPort, authPort, userinfoURL)
 	r.startPostfix(t, postfix, cert, key, lmtpPort, authPort)
 	return r
 }
@@ -173,7 +189,7 @@ func writeFile(t testing.TB, path string, data []byte, mode os.FileMode) {
 // the account's mail is a Maildir under the temporary directory, owned by nobody, which its mail
 // processes run as (first_valid_uid admits it). Settings: doc.dovecot.org/2.3 (configuration
 // manual: passwd-file, services' inet_listener, ssl_cert with "<").
-func (r *Real) startDovecot(t testing.TB, bin, cert, key string, lmtpPort, authPort int) {
+func (r *Real) startDovecot(t testing.TB, bin, cert, key string, lmtpPort, authPort int, userinfoURL string) {
 	t.Helper()
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
@@ -195,6 +211,15 @@ func (r *Real) startDovecot(t testing.TB, bin, cert, key string, lmtpPort, authP
 	writeFile(t, filepath.Join(r.Dir, "dovecot", "passwd.imap"), []byte(line(Addr, Password)+line(SplitAddr, Password)), 0o644)
 	writeFile(t, filepath.Join(r.Dir, "dovecot", "passwd.smtp"), []byte(line(Addr, Password)+line(SplitAddr, SplitSMTPPassword)), 0o644)
 	writeFile(t, filepath.Join(r.Dir, "dovecot", "users"), []byte(line(Addr, "-")+line(SplitAddr, "-")), 0o644)
+	// The oauth2 passdb comes first and serves only the token mechanisms; passwords go on to the
+	// passwd-file passdb.
+	oauthMechs, oauthPassdb := "", ""
+	if userinfoURL != "" {
+		oauthMechs = " xoauth2 oauthbearer"
+		ext := filepath.Join(r.Dir, "dovecot", "oauth2.conf.ext")
+		writeFile(t, ext, []byte("introspection_mode = auth\nintrospection_url = "+userinfoURL+"\nusername_attribute = email\n"), 0o644)
+		oauthPassdb = "passdb {\n  driver = oauth2\n  mechanisms = xoauth2 oauthbearer\n  args = " + ext + "\n}\n"
+	}
 	conf := fmt.Sprintf(`
 base_dir = %[1]s/dovecot/run
 state_dir = %[1]s/dovecot/state
@@ -205,7 +230,7 @@ listen = 127.0.0.1
 first_valid_uid = %[8]d
 last_valid_uid = %[8]d
 disable_plaintext_auth = yes
-auth_mechanisms = plain login
+auth_mechanisms = plain login%[9]s
 ssl = required
 ssl_cert = <%[2]s
 ssl_key = <%[3]s
@@ -218,7 +243,7 @@ namespace inbox {
     auto = subscribe
   }
 }
-passdb {
+%[10]spassdb {
   driver = passwd-file
   args = scheme=PLAIN username_format=%%u %[1]s/dovecot/passwd.%%s
 }
@@ -263,7 +288,7 @@ service auth {
 protocol lmtp {
   auth_username_format = %%u
 }
-`, r.Dir, cert, key, r.IMAPSPort, lmtpPort, authPort, os.Getpid(), uid)
+`, r.Dir, cert, key, r.IMAPSPort, lmtpPort, authPort, os.Getpid(), uid, oauthMechs, oauthPassdb)
 	confFile := filepath.Join(r.Dir, "dovecot", "dovecot.conf")
 	writeFile(t, confFile, []byte(conf), 0o644)
 	cmd := exec.Command(bin, "-F", "-c", confFile)
