@@ -48,7 +48,7 @@ type Entry struct {
 	// asking. Every other tool of the service asks for a person's approval at each call.
 	ReadOnly []string `yaml:"readOnly,omitempty"`
 	// MaxConcurrent is how many calls to the service may run at once (0: no limit of its own). It
-	// is carried here for the call paths' limiter; a connected record does not hold it yet.
+	// goes with the connected record, whose calls each worker then limits (integrations.Slots).
 	MaxConcurrent int `yaml:"maxConcurrent,omitempty"`
 	// Source is the public page where the vendor documents the endpoint.
 	Source string `yaml:"source"`

@@ -2,6 +2,7 @@ package catalog_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -138,6 +139,24 @@ type env struct {
 	mcpURL    string
 	docURL    string
 	connector *catalog.Connector
+	state     workspace.Store
+}
+
+// maxConcurrent is the limit of calls at once the connected record at object holds (the limit
+// the MCP and OpenAPI call paths enforce).
+func (e env) maxConcurrent(t *testing.T, object string) int {
+	t.Helper()
+	data, _, err := e.state.Read(ctx(t), team, object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		MaxConcurrent int `json:"maxConcurrent"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.MaxConcurrent
 }
 
 // setup serves a fake MCP server and a fake OpenAPI service on loopback over TLS, and a catalogue
@@ -171,6 +190,7 @@ func setup(t *testing.T) env {
     title: Items API
     openapi: {url: "` + api.URL + `/openapi.json", operations: [listItems, getItem, createItem]}
     readOnly: [listItems]
+    maxConcurrent: 3
     source: https://example.org/items-api
 `
 	cat, err := catalog.Parse(builtinYAML(t), []byte(override))
@@ -192,7 +212,7 @@ func setup(t *testing.T) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{runner: r, mcp: src, api: svc, keys: keys, mcpURL: m.URL + "/mcp", docURL: api.URL + "/openapi.json", connector: conn}
+	return env{runner: r, mcp: src, api: svc, keys: keys, mcpURL: m.URL + "/mcp", docURL: api.URL + "/openapi.json", connector: conn, state: state}
 }
 
 // builtinYAML is the embedded file, read from the package folder (the tests run there).
@@ -267,6 +287,10 @@ func TestConnectMCPByName(t *testing.T) {
 	if echo.Spec.Destructive || !add.Spec.Destructive {
 		t.Errorf("destructive: echo %v (want false), add_item %v (want true)", echo.Spec.Destructive, add.Spec.Destructive)
 	}
+	// The catalogue's limit of calls at once is the connected server's.
+	if n := e.maxConcurrent(t, "mcp/tracker.json"); n != 2 {
+		t.Errorf("the connected server's maxConcurrent = %d, want the catalogue's 2", n)
+	}
 	// A run that decides by what it was offered: echo runs, add_item asks first and does nothing.
 	ran := e.run(t, tools.Invocation{Name: echo.Spec.Name, Arguments: `{"text":"hi"}`, Schema: tools.SchemaDigest(echo.Spec)})
 	if ran.NeedsApproval != nil || !strings.Contains(ran.Content, "hi") {
@@ -298,6 +322,9 @@ func TestConnectOpenAPIByName(t *testing.T) {
 	if l, g, c := toolByName(t, list, "_list_items"), toolByName(t, list, "_get_item"), toolByName(t, list, "_create_item"); l.Spec.Destructive ||
 		!g.Spec.Destructive || !c.Spec.Destructive {
 		t.Errorf("destructive: listItems %v, getItem %v, createItem %v; want false, true, true", l.Spec.Destructive, g.Spec.Destructive, c.Spec.Destructive)
+	}
+	if n := e.maxConcurrent(t, "openapi/items.json"); n != 3 {
+		t.Errorf("the connected service's maxConcurrent = %d, want the catalogue's 3", n)
 	}
 }
 

@@ -201,7 +201,7 @@ func (c *Connector) connectMCP(ctx context.Context, inv tools.Invocation, e Entr
 		return out, nil
 	}
 	return c.mcp.Connect(ctx, inv, mcp.ConnectRequest{Name: e.Name, URL: e.MCP.URL, Credential: cred,
-		SafeTools: e.ReadOnly, Share: share})
+		SafeTools: e.ReadOnly, Share: share, MaxConcurrent: e.MaxConcurrent})
 }
 
 func scopesClause(scopes []string) string {
@@ -277,7 +277,7 @@ func (c *Connector) connectOpenAPI(ctx context.Context, inv tools.Invocation, e 
 		return tools.ToolError("this Lucy cannot connect APIs, so %s cannot be connected", e.DisplayName()), nil
 	}
 	req := openapi.ResolveRequest{URL: e.OpenAPI.URL, Name: e.Name, BaseURL: e.OpenAPI.BaseURL, Operations: e.OpenAPI.Operations,
-		Safe: e.ReadOnly, Shared: share}
+		Safe: e.ReadOnly, Shared: share, MaxConcurrent: e.MaxConcurrent}
 	// Every operation not on the catalogue's read-only list asks, GETs included.
 	for _, op := range e.OpenAPI.Operations {
 		if !slices.Contains(e.ReadOnly, op) {

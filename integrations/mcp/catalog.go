@@ -16,6 +16,8 @@ type ConnectRequest struct {
 	Credential string   // a stored key's name, sent as "Authorization: Bearer"; "" for none or OAuth
 	SafeTools  []string // the tools that run without asking; every other asks at each call
 	Share      bool     // offered in every member's requests (an admin's choice)
+	// MaxConcurrent is the catalogue's limit of calls at once (Server.MaxConcurrent; 0: none).
+	MaxConcurrent int
 }
 
 // Connect connects r for inv's requester exactly as an approved lucy_connect_mcp_server call does
@@ -38,5 +40,5 @@ func (s *Source) Connect(ctx context.Context, inv tools.Invocation, r ConnectReq
 		return tools.Output{}, err
 	}
 	inv.Name, inv.Arguments = ConnectServer, string(data)
-	return s.connectServer(ctx, inv)
+	return s.connect(ctx, inv, r.MaxConcurrent)
 }

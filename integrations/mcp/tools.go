@@ -44,11 +44,14 @@ type record struct {
 	// SafeTools are the tools the approval of the connect (or of the sharing) named as running
 	// without a person's approval; every other tool of the server asks at each call.
 	SafeTools []string `json:"safeTools,omitempty"`
+	// MaxConcurrent is the service catalogue's limit of the server's calls at once in one worker
+	// (Server.MaxConcurrent; 0: none), for a server connected by name.
+	MaxConcurrent int `json:"maxConcurrent,omitempty"`
 }
 
 func (r record) server() Server {
 	return Server{Name: r.Name, URL: r.URL, Type: r.Type, Credential: r.Credential, AddedBy: r.AddedBy,
-		Shared: r.Shared, SharedBy: r.SharedBy, SafeTools: slices.Clone(r.SafeTools)}
+		Shared: r.Shared, SharedBy: r.SharedBy, SafeTools: slices.Clone(r.SafeTools), MaxConcurrent: r.MaxConcurrent}
 }
 
 // Bounds on what a team connects from chat: every server is listed before every run, and its tools'
@@ -179,6 +182,12 @@ func scopeOf(srv Server) string {
 }
 
 func (s *Source) connectServer(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+	return s.connect(ctx, inv, 0)
+}
+
+// connect is lucy_connect_mcp_server's call; maxConcurrent is the limit of the server's calls at once
+// that a connect by name carries from the service catalogue (0: none).
+func (s *Source) connect(ctx context.Context, inv tools.Invocation, maxConcurrent int) (tools.Output, error) {
 	var args connectArgs
 	if err := tools.DecodeArgs(inv, &args); err != nil {
 		return tools.Output{}, err
@@ -241,7 +250,7 @@ func (s *Source) connectServer(ctx context.Context, inv tools.Invocation) (tools
 	}
 	origin := secrets.Origin(u)
 	rec := record{Version: 1, Name: name, URL: u.String(), Credential: cred, AddedBy: inv.User, Added: time.Now().UTC(),
-		SafeTools: safe}
+		SafeTools: safe, MaxConcurrent: maxConcurrent}
 	if args.Share {
 		rec.Shared, rec.SharedBy = true, inv.User
 	}

@@ -20,6 +20,8 @@ type ResolveRequest struct {
 	Credential  string
 	Auth        string // bearer, basic, header:<Name> or query:<name>
 	Shared      bool
+	// MaxConcurrent is the catalogue's limit of calls at once (record.MaxConcurrent; 0: none).
+	MaxConcurrent int
 }
 
 // Resolve is lucy_resolve_custom_integration's call for r: unapproved (inv.Approved false) it reads
@@ -46,5 +48,5 @@ func (s *Services) Resolve(ctx context.Context, inv tools.Invocation, r ResolveR
 		return tools.Output{}, err
 	}
 	inv.Name, inv.Arguments = ResolveTool, string(data)
-	return s.resolve(ctx, inv)
+	return s.resolveWith(ctx, inv, r.MaxConcurrent)
 }

@@ -89,6 +89,8 @@ type resolveArgs struct {
 	Credential  string   `json:"credential"`
 	Auth        string   `json:"auth"`
 	Shared      bool     `json:"shared"`
+	// maxConcurrent is not an argument: a connect by name carries it from the catalogue.
+	maxConcurrent int
 }
 
 // keyPlan is what connecting does with the service's key.
@@ -110,10 +112,17 @@ type plan struct {
 // resolve fetches or reads the document, chooses the operations and builds their tools; without an
 // approval it asks for one, with one it writes the service to the registry and attaches its key.
 func (s *Services) resolve(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+	return s.resolveWith(ctx, inv, 0)
+}
+
+// resolveWith is lucy_resolve_custom_integration's call; maxConcurrent is the limit of the service's
+// calls at once that a connect by name carries from the service catalogue (record.MaxConcurrent).
+func (s *Services) resolveWith(ctx context.Context, inv tools.Invocation, maxConcurrent int) (tools.Output, error) {
 	var args resolveArgs
 	if err := tools.DecodeArgs(inv, &args); err != nil {
 		return tools.Output{}, err
 	}
+	args.maxConcurrent = maxConcurrent
 	p, out, err := s.plan(ctx, inv, args)
 	if err != nil || out != nil {
 		if out != nil {
@@ -427,7 +436,8 @@ func (s *Services) plan(ctx context.Context, inv tools.Invocation, args resolveA
 	}
 	p := plan{skipped: skipped}
 	p.rec = record{Version: 1, Rules: rulesBound, Service: svc, Title: title, Source: source, Kind: kind, BaseURL: base.String(),
-		Origin: secrets.Origin(base), Auth: a, Operations: ops, Doc: pruned, Shared: args.Shared, Safe: safe}
+		Origin: secrets.Origin(base), Auth: a, Operations: ops, Doc: pruned, Shared: args.Shared, Safe: safe,
+		MaxConcurrent: args.maxConcurrent}
 	if args.Shared {
 		p.rec.SharedBy = inv.User
 	}
