@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/mcptest"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
@@ -53,13 +55,19 @@ type authServer struct {
 	// insufficient_scope without it).
 	codeScope, tokenScope map[string]string
 	needScope             map[string]string
+	// Whose account each code and token is (the person signed in at the authorization endpoint,
+	// whose browser session the test's X-Test-User header stands for), and, in order, whose token
+	// each tools/call the MCP server received carried: the identity the server acts as.
+	codeSubject, tokenSubject map[string]string
+	callers                   []string
 }
 
 const clientSecret = "dcr-client-secret-5f2b9c"
 
 func newAuthServer(t *testing.T) *authServer {
 	a := &authServer{challenges: map[string]string{}, redirects: map[string]string{}, access: map[string]time.Time{}, refresh: map[string]bool{}, firstLifetime: 3600,
-		codeScope: map[string]string{}, tokenScope: map[string]string{}, needScope: map[string]string{}}
+		codeScope: map[string]string{}, tokenScope: map[string]string{}, needScope: map[string]string{},
+		codeSubject: map[string]string{}, tokenSubject: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{
@@ -89,6 +97,7 @@ func newAuthServer(t *testing.T) *authServer {
 		a.n++
 		code := fmt.Sprintf("code-%d-7c1e", a.n)
 		a.challenges[code], a.redirects[code], a.codeScope[code] = q.Get("code_challenge"), q.Get("redirect_uri"), q.Get("scope")
+		a.codeSubject[code] = r.Header.Get("X-Test-User")
 		a.mu.Unlock()
 		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
 	})
@@ -101,7 +110,7 @@ func newAuthServer(t *testing.T) *authServer {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		lifetime := 3600
-		scope := ""
+		scope, subject := "", ""
 		switch r.PostForm.Get("grant_type") {
 		case "authorization_code":
 			code := r.PostForm.Get("code")
@@ -113,7 +122,7 @@ func newAuthServer(t *testing.T) *authServer {
 			}
 			delete(a.challenges, code) // a code works once
 			a.exchanges++
-			scope = a.codeScope[code]
+			scope, subject = a.codeScope[code], a.codeSubject[code]
 			lifetime = a.firstLifetime
 		case "refresh_token":
 			rt := r.PostForm.Get("refresh_token")
@@ -123,7 +132,7 @@ func newAuthServer(t *testing.T) *authServer {
 			}
 			delete(a.refresh, rt) // rotation
 			a.refreshes++
-			scope = a.tokenScope[rt]
+			scope, subject = a.tokenScope[rt], a.tokenSubject[rt]
 		default:
 			writeJSON(w, 400, map[string]any{"error": "unsupported_grant_type"})
 			return
@@ -132,6 +141,7 @@ func newAuthServer(t *testing.T) *authServer {
 		at, rt := fmt.Sprintf("at-%d-9d3f0a7b21", a.n), fmt.Sprintf("rt-%d-4e8c6a1f05", a.n)
 		a.access[at], a.refresh[rt] = time.Now().Add(time.Duration(lifetime)*time.Second), true
 		a.tokenScope[at], a.tokenScope[rt] = scope, scope
+		a.tokenSubject[at], a.tokenSubject[rt] = subject, subject
 		a.issued = append(a.issued, at, rt)
 		writeJSON(w, 200, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer", "expires_in": lifetime})
 	})
@@ -179,6 +189,30 @@ func (a *authServer) scopeNeeded(r *http.Request) string {
 	return a.needScope[msg.Params.Name]
 }
 
+// calledAs is whose token each tools/call carried, in order.
+func (a *authServer) calledAs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.callers)
+}
+
+// recordCaller notes whose token a tools/call in r's body carries. The body is left for the handler.
+func (a *authServer) recordCaller(r *http.Request, token string) {
+	if r.Method != http.MethodPost {
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+		a.mu.Lock()
+		a.callers = append(a.callers, a.tokenSubject[token])
+		a.mu.Unlock()
+	}
+}
+
 func (a *authServer) tokens() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -215,6 +249,7 @@ func protectedServer(t *testing.T, a *authServer) *httptest.Server {
 			http.Error(w, "insufficient scope", http.StatusForbidden)
 			return
 		}
+		a.recordCaller(r, token)
 		h.ServeHTTP(w, r)
 	})
 	rs = httptest.NewServer(mux)
@@ -240,7 +275,45 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// signIns is the Slack side of a sign-in for tests: it keeps each Sign in button Lucy posts (for
+// whom, the link, its state), as integrations.SlackKeys would post it in the thread.
+type signIns struct {
+	mu     sync.Mutex
+	posted []posted
+}
+
+type posted struct {
+	user string
+	req  integrations.SignInRequest
+}
+
+func (k *signIns) RequestKey(context.Context, tools.Invocation, string, string, secrets.Binding) error {
+	return errors.New("no key is asked for in these tests")
+}
+
+func (k *signIns) RequestSignIn(_ context.Context, inv tools.Invocation, req integrations.SignInRequest) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.posted = append(k.posted, posted{user: inv.User, req: req})
+	return nil
+}
+
+// last is the last button posted for user.
+func (k *signIns) last(t *testing.T, user string) integrations.SignInRequest {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i := len(k.posted) - 1; i >= 0; i-- {
+		if k.posted[i].user == user {
+			return k.posted[i].req
+		}
+	}
+	t.Fatalf("no Sign in button was posted for %s", user)
+	return integrations.SignInRequest{}
+}
+
 type oauthRig struct {
+	keys  *signIns
 	as    *authServer
 	rs    *httptest.Server
 	dir   string
@@ -253,7 +326,7 @@ type oauthRig struct {
 
 func newOAuthRig(t *testing.T, publicURL string, servers []mcp.Server, fromChat bool) *oauthRig {
 	t.Helper()
-	r := &oauthRig{as: newAuthServer(t), dir: t.TempDir(), log: &syncBuffer{}}
+	r := &oauthRig{as: newAuthServer(t), dir: t.TempDir(), log: &syncBuffer{}, keys: &signIns{}}
 	r.rs = protectedServer(t, r.as)
 	var key secrets.Key
 	copy(key[:], "0123456789abcdef0123456789abcdef")
@@ -268,11 +341,12 @@ func newOAuthRig(t *testing.T, publicURL string, servers []mcp.Server, fromChat 
 	log := zerolog.New(r.log).Level(zerolog.DebugLevel)
 	// The test servers are on loopback: the guard must allow them for a server connected from chat.
 	guarded := tools.NewGuardedClient(nil, tools.AllowAllPrivate())
-	r.cb = &oauth.Callback{Flow: r.flow, Guarded: guarded, Trusted: http.DefaultClient, Log: log}
+	r.cb = &oauth.Callback{Flow: r.flow, Guarded: guarded, Trusted: http.DefaultClient, Log: log, OpenWait: 300 * time.Millisecond}
 	for i := range servers {
 		servers[i].URL = r.rs.URL + "/mcp"
 	}
-	d := mcp.Deps{Servers: servers, Credentials: r.creds, OAuth: r.flow, Log: log, Limits: mcp.Limits{ConnectTimeout: 5 * time.Second}}
+	d := mcp.Deps{Servers: servers, Credentials: r.creds, OAuth: r.flow, Log: log, Limits: mcp.Limits{ConnectTimeout: 5 * time.Second},
+		Keys: r.keys, Admins: []string{admin}}
 	if fromChat {
 		d.State, d.HTTP, d.CheckURL = state, guarded, tools.AllowAllPrivate().CheckURL
 	}
@@ -281,12 +355,24 @@ func newOAuthRig(t *testing.T, publicURL string, servers []mcp.Server, fromChat 
 	return r
 }
 
+// admin is the rig's admin (LUCY_ADMIN_USERS).
+const admin = "UADMIN"
+
 // browse is the person's browser: it opens the authorization URL and returns where the
-// authorization server sends it back (the callback URL with the code and the state).
+// authorization server sends it back (the callback URL with the code and the state). The
+// person signed in at the provider is "U1".
 func (r *oauthRig) browse(t *testing.T, authURL string) *url.URL {
 	t.Helper()
+	return r.browseAs(t, "U1", authURL)
+}
+
+// browseAs is browse by the person whose account at the provider is who.
+func (r *oauthRig) browseAs(t *testing.T, who, authURL string) *url.URL {
+	t.Helper()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
+	req, _ := http.NewRequest(http.MethodGet, authURL, nil)
+	req.Header.Set("X-Test-User", who)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,6 +393,55 @@ func (r *oauthRig) callback(t *testing.T, rawQuery string) (int, string) {
 	rec := httptest.NewRecorder()
 	r.cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.CallbackPath+"?"+rawQuery, nil))
 	return rec.Code, rec.Body.String()
+}
+
+// run runs a tool of the MCP domain (lucy_sign_in_service, lucy_disconnect_service, …) as user.
+func (r *oauthRig) run(t *testing.T, user, name, args string) tools.Output {
+	t.Helper()
+	runner, err := tools.NewRunner(zerolog.Nop(), []any{r.src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runner.Run(ctx(t), tools.Invocation{Name: name, Arguments: args, Team: team, User: user, Channel: "C1", ThreadTS: "1.1", RunID: "r", CallID: name + user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// click is Slack's block_actions of user's click on the Sign in button of req, as the gateway
+// records it.
+func (r *oauthRig) click(t *testing.T, req integrations.SignInRequest, user string) {
+	t.Helper()
+	if err := r.flow.Opened(ctx(t), req.State, user); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// signInAs asks for user's sign-in (share: the team's, by an admin), clicks its button as user,
+// signs in at the provider and comes back: the callback's answer.
+func (r *oauthRig) signInAs(t *testing.T, user string, share bool, server string) (int, string) {
+	t.Helper()
+	out := r.run(t, user, mcp.SignInService, fmt.Sprintf(`{"service":%q,"share_with_team":%v}`, server, share))
+	if out.IsError || !strings.Contains(out.Content, "Sign in button") {
+		t.Fatalf("%s for %s: %s", mcp.SignInService, user, out.Content)
+	}
+	req := r.keys.last(t, user)
+	r.click(t, req, user)
+	return r.callback(t, r.browseAs(t, user, req.URL).RawQuery)
+}
+
+// storedFor is the sign-in a request of person uses (their own, else the team's).
+func (r *oauthRig) storedFor(t *testing.T, server, person string) (oauth.TokenSet, bool) {
+	t.Helper()
+	ts, err := r.flow.TokenFor(ctx(t), team, server, r.rs.URL+"/mcp", "", person)
+	if errors.Is(err, oauth.ErrNotSignedIn) {
+		return oauth.TokenSet{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *ts, true
 }
 
 // stored is the team's sign-in to server as the flow reads it: the stored tokens, with what the
@@ -365,22 +500,29 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if list, _ := r.src.Tools(ctx(t), team); len(list) != 0 {
 		t.Fatalf("tools offered before signing in: %v", names(list))
 	}
+	// A listing is no one's request: it makes no link (a link for no one could not be bound), and
+	// says how a person gets their own.
 	status, healthy := statusOf(t, r.src, "acme")
-	if healthy || !strings.Contains(status, "Sign in to acme: "+r.as.URL+"/authorize?") {
+	if healthy || !strings.Contains(status, "each person signs in as themselves") || strings.Contains(status, "/authorize") {
 		t.Fatalf("status before signing in: %q (healthy %v)", status, healthy)
 	}
-	authURL := status[strings.Index(status, r.as.URL+"/authorize?"):]
-	authURL = authURL[:strings.IndexByte(authURL, ' ')]
+	if out := r.run(t, "U1", mcp.SignInService, `{"service":"acme"}`); out.IsError || !strings.Contains(out.Content, "Sign in button for them was posted") {
+		t.Fatalf("%s: %+v", mcp.SignInService, out)
+	}
+	req := r.keys.last(t, "U1")
+	authURL := req.URL
 	u, _ := url.Parse(authURL)
 	q := u.Query()
 	if q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 || !strings.HasPrefix(q.Get("state"), team+".") ||
 		q.Get("redirect_uri") != "https://lucy.example.com/mcp/oauth/callback" || q.Get("resource") != r.rs.URL+"/mcp" ||
-		q.Get("client_id") != "client-1" || !strings.Contains(q.Get("scope"), "mcp") || !strings.Contains(q.Get("scope"), "offline_access") {
-		t.Fatalf("authorization URL: %s", authURL)
+		q.Get("client_id") != "client-1" || !strings.Contains(q.Get("scope"), "mcp") || !strings.Contains(q.Get("scope"), "offline_access") ||
+		q.Get("state") != req.State {
+		t.Fatalf("authorization URL: %s (button value %s)", authURL, req.State)
 	}
-	// Listed again: the same link, not another registration or state.
-	if again, _ := statusOf(t, r.src, "acme"); !strings.Contains(again, authURL) {
-		t.Errorf("the link changed between listings: %q", again)
+	// Asked again: the same link, not another registration or state.
+	r.run(t, "U1", mcp.SignInService, `{"service":"acme"}`)
+	if again := r.keys.last(t, "U1"); again.URL != authURL {
+		t.Errorf("the link changed between asks: %q", again.URL)
 	}
 
 	// Refused without changing anything: a state Lucy never made, a garbled one, no code.
@@ -398,7 +540,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if code, body := r.callback(t, "error=access_denied&state="+url.QueryEscape(q.Get("state"))); code != http.StatusBadRequest || !strings.Contains(body, "cancelled") {
 		t.Errorf("declined consent: %d %s", code, body)
 	}
-	if _, ok := r.stored(t, "acme", ""); ok {
+	if _, ok := r.storedFor(t, "acme", "U1"); ok {
 		t.Fatal("tokens stored before a code was exchanged")
 	}
 
@@ -406,13 +548,26 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if back.Host != "lucy.example.com" || back.Path != oauth.CallbackPath || back.Query().Get("state") != q.Get("state") {
 		t.Fatalf("the provider sent the browser to %s", back)
 	}
+	// No click on the button reached Lucy (a link copied out of Slack): refused, nothing stored,
+	// and the code is not spent.
 	code, body := r.callback(t, back.RawQuery)
-	if code != http.StatusOK || !strings.Contains(body, "Lucy is connected to acme") {
+	if code != http.StatusForbidden || !strings.Contains(body, "not opened from its Sign in button") {
+		t.Fatalf("callback before the click: %d %s", code, body)
+	}
+	if _, ok := r.storedFor(t, "acme", "U1"); ok {
+		t.Fatal("tokens stored for a link nobody opened from Slack")
+	}
+	r.click(t, req, "U1")
+	code, body = r.callback(t, back.RawQuery)
+	if code != http.StatusOK || !strings.Contains(body, "Lucy is connected to acme") || !strings.Contains(body, "your own requests only") {
 		t.Fatalf("callback: %d %s", code, body)
 	}
-	first, ok := r.stored(t, "acme", "")
-	if !ok || first.Access == "" || first.Refresh == "" || first.ServerURL != r.rs.URL+"/mcp" {
+	first, ok := r.storedFor(t, "acme", "U1")
+	if !ok || first.Access == "" || first.Refresh == "" || first.ServerURL != r.rs.URL+"/mcp" || first.Person != "U1" {
 		t.Fatalf("stored after the callback: %+v %v", first, ok)
+	}
+	if _, ok := r.stored(t, "acme", ""); ok {
+		t.Fatal("a person's own sign-in is readable as the team's service account")
 	}
 	for _, tok := range r.as.tokens() {
 		if strings.Contains(body, tok) {
@@ -423,7 +578,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if code, body := r.callback(t, back.RawQuery); code != http.StatusBadRequest || !strings.Contains(body, "already used") {
 		t.Errorf("replayed callback: %d %s", code, body)
 	}
-	if again, _ := r.stored(t, "acme", ""); again.Access != first.Access {
+	if again, _ := r.storedFor(t, "acme", "U1"); again.Access != first.Access {
 		t.Error("the replay changed the stored tokens")
 	}
 
@@ -438,7 +593,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if r.as.refreshes != 1 {
 		t.Errorf("%d refreshes, want 1 (the first token had expired)", r.as.refreshes)
 	}
-	second, _ := r.stored(t, "acme", "")
+	second, _ := r.storedFor(t, "acme", "U1")
 	if second.Access == first.Access || second.Refresh == first.Refresh || !r.as.valid(second.Access) {
 		t.Errorf("the refreshed tokens were not written back: %+v", second)
 	}
@@ -481,26 +636,23 @@ func TestOAuthSignInFromTheConnectTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := strings.Index(out.Content, r.as.URL+"/authorize?")
-	if i < 0 || !strings.Contains(out.Content, "requires signing in with OAuth") {
+	if !strings.Contains(out.Content, "requires signing in with OAuth") || !strings.Contains(out.Content, "Sign in button for them was posted") ||
+		!strings.Contains(out.Content, "<@UREQ>") || strings.Contains(out.Content, "/authorize") {
 		t.Fatalf("connect output: %s", out.Content)
 	}
-	authURL := strings.Fields(out.Content[i:])[0]
-	// The link says whom it is for and whose requests the account will serve (a member's own
-	// server: hers only), and so does the page the browser comes back to.
-	if !strings.Contains(out.Content, "it is for <@UREQ>") || !strings.Contains(out.Content, "used only in <@UREQ>'s requests") {
-		t.Errorf("the sign-in message does not say whom it is for: %s", out.Content)
-	}
-	back := r.browse(t, authURL)
-	if code, body := r.callback(t, back.RawQuery); code != http.StatusOK || !strings.Contains(body, "the requests of Slack user UREQ only") {
+	// The button is the connector's, and so is the page the browser comes back to: a member's own
+	// server's sign-in serves her requests only.
+	req := r.keys.last(t, "UREQ")
+	r.click(t, req, "UREQ")
+	if code, body := r.callback(t, r.browseAs(t, "UREQ", req.URL).RawQuery); code != http.StatusOK || !strings.Contains(body, "the requests of Slack user UREQ only") {
 		t.Fatalf("callback: %d %s", code, body)
 	}
 	if _, ok := r.stored(t, "tracker", ""); ok {
 		t.Error("a member's own sign-in is readable as the team's")
 	}
-	ts, ok := r.stored(t, "tracker", "UREQ")
-	if !ok || ts.Trusted {
-		t.Fatalf("stored: %+v %v (a chat-connected server's tokens are not trusted)", ts, ok)
+	ts, err := r.flow.TokenFor(ctx(t), team, "tracker", r.rs.URL+"/mcp", "UREQ", "UREQ")
+	if err != nil || ts.Trusted || ts.Person != "UREQ" {
+		t.Fatalf("stored: %+v %v (a chat-connected server's tokens are not trusted)", ts, err)
 	}
 	list, _ := r.src.Tools(ctx(t), team)
 	if _, ok := byName(list)["mcp__tracker__echo"]; !ok {
@@ -573,18 +725,16 @@ func TestSquattedTokenSetNeverReachesAnInternalAddress(t *testing.T) {
 	if list, _ := r.src.Tools(ctx(t), team); len(list) != 0 {
 		t.Fatalf("the squatted value was used as a sign-in: %v", names(list))
 	}
-	if status, _ := statusOf(t, r.src, "linear"); !strings.Contains(status, "Sign in to linear") {
+	if status, _ := statusOf(t, r.src, "linear"); !strings.Contains(status, "requires signing in") {
 		t.Errorf("status %q, want a sign-in asked for", status)
 	}
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the worker posted %d times to the internal address", n)
 	}
 
-	// A real sign-in, then the stored value replaced with the crafted one (even as a sign-in's kind).
-	status, _ := statusOf(t, r.src, "linear")
-	authURL := status[strings.Index(status, r.as.URL+"/authorize?"):]
-	authURL = authURL[:strings.IndexByte(authURL, ' ')]
-	if code, body := r.callback(t, r.browse(t, authURL).RawQuery); code != http.StatusOK {
+	// A real sign-in (the team's service account, by an admin), then the stored value replaced
+	// with the crafted one (even as a sign-in's kind).
+	if code, body := r.signInAs(t, admin, true, "linear"); code != http.StatusOK {
 		t.Fatalf("callback: %d %s", code, body)
 	}
 	if _, err := r.creds.PutBound(ctx(t), team, oauth.CredentialName("linear"), crafted, "UMALLORY",
@@ -615,24 +765,9 @@ func TestOAuthStepUpForMoreScope(t *testing.T) {
 	r.as.needScope["add_item"] = "mcp:write"
 	r.as.mu.Unlock()
 
-	signIn := func(status string) {
-		t.Helper()
-		i := strings.Index(status, r.as.URL+"/authorize?")
-		if i < 0 {
-			t.Fatalf("no sign-in link in %q", status)
-		}
-		link := status[i:]
-		if j := strings.IndexAny(link, " \n"); j > 0 {
-			link = link[:j]
-		}
-		back := r.browse(t, link)
-		if code, body := r.callback(t, back.RawQuery); code != http.StatusOK {
-			t.Fatalf("callback: %d %s", code, body)
-		}
+	if code, body := r.signInAs(t, "U1", false, "acme"); code != http.StatusOK {
+		t.Fatalf("callback: %d %s", code, body)
 	}
-	_, _ = r.src.Tools(ctx(t), team) // lists, and the 401 asks for a sign-in
-	status, _ := statusOf(t, r.src, "acme")
-	signIn(status)
 	list, _ := r.src.Tools(ctx(t), team)
 	add, ok := byName(list)["mcp__acme__add_item"]
 	if !ok {
@@ -643,15 +778,18 @@ func TestOAuthStepUpForMoreScope(t *testing.T) {
 	if err != nil || !out.IsError || !strings.Contains(out.Content, "the call was not made") {
 		t.Fatalf("add_item with too small a scope = %+v, %v; want a sign-in asked for, nothing run", out, err)
 	}
-	i := strings.Index(out.Content, r.as.URL+"/authorize?")
-	if i < 0 {
-		t.Fatalf("no new sign-in link in %q", out.Content)
+	if !strings.Contains(out.Content, "Sign in button for them was posted") {
+		t.Fatalf("no new Sign in button in %q", out.Content)
 	}
-	u, _ := url.Parse(strings.Fields(out.Content[i:])[0])
+	req := r.keys.last(t, "U1")
+	u, _ := url.Parse(req.URL)
 	if scope := u.Query().Get("scope"); !strings.Contains(scope, "mcp:write") {
 		t.Errorf("the step-up asks for scope %q, want mcp:write among them", scope)
 	}
-	signIn(out.Content)
+	r.click(t, req, "U1")
+	if code, body := r.callback(t, r.browseAs(t, "U1", req.URL).RawQuery); code != http.StatusOK {
+		t.Fatalf("callback: %d %s", code, body)
+	}
 	out, err = add.Run(ctx(t), inv)
 	if err != nil || out.IsError || out.Content != "added milk" {
 		t.Fatalf("add_item after the step-up = %+v, %v", out, err)

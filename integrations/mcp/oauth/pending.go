@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,20 +34,24 @@ type Client struct {
 
 // pending is one sign-in between Begin and the callback: everything the exchange needs.
 type pending struct {
-	Team          string    `json:"team"`
-	Server        string    `json:"server"`
-	ServerURL     string    `json:"serverUrl"` // the MCP endpoint the token will be sent to
-	User          string    `json:"user,omitempty"`
-	Verifier      string    `json:"verifier"`
-	Client        Client    `json:"client"`
-	TokenEndpoint string    `json:"tokenEndpoint"`
-	RedirectURI   string    `json:"redirectUri"`
-	Resource      string    `json:"resource,omitempty"`
-	Scopes        []string  `json:"scopes,omitempty"`
-	Trusted       bool      `json:"trusted,omitempty"` // the operator's server: its token endpoint may be private
-	Owner         string    `json:"owner,omitempty"`   // the member whose own server it is ("" team-wide)
-	Serves        string    `json:"serves,omitempty"`  // whose requests the tokens serve, in words for the page
-	Expires       time.Time `json:"expires"`
+	Team          string   `json:"team"`
+	Server        string   `json:"server"`
+	ServerURL     string   `json:"serverUrl"` // the MCP endpoint the token will be sent to
+	User          string   `json:"user,omitempty"`
+	Verifier      string   `json:"verifier"`
+	Client        Client   `json:"client"`
+	TokenEndpoint string   `json:"tokenEndpoint"`
+	RedirectURI   string   `json:"redirectUri"`
+	Resource      string   `json:"resource,omitempty"`
+	Scopes        []string `json:"scopes,omitempty"`
+	Trusted       bool     `json:"trusted,omitempty"` // the operator's server: its token endpoint may be private
+	Owner         string   `json:"owner,omitempty"`   // the member whose own server it is ("" team-wide)
+	Serves        string   `json:"serves,omitempty"`  // whose requests the tokens serve, in words for the page
+	// Share makes the tokens the team's service account (an admin's explicit choice, made when the
+	// sign-in began): they serve every member's requests that have no sign-in of their own. Without
+	// it the tokens are User's own.
+	Share   bool      `json:"share,omitempty"`
+	Expires time.Time `json:"expires"`
 }
 
 // pendingObject is a pending sign-in as stored: the expiry and the claim in clear (the callback
@@ -56,8 +61,12 @@ type pendingObject struct {
 	Version int       `json:"v"`
 	Expires time.Time `json:"expires"`
 	Claimed time.Time `json:"claimed,omitzero"`
-	Nonce   []byte    `json:"nonce"`
-	Data    []byte    `json:"data"`
+	// OpenedBy are the Slack users whose click on the sign-in button Slack delivered to the gateway
+	// (Opened): the callback stores tokens only when the person the link was made for, and no one
+	// else, opened it.
+	OpenedBy []string `json:"openedBy,omitempty"`
+	Nonce    []byte   `json:"nonce"`
+	Data     []byte   `json:"data"`
 }
 
 func pendingPath(id string) string { return path.Join(pendingDir, id+".json") }
@@ -120,7 +129,67 @@ var (
 	errUnknownState = errors.New("this sign-in link is unknown or was already used")
 	errExpired      = errors.New("this sign-in link has expired (links work for 10 minutes)")
 	errInUse        = errors.New("this sign-in is being completed in another request")
+	// errNotOpened: no click on the link's button in Slack by the person it was made for reached
+	// Lucy; a link copied out of Slack, or opened before the click arrived, is not theirs to use.
+	errNotOpened = errors.New("this sign-in link was not opened from its Sign in button in Slack by the person it was made for " +
+		"(a link copied out of Slack cannot be used). Nothing was stored")
+	// errOpenedByOther: someone else clicked the button of a link made for another person.
+	errOpenedByOther = errors.New("this sign-in link was made for another person and was opened by someone else in Slack, " +
+		"so it no longer works and nothing was stored. Each person gets their own link: ask Lucy in Slack")
+	errForNoOne = errors.New("this sign-in link was made for no one in particular (it was not asked for in a Slack request), " +
+		"so it cannot be bound to whoever opens it. Nothing was stored")
 )
+
+// ErrUnknownLink is a click on a sign-in button whose link Lucy no longer knows (used, expired).
+var ErrUnknownLink = errUnknownState
+
+// Opened records that Slack user clicked the sign-in button of state: Slack delivers the click of a
+// URL button to the app's interactivity endpoint too (block_actions, signed by Slack, with the
+// clicking user), so the gateway knows who opened the link, which the browser's return cannot say.
+// The callback then refuses the state unless exactly the person it was made for opened it
+// (docs/security.md). A conditional write: two clicks at once on two gateways are both recorded.
+func (f *Flow) Opened(ctx context.Context, state, user string) error {
+	team, id, ok := parseState(state)
+	if !ok || user == "" {
+		return errUnknownState
+	}
+	for range 5 {
+		data, info, err := f.state.Read(ctx, team, pendingPath(id))
+		if errors.Is(err, fs.ErrNotExist) {
+			return errUnknownState
+		}
+		if err != nil {
+			return fmt.Errorf("read the sign-in: %w", err)
+		}
+		var obj pendingObject
+		if err := json.Unmarshal(data, &obj); err != nil || obj.Version != 1 {
+			return errUnknownState
+		}
+		if !f.now().Before(obj.Expires) {
+			return errExpired
+		}
+		if slices.Contains(obj.OpenedBy, user) {
+			return nil
+		}
+		if len(obj.OpenedBy) >= 8 {
+			return nil // enough to refuse it: a different user is among them already
+		}
+		obj.OpenedBy = append(obj.OpenedBy, user)
+		out, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		_, err = f.state.Write(ctx, team, pendingPath(id), out, workspace.Cond{IfMatch: info.ETag})
+		if errors.Is(err, workspace.ErrPrecondition) {
+			continue // a callback's hold or another click changed it meanwhile: read again
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			return errUnknownState
+		}
+		return err
+	}
+	return errInUse
+}
 
 // claimed is a pending sign-in the callback holds: release gives it back after a failure (so the
 // person can try the same link again), done removes it after success.
@@ -166,6 +235,17 @@ func (f *Flow) claim(ctx context.Context, state string) (*claimed, error) {
 	var p pending
 	if err := json.Unmarshal(plain, &p); err != nil || p.Team != team {
 		return nil, errUnknownState
+	}
+	switch {
+	case p.User == "":
+		_ = f.state.Delete(ctx, team, pendingPath(id))
+		return nil, errForNoOne
+	case slices.ContainsFunc(obj.OpenedBy, func(u string) bool { return u != p.User }):
+		// Shown to, and opened by, someone else: the link is spent, whoever comes back with it.
+		_ = f.state.Delete(ctx, team, pendingPath(id))
+		return nil, errOpenedByOther
+	case len(obj.OpenedBy) == 0:
+		return nil, errNotOpened
 	}
 	obj.Claimed = now
 	held, err := json.Marshal(obj)

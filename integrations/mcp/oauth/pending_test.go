@@ -42,8 +42,11 @@ func TestCallbackRefusesExpiredAndHeldStates(t *testing.T) {
 	cb := &Callback{Flow: f, Guarded: http.DefaultClient, Trusted: http.DefaultClient, Log: zerolog.Nop()}
 	save := func() string {
 		state, id := newState("T1")
-		if err := f.savePending(ctx, id, pending{Team: "T1", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
+		if err := f.savePending(ctx, id, pending{Team: "T1", User: "U1", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
 			Client: Client{ID: "c"}, TokenEndpoint: tokenEndpoint.URL, RedirectURI: f.RedirectURI(), Expires: f.now().Add(PendingTTL)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Opened(ctx, state, "U1"); err != nil {
 			t.Fatal(err)
 		}
 		return state
@@ -74,7 +77,7 @@ func TestCallbackRefusesExpiredAndHeldStates(t *testing.T) {
 	if called != 0 {
 		t.Errorf("the token endpoint was called %d times for refused links", called)
 	}
-	if _, _, err := vault.Get(ctx, "T1", CredentialName("acme")); err == nil {
+	if _, _, err := vault.Get(ctx, "T1", PersonCredentialName("acme", "U1")); err == nil {
 		t.Error("tokens stored for a refused link")
 	}
 }
@@ -92,8 +95,11 @@ func TestFailedExchangeReleasesTheLink(t *testing.T) {
 	defer tokenEndpoint.Close()
 	cb := &Callback{Flow: f, Guarded: http.DefaultClient, Trusted: http.DefaultClient, Log: zerolog.Nop()}
 	state, id := newState("T1")
-	if err := f.savePending(ctx, id, pending{Team: "T1", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
+	if err := f.savePending(ctx, id, pending{Team: "T1", User: "U1", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
 		Client: Client{ID: "c"}, TokenEndpoint: tokenEndpoint.URL, RedirectURI: f.RedirectURI(), Expires: f.now().Add(PendingTTL)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Opened(ctx, state, "U1"); err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
@@ -101,7 +107,7 @@ func TestFailedExchangeReleasesTheLink(t *testing.T) {
 	if rec.Code != http.StatusBadGateway || !strings.Contains(rec.Body.String(), "invalid_grant") || strings.Contains(rec.Body.String(), "secret-code-123456") {
 		t.Errorf("failed exchange: %d %s", rec.Code, rec.Body.String())
 	}
-	if _, _, err := vault.Get(ctx, "T1", CredentialName("acme")); err == nil {
+	if _, _, err := vault.Get(ctx, "T1", PersonCredentialName("acme", "U1")); err == nil {
 		t.Error("tokens stored after a failed exchange")
 	}
 	if _, err := f.claim(ctx, state); err != nil {
@@ -120,8 +126,11 @@ func TestExchangeOfAChatServerUsesTheGuardedClient(t *testing.T) {
 	// Lucy's guard with no private host allowed: httptest's loopback endpoint is refused.
 	cb := &Callback{Flow: f, Guarded: tools.NewGuardedClient(nil, tools.PrivateHosts{}), Trusted: http.DefaultClient, Log: zerolog.Nop()}
 	state, id := newState("T1")
-	if err := f.savePending(ctx, id, pending{Team: "T1", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
+	if err := f.savePending(ctx, id, pending{Team: "T1", User: "U1", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
 		Client: Client{ID: "c"}, TokenEndpoint: tokenEndpoint.URL, RedirectURI: f.RedirectURI(), Expires: f.now().Add(PendingTTL)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Opened(ctx, state, "U1"); err != nil {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
@@ -129,7 +138,7 @@ func TestExchangeOfAChatServerUsesTheGuardedClient(t *testing.T) {
 	if rec.Code != http.StatusBadGateway || called || !strings.Contains(rec.Body.String(), "is a private") {
 		t.Errorf("exchange at a private endpoint: %d called=%v %s", rec.Code, called, rec.Body.String())
 	}
-	if _, _, err := vault.Get(ctx, "T1", CredentialName("acme")); err == nil {
+	if _, _, err := vault.Get(ctx, "T1", PersonCredentialName("acme", "U1")); err == nil {
 		t.Error("tokens stored")
 	}
 }
