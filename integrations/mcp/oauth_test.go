@@ -189,6 +189,19 @@ func (a *authServer) scopeNeeded(r *http.Request) string {
 	return a.needScope[msg.Params.Name]
 }
 
+// issue gives subject tokens as a completed grant would have (a sign-in made before a test began).
+func (a *authServer) issue(subject string) (access, refresh string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n++
+	at, rt := fmt.Sprintf("at-%d-9d3f0a7b21", a.n), fmt.Sprintf("rt-%d-4e8c6a1f05", a.n)
+	a.access[at], a.refresh[rt] = time.Now().Add(time.Hour), true
+	a.tokenScope[at], a.tokenScope[rt] = "mcp", "mcp"
+	a.tokenSubject[at], a.tokenSubject[rt] = subject, subject
+	a.issued = append(a.issued, at, rt)
+	return at, rt
+}
+
 // calledAs is whose token each tools/call carried, in order.
 func (a *authServer) calledAs() []string {
 	a.mu.Lock()
