@@ -54,17 +54,6 @@ func (c *conn) tokenOwner() string {
 	return ""
 }
 
-// signInFor says, with the link of the connect tool, for whom a sign-in is.
-func (c *conn) signInFor() string {
-	c.mu.Lock()
-	asked := c.requester
-	c.mu.Unlock()
-	if asked == "" {
-		return "it is for the person who asked"
-	}
-	return "it is for <@" + asked + "> alone"
-}
-
 // serves says whose requests a sign-in serves, in words (the button's message, the callback's page).
 func (c *conn) serves(share bool) string {
 	if share {
