@@ -358,6 +358,9 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 		ThreadStatus: localslack.ThreadStatusReader(nil, local.URL, local.Token),
 		ThreadTasks:  localslack.ThreadTasksReader(nil, local.URL, local.Token),
 	}
+	if cb, err := oauthCallback(cfg, creds, log); err == nil {
+		t.SignInOpened = cb.Flow.Opened // the terminal's person opens the links shown to them
+	}
 	return t.Run(ctx)
 }
 
