@@ -70,16 +70,26 @@ func TestSignInClickBindsTheLinkToTheClicker(t *testing.T) {
 		}
 		return si.State
 	}
-	back := func(state string) *httptest.ResponseRecorder {
-		return serve(h, httptest.NewRequest(http.MethodGet, OAuthCallbackPath+"?code=c1&state="+url.QueryEscape(state), nil))
+	open := func(state string) *httptest.ResponseRecorder {
+		return serve(h, httptest.NewRequest(http.MethodGet, OAuthStartPath+"?state="+url.QueryEscape(state), nil))
+	}
+	back := func(state string, cookies []*http.Cookie) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodGet, OAuthCallbackPath+"?code=c1&state="+url.QueryEscape(state), nil)
+		for _, c := range cookies {
+			r.AddCookie(c)
+		}
+		return serve(h, r)
 	}
 
 	state := begin()
 	if w := postInteraction(t, h, signInClick(t, "U2", state)); w.Code != http.StatusOK {
 		t.Fatalf("click acknowledged with %d", w.Code)
 	}
-	if w := back(state); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "opened by someone else") {
-		t.Fatalf("callback of a link U2 opened: %d %s", w.Code, w.Body.String())
+	if w := open(state); w.Code != http.StatusForbidden || !strings.Contains(w.Body.String(), "opened by someone else") {
+		t.Fatalf("a link U2 opened: %d %s", w.Code, w.Body.String())
+	}
+	if w := back(state, nil); w.Code != http.StatusBadRequest {
+		t.Fatalf("callback of the spent link: %d %s", w.Code, w.Body.String())
 	}
 	if exchanges.Load() != 0 {
 		t.Fatal("a code was exchanged for a link someone else opened")
@@ -87,7 +97,11 @@ func TestSignInClickBindsTheLinkToTheClicker(t *testing.T) {
 
 	state = begin()
 	postInteraction(t, h, signInClick(t, "U1", state))
-	if w := back(state); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "your own requests only") {
+	w := open(state)
+	if w.Code != http.StatusFound || !strings.HasPrefix(w.Header().Get("Location"), "https://as.example.com/authorize?") {
+		t.Fatalf("U1's link: %d %v", w.Code, w.Header())
+	}
+	if w := back(state, w.Result().Cookies()); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "your own requests only") {
 		t.Fatalf("callback of U1's own link: %d %s", w.Code, w.Body.String())
 	}
 	if _, err := flow.TokenFor(context.Background(), testTeam, "acme", "https://acme.example.com/mcp", "", "U1"); err != nil {

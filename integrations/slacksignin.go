@@ -13,14 +13,15 @@ import (
 )
 
 // SignInRequester asks one person to sign in to a service as themselves: it posts a Sign in button
-// (a URL button to the provider's authorization URL) in the run's thread, addressed to them. The
+// (a URL button to Lucy's start link, which sends the browser on to the provider) in the run's
+// thread, addressed to them. The
 // button's value is the link's state: Slack delivers the click to the gateway with the clicking
 // user, and the sign-in's callback stores tokens only for a link its own person opened.
 type SignInRequester interface {
 	RequestSignIn(ctx context.Context, inv tools.Invocation, req SignInRequest) error
 }
 
-// SignInRequest is one link to offer: the service, the authorization URL, its state, until when it
+// SignInRequest is one link to offer: the service, the link (oauth.SignIn.URL), its state, until when it
 // works, and for whom it is, in words ("your own requests only").
 type SignInRequest struct {
 	Service, URL, State string

@@ -326,15 +326,16 @@ func (k *signIns) last(t *testing.T, user string) integrations.SignInRequest {
 }
 
 type oauthRig struct {
-	keys  *signIns
-	as    *authServer
-	rs    *httptest.Server
-	dir   string
-	creds *secrets.Store
-	flow  *oauth.Flow
-	cb    *oauth.Callback
-	src   *mcp.Source
-	log   *syncBuffer
+	cookies map[string][]*http.Cookie // the start endpoint's cookie, by state
+	keys    *signIns
+	as      *authServer
+	rs      *httptest.Server
+	dir     string
+	creds   *secrets.Store
+	flow    *oauth.Flow
+	cb      *oauth.Callback
+	src     *mcp.Source
+	log     *syncBuffer
 }
 
 func newOAuthRig(t *testing.T, publicURL string, servers []mcp.Server, fromChat bool) *oauthRig {
@@ -371,16 +372,46 @@ func newOAuthRig(t *testing.T, publicURL string, servers []mcp.Server, fromChat 
 // admin is the rig's admin (LUCY_ADMIN_USERS).
 const admin = "UADMIN"
 
-// browse is the person's browser: it opens the authorization URL and returns where the
-// authorization server sends it back (the callback URL with the code and the state). The
-// person signed in at the provider is "U1".
-func (r *oauthRig) browse(t *testing.T, authURL string) *url.URL {
+// browse is the person's browser (signed in at the provider as "U1"): it opens the Sign in
+// button's link (Lucy's start endpoint, which sends it on to the provider with a cookie) and
+// returns where the authorization server sends it back (the callback URL with the code and the
+// state).
+func (r *oauthRig) browse(t *testing.T, link string) *url.URL {
 	t.Helper()
-	return r.browseAs(t, "U1", authURL)
+	return r.browseAs(t, "U1", link)
 }
 
 // browseAs is browse by the person whose account at the provider is who.
-func (r *oauthRig) browseAs(t *testing.T, who, authURL string) *url.URL {
+func (r *oauthRig) browseAs(t *testing.T, who, link string) *url.URL {
+	t.Helper()
+	authURL, code, body := r.start(t, link)
+	if code != http.StatusFound {
+		t.Fatalf("the start endpoint answered %d: %s", code, body)
+	}
+	return r.provider(t, who, authURL)
+}
+
+// start opens link (Lucy's start endpoint) in a new browser: the provider's URL it sends the browser
+// to, or its refusal. The cookie it gives is kept for the callback of that state.
+func (r *oauthRig) start(t *testing.T, link string) (authURL string, code int, body string) {
+	t.Helper()
+	u, err := url.Parse(link)
+	if err != nil || u.Path != oauth.StartPath {
+		t.Fatalf("the link %q is not Lucy's start endpoint", link)
+	}
+	rec := httptest.NewRecorder()
+	r.cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.StartPath+"?"+u.RawQuery, nil))
+	if rec.Code == http.StatusFound {
+		if r.cookies == nil {
+			r.cookies = map[string][]*http.Cookie{}
+		}
+		r.cookies[u.Query().Get("state")] = rec.Result().Cookies()
+	}
+	return rec.Header().Get("Location"), rec.Code, rec.Body.String()
+}
+
+// provider is the authorization endpoint's answer to who's browser: where it sends it back.
+func (r *oauthRig) provider(t *testing.T, who, authURL string) *url.URL {
 	t.Helper()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, _ := http.NewRequest(http.MethodGet, authURL, nil)
@@ -400,11 +431,22 @@ func (r *oauthRig) browseAs(t *testing.T, who, authURL string) *url.URL {
 	return back
 }
 
-// callback delivers the browser's return to the gateway's handler and returns its answer.
+// callback delivers the browser's return to the gateway's handler, with the cookie the start
+// endpoint gave the browser that opened its state, and returns its answer.
 func (r *oauthRig) callback(t *testing.T, rawQuery string) (int, string) {
 	t.Helper()
+	q, _ := url.ParseQuery(rawQuery)
+	return r.callbackWith(t, rawQuery, r.cookies[q.Get("state")])
+}
+
+func (r *oauthRig) callbackWith(t *testing.T, rawQuery string, cookies []*http.Cookie) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, oauth.CallbackPath+"?"+rawQuery, nil)
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
 	rec := httptest.NewRecorder()
-	r.cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.CallbackPath+"?"+rawQuery, nil))
+	r.cb.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.String()
 }
 
@@ -523,7 +565,23 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 		t.Fatalf("%s: %+v", mcp.SignInService, out)
 	}
 	req := r.keys.last(t, "U1")
-	authURL := req.URL
+	if req.URL != "https://lucy.example.com/mcp/oauth/start?state="+url.QueryEscape(req.State) {
+		t.Fatalf("the button's link %q is not Lucy's start endpoint with its state %q", req.URL, req.State)
+	}
+	// Asked again: the same link, not another registration or state.
+	r.run(t, "U1", mcp.SignInService, `{"service":"acme"}`)
+	if again := r.keys.last(t, "U1"); again.URL != req.URL {
+		t.Errorf("the link changed between asks: %q", again.URL)
+	}
+	// Opened before its person's click reached Lucy (a link copied out of Slack): no provider URL.
+	if _, code, body := r.start(t, req.URL); code != http.StatusForbidden || !strings.Contains(body, "not opened from its Sign in button") {
+		t.Fatalf("start before the click: %d %s", code, body)
+	}
+	r.click(t, req, "U1")
+	authURL, code, body := r.start(t, req.URL)
+	if code != http.StatusFound {
+		t.Fatalf("start after the click: %d %s", code, body)
+	}
 	u, _ := url.Parse(authURL)
 	q := u.Query()
 	if q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 || !strings.HasPrefix(q.Get("state"), team+".") ||
@@ -531,11 +589,6 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 		q.Get("client_id") != "client-1" || !strings.Contains(q.Get("scope"), "mcp") || !strings.Contains(q.Get("scope"), "offline_access") ||
 		q.Get("state") != req.State {
 		t.Fatalf("authorization URL: %s (button value %s)", authURL, req.State)
-	}
-	// Asked again: the same link, not another registration or state.
-	r.run(t, "U1", mcp.SignInService, `{"service":"acme"}`)
-	if again := r.keys.last(t, "U1"); again.URL != authURL {
-		t.Errorf("the link changed between asks: %q", again.URL)
 	}
 
 	// Refused without changing anything: a state Lucy never made, a garbled one, no code.
@@ -557,20 +610,31 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 		t.Fatal("tokens stored before a code was exchanged")
 	}
 
-	back := r.browse(t, authURL)
+	back := r.provider(t, "U1", authURL)
 	if back.Host != "lucy.example.com" || back.Path != oauth.CallbackPath || back.Query().Get("state") != q.Get("state") {
 		t.Fatalf("the provider sent the browser to %s", back)
 	}
-	// No click on the button reached Lucy (a link copied out of Slack): refused, nothing stored,
-	// and the code is not spent.
-	code, body := r.callback(t, back.RawQuery)
-	if code != http.StatusForbidden || !strings.Contains(body, "not opened from its Sign in button") {
-		t.Fatalf("callback before the click: %d %s", code, body)
+	// Another browser comes back with the code (the provider's URL passed on): refused, nothing
+	// stored, and the link is spent.
+	code, body = r.callbackWith(t, back.RawQuery, []*http.Cookie{{Name: r.cookies[req.State][0].Name, Value: "another-browser"}})
+	if code != http.StatusForbidden || !strings.Contains(body, "more than one browser") {
+		t.Fatalf("callback from another browser: %d %s", code, body)
 	}
 	if _, ok := r.storedFor(t, "acme", "U1"); ok {
-		t.Fatal("tokens stored for a link nobody opened from Slack")
+		t.Fatal("tokens stored for another browser's return")
 	}
+	if code, body = r.callback(t, back.RawQuery); code != http.StatusBadRequest || !strings.Contains(body, "unknown or was already used") {
+		t.Fatalf("the spent link, from its own browser: %d %s", code, body)
+	}
+	// A new link, clicked and opened by its person, and their own browser's return: connected.
+	r.run(t, "U1", mcp.SignInService, `{"service":"acme"}`)
+	req = r.keys.last(t, "U1")
 	r.click(t, req, "U1")
+	back = r.browse(t, req.URL)
+	// Without the start's cookie (a browser that did not open the link): refused, the code kept.
+	if code, body = r.callbackWith(t, back.RawQuery, nil); code != http.StatusForbidden || !strings.Contains(body, "in this browser") {
+		t.Fatalf("callback without the cookie: %d %s", code, body)
+	}
 	code, body = r.callback(t, back.RawQuery)
 	if code != http.StatusOK || !strings.Contains(body, "Lucy is connected to acme") || !strings.Contains(body, "your own requests only") {
 		t.Fatalf("callback: %d %s", code, body)
@@ -621,7 +685,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 
 	seen := status + out.Content + body + r.log.String()
 	state := r.stateFiles(t)
-	for _, tok := range append(r.as.tokens(), clientSecret, back.Query().Get("code")) {
+	for _, tok := range append(r.as.tokens(), clientSecret, back.Query().Get("code"), r.cookies[req.State][0].Value) {
 		if strings.Contains(seen, tok) {
 			t.Errorf("%q is in a result, a status, the page or the log", tok)
 		}
@@ -795,12 +859,16 @@ func TestOAuthStepUpForMoreScope(t *testing.T) {
 		t.Fatalf("no new Sign in button in %q", out.Content)
 	}
 	req := r.keys.last(t, "U1")
-	u, _ := url.Parse(req.URL)
+	r.click(t, req, "U1")
+	authURL, code, body := r.start(t, req.URL)
+	if code != http.StatusFound {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	u, _ := url.Parse(authURL)
 	if scope := u.Query().Get("scope"); !strings.Contains(scope, "mcp:write") {
 		t.Errorf("the step-up asks for scope %q, want mcp:write among them", scope)
 	}
-	r.click(t, req, "U1")
-	if code, body := r.callback(t, r.browseAs(t, "U1", req.URL).RawQuery); code != http.StatusOK {
+	if code, body := r.callback(t, r.provider(t, "U1", authURL).RawQuery); code != http.StatusOK {
 		t.Fatalf("callback: %d %s", code, body)
 	}
 	out, err = add.Run(ctx(t), inv)

@@ -66,8 +66,9 @@ func TestTwoPeopleEachActAsThemselves(t *testing.T) {
 	wantCallers(t, r, "U1", "U2", "U1")
 }
 
-// A link made for U1 whose button U2 clicked is refused whoever comes back with it, and stores
-// nothing; it is spent, so U1 coming back with it afterwards is refused too.
+// A link made for U1 whose button U2 clicked is refused whoever opens it, and stores nothing; it is
+// spent, so U1 opening it afterwards is refused too. A click of someone else after U1's browser
+// started the sign-in spends it as well: the callback stores nothing.
 func TestALinkOpenedBySomeoneElseIsRefused(t *testing.T) {
 	r := newOAuthRig(t, "https://lucy.example.com", []mcp.Server{{Name: "acme"}}, false)
 	r.src.Tools(ctx(t), team)
@@ -75,9 +76,24 @@ func TestALinkOpenedBySomeoneElseIsRefused(t *testing.T) {
 	req := r.keys.last(t, "U1")
 	r.click(t, req, "U2") // the button was in a shared thread: U2 clicked it
 	r.click(t, req, "U1")
-	code, body := r.callback(t, r.browseAs(t, "U2", req.URL).RawQuery)
-	if code != http.StatusForbidden || !strings.Contains(body, "opened by someone else") {
-		t.Fatalf("callback of a link U2 opened: %d %s", code, body)
+	if _, code, body := r.start(t, req.URL); code != http.StatusForbidden || !strings.Contains(body, "opened by someone else") {
+		t.Fatalf("a link U2 opened: %d %s", code, body)
+	}
+	if _, code, body := r.start(t, req.URL); code != http.StatusBadRequest || !strings.Contains(body, "unknown or was already used") {
+		t.Fatalf("the spent link, by its person: %d %s", code, body)
+	}
+
+	// U1 asks again: a new link. U1 opens it; U2 clicks its button while U1 signs in.
+	r.run(t, "U1", mcp.SignInService, `{"service":"acme"}`)
+	again := r.keys.last(t, "U1")
+	if again.State == req.State {
+		t.Fatal("the spent link was offered again")
+	}
+	r.click(t, again, "U1")
+	back := r.browseAs(t, "U1", again.URL)
+	r.click(t, again, "U2")
+	if code, body := r.callback(t, back.RawQuery); code != http.StatusForbidden || !strings.Contains(body, "opened by someone else") {
+		t.Fatalf("callback of a link U2 clicked: %d %s", code, body)
 	}
 	for _, who := range []string{"U1", "U2", ""} {
 		if _, ok := r.storedFor(t, "acme", who); ok {
@@ -85,11 +101,7 @@ func TestALinkOpenedBySomeoneElseIsRefused(t *testing.T) {
 		}
 	}
 	if r.as.exchanges != 0 {
-		t.Errorf("%d codes exchanged for a refused link", r.as.exchanges)
-	}
-	code, body = r.callback(t, r.browseAs(t, "U1", req.URL).RawQuery)
-	if code != http.StatusBadRequest || !strings.Contains(body, "unknown or was already used") {
-		t.Fatalf("the spent link, by its person: %d %s", code, body)
+		t.Errorf("%d codes exchanged for refused links", r.as.exchanges)
 	}
 }
 

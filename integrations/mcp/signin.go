@@ -134,7 +134,7 @@ func (c *conn) offerSignIn(ctx context.Context, inv tools.Invocation, challenge 
 	c.mu.Lock()
 	si := c.signIn
 	c.mu.Unlock()
-	if share || si == nil || si.User != user || time.Until(si.Expires) <= signInReuse {
+	if share || si == nil || si.User != user || time.Until(si.Expires) <= signInReuse || !flow.Usable(ctx, si.State, user) {
 		in := oauth.BeginInput{Team: c.team, User: user, Server: c.srv.Name, ServerURL: c.srv.URL, Challenge: challenge,
 			HTTP: c.oauthHTTP(), Trusted: !c.srv.FromChat(), Client: c.registered(), Owner: c.tokenOwner(), Serves: c.serves(share), Share: share}
 		if o := c.srv.OAuth; o != nil {

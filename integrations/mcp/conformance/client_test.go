@@ -248,8 +248,20 @@ func (b *buttons) last() (integrations.SignInRequest, bool) {
 // server approves at once and redirects to Lucy's callback with a code), and the gateway's callback
 // handler takes the return.
 func openLink(link string, cb *oauth.Callback) error {
+	// The Sign in button's link is Lucy's start endpoint (on LUCY_PUBLIC_URL, nothing listens there
+	// in this test: its handler is called directly), which gives the browser a cookie and sends it on.
+	u, err := url.Parse(link)
+	if err != nil || u.Path != oauth.StartPath {
+		return fmt.Errorf("the link %q is not Lucy's start endpoint", link)
+	}
+	rec := httptest.NewRecorder()
+	cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.StartPath+"?"+u.RawQuery, nil))
+	if rec.Code != http.StatusFound {
+		return fmt.Errorf("the start endpoint answered %d: %s", rec.Code, rec.Body.String())
+	}
+	cookies := rec.Result().Cookies()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 10 * time.Second}
-	resp, err := c.Get(link)
+	resp, err := c.Get(rec.Header().Get("Location"))
 	if err != nil {
 		return fmt.Errorf("opening the sign-in link: %w", err)
 	}
@@ -261,8 +273,12 @@ func openLink(link string, cb *oauth.Callback) error {
 	if back.Path != oauth.CallbackPath {
 		return fmt.Errorf("the authorization endpoint sent the browser to %s, not Lucy's callback", back)
 	}
-	rec := httptest.NewRecorder()
-	cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.CallbackPath+"?"+back.RawQuery, nil))
+	req := httptest.NewRequest(http.MethodGet, oauth.CallbackPath+"?"+back.RawQuery, nil)
+	for _, ck := range cookies {
+		req.AddCookie(ck)
+	}
+	rec = httptest.NewRecorder()
+	cb.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		return fmt.Errorf("the callback answered %d: %s", rec.Code, rec.Body.String())
 	}

@@ -53,6 +53,8 @@ type Provider struct {
 // SignIn is a started sign-in: the URL the person opens, until when it works, and the client it
 // was made for (kept by the caller, so that the next sign-in does not register another).
 type SignIn struct {
+	// URL is the link a person opens: Lucy's start endpoint (StartPath) with the state, which sends
+	// the browser on to the provider once the person it was made for clicked the Sign in button.
 	URL     string
 	Expires time.Time
 	Client  Client
@@ -159,11 +161,11 @@ func (f *Flow) begin(ctx context.Context, in BeginInput, asm *oauthex.AuthServer
 	f.prunePending(ctx, in.Team)
 	err = f.savePending(ctx, id, pending{Team: in.Team, Server: in.Server, ServerURL: in.ServerURL, User: in.User, Verifier: verifier,
 		Client: *client, TokenEndpoint: asm.TokenEndpoint, RedirectURI: f.RedirectURI(), Resource: resource, Scopes: scopes,
-		Trusted: in.Trusted, Owner: in.Owner, Serves: in.Serves, Share: in.Share, Expires: expires})
+		Trusted: in.Trusted, Owner: in.Owner, Serves: in.Serves, Share: in.Share, AuthURL: authURL, Expires: expires})
 	if err != nil {
 		return SignIn{}, err
 	}
-	return SignIn{URL: authURL, Expires: expires, Client: *client, State: state, User: in.User}, nil
+	return SignIn{URL: f.publicURL + StartPath + "?state=" + url.QueryEscape(state), Expires: expires, Client: *client, State: state, User: in.User}, nil
 }
 
 // protectedResource finds the server's protected resource metadata (RFC 9728): at the URL its 401

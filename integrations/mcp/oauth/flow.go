@@ -39,6 +39,13 @@ import (
 // public URL (LUCY_PUBLIC_URL): the redirect URI an operator registers with a provider.
 const CallbackPath = "/mcp/oauth/callback"
 
+// StartPath is the link a person opens (the Sign in button's URL): it sends the browser on to the
+// provider, giving it the cookie the callback then asks for (Callback serves both).
+const StartPath = "/mcp/oauth/start"
+
+// cookiePath scopes the sign-in's browser cookie to the two endpoints.
+const cookiePath = "/mcp/oauth/"
+
 // PendingTTL is how long an authorization URL works: long enough to read a message, open it and
 // sign in; short enough that a link found later in a thread is dead.
 const PendingTTL = 10 * time.Minute
