@@ -157,6 +157,11 @@ func (c *conn) startRefreshLocked() chan struct{} {
 func (c *conn) doRefresh(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.limits.ConnectTimeout)
 	defer cancel()
+	if c.usesSignIn() {
+		// The listing's tokens are read again too: a member whose sign-in it used may have signed
+		// out (in any worker), and theirs are then no longer sent, not even for a listing.
+		_ = c.recheck(ctx)
+	}
 	list, err := c.fetch(ctx)
 	msg := ""
 	if err != nil {

@@ -60,6 +60,7 @@ type authServer struct {
 	// each tools/call the MCP server received carried: the identity the server acts as.
 	codeSubject, tokenSubject map[string]string
 	callers                   []string
+	listers                   []string // whose token each tools/list carried
 }
 
 const clientSecret = "dcr-client-secret-5f2b9c"
@@ -219,11 +220,23 @@ func (a *authServer) recordCaller(r *http.Request, token string) {
 	var msg struct {
 		Method string `json:"method"`
 	}
-	if json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" {
+	if json.Unmarshal(body, &msg) == nil {
 		a.mu.Lock()
-		a.callers = append(a.callers, a.tokenSubject[token])
+		switch msg.Method {
+		case "tools/call":
+			a.callers = append(a.callers, a.tokenSubject[token])
+		case "tools/list":
+			a.listers = append(a.listers, a.tokenSubject[token])
+		}
 		a.mu.Unlock()
 	}
+}
+
+// listedAs is whose token each tools/list carried, in order.
+func (a *authServer) listedAs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.listers)
 }
 
 func (a *authServer) tokens() []string {

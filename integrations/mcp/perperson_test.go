@@ -273,3 +273,34 @@ func TestAnOldTeamWideSignInStillWorks(t *testing.T) {
 		t.Fatalf("an admin removing it: %+v", out)
 	}
 }
+
+// The list of a server's tools, read outside any request with the only member's sign-in there is,
+// stops using it once that member signed out (in another worker): the next listing reads the stored
+// sign-in again, sends no token of theirs, and says a sign-in is needed.
+func TestAListingStopsUsingASignedOutMembersToken(t *testing.T) {
+	r := newOAuthRig(t, "https://lucy.example.com", []mcp.Server{{Name: "acme"}}, false)
+	r.src.Tools(ctx(t), team)
+	r.mustSignIn(t, "U1", false)
+	lister := mcp.New(mcp.Deps{Servers: []mcp.Server{{Name: "acme", URL: r.rs.URL + "/mcp"}}, Credentials: r.creds, OAuth: r.flow,
+		Log: zerolog.Nop(), Limits: mcp.Limits{ConnectTimeout: 5 * time.Second, TTL: time.Millisecond, RetryAfter: time.Millisecond}})
+	t.Cleanup(lister.Close)
+	lister.Tools(ctx(t), team) // the shared session's 401: listed per team from now on
+	if list, _ := lister.Tools(ctx(t), team); len(list) == 0 {
+		t.Fatal("no tools listed with U1's sign-in")
+	}
+	if got := r.as.listedAs(); !slices.Contains(got, "U1") {
+		t.Fatalf("listed as %v, want U1 among them", got)
+	}
+	if out := r.run(t, "U1", mcp.DisconnectService, `{"service":"acme"}`); !strings.Contains(out.Content, "Signed <@U1> out") {
+		t.Fatalf("sign-out: %+v", out)
+	}
+	before := len(r.as.listedAs())
+	waitFor(t, func() bool {
+		lister.Tools(ctx(t), team)
+		st, _ := statusOf(t, lister, "acme")
+		return strings.Contains(st, "requires signing in")
+	}, "the listing to ask for a sign-in")
+	if after := r.as.listedAs()[before:]; slices.Contains(after, "U1") {
+		t.Fatalf("listed with U1's token after they signed out: %v", after)
+	}
+}
