@@ -748,6 +748,14 @@ func TestOAuthSignInFromTheConnectTool(t *testing.T) {
 	if _, ok := byName(list)["mcp__tracker__echo"]; !ok {
 		t.Fatalf("tools after signing in: %v", names(list))
 	}
+	// Disconnecting the server ends every sign-in to it: the grant and the tokens are deleted.
+	if out, err := runner.Run(ctx(t), tools.Invocation{Name: mcp.DisconnectServer, Arguments: `{"name":"tracker"}`, Team: team, User: "UREQ", Approved: true}); err != nil ||
+		!strings.Contains(out.Content, "Disconnected") {
+		t.Fatalf("disconnect: %+v %v", out, err)
+	}
+	if _, _, err := r.creds.Get(ctx(t), team, oauth.PersonCredentialName("tracker", "UREQ")); err == nil {
+		t.Error("the sign-in's tokens outlived the server's disconnect")
+	}
 }
 
 // Without LUCY_PUBLIC_URL the status says plainly that sign-in needs one, and what works instead.

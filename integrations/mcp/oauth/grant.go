@@ -122,19 +122,16 @@ func (f *Flow) people(ctx context.Context, team, server string) []string {
 }
 
 // Forget ends every sign-in of team to server, the team's and each person's (the server was
-// disconnected, or a member's own server was shared with the team): their tokens are never used
-// again, and the next use asks for a new sign-in.
+// disconnected, or a member's own server was shared with the team): their grants and their tokens
+// are deleted, and the next use asks for a new sign-in.
 func (f *Flow) Forget(ctx context.Context, team, server string) error {
 	if f == nil {
 		return nil
 	}
-	for _, person := range f.people(ctx, team, server) {
-		if err := f.state.Delete(ctx, team, grantPath(server, person)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, person := range append(f.people(ctx, team, server), "") {
+		if _, err := f.SignOut(ctx, team, server, person); err != nil {
 			return err
 		}
-	}
-	if err := f.state.Delete(ctx, team, grantPath(server, "")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
 	}
 	return nil
 }
