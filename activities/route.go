@@ -40,7 +40,7 @@ var mailWithheld = map[string]bool{
 	// Integrations and keys.
 	"lucy_connect_mcp_server": true, "lucy_disconnect_mcp_server": true, "lucy_resolve_custom_integration": true,
 	"lucy_delete_custom_integration": true, "lucy_store_api_key": true, "lucy_share_api_key": true, "lucy_connect_email": true,
-	"lucy_disconnect_email": true,
+	"lucy_disconnect_email": true, "lucy_sign_in_service": true, "lucy_disconnect_service": true,
 	// Work that outlives the run and runs later with every tool.
 	"lucy_create_cron": true, "lucy_modify_cron": true, "lucy_trigger_cron": true, "lucy_resume_cron": true,
 	"lucy_create_heartbeat": true, "lucy_save_skill": true,

@@ -57,6 +57,11 @@ type Options struct {
 	// /mcp/oauth/callback, package integrations/mcp/oauth: it exchanges the code and stores the
 	// tokens; it calls no model and posts nothing). Nil: the path is not served.
 	OAuthCallback http.Handler
+	// SignInOpened records that a Slack user clicked a Sign in button whose value is state (built by
+	// cmd/lucy from integrations/mcp/oauth's Flow.Opened): the sign-in's callback stores tokens only
+	// for a link the person it was made for opened. Nil: clicks are not recorded, and such links are
+	// refused.
+	SignInOpened func(ctx context.Context, state, user string) error
 }
 
 // Gateway turns Slack events into durable signals to lane workflows. It keeps no state between
@@ -76,6 +81,7 @@ type Gateway struct {
 	admins  []string
 	views   ViewOpener
 	oauth   http.Handler
+	signIns func(ctx context.Context, state, user string) error
 	access  *slackaccess.Access
 }
 
@@ -90,7 +96,7 @@ func New(o Options) *Gateway {
 	return &Gateway{
 		h: o.Handoff, botUser: o.BotUserID, botID: o.BotID, team: o.Team,
 		log: o.Log, now: o.Now, metrics: o.Metrics, ready: o.Ready, flood: newFloodGuard(o.UserEventsPerMinute), lanes: newLaneCache(),
-		creds: o.Credentials, admins: o.Admins, views: o.Views, oauth: o.OAuthCallback, access: o.Access,
+		creds: o.Credentials, admins: o.Admins, views: o.Views, oauth: o.OAuthCallback, signIns: o.SignInOpened, access: o.Access,
 	}
 }
 

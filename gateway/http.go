@@ -34,6 +34,7 @@ const (
 //	GET  /readyz               200 when Temporal answers, 503 otherwise
 //	GET  /metrics              Prometheus text format
 //	GET  /mcp/oauth/callback   the browser's return from an MCP server's sign-in (with OAuthCallback)
+//	GET  /mcp/oauth/start      a Sign in button's link, sent on to the provider (with OAuthCallback)
 //
 // Every Slack request is verified with the signing secret on its raw body before anything in it is
 // parsed. An event is answered 200 only after it was handed to its lane; a failed hand-off is
@@ -64,12 +65,18 @@ func (g *Gateway) registerOps(mux *http.ServeMux) {
 		// Not behind Slack's signature: the provider sends the person's browser here. What makes
 		// a request count is its state, single use and unguessable, which the handler checks.
 		mux.Handle("GET "+OAuthCallbackPath, g.oauth)
+		// The Sign in button's link: the handler sends the browser on to the provider once the
+		// click of the person the link was made for reached the gateway (docs/security.md rule 16).
+		mux.Handle("GET "+OAuthStartPath, g.oauth)
 	}
 }
 
 // OAuthCallbackPath is where the browser comes back from an MCP server's sign-in (the
 // integrations/mcp/oauth package's CallbackPath, which the worker puts in the redirect URI).
 const OAuthCallbackPath = "/mcp/oauth/callback"
+
+// OAuthStartPath is the link of a Sign in button (integrations/mcp/oauth's StartPath).
+const OAuthStartPath = "/mcp/oauth/start"
 
 // readiness is ready when Temporal answers and, in `lucy dev`, the worker beside the gateway polls.
 func (g *Gateway) readiness(ctx context.Context) error {

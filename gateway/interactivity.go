@@ -54,6 +54,11 @@ func (g *Gateway) HandleInteraction(ctx context.Context, cb slack.InteractionCal
 			}
 			continue
 		}
+		if a != nil && a.ActionID == slackwire.SignInAction {
+			handled = true
+			g.signInOpened(ctx, cb, a)
+			continue
+		}
 		if a != nil && isFeedbackAction(a.ActionID) {
 			handled = true
 			if err := g.feedback(ctx, cb, a); err != nil {

@@ -50,6 +50,10 @@ type Terminal struct {
 	// Echo, when set, turns the echo of typed characters off (false) and on again (true): stdin is a
 	// terminal, and a key is typed hidden. Nil: a key is read as a line (a pipe, a test).
 	Echo func(on bool)
+	// SignInOpened records the terminal's person as the one who opened a sign-in link (Flow.Opened):
+	// the terminal prints a Sign in button's link for them alone, as Slack shows it to them and
+	// reports their click. Nil: the link is printed but the callback refuses it.
+	SignInOpened func(ctx context.Context, state, user string) error
 }
 
 // Timing of the terminal's polling. Variables, not constants, so that tests can shorten them.
@@ -449,6 +453,19 @@ func (s *termSession) printReplies(ctx context.Context, after string) (answered 
 				continue
 			}
 			text := messageText(msg)
+			if state, link, ok := signInButton(msg); ok {
+				// The terminal is one person's: showing them the link is their click on the button.
+				text += "\n  Sign in: " + link
+				if s.t.SignInOpened != nil && !s.asked[msg.Timestamp+"/signin"] {
+					if s.asked == nil {
+						s.asked = map[string]bool{}
+					}
+					s.asked[msg.Timestamp+"/signin"] = true
+					if err := s.t.SignInOpened(ctx, state, s.t.User); err != nil {
+						s.t.Log.Debug().Str("reason", err.Error()).Msg("sign-in link not recorded as opened")
+					}
+				}
+			}
 			if req, ok := addKeyRequest(msg); ok && !s.asked[msg.Timestamp] {
 				if s.asked == nil {
 					s.asked = map[string]bool{}
@@ -548,6 +565,22 @@ func messageText(msg slack.Message) string {
 		out += "\n  (answer yes to approve or no to deny)"
 	}
 	return out
+}
+
+// signInButton reads the Sign in button of a message, if it has one: its state and its link.
+func signInButton(msg slack.Message) (state, link string, ok bool) {
+	for _, blk := range msg.Blocks.BlockSet {
+		bl, isAction := blk.(*slack.ActionBlock)
+		if !isAction || bl.Elements == nil {
+			continue
+		}
+		for _, el := range bl.Elements.ElementSet {
+			if btn, isBtn := el.(*slack.ButtonBlockElement); isBtn && btn.ActionID == slackwire.SignInAction && btn.URL != "" {
+				return btn.Value, btn.URL, true
+			}
+		}
+	}
+	return "", "", false
 }
 
 // addKeyRequest reads the Add key button of a message, if it has one.

@@ -139,6 +139,16 @@ func (w *fakeWorker) handle(m workflows.Message) {
 			w.t.Error(err)
 		}
 		w.setStatus(key, false, false)
+	case m.Text == "sign me in":
+		// A run that asks its person to sign in (lucy_sign_in_service's button) and ends its turn.
+		w.setStatus(key, true, true)
+		req := integrations.NewSlackKeys(func(string) tools.SlackAPI { return w.bot })
+		inv := tools.Invocation{Team: m.Team, Channel: m.Channel, ThreadTS: m.ThreadTS, User: m.User, RunID: "run", CallID: "call"}
+		if err := req.RequestSignIn(context.Background(), inv, integrations.SignInRequest{Service: "acme", URL: "https://as.example.com/authorize?state=T.S",
+			State: "T.STATE", Expires: time.Now().Add(10 * time.Minute), Serves: "your own requests only"}); err != nil {
+			w.t.Error(err)
+		}
+		w.setStatus(key, false, false)
 	case m.Text == "squat the mailbox":
 		// An Add key button for a mailbox's name with no kind, as a member would like one to be
 		// (RequestKey refuses to post it; an older Lucy's or a crafted message may hold one).
@@ -523,6 +533,30 @@ func TestTerminalAddKey(t *testing.T) {
 		if strings.Contains(m.Text, "ghp_") {
 			t.Fatalf("a pasted key is in the local workspace: %+v", m)
 		}
+	}
+}
+
+// A Sign in button in the terminal prints its link, and the terminal's person is recorded as the one
+// who opened it (once), as Slack reports a click on the button.
+func TestTerminalSignInButton(t *testing.T) {
+	var mu sync.Mutex
+	var opened []string
+	r := startTerminal(t, &fakeHandoff{}, func(t *Terminal) {
+		t.SignInOpened = func(_ context.Context, state, user string) error {
+			mu.Lock()
+			defer mu.Unlock()
+			opened = append(opened, state+" "+user)
+			return nil
+		}
+	})
+	r.out.waitFor(t, "you> ", 1)
+	r.lines("sign me in")
+	r.out.waitFor(t, "Sign in: https://as.example.com/authorize?state=T.S", 1)
+	r.out.waitFor(t, "you> ", 2)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(opened) != 1 || opened[0] != "T.STATE ULOCAL" {
+		t.Fatalf("opened %v", opened)
 	}
 }
 

@@ -159,6 +159,9 @@ func runDev(ctx context.Context, getenv func(string) string, stdin io.Reader, st
 			ThreadStatus: localslack.ThreadStatusReader(nil, local.info.URL, local.info.Token),
 			ThreadTasks:  localslack.ThreadTasksReader(nil, local.info.URL, local.info.Token),
 		}
+		if cb, err := oauthCallback(cfg, creds, log); err == nil {
+			t.SignInOpened = cb.Flow.Opened // the terminal's person opens the links shown to them
+		}
 		return t.Run(ctx)
 	}
 }

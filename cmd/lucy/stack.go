@@ -168,7 +168,9 @@ func newGateway(ctx context.Context, cfg *config.Config, h gateway.Handoff, log 
 	if err != nil {
 		return nil, err
 	}
-	o.OAuthCallback = cb
+	// A click on a Sign in button says who opened the link: the callback stores tokens only for a
+	// link its own person opened (docs/security.md).
+	o.OAuthCallback, o.SignInOpened = cb, cb.Flow.Opened
 	if cfg.Mode == config.ModeGateway && cfg.S3Bucket == "" {
 		log.Warn().Str("dir", cfg.DataDir).Msg("keys added with the Add key form are stored in this gateway's LUCY_DATA_DIR/state: " +
 			"workers see them only if they share that folder; set LUCY_WORKSPACE_STORE=s3://… so that every process shares them")
@@ -195,7 +197,7 @@ func newGateway(ctx context.Context, cfg *config.Config, h gateway.Handoff, log 
 // Lucy's state store (where the workers put them), the tokens go to the credential store. The code
 // of a server connected from chat is exchanged through the guarded client (its token endpoint must
 // be public unless LUCY_ALLOWED_PRIVATE_HOSTS allows it); an operator's server's through a plain one.
-func oauthCallback(cfg *config.Config, creds *secrets.Store, log zerolog.Logger) (http.Handler, error) {
+func oauthCallback(cfg *config.Config, creds *secrets.Store, log zerolog.Logger) (*oauth.Callback, error) {
 	state, err := worker.StateStore(cfg)
 	if err != nil {
 		return nil, err
@@ -355,6 +357,9 @@ func runChat(ctx context.Context, getenv func(string) string, stdin io.Reader, s
 		Credentials: creds, Admins: cfg.AdminUsers, Echo: terminalEcho(stdin),
 		ThreadStatus: localslack.ThreadStatusReader(nil, local.URL, local.Token),
 		ThreadTasks:  localslack.ThreadTasksReader(nil, local.URL, local.Token),
+	}
+	if cb, err := oauthCallback(cfg, creds, log); err == nil {
+		t.SignInOpened = cb.Flow.Opened // the terminal's person opens the links shown to them
 	}
 	return t.Run(ctx)
 }

@@ -29,6 +29,12 @@ type conn struct {
 	s    *Source
 	srv  Server
 	team string // whose credential it uses, or whose server it is; "" when shared
+	// forCall is the conn of one person's calls to a server that needs a sign-in (person "" for a
+	// request with no requester), base the team's conn whose listing offered the tools; a conn
+	// that is not forCall lists the server's tools (Flow.ListingToken) and makes no call of a sign-in.
+	forCall bool
+	person  string
+	base    *conn
 
 	// connecting serializes connects, so that concurrent calls share one new session.
 	connecting sync.Mutex
@@ -57,6 +63,7 @@ type conn struct {
 	client     *oauth.Client   // the client registered for it, reused by the next sign-in
 	awaiting   bool            // the last listing asked for a sign-in
 	requester  string          // the last person whose request used this server: who the sign-in is for
+	challenge  []string        // the WWW-Authenticate of the listing's last 401 (the scopes a sign-in asks for)
 	refreshing sync.Mutex      // one refresh of the tokens at a time
 }
 
@@ -150,6 +157,11 @@ func (c *conn) startRefreshLocked() chan struct{} {
 func (c *conn) doRefresh(done chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.s.limits.ConnectTimeout)
 	defer cancel()
+	if c.usesSignIn() {
+		// The listing's tokens are read again too: a member whose sign-in it used may have signed
+		// out (in any worker), and theirs are then no longer sent, not even for a listing.
+		_ = c.recheck(ctx)
+	}
 	list, err := c.fetch(ctx)
 	msg := ""
 	if err != nil {
@@ -416,7 +428,7 @@ func (c *conn) connectOnce(ctx context.Context, refreshed bool) (*sdk.ClientSess
 		}
 		var bearer func(context.Context) (string, error)
 		if c.signInEligible() && c.team != "" {
-			ts, err := c.s.d.OAuth.Token(ctx, c.team, c.srv.Name, c.srv.URL, c.tokenOwner())
+			ts, err := c.storedTokens(ctx)
 			switch {
 			case err == nil:
 				c.useTokens(ts)

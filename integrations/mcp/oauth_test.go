@@ -2,6 +2,7 @@ package mcp_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/mcptest"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
@@ -53,13 +55,20 @@ type authServer struct {
 	// insufficient_scope without it).
 	codeScope, tokenScope map[string]string
 	needScope             map[string]string
+	// Whose account each code and token is (the person signed in at the authorization endpoint,
+	// whose browser session the test's X-Test-User header stands for), and, in order, whose token
+	// each tools/call the MCP server received carried: the identity the server acts as.
+	codeSubject, tokenSubject map[string]string
+	callers                   []string
+	listers                   []string // whose token each tools/list carried
 }
 
 const clientSecret = "dcr-client-secret-5f2b9c"
 
 func newAuthServer(t *testing.T) *authServer {
 	a := &authServer{challenges: map[string]string{}, redirects: map[string]string{}, access: map[string]time.Time{}, refresh: map[string]bool{}, firstLifetime: 3600,
-		codeScope: map[string]string{}, tokenScope: map[string]string{}, needScope: map[string]string{}}
+		codeScope: map[string]string{}, tokenScope: map[string]string{}, needScope: map[string]string{},
+		codeSubject: map[string]string{}, tokenSubject: map[string]string{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{
@@ -89,6 +98,7 @@ func newAuthServer(t *testing.T) *authServer {
 		a.n++
 		code := fmt.Sprintf("code-%d-7c1e", a.n)
 		a.challenges[code], a.redirects[code], a.codeScope[code] = q.Get("code_challenge"), q.Get("redirect_uri"), q.Get("scope")
+		a.codeSubject[code] = r.Header.Get("X-Test-User")
 		a.mu.Unlock()
 		http.Redirect(w, r, q.Get("redirect_uri")+"?code="+code+"&state="+url.QueryEscape(q.Get("state")), http.StatusFound)
 	})
@@ -101,7 +111,7 @@ func newAuthServer(t *testing.T) *authServer {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		lifetime := 3600
-		scope := ""
+		scope, subject := "", ""
 		switch r.PostForm.Get("grant_type") {
 		case "authorization_code":
 			code := r.PostForm.Get("code")
@@ -113,7 +123,7 @@ func newAuthServer(t *testing.T) *authServer {
 			}
 			delete(a.challenges, code) // a code works once
 			a.exchanges++
-			scope = a.codeScope[code]
+			scope, subject = a.codeScope[code], a.codeSubject[code]
 			lifetime = a.firstLifetime
 		case "refresh_token":
 			rt := r.PostForm.Get("refresh_token")
@@ -123,7 +133,7 @@ func newAuthServer(t *testing.T) *authServer {
 			}
 			delete(a.refresh, rt) // rotation
 			a.refreshes++
-			scope = a.tokenScope[rt]
+			scope, subject = a.tokenScope[rt], a.tokenSubject[rt]
 		default:
 			writeJSON(w, 400, map[string]any{"error": "unsupported_grant_type"})
 			return
@@ -132,6 +142,7 @@ func newAuthServer(t *testing.T) *authServer {
 		at, rt := fmt.Sprintf("at-%d-9d3f0a7b21", a.n), fmt.Sprintf("rt-%d-4e8c6a1f05", a.n)
 		a.access[at], a.refresh[rt] = time.Now().Add(time.Duration(lifetime)*time.Second), true
 		a.tokenScope[at], a.tokenScope[rt] = scope, scope
+		a.tokenSubject[at], a.tokenSubject[rt] = subject, subject
 		a.issued = append(a.issued, at, rt)
 		writeJSON(w, 200, map[string]any{"access_token": at, "refresh_token": rt, "token_type": "Bearer", "expires_in": lifetime})
 	})
@@ -179,6 +190,55 @@ func (a *authServer) scopeNeeded(r *http.Request) string {
 	return a.needScope[msg.Params.Name]
 }
 
+// issue gives subject tokens as a completed grant would have (a sign-in made before a test began).
+func (a *authServer) issue(subject string) (access, refresh string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n++
+	at, rt := fmt.Sprintf("at-%d-9d3f0a7b21", a.n), fmt.Sprintf("rt-%d-4e8c6a1f05", a.n)
+	a.access[at], a.refresh[rt] = time.Now().Add(time.Hour), true
+	a.tokenScope[at], a.tokenScope[rt] = "mcp", "mcp"
+	a.tokenSubject[at], a.tokenSubject[rt] = subject, subject
+	a.issued = append(a.issued, at, rt)
+	return at, rt
+}
+
+// calledAs is whose token each tools/call carried, in order.
+func (a *authServer) calledAs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.callers)
+}
+
+// recordCaller notes whose token a tools/call in r's body carries. The body is left for the handler.
+func (a *authServer) recordCaller(r *http.Request, token string) {
+	if r.Method != http.MethodPost {
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &msg) == nil {
+		a.mu.Lock()
+		switch msg.Method {
+		case "tools/call":
+			a.callers = append(a.callers, a.tokenSubject[token])
+		case "tools/list":
+			a.listers = append(a.listers, a.tokenSubject[token])
+		}
+		a.mu.Unlock()
+	}
+}
+
+// listedAs is whose token each tools/list carried, in order.
+func (a *authServer) listedAs() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.listers)
+}
+
 func (a *authServer) tokens() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -215,6 +275,7 @@ func protectedServer(t *testing.T, a *authServer) *httptest.Server {
 			http.Error(w, "insufficient scope", http.StatusForbidden)
 			return
 		}
+		a.recordCaller(r, token)
 		h.ServeHTTP(w, r)
 	})
 	rs = httptest.NewServer(mux)
@@ -240,20 +301,59 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// signIns is the Slack side of a sign-in for tests: it keeps each Sign in button Lucy posts (for
+// whom, the link, its state), as integrations.SlackKeys would post it in the thread.
+type signIns struct {
+	mu     sync.Mutex
+	posted []posted
+}
+
+type posted struct {
+	user string
+	req  integrations.SignInRequest
+}
+
+func (k *signIns) RequestKey(context.Context, tools.Invocation, string, string, secrets.Binding) error {
+	return errors.New("no key is asked for in these tests")
+}
+
+func (k *signIns) RequestSignIn(_ context.Context, inv tools.Invocation, req integrations.SignInRequest) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.posted = append(k.posted, posted{user: inv.User, req: req})
+	return nil
+}
+
+// last is the last button posted for user.
+func (k *signIns) last(t *testing.T, user string) integrations.SignInRequest {
+	t.Helper()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for i := len(k.posted) - 1; i >= 0; i-- {
+		if k.posted[i].user == user {
+			return k.posted[i].req
+		}
+	}
+	t.Fatalf("no Sign in button was posted for %s", user)
+	return integrations.SignInRequest{}
+}
+
 type oauthRig struct {
-	as    *authServer
-	rs    *httptest.Server
-	dir   string
-	creds *secrets.Store
-	flow  *oauth.Flow
-	cb    *oauth.Callback
-	src   *mcp.Source
-	log   *syncBuffer
+	cookies map[string][]*http.Cookie // the start endpoint's cookie, by state
+	keys    *signIns
+	as      *authServer
+	rs      *httptest.Server
+	dir     string
+	creds   *secrets.Store
+	flow    *oauth.Flow
+	cb      *oauth.Callback
+	src     *mcp.Source
+	log     *syncBuffer
 }
 
 func newOAuthRig(t *testing.T, publicURL string, servers []mcp.Server, fromChat bool) *oauthRig {
 	t.Helper()
-	r := &oauthRig{as: newAuthServer(t), dir: t.TempDir(), log: &syncBuffer{}}
+	r := &oauthRig{as: newAuthServer(t), dir: t.TempDir(), log: &syncBuffer{}, keys: &signIns{}}
 	r.rs = protectedServer(t, r.as)
 	var key secrets.Key
 	copy(key[:], "0123456789abcdef0123456789abcdef")
@@ -268,11 +368,12 @@ func newOAuthRig(t *testing.T, publicURL string, servers []mcp.Server, fromChat 
 	log := zerolog.New(r.log).Level(zerolog.DebugLevel)
 	// The test servers are on loopback: the guard must allow them for a server connected from chat.
 	guarded := tools.NewGuardedClient(nil, tools.AllowAllPrivate())
-	r.cb = &oauth.Callback{Flow: r.flow, Guarded: guarded, Trusted: http.DefaultClient, Log: log}
+	r.cb = &oauth.Callback{Flow: r.flow, Guarded: guarded, Trusted: http.DefaultClient, Log: log, OpenWait: 300 * time.Millisecond}
 	for i := range servers {
 		servers[i].URL = r.rs.URL + "/mcp"
 	}
-	d := mcp.Deps{Servers: servers, Credentials: r.creds, OAuth: r.flow, Log: log, Limits: mcp.Limits{ConnectTimeout: 5 * time.Second}}
+	d := mcp.Deps{Servers: servers, Credentials: r.creds, OAuth: r.flow, Log: log, Limits: mcp.Limits{ConnectTimeout: 5 * time.Second},
+		Keys: r.keys, Admins: []string{admin}}
 	if fromChat {
 		d.State, d.HTTP, d.CheckURL = state, guarded, tools.AllowAllPrivate().CheckURL
 	}
@@ -281,12 +382,54 @@ func newOAuthRig(t *testing.T, publicURL string, servers []mcp.Server, fromChat 
 	return r
 }
 
-// browse is the person's browser: it opens the authorization URL and returns where the
-// authorization server sends it back (the callback URL with the code and the state).
-func (r *oauthRig) browse(t *testing.T, authURL string) *url.URL {
+// admin is the rig's admin (LUCY_ADMIN_USERS).
+const admin = "UADMIN"
+
+// browse is the person's browser (signed in at the provider as "U1"): it opens the Sign in
+// button's link (Lucy's start endpoint, which sends it on to the provider with a cookie) and
+// returns where the authorization server sends it back (the callback URL with the code and the
+// state).
+func (r *oauthRig) browse(t *testing.T, link string) *url.URL {
+	t.Helper()
+	return r.browseAs(t, "U1", link)
+}
+
+// browseAs is browse by the person whose account at the provider is who.
+func (r *oauthRig) browseAs(t *testing.T, who, link string) *url.URL {
+	t.Helper()
+	authURL, code, body := r.start(t, link)
+	if code != http.StatusFound {
+		t.Fatalf("the start endpoint answered %d: %s", code, body)
+	}
+	return r.provider(t, who, authURL)
+}
+
+// start opens link (Lucy's start endpoint) in a new browser: the provider's URL it sends the browser
+// to, or its refusal. The cookie it gives is kept for the callback of that state.
+func (r *oauthRig) start(t *testing.T, link string) (authURL string, code int, body string) {
+	t.Helper()
+	u, err := url.Parse(link)
+	if err != nil || u.Path != oauth.StartPath {
+		t.Fatalf("the link %q is not Lucy's start endpoint", link)
+	}
+	rec := httptest.NewRecorder()
+	r.cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.StartPath+"?"+u.RawQuery, nil))
+	if rec.Code == http.StatusFound {
+		if r.cookies == nil {
+			r.cookies = map[string][]*http.Cookie{}
+		}
+		r.cookies[u.Query().Get("state")] = rec.Result().Cookies()
+	}
+	return rec.Header().Get("Location"), rec.Code, rec.Body.String()
+}
+
+// provider is the authorization endpoint's answer to who's browser: where it sends it back.
+func (r *oauthRig) provider(t *testing.T, who, authURL string) *url.URL {
 	t.Helper()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(authURL)
+	req, _ := http.NewRequest(http.MethodGet, authURL, nil)
+	req.Header.Set("X-Test-User", who)
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,12 +444,72 @@ func (r *oauthRig) browse(t *testing.T, authURL string) *url.URL {
 	return back
 }
 
-// callback delivers the browser's return to the gateway's handler and returns its answer.
+// callback delivers the browser's return to the gateway's handler, with the cookie the start
+// endpoint gave the browser that opened its state, and returns its answer.
 func (r *oauthRig) callback(t *testing.T, rawQuery string) (int, string) {
 	t.Helper()
+	q, _ := url.ParseQuery(rawQuery)
+	return r.callbackWith(t, rawQuery, r.cookies[q.Get("state")])
+}
+
+func (r *oauthRig) callbackWith(t *testing.T, rawQuery string, cookies []*http.Cookie) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, oauth.CallbackPath+"?"+rawQuery, nil)
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
 	rec := httptest.NewRecorder()
-	r.cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.CallbackPath+"?"+rawQuery, nil))
+	r.cb.ServeHTTP(rec, req)
 	return rec.Code, rec.Body.String()
+}
+
+// run runs a tool of the MCP domain (lucy_sign_in_service, lucy_disconnect_service, …) as user.
+func (r *oauthRig) run(t *testing.T, user, name, args string) tools.Output {
+	t.Helper()
+	runner, err := tools.NewRunner(zerolog.Nop(), []any{r.src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := runner.Run(ctx(t), tools.Invocation{Name: name, Arguments: args, Team: team, User: user, Channel: "C1", ThreadTS: "1.1", RunID: "r", CallID: name + user})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// click is Slack's block_actions of user's click on the Sign in button of req, as the gateway
+// records it.
+func (r *oauthRig) click(t *testing.T, req integrations.SignInRequest, user string) {
+	t.Helper()
+	if err := r.flow.Opened(ctx(t), req.State, user); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// signInAs asks for user's sign-in (share: the team's, by an admin), clicks its button as user,
+// signs in at the provider and comes back: the callback's answer.
+func (r *oauthRig) signInAs(t *testing.T, user string, share bool, server string) (int, string) {
+	t.Helper()
+	out := r.run(t, user, mcp.SignInService, fmt.Sprintf(`{"service":%q,"share_with_team":%v}`, server, share))
+	if out.IsError || !strings.Contains(out.Content, "Sign in button") {
+		t.Fatalf("%s for %s: %s", mcp.SignInService, user, out.Content)
+	}
+	req := r.keys.last(t, user)
+	r.click(t, req, user)
+	return r.callback(t, r.browseAs(t, user, req.URL).RawQuery)
+}
+
+// storedFor is the sign-in a request of person uses (their own, else the team's).
+func (r *oauthRig) storedFor(t *testing.T, server, person string) (oauth.TokenSet, bool) {
+	t.Helper()
+	ts, err := r.flow.TokenFor(ctx(t), team, server, r.rs.URL+"/mcp", "", person)
+	if errors.Is(err, oauth.ErrNotSignedIn) {
+		return oauth.TokenSet{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *ts, true
 }
 
 // stored is the team's sign-in to server as the flow reads it: the stored tokens, with what the
@@ -365,22 +568,40 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if list, _ := r.src.Tools(ctx(t), team); len(list) != 0 {
 		t.Fatalf("tools offered before signing in: %v", names(list))
 	}
+	// A listing is no one's request: it makes no link (a link for no one could not be bound), and
+	// says how a person gets their own.
 	status, healthy := statusOf(t, r.src, "acme")
-	if healthy || !strings.Contains(status, "Sign in to acme: "+r.as.URL+"/authorize?") {
+	if healthy || !strings.Contains(status, "each person signs in as themselves") || strings.Contains(status, "/authorize") {
 		t.Fatalf("status before signing in: %q (healthy %v)", status, healthy)
 	}
-	authURL := status[strings.Index(status, r.as.URL+"/authorize?"):]
-	authURL = authURL[:strings.IndexByte(authURL, ' ')]
+	if out := r.run(t, "U1", mcp.SignInService, `{"service":"acme"}`); out.IsError || !strings.Contains(out.Content, "Sign in button for them was posted") {
+		t.Fatalf("%s: %+v", mcp.SignInService, out)
+	}
+	req := r.keys.last(t, "U1")
+	if req.URL != "https://lucy.example.com/mcp/oauth/start?state="+url.QueryEscape(req.State) {
+		t.Fatalf("the button's link %q is not Lucy's start endpoint with its state %q", req.URL, req.State)
+	}
+	// Asked again: the same link, not another registration or state.
+	r.run(t, "U1", mcp.SignInService, `{"service":"acme"}`)
+	if again := r.keys.last(t, "U1"); again.URL != req.URL {
+		t.Errorf("the link changed between asks: %q", again.URL)
+	}
+	// Opened before its person's click reached Lucy (a link copied out of Slack): no provider URL.
+	if _, code, body := r.start(t, req.URL); code != http.StatusForbidden || !strings.Contains(body, "not opened from its Sign in button") {
+		t.Fatalf("start before the click: %d %s", code, body)
+	}
+	r.click(t, req, "U1")
+	authURL, code, body := r.start(t, req.URL)
+	if code != http.StatusFound {
+		t.Fatalf("start after the click: %d %s", code, body)
+	}
 	u, _ := url.Parse(authURL)
 	q := u.Query()
 	if q.Get("code_challenge_method") != "S256" || len(q.Get("code_challenge")) != 43 || !strings.HasPrefix(q.Get("state"), team+".") ||
 		q.Get("redirect_uri") != "https://lucy.example.com/mcp/oauth/callback" || q.Get("resource") != r.rs.URL+"/mcp" ||
-		q.Get("client_id") != "client-1" || !strings.Contains(q.Get("scope"), "mcp") || !strings.Contains(q.Get("scope"), "offline_access") {
-		t.Fatalf("authorization URL: %s", authURL)
-	}
-	// Listed again: the same link, not another registration or state.
-	if again, _ := statusOf(t, r.src, "acme"); !strings.Contains(again, authURL) {
-		t.Errorf("the link changed between listings: %q", again)
+		q.Get("client_id") != "client-1" || !strings.Contains(q.Get("scope"), "mcp") || !strings.Contains(q.Get("scope"), "offline_access") ||
+		q.Get("state") != req.State {
+		t.Fatalf("authorization URL: %s (button value %s)", authURL, req.State)
 	}
 
 	// Refused without changing anything: a state Lucy never made, a garbled one, no code.
@@ -398,21 +619,45 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if code, body := r.callback(t, "error=access_denied&state="+url.QueryEscape(q.Get("state"))); code != http.StatusBadRequest || !strings.Contains(body, "cancelled") {
 		t.Errorf("declined consent: %d %s", code, body)
 	}
-	if _, ok := r.stored(t, "acme", ""); ok {
+	if _, ok := r.storedFor(t, "acme", "U1"); ok {
 		t.Fatal("tokens stored before a code was exchanged")
 	}
 
-	back := r.browse(t, authURL)
+	back := r.provider(t, "U1", authURL)
 	if back.Host != "lucy.example.com" || back.Path != oauth.CallbackPath || back.Query().Get("state") != q.Get("state") {
 		t.Fatalf("the provider sent the browser to %s", back)
 	}
-	code, body := r.callback(t, back.RawQuery)
-	if code != http.StatusOK || !strings.Contains(body, "Lucy is connected to acme") {
+	// Another browser comes back with the code (the provider's URL passed on): refused, nothing
+	// stored, and the link is spent.
+	code, body = r.callbackWith(t, back.RawQuery, []*http.Cookie{{Name: r.cookies[req.State][0].Name, Value: "another-browser"}})
+	if code != http.StatusForbidden || !strings.Contains(body, "more than one browser") {
+		t.Fatalf("callback from another browser: %d %s", code, body)
+	}
+	if _, ok := r.storedFor(t, "acme", "U1"); ok {
+		t.Fatal("tokens stored for another browser's return")
+	}
+	if code, body = r.callback(t, back.RawQuery); code != http.StatusBadRequest || !strings.Contains(body, "unknown or was already used") {
+		t.Fatalf("the spent link, from its own browser: %d %s", code, body)
+	}
+	// A new link, clicked and opened by its person, and their own browser's return: connected.
+	r.run(t, "U1", mcp.SignInService, `{"service":"acme"}`)
+	req = r.keys.last(t, "U1")
+	r.click(t, req, "U1")
+	back = r.browse(t, req.URL)
+	// Without the start's cookie (a browser that did not open the link): refused, the code kept.
+	if code, body = r.callbackWith(t, back.RawQuery, nil); code != http.StatusForbidden || !strings.Contains(body, "in this browser") {
+		t.Fatalf("callback without the cookie: %d %s", code, body)
+	}
+	code, body = r.callback(t, back.RawQuery)
+	if code != http.StatusOK || !strings.Contains(body, "Lucy is connected to acme") || !strings.Contains(body, "your own requests only") {
 		t.Fatalf("callback: %d %s", code, body)
 	}
-	first, ok := r.stored(t, "acme", "")
-	if !ok || first.Access == "" || first.Refresh == "" || first.ServerURL != r.rs.URL+"/mcp" {
+	first, ok := r.storedFor(t, "acme", "U1")
+	if !ok || first.Access == "" || first.Refresh == "" || first.ServerURL != r.rs.URL+"/mcp" || first.Person != "U1" {
 		t.Fatalf("stored after the callback: %+v %v", first, ok)
+	}
+	if _, ok := r.stored(t, "acme", ""); ok {
+		t.Fatal("a person's own sign-in is readable as the team's service account")
 	}
 	for _, tok := range r.as.tokens() {
 		if strings.Contains(body, tok) {
@@ -423,7 +668,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if code, body := r.callback(t, back.RawQuery); code != http.StatusBadRequest || !strings.Contains(body, "already used") {
 		t.Errorf("replayed callback: %d %s", code, body)
 	}
-	if again, _ := r.stored(t, "acme", ""); again.Access != first.Access {
+	if again, _ := r.storedFor(t, "acme", "U1"); again.Access != first.Access {
 		t.Error("the replay changed the stored tokens")
 	}
 
@@ -438,7 +683,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 	if r.as.refreshes != 1 {
 		t.Errorf("%d refreshes, want 1 (the first token had expired)", r.as.refreshes)
 	}
-	second, _ := r.stored(t, "acme", "")
+	second, _ := r.storedFor(t, "acme", "U1")
 	if second.Access == first.Access || second.Refresh == first.Refresh || !r.as.valid(second.Access) {
 		t.Errorf("the refreshed tokens were not written back: %+v", second)
 	}
@@ -453,7 +698,7 @@ func TestOAuthSignInToAnOperatorServer(t *testing.T) {
 
 	seen := status + out.Content + body + r.log.String()
 	state := r.stateFiles(t)
-	for _, tok := range append(r.as.tokens(), clientSecret, back.Query().Get("code")) {
+	for _, tok := range append(r.as.tokens(), clientSecret, back.Query().Get("code"), r.cookies[req.State][0].Value) {
 		if strings.Contains(seen, tok) {
 			t.Errorf("%q is in a result, a status, the page or the log", tok)
 		}
@@ -481,30 +726,35 @@ func TestOAuthSignInFromTheConnectTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := strings.Index(out.Content, r.as.URL+"/authorize?")
-	if i < 0 || !strings.Contains(out.Content, "requires signing in with OAuth") {
+	if !strings.Contains(out.Content, "requires signing in with OAuth") || !strings.Contains(out.Content, "Sign in button for them was posted") ||
+		!strings.Contains(out.Content, "<@UREQ>") || strings.Contains(out.Content, "/authorize") {
 		t.Fatalf("connect output: %s", out.Content)
 	}
-	authURL := strings.Fields(out.Content[i:])[0]
-	// The link says whom it is for and whose requests the account will serve (a member's own
-	// server: hers only), and so does the page the browser comes back to.
-	if !strings.Contains(out.Content, "it is for <@UREQ>") || !strings.Contains(out.Content, "used only in <@UREQ>'s requests") {
-		t.Errorf("the sign-in message does not say whom it is for: %s", out.Content)
-	}
-	back := r.browse(t, authURL)
-	if code, body := r.callback(t, back.RawQuery); code != http.StatusOK || !strings.Contains(body, "the requests of Slack user UREQ only") {
+	// The button is the connector's, and so is the page the browser comes back to: a member's own
+	// server's sign-in serves her requests only.
+	req := r.keys.last(t, "UREQ")
+	r.click(t, req, "UREQ")
+	if code, body := r.callback(t, r.browseAs(t, "UREQ", req.URL).RawQuery); code != http.StatusOK || !strings.Contains(body, "the requests of Slack user UREQ only") {
 		t.Fatalf("callback: %d %s", code, body)
 	}
 	if _, ok := r.stored(t, "tracker", ""); ok {
 		t.Error("a member's own sign-in is readable as the team's")
 	}
-	ts, ok := r.stored(t, "tracker", "UREQ")
-	if !ok || ts.Trusted {
-		t.Fatalf("stored: %+v %v (a chat-connected server's tokens are not trusted)", ts, ok)
+	ts, err := r.flow.TokenFor(ctx(t), team, "tracker", r.rs.URL+"/mcp", "UREQ", "UREQ")
+	if err != nil || ts.Trusted || ts.Person != "UREQ" {
+		t.Fatalf("stored: %+v %v (a chat-connected server's tokens are not trusted)", ts, err)
 	}
 	list, _ := r.src.Tools(ctx(t), team)
 	if _, ok := byName(list)["mcp__tracker__echo"]; !ok {
 		t.Fatalf("tools after signing in: %v", names(list))
+	}
+	// Disconnecting the server ends every sign-in to it: the grant and the tokens are deleted.
+	if out, err := runner.Run(ctx(t), tools.Invocation{Name: mcp.DisconnectServer, Arguments: `{"name":"tracker"}`, Team: team, User: "UREQ", Approved: true}); err != nil ||
+		!strings.Contains(out.Content, "Disconnected") {
+		t.Fatalf("disconnect: %+v %v", out, err)
+	}
+	if _, _, err := r.creds.Get(ctx(t), team, oauth.PersonCredentialName("tracker", "UREQ")); err == nil {
+		t.Error("the sign-in's tokens outlived the server's disconnect")
 	}
 }
 
@@ -573,18 +823,16 @@ func TestSquattedTokenSetNeverReachesAnInternalAddress(t *testing.T) {
 	if list, _ := r.src.Tools(ctx(t), team); len(list) != 0 {
 		t.Fatalf("the squatted value was used as a sign-in: %v", names(list))
 	}
-	if status, _ := statusOf(t, r.src, "linear"); !strings.Contains(status, "Sign in to linear") {
+	if status, _ := statusOf(t, r.src, "linear"); !strings.Contains(status, "requires signing in") {
 		t.Errorf("status %q, want a sign-in asked for", status)
 	}
 	if n := hits.Load(); n != 0 {
 		t.Fatalf("the worker posted %d times to the internal address", n)
 	}
 
-	// A real sign-in, then the stored value replaced with the crafted one (even as a sign-in's kind).
-	status, _ := statusOf(t, r.src, "linear")
-	authURL := status[strings.Index(status, r.as.URL+"/authorize?"):]
-	authURL = authURL[:strings.IndexByte(authURL, ' ')]
-	if code, body := r.callback(t, r.browse(t, authURL).RawQuery); code != http.StatusOK {
+	// A real sign-in (the team's service account, by an admin), then the stored value replaced
+	// with the crafted one (even as a sign-in's kind).
+	if code, body := r.signInAs(t, admin, true, "linear"); code != http.StatusOK {
 		t.Fatalf("callback: %d %s", code, body)
 	}
 	if _, err := r.creds.PutBound(ctx(t), team, oauth.CredentialName("linear"), crafted, "UMALLORY",
@@ -615,24 +863,9 @@ func TestOAuthStepUpForMoreScope(t *testing.T) {
 	r.as.needScope["add_item"] = "mcp:write"
 	r.as.mu.Unlock()
 
-	signIn := func(status string) {
-		t.Helper()
-		i := strings.Index(status, r.as.URL+"/authorize?")
-		if i < 0 {
-			t.Fatalf("no sign-in link in %q", status)
-		}
-		link := status[i:]
-		if j := strings.IndexAny(link, " \n"); j > 0 {
-			link = link[:j]
-		}
-		back := r.browse(t, link)
-		if code, body := r.callback(t, back.RawQuery); code != http.StatusOK {
-			t.Fatalf("callback: %d %s", code, body)
-		}
+	if code, body := r.signInAs(t, "U1", false, "acme"); code != http.StatusOK {
+		t.Fatalf("callback: %d %s", code, body)
 	}
-	_, _ = r.src.Tools(ctx(t), team) // lists, and the 401 asks for a sign-in
-	status, _ := statusOf(t, r.src, "acme")
-	signIn(status)
 	list, _ := r.src.Tools(ctx(t), team)
 	add, ok := byName(list)["mcp__acme__add_item"]
 	if !ok {
@@ -643,15 +876,22 @@ func TestOAuthStepUpForMoreScope(t *testing.T) {
 	if err != nil || !out.IsError || !strings.Contains(out.Content, "the call was not made") {
 		t.Fatalf("add_item with too small a scope = %+v, %v; want a sign-in asked for, nothing run", out, err)
 	}
-	i := strings.Index(out.Content, r.as.URL+"/authorize?")
-	if i < 0 {
-		t.Fatalf("no new sign-in link in %q", out.Content)
+	if !strings.Contains(out.Content, "Sign in button for them was posted") {
+		t.Fatalf("no new Sign in button in %q", out.Content)
 	}
-	u, _ := url.Parse(strings.Fields(out.Content[i:])[0])
+	req := r.keys.last(t, "U1")
+	r.click(t, req, "U1")
+	authURL, code, body := r.start(t, req.URL)
+	if code != http.StatusFound {
+		t.Fatalf("start: %d %s", code, body)
+	}
+	u, _ := url.Parse(authURL)
 	if scope := u.Query().Get("scope"); !strings.Contains(scope, "mcp:write") {
 		t.Errorf("the step-up asks for scope %q, want mcp:write among them", scope)
 	}
-	signIn(out.Content)
+	if code, body := r.callback(t, r.provider(t, "U1", authURL).RawQuery); code != http.StatusOK {
+		t.Fatalf("callback: %d %s", code, body)
+	}
 	out, err = add.Run(ctx(t), inv)
 	if err != nil || out.IsError || out.Content != "added milk" {
 		t.Fatalf("add_item after the step-up = %+v, %v", out, err)

@@ -11,23 +11,38 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/tools"
 )
 
-// needSignIn is a server that wants a person of the team to sign in: its message is what the model
-// and the person are told, the authorization URL whole (it is no secret: it carries no token, and
-// only the person who completes it grants anything).
+// needSignIn is a server that wants a person to sign in as themselves. Its message is what the
+// model and the person are told: that a Sign in button was posted for them (posted), or the link
+// with the rule that it works only from that button, or, for a listing that is no one's request
+// (url ""), how a person gets their own link.
 type needSignIn struct {
 	server  string
 	url     string
 	expires time.Time
-	forWhom string // whose requests the sign-in serves, in words (signInFor)
+	person  string // whom the link is for
+	posted  bool   // a Sign in button for person was posted in the thread
+	serves  string // whose requests the sign-in serves, in words
 }
 
 func (e *needSignIn) Error() string {
-	return fmt.Sprintf("it requires signing in. Sign in to %s: %s (the link works until %s UTC; %s)", e.server, e.url,
-		e.expires.UTC().Format("15:04"), e.forWhom)
+	switch {
+	case e.url == "":
+		return fmt.Sprintf("it requires signing in, and each person signs in as themselves: a person asks Lucy to sign them in to %s "+
+			"(%s), and Lucy posts a Sign in button that works for them only; an admin can instead sign in once for the whole team "+
+			"(%s with share_with_team)", e.server, SignInService, SignInService)
+	case e.posted:
+		return fmt.Sprintf("it requires <@%s> to sign in to %s as themselves: a Sign in button for them was posted in this thread "+
+			"(it works until %s UTC, only when they open it; %s). Tell them to click it, then ask again", e.person, e.server,
+			e.expires.UTC().Format("15:04"), e.serves)
+	}
+	return fmt.Sprintf("it requires <@%s> to sign in to %s as themselves, and Lucy could not post the Sign in button that does it "+
+		"(a sign-in link is accepted only when its person opens it from that button in Slack)", e.person, e.server)
 }
 
 // tokenOwner is whose requests this server's sign-in serves: the member whose own server it is, or
@@ -39,29 +54,15 @@ func (c *conn) tokenOwner() string {
 	return ""
 }
 
-// signInFor says, with the link, for whom a sign-in is and whose account it lends: Lucy cannot see
-// who opens the link, so the person it was shown to must be the one who signs in.
-func (c *conn) signInFor() string {
-	c.mu.Lock()
-	asked := c.requester
-	c.mu.Unlock()
-	who := "it was asked for in a request of this workspace"
-	if asked != "" {
-		who = "it is for <@" + asked + ">, who should open it themself and not pass it on"
+// serves says whose requests a sign-in serves, in words (the button's message, the callback's page).
+func (c *conn) serves(share bool) string {
+	if share {
+		return "every member's requests in your workspace that use " + c.srv.Name + " and have no sign-in of their own"
 	}
-	if owner := c.tokenOwner(); owner != "" {
-		return who + "; the account signed in with is used only in <@" + owner + ">'s requests"
-	}
-	return who + "; the account signed in with is used in every member's requests that use " + c.srv.Name
-}
-
-// serves says whose requests the sign-in serves, for the callback's page (a browser, where Slack's
-// mentions do not render).
-func (c *conn) serves() string {
 	if owner := c.tokenOwner(); owner != "" {
 		return "the requests of Slack user " + owner + " only"
 	}
-	return "every member's requests in your workspace that use " + c.srv.Name
+	return "your own requests only"
 }
 
 // perTeamSignIn is the operator's server, listed with a session shared by every team, that asked
@@ -106,39 +107,115 @@ func (c *conn) signInError(ctx context.Context, challenge []string, hadToken, re
 			"Instead, store a bearer token for it (a personal access token or API key: the Add key button or lucy secrets) and " +
 			"connect the server with that credential, or ask an operator to set LUCY_PUBLIC_URL")
 	}
-	c.mu.Lock()
-	si, client, user := c.signIn, c.client, c.requester
-	c.mu.Unlock()
-	if si != nil && time.Until(si.Expires) > signInReuse {
-		return &needSignIn{server: c.srv.Name, url: si.URL, expires: si.Expires, forWhom: c.signInFor()}
+	if !c.forCall || c.person == "" {
+		// A listing (no one's request) or a request with no requester: a link made for no one could
+		// not be bound to whoever opens it, so none is made (docs/security.md, rule 16). The
+		// challenge is kept: a person's sign-in asked for later asks for its scopes.
+		c.mu.Lock()
+		c.challenge = slices.Clone(challenge)
+		c.mu.Unlock()
+		return &needSignIn{server: c.srv.Name}
 	}
-	in := oauth.BeginInput{Team: c.team, User: user, Server: c.srv.Name, ServerURL: c.srv.URL, Challenge: challenge,
-		HTTP: c.oauthHTTP(), Trusted: !c.srv.FromChat(), Client: client, Owner: c.tokenOwner(), Serves: c.serves()}
-	if o := c.srv.OAuth; o != nil {
-		secret := o.ClientSecret
-		if name := o.credentialSecret(); name != "" {
-			v, err := c.credentialNamed(ctx, name)
-			if err != nil {
-				return err
+	return c.offerSignIn(ctx, invocationFrom(ctx), challenge, false)
+}
+
+// offerSignIn starts a sign-in for inv's requester (c.person for a call's conn) and posts the Sign
+// in button for them; share makes it the team's service account (an admin's choice, checked by the
+// caller). The link offered lately is posted again while it works.
+func (c *conn) offerSignIn(ctx context.Context, inv tools.Invocation, challenge []string, share bool) error {
+	flow := c.s.d.OAuth
+	user := c.person
+	if !c.forCall || user == "" {
+		user = inv.User
+	}
+	if user == "" {
+		return &needSignIn{server: c.srv.Name}
+	}
+	c.mu.Lock()
+	si := c.signIn
+	c.mu.Unlock()
+	if share || si == nil || si.User != user || time.Until(si.Expires) <= signInReuse || !flow.Usable(ctx, si.State, user) {
+		in := oauth.BeginInput{Team: c.team, User: user, Server: c.srv.Name, ServerURL: c.srv.URL, Challenge: challenge,
+			HTTP: c.oauthHTTP(), Trusted: !c.srv.FromChat(), Client: c.registered(), Owner: c.tokenOwner(), Serves: c.serves(share), Share: share}
+		if o := c.srv.OAuth; o != nil {
+			secret := o.ClientSecret
+			if name := o.credentialSecret(); name != "" {
+				v, err := c.credentialNamed(ctx, name)
+				if err != nil {
+					return err
+				}
+				secret = v
+				c.remember(v)
 			}
-			secret = v
-			c.remember(v)
+			in.Client, in.Scopes = &oauth.Client{ID: o.ClientID, Secret: secret}, o.Scopes
 		}
-		in.Client, in.Scopes = &oauth.Client{ID: o.ClientID, Secret: secret}, o.Scopes
+		started, err := flow.Begin(ctx, in)
+		if err != nil {
+			return fmt.Errorf("it requires signing in with OAuth (HTTP 401), but a sign-in cannot be offered: %v. Instead, store a bearer "+
+				"token for it (a personal access token or API key) and connect the server with that credential", err)
+		}
+		if c.srv.OAuth == nil {
+			c.register(started.Client) // the next sign-in does not register another client
+		}
+		c.remember(started.Client.Secret)
+		si = &started
+		if !share {
+			c.mu.Lock()
+			c.signIn = si
+			c.mu.Unlock()
+		}
 	}
-	started, err := flow.Begin(ctx, in)
-	if err != nil {
-		return fmt.Errorf("it requires signing in with OAuth (HTTP 401), but a sign-in cannot be offered: %v. Instead, store a bearer "+
-			"token for it (a personal access token or API key) and connect the server with that credential", err)
+	need := &needSignIn{server: c.srv.Name, url: si.URL, expires: si.Expires, person: user, serves: c.serves(share)}
+	if req, ok := c.s.d.Keys.(integrations.SignInRequester); ok && inv.User == user {
+		err := req.RequestSignIn(ctx, inv, integrations.SignInRequest{Service: c.srv.Name, URL: si.URL, State: si.State, Expires: si.Expires, Serves: need.serves})
+		if err != nil {
+			c.s.log.Warn().Str("server", c.srv.Name).Str("team", c.team).Str("reason", tools.RedactCredentials(err.Error())).
+				Msg("the Sign in button could not be posted")
+		}
+		need.posted = err == nil
 	}
+	return need
+}
+
+// lastChallenge is the WWW-Authenticate of the 401 that made the listing ask for a sign-in.
+func (c *conn) lastChallenge() []string {
 	c.mu.Lock()
-	c.signIn = &started
-	if c.srv.OAuth == nil {
-		c.client = &started.Client // the next sign-in does not register another client
+	defer c.mu.Unlock()
+	return slices.Clone(c.challenge)
+}
+
+// registered is the client registered dynamically for this server, shared by every person's conn.
+func (c *conn) registered() *oauth.Client {
+	b := c
+	if c.base != nil {
+		b = c.base
 	}
-	c.mu.Unlock()
-	c.remember(started.Client.Secret)
-	return &needSignIn{server: c.srv.Name, url: started.URL, expires: started.Expires, forWhom: c.signInFor()}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.client
+}
+
+func (c *conn) register(cl oauth.Client) {
+	b := c
+	if c.base != nil {
+		b = c.base
+	}
+	b.mu.Lock()
+	b.client = &cl
+	b.mu.Unlock()
+}
+
+type invocationKey struct{}
+
+// withInvocation carries the tool call a connect is made for, so that a sign-in it asks for posts
+// its button in the call's thread, for the call's requester.
+func withInvocation(ctx context.Context, inv tools.Invocation) context.Context {
+	return context.WithValue(ctx, invocationKey{}, inv)
+}
+
+func invocationFrom(ctx context.Context) tools.Invocation {
+	inv, _ := ctx.Value(invocationKey{}).(tools.Invocation)
+	return inv
 }
 
 // oauthHTTP is the client of the sign-in's requests: the guarded one for a server a team
@@ -213,7 +290,7 @@ func (c *conn) signedInSince(ctx context.Context) bool {
 	if !awaiting || c.s.d.OAuth == nil || c.team == "" {
 		return false
 	}
-	if _, err := c.s.d.OAuth.Token(ctx, c.team, c.srv.Name, c.srv.URL, c.tokenOwner()); err != nil {
+	if _, err := c.storedTokens(ctx); err != nil {
 		return false
 	}
 	c.mu.Lock()
@@ -232,11 +309,11 @@ func (c *conn) setRequester(user string) {
 	c.mu.Unlock()
 }
 
-// awaitingSignIn is the link the last listing offered, if it asked for a sign-in.
-func (c *conn) awaitingSignIn() (*oauth.SignIn, bool) {
+// awaitingSignIn reports whether the last listing asked for a sign-in.
+func (c *conn) awaitingSignIn() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.signIn, c.awaiting && c.signIn != nil
+	return c.awaiting
 }
 
 func (c *conn) credentialNamed(ctx context.Context, name string) (string, error) {
@@ -300,4 +377,54 @@ func insufficientScope(challenge []string) bool {
 		}
 	}
 	return false
+}
+
+// storedTokens are the stored tokens this conn uses: a call's, its person's own or else the team's
+// service account (Flow.TokenFor); a listing's, those Flow.ListingToken picks.
+func (c *conn) storedTokens(ctx context.Context) (*oauth.TokenSet, error) {
+	if c.forCall {
+		return c.s.d.OAuth.TokenFor(ctx, c.team, c.srv.Name, c.srv.URL, c.tokenOwner(), c.person)
+	}
+	return c.s.d.OAuth.ListingToken(ctx, c.team, c.srv.Name, c.srv.URL, c.tokenOwner())
+}
+
+// usesSignIn reports whether the team's listing of the server needed a sign-in (it used tokens or
+// asked for them): its calls are then made per person, each with the requester's own tokens.
+func (c *conn) usesSignIn() bool {
+	if c.team == "" || !c.signInEligible() {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tokens != nil || c.awaiting
+}
+
+// recheck reads the call's stored sign-in again before a call, in whatever worker it runs: a person
+// who signed out (here or in another worker), or whose sign-in was replaced by their own or by an
+// admin's, is never called with the tokens this conn still holds. Tokens refreshed elsewhere are
+// taken as they are; a changed sign-in drops the session, so the next connect uses the stored one.
+func (c *conn) recheck(ctx context.Context) error {
+	ts, err := c.storedTokens(ctx)
+	if err != nil && !errors.Is(err, oauth.ErrNotSignedIn) {
+		return err
+	}
+	c.mu.Lock()
+	held, cs := c.tokens, c.session
+	c.mu.Unlock()
+	switch {
+	case ts == nil && held == nil:
+		return nil
+	case ts != nil && held != nil && ts.Person == held.Person && ts.ServerURL == held.ServerURL:
+		if ts.Access != held.Access {
+			c.useTokens(ts)
+		}
+		return nil
+	}
+	c.mu.Lock()
+	c.tokens = nil
+	c.mu.Unlock()
+	if cs != nil {
+		c.drop(cs)
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -129,6 +130,10 @@ type connKey struct {
 	team string // "" for a shared session
 	name string
 	own  bool // a server the team connected
+	// forCall and person name one person's session with a server that needs a sign-in: the calls
+	// of person's requests, made with person's own tokens (or the team's service account).
+	forCall bool
+	person  string
 }
 
 type teamCache struct {
@@ -234,6 +239,43 @@ func sameServer(a, b Server) bool {
 		slices.Equal(a.SafeTools, b.SafeTools)
 }
 
+// callConn returns the conn of person's calls to base's server, made on first use.
+func (s *Source) callConn(base *conn, person string) *conn {
+	k := connKey{team: base.team, name: base.srv.Name, own: base.srv.FromChat(), forCall: true, person: person}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.conns[k]
+	if c != nil && c.base == base {
+		return c
+	}
+	if c != nil {
+		go c.close() // base's server changed (connected again elsewhere): a new session
+	}
+	c = newConn(s, base.srv, base.team)
+	c.forCall, c.person, c.base = true, person, base
+	if !s.closed {
+		s.conns[k] = c
+	}
+	return c
+}
+
+// dropSignIns closes the call sessions of person ("" every person's: the team's service account
+// went) with team's server name, after a sign-out: their tokens are never sent again from here.
+func (s *Source) dropSignIns(team, name, person string) {
+	s.mu.Lock()
+	var gone []*conn
+	for k, c := range s.conns {
+		if k.team == team && strings.EqualFold(k.name, name) && k.forCall && (person == "" || k.person == person) {
+			gone = append(gone, c)
+			delete(s.conns, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, c := range gone {
+		c.close()
+	}
+}
+
 // forget drops a team server's session and the team's cached list, after a connect or disconnect.
 func (s *Source) forget(team, name string) {
 	s.mu.Lock()
@@ -277,6 +319,18 @@ func (s *Source) Tools(ctx context.Context, team string) ([]tools.Tool, error) {
 	out := make([]tools.Tool, 0, len(all))
 	for _, n := range all {
 		t := n.conn.tool(n.name, n.tool)
+		if base := n.conn; base.usesSignIn() {
+			// A server that needs a sign-in: each call is made with the requester's own tokens, in
+			// their own session, after reading their sign-in again (recheck).
+			name, lt := n.name, n.tool
+			t.Run = func(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+				c := s.callConn(base, inv.User)
+				if err := c.recheck(ctx); err != nil {
+					return tools.Output{}, &tools.TransientError{Tool: inv.Name, Err: fmt.Errorf("MCP server %s: its sign-in cannot be read: %w", base.srv.Name, err)}
+				}
+				return c.tool(name, lt).Run(withInvocation(ctx, inv), inv)
+			}
+		}
 		if srv := n.conn.srv; srv.FromChat() && !srv.Shared {
 			t.Owner = srv.AddedBy // a member's own server: offered and run in her runs only
 		}

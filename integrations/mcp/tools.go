@@ -346,10 +346,16 @@ func (s *Source) connect(ctx context.Context, inv tools.Invocation, maxConcurren
 	c.setRequester(inv.User)
 	list := c.listing(ctx, waitAlways)
 	st := c.state()
-	if si, ok := c.awaitingSignIn(); ok && !st.healthy {
-		return tools.Output{Content: fmt.Sprintf("Connected the MCP server %s (%s, %s). It requires signing in with OAuth before its tools "+
-			"can be used: tell the person to open this link and sign in (it works until %s UTC; %s): %s\nIts tools are offered from "+
-			"the next request after the sign-in.", name, shown, scopeOf(srv), si.Expires.UTC().Format("15:04"), c.signInFor(), si.URL)}, nil
+	if c.awaitingSignIn() && !st.healthy && inv.User != "" {
+		// The connector signs in as themselves: a Sign in button for them alone (rule 16).
+		err := s.callConn(c, inv.User).offerSignIn(withInvocation(ctx, inv), inv, c.lastChallenge(), false)
+		var need *needSignIn
+		if errors.As(err, &need) {
+			return tools.Output{Content: fmt.Sprintf("Connected the MCP server %s (%s, %s). It requires signing in with OAuth before its tools "+
+				"can be used: %s. Its tools are offered from the next request after the sign-in.", name, shown, scopeOf(srv), need.Error())}, nil
+		}
+		return tools.Output{Content: fmt.Sprintf("Connected the MCP server %s (%s, %s), but it requires signing in and a sign-in cannot be "+
+			"offered: %s.", name, shown, scopeOf(srv), c.scrubbed(err.Error()))}, nil
 	}
 	if !st.healthy {
 		status := st.status

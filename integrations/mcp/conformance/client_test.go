@@ -20,10 +20,12 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/secrets"
@@ -97,11 +99,20 @@ func drive(ctx context.Context, log zerolog.Logger, scenario, serverURL string) 
 	if scenario == "auth/pre-registration" && given.ClientID != "" {
 		srv.OAuth = &mcp.OAuthClient{ClientID: given.ClientID, ClientSecret: given.ClientSecret}
 	}
+	posted := &buttons{}
 	src := mcp.New(mcp.Deps{
 		Servers:     []mcp.Server{srv},
-		Credentials: creds, OAuth: flow, Log: log, Limits: mcp.Limits{ConnectTimeout: 10 * time.Second},
+		Credentials: creds, OAuth: flow, Log: log, Limits: mcp.Limits{ConnectTimeout: 10 * time.Second}, Keys: posted,
 	})
 	defer src.Close()
+	// A person signs in as themselves: Lucy posts a Sign in button for them, Slack tells the gateway
+	// they clicked it (Flow.Opened), and their browser opens the link.
+	signIn := func(req integrations.SignInRequest) error {
+		if err := flow.Opened(ctx, req.State, user); err != nil {
+			return err
+		}
+		return openLink(req.URL, cb)
+	}
 
 	// The listing connects (initialize, tools/list). A server that wants a sign-in is listed with the
 	// link instead: the person opens it and comes back, and Lucy lists again.
@@ -113,17 +124,29 @@ func drive(ctx context.Context, log zerolog.Logger, scenario, serverURL string) 
 		if len(list) > 0 || attempt == 3 {
 			break
 		}
-		link, status, err := signInLink(ctx, src)
+		status, err := statusOf(ctx, src)
 		if err != nil {
 			return err
 		}
-		if link == "" {
+		if !strings.Contains(status, "requires signing in") {
 			if scenario == "initialize" {
 				return nil // its server lists no tool
 			}
-			return fmt.Errorf("no tools and no sign-in link; the server's status: %s", status)
+			return fmt.Errorf("no tools and no sign-in asked for; the server's status: %s", status)
 		}
-		if err := signIn(link, cb); err != nil {
+		runner, err := tools.NewRunner(log, []any{src})
+		if err != nil {
+			return err
+		}
+		out, err := runner.Run(ctx, tools.Invocation{Name: mcp.SignInService, Arguments: `{"service":"conformance"}`, Team: team, User: user})
+		if err != nil {
+			return err
+		}
+		req, ok := posted.last()
+		if !ok {
+			return fmt.Errorf("no Sign in button was posted: %s", out.Content)
+		}
+		if err := signIn(req); err != nil {
 			return err
 		}
 	}
@@ -148,10 +171,9 @@ func drive(ctx context.Context, log zerolog.Logger, scenario, serverURL string) 
 		if err != nil {
 			return fmt.Errorf("%s: %w", want.tool, err)
 		}
-		link := linkIn(out.Content)
-		if link != "" && attempt < 3 {
+		if req, ok := posted.last(); ok && strings.Contains(out.Content, "Sign in button") && attempt < 3 {
 			// The server asked for another sign-in (more scopes: a step-up): the person signs in again.
-			if err := signIn(link, cb); err != nil {
+			if err := signIn(req); err != nil {
 				return err
 			}
 			continue
@@ -179,36 +201,67 @@ func runTool(ctx context.Context, src *mcp.Source, name, args string) (tools.Out
 	return tools.Output{}, errors.New("no longer offered")
 }
 
-// signInLink is the sign-in link in the server's status, if it asks for one.
-func signInLink(ctx context.Context, src *mcp.Source) (link, status string, err error) {
+// statusOf is the server's status as lucy_list_integrations shows it.
+func statusOf(ctx context.Context, src *mcp.Source) (string, error) {
 	ints, err := src.Integrations(ctx, team)
 	if err != nil {
-		return "", "", err
+		return "", err
 	}
 	for _, in := range ints {
 		if in.Name == "conformance" {
-			return linkIn(in.Status), in.Status, nil
+			return in.Status, nil
 		}
 	}
-	return "", "", errors.New("the server is not listed")
+	return "", errors.New("the server is not listed")
 }
 
-// linkIn finds the authorization URL in the text Lucy shows a person ("Sign in to conformance: URL …").
-func linkIn(text string) string {
-	_, rest, ok := strings.Cut(text, "Sign in to conformance: ")
-	if !ok {
-		return ""
+// buttons keeps the Sign in buttons Lucy posts, as Slack would show them in the thread.
+type buttons struct {
+	mu   sync.Mutex
+	reqs []integrations.SignInRequest
+}
+
+func (b *buttons) RequestKey(context.Context, tools.Invocation, string, string, secrets.Binding) error {
+	return errors.New("no key is asked for in the conformance scenarios")
+}
+
+func (b *buttons) RequestSignIn(_ context.Context, _ tools.Invocation, req integrations.SignInRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.reqs = append(b.reqs, req)
+	return nil
+}
+
+// last is the button posted last, once: a button is clicked once.
+func (b *buttons) last() (integrations.SignInRequest, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.reqs) == 0 {
+		return integrations.SignInRequest{}, false
 	}
-	link, _, _ := strings.Cut(rest, " ")
-	return link
+	r := b.reqs[len(b.reqs)-1]
+	b.reqs = nil
+	return r, true
 }
 
-// signIn is the person's browser: it opens the authorization URL (the suite's authorization server
-// approves at once and redirects to Lucy's callback with a code), and the gateway's callback
+// openLink is the person's browser: it opens the authorization URL (the suite's authorization
+// server approves at once and redirects to Lucy's callback with a code), and the gateway's callback
 // handler takes the return.
-func signIn(link string, cb *oauth.Callback) error {
+func openLink(link string, cb *oauth.Callback) error {
+	// The Sign in button's link is Lucy's start endpoint (on LUCY_PUBLIC_URL, nothing listens there
+	// in this test: its handler is called directly), which gives the browser a cookie and sends it on.
+	u, err := url.Parse(link)
+	if err != nil || u.Path != oauth.StartPath {
+		return fmt.Errorf("the link %q is not Lucy's start endpoint", link)
+	}
+	rec := httptest.NewRecorder()
+	cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.StartPath+"?"+u.RawQuery, nil))
+	if rec.Code != http.StatusFound {
+		return fmt.Errorf("the start endpoint answered %d: %s", rec.Code, rec.Body.String())
+	}
+	cookies := rec.Result().Cookies()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 10 * time.Second}
-	resp, err := c.Get(link)
+	resp, err := c.Get(rec.Header().Get("Location"))
 	if err != nil {
 		return fmt.Errorf("opening the sign-in link: %w", err)
 	}
@@ -220,8 +273,12 @@ func signIn(link string, cb *oauth.Callback) error {
 	if back.Path != oauth.CallbackPath {
 		return fmt.Errorf("the authorization endpoint sent the browser to %s, not Lucy's callback", back)
 	}
-	rec := httptest.NewRecorder()
-	cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, oauth.CallbackPath+"?"+back.RawQuery, nil))
+	req := httptest.NewRequest(http.MethodGet, oauth.CallbackPath+"?"+back.RawQuery, nil)
+	for _, ck := range cookies {
+		req.AddCookie(ck)
+	}
+	rec = httptest.NewRecorder()
+	cb.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		return fmt.Errorf("the callback answered %d: %s", rec.Code, rec.Body.String())
 	}

@@ -36,14 +36,33 @@ type BeginInput struct {
 	Client *Client
 	// Scopes are the operator's scopes; nil takes what the server asks for.
 	Scopes []string
+	// Share makes the sign-in the team's service account rather than User's own: the caller's
+	// decision, which only an admin's explicit choice may make (docs/security.md).
+	Share bool
+	// Provider, when set, is the authorization server as known beforehand (a catalogue's entry, a
+	// mail provider's documented endpoints): discovery is skipped and Client must be given.
+	Provider *Provider
+}
+
+// Provider is an authorization server given rather than discovered: its authorization and token
+// endpoints (RFC 6749 section 3), and the resource indicator (RFC 8707) its tokens are for, if any.
+type Provider struct {
+	AuthorizationEndpoint, TokenEndpoint, Resource string
 }
 
 // SignIn is a started sign-in: the URL the person opens, until when it works, and the client it
 // was made for (kept by the caller, so that the next sign-in does not register another).
 type SignIn struct {
+	// URL is the link a person opens: Lucy's start endpoint (StartPath) with the state, which sends
+	// the browser on to the provider once the person it was made for clicked the Sign in button.
 	URL     string
 	Expires time.Time
 	Client  Client
+	// State is the link's state, which the Sign in button carries so that the gateway can record
+	// who clicked it (Opened). It grants nothing by itself: the code is the provider's to give.
+	State string
+	// User is whom the link was made for.
+	User string
 }
 
 // Begin prepares a sign-in: it discovers the server's authorization server (the protected resource
@@ -57,6 +76,13 @@ func (f *Flow) Begin(ctx context.Context, in BeginInput) (SignIn, error) {
 	}
 	hc := httpClient(in.HTTP)
 	challenges, _ := oauthex.ParseWWWAuthenticate(in.Challenge) // a malformed header: discovery by the well-known URLs
+	if pv := in.Provider; pv != nil {
+		if in.Client == nil || pv.AuthorizationEndpoint == "" || pv.TokenEndpoint == "" {
+			return SignIn{}, errors.New("a provider given beforehand needs its authorization and token endpoints and Lucy's client")
+		}
+		asm := &oauthex.AuthServerMeta{AuthorizationEndpoint: pv.AuthorizationEndpoint, TokenEndpoint: pv.TokenEndpoint}
+		return f.begin(ctx, in, asm, pv.Resource, nil, challenges)
+	}
 	prm := protectedResource(ctx, hc, challenges, in.ServerURL)
 	issuer, resource := "", in.ServerURL
 	var supported []string
@@ -86,7 +112,14 @@ func (f *Flow) Begin(ctx context.Context, in BeginInput) (SignIn, error) {
 	if asm.AuthorizationEndpoint == "" || asm.TokenEndpoint == "" {
 		return SignIn{}, fmt.Errorf("its authorization server %s names no authorization or token endpoint", issuer)
 	}
+	return f.begin(ctx, in, asm, resource, supported, challenges)
+}
 
+// begin is the sign-in once the authorization server is known: the client (registered if need be),
+// the scopes, the PKCE verifier and the pending sign-in kept under a new state.
+func (f *Flow) begin(ctx context.Context, in BeginInput, asm *oauthex.AuthServerMeta, resource string, supported []string, challenges []oauthex.Challenge) (SignIn, error) {
+	hc := httpClient(in.HTTP)
+	issuer := asm.Issuer
 	client := in.Client
 	if client == nil {
 		if asm.RegistrationEndpoint == "" {
@@ -117,6 +150,7 @@ func (f *Flow) Begin(ctx context.Context, in BeginInput) (SignIn, error) {
 
 	verifier := oauth2.GenerateVerifier()
 	state, id := newState(in.Team)
+	var err error
 	cfg := oauth2.Config{ClientID: client.ID, Endpoint: oauth2.Endpoint{AuthURL: asm.AuthorizationEndpoint}, RedirectURL: f.RedirectURI(), Scopes: scopes}
 	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
 	if resource != "" {
@@ -127,11 +161,11 @@ func (f *Flow) Begin(ctx context.Context, in BeginInput) (SignIn, error) {
 	f.prunePending(ctx, in.Team)
 	err = f.savePending(ctx, id, pending{Team: in.Team, Server: in.Server, ServerURL: in.ServerURL, User: in.User, Verifier: verifier,
 		Client: *client, TokenEndpoint: asm.TokenEndpoint, RedirectURI: f.RedirectURI(), Resource: resource, Scopes: scopes,
-		Trusted: in.Trusted, Owner: in.Owner, Serves: in.Serves, Expires: expires})
+		Trusted: in.Trusted, Owner: in.Owner, Serves: in.Serves, Share: in.Share, AuthURL: authURL, Expires: expires})
 	if err != nil {
 		return SignIn{}, err
 	}
-	return SignIn{URL: authURL, Expires: expires, Client: *client}, nil
+	return SignIn{URL: f.publicURL + StartPath + "?state=" + url.QueryEscape(state), Expires: expires, Client: *client, State: state, User: in.User}, nil
 }
 
 // protectedResource finds the server's protected resource metadata (RFC 9728): at the URL its 401

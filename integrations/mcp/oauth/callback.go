@@ -2,6 +2,9 @@ package oauth
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"html/template"
 	"net/http"
@@ -30,12 +33,18 @@ type Callback struct {
 	// Trusted exchanges them for the operator's servers, whose token endpoints may be internal.
 	Trusted *http.Client
 	Log     zerolog.Logger
+	// OpenWait is how long a callback waits for the click on the link's button (0: openWait).
+	OpenWait time.Duration
 }
 
 // exchangeBudget bounds one exchange: the person is waiting in front of the page.
 const exchangeBudget = 20 * time.Second
 
 func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == StartPath {
+		cb.serveStart(w, r)
+		return
+	}
 	q := r.URL.Query()
 	ctx, cancel := context.WithTimeout(r.Context(), exchangeBudget)
 	defer cancel()
@@ -60,12 +69,16 @@ func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"it was opened without a sign-in code. Ask Lucy again to get a sign-in link.")
 		return
 	}
-	c, err := cb.Flow.claim(ctx, state)
+	c, err := cb.claim(ctx, state, browserOf(r, state))
 	if err != nil {
 		status := http.StatusBadRequest
 		switch {
 		case errors.Is(err, errInUse):
 			status = http.StatusConflict
+		case errors.Is(err, errNotOpened), errors.Is(err, errOpenedByOther), errors.Is(err, errForNoOne),
+			errors.Is(err, errNotStarted), errors.Is(err, errOtherBrowser):
+			status = http.StatusForbidden
+			log.Warn().Str("reason", err.Error()).Msg("MCP sign-in refused: the link was not opened by the person it was made for")
 		case !errors.Is(err, errUnknownState) && !errors.Is(err, errExpired):
 			status = http.StatusInternalServerError
 			log.Error().Err(err).Msg("MCP sign-in could not be read")
@@ -99,9 +112,13 @@ func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusBadGateway, "Not connected", "The sign-in to "+p.Server+" could not be completed: its token endpoint gave no access token. Nothing was changed.")
 		return
 	}
-	ts := &TokenSet{Access: tok.AccessToken, Refresh: tok.RefreshToken, Type: tok.TokenType, Expiry: tok.Expiry, ServerURL: p.ServerURL}
+	person := p.User // the person's own sign-in, unless an admin chose to make it the team's
+	if p.Share {
+		person = ""
+	}
+	ts := &TokenSet{Access: tok.AccessToken, Refresh: tok.RefreshToken, Type: tok.TokenType, Expiry: tok.Expiry, ServerURL: p.ServerURL, Person: person}
 	g := grant{Team: p.Team, Server: p.Server, ServerURL: p.ServerURL, TokenEndpoint: p.TokenEndpoint, Resource: p.Resource,
-		Client: p.Client, Scopes: p.Scopes, Trusted: p.Trusted, Owner: p.Owner, User: p.User}
+		Client: p.Client, Scopes: p.Scopes, Trusted: p.Trusted, Owner: p.Owner, User: p.User, Person: person}
 	err = cb.Flow.saveGrant(context.WithoutCancel(ctx), g)
 	if err == nil {
 		err = cb.Flow.store(context.WithoutCancel(ctx), p.Team, p.Server, ts, p.User)
@@ -118,8 +135,11 @@ func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	log.Info().Bool("refreshable", ts.Refresh != "").Msg("MCP sign-in completed")
 	serves := p.Serves
-	if serves == "" {
-		serves = "every member's requests in your workspace"
+	switch {
+	case serves == "" && p.Share:
+		serves = "every member's requests in your workspace that have no sign-in of their own"
+	case serves == "":
+		serves = "your own requests only"
 	}
 	page(w, http.StatusOK, "Connected", "Lucy is connected to "+p.Server+" with the account you signed in with. It is used for "+serves+
 		" (this sign-in link was made for Slack user "+orSomeone(p.User)+"); if that is not what you meant, ask Lucy to disconnect "+
@@ -147,6 +167,97 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <style>body{font-family:system-ui,sans-serif;max-width:36em;margin:4em auto;padding:0 1em;line-height:1.5}</style>
 </head><body><h1>{{.Title}}</h1><p>{{.Message}}</p></body></html>
 `))
+
+// openWait is how long the callback waits for the click on the link's button to reach Lucy: Slack
+// delivers the click to the gateway as the browser opens the link, but a provider that signs the
+// person in at once can send the browser back within a second.
+const openWait = 5 * time.Second
+
+// serveStart is the Sign in button's link (GET StartPath?state=…): once the click of the person the
+// link was made for has reached Lucy (waiting up to OpenWait for it), the first browser to open it
+// gets a cookie and is sent to the provider; anything else gets a page and, where someone else
+// opened the link, spends it (Flow.start).
+func (cb *Callback) serveStart(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), exchangeBudget)
+	defer cancel()
+	state := r.URL.Query().Get("state")
+	secret := rand.Text()
+	sum := sha256.Sum256([]byte(secret))
+	browser := hex.EncodeToString(sum[:])
+	wait := cb.OpenWait
+	if wait <= 0 {
+		wait = openWait
+	}
+	deadline := cb.Flow.now().Add(wait)
+	var authURL string
+	var err error
+	for {
+		authURL, err = cb.Flow.start(ctx, state, browser)
+		if !errors.Is(err, errNotOpened) || !cb.Flow.now().Before(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		status := http.StatusForbidden
+		switch {
+		case errors.Is(err, errUnknownState), errors.Is(err, errExpired):
+			status = http.StatusBadRequest
+		case !errors.Is(err, errNotOpened) && !errors.Is(err, errOpenedByOther) && !errors.Is(err, errOtherBrowser) && !errors.Is(err, errForNoOne):
+			status = http.StatusInternalServerError
+			cb.Log.Error().Err(err).Str("component", "mcp-oauth").Msg("MCP sign-in could not be started")
+		}
+		page(w, status, "Not connected", sentence(err)+" Ask Lucy again to get a new sign-in link.")
+		return
+	}
+	_, id, _ := parseState(state)
+	http.SetCookie(w, &http.Cookie{Name: cookieName(id), Value: secret, Path: cookiePath, MaxAge: int(PendingTTL / time.Second),
+		HttpOnly: true, Secure: strings.HasPrefix(cb.Flow.publicURL, "https://"),
+		// Lax: the provider's redirect back is a top-level GET navigation, which carries it.
+		SameSite: http.SameSiteLaxMode})
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	http.Redirect(w, r, authURL, http.StatusFound)
+}
+
+func cookieName(id string) string { return "lucy_signin_" + id }
+
+// browserOf is the hash of the sign-in cookie r carries for state, "" without one.
+func browserOf(r *http.Request, state string) string {
+	_, id, ok := parseState(state)
+	if !ok {
+		return ""
+	}
+	c, err := r.Cookie(cookieName(id))
+	if err != nil || c.Value == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(c.Value))
+	return hex.EncodeToString(sum[:])
+}
+
+// claim claims the state, waiting up to openWait for the click that says who opened the link.
+func (cb *Callback) claim(ctx context.Context, state, browser string) (*claimed, error) {
+	wait := cb.OpenWait
+	if wait <= 0 {
+		wait = openWait
+	}
+	deadline := cb.Flow.now().Add(wait)
+	for {
+		c, err := cb.Flow.claim(ctx, state, browser)
+		if !errors.Is(err, errNotOpened) || !cb.Flow.now().Before(deadline) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
 
 // page answers the browser. The page holds no token and no code; it is not cached, sends no
 // referrer (the callback's URL carries the code) and runs nothing.

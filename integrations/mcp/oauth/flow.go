@@ -39,17 +39,39 @@ import (
 // public URL (LUCY_PUBLIC_URL): the redirect URI an operator registers with a provider.
 const CallbackPath = "/mcp/oauth/callback"
 
+// StartPath is the link a person opens (the Sign in button's URL): it sends the browser on to the
+// provider, giving it the cookie the callback then asks for (Callback serves both).
+const StartPath = "/mcp/oauth/start"
+
+// cookiePath scopes the sign-in's browser cookie to the two endpoints.
+const cookiePath = "/mcp/oauth/"
+
 // PendingTTL is how long an authorization URL works: long enough to read a message, open it and
 // sign in; short enough that a link found later in a thread is dead.
 const PendingTTL = 10 * time.Minute
 
-// CredentialName is the name of a server's token set in the team's credential store.
+// CredentialName is the name of the team's service account token set for a server in the team's
+// credential store (the name every sign-in used before sign-ins were per person).
 func CredentialName(server string) string { return "mcp-oauth." + strings.ToLower(server) }
+
+// PersonCredentialName is the name of person's own token set for a server: mcp-oauth.<server>.<person>
+// (a server's name has no '.', so the two never collide; a Slack user ID fits the 63 characters).
+func PersonCredentialName(server, person string) string {
+	return CredentialName(server) + "." + strings.ToLower(person)
+}
+
+func credentialName(server, person string) string {
+	if person == "" {
+		return CredentialName(server)
+	}
+	return PersonCredentialName(server, person)
+}
 
 // Vault is the teams' credential store (*secrets.Store), where token sets are kept encrypted.
 type Vault interface {
 	Get(ctx context.Context, team, service string) (string, secrets.Meta, error)
 	PutBound(ctx context.Context, team, service, value, user string, b secrets.Binding) (secrets.Meta, error)
+	Delete(ctx context.Context, team, service string) error
 }
 
 // Flow is what the worker (Begin, Token, Fresh) and the gateway (Callback) share: Lucy's state

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/lucy-agent/lucy/workspace"
@@ -36,6 +37,9 @@ type grant struct {
 	Owner string `json:"owner,omitempty"`
 	// User is the person Lucy showed the link to.
 	User string `json:"user,omitempty"`
+	// Person is whose own sign-in it is; "" for the team's service account (an admin's choice, or a
+	// sign-in stored before sign-ins were per person: see TokenFor).
+	Person string `json:"person,omitempty"`
 }
 
 type grantObject struct {
@@ -44,14 +48,25 @@ type grantObject struct {
 	Data    []byte `json:"data"`
 }
 
-func grantPath(server string) string { return path.Join(grantDir, strings.ToLower(server)+".json") }
+// grantPath is where the grant of person ("" the team's service account) for server lives: the
+// team's at the path every sign-in used before sign-ins were per person, a person's beside it.
+func grantPath(server, person string) string {
+	if person == "" {
+		return path.Join(grantDir, strings.ToLower(server)+".json")
+	}
+	return path.Join(grantDir, strings.ToLower(server), strings.ToLower(person)+".json")
+}
 
-func grantAD(team, server string) []byte {
-	return []byte("lucy-mcp-oauth-grant:v1:" + team + ":" + strings.ToLower(server))
+func grantAD(team, server, person string) []byte {
+	ad := "lucy-mcp-oauth-grant:v1:" + team + ":" + strings.ToLower(server)
+	if person != "" {
+		ad += ":person:" + strings.ToLower(person)
+	}
+	return []byte(ad)
 }
 
 func (f *Flow) saveGrant(ctx context.Context, g grant) error {
-	nonce, sealed, err := f.seal(g, grantAD(g.Team, g.Server))
+	nonce, sealed, err := f.seal(g, grantAD(g.Team, g.Server, g.Person))
 	if err != nil {
 		return err
 	}
@@ -59,16 +74,16 @@ func (f *Flow) saveGrant(ctx context.Context, g grant) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.state.Write(ctx, g.Team, grantPath(g.Server), data, workspace.Cond{}); err != nil {
+	if _, err := f.state.Write(ctx, g.Team, grantPath(g.Server, g.Person), data, workspace.Cond{}); err != nil {
 		return fmt.Errorf("keep the sign-in to %s: %w", g.Server, err)
 	}
 	return nil
 }
 
-// readGrant returns team's grant for server; ErrNotSignedIn when there is none (or it does not open:
-// written by something else than the callback).
-func (f *Flow) readGrant(ctx context.Context, team, server string) (grant, error) {
-	data, _, err := f.state.Read(ctx, team, grantPath(server))
+// readGrant returns person's grant for server ("" the team's); ErrNotSignedIn when there is none (or
+// it does not open: written by something else than the callback, or under another person's name).
+func (f *Flow) readGrant(ctx context.Context, team, server, person string) (grant, error) {
+	data, _, err := f.state.Read(ctx, team, grantPath(server, person))
 	if errors.Is(err, fs.ErrNotExist) {
 		return grant{}, ErrNotSignedIn
 	}
@@ -79,25 +94,44 @@ func (f *Flow) readGrant(ctx context.Context, team, server string) (grant, error
 	if err := json.Unmarshal(data, &obj); err != nil || obj.Version != 1 {
 		return grant{}, ErrNotSignedIn
 	}
-	plain, err := f.aead.Open(nil, obj.Nonce, obj.Data, grantAD(team, server))
+	plain, err := f.aead.Open(nil, obj.Nonce, obj.Data, grantAD(team, server, person))
 	if err != nil {
 		return grant{}, ErrNotSignedIn
 	}
 	var g grant
-	if err := json.Unmarshal(plain, &g); err != nil || g.Team != team || !strings.EqualFold(g.Server, server) {
+	if err := json.Unmarshal(plain, &g); err != nil || g.Team != team || !strings.EqualFold(g.Server, server) || !strings.EqualFold(g.Person, person) {
 		return grant{}, ErrNotSignedIn
 	}
 	return g, nil
 }
 
-// Forget ends team's sign-in to server (the server was disconnected, or a member's own server was
-// shared with the team): its tokens are never used again, and the next use asks for a new sign-in.
+// people are the members with a sign-in of their own to server, sorted.
+func (f *Flow) people(ctx context.Context, team, server string) []string {
+	infos, err := f.state.List(ctx, team, path.Join(grantDir, strings.ToLower(server)))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, in := range infos {
+		if name, ok := strings.CutSuffix(path.Base(in.Path), ".json"); ok && name != "" {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Forget ends every sign-in of team to server, the team's and each person's (the server was
+// disconnected, or a member's own server was shared with the team): their grants and their tokens
+// are deleted, and the next use asks for a new sign-in.
 func (f *Flow) Forget(ctx context.Context, team, server string) error {
 	if f == nil {
 		return nil
 	}
-	if err := f.state.Delete(ctx, team, grantPath(server)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	for _, person := range append(f.people(ctx, team, server), "") {
+		if _, err := f.SignOut(ctx, team, server, person); err != nil {
+			return err
+		}
 	}
 	return nil
 }

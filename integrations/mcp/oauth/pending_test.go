@@ -2,6 +2,8 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +16,18 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/workspace"
 )
+
+// The browser of these tests: its sign-in cookie's value and the hash the start endpoint keeps.
+const browserCookie = "test-browser-cookie"
+
+var browserHash = func() string { s := sha256.Sum256([]byte(browserCookie)); return hex.EncodeToString(s[:]) }()
+
+// withBrowser adds the sign-in cookie the start endpoint gave the test's browser for state.
+func withBrowser(r *http.Request, state string) *http.Request {
+	_, id, _ := parseState(state)
+	r.AddCookie(&http.Cookie{Name: cookieName(id), Value: browserCookie})
+	return r
+}
 
 func testFlow(t *testing.T) (*Flow, *secrets.Store) {
 	t.Helper()
@@ -42,15 +56,21 @@ func TestCallbackRefusesExpiredAndHeldStates(t *testing.T) {
 	cb := &Callback{Flow: f, Guarded: http.DefaultClient, Trusted: http.DefaultClient, Log: zerolog.Nop()}
 	save := func() string {
 		state, id := newState("T1")
-		if err := f.savePending(ctx, id, pending{Team: "T1", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
+		if err := f.savePending(ctx, id, pending{Team: "T1", User: "U1", AuthURL: "https://as.example.com/authorize", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
 			Client: Client{ID: "c"}, TokenEndpoint: tokenEndpoint.URL, RedirectURI: f.RedirectURI(), Expires: f.now().Add(PendingTTL)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Opened(ctx, state, "U1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.start(ctx, state, browserHash); err != nil {
 			t.Fatal(err)
 		}
 		return state
 	}
 	get := func(state string) (int, string) {
 		rec := httptest.NewRecorder()
-		cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, CallbackPath+"?code=abc&state="+state, nil))
+		cb.ServeHTTP(rec, withBrowser(httptest.NewRequest(http.MethodGet, CallbackPath+"?code=abc&state="+state, nil), state))
 		return rec.Code, rec.Body.String()
 	}
 
@@ -65,7 +85,7 @@ func TestCallbackRefusesExpiredAndHeldStates(t *testing.T) {
 	}
 
 	held := save()
-	if _, err := f.claim(ctx, held); err != nil {
+	if _, err := f.claim(ctx, held, browserHash); err != nil {
 		t.Fatal(err)
 	}
 	if code, body := get(held); code != http.StatusConflict || !strings.Contains(body, "another request") {
@@ -74,7 +94,7 @@ func TestCallbackRefusesExpiredAndHeldStates(t *testing.T) {
 	if called != 0 {
 		t.Errorf("the token endpoint was called %d times for refused links", called)
 	}
-	if _, _, err := vault.Get(ctx, "T1", CredentialName("acme")); err == nil {
+	if _, _, err := vault.Get(ctx, "T1", PersonCredentialName("acme", "U1")); err == nil {
 		t.Error("tokens stored for a refused link")
 	}
 }
@@ -92,19 +112,25 @@ func TestFailedExchangeReleasesTheLink(t *testing.T) {
 	defer tokenEndpoint.Close()
 	cb := &Callback{Flow: f, Guarded: http.DefaultClient, Trusted: http.DefaultClient, Log: zerolog.Nop()}
 	state, id := newState("T1")
-	if err := f.savePending(ctx, id, pending{Team: "T1", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
+	if err := f.savePending(ctx, id, pending{Team: "T1", User: "U1", AuthURL: "https://as.example.com/authorize", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
 		Client: Client{ID: "c"}, TokenEndpoint: tokenEndpoint.URL, RedirectURI: f.RedirectURI(), Expires: f.now().Add(PendingTTL)}); err != nil {
 		t.Fatal(err)
 	}
+	if err := f.Opened(ctx, state, "U1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.start(ctx, state, browserHash); err != nil {
+		t.Fatal(err)
+	}
 	rec := httptest.NewRecorder()
-	cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, CallbackPath+"?code=secret-code-123456&state="+state, nil))
+	cb.ServeHTTP(rec, withBrowser(httptest.NewRequest(http.MethodGet, CallbackPath+"?code=secret-code-123456&state="+state, nil), state))
 	if rec.Code != http.StatusBadGateway || !strings.Contains(rec.Body.String(), "invalid_grant") || strings.Contains(rec.Body.String(), "secret-code-123456") {
 		t.Errorf("failed exchange: %d %s", rec.Code, rec.Body.String())
 	}
-	if _, _, err := vault.Get(ctx, "T1", CredentialName("acme")); err == nil {
+	if _, _, err := vault.Get(ctx, "T1", PersonCredentialName("acme", "U1")); err == nil {
 		t.Error("tokens stored after a failed exchange")
 	}
-	if _, err := f.claim(ctx, state); err != nil {
+	if _, err := f.claim(ctx, state, browserHash); err != nil {
 		t.Errorf("the link is not usable again after a failed exchange: %v", err)
 	}
 }
@@ -120,16 +146,22 @@ func TestExchangeOfAChatServerUsesTheGuardedClient(t *testing.T) {
 	// Lucy's guard with no private host allowed: httptest's loopback endpoint is refused.
 	cb := &Callback{Flow: f, Guarded: tools.NewGuardedClient(nil, tools.PrivateHosts{}), Trusted: http.DefaultClient, Log: zerolog.Nop()}
 	state, id := newState("T1")
-	if err := f.savePending(ctx, id, pending{Team: "T1", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
+	if err := f.savePending(ctx, id, pending{Team: "T1", User: "U1", AuthURL: "https://as.example.com/authorize", Server: "acme", ServerURL: "https://acme.example.com/mcp", Verifier: "v",
 		Client: Client{ID: "c"}, TokenEndpoint: tokenEndpoint.URL, RedirectURI: f.RedirectURI(), Expires: f.now().Add(PendingTTL)}); err != nil {
 		t.Fatal(err)
 	}
+	if err := f.Opened(ctx, state, "U1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.start(ctx, state, browserHash); err != nil {
+		t.Fatal(err)
+	}
 	rec := httptest.NewRecorder()
-	cb.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, CallbackPath+"?code=abc&state="+state, nil))
+	cb.ServeHTTP(rec, withBrowser(httptest.NewRequest(http.MethodGet, CallbackPath+"?code=abc&state="+state, nil), state))
 	if rec.Code != http.StatusBadGateway || called || !strings.Contains(rec.Body.String(), "is a private") {
 		t.Errorf("exchange at a private endpoint: %d called=%v %s", rec.Code, called, rec.Body.String())
 	}
-	if _, _, err := vault.Get(ctx, "T1", CredentialName("acme")); err == nil {
+	if _, _, err := vault.Get(ctx, "T1", PersonCredentialName("acme", "U1")); err == nil {
 		t.Error("tokens stored")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"strings"
 	"time"
@@ -35,6 +36,8 @@ type TokenSet struct {
 	Trusted       bool     `json:"-"`
 	Owner         string   `json:"-"` // the member whose own server it is; "" for a team-wide one
 	User          string   `json:"-"` // the person the sign-in link was shown to
+	// Person is whose own sign-in these are; "" for the team's service account.
+	Person string `json:"-"`
 }
 
 // ErrNotSignedIn is a server the team has not signed in to (or whose tokens are for another URL).
@@ -56,19 +59,87 @@ func (t *TokenSet) expiring(now time.Time) bool {
 	return !t.Expiry.IsZero() && !now.Add(time.Minute).Before(t.Expiry)
 }
 
-// Token returns team's tokens for the server at serverURL whose tokens serve owner's requests (the
-// member whose own server it is, "" for a team-wide one); ErrNotSignedIn when there are none for
-// that URL and scope. Where they go and how they are refreshed come from the sign-in's grant; the
-// stored value gives the tokens only, and only a value the sign-in stored (secrets.KindOAuth).
+// Token returns the team's service account tokens for the server at serverURL whose tokens serve
+// owner's requests (the member whose own server it is, "" for a team-wide one); ErrNotSignedIn when
+// there are none for that URL and scope. Where they go and how they are refreshed come from the
+// sign-in's grant; the stored value gives the tokens only, and only a value the sign-in stored
+// (secrets.KindOAuth).
 func (f *Flow) Token(ctx context.Context, team, server, serverURL, owner string) (*TokenSet, error) {
-	g, err := f.readGrant(ctx, team, server)
+	return f.tokenOf(ctx, team, server, serverURL, owner, "")
+}
+
+// TokenFor returns the tokens a request of person uses for the server: person's own sign-in
+// first, else the team's service account (an admin's choice; a sign-in stored before sign-ins
+// were per person is one, read as such: the migration on read, docs/security.md); ErrNotSignedIn
+// when neither exists, and the person is asked to sign in. Another member's own sign-in is never
+// returned.
+func (f *Flow) TokenFor(ctx context.Context, team, server, serverURL, owner, person string) (*TokenSet, error) {
+	if person != "" {
+		ts, err := f.tokenOf(ctx, team, server, serverURL, owner, person)
+		if !errors.Is(err, ErrNotSignedIn) {
+			return ts, err
+		}
+	}
+	return f.tokenOf(ctx, team, server, serverURL, owner, "")
+}
+
+// ListingToken returns the tokens the list of the server's tools is read with, outside any one
+// person's request: the team's service account, else the first member's own sign-in (by Slack user
+// ID). A listing reads the server's tool catalogue only; every call is made with the requester's
+// tokens (TokenFor), never with these.
+func (f *Flow) ListingToken(ctx context.Context, team, server, serverURL, owner string) (*TokenSet, error) {
+	ts, err := f.tokenOf(ctx, team, server, serverURL, owner, "")
+	if !errors.Is(err, ErrNotSignedIn) {
+		return ts, err
+	}
+	for _, person := range f.people(ctx, team, server) {
+		if ts, err := f.tokenOf(ctx, team, server, serverURL, owner, person); err == nil {
+			return ts, nil
+		}
+	}
+	return nil, ErrNotSignedIn
+}
+
+// SignedIn reports whether person ("" the team) has a sign-in of their own to server.
+func (f *Flow) SignedIn(ctx context.Context, team, server, person string) bool {
+	_, err := f.readGrant(ctx, team, server, person)
+	return err == nil
+}
+
+// SignOut ends person's own sign-in to server ("" the team's service account): the grant and the
+// stored tokens are deleted. It reports whether there was one.
+func (f *Flow) SignOut(ctx context.Context, team, server, person string) (bool, error) {
+	if f == nil {
+		return false, nil
+	}
+	had := false
+	err := f.state.Delete(ctx, team, grantPath(server, person))
+	switch {
+	case err == nil:
+		had = true
+	case !errors.Is(err, fs.ErrNotExist):
+		return false, err
+	}
+	err = f.vault.Delete(ctx, team, credentialName(server, person))
+	switch {
+	case err == nil:
+		had = true
+	case !errors.Is(err, secrets.ErrNotFound):
+		return had, err
+	}
+	return had, nil
+}
+
+func (f *Flow) tokenOf(ctx context.Context, team, server, serverURL, owner, person string) (*TokenSet, error) {
+	g, err := f.readGrant(ctx, team, server, person)
 	if err != nil {
 		return nil, err
 	}
 	if g.ServerURL != serverURL || g.Owner != owner {
 		return nil, ErrNotSignedIn
 	}
-	raw, meta, err := f.vault.Get(ctx, team, CredentialName(server))
+	name := credentialName(server, person)
+	raw, meta, err := f.vault.Get(ctx, team, name)
 	if errors.Is(err, secrets.ErrNotFound) {
 		return nil, ErrNotSignedIn
 	}
@@ -80,10 +151,10 @@ func (f *Flow) Token(ctx context.Context, team, server, serverURL, owner string)
 	}
 	var ts TokenSet
 	if err := json.Unmarshal([]byte(raw), &ts); err != nil || ts.Version != 1 || ts.Access == "" {
-		return nil, fmt.Errorf("the stored sign-in %s is damaged; sign in again", CredentialName(server))
+		return nil, fmt.Errorf("the stored sign-in %s is damaged; sign in again", name)
 	}
 	ts.ServerURL, ts.TokenEndpoint, ts.Resource, ts.Client, ts.Scopes = g.ServerURL, g.TokenEndpoint, g.Resource, g.Client, g.Scopes
-	ts.Trusted, ts.Owner, ts.User = g.Trusted, g.Owner, g.User
+	ts.Trusted, ts.Owner, ts.User, ts.Person = g.Trusted, g.Owner, g.User, person
 	return &ts, nil
 }
 
@@ -107,7 +178,7 @@ func (f *Flow) Fresh(ctx context.Context, team, server string, ts *TokenSet, hc 
 	rctx := context.WithValue(ctx, oauth2.HTTPClient, httpClient(hc))
 	tok, err := cfg.TokenSource(rctx, &oauth2.Token{RefreshToken: ts.Refresh, Expiry: now.Add(-time.Hour)}).Token()
 	if err != nil {
-		if other, gerr := f.Token(ctx, team, server, ts.ServerURL, ts.Owner); gerr == nil && other.Access != ts.Access && !other.expiring(now) {
+		if other, gerr := f.tokenOf(ctx, team, server, ts.ServerURL, ts.Owner, ts.Person); gerr == nil && other.Access != ts.Access && !other.expiring(now) {
 			return other, nil
 		}
 		return nil, fmt.Errorf("%w: refreshing it failed (%s)", ErrExpired, exchangeReason(err, ts.Secrets()...))
@@ -123,9 +194,10 @@ func (f *Flow) Fresh(ctx context.Context, team, server string, ts *TokenSet, hc 
 	return &next, nil
 }
 
-// store writes ts's tokens as team's token set for server, on behalf of user ("" keeps the stored
-// owner: PutBound keeps the owner of an existing credential), as a sign-in's (secrets.KindOAuth,
-// bound to the server's origin): no person can store, attach or read it from Slack.
+// store writes ts's tokens as ts.Person's token set for server ("" the team's), on behalf of user
+// ("" keeps the stored owner: PutBound keeps the owner of an existing credential), as a sign-in's
+// (secrets.KindOAuth, bound to the server's origin): no person can store, attach or read it from
+// Slack.
 func (f *Flow) store(ctx context.Context, team, server string, ts *TokenSet, user string) error {
 	ts.Version = 1
 	data, err := json.Marshal(ts)
@@ -139,7 +211,7 @@ func (f *Flow) store(ctx context.Context, team, server string, ts *TokenSet, use
 	if o := secrets.OriginOf(ts.ServerURL); o != "" {
 		b.Origins = []string{o}
 	}
-	if _, err := f.vault.PutBound(ctx, team, CredentialName(server), string(data), user, b); err != nil {
+	if _, err := f.vault.PutBound(ctx, team, credentialName(server, ts.Person), string(data), user, b); err != nil {
 		return fmt.Errorf("store the sign-in to %s: %w", server, err)
 	}
 	return nil

@@ -1,0 +1,94 @@
+package integrations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/lucy-agent/lucy/slackwire"
+	"github.com/lucy-agent/lucy/tools"
+)
+
+// SignInRequester asks one person to sign in to a service as themselves: it posts a Sign in button
+// (a URL button to Lucy's start link, which sends the browser on to the provider) in the run's
+// thread, addressed to them. The
+// button's value is the link's state: Slack delivers the click to the gateway with the clicking
+// user, and the sign-in's callback stores tokens only for a link its own person opened.
+type SignInRequester interface {
+	RequestSignIn(ctx context.Context, inv tools.Invocation, req SignInRequest) error
+}
+
+// SignInRequest is one link to offer: the service, the link (oauth.SignIn.URL), its state, until when it
+// works, and for whom it is, in words ("your own requests only").
+type SignInRequest struct {
+	Service, URL, State string
+	Expires             time.Time
+	Serves              string
+}
+
+// RequestSignIn posts the Sign in button for inv.User, once per tool call and link (a retried call
+// finds the message it posted by its metadata, docs/architecture.md rule 4). The URL carries no
+// token and grants nothing by itself; the message says it is for inv.User alone.
+func (s *SlackKeys) RequestSignIn(ctx context.Context, inv tools.Invocation, req SignInRequest) error {
+	var api tools.SlackAPI
+	if s.slack != nil {
+		api = s.slack(inv.Team)
+	}
+	if api == nil {
+		return errors.New("slack is not connected for this workspace")
+	}
+	if inv.Channel == "" || inv.ThreadTS == "" || inv.User == "" {
+		return errors.New("there is no conversation to post the Sign in button in")
+	}
+	if s.postedSignIn(ctx, api, inv, req.State) {
+		return nil
+	}
+	text := fmt.Sprintf("<@%s> sign in to *%s* as yourself: click *Sign in* (the link works until %s UTC, for you only: "+
+		"if someone else opens it, it stops working and nothing is connected). Your sign-in is used for %s; "+
+		"say \"sign me out of %s\" at any time.", inv.User, escape(req.Service), req.Expires.UTC().Format("15:04"), escape(req.Serves), escape(req.Service))
+	btn := slack.NewButtonBlockElement(slackwire.SignInAction, req.State, slack.NewTextBlockObject(slack.PlainTextType, "Sign in", false, false)).
+		WithURL(req.URL).WithStyle(slack.StylePrimary)
+	blocks := []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
+		slack.NewActionBlock(slackwire.SignInBlock, btn),
+	}
+	_, _, err := api.PostMessageContext(ctx, inv.Channel,
+		slack.MsgOptionText(fmt.Sprintf("Sign in to %s: click Sign in.", req.Service), false),
+		slack.MsgOptionBlocks(blocks...),
+		slack.MsgOptionTS(inv.ThreadTS),
+		slack.MsgOptionMetadata(slack.SlackMetadata{
+			EventType:    slackwire.SignInMetadata,
+			EventPayload: map[string]any{"run": inv.RunID, "call": inv.CallID, "service": req.Service, "user": inv.User},
+		}),
+	)
+	return err
+}
+
+// postedSignIn looks for the Sign in button this very call already posted in the thread. Any failure
+// means "not found": the check must not stop a first post.
+func (s *SlackKeys) postedSignIn(ctx context.Context, api tools.SlackAPI, inv tools.Invocation, state string) bool {
+	if inv.RunID == "" || inv.CallID == "" {
+		return false
+	}
+	params := &slack.GetConversationRepliesParameters{ChannelID: inv.Channel, Timestamp: inv.ThreadTS, Limit: 200, IncludeAllMetadata: true}
+	for range 10 {
+		msgs, more, cursor, err := api.GetConversationRepliesContext(ctx, params)
+		if err != nil {
+			return false
+		}
+		for _, m := range msgs {
+			md := m.Metadata
+			if md.EventType == slackwire.SignInMetadata && md.EventPayload["run"] == inv.RunID && md.EventPayload["call"] == inv.CallID {
+				return true
+			}
+		}
+		if !more || cursor == "" {
+			return false
+		}
+		params.Cursor = cursor
+	}
+	return false
+}
