@@ -24,6 +24,7 @@ type fixture struct {
 	store  *secrets.Store
 	keys   *Keys
 	runner *tools.Runner
+	api    *slack.Client // the local Slack, as Lucy's bot
 }
 
 func newFixture(t *testing.T, listers ...Lister) *fixture {
@@ -41,7 +42,7 @@ func newFixture(t *testing.T, listers ...Lister) *fixture {
 		t.Fatal(err)
 	}
 	keys := NewKeys(store, NewSlackKeys(func(string) tools.SlackAPI { return api }), listers, []string{"UADMIN"})
-	return &fixture{ws: ws, store: store, keys: keys, runner: tooltest.Runner(t, keys)}
+	return &fixture{ws: ws, store: store, keys: keys, runner: tooltest.Runner(t, keys), api: api}
 }
 
 func (f *fixture) buttons(t *testing.T) []localslack.Message {

@@ -22,11 +22,14 @@ type SignInRequester interface {
 }
 
 // SignInRequest is one link to offer: the service, the link (oauth.SignIn.URL), its state, until when it
-// works, and for whom it is, in words ("your own requests only").
+// works, and for whom it is, in words ("your own requests only"). SignOut says how the sign-in is
+// ended; "" is saying "sign me out of <service>". As is the account to sign in with, in words; ""
+// is "yourself".
 type SignInRequest struct {
 	Service, URL, State string
 	Expires             time.Time
 	Serves              string
+	SignOut, As         string
 }
 
 // RequestSignIn posts the Sign in button for inv.User, once per tool call and link (a retried call
@@ -46,9 +49,17 @@ func (s *SlackKeys) RequestSignIn(ctx context.Context, inv tools.Invocation, req
 	if s.postedSignIn(ctx, api, inv, req.State) {
 		return nil
 	}
-	text := fmt.Sprintf("<@%s> sign in to *%s* as yourself: click *Sign in* (the link works until %s UTC, for you only: "+
-		"if someone else opens it, it stops working and nothing is connected). Your sign-in is used for %s; "+
-		"say \"sign me out of %s\" at any time.", inv.User, escape(req.Service), req.Expires.UTC().Format("15:04"), escape(req.Serves), escape(req.Service))
+	signOut := req.SignOut
+	if signOut == "" {
+		signOut = "say \"sign me out of " + req.Service + "\" at any time"
+	}
+	as := req.As
+	if as == "" {
+		as = "yourself"
+	}
+	text := fmt.Sprintf("<@%s> sign in to *%s* as %s: click *Sign in* (the link works until %s UTC, for you only: "+
+		"if someone else opens it, it stops working and nothing is connected). The sign-in is used for %s; "+
+		"%s.", inv.User, escape(req.Service), escape(as), req.Expires.UTC().Format("15:04"), escape(req.Serves), escape(signOut))
 	btn := slack.NewButtonBlockElement(slackwire.SignInAction, req.State, slack.NewTextBlockObject(slack.PlainTextType, "Sign in", false, false)).
 		WithURL(req.URL).WithStyle(slack.StylePrimary)
 	blocks := []slack.Block{

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/tools"
@@ -33,7 +34,7 @@ var _ = tools.Register(tools.Def{
 			"the mail tools can read, search, send and reply. Give its address and servers; its password or app token is " +
 			"never an argument: when it is not stored yet, the person gets an Add key button. A Gmail, Google Workspace or " +
 			"Microsoft 365 mailbox signs in with OAuth instead (\"auth\": \"google\" or \"microsoft\"; the servers are then " +
-			"optional): the answer has a sign-in link for the person. With \"channel\", each new " +
+			"optional): a Sign in button is posted for the person connecting it. With \"channel\", each new " +
 			"message is summarized there, and with \"instruction\" each new message also starts a run with that " +
 			"instruction. Needs a person's approval.",
 		Destructive: true,
@@ -382,13 +383,20 @@ func (e *Email) connect(ctx context.Context, inv tools.Invocation) (tools.Output
 // folder, and an SMTP session up to AUTH (nothing is sent). It says which worked and, for one that
 // did not, where and why, so a wrong SMTP password or port is found now rather than at the first send.
 func (e *Email) checkLogins(ctx context.Context, team string, m Mailbox) string {
+	out, _ := e.checkLoginsOr(ctx, team, m)
+	return out
+}
+
+// checkLoginsOr is checkLogins, with the error of a sign-in that must be made again (errSignIn:
+// the IMAP server refused the token and it could not be refreshed).
+func (e *Email) checkLoginsOr(ctx context.Context, team string, m Mailbox) (string, error) {
 	var problems []string
 	s, err := e.openIMAP(ctx, team, m)
 	switch {
 	case errors.Is(err, errStoreAgain):
-		return " But its stored password was not used, and nothing was sent to the servers: " + err.Error() + "."
+		return " But its stored password was not used, and nothing was sent to the servers: " + err.Error() + ".", nil
 	case errors.Is(err, errSignIn):
-		return " But it cannot log in: " + err.Error() + "."
+		return " But it cannot log in: " + err.Error() + ".", err
 	case err != nil:
 		// loginIMAP's error names the host: the line below names it with its port and mode.
 		why := strings.TrimPrefix(err.Error(), "IMAP "+m.IMAPHost+": ")
@@ -411,7 +419,7 @@ func (e *Email) checkLogins(ctx context.Context, team string, m Mailbox) string 
 			m.SMTPTLS, tools.Truncate(tools.RedactCredentials(err.Error()), 300)))
 	}
 	if len(problems) == 0 {
-		return " IMAP login works, and SMTP login works (nothing was sent)."
+		return " IMAP login works, and SMTP login works (nothing was sent).", nil
 	}
 	ok := ""
 	switch {
@@ -420,7 +428,7 @@ func (e *Email) checkLogins(ctx context.Context, team string, m Mailbox) string 
 	case len(problems) == 1:
 		ok = " IMAP login works."
 	}
-	return ok + " But " + strings.Join(problems, "; and ") + ". Check the settings, or the stored password."
+	return ok + " But " + strings.Join(problems, "; and ") + ". Check the settings, or the stored password.", nil
 }
 
 type disconnectArgs struct {
@@ -513,32 +521,52 @@ func (e *Email) stalePassword(ctx context.Context, team string, m, old Mailbox, 
 
 // connectOAuth ends the connect of a mailbox that signs in with OAuth, once it is saved: when it is
 // signed in already (its tokens are for its servers), the logins are checked as for a password;
-// otherwise the answer has a sign-in link (the MCP sign-in's flow: the pending sign-in sealed in the
-// state store, the provider sends the browser back to the gateway's callback, which stores the
-// tokens bound to this mailbox). The link holds no secret: a state and a PKCE challenge.
+// otherwise the person connecting it gets a Sign in button, the MCP sign-in's one flow
+// (oauth.Flow.Begin with the provider's endpoints given; integrations.SignInRequester posts the
+// button): the link is bound to them (their click, then their browser through the start link), and
+// the gateway's callback stores the tokens as the mailbox's own (Share: the mailbox's grant, which
+// its listener and every mail tool use whoever asks), bound to its IMAP origin.
 func (e *Email) connectOAuth(ctx context.Context, inv tools.Invocation, m Mailbox, prov Provider, msg string) (tools.Output, error) {
 	_, err := e.accessToken(ctx, inv.Team, m, false)
 	if err == nil {
-		return tools.Output{Content: msg + e.checkLogins(ctx, inv.Team, m)}, nil
+		// Signed in, unless the server refuses the token and it cannot be refreshed (revoked).
+		out, lerr := e.checkLoginsOr(ctx, inv.Team, m)
+		if !errors.Is(lerr, errSignIn) {
+			return tools.Output{Content: msg + out}, nil
+		}
+		err = lerr
 	}
 	if !errors.Is(err, errSignIn) {
 		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: err}
 	}
-	ep := prov.Endpoints
-	params := make(map[string]string, len(ep.Params)+1)
-	for k, v := range ep.Params {
-		params[k] = v
+	buttons, ok := e.d.Keys.(integrations.SignInRequester)
+	if !ok || inv.User == "" {
+		return tools.Output{Content: msg + fmt.Sprintf(" It logs in with a %s sign-in, which is not done yet, and a Sign in button cannot be "+
+			"posted here (there is no Slack conversation): connect it again from Slack to sign in.", prov.Title)}, nil
+	}
+	pv := prov.Endpoints
+	pv.Params = make(map[string]string, len(prov.Endpoints.Params)+1)
+	for k, v := range prov.Endpoints.Params {
+		pv.Params[k] = v
 	}
 	// The account to sign in with (Google's and Microsoft's authorization endpoints both take it).
-	params["login_hint"] = m.Address
-	ep.Params = params
-	si, err := e.d.OAuth.BeginFixed(ctx, oauth.FixedInput{Team: inv.Team, User: inv.User, Server: oauthServer(m.Name), ServerURL: m.oauthResource(),
-		Serves: "the mailbox " + m.Address + ", whose mail Lucy reads and sends for the members of this workspace who ask her",
-		Client: prov.Client, Scopes: prov.Scopes, Endpoints: ep})
+	pv.Params["login_hint"] = m.Address
+	client := prov.Client
+	serves := "the mailbox " + m.Address + ", whose mail Lucy reads and sends for the members of this workspace who ask her"
+	// Share: the tokens are the mailbox's (its grant, oauthServer), not the person's own, since the
+	// mailbox serves everyone who asks; the person is who may sign it in (User), which the
+	// connect's own rule (its connecter or an admin) decided.
+	si, err := e.d.OAuth.Begin(ctx, oauth.BeginInput{Team: inv.Team, User: inv.User, Server: oauthServer(m.Name), ServerURL: m.oauthResource(),
+		Trusted: true, Serves: serves, Client: &client, Scopes: prov.Scopes, Share: true, Provider: &pv})
 	if err != nil {
 		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: fmt.Errorf("prepare the sign-in: %w", err)}
 	}
-	return tools.Output{Content: fmt.Sprintf("%s It logs in with a %s sign-in, which is not done yet: give the person this link to sign in "+
-		"as %s (it works once, for %d minutes): %s . Once they say they have signed in, the mail tools work; then end your turn (ask_human).",
-		msg, prov.Title, m.Address, int(oauth.PendingTTL/time.Minute), si.URL)}, nil
+	err = buttons.RequestSignIn(ctx, inv, integrations.SignInRequest{Service: "the mailbox " + m.Name + " (" + prov.Title + ")",
+		URL: si.URL, State: si.State, Expires: si.Expires, Serves: serves, As: m.Address, SignOut: "disconnecting the mailbox ends it"})
+	if err != nil {
+		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: fmt.Errorf("post the Sign in button: %w", err)}
+	}
+	return tools.Output{Content: fmt.Sprintf("%s It logs in with a %s sign-in, which is not done yet: I posted a Sign in button in this "+
+		"thread for <@%s> to sign in as %s (it works for %d minutes, for them only). Once they say they have signed in, the mail tools "+
+		"work; now end your turn (ask_human).", msg, prov.Title, inv.User, m.Address, int(oauth.PendingTTL/time.Minute))}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/emersion/go-sasl"
+	"golang.org/x/oauth2"
 
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 )
@@ -24,8 +25,10 @@ const (
 // with SASL XOAUTH2: its fixed endpoints and scopes, its servers, and the operator's client.
 type Provider struct {
 	// Title is how the provider is named to people ("Google", "Microsoft 365").
-	Title     string
-	Endpoints oauth.Endpoints
+	Title string
+	// Endpoints are its authorization server, known beforehand (oauth.BeginInput.Provider: no
+	// discovery), with the extra parameters of its authorization URL.
+	Endpoints oauth.Provider
 	Scopes    []string
 	Client    oauth.Client
 	// IMAPHost, SMTPHost and their ports and TLS modes are the provider's servers: the defaults of
@@ -43,8 +46,8 @@ type Provider struct {
 // developers.google.com/workspace/gmail/imap/xoauth2-protocol (scope https://mail.google.com/ for
 // IMAP and SMTP; imap.gmail.com:993, smtp.gmail.com:465).
 func GoogleProvider(clientID, clientSecret string) Provider {
-	return Provider{Title: "Google", Client: oauth.Client{ID: clientID, Secret: clientSecret},
-		Endpoints: oauth.Endpoints{AuthURL: "https://accounts.google.com/o/oauth2/v2/auth", TokenURL: "https://oauth2.googleapis.com/token",
+	return Provider{Title: "Google", Client: providerClient(clientID, clientSecret),
+		Endpoints: oauth.Provider{AuthorizationEndpoint: "https://accounts.google.com/o/oauth2/v2/auth", TokenEndpoint: "https://oauth2.googleapis.com/token",
 			Params: map[string]string{"access_type": "offline", "prompt": "consent"}},
 		Scopes:   []string{"https://mail.google.com/"},
 		IMAPHost: "imap.gmail.com", IMAPPort: 993, IMAPTLS: TLSImplicit, SMTPHost: "smtp.gmail.com", SMTPPort: 465, SMTPTLS: TLSImplicit,
@@ -61,11 +64,18 @@ func MicrosoftProvider(clientID, clientSecret, tenant string) Provider {
 		tenant = "organizations"
 	}
 	base := "https://login.microsoftonline.com/" + tenant + "/oauth2/v2.0/"
-	return Provider{Title: "Microsoft 365", Client: oauth.Client{ID: clientID, Secret: clientSecret},
-		Endpoints: oauth.Endpoints{AuthURL: base + "authorize", TokenURL: base + "token"},
+	return Provider{Title: "Microsoft 365", Client: providerClient(clientID, clientSecret),
+		Endpoints: oauth.Provider{AuthorizationEndpoint: base + "authorize", TokenEndpoint: base + "token"},
 		Scopes:    []string{"https://outlook.office.com/IMAP.AccessAsUser.All", "https://outlook.office.com/SMTP.Send", "offline_access"},
 		IMAPHost:  "outlook.office365.com", IMAPPort: 993, IMAPTLS: TLSImplicit, SMTPHost: "smtp.office365.com", SMTPPort: 587, SMTPTLS: TLSStartTLS,
 		Setup: "LUCY_MICROSOFT_CLIENT_ID and LUCY_MICROSOFT_CLIENT_SECRET (and LUCY_MICROSOFT_TENANT for a single tenant)"}
+}
+
+// providerClient is the operator's client of a mail provider, authenticating at the token endpoint
+// with client_secret_post (RFC 6749 section 2.3.1's form parameters), which Google and Microsoft
+// both take: their endpoints are known, so nothing is detected.
+func providerClient(id, secret string) oauth.Client {
+	return oauth.Client{ID: id, Secret: secret, AuthStyle: int(oauth2.AuthStyleInParams)}
 }
 
 // inferAuth is the login of a mailbox connected without "auth": OAuth where the servers or the
@@ -120,7 +130,8 @@ func (e *Email) accessToken(ctx context.Context, team string, m Mailbox, force b
 		return "", err
 	}
 	// The tokens serve this mailbox only if the person who signed in connected it (or is an admin):
-	// a link shown to someone else cannot put their account behind another's mailbox.
+	// the link was bound to its connecter (their Sign in button, docs/security.md rule 16), and a
+	// mailbox taken over by someone else since is not served by the former person's account.
 	if ts.User != m.AddedBy && !slices.Contains(e.d.Admins, ts.User) {
 		return "", &signInError{fmt.Sprintf("the sign-in of the mailbox %s was made by <@%s>, not by <@%s> who connected it", m.Name, ts.User, m.AddedBy)}
 	}

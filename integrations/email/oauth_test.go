@@ -6,15 +6,17 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/email/mailtest"
 	"github.com/lucy-agent/lucy/integrations/mcp/oauth"
 	"github.com/lucy-agent/lucy/secrets"
@@ -53,14 +55,17 @@ func TestInferAuth(t *testing.T) {
 }
 
 // oauthFixture is the mail domain over the mailtest servers accepting XOAUTH2 with the tokens of a
-// fake Google (mailtest.OAuth), with the MCP sign-in's flow and its callback on a gateway.
+// fake Google (mailtest.OAuth), with the MCP sign-in's flow, its start link and its callback on a
+// gateway, and the Slack side of its Sign in buttons.
 type oauthFixture struct {
-	google *mailtest.OAuth
-	ms     *mailtest.Servers
-	e      *Email
-	r      *tools.Runner
-	creds  *secrets.Store
-	state  workspace.Store
+	google  *mailtest.OAuth
+	ms      *mailtest.Servers
+	e       *Email
+	r       *tools.Runner
+	creds   *secrets.Store
+	state   workspace.Store
+	flow    *oauth.Flow
+	buttons *buttons
 }
 
 func newOAuthFixture(t *testing.T) *oauthFixture {
@@ -71,7 +76,8 @@ func newOAuthFixture(t *testing.T) *oauthFixture {
 	return f
 }
 
-// setup makes the flow, its callback on a gateway and the mail domain; tweak changes its Deps.
+// setup makes the flow, its start link and callback on a gateway and the mail domain; tweak
+// changes its Deps.
 func (f *oauthFixture) setup(t *testing.T, tweak func(*Deps)) {
 	t.Helper()
 	f.state = workspace.NewLocalAt(t.TempDir())
@@ -79,21 +85,25 @@ func (f *oauthFixture) setup(t *testing.T, tweak func(*Deps)) {
 	if f.creds, err = secrets.New(f.state, secrets.Key{7}); err != nil {
 		t.Fatal(err)
 	}
-	// The gateway, at Lucy's public URL: the callback the provider sends the browser back to.
+	// The gateway, at Lucy's public URL: the Sign in button's start link, and the callback the
+	// provider sends the browser back to (gateway/http.go mounts the same handler on both).
 	var cb http.Handler
 	gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { cb.ServeHTTP(w, r) }))
 	t.Cleanup(gw.Close)
-	flow, err := oauth.New(f.state, f.creds, secrets.Key{9}, gw.URL)
-	if err != nil {
+	if f.flow, err = oauth.New(f.state, f.creds, secrets.Key{9}, gw.URL); err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET "+oauth.CallbackPath, &oauth.Callback{Flow: flow, Trusted: &http.Client{Timeout: 10 * time.Second}, Log: zerolog.Nop()})
+	h := &oauth.Callback{Flow: f.flow, Trusted: &http.Client{Timeout: 10 * time.Second}, Log: zerolog.Nop(), OpenWait: 300 * time.Millisecond}
+	mux.Handle("GET "+oauth.CallbackPath, h)
+	mux.Handle("GET "+oauth.StartPath, h)
 	cb = mux
 	google := GoogleProvider(f.google.ClientID, f.google.ClientSecret)
-	google.Endpoints.AuthURL, google.Endpoints.TokenURL = f.google.URL+"/auth", f.google.URL+"/token"
+	google.Endpoints.AuthorizationEndpoint, google.Endpoints.TokenEndpoint = f.google.URL+"/auth", f.google.URL+"/token"
+	f.buttons = &buttons{}
 	d := Deps{State: f.state, Workspace: workspace.NewLocalAt(t.TempDir()), Credentials: f.creds, Hosts: tools.AllowAllPrivate(),
-		Log: zerolog.Nop(), Timeout: 10 * time.Second, Admins: []string{"UBOSS"}, OAuth: flow, Providers: map[string]Provider{AuthGoogle: google}}
+		Log: zerolog.Nop(), Timeout: 10 * time.Second, Admins: []string{"UBOSS"}, OAuth: f.flow, Providers: map[string]Provider{AuthGoogle: google},
+		Keys: f.buttons}
 	if tweak != nil {
 		tweak(&d)
 	}
@@ -107,29 +117,100 @@ func (f *oauthFixture) connectArgs(t *testing.T) string {
 		"smtp_host": "127.0.0.1", "smtp_port": f.ms.SMTPPort, "smtp_tls": "plain"})
 }
 
-var signInURL = regexp.MustCompile(`http://127\.0\.0\.1:\d+/auth\?\S+`)
+// buttons is the Slack side of the mail tools for these tests: the Sign in buttons Lucy posts (for
+// whom, the link, its state), as integrations.SlackKeys posts them in the thread, and the Add key
+// buttons.
+type buttons struct {
+	mu     sync.Mutex
+	signIn []postedSignIn
+	keys   []string
+}
 
-// signIn follows a sign-in link as a browser does: the authorization endpoint, then its redirect
-// to Lucy's callback, whose page it returns.
-func signIn(t *testing.T, link string) (int, string) {
+type postedSignIn struct {
+	user string
+	req  integrations.SignInRequest
+}
+
+func (b *buttons) RequestKey(_ context.Context, _ tools.Invocation, service, _ string, _ secrets.Binding) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.keys = append(b.keys, service)
+	return nil
+}
+
+func (b *buttons) RequestSignIn(_ context.Context, inv tools.Invocation, req integrations.SignInRequest) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.signIn = append(b.signIn, postedSignIn{user: inv.User, req: req})
+	return nil
+}
+
+// last is the last Sign in button posted, and for whom.
+func (b *buttons) last(t *testing.T) postedSignIn {
 	t.Helper()
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(link)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.signIn) == 0 {
+		t.Fatal("no Sign in button was posted")
+	}
+	return b.signIn[len(b.signIn)-1]
+}
+
+func (b *buttons) count() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.signIn)
+}
+
+// click is Slack's block_actions of user's click on the last Sign in button, as the gateway records
+// it (gateway/signin.go calls Flow.Opened).
+func (f *oauthFixture) click(t *testing.T, user string) postedSignIn {
+	t.Helper()
+	b := f.buttons.last(t)
+	if err := f.flow.Opened(context.Background(), b.req.State, user); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// browse opens link as a browser does, with its own cookies: Lucy's start link, which sets the
+// sign-in's cookie and sends it on to the provider's authorization endpoint, whose redirect comes
+// back to Lucy's callback; the last page, and the provider's authorization URL if it was reached.
+func browse(t *testing.T, link string) (status int, page string, authURL *url.URL) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Timeout: 10 * time.Second, Jar: jar, CheckRedirect: func(r *http.Request, via []*http.Request) error {
+		if strings.HasSuffix(r.URL.Path, "/auth") {
+			authURL = r.URL
+		}
+		return nil
+	}}
+	resp, err := c.Get(link)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(body)
+	return resp.StatusCode, string(body), authURL
 }
 
-// A Gmail mailbox connected with "auth": "google" answers with a sign-in link (the provider's
-// authorization endpoint with the operator's client, the public callback, Google's mail scope,
-// offline access, PKCE S256 and the address as the login hint); once the person signs in (the fake
-// Google redirects to the gateway's callback, which exchanges the code), connecting it again checks
-// both logins with XOAUTH2, and the mail tools read and send with the access token. An access
-// token the servers refuse is refreshed and the login tried again; one about to expire is
-// refreshed before it is used; a revoked refresh token makes every tool say to sign in again, and
-// no token is ever in an answer.
+// signIn is the connecter's sign-in: user clicks the last Sign in button and their browser
+// follows its link through the provider back to the callback, whose page it returns.
+func (f *oauthFixture) signIn(t *testing.T, user string) (int, string) {
+	t.Helper()
+	status, page, _ := browse(t, f.click(t, user).req.URL)
+	return status, page
+}
+
+// A Gmail mailbox connected with "auth": "google" gets a Sign in button for the person connecting it
+// (the MCP sign-in's one flow: the button's link is Lucy's start link, which sends their browser to
+// the provider's authorization endpoint with the operator's client, the public callback, Google's
+// mail scope, offline access, PKCE S256 and the address as the login hint); once they click it and
+// sign in (the fake Google redirects to the gateway's callback, which exchanges the code), the
+// tokens are the mailbox's, connecting it again checks both logins with XOAUTH2, and the mail tools
+// read and send with the access token. An access token the servers refuse is refreshed and the
+// login tried again; one about to expire is refreshed before it is used; a revoked refresh token
+// makes every tool say to sign in again, and no token is ever in an answer.
 func TestMailboxSignsInWithOAuth(t *testing.T) {
 	f := newOAuthFixture(t)
 	var outputs []string
@@ -140,29 +221,34 @@ func TestMailboxSignsInWithOAuth(t *testing.T) {
 		return out
 	}
 	out := run(ConnectEmail, f.connectArgs(t))
-	tooltest.WantOK(t, out, "Connected the mailbox support", "Google sign-in, which is not done yet", "as "+mailtest.Addr)
-	link := signInURL.FindString(out.Content)
-	if link == "" {
-		t.Fatalf("no sign-in link in %q", out.Content)
+	tooltest.WantOK(t, out, "Connected the mailbox support", "Google sign-in, which is not done yet", "Sign in button", "<@ULOCAL>", "as "+mailtest.Addr)
+	if strings.Contains(out.Content, "http") {
+		t.Fatalf("the answer carries a link rather than the button: %s", out.Content)
 	}
-	u, _ := url.Parse(link)
-	q := u.Query()
-	for k, want := range map[string]string{"client_id": f.google.ClientID, "scope": "https://mail.google.com/", "access_type": "offline",
-		"prompt": "consent", "login_hint": mailtest.Addr, "code_challenge_method": "S256", "response_type": "code"} {
-		if q.Get(k) != want {
-			t.Errorf("the link's %s is %q, want %q", k, q.Get(k), want)
-		}
-	}
-	if !strings.HasSuffix(q.Get("redirect_uri"), oauth.CallbackPath) {
-		t.Errorf("redirect_uri %q is not the callback", q.Get("redirect_uri"))
+	b := f.click(t, "ULOCAL")
+	if b.user != "ULOCAL" || !strings.Contains(b.req.URL, oauth.StartPath+"?state=") || !strings.Contains(b.req.Serves, "the mailbox "+mailtest.Addr) {
+		t.Fatalf("the Sign in button: %+v", b)
 	}
 	// Nothing can be read before the sign-in.
 	out = run(ReadEmails, `{"mailbox": "support"}`)
 	tooltest.WantToolError(t, out, "not signed in to Google", "Sign in again")
 
-	status, page := signIn(t, link)
+	status, page, u := browse(t, b.req.URL)
 	if status != http.StatusOK || !strings.Contains(page, "Connected") {
 		t.Fatalf("the callback answered %d: %s", status, page)
+	}
+	if u == nil {
+		t.Fatal("the start link did not send the browser to the provider")
+	}
+	q := u.Query()
+	for k, want := range map[string]string{"client_id": f.google.ClientID, "scope": "https://mail.google.com/", "access_type": "offline",
+		"prompt": "consent", "login_hint": mailtest.Addr, "code_challenge_method": "S256", "response_type": "code", "resource": ""} {
+		if q.Get(k) != want {
+			t.Errorf("the authorization URL's %s is %q, want %q", k, q.Get(k), want)
+		}
+	}
+	if !strings.HasSuffix(q.Get("redirect_uri"), oauth.CallbackPath) {
+		t.Errorf("redirect_uri %q is not the callback", q.Get("redirect_uri"))
 	}
 	meta, err := f.creds.Stat(context.Background(), tooltest.Team, oauth.CredentialName("email.support"))
 	if err != nil || meta.Kind != secrets.KindOAuth {
@@ -222,11 +308,12 @@ func TestMailboxSignsInWithOAuth(t *testing.T) {
 	if len(f.ms.Got()) != 1 {
 		t.Fatalf("a message was sent without a sign-in")
 	}
-	// Connecting again gives a new link.
+	// Connecting again gives a new Sign in button.
+	n = f.buttons.count()
 	out = run(ConnectEmail, f.connectArgs(t))
-	tooltest.WantOK(t, out, "not done yet")
-	if signInURL.FindString(out.Content) == "" {
-		t.Fatalf("no new sign-in link: %s", out.Content)
+	tooltest.WantOK(t, out, "not done yet", "Sign in button")
+	if f.buttons.count() != n+1 || f.buttons.last(t).req.State == b.req.State {
+		t.Fatalf("no new Sign in button: %s", out.Content)
 	}
 
 	// Disconnecting deletes the tokens.
@@ -239,6 +326,71 @@ func TestMailboxSignsInWithOAuth(t *testing.T) {
 			t.Errorf("an answer shows a token or the client secret: %s", o)
 		}
 	}
+}
+
+// A mailbox's sign-in follows rule 16 of docs/security.md: its Sign in button is bound to the person
+// connecting the mailbox. Its link opened without their click (copied out of Slack) is refused;
+// clicked by someone else it is spent, and the provider's code is never exchanged; only their own
+// click and browser store the tokens. The tokens are then the mailbox's (its grant, not the
+// person's own), bound to its IMAP origin as a sign-in's (kind oauth, Lucy's reserved name), and
+// serve every member who uses the mailbox; another member may not sign it in again (they may not
+// change it), an admin may.
+func TestMailboxSignInIsBoundToItsConnecter(t *testing.T) {
+	ctx := context.Background()
+	f := newOAuthFixture(t)
+	tooltest.WantOK(t, runApproved(t, f.r, "ULOCAL", ConnectEmail, f.connectArgs(t)), "Sign in button", "<@ULOCAL>")
+	b := f.buttons.last(t)
+	if b.user != "ULOCAL" {
+		t.Fatalf("the button was posted for %s", b.user)
+	}
+	// Copied out of Slack: no click reached Lucy.
+	status, page, u := browse(t, b.req.URL)
+	if status != http.StatusForbidden || !strings.Contains(page, "was not opened from its Sign in button") || u != nil {
+		t.Fatalf("a link opened without its click: %d %s", status, page)
+	}
+	// Bob clicks Ada's button: the link is spent and the provider is never reached.
+	status, page, u = browse(t, f.click(t, "UBOB").req.URL)
+	if status != http.StatusForbidden || !strings.Contains(page, "opened by someone else") || u != nil {
+		t.Fatalf("a link someone else opened: %d %s", status, page)
+	}
+	if grants, _ := f.google.Grants(); len(grants) != 0 {
+		t.Fatalf("a code was exchanged: %v", grants)
+	}
+	if _, err := f.creds.Stat(ctx, tooltest.Team, oauth.CredentialName("email.support")); !errors.Is(err, secrets.ErrNotFound) {
+		t.Fatalf("tokens were stored for a link someone else opened: %v", err)
+	}
+	// Bob may not sign the mailbox in either: he did not connect it.
+	n := f.buttons.count()
+	tooltest.WantToolError(t, runApproved(t, f.r, "UBOB", ConnectEmail, f.connectArgs(t)), "only they or an admin can change it")
+	if f.buttons.count() != n {
+		t.Fatal("a Sign in button was posted for someone who may not change the mailbox")
+	}
+
+	// Ada's own click and browser.
+	runApproved(t, f.r, "ULOCAL", ConnectEmail, f.connectArgs(t))
+	if status, page := f.signIn(t, "ULOCAL"); status != http.StatusOK || !strings.Contains(page, "the mailbox "+mailtest.Addr) {
+		t.Fatalf("the callback answered %d: %s", status, page)
+	}
+	meta, err := f.creds.Stat(ctx, tooltest.Team, oauth.CredentialName("email.support"))
+	m := Mailbox{IMAPHost: "127.0.0.1", IMAPPort: f.ms.IMAPPort}
+	if err != nil || meta.Kind != secrets.KindOAuth || len(meta.Origins) != 1 || meta.Origins[0] != m.imapOrigin() {
+		t.Fatalf("the mailbox's tokens are not bound to its IMAP origin as a sign-in's: %+v, %v", meta, err)
+	}
+	if _, err := f.creds.Stat(ctx, tooltest.Team, oauth.PersonCredentialName("email.support", "ULOCAL")); !errors.Is(err, secrets.ErrNotFound) {
+		t.Fatalf("the mailbox's sign-in was stored as Ada's own: %v", err)
+	}
+	// The mailbox's tokens serve whoever uses it.
+	f.ms.Deliver(t, "From: bob@example.com\nTo: "+mailtest.Addr+"\nSubject: Invoice 43\nMessage-ID: <inv43@example.com>\n\nPlease pay.\n")
+	tooltest.WantOK(t, runApproved(t, f.r, "UBOB", ReadEmails, `{"mailbox": "support"}`), "Invoice 43")
+
+	// An admin may sign it in again: the button is bound to the admin, and the tokens they store
+	// serve the mailbox.
+	f.google.Revoke()
+	tooltest.WantOK(t, runApproved(t, f.r, "UBOSS", ConnectEmail, f.connectArgs(t)), "Sign in button", "<@UBOSS>")
+	if status, page := f.signIn(t, "UBOSS"); status != http.StatusOK {
+		t.Fatalf("the admin's sign-in: %d %s", status, page)
+	}
+	tooltest.WantOK(t, runApproved(t, f.r, "UBOB", ReadEmails, `{"mailbox": "support"}`), "Invoice 43")
 }
 
 // Without the operator's client for a provider, the tool says what to set and changes nothing.
@@ -272,7 +424,8 @@ func TestListenerReadsOAuthMailbox(t *testing.T) {
 		"imap_host": "127.0.0.1", "imap_port": f.ms.IMAPPort, "imap_tls": "plain",
 		"smtp_host": "127.0.0.1", "smtp_port": f.ms.SMTPPort, "smtp_tls": "plain"})
 	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, args)
-	if status, page := signIn(t, signInURL.FindString(out.Content)); status != http.StatusOK {
+	tooltest.WantOK(t, out, "Sign in button")
+	if status, page := f.signIn(t, "ULOCAL"); status != http.StatusOK {
 		t.Fatalf("the callback answered %d: %s", status, page)
 	}
 	if b, err := f.e.NewMail(ctx, tooltest.Team, "support", 10, nil); err != nil || len(b.Messages) != 0 || b.Gone {
@@ -303,18 +456,20 @@ func TestMicrosoftSignInLink(t *testing.T) {
 	f := &oauthFixture{google: mailtest.StartOAuth(t), ms: mailtest.Start(t)}
 	f.setup(t, func(d *Deps) {
 		p := MicrosoftProvider("11111111-2222-3333-4444-555555555555", "secret", "contoso.onmicrosoft.com")
-		if !strings.HasPrefix(p.Endpoints.AuthURL, "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/") {
+		if !strings.HasPrefix(p.Endpoints.AuthorizationEndpoint, "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/") {
 			t.Fatalf("the tenant's endpoints: %+v", p.Endpoints)
 		}
-		p.Endpoints.AuthURL = f.google.URL + "/auth"
+		p.Endpoints.AuthorizationEndpoint = f.google.URL + "/auth"
 		d.Providers = map[string]Provider{AuthMicrosoft: p}
 	})
 	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, tooltest.JSONArgs(t, map[string]any{"address": "ops@contoso.com",
 		"imap_host": "outlook.office365.com", "smtp_host": "smtp.office365.com", "smtp_port": 587, "smtp_tls": "starttls"}))
-	tooltest.WantOK(t, out, "Microsoft 365 sign-in, which is not done yet")
-	u, err := url.Parse(signInURL.FindString(out.Content))
-	if err != nil || u.Query().Get("client_id") != "11111111-2222-3333-4444-555555555555" {
-		t.Fatalf("no Microsoft link in %q", out.Content)
+	tooltest.WantOK(t, out, "Microsoft 365 sign-in, which is not done yet", "Sign in button")
+	// The connecter's click and browser through the start link reach Microsoft's authorization
+	// endpoint (here the fake's, which refuses another client: its page, not a redirect).
+	_, _, u := browse(t, f.click(t, "ULOCAL").req.URL)
+	if u == nil || u.Query().Get("client_id") != "11111111-2222-3333-4444-555555555555" {
+		t.Fatalf("the start link did not reach Microsoft's authorization endpoint: %v", u)
 	}
 	q := u.Query()
 	if q.Get("scope") != "https://outlook.office.com/IMAP.AccessAsUser.All https://outlook.office.com/SMTP.Send offline_access" ||
@@ -328,7 +483,8 @@ func TestMicrosoftSignInLink(t *testing.T) {
 func TestSwitchingToAPasswordDeletesTheSignIn(t *testing.T) {
 	f := newOAuthFixture(t)
 	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, f.connectArgs(t))
-	if status, page := signIn(t, signInURL.FindString(out.Content)); status != http.StatusOK {
+	tooltest.WantOK(t, out, "Sign in button")
+	if status, page := f.signIn(t, "ULOCAL"); status != http.StatusOK {
 		t.Fatalf("the callback answered %d: %s", status, page)
 	}
 	out = runApproved(t, f.r, "ULOCAL", ConnectEmail, strings.Replace(f.connectArgs(t), `"google"`, `"password"`, 1))

@@ -41,8 +41,8 @@ func TestRealDovecotXOAUTH2(t *testing.T) {
 	args := tooltest.JSONArgs(t, map[string]any{"address": mailtest.Addr, "auth": "google",
 		"imap_host": "127.0.0.1", "imap_port": rs.IMAPSPort, "smtp_host": "127.0.0.1", "smtp_port": rs.SMTPSPort})
 	out := runApproved(t, f.r, "ULOCAL", ConnectEmail, args)
-	tooltest.WantOK(t, out, "not done yet")
-	status, page := signIn(t, signInURL.FindString(out.Content))
+	tooltest.WantOK(t, out, "not done yet", "Sign in button")
+	status, page := f.signIn(t, "ULOCAL")
 	if status != http.StatusOK {
 		t.Fatalf("the callback answered %d: %s", status, page)
 	}

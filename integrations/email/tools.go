@@ -291,7 +291,7 @@ func (e *Email) connectFailed(tool string, m Mailbox, err error) (tools.Output, 
 	}
 	if errors.Is(err, errSignIn) {
 		return tools.ToolError("the mailbox %s cannot log in: %s. Nothing was sent. Sign in again: the person who connected it "+
-			"connects it again (%s with the same name), whose answer has a new sign-in link", m.Name, err.Error(), ConnectEmail), nil
+			"(or an admin) connects it again (%s with the same name), which posts a Sign in button for them", m.Name, err.Error(), ConnectEmail), nil
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return tools.Output{}, &tools.TransientError{Tool: tool, Err: err}

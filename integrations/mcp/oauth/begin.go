@@ -46,8 +46,13 @@ type BeginInput struct {
 
 // Provider is an authorization server given rather than discovered: its authorization and token
 // endpoints (RFC 6749 section 3), and the resource indicator (RFC 8707) its tokens are for, if any.
+// They are the operator's (Lucy's code or configuration, never chat): a mail provider's published
+// endpoints, a catalogue's entry.
 type Provider struct {
 	AuthorizationEndpoint, TokenEndpoint, Resource string
+	// Params are extra parameters of the authorization URL: Google's access_type=offline and
+	// prompt=consent, without which it issues no refresh token, or a login_hint.
+	Params map[string]string
 }
 
 // SignIn is a started sign-in: the URL the person opens, until when it works, and the client it
@@ -155,6 +160,11 @@ func (f *Flow) begin(ctx context.Context, in BeginInput, asm *oauthex.AuthServer
 	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
 	if resource != "" {
 		opts = append(opts, oauth2.SetAuthURLParam("resource", resource)) // RFC 8707: the token is for this server only
+	}
+	if in.Provider != nil {
+		for k, v := range in.Provider.Params {
+			opts = append(opts, oauth2.SetAuthURLParam(k, v))
+		}
 	}
 	authURL := cfg.AuthCodeURL(state, opts...)
 	expires := f.now().Add(PendingTTL)
