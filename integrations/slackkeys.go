@@ -38,7 +38,7 @@ func (s *SlackKeys) RequestKey(ctx context.Context, inv tools.Invocation, servic
 	if inv.Channel == "" || inv.ThreadTS == "" || inv.User == "" {
 		return errors.New("there is no conversation to post the Add key button in")
 	}
-	if s.posted(ctx, api, inv) {
+	if posted(ctx, api, inv, slackwire.AddKeyMetadata) {
 		return nil
 	}
 	if secrets.Reserved(service) && (for_.Kind == "" || for_.Kind == secrets.KindKey) {
@@ -78,9 +78,10 @@ func (s *SlackKeys) RequestKey(ctx context.Context, inv tools.Invocation, servic
 	return err
 }
 
-// posted looks for the button this very call already posted in the thread. Any failure means "not
-// found": the check must not stop a first post.
-func (s *SlackKeys) posted(ctx context.Context, api tools.SlackAPI, inv tools.Invocation) bool {
+// posted looks for the button this very call already posted in the thread (a message with the
+// metadata event): an Add key or a Sign in button. Any failure means "not found": the check must not
+// stop a first post.
+func posted(ctx context.Context, api tools.SlackAPI, inv tools.Invocation, event string) bool {
 	if inv.RunID == "" || inv.CallID == "" {
 		return false
 	}
@@ -92,7 +93,7 @@ func (s *SlackKeys) posted(ctx context.Context, api tools.SlackAPI, inv tools.In
 		}
 		for _, m := range msgs {
 			md := m.Metadata
-			if md.EventType == slackwire.AddKeyMetadata && md.EventPayload["run"] == inv.RunID && md.EventPayload["call"] == inv.CallID {
+			if md.EventType == event && md.EventPayload["run"] == inv.RunID && md.EventPayload["call"] == inv.CallID {
 				return true
 			}
 		}

@@ -46,7 +46,7 @@ func (s *SlackKeys) RequestSignIn(ctx context.Context, inv tools.Invocation, req
 	if inv.Channel == "" || inv.ThreadTS == "" || inv.User == "" {
 		return errors.New("there is no conversation to post the Sign in button in")
 	}
-	if s.postedSignIn(ctx, api, inv, req.State) {
+	if posted(ctx, api, inv, slackwire.SignInMetadata) {
 		return nil
 	}
 	signOut := req.SignOut
@@ -76,30 +76,4 @@ func (s *SlackKeys) RequestSignIn(ctx context.Context, inv tools.Invocation, req
 		}),
 	)
 	return err
-}
-
-// postedSignIn looks for the Sign in button this very call already posted in the thread. Any failure
-// means "not found": the check must not stop a first post.
-func (s *SlackKeys) postedSignIn(ctx context.Context, api tools.SlackAPI, inv tools.Invocation, state string) bool {
-	if inv.RunID == "" || inv.CallID == "" {
-		return false
-	}
-	params := &slack.GetConversationRepliesParameters{ChannelID: inv.Channel, Timestamp: inv.ThreadTS, Limit: 200, IncludeAllMetadata: true}
-	for range 10 {
-		msgs, more, cursor, err := api.GetConversationRepliesContext(ctx, params)
-		if err != nil {
-			return false
-		}
-		for _, m := range msgs {
-			md := m.Metadata
-			if md.EventType == slackwire.SignInMetadata && md.EventPayload["run"] == inv.RunID && md.EventPayload["call"] == inv.CallID {
-				return true
-			}
-		}
-		if !more || cursor == "" {
-			return false
-		}
-		params.Cursor = cursor
-	}
-	return false
 }
