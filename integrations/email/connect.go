@@ -557,7 +557,7 @@ func (e *Email) connectOAuth(ctx context.Context, inv tools.Invocation, m Mailbo
 	// mailbox serves everyone who asks; the person is who may sign it in (User), which the
 	// connect's own rule (its connecter or an admin) decided.
 	si, err := e.d.OAuth.Begin(ctx, oauth.BeginInput{Team: inv.Team, User: inv.User, Server: oauthServer(m.Name), ServerURL: m.oauthResource(),
-		Trusted: true, Serves: serves, Client: &client, Scopes: prov.Scopes, Share: true, Provider: &pv})
+		Trusted: true, Serves: serves, Title: "the mailbox " + m.Address, Client: &client, Scopes: prov.Scopes, Share: true, Provider: &pv})
 	if err != nil {
 		return tools.Output{}, &tools.TransientError{Tool: ConnectEmail, Err: fmt.Errorf("prepare the sign-in: %w", err)}
 	}

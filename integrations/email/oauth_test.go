@@ -234,7 +234,7 @@ func TestMailboxSignsInWithOAuth(t *testing.T) {
 	tooltest.WantToolError(t, out, "not signed in to Google", "Sign in again")
 
 	status, page, u := browse(t, b.req.URL)
-	if status != http.StatusOK || !strings.Contains(page, "Connected") {
+	if status != http.StatusOK || !strings.Contains(page, "Lucy is connected to the mailbox "+mailtest.Addr) {
 		t.Fatalf("the callback answered %d: %s", status, page)
 	}
 	if u == nil {

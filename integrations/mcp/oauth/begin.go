@@ -31,6 +31,9 @@ type BeginInput struct {
 	// tokens serve that scope only (Token). Serves says so in words, for the callback's page
 	// ("the requests of Slack user U123 only").
 	Owner, Serves string
+	// Title names what is signed in to on the callback's pages ("the mailbox support@acme.com");
+	// "" is Server.
+	Title string
 	// Client is the client to use (the operator's, or one registered before); nil registers one
 	// dynamically if the authorization server allows it.
 	Client *Client
@@ -171,7 +174,7 @@ func (f *Flow) begin(ctx context.Context, in BeginInput, asm *oauthex.AuthServer
 	f.prunePending(ctx, in.Team)
 	err = f.savePending(ctx, id, pending{Team: in.Team, Server: in.Server, ServerURL: in.ServerURL, User: in.User, Verifier: verifier,
 		Client: *client, TokenEndpoint: asm.TokenEndpoint, RedirectURI: f.RedirectURI(), Resource: resource, Scopes: scopes,
-		Trusted: in.Trusted, Owner: in.Owner, Serves: in.Serves, Share: in.Share, AuthURL: authURL, Expires: expires})
+		Trusted: in.Trusted, Owner: in.Owner, Serves: in.Serves, Title: in.Title, Share: in.Share, AuthURL: authURL, Expires: expires})
 	if err != nil {
 		return SignIn{}, err
 	}

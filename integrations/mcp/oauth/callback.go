@@ -88,6 +88,10 @@ func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := c.p
 	log = log.With().Str("team", p.Team).Str("server", p.Server).Str("user", p.User).Logger()
+	name := p.Title // how the pages name what was signed in to
+	if name == "" {
+		name = p.Server
+	}
 	hc := cb.Guarded
 	if p.Trusted {
 		hc = cb.Trusted
@@ -103,13 +107,13 @@ func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.release(context.WithoutCancel(ctx))
 		reason := exchangeReason(err, code, p.Verifier, p.Client.Secret)
 		log.Warn().Str("reason", reason).Msg("MCP sign-in: the token endpoint refused the code")
-		page(w, http.StatusBadGateway, "Not connected", "The sign-in to "+p.Server+" could not be completed at its token endpoint ("+
+		page(w, http.StatusBadGateway, "Not connected", "The sign-in to "+name+" could not be completed at its token endpoint ("+
 			reason+"). Nothing was changed. You can try the same link again, or ask Lucy for a new one.")
 		return
 	}
 	if tok.AccessToken == "" {
 		c.release(context.WithoutCancel(ctx))
-		page(w, http.StatusBadGateway, "Not connected", "The sign-in to "+p.Server+" could not be completed: its token endpoint gave no access token. Nothing was changed.")
+		page(w, http.StatusBadGateway, "Not connected", "The sign-in to "+name+" could not be completed: its token endpoint gave no access token. Nothing was changed.")
 		return
 	}
 	person := p.User // the person's own sign-in, unless an admin chose to make it the team's
@@ -126,7 +130,7 @@ func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		c.release(context.WithoutCancel(ctx))
 		log.Error().Str("reason", exchangeReason(err, ts.Secrets()...)).Msg("MCP sign-in: the tokens could not be stored")
-		page(w, http.StatusInternalServerError, "Not connected", "Signed in to "+p.Server+", but Lucy could not keep the sign-in. Nothing was changed; ask Lucy for a new link.")
+		page(w, http.StatusInternalServerError, "Not connected", "Signed in to "+name+", but Lucy could not keep the sign-in. Nothing was changed; ask Lucy for a new link.")
 		return
 	}
 	if err := c.done(context.WithoutCancel(ctx)); err != nil {
@@ -141,9 +145,9 @@ func (cb *Callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case serves == "":
 		serves = "your own requests only"
 	}
-	page(w, http.StatusOK, "Connected", "Lucy is connected to "+p.Server+" with the account you signed in with. It is used for "+serves+
+	page(w, http.StatusOK, "Connected", "Lucy is connected to "+name+" with the account you signed in with. It is used for "+serves+
 		" (this sign-in link was made for Slack user "+orSomeone(p.User)+"); if that is not what you meant, ask Lucy to disconnect "+
-		p.Server+" or revoke Lucy's access at "+p.Server+". You can close this tab and go back to Slack.")
+		name+" or revoke Lucy's access in that account. You can close this tab and go back to Slack.")
 }
 
 func orSomeone(user string) string {

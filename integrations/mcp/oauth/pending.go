@@ -48,6 +48,7 @@ type pending struct {
 	Trusted       bool     `json:"trusted,omitempty"` // the operator's server: its token endpoint may be private
 	Owner         string   `json:"owner,omitempty"`   // the member whose own server it is ("" team-wide)
 	Serves        string   `json:"serves,omitempty"`  // whose requests the tokens serve, in words for the page
+	Title         string   `json:"title,omitempty"`   // what is signed in to, in words for the page ("" the server's name)
 	// Share makes the tokens the team's service account (an admin's explicit choice, made when the
 	// sign-in began): they serve every member's requests that have no sign-in of their own. Without
 	// it the tokens are User's own.
