@@ -10,13 +10,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/ledongthuc/pdf"
 	"github.com/xuri/excelize/v2"
 
 	"github.com/lucy-agent/lucy/localslack"
@@ -198,180 +195,14 @@ func TestGenerateExcelTooLarge(t *testing.T) {
 	}
 }
 
-// pdfText extracts the text of a PDF: each page's content stream, its text-showing operators decoded
-// through the ToUnicode CMap of the font in use, as a PDF viewer's copy-and-paste does. (The reader
-// library's own text extraction gets 16-bit bfrange mappings wrong, so only its object parsing is
-// used.)
+// pdfText extracts the text of a PDF as the search over the workspace reads it (PDFPages).
 func pdfText(t *testing.T, data []byte) string {
 	t.Helper()
-	rd, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	pages, err := PDFPages(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b strings.Builder
-	for i := 1; i <= rd.NumPage(); i++ {
-		page := rd.Page(i)
-		fonts := page.V.Key("Resources").Key("Font")
-		cmaps := map[string]map[uint16]rune{}
-		for _, name := range fonts.Keys() {
-			cmaps[name] = readCMap(t, fonts.Key(name).Key("ToUnicode"))
-		}
-		var content bytes.Buffer
-		c := page.V.Key("Contents")
-		if c.Kind() == pdf.Array {
-			for k := 0; k < c.Len(); k++ {
-				readAll(t, &content, c.Index(k))
-			}
-		} else {
-			readAll(t, &content, c)
-		}
-		showText(&b, content.String(), cmaps)
-	}
-	return b.String()
-}
-
-func readAll(t *testing.T, dst *bytes.Buffer, v pdf.Value) {
-	rc := v.Reader()
-	defer rc.Close()
-	if _, err := dst.ReadFrom(rc); err != nil {
-		t.Fatal(err)
-	}
-}
-
-var (
-	bfrangeRE = regexp.MustCompile(`<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>`)
-	bfcharRE  = regexp.MustCompile(`<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>`)
-)
-
-// readCMap reads the bfrange and bfchar entries of a ToUnicode CMap (2-byte codes, BMP targets).
-func readCMap(t *testing.T, v pdf.Value) map[uint16]rune {
-	m := map[uint16]rune{}
-	if v.IsNull() {
-		return m
-	}
-	var buf bytes.Buffer
-	readAll(t, &buf, v)
-	s := buf.String()
-	hex := func(h string) uint64 { n, _ := strconv.ParseUint(h, 16, 32); return n }
-	for _, sec := range strings.Split(s, "beginbfrange")[1:] {
-		sec, _, _ = strings.Cut(sec, "endbfrange")
-		for _, r := range bfrangeRE.FindAllStringSubmatch(sec, -1) {
-			lo, hi, dst := hex(r[1]), hex(r[2]), hex(r[3])
-			for c := lo; c <= hi; c++ {
-				m[uint16(c)] = rune(dst + c - lo)
-			}
-		}
-	}
-	for _, sec := range strings.Split(s, "beginbfchar")[1:] {
-		sec, _, _ = strings.Cut(sec, "endbfchar")
-		for _, r := range bfcharRE.FindAllStringSubmatch(sec, -1) {
-			m[uint16(hex(r[1]))] = rune(hex(r[2]))
-		}
-	}
-	return m
-}
-
-// showText appends the text that a content stream shows: strings (literal or hex, 2-byte codes) in
-// the font selected by the last Tf, a space after each show operator, a line break at ET.
-func showText(b *strings.Builder, content string, cmaps map[string]map[uint16]rune) {
-	var cm map[uint16]rune
-	var lastName string
-	emit := func(codes []byte) {
-		for k := 0; k+1 < len(codes); k += 2 {
-			if r, ok := cm[uint16(codes[k])<<8|uint16(codes[k+1])]; ok {
-				b.WriteRune(r)
-			}
-		}
-	}
-	for i := 0; i < len(content); i++ {
-		switch c := content[i]; {
-		case c == '(':
-			var str []byte
-			depth := 1
-			for i++; i < len(content) && depth > 0; i++ {
-				ch := content[i]
-				switch {
-				case ch == '\\' && i+1 < len(content):
-					i++
-					switch e := content[i]; e {
-					case 'n':
-						str = append(str, '\n')
-					case 'r':
-						str = append(str, '\r')
-					case 't':
-						str = append(str, '\t')
-					case 'b':
-						str = append(str, '\b')
-					case 'f':
-						str = append(str, '\f')
-					default:
-						if e >= '0' && e <= '7' {
-							n, k := 0, 0
-							for ; k < 3 && i+k < len(content) && content[i+k] >= '0' && content[i+k] <= '7'; k++ {
-								n = n*8 + int(content[i+k]-'0')
-							}
-							i += k - 1
-							str = append(str, byte(n))
-						} else {
-							str = append(str, e)
-						}
-					}
-				case ch == '(':
-					depth++
-					str = append(str, ch)
-				case ch == ')':
-					depth--
-					if depth > 0 {
-						str = append(str, ch)
-					}
-				default:
-					str = append(str, ch)
-				}
-			}
-			i--
-			emit(str)
-		case c == '<' && i+1 < len(content) && content[i+1] != '<':
-			end := strings.IndexByte(content[i:], '>')
-			if end < 0 {
-				return
-			}
-			raw, _ := hexDecode(content[i+1 : i+end])
-			emit(raw)
-			i += end
-		case c == '/':
-			k := i + 1
-			for k < len(content) && !strings.ContainsRune(" \n\r\t/[]<>()", rune(content[k])) {
-				k++
-			}
-			lastName = content[i+1 : k]
-			i = k - 1
-		case strings.HasPrefix(content[i:], "Tf"):
-			cm = cmaps[lastName]
-			i++
-		case strings.HasPrefix(content[i:], "ET"):
-			b.WriteString("\n")
-			i++
-		case strings.HasPrefix(content[i:], "Tj") || strings.HasPrefix(content[i:], "TJ"):
-			b.WriteString(" ")
-			i++
-		}
-	}
-}
-
-func hexDecode(h string) ([]byte, error) {
-	h = strings.Join(strings.Fields(h), "")
-	if len(h)%2 == 1 {
-		h += "0"
-	}
-	out := make([]byte, len(h)/2)
-	for k := range out {
-		n, err := strconv.ParseUint(h[2*k:2*k+2], 16, 8)
-		if err != nil {
-			return nil, err
-		}
-		out[k] = byte(n)
-	}
-	return out, nil
+	return strings.Join(pages, "")
 }
 
 func TestGeneratePDFReadsBack(t *testing.T) {
