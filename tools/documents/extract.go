@@ -163,8 +163,8 @@ func xlsxPassages(data []byte) ([]Passage, error) {
 
 // docxPassages reads word/document.xml of a Word document (ECMA-376 Part 1, WordprocessingML): the
 // text runs (w:t) of each paragraph (w:p), tabs (w:tab) and breaks (w:br, w:cr) as white space.
-// Short paragraphs are joined into passages of about passageChars, each named by its first
-// paragraph's number.
+// Short paragraphs are joined into passages of about passageChars, each named by its paragraphs'
+// numbers (empty paragraphs counted, as a word processor numbers them).
 func docxPassages(data []byte) ([]Passage, error) {
 	zr, err := zip.NewReader(bytes.NewReader(data), int64(len(data)))
 	if err != nil {
@@ -188,10 +188,14 @@ func docxPassages(data []byte) ([]Passage, error) {
 	dec := xml.NewDecoder(io.LimitReader(rc, 4*MaxExtractBytes))
 	var b budget
 	var para, chunk strings.Builder
-	n, first := 0, 0
+	n, first, last := 0, 0, 0
 	inText := false
 	flush := func() bool {
-		ok := b.add(fmt.Sprintf("paragraph %d", first), chunk.String())
+		where := fmt.Sprintf("paragraph %d", first)
+		if last > first {
+			where = fmt.Sprintf("paragraphs %d-%d", first, last)
+		}
+		ok := b.add(where, chunk.String())
 		chunk.Reset()
 		return ok
 	}
@@ -242,6 +246,7 @@ func docxPassages(data []byte) ([]Passage, error) {
 					chunk.WriteByte('\n')
 				}
 				chunk.WriteString(text)
+				last = n
 			}
 		case xml.CharData:
 			if inText {
