@@ -28,6 +28,7 @@ import (
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/browser"
 	"github.com/lucy-agent/lucy/tools/documents"
+	"github.com/lucy-agent/lucy/tools/filesearch"
 	"github.com/lucy-agent/lucy/tools/toolset"
 	"github.com/lucy-agent/lucy/tools/tooltest"
 )
@@ -53,7 +54,7 @@ var allTools = []string{
 	"lucy_list_integrations", "lucy_list_slack_channels", "lucy_load_skill", "lucy_modify_cron", "lucy_pause_cron",
 	"lucy_post_message", "lucy_read_emails", "lucy_read_file", "lucy_recall", "lucy_remember", "lucy_reply_to_email",
 	"lucy_resolve_custom_integration", "lucy_resume_cron", "lucy_run_script", "lucy_save_skill", "lucy_search_emails",
-	"lucy_search_slack_history", "lucy_send_email", "lucy_share_api_key", "lucy_sign_in_service", "lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch",
+	"lucy_search_files", "lucy_search_slack_history", "lucy_send_email", "lucy_share_api_key", "lucy_sign_in_service", "lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch",
 	"lucy_web_search", "lucy_write_file", "update_run_journal",
 }
 
@@ -367,6 +368,11 @@ func TestArgValidation(t *testing.T) {
 		{tools.GetThread, `{"channel": "C1"}`, []string{`missing required field "ts"`}},
 		{tools.GetThread, `{"channel": "C1", "ts": "yesterday"}`, []string{"not a Slack message ts", "1714572202.000100"}},
 		{tools.ListFiles, `{"path": "/etc"}`, []string{"absolute path"}},
+		{filesearch.SearchFiles, `{}`, []string{`missing required field "query"`}},
+		{filesearch.SearchFiles, `{"query": ""}`, []string{`"query" must not be empty`}},
+		{filesearch.SearchFiles, `{"query": "the of"}`, []string{"no words to search for"}},
+		{filesearch.SearchFiles, `{"query": "budget", "folder": "../x"}`, []string{`uses ".."`}},
+		{filesearch.SearchFiles, `{"query": "budget", "limit": 31}`, []string{`"limit"`}},
 		{tools.ListFiles, `{"path": "a/../../b"}`, []string{`uses ".."`}},
 		{tools.ListSlackChannels, `{"query": 7}`, []string{`"query" must be a string`}},
 		{tools.PostMessage, `{"channel": "#general"}`, []string{`missing required field "text"`}},

@@ -31,6 +31,7 @@ import (
 	"github.com/lucy-agent/lucy/tools/clock"
 	"github.com/lucy-agent/lucy/tools/documents"
 	"github.com/lucy-agent/lucy/tools/files"
+	"github.com/lucy-agent/lucy/tools/filesearch"
 	"github.com/lucy-agent/lucy/tools/script"
 	"github.com/lucy-agent/lucy/tools/slackaccess"
 	"github.com/lucy-agent/lucy/tools/slacktools"
@@ -203,7 +204,7 @@ func New(d Deps, sources ...tools.Source) *Set {
 	// the OpenAPI resolve; lucy_list_integrations lists the ones not connected yet.
 	services := catalog.NewConnector(d.Services, mcpClient, custom, listers, d.Admins)
 	keys := integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers, d.Admins).WithConnectable(services)
-	domains := []any{skillSet, ws, documents.New(ws, nil), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
+	domains := []any{skillSet, ws, documents.New(ws, nil), filesearch.New(ws), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
 		mcpClient, mail, keys, services, memory.NewTools(d.Memory, memory.NewViewer(access, slacktools.AccessAPI(d.Slack)))}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
