@@ -47,6 +47,10 @@ const (
 	maxQueryChars   = 500
 )
 
+// maxTeamText bounds the text of one team's files that a worker's index holds (in memory): 64 MB.
+// Files that do not fit are left out, and said so, until others are deleted or shrink.
+var maxTeamText = 64 << 20
+
 // Search is the domain of lucy_search_files: the workspace and this worker's index of it.
 type Search struct {
 	ws *files.Workspace
@@ -93,7 +97,7 @@ func version(in workspace.Info) string {
 
 // coverage says what a refresh left out of the index.
 type coverage struct {
-	files, tooLarge, beyond int
+	files, tooLarge, beyond, full int
 }
 
 // refresh brings the index of team in step with its workspace: it lists the files, reads and
@@ -108,6 +112,12 @@ func (s *Search) refresh(ctx context.Context, ix *index, st workspace.Store, tea
 	known, err := ix.versions(ctx, team)
 	if err != nil {
 		return cov, err
+	}
+	total := 0 // text the team's index holds of the files still there (the others are dropped below)
+	for _, in := range infos {
+		if k, ok := known[in.Path]; ok && !k.full {
+			total += k.chars
+		}
 	}
 	for _, in := range infos {
 		if in.Dir {
@@ -124,11 +134,18 @@ func (s *Search) refresh(ctx context.Context, ix *index, st workspace.Store, tea
 		if in.Size > MaxIndexedBytes {
 			cov.tooLarge++
 		}
-		if seen && old == v {
+		// Unchanged: nothing to read, unless it was left out for want of room and now fits.
+		if seen && old.ver == v && (!old.full || total+old.chars > maxTeamText) {
+			if old.full {
+				cov.full++
+			}
 			continue
 		}
+		if !old.full {
+			total -= old.chars // replaced below (0 when not seen)
+		}
 		if in.Size > MaxIndexedBytes {
-			if err := ix.put(ctx, team, in.Path, v, nil); err != nil {
+			if err := ix.put(ctx, team, in.Path, v, nil, false); err != nil {
 				return cov, err
 			}
 			continue
@@ -146,7 +163,13 @@ func (s *Search) refresh(ctx context.Context, ix *index, st workspace.Store, tea
 		// A file without text (an image), or one its reader cannot read, is recorded without
 		// passages: it is read again only when it changes.
 		ps, _ := documents.Extract(in.Path, data)
-		if err := ix.put(ctx, team, in.Path, v, ps); err != nil {
+		full := total+textLen(ps) > maxTeamText
+		if full {
+			cov.full++
+		} else {
+			total += textLen(ps)
+		}
+		if err := ix.put(ctx, team, in.Path, v, ps, full); err != nil {
 			return cov, fmt.Errorf("file index: %w", err)
 		}
 	}
@@ -247,6 +270,10 @@ func (s *Search) searchFiles(ctx context.Context, inv tools.Invocation) (tools.O
 	}
 	if cov.tooLarge > 0 {
 		fmt.Fprintf(&b, "\n%d file(s) larger than %s were not searched.", cov.tooLarge, files.HumanBytes(MaxIndexedBytes))
+	}
+	if cov.full > 0 {
+		fmt.Fprintf(&b, "\n%d file(s) were not searched: this workspace's files hold more text than the %s a search covers.",
+			cov.full, files.HumanBytes(int64(maxTeamText)))
 	}
 	if cov.beyond > 0 {
 		fmt.Fprintf(&b, "\n%d file(s) beyond the first %d were not searched.", cov.beyond, MaxIndexedFiles)

@@ -242,3 +242,22 @@ func TestSearchArgs(t *testing.T) {
 	_, err = tooltest.Run(t, w, SearchFiles, `{"query": "x y", "folder": "../other"}`)
 	tooltest.WantArgError(t, err, SearchFiles, `uses ".."`)
 }
+
+// A team's text beyond what the index holds is left out and said so, and taken in once there is room.
+func TestSearchBoundsATeamsText(t *testing.T) {
+	defer func(n int) { maxTeamText = n }(maxTeamText)
+	maxTeamText = 40
+	w := newWorker(t, workspace.NewLocal(t.TempDir()))
+	w.put(t, team, "a.txt", []byte("the aardvark digs at night, mostly."))
+	w.put(t, team, "b.txt", []byte("the badger digs at dusk."))
+	got := w.search(t, team, `{"query": "digs"}`)
+	wantHit(t, got, "1 passage(s)", "a.txt", "1 file(s) were not searched")
+	got = w.search(t, team, `{"query": "badger"}`)
+	wantHit(t, got, "No passage", "1 file(s) were not searched")
+	tooltest.RunApproved(t, w, tools.DeleteFile, `{"path": "a.txt"}`, true, "")
+	got = w.search(t, team, `{"query": "badger"}`)
+	wantHit(t, got, "1. b.txt, line 1:")
+	if strings.Contains(got, "not searched") {
+		t.Errorf("b.txt fits now:\n%s", got)
+	}
+}

@@ -24,6 +24,8 @@ CREATE TABLE doc(
 	team TEXT NOT NULL,
 	path TEXT NOT NULL,
 	ver TEXT NOT NULL,
+	chars INTEGER NOT NULL, -- bytes of its passages' text
+	full INTEGER NOT NULL,  -- 1: left out, the team's index being full (chars: what it would take)
 	UNIQUE(team, path)
 );
 CREATE TABLE passage(
@@ -53,27 +55,45 @@ func newIndex() (*index, error) {
 	return &index{db: db}, nil
 }
 
-// versions returns the version of each indexed file of team, by path.
-func (ix *index) versions(ctx context.Context, team string) (map[string]string, error) {
-	rows, err := ix.db.QueryContext(ctx, `SELECT path, ver FROM doc WHERE team = ?`, team)
+// indexed is what the index holds of one file.
+type indexed struct {
+	ver   string
+	chars int
+	full  bool
+}
+
+// versions returns what the index holds of each file of team, by path.
+func (ix *index) versions(ctx context.Context, team string) (map[string]indexed, error) {
+	rows, err := ix.db.QueryContext(ctx, `SELECT path, ver, chars, full FROM doc WHERE team = ?`, team)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]string{}
+	out := map[string]indexed{}
 	for rows.Next() {
-		var p, v string
-		if err := rows.Scan(&p, &v); err != nil {
+		var p string
+		var in indexed
+		if err := rows.Scan(&p, &in.ver, &in.chars, &in.full); err != nil {
 			return nil, err
 		}
-		out[p] = v
+		out[p] = in
 	}
 	return out, rows.Err()
 }
 
+// textLen is the bytes of text of passages.
+func textLen(ps []documents.Passage) int {
+	n := 0
+	for _, p := range ps {
+		n += len(p.Text)
+	}
+	return n
+}
+
 // put replaces what the index holds of one file: its version and its passages (none for a file
-// without text, so that it is not read again until it changes).
-func (ix *index) put(ctx context.Context, team, path, ver string, ps []documents.Passage) error {
+// without text, so that it is not read again until it changes). full records the file without its
+// passages, the team's index having no room for them.
+func (ix *index) put(ctx context.Context, team, path, ver string, ps []documents.Passage, full bool) error {
 	tx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -82,9 +102,12 @@ func (ix *index) put(ctx context.Context, team, path, ver string, ps []documents
 	if err := removeTx(ctx, tx, team, path); err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO doc(team, path, ver) VALUES(?,?,?)`, team, path, ver)
+	res, err := tx.ExecContext(ctx, `INSERT INTO doc(team, path, ver, chars, full) VALUES(?,?,?,?,?)`, team, path, ver, textLen(ps), full)
 	if err != nil {
 		return err
+	}
+	if full {
+		return tx.Commit()
 	}
 	rid, err := res.LastInsertId()
 	if err != nil {
