@@ -327,3 +327,21 @@ func BenchmarkSearch(b *testing.B) {
 	}
 	b.ReportMetric(float64(first.Milliseconds()), "first-search-ms")
 }
+
+// A PDF in one of the standard 8-bit fonts (no ToUnicode map), as many producers write them, is read
+// through the reader library's own extraction.
+func TestSearchReadsASimpleFontPDF(t *testing.T) {
+	p := fpdf.New("P", "mm", "A4", "")
+	p.SetFont("Helvetica", "", 12)
+	p.AddPage()
+	p.Cell(0, 10, "Cover page")
+	p.AddPage()
+	p.Cell(0, 10, "The capybara committee meets on Fridays.")
+	var buf bytes.Buffer
+	if err := p.Output(&buf); err != nil {
+		t.Fatal(err)
+	}
+	w := newWorker(t, workspace.NewLocal(t.TempDir()))
+	w.put(t, team, "minutes.pdf", buf.Bytes())
+	wantHit(t, w.search(t, team, `{"query": "capybara committee"}`), "1. minutes.pdf, page 2:", "**capybara**")
+}
