@@ -1,8 +1,10 @@
 // Package documents holds the tools that generate files for people: CSV files, Excel workbooks,
 // charts (PNG) and PDF reports from Markdown. Each is written in the team's workspace and shared in the
 // conversation's thread through the files domain (files.Workspace.SaveAndShare), which also applies
-// the rules of replacing a file. It is its own package because its libraries (excelize, charts, fpdf,
-// goldmark and the embedded fonts) are needed by no other tool.
+// the rules of replacing a file. It also reads documents' text back (extract.go: PDF, Word, Excel,
+// CSV, text), for the search over a team's files (tools/filesearch). It is its own package because
+// its libraries (excelize, charts, fpdf, the PDF reader, goldmark and the embedded fonts) are needed
+// by no other tool.
 package documents
 
 import (
