@@ -56,13 +56,20 @@ var _ = tools.Register(tools.Def{
 	Required: []string{"code"},
 	Props: func() []tools.Prop {
 		return []tools.Prop{
-			tools.StrProp("code", "The JavaScript program.", 1, MaxScriptChars),
+			tools.StrProp("code", "The program, in the language chosen.", 1, MaxScriptChars),
+			tools.EnumProp("language", "javascript (the default): the sandboxed interpreter with the `files` object. "+
+				"python: Python 3 with pandas, numpy, matplotlib (Agg: save charts with savefig) and openpyxl. "+
+				"bash: a shell with coreutils. Python and bash run in the workspace folder (open files by their "+
+				"relative path; new files you create there are kept and shared, changes to existing ones are not), "+
+				"with no network, about 30 s and 2 GB; where this server's kernel cannot confine them, the call says so.",
+				sandbox.JavaScript, sandbox.Python, sandbox.Bash),
 		}
 	},
 }, (*Sandbox).runScript)
 
 type runScriptArgs struct {
-	Code string `json:"code"`
+	Code     string `json:"code"`
+	Language string `json:"language"`
 }
 
 func (s *Sandbox) runScript(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
@@ -87,6 +94,20 @@ func (s *Sandbox) runScript(ctx context.Context, inv tools.Invocation) (tools.Ou
 		limits = sandbox.DefaultLimits
 	}
 	limits.MaxFileBytes = tools.MaxFileBytes
+	if args.Language == sandbox.Python || args.Language == sandbox.Bash {
+		if err := sandbox.NativeAvailable(args.Language); err != nil {
+			// The person's request is not wrong, this server cannot do it: say so, change nothing.
+			return tools.Output{Content: err.Error() + ". Use language javascript instead.", IsError: true}, nil
+		}
+		res, err := s.runNative(ctx, st, cmd, inv.Team, args.Language, args.Code, sandbox.NativeLimits(limits))
+		if err != nil {
+			if errors.Is(err, sandbox.ErrSandbox) {
+				return tools.Output{}, &tools.TransientError{Tool: tools.RunScript, Err: err}
+			}
+			return tools.Output{}, err
+		}
+		return scriptOutput(res), nil
+	}
 	var res sandbox.Result
 	if local, ok := st.(workspace.Dirs); ok {
 		// The script works on the team's folder itself. It only creates files (the sandbox refuses
