@@ -87,14 +87,19 @@ var (
 // NativeAvailable says whether Python or bash scripts (lang) can run confined on this machine, and
 // if not, why, in words for the person: "this Lucy cannot run Python safely here: …".
 func NativeAvailable(lang string) error {
+	probeOnce.Do(func() { probeErr = probe() })
+	return nativeAvailable(lang, probeErr)
+}
+
+// nativeAvailable is NativeAvailable given what the probe found.
+func nativeAvailable(lang string, probed error) error {
 	argv, err := interpreter(lang)
 	if err != nil {
 		return err
 	}
 	name := map[string]string{Python: "Python", Bash: "bash"}[lang]
-	probeOnce.Do(func() { probeErr = probe() })
-	if probeErr != nil {
-		return fmt.Errorf("this Lucy cannot run %s safely here: %w", name, probeErr)
+	if probed != nil {
+		return fmt.Errorf("this Lucy cannot run %s safely here: %w", name, probed)
 	}
 	if _, err := os.Stat(argv[0]); err != nil {
 		return fmt.Errorf("this Lucy cannot run %s here: %s is not installed (the Debian packages are installed by `task script-deps`)", name, argv[0])
@@ -143,7 +148,7 @@ func baseArgs() []string {
 		"--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
 		"--clearenv",
 		"--setenv", "PATH", "/usr/bin",
-		"--setenv", "HOME", workDir,
+		"--setenv", "HOME", "/tmp", // caches (fontconfig, matplotlib) stay out of the workspace
 		"--setenv", "LANG", "C.UTF-8",
 		// matplotlib draws to files only (no display), keeps its cache in the private /tmp;
 		// numerical libraries keep to one thread, within the process limit.

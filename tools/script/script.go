@@ -28,13 +28,20 @@ type Sandbox struct {
 	ws     *files.Workspace
 	cmd    sandbox.Command
 	limits sandbox.Limits
+	// native are the limits of Python and bash scripts: limits with the floors the interpreters
+	// need (sandbox.NativeLimits), zero for those.
+	native sandbox.Limits
 }
 
 // New returns the script domain over ws. A zero cmd means this executable (which must run
 // sandbox.Main when sandbox.EnvChild is set, as cmd/lucy and the tests do); zero limits mean
 // sandbox.DefaultLimits.
 func New(ws *files.Workspace, cmd sandbox.Command, limits sandbox.Limits) *Sandbox {
-	return &Sandbox{ws: ws, cmd: cmd, limits: limits}
+	base := limits
+	if base.Wall <= 0 {
+		base = sandbox.DefaultLimits
+	}
+	return &Sandbox{ws: ws, cmd: cmd, limits: limits, native: sandbox.NativeLimits(base)}
 }
 
 // MaxScriptChars bounds a script's source.
@@ -99,7 +106,9 @@ func (s *Sandbox) runScript(ctx context.Context, inv tools.Invocation) (tools.Ou
 			// The person's request is not wrong, this server cannot do it: say so, change nothing.
 			return tools.Output{Content: err.Error() + ". Use language javascript instead.", IsError: true}, nil
 		}
-		res, err := s.runNative(ctx, st, cmd, inv.Team, args.Language, args.Code, sandbox.NativeLimits(limits))
+		native := s.native
+		native.MaxFileBytes = limits.MaxFileBytes
+		res, err := s.runNative(ctx, st, cmd, inv.Team, args.Language, args.Code, native)
 		if err != nil {
 			if errors.Is(err, sandbox.ErrSandbox) {
 				return tools.Output{}, &tools.TransientError{Tool: tools.RunScript, Err: err}
