@@ -1,5 +1,5 @@
-// Package script holds lucy_run_script: JavaScript the model writes, run in the sandbox (package
-// sandbox) over the team's workspace files. It is its own package because it alone starts a child
+// Package script holds lucy_run_script: JavaScript, Python or bash the model writes, run in the
+// sandbox (package sandbox) over the team's workspace files. It is its own package because it alone starts a child
 // process; it reaches the files only through the files domain's *files.Workspace.
 package script
 
@@ -19,8 +19,8 @@ import (
 
 // lucy_run_script (tools.RunScript) runs JavaScript the model writes in the sandbox (package sandbox):
 // no network, no host files, only the team's workspace through a `files` object, under time, CPU,
-// memory and output limits. In place of a hosted Python workbench and bash, Lucy has this: nothing to
-// install, nothing to escape to.
+// memory and output limits. Python and bash (language) run under bubblewrap on a copy of the
+// workspace (native.go), where the kernel can confine them.
 
 // Sandbox runs the scripts: the command of the sandbox's child process, its limits, and the
 // workspace it works on.
@@ -50,13 +50,15 @@ const MaxScriptChars = 100_000
 var _ = tools.Register(tools.Def{
 	Spec: tools.Spec{
 		Name: tools.RunScript,
-		Description: "Run a JavaScript (ES2020) program in a sandbox to compute, parse or transform data. It has no " +
-			"network and no modules (no require, fetch or process). It can read and write the team's workspace " +
+		Description: "Run a program in a sandbox to compute, parse or transform data, or chart it. language javascript " +
+			"(the default) is ES2020 with no network and no modules (no require, fetch or process); it can read and write the team's workspace " +
 			"files through `files.read(path)`, `files.write(path, text)` (new files only, or ones this script " +
 			"wrote), `files.list(dir)` and `files.exists(path)`, and print with console.log. The result is what it " +
-			"printed and the value of its last expression. Limits: about 10 s, 512 MB, 64 KB of output. Use it " +
-			"for arithmetic over data, CSV/JSON processing and checks; write files for the person with " +
-			"lucy_write_file or the generate tools.",
+			"printed and the value of its last expression. Limits: about 10 s, 512 MB, 64 KB of output. language " +
+			"python (pandas, numpy, matplotlib, openpyxl) or bash (coreutils) runs in the workspace folder with no " +
+			"network, where this server's kernel can confine it (otherwise the call says so and javascript remains). " +
+			"Use it for arithmetic over data, CSV/JSON/Excel processing, charts and checks; write files for the " +
+			"person with lucy_write_file or the generate tools.",
 		Human: "running a script",
 		Long:  true,
 	},
