@@ -131,6 +131,12 @@ func TestPythonEscapesAreRefused(t *testing.T) {
 		t.Errorf("environment: %s", out.Content)
 	}
 
+	// Memory beyond the address-space limit is refused to the script, not taken from the worker.
+	out = runLang(t, r, sandbox.Python, "try:\n    b = bytearray(3 << 30)\n    print('ALLOCATED')\nexcept MemoryError:\n    print('refused memory')")
+	if !strings.Contains(out.Content, "refused memory") {
+		t.Errorf("memory: %s", out.Content)
+	}
+
 	// A script over its time limit is killed.
 	start := time.Now()
 	out = runLang(t, r, sandbox.Python, "print('spinning', flush=True)\nwhile True:\n    pass")
@@ -250,4 +256,22 @@ func TestBashCountsLines(t *testing.T) {
 func TestRunScriptRefusesUnknownLanguage(t *testing.T) {
 	_, err := tooltest.Run(t, newTestScripts(t, t.TempDir()), tools.RunScript, `{"code":"1","language":"ruby"}`)
 	tooltest.WantArgError(t, err, tools.RunScript, "language")
+}
+
+// Where the kernel cannot confine Python, the call says so and runs nothing; JavaScript still runs.
+func TestPythonRefusedWhereItCannotBeConfined(t *testing.T) {
+	nativeAvailable = func(lang string) error {
+		return fmt.Errorf("this Lucy cannot run %s safely here: the kernel refused bubblewrap's namespaces", lang)
+	}
+	t.Cleanup(func() { nativeAvailable = sandbox.NativeAvailable })
+	r, dir := newNativeScripts(t, t.TempDir(), 5*time.Second)
+	out := runLang(t, r, sandbox.Python, "open('made.txt', 'w').write('x')")
+	if !out.IsError || !strings.Contains(out.Content, "this Lucy cannot run python safely here") || !strings.Contains(out.Content, "Use language javascript") {
+		t.Errorf("%+v", out)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("workspace holds %v", ents)
+	}
+	out = runLang(t, r, sandbox.JavaScript, "1 + 1")
+	tooltest.WantOK(t, out, "Value: 2")
 }

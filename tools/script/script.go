@@ -44,6 +44,10 @@ func New(ws *files.Workspace, cmd sandbox.Command, limits sandbox.Limits) *Sandb
 	return &Sandbox{ws: ws, cmd: cmd, limits: limits, native: sandbox.NativeLimits(base)}
 }
 
+// nativeAvailable is sandbox.NativeAvailable; a test replaces it to see the refusal where this
+// machine can run Python.
+var nativeAvailable = sandbox.NativeAvailable
+
 // MaxScriptChars bounds a script's source.
 const MaxScriptChars = 100_000
 
@@ -104,7 +108,7 @@ func (s *Sandbox) runScript(ctx context.Context, inv tools.Invocation) (tools.Ou
 	}
 	limits.MaxFileBytes = tools.MaxFileBytes
 	if args.Language == sandbox.Python || args.Language == sandbox.Bash {
-		if err := sandbox.NativeAvailable(args.Language); err != nil {
+		if err := nativeAvailable(args.Language); err != nil {
 			// The person's request is not wrong, this server cannot do it: say so, change nothing.
 			return tools.Output{Content: err.Error() + ". Use language javascript instead.", IsError: true}, nil
 		}
