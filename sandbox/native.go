@@ -128,8 +128,9 @@ func probe() error {
 }
 
 // bwrapArgs is bubblewrap's command line for one script: dir is the workspace copy, fd the
-// descriptor (in the child) the script's source is read from.
-func bwrapArgs(lang, dir string, fd int) ([]string, error) {
+// descriptor (in the child) the script's source is read from, seccompFD the one of the seccomp
+// filter (seccomp.go), or -1 for none.
+func bwrapArgs(lang, dir string, fd, seccompFD int) ([]string, error) {
 	argv, err := interpreter(lang)
 	if err != nil {
 		return nil, err
@@ -137,9 +138,11 @@ func bwrapArgs(lang, dir string, fd int) ([]string, error) {
 	args := append(baseArgs(),
 		"--bind", dir, workDir, "--chdir", workDir,
 		"--ro-bind-data", strconv.Itoa(fd), scriptPath,
-		"--",
 	)
-	return append(args, argv...), nil
+	if seccompFD >= 0 {
+		args = append(args, "--seccomp", strconv.Itoa(seccompFD))
+	}
+	return append(append(args, "--"), argv...), nil
 }
 
 // baseArgs is the sandbox without its workspace and script.
@@ -177,17 +180,21 @@ func execNative(req Request) error {
 	if bwrap == "" {
 		return errors.New("no bwrap path in the request")
 	}
-	fd, err := unix.MemfdCreate("lucy-script", 0) // no close-on-exec: bwrap reads it
+	fd, err := memFile("lucy-script", []byte(req.Code))
 	if err != nil {
-		return fmt.Errorf("memfd: %w", err)
-	}
-	if _, err := unix.Write(fd, []byte(req.Code)); err != nil {
 		return err
 	}
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
+	filter, err := seccompProgram()
+	if err != nil {
 		return err
 	}
-	args, err := bwrapArgs(req.Language, req.Dir, fd)
+	seccompFD := -1
+	if filter != nil {
+		if seccompFD, err = memFile("lucy-seccomp", filter); err != nil {
+			return err
+		}
+	}
+	args, err := bwrapArgs(req.Language, req.Dir, fd, seccompFD)
 	if err != nil {
 		return err
 	}
@@ -228,6 +235,21 @@ func execNative(req Request) error {
 		}
 	}
 	return unix.Exec(bwrap, append([]string{"bwrap"}, args...), []string{})
+}
+
+// memFile is a memory file holding data, read from its start, left open across exec (bwrap reads it).
+func memFile(name string, data []byte) (int, error) {
+	fd, err := unix.MemfdCreate(name, 0)
+	if err != nil {
+		return -1, fmt.Errorf("memfd: %w", err)
+	}
+	if _, err := unix.Write(fd, data); err != nil {
+		return -1, err
+	}
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return -1, err
+	}
+	return fd, nil
 }
 
 // leaveRoot makes the child the user nobody, with no supplementary groups. (Go applies these to

@@ -30,12 +30,12 @@ func TestNativeRefusesClearly(t *testing.T) {
 // The sandbox's command line binds no host path writable but the workspace, and passes no
 // environment but its own.
 func TestBwrapArgsBindOnlyTheWorkspace(t *testing.T) {
-	args, err := bwrapArgs(Python, "/tmp/ws", 3)
+	args, err := bwrapArgs(Python, "/tmp/ws", 3, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
 	line := strings.Join(args, " ")
-	for _, want := range []string{"--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--bind /tmp/ws /workspace", "--ro-bind-data 3 /run/lucy/script", "-- /usr/bin/python3 -I -B /run/lucy/script"} {
+	for _, want := range []string{"--unshare-all", "--die-with-parent", "--new-session", "--clearenv", "--bind /tmp/ws /workspace", "--ro-bind-data 3 /run/lucy/script", "--seccomp 4", "-- /usr/bin/python3 -I -B /run/lucy/script"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("bwrap args lack %q: %s", want, line)
 		}

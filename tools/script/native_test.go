@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/lucy-agent/lucy/tools/files"
 	"github.com/lucy-agent/lucy/tools/tooltest"
 	"github.com/lucy-agent/lucy/workspace"
+	"golang.org/x/sys/unix"
 )
 
 // needNative skips where this machine cannot confine the language, saying why (bubblewrap missing,
@@ -274,4 +276,37 @@ func TestPythonRefusedWhereItCannotBeConfined(t *testing.T) {
 	}
 	out = runLang(t, r, sandbox.JavaScript, "1 + 1")
 	tooltest.WantOK(t, out, "Value: 2")
+}
+
+// The seccomp filter refuses what escapes a namespace (a new one, tracing, the key ring, mounts)
+// while threads and processes still work (clone3 falls back to clone).
+func TestPythonSeccompRefusesEscapeCalls(t *testing.T) {
+	needNative(t, sandbox.Python)
+	if runtime.GOARCH != "amd64" && runtime.GOARCH != "arm64" {
+		t.Skip("no seccomp filter is built for", runtime.GOARCH)
+	}
+	r, _ := newNativeScripts(t, t.TempDir(), 10*time.Second)
+	code := fmt.Sprintf(`import ctypes, os, threading, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, nr, *args):
+    ctypes.set_errno(0)
+    r = libc.syscall(nr, *args)
+    print(name, r, ctypes.get_errno())
+call('unshare', %d, %d)
+call('ptrace', %d, 0, 0, 0, 0)
+call('keyctl', %d, 0, 0, 0, 0)
+call('mount', %d, b'none', b'/tmp', b'tmpfs', 0, 0)
+call('clone_newuser', %d, %d, 0, 0, 0, 0)
+out = []
+th = threading.Thread(target=lambda: out.append('thread ran'))
+th.start(); th.join()
+print(out[0])
+print(subprocess.run(['echo', 'child ran'], capture_output=True, text=True).stdout.strip())
+`, unix.SYS_UNSHARE, unix.CLONE_NEWUSER, unix.SYS_PTRACE, unix.SYS_KEYCTL, unix.SYS_MOUNT, unix.SYS_CLONE, unix.CLONE_NEWUSER|int(unix.SIGCHLD))
+	out := runLang(t, r, sandbox.Python, code)
+	for _, want := range []string{"unshare -1 1\n", "ptrace -1 1\n", "keyctl -1 1\n", "mount -1 1\n", "clone_newuser -1 1\n", "thread ran", "child ran"} {
+		if !strings.Contains(out.Content, want) {
+			t.Errorf("output lacks %q: %s", want, out.Content)
+		}
+	}
 }
