@@ -15,7 +15,8 @@ package sandbox
 //     open files and processes; when Lucy runs as root, the child first becomes the user nobody, so
 //     that the process limit applies (the kernel exempts root from RLIMIT_NPROC);
 //   - a wall-clock limit: the parent kills bwrap's process group, and bwrap's death takes the whole
-//     PID namespace with it.
+//     PID namespace with it;
+//   - a seccomp filter against the calls that get out of namespaces (seccomp.go).
 
 import (
 	"bytes"

@@ -1,6 +1,7 @@
 // Package sandbox runs code the model writes (lucy_run_script) where it can do no harm: JavaScript
 // on an embedded interpreter (goja, pure Go: nothing to install on a fresh machine) in a child
-// process with operating-system limits.
+// process with operating-system limits. Python and bash (Request.Language) run under bubblewrap,
+// confined by the kernel instead (native.go, seccomp.go); what follows is about JavaScript.
 //
 // What confines a script:
 //
