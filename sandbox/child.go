@@ -33,6 +33,11 @@ func Main(in io.Reader, out io.Writer) int {
 		fmt.Fprintln(os.Stderr, "sandbox: read request:", err)
 		return 2
 	}
+	if req.Language != "" && req.Language != JavaScript {
+		err := execNative(req) // returns only on failure
+		fmt.Fprintln(os.Stderr, "sandbox: start the interpreter:", err)
+		return 2
+	}
 	if err := confine(req.Limits); err != nil {
 		fmt.Fprintln(os.Stderr, "sandbox: confine:", err)
 		return 2

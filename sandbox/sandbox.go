@@ -1,6 +1,7 @@
 // Package sandbox runs code the model writes (lucy_run_script) where it can do no harm: JavaScript
 // on an embedded interpreter (goja, pure Go: nothing to install on a fresh machine) in a child
-// process with operating-system limits.
+// process with operating-system limits. Python and bash (Request.Language) run under bubblewrap,
+// confined by the kernel instead (native.go, seccomp.go); what follows is about JavaScript.
 //
 // What confines a script:
 //
@@ -58,6 +59,11 @@ var DefaultLimits = Limits{
 // Request is what the parent sends the child on its standard input.
 type Request struct {
 	Code string `json:"code"`
+	// Language is JavaScript (also when empty), Python or Bash; the last two run under bubblewrap
+	// (native.go), with their output as the Result's, and Written left to the caller.
+	Language string `json:"language,omitempty"`
+	// Bwrap is bubblewrap's path for Python and bash, found by the parent (the child has no PATH).
+	Bwrap string `json:"bwrap,omitempty"`
 	// Dir is the directory the script's `files` object sees (the team's workspace); it must exist.
 	Dir string `json:"dir"`
 	// Limits bound the script. A script creates new files (and rewrites those it created); a
@@ -124,6 +130,13 @@ var ErrSandbox = errors.New("sandbox failure")
 // Run runs one script in a child process and returns what it did. A script that fails or is stopped
 // is a Result with Error set, not an error; an error means the sandbox itself failed.
 func Run(ctx context.Context, cmd Command, req Request) (Result, error) {
+	if req.Language != "" && req.Language != JavaScript {
+		p, err := exec.LookPath("bwrap")
+		if err != nil {
+			return Result{}, fmt.Errorf("%w: %v", ErrSandbox, err)
+		}
+		req.Bwrap = p
+	}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return Result{}, err
@@ -132,8 +145,15 @@ func Run(ctx context.Context, cmd Command, req Request) (Result, error) {
 	c.Env = []string{EnvChild + "=1"} // nothing else: no tokens, no keys, no proxy settings
 	c.Dir = req.Dir
 	c.Stdin = bytes.NewReader(body)
+	native := req.Language != "" && req.Language != JavaScript
 	var out limitedBuffer
 	out.max = maxResultBytes(req.Limits)
+	if native {
+		out.max = int64(req.Limits.OutputBytes)
+		if out.max <= 0 {
+			out.max = int64(DefaultLimits.OutputBytes)
+		}
+	}
 	c.Stdout = &out
 	var stderr limitedBuffer
 	stderr.max = 8 << 10
@@ -150,6 +170,9 @@ func Run(ctx context.Context, cmd Command, req Request) (Result, error) {
 	// The child stops the interpreter at the wall limit itself; this is the backstop for a child
 	// that does not (stuck in a system call, or not reading its clock).
 	grace := req.Limits.Wall + 2*time.Second
+	if native {
+		grace = req.Limits.Wall // nothing inside stops a native script at its wall limit
+	}
 	timer := time.NewTimer(grace)
 	defer timer.Stop()
 	killed := ""
@@ -164,6 +187,9 @@ func Run(ctx context.Context, cmd Command, req Request) (Result, error) {
 		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 		<-done
 		return Result{}, ctx.Err()
+	}
+	if native {
+		return nativeResult(req, &out, &stderr, killed, waitErr, c.ProcessState)
 	}
 	var res Result
 	if err := json.Unmarshal(out.Bytes(), &res); err == nil && killed == "" {
@@ -224,17 +250,18 @@ func firstLine(b []byte) string {
 // bytes.Buffer would promote its ReadFrom, and os/exec's copy (io.Copy) would then read the whole
 // pipe through it, past max.
 type limitedBuffer struct {
-	buf bytes.Buffer
-	max int64
+	buf     bytes.Buffer
+	max     int64
+	dropped int64
 }
 
 func (b *limitedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - int64(b.buf.Len()); room > 0 {
-		if int64(len(p)) > room {
-			b.buf.Write(p[:room])
-		} else {
-			b.buf.Write(p)
-		}
+	room := max(b.max-int64(b.buf.Len()), 0)
+	if int64(len(p)) > room {
+		b.buf.Write(p[:room])
+		b.dropped += int64(len(p)) - room
+	} else {
+		b.buf.Write(p)
 	}
 	return len(p), nil
 }

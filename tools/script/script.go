@@ -1,5 +1,5 @@
-// Package script holds lucy_run_script: JavaScript the model writes, run in the sandbox (package
-// sandbox) over the team's workspace files. It is its own package because it alone starts a child
+// Package script holds lucy_run_script: JavaScript, Python or bash the model writes, run in the
+// sandbox (package sandbox) over the team's workspace files. It is its own package because it alone starts a child
 // process; it reaches the files only through the files domain's *files.Workspace.
 package script
 
@@ -19,8 +19,8 @@ import (
 
 // lucy_run_script (tools.RunScript) runs JavaScript the model writes in the sandbox (package sandbox):
 // no network, no host files, only the team's workspace through a `files` object, under time, CPU,
-// memory and output limits. In place of a hosted Python workbench and bash, Lucy has this: nothing to
-// install, nothing to escape to.
+// memory and output limits. Python and bash (language) run under bubblewrap on a copy of the
+// workspace (native.go), where the kernel can confine them.
 
 // Sandbox runs the scripts: the command of the sandbox's child process, its limits, and the
 // workspace it works on.
@@ -28,14 +28,25 @@ type Sandbox struct {
 	ws     *files.Workspace
 	cmd    sandbox.Command
 	limits sandbox.Limits
+	// native are the limits of Python and bash scripts: limits with the floors the interpreters
+	// need (sandbox.NativeLimits), zero for those.
+	native sandbox.Limits
 }
 
 // New returns the script domain over ws. A zero cmd means this executable (which must run
 // sandbox.Main when sandbox.EnvChild is set, as cmd/lucy and the tests do); zero limits mean
 // sandbox.DefaultLimits.
 func New(ws *files.Workspace, cmd sandbox.Command, limits sandbox.Limits) *Sandbox {
-	return &Sandbox{ws: ws, cmd: cmd, limits: limits}
+	base := limits
+	if base.Wall <= 0 {
+		base = sandbox.DefaultLimits
+	}
+	return &Sandbox{ws: ws, cmd: cmd, limits: limits, native: sandbox.NativeLimits(base)}
 }
+
+// nativeAvailable is sandbox.NativeAvailable; a test replaces it to see the refusal where this
+// machine can run Python.
+var nativeAvailable = sandbox.NativeAvailable
 
 // MaxScriptChars bounds a script's source.
 const MaxScriptChars = 100_000
@@ -43,26 +54,35 @@ const MaxScriptChars = 100_000
 var _ = tools.Register(tools.Def{
 	Spec: tools.Spec{
 		Name: tools.RunScript,
-		Description: "Run a JavaScript (ES2020) program in a sandbox to compute, parse or transform data. It has no " +
-			"network and no modules (no require, fetch or process). It can read and write the team's workspace " +
+		Description: "Run a program in a sandbox to compute, parse or transform data, or chart it. language javascript " +
+			"(the default) is ES2020 with no network and no modules (no require, fetch or process); it can read and write the team's workspace " +
 			"files through `files.read(path)`, `files.write(path, text)` (new files only, or ones this script " +
 			"wrote), `files.list(dir)` and `files.exists(path)`, and print with console.log. The result is what it " +
-			"printed and the value of its last expression. Limits: about 10 s, 512 MB, 64 KB of output. Use it " +
-			"for arithmetic over data, CSV/JSON processing and checks; write files for the person with " +
-			"lucy_write_file or the generate tools.",
+			"printed and the value of its last expression. Limits: about 10 s, 512 MB, 64 KB of output. language " +
+			"python (pandas, numpy, matplotlib, openpyxl) or bash (coreutils) runs in the workspace folder with no " +
+			"network, where this server's kernel can confine it (otherwise the call says so and javascript remains). " +
+			"Use it for arithmetic over data, CSV/JSON/Excel processing, charts and checks; write files for the " +
+			"person with lucy_write_file or the generate tools.",
 		Human: "running a script",
 		Long:  true,
 	},
 	Required: []string{"code"},
 	Props: func() []tools.Prop {
 		return []tools.Prop{
-			tools.StrProp("code", "The JavaScript program.", 1, MaxScriptChars),
+			tools.StrProp("code", "The program, in the language chosen.", 1, MaxScriptChars),
+			tools.EnumProp("language", "javascript (the default): the sandboxed interpreter with the `files` object. "+
+				"python: Python 3 with pandas, numpy, matplotlib (Agg: save charts with savefig) and openpyxl. "+
+				"bash: a shell with coreutils. Python and bash run in the workspace folder (open files by their "+
+				"relative path; new files you create there are kept and shared, changes to existing ones are not), "+
+				"with no network, about 30 s and 2 GB; where this server's kernel cannot confine them, the call says so.",
+				sandbox.JavaScript, sandbox.Python, sandbox.Bash),
 		}
 	},
 }, (*Sandbox).runScript)
 
 type runScriptArgs struct {
-	Code string `json:"code"`
+	Code     string `json:"code"`
+	Language string `json:"language"`
 }
 
 func (s *Sandbox) runScript(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
@@ -87,6 +107,22 @@ func (s *Sandbox) runScript(ctx context.Context, inv tools.Invocation) (tools.Ou
 		limits = sandbox.DefaultLimits
 	}
 	limits.MaxFileBytes = tools.MaxFileBytes
+	if args.Language == sandbox.Python || args.Language == sandbox.Bash {
+		if err := nativeAvailable(args.Language); err != nil {
+			// The person's request is not wrong, this server cannot do it: say so, change nothing.
+			return tools.Output{Content: err.Error() + ". Use language javascript instead.", IsError: true}, nil
+		}
+		native := s.native
+		native.MaxFileBytes = limits.MaxFileBytes
+		res, err := s.runNative(ctx, st, cmd, inv.Team, args.Language, args.Code, native)
+		if err != nil {
+			if errors.Is(err, sandbox.ErrSandbox) {
+				return tools.Output{}, &tools.TransientError{Tool: tools.RunScript, Err: err}
+			}
+			return tools.Output{}, err
+		}
+		return scriptOutput(res), nil
+	}
 	var res sandbox.Result
 	if local, ok := st.(workspace.Dirs); ok {
 		// The script works on the team's folder itself. It only creates files (the sandbox refuses

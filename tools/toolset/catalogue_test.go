@@ -356,6 +356,7 @@ func TestArgValidation(t *testing.T) {
 		{schedules.DeleteHeartbeat, `{}`, []string{`missing required field "name"`}},
 		{schedules.CheckHeartbeat, `{"name": "x", "kind": "http"}`, []string{`"kind"`}},
 		{tools.RunScript, `{}`, []string{`missing required field "code"`}},
+		{tools.RunScript, `{"code": "1", "language": "ruby"}`, []string{`"language"`}},
 		{subagents.DelegateResearch, `{}`, []string{`missing required field "task"`}},
 		{subagents.DelegateCode, `{"task": ""}`, []string{`"task" must not be empty`}},
 		{subagents.DelegateDocument, `{"task": "a report", "context": 7}`, []string{`"context" must be a string`}},
