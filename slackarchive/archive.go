@@ -1,0 +1,401 @@
+// Package slackarchive keeps the messages of the channels Lucy is in, as they arrive, so that the
+// Slack search tool finds older messages without a user token (SLACK_USER_TOKEN's search:read).
+//
+// # Where it lives
+//
+// The archive is objects in Lucy's state store (package workspace: a folder in `lucy dev`, S3 when
+// several processes run), one per message, under the team: slack-archive/<channel>/<ts>.json, and
+// one marker per channel Lucy left, slack-archive-left/<channel>.json. The gateway writes them as
+// the events arrive (it already writes the credential store there; it posts nothing and calls no
+// model); each worker keeps its own in-memory index of them, refreshed from the store at most every
+// RefreshInterval, as package memory does for its notes. The store is the one truth every gateway
+// replica and worker shares, so no process has to be the one that saw an event.
+//
+// # Several replicas, retries and out-of-order events
+//
+// Slack redelivers an event that was not acknowledged, and two gateway replicas may each handle one
+// of a message's events, in any order. Every write is therefore idempotent and ordered by what the
+// event says, not by when it arrives:
+//
+//   - a new message is written only if nothing is there yet (a conditional create): a late or
+//     repeated delivery never undoes an edit or a deletion;
+//   - an edit replaces the text only if it is newer (its edited.ts) than the one stored;
+//   - a deletion leaves a tombstone that no later create or edit replaces;
+//   - Lucy leaving a channel writes a marker with the time she left: messages up to then are hidden
+//     from every search and purged, and those after a rejoin are kept.
+//
+// # Retention
+//
+// Messages are kept for LUCY_SLACK_ARCHIVE_DAYS (0 turns the archive off); a worker's refresh
+// deletes what has expired.
+package slackarchive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lucy-agent/lucy/workspace"
+)
+
+// Folders of a team's state store.
+const (
+	dir     = "slack-archive"
+	leftDir = "slack-archive-left"
+)
+
+// RefreshInterval bounds how stale a worker's index may be: a message archived by a gateway is
+// found by searches at most this long afterwards.
+const RefreshInterval = 5 * time.Second
+
+// Message is one archived message.
+type Message struct {
+	Channel  string `json:"channel"`
+	TS       string `json:"ts"`
+	ThreadTS string `json:"thread_ts,omitempty"`
+	User     string `json:"user,omitempty"`
+	Text     string `json:"text,omitempty"`
+	// Edited is the edited.ts of the text kept ("" for the original): an older edit never
+	// replaces a newer one.
+	Edited string `json:"edited,omitempty"`
+	// Deleted marks a tombstone: the message was deleted and is never found again.
+	Deleted bool `json:"deleted,omitempty"`
+}
+
+// left is the marker of a channel Lucy left: its messages up to TS are hidden.
+type left struct {
+	TS string `json:"ts"`
+}
+
+// ids are Slack's conversation IDs and message timestamps, the only names the archive builds paths
+// from (an event is signed, but its fields are still never trusted as paths).
+var (
+	channelID = regexp.MustCompile(`^[A-Z0-9]{2,30}$`)
+	tsPattern = regexp.MustCompile(`^[0-9]{1,12}\.[0-9]{1,9}$`)
+)
+
+func object(channel, ts string) string { return path.Join(dir, channel, ts+".json") }
+
+// Archive is the archive over a state store. It is safe for concurrent use; several Archives over
+// one store (gateway replicas, workers) see one another's writes.
+type Archive struct {
+	st   workspace.Store
+	keep time.Duration
+	now  func() time.Time
+
+	mu    sync.Mutex
+	teams map[string]*teamIndex
+}
+
+type entry struct {
+	ver string
+	msg Message
+}
+
+type teamIndex struct {
+	mu     sync.Mutex // one refresh of the team at a time; guards the maps
+	synced time.Time
+	msgs   map[string]entry  // by object path
+	left   map[string]string // channel → the ts Lucy left it at
+}
+
+// New returns the archive over st, keeping messages for keep (which must be positive: a zero
+// LUCY_SLACK_ARCHIVE_DAYS means no archive at all). now is the clock (nil: time.Now).
+func New(st workspace.Store, keep time.Duration, now func() time.Time) *Archive {
+	if now == nil {
+		now = time.Now
+	}
+	return &Archive{st: st, keep: keep, now: now, teams: map[string]*teamIndex{}}
+}
+
+// valid reports whether channel and ts can name an object.
+func valid(channel, ts string) bool { return channelID.MatchString(channel) && tsPattern.MatchString(ts) }
+
+// tsTime reads a Slack timestamp (seconds.micro) as a time.
+func tsTime(ts string) time.Time {
+	sec, _, _ := strings.Cut(ts, ".")
+	n, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(n, 0)
+}
+
+func (a *Archive) expired(ts string) bool { return a.now().Sub(tsTime(ts)) > a.keep }
+
+// lessTS compares two Slack timestamps numerically ("9.1" < "10.0").
+func lessTS(x, y string) bool {
+	xs, xf, _ := strings.Cut(x, ".")
+	ys, yf, _ := strings.Cut(y, ".")
+	if len(xs) != len(ys) {
+		return len(xs) < len(ys)
+	}
+	if xs != ys {
+		return xs < ys
+	}
+	return xf < yf
+}
+
+// Add archives a new message (a `message` event). A message already there — a redelivery, another
+// replica's copy, or an edit or deletion that arrived first — is left as it is.
+func (a *Archive) Add(ctx context.Context, team string, m Message) error {
+	if !valid(m.Channel, m.TS) || a.expired(m.TS) {
+		return nil
+	}
+	m.Edited, m.Deleted = "", false
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = a.st.Write(ctx, team, object(m.Channel, m.TS), data, workspace.Cond{IfNoneMatch: true})
+	if errors.Is(err, workspace.ErrPrecondition) {
+		return nil
+	}
+	return err
+}
+
+// Edit applies an edit (a `message_changed` event): m is the message as edited, m.Edited its
+// edited.ts. It replaces the stored text only if it is newer, never a tombstone; an edit of a
+// message the archive never had archives it.
+func (a *Archive) Edit(ctx context.Context, team string, m Message) error {
+	if !valid(m.Channel, m.TS) || a.expired(m.TS) {
+		return nil
+	}
+	m.Deleted = false
+	data, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	rel := object(m.Channel, m.TS)
+	// Conditional writes: two replicas applying two edits at once cannot lose the newer one.
+	for range 5 {
+		cond := workspace.Cond{IfNoneMatch: true}
+		old, info, err := a.st.Read(ctx, team, rel)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		default:
+			var cur Message
+			if json.Unmarshal(old, &cur) == nil && (cur.Deleted || (cur.Edited != "" && !lessTS(cur.Edited, m.Edited))) {
+				return nil // deleted, or already this edit or a newer one
+			}
+			cond = workspace.Cond{IfMatch: info.ETag}
+		}
+		_, err = a.st.Write(ctx, team, rel, data, cond)
+		if !errors.Is(err, workspace.ErrPrecondition) {
+			return err
+		}
+	}
+	return fmt.Errorf("slack archive: %s/%s kept changing", m.Channel, m.TS)
+}
+
+// Delete applies a deletion (a `message_deleted` event): a tombstone replaces the message, so that
+// neither its text nor a late delivery of its creation or an edit brings it back.
+func (a *Archive) Delete(ctx context.Context, team, channel, ts string) error {
+	if !valid(channel, ts) || a.expired(ts) {
+		return nil
+	}
+	data, err := json.Marshal(Message{Channel: channel, TS: ts, Deleted: true})
+	if err != nil {
+		return err
+	}
+	_, err = a.st.Write(ctx, team, object(channel, ts), data, workspace.Cond{})
+	return err
+}
+
+// Left records that Lucy left channel at ts (the event's event_ts): its messages up to then are no
+// longer found, and are purged. A later marker wins; messages after a rejoin are kept.
+func (a *Archive) Left(ctx context.Context, team, channel, ts string) error {
+	if !valid(channel, ts) {
+		return nil
+	}
+	rel := path.Join(leftDir, channel+".json")
+	for range 5 {
+		cond := workspace.Cond{IfNoneMatch: true}
+		old, info, err := a.st.Read(ctx, team, rel)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		default:
+			var cur left
+			if json.Unmarshal(old, &cur) == nil && !lessTS(cur.TS, ts) {
+				return a.purge(ctx, team, channel, cur.TS)
+			}
+			cond = workspace.Cond{IfMatch: info.ETag}
+		}
+		data, _ := json.Marshal(left{TS: ts})
+		_, err = a.st.Write(ctx, team, rel, data, cond)
+		if err == nil {
+			return a.purge(ctx, team, channel, ts)
+		}
+		if !errors.Is(err, workspace.ErrPrecondition) {
+			return err
+		}
+	}
+	return fmt.Errorf("slack archive: the marker of %s kept changing", channel)
+}
+
+// purge deletes channel's messages up to ts. The marker already hides them: a purge cut short is
+// finished by the next leave or by expiry.
+func (a *Archive) purge(ctx context.Context, team, channel, ts string) error {
+	infos, err := a.st.List(ctx, team, path.Join(dir, channel))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, in := range infos {
+		mts, ok := strings.CutSuffix(path.Base(in.Path), ".json")
+		if !ok || lessTS(ts, mts) {
+			continue
+		}
+		if err := a.st.Delete(ctx, team, in.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Archive) team(team string) *teamIndex {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.teams[team]
+	if t == nil {
+		t = &teamIndex{msgs: map[string]entry{}, left: map[string]string{}}
+		a.teams[team] = t
+	}
+	return t
+}
+
+func version(in workspace.Info) string {
+	if in.ETag != "" {
+		return in.ETag
+	}
+	return fmt.Sprintf("%d/%d", in.ModTime.UnixNano(), in.Size)
+}
+
+// refresh brings t in step with the store (t.mu held): reads what changed, forgets what is gone,
+// deletes what has expired.
+func (a *Archive) refresh(ctx context.Context, team string, t *teamIndex) error {
+	if !t.synced.IsZero() && a.now().Sub(t.synced) < RefreshInterval {
+		return nil
+	}
+	started := a.now()
+	marks, err := a.st.List(ctx, team, leftDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("list the Slack archive: %w", err)
+	}
+	t.left = map[string]string{}
+	for _, in := range marks {
+		ch, ok := strings.CutSuffix(path.Base(in.Path), ".json")
+		if !ok {
+			continue
+		}
+		data, _, err := a.st.Read(ctx, team, in.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read the Slack archive: %w", err)
+		}
+		var l left
+		if json.Unmarshal(data, &l) == nil {
+			t.left[ch] = l.TS
+		}
+	}
+	infos, err := a.st.List(ctx, team, dir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("list the Slack archive: %w", err)
+	}
+	seen := make(map[string]bool, len(infos))
+	for _, in := range infos {
+		ts, ok := strings.CutSuffix(path.Base(in.Path), ".json")
+		if !ok || !tsPattern.MatchString(ts) {
+			continue
+		}
+		if a.expired(ts) {
+			// Any process may delete an expired message: deleting twice is harmless.
+			if err := a.st.Delete(ctx, team, in.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("expire the Slack archive: %w", err)
+			}
+			continue
+		}
+		seen[in.Path] = true
+		v := version(in)
+		if old, ok := t.msgs[in.Path]; ok && old.ver == v {
+			continue
+		}
+		data, _, err := a.st.Read(ctx, team, in.Path)
+		if errors.Is(err, fs.ErrNotExist) {
+			delete(seen, in.Path)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read the Slack archive: %w", err)
+		}
+		var m Message
+		if err := json.Unmarshal(data, &m); err != nil {
+			continue // not one of ours: ignored rather than failing every search
+		}
+		t.msgs[in.Path] = entry{ver: v, msg: m}
+	}
+	for p := range t.msgs {
+		if !seen[p] {
+			delete(t.msgs, p)
+		}
+	}
+	t.synced = started
+	return nil
+}
+
+// Search returns the team's archived messages that contain every word of query (case-insensitive),
+// in conversations may allows, newest first: at most limit of them, and how many matched in all.
+// Deleted messages and those of channels Lucy left are never returned.
+func (a *Archive) Search(ctx context.Context, team, query string, may func(channel string) bool, limit int) ([]Message, int, error) {
+	t := a.team(team)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := a.refresh(ctx, team, t); err != nil {
+		return nil, 0, err
+	}
+	words := strings.Fields(strings.ToLower(query))
+	if len(words) == 0 {
+		return nil, 0, nil
+	}
+	var hits []Message
+	for _, e := range t.msgs {
+		m := e.msg
+		if m.Deleted || a.expired(m.TS) || !may(m.Channel) {
+			continue
+		}
+		if at, ok := t.left[m.Channel]; ok && !lessTS(at, m.TS) {
+			continue
+		}
+		text := strings.ToLower(m.Text)
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(text, w)
+		}
+		if all {
+			hits = append(hits, m)
+		}
+	}
+	sort.Slice(hits, func(i, j int) bool { return lessTS(hits[j].TS, hits[i].TS) })
+	total := len(hits)
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	return hits, total, nil
+}
