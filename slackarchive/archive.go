@@ -118,7 +118,9 @@ func New(st workspace.Store, keep time.Duration, now func() time.Time) *Archive 
 }
 
 // valid reports whether channel and ts can name an object.
-func valid(channel, ts string) bool { return channelID.MatchString(channel) && tsPattern.MatchString(ts) }
+func valid(channel, ts string) bool {
+	return channelID.MatchString(channel) && tsPattern.MatchString(ts)
+}
 
 // tsTime reads a Slack timestamp (seconds.micro) as a time.
 func tsTime(ts string) time.Time {
