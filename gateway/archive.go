@@ -78,6 +78,10 @@ func (g *Gateway) archiveMessage(ctx context.Context, team string, ev *slackeven
 		return nil
 	}
 	switch ev.SubType {
+	case "channel_leave", "group_leave":
+		// The leave message members see (https://docs.slack.dev/reference/events/message/channel_leave):
+		// Lucy's own, when it reaches her, is one more sign she left.
+		return g.archiveLeft(ctx, team, ev.User, ev.Channel, firstOf(ev.EventTimeStamp, ev.TimeStamp))
 	case "message_deleted":
 		return g.archiveTo.Delete(ctx, team, ev.Channel, ev.DeletedTimeStamp)
 	case "message_changed":

@@ -78,4 +78,10 @@ func TestGatewayArchivesChannelMessages(t *testing.T) {
 	if got := search("budget"); len(got) != 1 || got[0] != "C1/U1: budget is 12k" {
 		t.Fatalf("after Lucy left G1: %q", got)
 	}
+
+	// channel_left, sent to Lucy herself (https://docs.slack.dev/reference/events/channel_left).
+	post("Ev9", map[string]any{"type": "channel_left", "channel": "C1", "actor_id": "U1", "event_ts": ts(3)})
+	if got := search("budget"); len(got) != 0 {
+		t.Fatalf("after Lucy left C1: %q", got)
+	}
 }

@@ -175,6 +175,15 @@ func newGateway(ctx context.Context, cfg *config.Config, h gateway.Handoff, log 
 		log.Warn().Str("dir", cfg.DataDir).Msg("keys added with the Add key form are stored in this gateway's LUCY_DATA_DIR/state: " +
 			"workers see them only if they share that folder; set LUCY_WORKSPACE_STORE=s3://… so that every process shares them")
 	}
+	// The channels' messages, as they arrive, into the Slack archive in the same state store, where the
+	// workers' Slack search reads them (LUCY_SLACK_ARCHIVE_DAYS; 0: none).
+	archive, err := worker.SlackArchive(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	if archive != nil {
+		o.Archive = archive
+	}
 	if cfg.SlackBotToken != "" {
 		api := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
 		// views.open for the Add key form: the one Web API call the gateway makes (it never posts).
