@@ -322,6 +322,7 @@ func (a *Archive) refresh(ctx context.Context, team string, t *teamIndex) error 
 		return fmt.Errorf("list the Slack archive: %w", err)
 	}
 	seen := make(map[string]bool, len(infos))
+	var changed []workspace.Info
 	for _, in := range infos {
 		ts, ok := strings.CutSuffix(path.Base(in.Path), ".json")
 		if !ok || !tsPattern.MatchString(ts) {
@@ -335,23 +336,20 @@ func (a *Archive) refresh(ctx context.Context, team string, t *teamIndex) error 
 			continue
 		}
 		seen[in.Path] = true
-		v := version(in)
-		if old, ok := t.msgs[in.Path]; ok && old.ver == v {
+		if old, ok := t.msgs[in.Path]; !ok || old.ver != version(in) {
+			changed = append(changed, in)
+		}
+	}
+	read, err := a.readAll(ctx, team, changed)
+	if err != nil {
+		return err
+	}
+	for p, e := range read {
+		if e == nil {
+			delete(seen, p) // deleted since the listing
 			continue
 		}
-		data, _, err := a.st.Read(ctx, team, in.Path)
-		if errors.Is(err, fs.ErrNotExist) {
-			delete(seen, in.Path)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("read the Slack archive: %w", err)
-		}
-		var m Message
-		if err := json.Unmarshal(data, &m); err != nil {
-			continue // not one of ours: ignored rather than failing every search
-		}
-		t.msgs[in.Path] = entry{ver: v, msg: m}
+		t.msgs[p] = *e
 	}
 	for p := range t.msgs {
 		if !seen[p] {
@@ -360,6 +358,48 @@ func (a *Archive) refresh(ctx context.Context, team string, t *teamIndex) error 
 	}
 	t.synced = started
 	return nil
+}
+
+// readConcurrency bounds the objects one refresh reads at once: a worker's first search reads the
+// whole archive, one object per message, and on S3 each is a round trip.
+const readConcurrency = 16
+
+// readAll reads the listed objects, readConcurrency at a time, by path. A path read as nil was
+// deleted meanwhile; an object that is not a message is left out. Each keeps the listing's version,
+// which the next listing is compared with (a local store's listing has no ETag).
+func (a *Archive) readAll(ctx context.Context, team string, infos []workspace.Info) (map[string]*entry, error) {
+	out := make(map[string]*entry, len(infos))
+	var (
+		mu    sync.Mutex
+		wg    sync.WaitGroup
+		first error
+	)
+	sem := make(chan struct{}, readConcurrency)
+	for _, in := range infos {
+		p := in.Path
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			data, _, err := a.st.Read(ctx, team, p)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				out[p] = nil
+			case err != nil:
+				if first == nil {
+					first = fmt.Errorf("read the Slack archive: %w", err)
+				}
+			default:
+				var m Message
+				if json.Unmarshal(data, &m) == nil {
+					out[p] = &entry{ver: version(in), msg: m}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out, first
 }
 
 // Search returns the team's archived messages that contain every word of query (case-insensitive),
