@@ -274,7 +274,7 @@ var Docs = []Doc{
 	},
 	{
 		Names:   []string{"SLACK_USER_TOKEN"},
-		Meaning: "a user token (`xoxp-`, scope `search:read`) for `lucy_search_slack_history`: Slack's search refuses bot tokens. Without it the tool reads the last 200 messages of up to 25 channels Lucy is in and says so",
+		Meaning: "a user token (`xoxp-`, scope `search:read`) for `lucy_search_slack_history`: Slack's search refuses bot tokens. Without it (and for everyone but the token's owner) the tool searches the Slack archive (`LUCY_SLACK_ARCHIVE_DAYS`) and the last 200 messages of up to 25 channels Lucy is in, only those the requester may read, and says so",
 		Default: "unset",
 	},
 	{
