@@ -51,7 +51,9 @@ func TestSlackArchiveSearch(t *testing.T) {
 	t.Cleanup(srv.Close)
 	s.gw = srv
 
-	at := func(minutesAgo int) string { return fmt.Sprintf("%d.000300", time.Now().Add(-time.Duration(minutesAgo)*time.Minute).Unix()) }
+	at := func(minutesAgo int) string {
+		return fmt.Sprintf("%d.000300", time.Now().Add(-time.Duration(minutesAgo)*time.Minute).Unix())
+	}
 	deliver := func(id string, ev map[string]any) {
 		t.Helper()
 		body, _ := json.Marshal(map[string]any{"token": "x", "team_id": team, "api_app_id": "ALUCY", "type": "event_callback",
