@@ -16,7 +16,7 @@ import (
 
 // Without a user token, the search finds archived messages older than any channel's recent history,
 // only in conversations the requester may read, with edits and deletions applied and nothing of a
-// channel Lucy left.
+// channel Lucy left (by its event, or as Slack lists it).
 func TestSearchSlackArchive(t *testing.T) {
 	_, base := localslack.NewTestServer(t, localslack.Options{
 		Team:  testTeam,
@@ -25,6 +25,8 @@ func TestSearchSlackArchive(t *testing.T) {
 			{ID: "CLOCAL", Name: "general"},
 			{ID: "CENG", Name: "eng"},
 			{ID: "GPRIV", Name: "board", IsPrivate: true, Members: []string{"UALICE"}},
+			// Lucy was removed from #ops, and its leave event never reached the gateway.
+			{ID: "COPS", Name: "ops", BotNotMember: true},
 		},
 	})
 	bot := slack.New(localslack.DefaultToken, slack.OptionAPIURL(base))
@@ -44,6 +46,7 @@ func TestSearchSlackArchive(t *testing.T) {
 		{Channel: "CENG", TS: ts(20), User: "UBOB", Text: "the acquisition codename is Heron"},
 		{Channel: "CENG", TS: ts(19), User: "UBOB", ThreadTS: ts(20), Text: "migration window is Sunday"},
 		{Channel: "CENG", TS: ts(18), User: "UBOB", Text: "the acquisition password is hunter2"},
+		{Channel: "COPS", TS: ts(17), User: "UBOB", Text: "the acquisition runbook is ready"},
 	} {
 		if err := archive.Add(ctx, testTeam, m); err != nil {
 			t.Fatal(err)
@@ -56,7 +59,7 @@ func TestSearchSlackArchive(t *testing.T) {
 		base+"archives/GPRIV/p"+strings.Replace(ts(30), ".", "", 1))
 	out = mustRunFor(t, r, "UBOB", tools.SearchSlackHistory, `{"query": "acquisition"}`)
 	wantOK(t, out, "codename is Heron", "2 match(es)")
-	if strings.Contains(out.Content, "March") || strings.Contains(out.Content, "#board") {
+	if strings.Contains(out.Content, "March") || strings.Contains(out.Content, "#board") || strings.Contains(out.Content, "runbook") {
 		t.Fatalf("a private channel's message reached a non-member:\n%s", out.Content)
 	}
 	// A reply's link opens its thread.

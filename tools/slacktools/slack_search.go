@@ -183,8 +183,14 @@ func (s *Slack) searchWithBotToken(ctx context.Context, api tools.SlackAPI, inv 
 	}
 	may := func(ch string) bool { return theirs == nil || theirs[ch] || ch == inv.Channel }
 	names := make(map[string]string, len(channels))
+	// A channel Slack lists without Lucy in it is one she left, whether or not its leave event
+	// reached the gateway: its archive is not searched either.
+	left := map[string]bool{}
 	for _, ch := range channels {
 		names[ch.ID] = ch.Name
+		if !ch.IsMember {
+			left[ch.ID] = true
+		}
 	}
 	hits, read, searched, skipped, err := s.recentHistory(ctx, api, channels, may, args.Query)
 	if err != nil {
@@ -192,7 +198,8 @@ func (s *Slack) searchWithBotToken(ctx context.Context, api tools.SlackAPI, inv 
 	}
 	archived, archivedTotal := 0, 0
 	if s.archive != nil {
-		msgs, total, err := s.archive.Search(ctx, inv.Team, args.Query, may, max(args.Count, fallbackMessages))
+		mayArchived := func(ch string) bool { return !left[ch] && may(ch) }
+		msgs, total, err := s.archive.Search(ctx, inv.Team, args.Query, mayArchived, max(args.Count, fallbackMessages))
 		if err != nil {
 			return tools.Output{}, fmt.Errorf("search the Slack archive: %w", err) // the state store: retried
 		}
