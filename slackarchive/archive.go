@@ -4,8 +4,11 @@
 // # Where it lives
 //
 // The archive is objects in Lucy's state store (package workspace: a folder in `lucy dev`, S3 when
-// several processes run), one per message, under the team: slack-archive/<channel>/<ts>.json, and
-// one marker per channel Lucy left, slack-archive-left/<channel>.json. The gateway writes them as
+// several processes run), under the team: one per channel and hour of messages,
+// slack-archive/<channel>/<YYYYMMDDHH>.json (UTC), and one marker per channel Lucy left,
+// slack-archive-left/<channel>.json. An hour is the bucket because a worker's first search reads
+// the whole archive (one request per object on S3), while each event rewrites its bucket (a busy
+// channel's hour is a few hundred messages, tens of kilobytes). The gateway writes them as
 // the events arrive (it already writes the credential store there; it posts nothing and calls no
 // model); each worker keeps its own in-memory index of them, refreshed from the store at most every
 // RefreshInterval, as package memory does for its notes. The store is the one truth every gateway
@@ -14,11 +17,12 @@
 // # Several replicas, retries and out-of-order events
 //
 // Slack redelivers an event that was not acknowledged, and two gateway replicas may each handle one
-// of a message's events, in any order. Every write is therefore idempotent and ordered by what the
-// event says, not by when it arrives:
+// of a message's events, in any order. A bucket is changed by a conditional write (read, change,
+// write if unchanged since the read; again if another writer came first), and every change is
+// idempotent and ordered by what the event says, not by when it arrives:
 //
-//   - a new message is written only if nothing is there yet (a conditional create): a late or
-//     repeated delivery never undoes an edit or a deletion;
+//   - a new message is added only if the bucket does not have it yet: a late or repeated delivery
+//     never undoes an edit or a deletion;
 //   - an edit replaces the text only if it is newer (its edited.ts) than the one stored;
 //   - a deletion leaves a tombstone that no later create or edit replaces;
 //   - Lucy leaving a channel writes a marker with the time she left: messages up to then are hidden
@@ -36,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"path"
 	"regexp"
 	"sort"
@@ -83,7 +88,79 @@ var (
 	tsPattern = regexp.MustCompile(`^[0-9]{1,12}\.[0-9]{1,9}$`)
 )
 
-func object(channel, ts string) string { return path.Join(dir, channel, ts+".json") }
+// bucketName matches a bucket's file name: the UTC hour of its messages.
+var bucketName = regexp.MustCompile(`^[0-9]{10}\.json$`)
+
+const hourLayout = "2006010215"
+
+// bucketOf is the object that holds the message ts of channel.
+func bucketOf(channel, ts string) string {
+	return path.Join(dir, channel, tsTime(ts).UTC().Format(hourLayout)+".json")
+}
+
+// bucketHour is the hour a bucket's path names (zero when it names none).
+func bucketHour(p string) time.Time {
+	h, err := time.Parse(hourLayout, strings.TrimSuffix(path.Base(p), ".json"))
+	if err != nil {
+		return time.Time{}
+	}
+	return h
+}
+
+// bucket is one object: the messages of one channel and hour, by ts.
+type bucket struct {
+	Messages map[string]Message `json:"messages"`
+}
+
+// changeAttempts bounds the conditional writes of one change: each lost race means another writer's
+// change went in, so many at once are rare (messages of one channel and hour arriving at the same
+// moment on several replicas).
+const changeAttempts = 30
+
+// change applies fn to the bucket of channel and ts and writes it back, conditionally: when another
+// writer changed it since it was read, it is read and changed again. fn reports whether it changed
+// anything (nothing is written when not).
+func (a *Archive) change(ctx context.Context, team, channel, ts string, fn func(map[string]Message) bool) error {
+	rel := bucketOf(channel, ts)
+	for attempt := range changeAttempts {
+		if attempt > 0 {
+			// Writers that collided retry at random moments, not in lockstep.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(rand.IntN(5*attempt)+1) * time.Millisecond):
+			}
+		}
+		b := bucket{Messages: map[string]Message{}}
+		cond := workspace.Cond{IfNoneMatch: true}
+		data, info, err := a.st.Read(ctx, team, rel)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return err
+		default:
+			if err := json.Unmarshal(data, &b); err != nil {
+				return fmt.Errorf("slack archive: %s: %w", rel, err)
+			}
+			if b.Messages == nil {
+				b.Messages = map[string]Message{}
+			}
+			cond = workspace.Cond{IfMatch: info.ETag}
+		}
+		if !fn(b.Messages) {
+			return nil
+		}
+		out, err := json.Marshal(b)
+		if err != nil {
+			return err
+		}
+		_, err = a.st.Write(ctx, team, rel, out, cond)
+		if !errors.Is(err, workspace.ErrPrecondition) {
+			return err
+		}
+	}
+	return fmt.Errorf("slack archive: %s kept changing under other writers", rel)
+}
 
 // Archive is the archive over a state store. It is safe for concurrent use; several Archives over
 // one store (gateway replicas, workers) see one another's writes.
@@ -96,15 +173,16 @@ type Archive struct {
 	teams map[string]*teamIndex
 }
 
+// entry is one bucket as the index holds it.
 type entry struct {
-	ver string
-	msg Message
+	ver  string
+	msgs []Message
 }
 
 type teamIndex struct {
 	mu     sync.Mutex // one refresh of the team at a time; guards the maps
 	synced time.Time
-	msgs   map[string]entry  // by object path
+	msgs   map[string]entry  // buckets by object path
 	left   map[string]string // channel → the ts Lucy left it at
 }
 
@@ -154,15 +232,13 @@ func (a *Archive) Add(ctx context.Context, team string, m Message) error {
 		return nil
 	}
 	m.Edited, m.Deleted = "", false
-	data, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	_, err = a.st.Write(ctx, team, object(m.Channel, m.TS), data, workspace.Cond{IfNoneMatch: true})
-	if errors.Is(err, workspace.ErrPrecondition) {
-		return nil
-	}
-	return err
+	return a.change(ctx, team, m.Channel, m.TS, func(msgs map[string]Message) bool {
+		if _, ok := msgs[m.TS]; ok {
+			return false
+		}
+		msgs[m.TS] = m
+		return true
+	})
 }
 
 // Edit applies an edit (a `message_changed` event): m is the message as edited, m.Edited its
@@ -173,32 +249,13 @@ func (a *Archive) Edit(ctx context.Context, team string, m Message) error {
 		return nil
 	}
 	m.Deleted = false
-	data, err := json.Marshal(m)
-	if err != nil {
-		return err
-	}
-	rel := object(m.Channel, m.TS)
-	// Conditional writes: two replicas applying two edits at once cannot lose the newer one.
-	for range 5 {
-		cond := workspace.Cond{IfNoneMatch: true}
-		old, info, err := a.st.Read(ctx, team, rel)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return err
-		default:
-			var cur Message
-			if json.Unmarshal(old, &cur) == nil && (cur.Deleted || (cur.Edited != "" && !lessTS(cur.Edited, m.Edited))) {
-				return nil // deleted, or already this edit or a newer one
-			}
-			cond = workspace.Cond{IfMatch: info.ETag}
+	return a.change(ctx, team, m.Channel, m.TS, func(msgs map[string]Message) bool {
+		if cur, ok := msgs[m.TS]; ok && (cur.Deleted || (cur.Edited != "" && !lessTS(cur.Edited, m.Edited))) {
+			return false // deleted, or already this edit or a newer one
 		}
-		_, err = a.st.Write(ctx, team, rel, data, cond)
-		if !errors.Is(err, workspace.ErrPrecondition) {
-			return err
-		}
-	}
-	return fmt.Errorf("slack archive: %s/%s kept changing", m.Channel, m.TS)
+		msgs[m.TS] = m
+		return true
+	})
 }
 
 // Delete applies a deletion (a `message_deleted` event): a tombstone replaces the message, so that
@@ -207,12 +264,13 @@ func (a *Archive) Delete(ctx context.Context, team, channel, ts string) error {
 	if !valid(channel, ts) || a.expired(ts) {
 		return nil
 	}
-	data, err := json.Marshal(Message{Channel: channel, TS: ts, Deleted: true})
-	if err != nil {
-		return err
-	}
-	_, err = a.st.Write(ctx, team, object(channel, ts), data, workspace.Cond{})
-	return err
+	return a.change(ctx, team, channel, ts, func(msgs map[string]Message) bool {
+		if cur, ok := msgs[ts]; ok && cur.Deleted {
+			return false
+		}
+		msgs[ts] = Message{Channel: channel, TS: ts, Deleted: true}
+		return true
+	})
 }
 
 // Left records that Lucy left channel at ts (the event's event_ts): its messages up to then are no
@@ -248,8 +306,9 @@ func (a *Archive) Left(ctx context.Context, team, channel, ts string) error {
 	return fmt.Errorf("slack archive: the marker of %s kept changing", channel)
 }
 
-// purge deletes channel's messages up to ts. The marker already hides them: a purge cut short is
-// finished by the next leave or by expiry.
+// purge deletes channel's messages up to ts: the buckets of earlier hours, and those of ts's own
+// hour from its bucket. The marker already hides them: a purge cut short is finished by the next
+// leave or by expiry.
 func (a *Archive) purge(ctx context.Context, team, channel, ts string) error {
 	infos, err := a.st.List(ctx, team, path.Join(dir, channel))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -258,13 +317,28 @@ func (a *Archive) purge(ctx context.Context, team, channel, ts string) error {
 	if err != nil {
 		return err
 	}
+	leftHour := tsTime(ts).UTC().Truncate(time.Hour)
 	for _, in := range infos {
-		mts, ok := strings.CutSuffix(path.Base(in.Path), ".json")
-		if !ok || lessTS(ts, mts) {
-			continue
-		}
-		if err := a.st.Delete(ctx, team, in.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		h := bucketHour(in.Path)
+		switch {
+		case h.IsZero() || h.After(leftHour):
+		case h.Before(leftHour):
+			if err := a.st.Delete(ctx, team, in.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		default:
+			err := a.change(ctx, team, channel, ts, func(msgs map[string]Message) bool {
+				n := len(msgs)
+				for k := range msgs {
+					if !lessTS(ts, k) {
+						delete(msgs, k)
+					}
+				}
+				return len(msgs) != n
+			})
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -324,12 +398,12 @@ func (a *Archive) refresh(ctx context.Context, team string, t *teamIndex) error 
 	seen := make(map[string]bool, len(infos))
 	var changed []workspace.Info
 	for _, in := range infos {
-		ts, ok := strings.CutSuffix(path.Base(in.Path), ".json")
-		if !ok || !tsPattern.MatchString(ts) {
+		h := bucketHour(in.Path)
+		if !bucketName.MatchString(path.Base(in.Path)) || h.IsZero() {
 			continue
 		}
-		if a.expired(ts) {
-			// Any process may delete an expired message: deleting twice is harmless.
+		if a.now().Sub(h.Add(time.Hour)) > a.keep {
+			// Every message of the hour has expired. Any process may delete it: twice is harmless.
 			if err := a.st.Delete(ctx, team, in.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return fmt.Errorf("expire the Slack archive: %w", err)
 			}
@@ -361,11 +435,11 @@ func (a *Archive) refresh(ctx context.Context, team string, t *teamIndex) error 
 }
 
 // readConcurrency bounds the objects one refresh reads at once: a worker's first search reads the
-// whole archive, one object per message, and on S3 each is a round trip.
+// whole archive, and on S3 each object is a round trip.
 const readConcurrency = 16
 
-// readAll reads the listed objects, readConcurrency at a time, by path. A path read as nil was
-// deleted meanwhile; an object that is not a message is left out. Each keeps the listing's version,
+// readAll reads the listed buckets, readConcurrency at a time, by path. A path read as nil was
+// deleted meanwhile; an object that is not a bucket is left out. Each keeps the listing's version,
 // which the next listing is compared with (a local store's listing has no ETag).
 func (a *Archive) readAll(ctx context.Context, team string, infos []workspace.Info) (map[string]*entry, error) {
 	out := make(map[string]*entry, len(infos))
@@ -391,9 +465,13 @@ func (a *Archive) readAll(ctx context.Context, team string, infos []workspace.In
 					first = fmt.Errorf("read the Slack archive: %w", err)
 				}
 			default:
-				var m Message
-				if json.Unmarshal(data, &m) == nil {
-					out[p] = &entry{ver: version(in), msg: m}
+				var b bucket
+				if json.Unmarshal(data, &b) == nil {
+					e := &entry{ver: version(in)}
+					for _, m := range b.Messages {
+						e.msgs = append(e.msgs, m)
+					}
+					out[p] = e
 				}
 			}
 		})
@@ -418,20 +496,21 @@ func (a *Archive) Search(ctx context.Context, team, query string, may func(chann
 	}
 	var hits []Message
 	for _, e := range t.msgs {
-		m := e.msg
-		if m.Deleted || a.expired(m.TS) || !may(m.Channel) {
-			continue
-		}
-		if at, ok := t.left[m.Channel]; ok && !lessTS(at, m.TS) {
-			continue
-		}
-		text := strings.ToLower(m.Text)
-		all := true
-		for _, w := range words {
-			all = all && strings.Contains(text, w)
-		}
-		if all {
-			hits = append(hits, m)
+		for _, m := range e.msgs {
+			if m.Deleted || a.expired(m.TS) || !may(m.Channel) {
+				continue
+			}
+			if at, ok := t.left[m.Channel]; ok && !lessTS(at, m.TS) {
+				continue
+			}
+			text := strings.ToLower(m.Text)
+			all := true
+			for _, w := range words {
+				all = all && strings.Contains(text, w)
+			}
+			if all {
+				hits = append(hits, m)
+			}
 		}
 	}
 	sort.Slice(hits, func(i, j int) bool { return lessTS(hits[j].TS, hits[i].TS) })

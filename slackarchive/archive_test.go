@@ -2,7 +2,10 @@ package slackarchive
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"testing"
 	"time"
 
@@ -35,6 +38,24 @@ func clock() time.Time { return now }
 func ts(minutesAgo int) string { return fmt.Sprintf("%d.000100", now.Unix()-int64(minutesAgo*60)) }
 
 func everyone(string) bool { return true }
+
+// stored reports whether the store holds the message ts of channel (in its hour's bucket).
+func stored(t *testing.T, st workspace.Store, channel, ts string) bool {
+	t.Helper()
+	data, _, err := st.Read(context.Background(), "T1", bucketOf(channel, ts))
+	if errors.Is(err, fs.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bucket
+	if err := json.Unmarshal(data, &b); err != nil {
+		t.Fatal(err)
+	}
+	_, ok := b.Messages[ts]
+	return ok
+}
 
 // texts searches a fresh worker's archive (no cached index) and returns the texts found.
 func texts(t *testing.T, st workspace.Store, q string, may func(string) bool) []string {
@@ -135,8 +156,8 @@ func TestLeavingHidesAndPurgesAChannel(t *testing.T) {
 			if err != nil || len(got) != 1 || got[0].Channel != "C2" {
 				t.Fatalf("after leaving C1: %v, %v", got, err)
 			}
-			if _, _, err := tc.st().Read(ctx, "T1", object("C1", ts(50))); err == nil {
-				t.Fatal("the left channel's message is still stored")
+			if stored(t, tc.st(), "C1", ts(50)) || stored(t, tc.st(), "C1", ts(45)) {
+				t.Fatal("the left channel's messages are still stored")
 			}
 			// Rejoined: what is said after she left is archived and found again.
 			if err := gw.Add(ctx, "T1", Message{Channel: "C1", TS: ts(-1), Text: "roadmap v2"}); err != nil {
@@ -156,7 +177,7 @@ func TestRetention(t *testing.T) {
 	if err := a.Add(ctx, "T1", Message{Channel: "C1", TS: ts(25 * 60), Text: "too old"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.Read(ctx, "T1", object("C1", ts(25*60))); err == nil {
+	if stored(t, st, "C1", ts(25*60)) {
 		t.Fatal("a message older than the retention was archived")
 	}
 	if err := a.Add(ctx, "T1", Message{Channel: "C1", TS: ts(23 * 60), Text: "almost old"}); err != nil {
@@ -169,7 +190,14 @@ func TestRetention(t *testing.T) {
 	if got, _, _ := later.Search(ctx, "T1", "old", everyone, 10); len(got) != 0 {
 		t.Fatalf("an expired message was found: %v", got)
 	}
-	if _, _, err := st.Read(ctx, "T1", object("C1", ts(23*60))); err == nil {
+	// Its hour's bucket goes once every message it may hold has expired.
+	if !stored(t, st, "C1", ts(23*60)) {
+		t.Fatal("a bucket was deleted before its whole hour expired")
+	}
+	if _, _, err := New(st, 24*time.Hour, func() time.Time { return now.Add(3 * time.Hour) }).Search(ctx, "T1", "old", everyone, 10); err != nil {
+		t.Fatal(err)
+	}
+	if stored(t, st, "C1", ts(23*60)) {
 		t.Fatal("an expired message was not deleted")
 	}
 }
@@ -185,5 +213,32 @@ func TestPathsAreOnlySlackIDs(t *testing.T) {
 	}
 	if infos, _ := st.List(ctx, "T1", "."); len(infos) != 0 {
 		t.Fatalf("objects written from invalid IDs: %v", infos)
+	}
+}
+
+// Two gateway replicas adding messages of one channel and hour at once lose none of them: each
+// change of the bucket is a conditional write, retried on a conflict.
+func TestConcurrentWritersLoseNothing(t *testing.T) {
+	for _, tc := range stores(t) {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			replicas := []*Archive{New(tc.st(), 90*24*time.Hour, clock), New(tc.st(), 90*24*time.Hour, clock)}
+			base := now.Truncate(time.Hour).Add(-time.Hour).Unix()
+			const n = 16
+			errs := make(chan error, n)
+			for i := range n {
+				go func() {
+					errs <- replicas[i%2].Add(ctx, "T1", Message{Channel: "C1", TS: fmt.Sprintf("%d.%06d", base+int64(i), i), Text: fmt.Sprintf("note %d", i)})
+				}()
+			}
+			for range n {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got := texts(t, tc.st(), "note", everyone); len(got) != n {
+				t.Fatalf("%d of %d messages kept: %q", len(got), n, got)
+			}
+		})
 	}
 }
