@@ -147,6 +147,9 @@ type Config struct {
 	// UserEventsPerMinute is how many messages one person may hand to Lucy per minute, per gateway
 	// replica (LUCY_USER_EVENTS_PER_MINUTE; 0: no limit). "cancel that" is never limited.
 	UserEventsPerMinute int
+	// SlackArchiveDays is how long the Slack archive keeps the channels' messages for the search
+	// tool (LUCY_SLACK_ARCHIVE_DAYS; 0: no archive). Package slackarchive.
+	SlackArchiveDays int
 	// ModelConcurrency bounds the model calls one worker makes at once to one model
 	// (LUCY_MODEL_CONCURRENCY); the rest wait, heartbeating, for a slot.
 	ModelConcurrency int
@@ -277,6 +280,9 @@ const (
 	// DefaultUserEventsPerMinute: a person typing fast sends a few messages a minute; a script or a
 	// runaway integration posting as them sends hundreds, each of which would start a model call.
 	DefaultUserEventsPerMinute = 20
+	// DefaultSlackArchiveDays: a quarter of the team's conversations is what "what did we decide
+	// about…" usually reaches back to, and bounds what the state store keeps.
+	DefaultSlackArchiveDays = 90
 	// DefaultModelConcurrency: a provider's rate limits are per key and model; 16 calls in flight per
 	// model and worker keeps a burst of runs from turning into a burst of 429s, and HPA-scaled
 	// workers multiply it.
@@ -449,6 +455,7 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 	}
 	c.MaxToolCalls = DefaultMaxToolCalls
 	c.UserEventsPerMinute = DefaultUserEventsPerMinute
+	c.SlackArchiveDays = DefaultSlackArchiveDays
 	c.ModelConcurrency = DefaultModelConcurrency
 	c.ScriptTimeout, c.ScriptMemoryMB = DefaultScriptTimeout, DefaultScriptMemoryMB
 	c.EmailPollInterval = DefaultEmailPollInterval
@@ -529,6 +536,13 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("LUCY_USER_EVENTS_PER_MINUTE %q is not a number from 0 (no limit) to 10000 (messages one person may send Lucy per minute; default %d)", v, DefaultUserEventsPerMinute)
 		}
 		c.UserEventsPerMinute = n
+	}
+	if v := strings.TrimSpace(getenv("LUCY_SLACK_ARCHIVE_DAYS")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 3650 {
+			return nil, fmt.Errorf("LUCY_SLACK_ARCHIVE_DAYS %q is not a number from 0 (no archive) to 3650 (days the channels' messages are kept for search; default %d)", v, DefaultSlackArchiveDays)
+		}
+		c.SlackArchiveDays = n
 	}
 	if err := c.loadScheduleLimits(getenv); err != nil {
 		return nil, err

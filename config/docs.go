@@ -177,6 +177,11 @@ var Docs = []Doc{
 		Default: "`16`",
 	},
 	{
+		Names:   []string{"LUCY_SLACK_ARCHIVE_DAYS"},
+		Meaning: "how many days the messages of the channels Lucy is in are kept in the Slack archive (the state store, `slack-archive/` under each team), where `lucy_search_slack_history` finds them without `SLACK_USER_TOKEN`; the gateway writes them as they arrive, with edits and deletions applied, and a channel's are purged when Lucy leaves it. Direct messages are never archived; `0` turns the archive off (0–3650)",
+		Default: "`90`",
+	},
+	{
 		Names:   []string{"LUCY_USER_EVENTS_PER_MINUTE"},
 		Meaning: "how many messages one person may send Lucy per minute (bursts up to the same number), per gateway replica; the rest are acknowledged and ignored with one `event from a flooding user ignored` log line per person and minute. A cancel (\"cancel that\", \"stop\") is counted too, and still gets through over the limit to a thread Lucy has open; `0` turns the limit off",
 		Default: "`20`",
@@ -269,7 +274,7 @@ var Docs = []Doc{
 	},
 	{
 		Names:   []string{"SLACK_USER_TOKEN"},
-		Meaning: "a user token (`xoxp-`, scope `search:read`) for `lucy_search_slack_history`: Slack's search refuses bot tokens. Without it the tool reads the last 200 messages of up to 25 channels Lucy is in and says so",
+		Meaning: "a user token (`xoxp-`, scope `search:read`) for `lucy_search_slack_history`: Slack's search refuses bot tokens. Without it (and for everyone but the token's owner) the tool searches the Slack archive (`LUCY_SLACK_ARCHIVE_DAYS`) and the last 200 messages of up to 25 channels Lucy is in, only those the requester may read, and says so",
 		Default: "unset",
 	},
 	{

@@ -62,6 +62,10 @@ type Options struct {
 	// for a link the person it was made for opened. Nil: clicks are not recorded, and such links are
 	// refused.
 	SignInOpened func(ctx context.Context, state, user string) error
+	// Archive keeps the channels' messages, edits, deletions and Lucy's leaving them for the Slack
+	// search tool (package slackarchive over the state store; LUCY_SLACK_ARCHIVE_DAYS). Nil: no
+	// archive.
+	Archive Archive
 }
 
 // Gateway turns Slack events into durable signals to lane workflows. It keeps no state between
@@ -83,6 +87,8 @@ type Gateway struct {
 	oauth   http.Handler
 	signIns func(ctx context.Context, state, user string) error
 	access  *slackaccess.Access
+	// archiveTo is Options.Archive (archive.go).
+	archiveTo Archive
 }
 
 // New returns a Gateway.
@@ -97,6 +103,7 @@ func New(o Options) *Gateway {
 		h: o.Handoff, botUser: o.BotUserID, botID: o.BotID, team: o.Team,
 		log: o.Log, now: o.Now, metrics: o.Metrics, ready: o.Ready, flood: newFloodGuard(o.UserEventsPerMinute), lanes: newLaneCache(),
 		creds: o.Credentials, admins: o.Admins, views: o.Views, oauth: o.OAuthCallback, signIns: o.SignInOpened, access: o.Access,
+		archiveTo: o.Archive,
 	}
 }
 
@@ -120,7 +127,26 @@ const (
 // caller does not acknowledge Slack and Slack delivers the event again. It does not deduplicate:
 // retries and the app_mention/message pair of one @mention all reach the lane, which deduplicates by
 // event ID and channel+ts across every gateway replica.
+//
+// Every event of the installed workspace is also applied to the archive (archive.go), after the
+// hand-off so that an archive outage never keeps a message from Lucy; its error too asks Slack for
+// the event again (the lane deduplicates the repeated hand-off, the archive's writes are idempotent).
 func (g *Gateway) HandleEvent(ctx context.Context, eventID, teamID string, inner slackevents.EventsAPIInnerEvent) error {
+	err := g.handleEvent(ctx, eventID, teamID, inner)
+	if teamID == "" {
+		teamID = g.team
+	}
+	if g.team != "" && teamID != g.team {
+		return err
+	}
+	if aerr := g.archive(ctx, teamID, inner); aerr != nil {
+		g.log.Warn().Err(aerr).Str("eventId", eventID).Str("type", inner.Type).Msg("the Slack archive could not be written: Slack will deliver the event again")
+		return errors.Join(err, fmt.Errorf("slack archive: %w", aerr))
+	}
+	return err
+}
+
+func (g *Gateway) handleEvent(ctx context.Context, eventID, teamID string, inner slackevents.EventsAPIInnerEvent) error {
 	typ := inner.Type
 	if typ == "" {
 		typ = "unknown"

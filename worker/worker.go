@@ -39,6 +39,7 @@ import (
 	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/secrets"
+	"github.com/lucy-agent/lucy/slackarchive"
 	"github.com/lucy-agent/lucy/steps"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
@@ -144,6 +145,22 @@ func Credentials(cfg *config.Config, state workspace.Store) (*secrets.Store, err
 		}
 	}
 	return secrets.New(state, cfg.SecretsKey)
+}
+
+// SlackArchive returns the archive of the channels' messages in Lucy's state store, kept for
+// LUCY_SLACK_ARCHIVE_DAYS; nil when that is 0. The gateway writes it, the workers' Slack search
+// reads it (package slackarchive).
+func SlackArchive(cfg *config.Config, state workspace.Store) (*slackarchive.Archive, error) {
+	if cfg.SlackArchiveDays <= 0 {
+		return nil, nil
+	}
+	if state == nil {
+		var err error
+		if state, err = StateStore(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return slackarchive.New(state, time.Duration(cfg.SlackArchiveDays)*24*time.Hour, nil), nil
 }
 
 // WorkspaceStore returns the store of the teams' files that cfg names (LUCY_WORKSPACE_STORE): the
@@ -253,7 +270,7 @@ func NewActivities(d Deps) *Activities {
 		scheduleClient = d.Client.ScheduleClient()
 		mailListeners = &listener.Schedules{API: scheduleClient, Every: cfg.EmailPollInterval}
 	}
-	set := toolset.New(toolset.Deps{
+	deps := toolset.Deps{
 		Schedules: scheduleClient,
 		Search: web.SearchConfig{Provider: cfg.SearchProvider, APIKey: cfg.SearchAPIKey, Model: cfg.SearchModel,
 			BaseURL: cfg.SearchBaseURL},
@@ -285,7 +302,13 @@ func NewActivities(d Deps) *Activities {
 
 		// The largest OpenAPI document a resolve reads (LUCY_OPENAPI_MAX_DOCUMENT_MB).
 		OpenAPIMaxDocumentBytes: int64(cfg.OpenAPIMaxDocumentMB) << 20,
-	})
+	}
+	// The Slack search reads the archive the gateway writes (LUCY_SLACK_ARCHIVE_DAYS; a nil archive
+	// stays a nil interface).
+	if archive, _ := SlackArchive(cfg, state); archive != nil {
+		deps.SlackArchive = archive
+	}
+	set := toolset.New(deps)
 	core := &activities.Activities{
 		Model:            model,
 		Models:           cfg.Models,

@@ -172,8 +172,17 @@ func newGateway(ctx context.Context, cfg *config.Config, h gateway.Handoff, log 
 	// link its own person opened (docs/security.md).
 	o.OAuthCallback, o.SignInOpened = cb, cb.Flow.Opened
 	if cfg.Mode == config.ModeGateway && cfg.S3Bucket == "" {
-		log.Warn().Str("dir", cfg.DataDir).Msg("keys added with the Add key form are stored in this gateway's LUCY_DATA_DIR/state: " +
+		log.Warn().Str("dir", cfg.DataDir).Msg("keys added with the Add key form and the Slack archive (LUCY_SLACK_ARCHIVE_DAYS) are stored in this gateway's LUCY_DATA_DIR/state: " +
 			"workers see them only if they share that folder; set LUCY_WORKSPACE_STORE=s3://… so that every process shares them")
+	}
+	// The channels' messages, as they arrive, into the Slack archive in the same state store, where the
+	// workers' Slack search reads them (LUCY_SLACK_ARCHIVE_DAYS; 0: none).
+	archive, err := worker.SlackArchive(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	if archive != nil {
+		o.Archive = archive
 	}
 	if cfg.SlackBotToken != "" {
 		api := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))

@@ -21,7 +21,10 @@
 package slacktools
 
 import (
+	"context"
 	"sync"
+
+	"github.com/lucy-agent/lucy/slackarchive"
 
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/slackaccess"
@@ -34,6 +37,26 @@ type Slack struct {
 	access *slackaccess.Access
 	// searchOwners caches the user ID behind each team's SLACK_USER_TOKEN (slack_search.go).
 	searchOwners sync.Map
+	// archive is the Slack archive the search reads without a user token (WithArchive); nil: none.
+	archive Archive
+	// workspaceURLs caches each team's Slack address, for the archive's links (slack_search.go).
+	workspaceURLs sync.Map
+}
+
+// Archive is the archive of the channels' messages (package slackarchive): Search returns the
+// messages containing every word of query in the conversations may allows, newest first, at most
+// limit of them, and how many matched.
+type Archive interface {
+	Search(ctx context.Context, team, query string, may func(channel string) bool, limit int) ([]slackarchive.Message, int, error)
+}
+
+var _ Archive = (*slackarchive.Archive)(nil)
+
+// WithArchive makes the search read a (package slackarchive) when there is no user token, and
+// returns s. Call it before the tools run.
+func (s *Slack) WithArchive(a Archive) *Slack {
+	s.archive = a
+	return s
 }
 
 // New returns the Slack tools' domain. bot returns a team's bot client (nil, or a nil result, means

@@ -26,7 +26,7 @@ var _ = tools.Register(tools.Def{
 		Name: tools.SearchSlackHistory,
 		Description: "Search Slack messages by words (Slack search syntax such as in:#channel, from:@name, after:2026-01-01 " +
 			"works when full search is available). Results give channel, time, author, text and a link. Without full " +
-			"search, only recent messages of the channels Lucy is in are searched, and the result says so.",
+			"search, the messages Lucy has kept of the channels she is in and their recent history are searched, and the result says so.",
 		Idempotent: true,
 		Human:      "searching Slack",
 	},
@@ -71,7 +71,7 @@ func (s *Slack) searchSlackHistory(ctx context.Context, inv tools.Invocation) (t
 	if out != nil {
 		return *out, nil
 	}
-	return s.searchRecentHistory(ctx, bot, inv, args)
+	return s.searchWithBotToken(ctx, bot, inv, args)
 }
 
 // searchTokenOwner returns the user ID behind the team's user token (auth.test, once per process:
@@ -119,9 +119,57 @@ func (s *Slack) searchWithUserToken(ctx context.Context, api tools.SlackSearchAP
 	return tools.Output{Content: strings.TrimRight(b.String(), "\n")}, nil
 }
 
-// searchRecentHistory is the bot-token fallback: the recent messages of the channels Lucy is a member
-// of, every word of the query present (case-insensitive), newest first.
-func (s *Slack) searchRecentHistory(ctx context.Context, api tools.SlackAPI, inv tools.Invocation, args slackSearchArgs) (tools.Output, error) {
+// hit is one message the bot-token search found: in Lucy's recent history of a channel or in the
+// archive.
+type hit struct {
+	channel string // ID
+	ts      string
+	thread  string // the thread's root, for a reply
+	user    string
+	text    string
+}
+
+// recentHistory is the bot-token fallback: the recent messages of the channels Lucy is a member of
+// and the requester may read, every word of the query present (case-insensitive). It returns
+// the hits, the channels' names by ID, how many messages and channels were read and how many
+// channels were skipped.
+func (s *Slack) recentHistory(ctx context.Context, api tools.SlackAPI, channels []slack.Channel, may func(string) bool, query string) (hits []hit, read, searched, skipped int, err error) {
+	var mine []slack.Channel
+	for _, ch := range channels {
+		if ch.IsMember && may(ch.ID) {
+			mine = append(mine, ch)
+		}
+	}
+	if len(mine) > fallbackChannels {
+		skipped = len(mine) - fallbackChannels
+		mine = mine[:fallbackChannels]
+	}
+	words := strings.Fields(strings.ToLower(query))
+	for _, ch := range mine {
+		h, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: ch.ID, Limit: fallbackMessages})
+		if err != nil {
+			return nil, 0, 0, 0, err
+		}
+		read += len(h.Messages)
+		for _, m := range h.Messages {
+			m.Text, _ = secrets.RemovePasted(m.Text) // a pasted key is neither matched nor shown
+			text := strings.ToLower(m.Text)
+			all := len(words) > 0
+			for _, w := range words {
+				all = all && strings.Contains(text, w)
+			}
+			if all {
+				hits = append(hits, hit{channel: ch.ID, ts: m.Timestamp, user: firstNonEmpty(m.Username, m.User), text: m.Text})
+			}
+		}
+	}
+	return hits, read, len(mine), skipped, nil
+}
+
+// searchWithBotToken searches without a user token: the archive (package slackarchive), when
+// there is one, and the recent history of Lucy's channels (what was said before the archive
+// began), merged; only conversations the requester may read (package slackaccess), newest first.
+func (s *Slack) searchWithBotToken(ctx context.Context, api tools.SlackAPI, inv tools.Invocation, args slackSearchArgs) (tools.Output, error) {
 	channels, _, err := tools.ListAllChannels(ctx, api)
 	if err != nil {
 		return tools.SlackFailed(ctx, tools.SearchSlackHistory, err)
@@ -133,47 +181,58 @@ func (s *Slack) searchRecentHistory(ctx context.Context, api tools.SlackAPI, inv
 			return tools.SlackFailed(ctx, tools.SearchSlackHistory, err)
 		}
 	}
-	var mine []slack.Channel
+	may := func(ch string) bool { return theirs == nil || theirs[ch] || ch == inv.Channel }
+	names := make(map[string]string, len(channels))
+	// A channel Slack lists without Lucy in it is one she left, whether or not its leave event
+	// reached the gateway: its archive is not searched either.
+	left := map[string]bool{}
 	for _, ch := range channels {
-		if ch.IsMember && (theirs == nil || theirs[ch.ID] || ch.ID == inv.Channel) {
-			mine = append(mine, ch)
+		names[ch.ID] = ch.Name
+		if !ch.IsMember {
+			left[ch.ID] = true
 		}
 	}
-	skipped := 0
-	if len(mine) > fallbackChannels {
-		skipped = len(mine) - fallbackChannels
-		mine = mine[:fallbackChannels]
+	hits, read, searched, skipped, err := s.recentHistory(ctx, api, channels, may, args.Query)
+	if err != nil {
+		return tools.SlackFailed(ctx, tools.SearchSlackHistory, err)
 	}
-	words := strings.Fields(strings.ToLower(args.Query))
-	type hit struct {
-		channel string
-		msg     slack.Message
-	}
-	var hits []hit
-	read := 0
-	for _, ch := range mine {
-		h, err := api.GetConversationHistoryContext(ctx, &slack.GetConversationHistoryParameters{ChannelID: ch.ID, Limit: fallbackMessages})
+	archived, archivedTotal := 0, 0
+	if s.archive != nil {
+		mayArchived := func(ch string) bool { return !left[ch] && may(ch) }
+		msgs, total, err := s.archive.Search(ctx, inv.Team, args.Query, mayArchived, max(args.Count, fallbackMessages))
 		if err != nil {
-			return tools.SlackFailed(ctx, tools.SearchSlackHistory, err)
+			return tools.Output{}, fmt.Errorf("search the Slack archive: %w", err) // the state store: retried
 		}
-		read += len(h.Messages)
-		for _, m := range h.Messages {
-			m.Text, _ = secrets.RemovePasted(m.Text) // a pasted key is neither matched nor shown
-			text := strings.ToLower(m.Text)
-			all := len(words) > 0
-			for _, w := range words {
-				all = all && strings.Contains(text, w)
+		archived, archivedTotal = len(msgs), total
+		seen := make(map[string]bool, len(hits))
+		for _, h := range hits {
+			seen[h.channel+"/"+h.ts] = true
+		}
+		for _, m := range msgs {
+			if seen[m.Channel+"/"+m.TS] {
+				continue
 			}
-			if all {
-				hits = append(hits, hit{channel: ch.Name, msg: m})
-			}
+			text, _ := secrets.RemovePasted(m.Text)
+			hits = append(hits, hit{channel: m.Channel, ts: m.TS, thread: rootOf(m.ThreadTS, m.TS), user: m.User, text: text})
 		}
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].msg.Timestamp > hits[j].msg.Timestamp })
+	sort.SliceStable(hits, func(i, j int) bool { return tsAfter(hits[i].ts, hits[j].ts) })
+
 	var b strings.Builder
-	fmt.Fprintf(&b, "Searched the last %d messages of the %d channel(s) both Lucy and <@%s> are in for %q (Slack's full search "+
-		"is used only with SLACK_USER_TOKEN and only for its owner's requests: older messages, threads and other channels "+
-		"were not searched", read, len(mine), inv.User, args.Query)
+	if s.archive != nil {
+		fmt.Fprintf(&b, "Searched Lucy's archive of the channels she is in (messages since she joined, edits and deletions applied; "+
+			"%d match(es)", archivedTotal)
+		if archived < archivedTotal {
+			fmt.Fprintf(&b, ", newest %d read", archived)
+		}
+		fmt.Fprintf(&b, ") and the last %d messages of the %d channel(s) both Lucy and <@%s> are in for %q (only channels <@%s> "+
+			"may read; Slack's full search is used only with SLACK_USER_TOKEN and only for its owner's requests", read, searched,
+			inv.User, args.Query, inv.User)
+	} else {
+		fmt.Fprintf(&b, "Searched the last %d messages of the %d channel(s) both Lucy and <@%s> are in for %q (Slack's full search "+
+			"is used only with SLACK_USER_TOKEN and only for its owner's requests: older messages, threads and other channels "+
+			"were not searched", read, searched, inv.User, args.Query)
+	}
 	if skipped > 0 {
 		fmt.Fprintf(&b, "; %d more channels were skipped", skipped)
 	}
@@ -183,12 +242,70 @@ func (s *Slack) searchRecentHistory(ctx context.Context, api tools.SlackAPI, inv
 		hits = hits[:args.Count]
 	}
 	b.WriteString(":\n")
+	base := ""
+	if s.archive != nil && len(hits) > 0 {
+		base = s.workspaceURL(ctx, inv.Team, api)
+	}
 	for _, h := range hits {
-		fmt.Fprintf(&b, "- #%s, %s, %s (ts %s): %s\n", h.channel, tsTime(h.msg.Timestamp), firstNonEmpty(h.msg.Username, h.msg.User),
-			h.msg.Timestamp, tools.Truncate(strings.Join(strings.Fields(h.msg.Text), " "), 500))
+		name := names[h.channel]
+		if name == "" {
+			name = h.channel
+		}
+		fmt.Fprintf(&b, "- #%s, %s, %s (ts %s): %s\n", name, tsTime(h.ts), h.user, h.ts,
+			tools.Truncate(strings.Join(strings.Fields(h.text), " "), 500))
+		if base != "" {
+			fmt.Fprintf(&b, "  %s\n", archiveLink(base, h.channel, h.ts, h.thread))
+		}
 	}
 	if len(hits) == 0 {
 		b.WriteString("(nothing found)\n")
 	}
 	return tools.Output{Content: strings.TrimRight(b.String(), "\n")}, nil
+}
+
+// workspaceURL returns the team's Slack address (auth.test's url, https://acme.slack.com/), once per
+// process; "" when Slack does not say (the results then go without links).
+func (s *Slack) workspaceURL(ctx context.Context, team string, api tools.SlackAPI) string {
+	if v, ok := s.workspaceURLs.Load(team); ok {
+		return v.(string)
+	}
+	resp, err := api.AuthTestContext(ctx)
+	if err != nil || resp.URL == "" {
+		return ""
+	}
+	u := strings.TrimRight(resp.URL, "/")
+	s.workspaceURLs.Store(team, u)
+	return u
+}
+
+// archiveLink is a message's link as Slack writes it (chat.getPermalink's form,
+// https://docs.slack.dev/reference/methods/chat.getPermalink): /archives/<channel>/p<ts without the
+// dot>, and for a reply its thread and channel.
+func archiveLink(base, channel, ts, thread string) string {
+	link := base + "/archives/" + channel + "/p" + strings.Replace(ts, ".", "", 1)
+	if thread != "" {
+		link += "?thread_ts=" + thread + "&cid=" + channel
+	}
+	return link
+}
+
+// rootOf is a reply's thread root ("" for a message that is not a reply).
+func rootOf(threadTS, ts string) string {
+	if threadTS == "" || threadTS == ts {
+		return ""
+	}
+	return threadTS
+}
+
+// tsAfter reports whether Slack timestamp a is later than b (compared as numbers: "10.0" > "9.9").
+func tsAfter(a, b string) bool {
+	as, af, _ := strings.Cut(a, ".")
+	bs, bf, _ := strings.Cut(b, ".")
+	if len(as) != len(bs) {
+		return len(as) > len(bs)
+	}
+	if as != bs {
+		return as > bs
+	}
+	return af > bf
 }

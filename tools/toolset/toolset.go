@@ -81,6 +81,9 @@ type Deps struct {
 	// SlackUser returns a client with a user token (xoxp-, SLACK_USER_TOKEN) for a team, which
 	// search.messages needs; nil (or a nil result) means only the bot token exists.
 	SlackUser func(team string) tools.SlackSearchAPI
+	// SlackArchive is the archive of the channels' messages the Slack search reads without a user
+	// token (package slackarchive, worker.SlackArchive); nil: none (LUCY_SLACK_ARCHIVE_DAYS=0).
+	SlackArchive slacktools.Archive
 	// Admins are the Slack user IDs that may manage anyone's jobs and monitors (LUCY_ADMIN_USERS).
 	Admins []string
 	// ScheduleLimits bound the jobs and monitors of a workspace and a person, and how often they
@@ -159,6 +162,9 @@ func New(d Deps, sources ...tools.Source) *Set {
 	ws := files.New(workspaceStore(d), filesSlack(d.Slack))
 	access := slackaccess.New(d.Admins, slacktools.AccessAPI(d.Slack), nil)
 	slack := slacktools.New(d.Slack, d.SlackUser, access)
+	if d.SlackArchive != nil {
+		slack.WithArchive(d.SlackArchive)
+	}
 	fetcher := web.New(d.HTTP, d.NetPolicy(), d.Search)
 	// The browser: the page and every request it makes meet the same address rule as a fetch.
 	chromium := browser.Find(d.Chromium)
