@@ -28,18 +28,9 @@ func NewSlackKeys(slack func(team string) tools.SlackAPI) *SlackKeys { return &S
 // metadata (docs/architecture.md rule 4). Nothing it posts holds a key: the value names the service,
 // the requester and the thread, and why has been through secrets.RemovePasted.
 func (s *SlackKeys) RequestKey(ctx context.Context, inv tools.Invocation, service, why string, for_ secrets.Binding) error {
-	var api tools.SlackAPI
-	if s.slack != nil {
-		api = s.slack(inv.Team)
-	}
-	if api == nil {
-		return errors.New("slack is not connected for this workspace")
-	}
-	if inv.Channel == "" || inv.ThreadTS == "" || inv.User == "" {
-		return errors.New("there is no conversation to post the Add key button in")
-	}
-	if posted(ctx, api, inv, slackwire.AddKeyMetadata) {
-		return nil
+	api, done, err := s.buttonThread(ctx, inv, "Add key", slackwire.AddKeyMetadata)
+	if err != nil || done {
+		return err
 	}
 	if secrets.Reserved(service) && (for_.Kind == "" || for_.Kind == secrets.KindKey) {
 		// Only an integration asks for its own reserved name (a mailbox's password, with its kind).
@@ -81,6 +72,21 @@ func (s *SlackKeys) RequestKey(ctx context.Context, inv tools.Invocation, servic
 // posted looks for the button this very call already posted in the thread (a message with the
 // metadata event): an Add key or a Sign in button. Any failure means "not found": the check must not
 // stop a first post.
+// buttonThread is the Slack client a button for inv is posted with, in inv's thread; done is true
+// when this tool call posted it already (event is the button's metadata event type).
+func (s *SlackKeys) buttonThread(ctx context.Context, inv tools.Invocation, button, event string) (api tools.SlackAPI, done bool, err error) {
+	if s.slack != nil {
+		api = s.slack(inv.Team)
+	}
+	if api == nil {
+		return nil, false, errors.New("slack is not connected for this workspace")
+	}
+	if inv.Channel == "" || inv.ThreadTS == "" || inv.User == "" {
+		return nil, false, errors.New("there is no conversation to post the " + button + " button in")
+	}
+	return api, posted(ctx, api, inv, event), nil
+}
+
 func posted(ctx context.Context, api tools.SlackAPI, inv tools.Invocation, event string) bool {
 	if inv.RunID == "" || inv.CallID == "" {
 		return false

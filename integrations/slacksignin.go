@@ -2,7 +2,6 @@ package integrations
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -36,18 +35,9 @@ type SignInRequest struct {
 // finds the message it posted by its metadata, docs/architecture.md rule 4). The URL carries no
 // token and grants nothing by itself; the message says it is for inv.User alone.
 func (s *SlackKeys) RequestSignIn(ctx context.Context, inv tools.Invocation, req SignInRequest) error {
-	var api tools.SlackAPI
-	if s.slack != nil {
-		api = s.slack(inv.Team)
-	}
-	if api == nil {
-		return errors.New("slack is not connected for this workspace")
-	}
-	if inv.Channel == "" || inv.ThreadTS == "" || inv.User == "" {
-		return errors.New("there is no conversation to post the Sign in button in")
-	}
-	if posted(ctx, api, inv, slackwire.SignInMetadata) {
-		return nil
+	api, done, err := s.buttonThread(ctx, inv, "Sign in", slackwire.SignInMetadata)
+	if err != nil || done {
+		return err
 	}
 	signOut := req.SignOut
 	if signOut == "" {
@@ -66,7 +56,7 @@ func (s *SlackKeys) RequestSignIn(ctx context.Context, inv tools.Invocation, req
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, text, false, false), nil, nil),
 		slack.NewActionBlock(slackwire.SignInBlock, btn),
 	}
-	_, _, err := api.PostMessageContext(ctx, inv.Channel,
+	_, _, err = api.PostMessageContext(ctx, inv.Channel,
 		slack.MsgOptionText(fmt.Sprintf("Sign in to %s: click Sign in.", req.Service), false),
 		slack.MsgOptionBlocks(blocks...),
 		slack.MsgOptionTS(inv.ThreadTS),
