@@ -51,8 +51,11 @@ func TestSlackArchiveSearch(t *testing.T) {
 	t.Cleanup(srv.Close)
 	s.gw = srv
 
+	// One clock reading for every ts: an edit or a deletion names its message by the same ts the
+	// message was delivered with, whatever second the later event is built in.
+	now := time.Now()
 	at := func(minutesAgo int) string {
-		return fmt.Sprintf("%d.000300", time.Now().Add(-time.Duration(minutesAgo)*time.Minute).Unix())
+		return fmt.Sprintf("%d.000300", now.Add(-time.Duration(minutesAgo)*time.Minute).Unix())
 	}
 	deliver := func(id string, ev map[string]any) {
 		t.Helper()
