@@ -51,6 +51,16 @@ type Cond struct {
 // writer created or changed the file since it was read. Read it again and decide again.
 var ErrPrecondition = errors.New("the file was created or changed by another writer meanwhile")
 
+// ErrInvalidPath is what every store's error for a path it refuses (absolute, unclean, with "..",
+// a backslash or a NUL) matches with errors.Is: the caller's mistake, never the store's failure.
+var ErrInvalidPath = errors.New("not a valid workspace path")
+
+// invalidPath keeps a refused path's message as it is and makes it match ErrInvalidPath.
+type invalidPath struct{ err error }
+
+func (e invalidPath) Error() string   { return e.err.Error() }
+func (e invalidPath) Unwrap() []error { return []error{e.err, ErrInvalidPath} }
+
 // Store is where the workspace files of every team live. Errors wrap fs.ErrNotExist for a missing
 // file, fs.ErrPermission for a refusal, syscall.EISDIR / ENOTDIR where a folder and a file meet,
 // and ErrPrecondition for a conditional write that lost a race. Implementations are safe for
@@ -105,15 +115,15 @@ func checkRel(team, rel string, allowRoot bool) error {
 	case rel == "." && allowRoot:
 		return nil
 	case rel == "" || rel == ".":
-		return fmt.Errorf("workspace: %q is not a file path", rel)
+		return invalidPath{fmt.Errorf("workspace: %q is not a file path", rel)}
 	case strings.HasPrefix(rel, "/") || strings.Contains(rel, `\`) || strings.ContainsRune(rel, 0):
-		return fmt.Errorf("workspace: %q is not a relative path with forward slashes", rel)
+		return invalidPath{fmt.Errorf("workspace: %q is not a relative path with forward slashes", rel)}
 	case path.Clean(rel) != rel:
-		return fmt.Errorf("workspace: %q is not a clean path", rel)
+		return invalidPath{fmt.Errorf("workspace: %q is not a clean path", rel)}
 	}
 	for _, seg := range strings.Split(rel, "/") {
 		if seg == ".." {
-			return &fs.PathError{Op: "open", Path: rel, Err: errors.New("path escapes from parent")}
+			return invalidPath{&fs.PathError{Op: "open", Path: rel, Err: errors.New("path escapes from parent")}}
 		}
 	}
 	return nil

@@ -2,7 +2,6 @@ package script
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -66,31 +65,12 @@ func (s *Sandbox) runNative(ctx context.Context, st workspace.Store, cmd sandbox
 	if len(changed) > 0 {
 		notes = append(notes, "Changes to existing files are not saved (write a new file, or use lucy_write_file): "+strings.Join(changed, ", ")+".")
 	}
-	root, err := os.OpenRoot(dir)
+	saved, saveNotes, err := saveNew(ctx, st, team, dir, created)
 	if err != nil {
 		return res, err
 	}
-	defer root.Close()
-	var lost []string
-	for _, rel := range created {
-		data, err := root.ReadFile(rel)
-		if err == nil {
-			_, err = st.Write(ctx, team, rel, data, workspace.Cond{IfNoneMatch: true})
-		}
-		switch {
-		case errors.Is(err, workspace.ErrPrecondition):
-			lost = append(lost, rel)
-		case err != nil:
-			// A name the workspace refuses is the script's doing: say so, save the rest.
-			notes = append(notes, fmt.Sprintf("%s was not saved: %v.", rel, err))
-		default:
-			res.Written = append(res.Written, rel)
-		}
-	}
-	if len(lost) > 0 {
-		notes = append(notes, "These files were not saved: another run created files with the same names while the script ran: "+
-			strings.Join(lost, ", ")+".")
-	}
+	res.Written = append(res.Written, saved...)
+	notes = append(notes, saveNotes...)
 	if len(notes) > 0 {
 		res.Error = strings.TrimSpace(res.Error + " " + strings.Join(notes, " "))
 	}

@@ -168,14 +168,30 @@ func (s *Sandbox) runStaged(ctx context.Context, st workspace.Store, cmd sandbox
 	if err != nil {
 		return res, err
 	}
-	root, err := os.OpenRoot(dir)
+	saved, notes, err := saveNew(ctx, st, team, dir, res.Written)
 	if err != nil {
 		return res, err
 	}
+	res.Written = saved
+	if len(notes) > 0 {
+		res.Error = strings.TrimSpace(res.Error + " " + strings.Join(notes, " "))
+	}
+	return res, nil
+}
+
+// saveNew saves the files a script created in dir (paths relative to it) into the team's workspace,
+// create-only, for every language alike: a file another run created meanwhile under the same name is
+// kept, and a name the workspace refuses (a backslash, say) is the script's doing; both are said in
+// the notes the script's result carries, and the rest is saved. Any other failure is the store's and
+// is returned, so that the tool call is retried rather than reported as done without its files.
+func saveNew(ctx context.Context, st workspace.Store, team, dir string, created []string) (saved, notes []string, err error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer root.Close()
-	saved := res.Written[:0:0]
 	var lost []string
-	for _, rel := range res.Written {
+	for _, rel := range created {
 		data, err := root.ReadFile(rel)
 		if err == nil {
 			_, err = st.Write(ctx, team, rel, data, workspace.Cond{IfNoneMatch: true})
@@ -183,18 +199,19 @@ func (s *Sandbox) runStaged(ctx context.Context, st workspace.Store, cmd sandbox
 		switch {
 		case errors.Is(err, workspace.ErrPrecondition):
 			lost = append(lost, rel)
+		case errors.Is(err, workspace.ErrInvalidPath):
+			notes = append(notes, fmt.Sprintf("%s was not saved: %v.", rel, err))
 		case err != nil:
-			return res, fmt.Errorf("%s: save %s: %w", tools.RunScript, rel, err)
+			return nil, nil, fmt.Errorf("%s: save %s: %w", tools.RunScript, rel, err)
 		default:
 			saved = append(saved, rel)
 		}
 	}
-	res.Written = saved
 	if len(lost) > 0 {
-		res.Error = strings.TrimSpace(res.Error + fmt.Sprintf(" These files were not saved: another run created files "+
-			"with the same names while the script ran: %s.", strings.Join(lost, ", ")))
+		notes = append(notes, "These files were not saved: another run created files with the same names while the script ran: "+
+			strings.Join(lost, ", ")+".")
 	}
-	return res, nil
+	return saved, notes, nil
 }
 
 // scriptShownChars is how much of a script's console output the model reads; the notes come first so
