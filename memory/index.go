@@ -39,6 +39,18 @@ CREATE VIRTUAL TABLE note_fts USING fts5(text, tags, about, tokenize = 'porter u
 `
 
 func newIndex() (*index, error) {
+	db, err := OpenIndex(schema)
+	if err != nil {
+		return nil, fmt.Errorf("memory index: %w", err)
+	}
+	return &index{db: db}, nil
+}
+
+// OpenIndex opens an in-memory SQLite database (with FTS5) made by schema, for a worker's search
+// index that is a cache of the state store (the notes here, the workspace files in
+// tools/filesearch). It has one connection, never closed by the pool: an in-memory database lives
+// as long as its connection.
+func OpenIndex(schema string) (*sql.DB, error) {
 	db, err := sql.Open("sqlite", ":memory:")
 	if err != nil {
 		return nil, err
@@ -49,9 +61,9 @@ func newIndex() (*index, error) {
 	db.SetConnMaxIdleTime(0)
 	if _, err := db.Exec(schema); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("memory index: %w", err)
+		return nil, err
 	}
-	return &index{db: db}, nil
+	return db, nil
 }
 
 func (ix *index) close() error { return ix.db.Close() }

@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"strings"
 
-	_ "modernc.org/sqlite" // the "sqlite" driver, pure Go, with FTS5 (as memory's index)
-
+	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/tools/documents"
 )
 
 // index is a worker's search index of the teams' workspace files: an in-memory SQLite database
-// with an FTS5 table of their passages, opened as memory's index is (memory/index.go). It is a cache
+// with an FTS5 table of their passages, opened by memory.OpenIndex as memory's own is. It is a cache
 // of the workspace store (Search.refresh keeps it in step); losing it loses nothing.
 type index struct {
 	db *sql.DB
@@ -39,17 +38,8 @@ CREATE VIRTUAL TABLE passage_fts USING fts5(title, text, tokenize = 'porter unic
 `
 
 func newIndex() (*index, error) {
-	db, err := sql.Open("sqlite", ":memory:")
+	db, err := memory.OpenIndex(schema)
 	if err != nil {
-		return nil, err
-	}
-	// One connection: an in-memory database lives as long as its connection (memory/index.go).
-	db.SetMaxOpenConns(1)
-	db.SetMaxIdleConns(1)
-	db.SetConnMaxLifetime(0)
-	db.SetConnMaxIdleTime(0)
-	if _, err := db.Exec(schema); err != nil {
-		db.Close()
 		return nil, fmt.Errorf("file index: %w", err)
 	}
 	return &index{db: db}, nil
