@@ -50,6 +50,9 @@ type Integration struct {
 	Tools  int
 	// AddedBy is the Slack user who connected it ("" for the operator's configuration).
 	AddedBy string
+	// SignIn says, for a service each person signs in to (an MCP server with OAuth), whose
+	// account the asker's requests use: their own, the team's (an admin's choice), or none yet.
+	SignIn string
 	// Owner is the one person whose requests it serves (a member's own MCP server or API service);
 	// empty when it serves the team. Another person's own integration is left out of what a run's
 	// prompt lists and of what lucy_list_integrations shows a member (Visible).

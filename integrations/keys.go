@@ -241,6 +241,9 @@ func (k *Keys) listIntegrations(ctx context.Context, inv tools.Invocation) (tool
 		if in.AddedBy != "" {
 			facts = append(facts, "added by <@"+in.AddedBy+">")
 		}
+		if in.SignIn != "" {
+			facts = append(facts, in.SignIn)
+		}
 		if len(facts) > 0 {
 			b.WriteString(" (" + strings.Join(facts, ", ") + ")")
 		}

@@ -158,6 +158,8 @@ func TestListIntegrations(t *testing.T) {
 		fakeLister{list: []Integration{
 			{Kind: "mcp", Name: "linear", Scope: "this workspace", Where: "https://mcp.linear.app/sse", Credential: "linear", Healthy: true, Tools: 12, AddedBy: "U1"},
 			{Kind: "openapi", Name: "billing", Scope: "every team", Where: "https://billing.internal/openapi.json", Healthy: false, Status: "401 from the server"},
+			{Kind: "mcp", Name: "notion", Scope: "every team", Where: "https://mcp.notion.com/mcp", Healthy: true, Tools: 3,
+				SignIn: "you have not signed in: ask me to sign you in"},
 			// Another member's own server: not shown to a member (its name and address are hers).
 			{Kind: "mcp", Name: "mallory-notes", Scope: "<@UMALLORY>'s own (only their requests)", Where: "https://mallory.example/mcp",
 				Healthy: true, Tools: 1, AddedBy: "UMALLORY", Owner: "UMALLORY"},
@@ -181,6 +183,7 @@ func TestListIntegrations(t *testing.T) {
 		"added by <@U1> on", "replaced by <@U2>",
 		"MCP server linear (this workspace, https://mcp.linear.app/sse, key linear, added by <@U1>): healthy, 12 tools",
 		"OpenAPI service billing (every team, https://billing.internal/openapi.json): not healthy: 401 from the server",
+		"MCP server notion (every team, https://mcp.notion.com/mcp, you have not signed in: ask me to sign you in): healthy, 3 tools",
 		"could not be listed: mcp config unreadable")
 	for _, leak := range []string{"ghp_value", "ghp_replaced", "jira", "other-teams", "mallory"} {
 		if strings.Contains(out.Content, leak) {

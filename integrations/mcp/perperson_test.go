@@ -304,3 +304,40 @@ func TestAListingStopsUsingASignedOutMembersToken(t *testing.T) {
 		t.Fatalf("listed with U1's token after they signed out: %v", after)
 	}
 }
+
+// lucy_list_integrations tells each person whose account their requests to a server that needs a
+// sign-in use: none yet, the team's (an admin's sign-in) or their own.
+func TestTheListingSaysWhoseSignInServesTheAsker(t *testing.T) {
+	r := newOAuthRig(t, "https://lucy.example.com", []mcp.Server{{Name: "acme"}}, false)
+	r.src.Tools(ctx(t), team)
+	signIn := func(user string) string {
+		t.Helper()
+		list, err := r.src.IntegrationsFor(ctx(t), team, user)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("the listing for %s: %+v %v", user, list, err)
+		}
+		return list[0].SignIn
+	}
+	if got := signIn("U1"); !strings.Contains(got, "not signed in") {
+		t.Fatalf("before any sign-in, U1: %q", got)
+	}
+	r.mustSignIn(t, "U1", false)
+	if got := signIn("U1"); !strings.Contains(got, "your own account") {
+		t.Errorf("U1 signed in: %q", got)
+	}
+	if got := signIn("U2"); !strings.Contains(got, "not signed in") {
+		t.Errorf("U2 while only U1 signed in: %q", got)
+	}
+	if code, body := r.signInAs(t, admin, true, "acme"); code != http.StatusOK {
+		t.Fatalf("the admin's team-wide sign-in: %d %s", code, body)
+	}
+	if got := signIn("U2"); !strings.Contains(got, "the team's account") {
+		t.Errorf("U2 with the team's account: %q", got)
+	}
+	if got := signIn("U1"); !strings.Contains(got, "your own account") {
+		t.Errorf("U1's own comes first: %q", got)
+	}
+	if list, _ := r.src.Integrations(ctx(t), team); list[0].SignIn != "" {
+		t.Errorf("the prompt's listing (no asker) says %q", list[0].SignIn)
+	}
+}

@@ -450,10 +450,26 @@ func (s *Source) IntegrationsFor(ctx context.Context, team, user string) ([]inte
 			}
 			out[i] = integrations.Integration{Kind: "mcp", Name: sc.srv.Name, Scope: scope, Where: sc.srv.Where(),
 				Credential: sc.srv.Credential, Healthy: st.healthy, Status: status, Tools: len(list), AddedBy: sc.srv.AddedBy, Owner: owner}
+			if user != "" && c.usesSignIn() {
+				out[i].SignIn = s.signInOf(ctx, team, sc.srv.Name, user)
+			}
 		}()
 	}
 	wg.Wait()
 	return out, nil
+}
+
+// signInOf says whose account user's requests to a server that needs a sign-in are made with,
+// as Flow.TokenFor chooses it: their own sign-in first, else the team's service account.
+func (s *Source) signInOf(ctx context.Context, team, server, user string) string {
+	switch {
+	case s.d.OAuth.SignedIn(ctx, team, server, user):
+		return "you are signed in with your own account"
+	case s.d.OAuth.SignedIn(ctx, team, server, ""):
+		return "your requests use the team's account (an admin's choice) until you sign in with your own"
+	default:
+		return "you have not signed in: ask me to sign you in"
+	}
 }
 
 // relistPerTeam lists again, with the team's own session, the operator's servers whose shared
