@@ -158,7 +158,7 @@ var Docs = []Doc{
 	},
 	{
 		Names:   []string{"LUCY_MODEL_EMBEDDING"},
-		Meaning: "embeddings model on the same OpenAI-compatible endpoint (for example `text-embedding-3-small`): notes get an embedding when written, and recall adds the notes closest in meaning to the words' hits",
+		Meaning: "embeddings model on the same OpenAI-compatible endpoint (for example `text-embedding-3-small`): notes get an embedding when written, and recall adds the notes closest in meaning to the words' hits; lucy_search_files finds the workspace files' passages by meaning too (their vectors kept in the state store, see \"Searching the team's files\" in [using.md](using.md#searching-the-teams-files-lucy_search_files))",
 		Default: "unset (full-text search only)",
 	},
 	{

@@ -70,6 +70,15 @@ func New(st workspace.Store, embed Embedder) (*Store, error) {
 	return &Store{st: st, idx: idx, embed: embed, now: time.Now, ttl: RefreshInterval, teams: map[string]*teamState{}}, nil
 }
 
+// Embedder is the embedder the store was built with (nil: lexical search only), for the other
+// searches of the worker that find by meaning too (the workspace files').
+func (s *Store) Embedder() Embedder {
+	if s == nil {
+		return nil
+	}
+	return s.embed
+}
+
 // Close releases the index.
 func (s *Store) Close() error {
 	s.mu.Lock()

@@ -1,7 +1,8 @@
 // Package filesearch is the search over a team's workspace files: lucy_search_files finds passages of
 // its text, Markdown, CSV, PDF, Word (.docx) and Excel (.xlsx) files, each with its file and its place
 // (a PDF's page, a sheet's row, a text's lines), through a per-worker SQLite FTS5 index of the
-// passages that documents.Extract reads.
+// passages that documents.Extract reads, and, when LUCY_MODEL_EMBEDDING is set, by their meaning too
+// (vectors.go).
 //
 // The index is kept in step lazily, as memory's is with its notes (memory/store.go, refresh): each
 // search lists the team's files and reads again only those whose version (the store's ETag, or size
@@ -23,6 +24,8 @@ import (
 	"io/fs"
 	"strings"
 	"sync"
+
+	"github.com/rs/zerolog"
 
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/tools"
@@ -55,6 +58,12 @@ var maxTeamText = 64 << 20
 type Search struct {
 	ws *files.Workspace
 
+	// The search by meaning (WithEmbeddings): nil embed searches by words only.
+	embed memory.Embedder
+	state workspace.Store // where the passages' vectors are kept for every worker; nil keeps none
+	log   zerolog.Logger
+	vecs  vectors
+
 	once sync.Once
 	idx  *index
 	err  error
@@ -65,7 +74,15 @@ type Search struct {
 
 // New returns the search over ws's files.
 func New(ws *files.Workspace) *Search {
-	return &Search{ws: ws, teams: map[string]*sync.Mutex{}}
+	return &Search{ws: ws, teams: map[string]*sync.Mutex{}, log: zerolog.Nop()}
+}
+
+// WithEmbeddings makes the search find passages by their meaning as well as by their words, with
+// embed's vectors kept in Lucy's state store (state, which may be nil: each worker then computes
+// its own). embed nil leaves the search by words.
+func (s *Search) WithEmbeddings(embed memory.Embedder, state workspace.Store, log zerolog.Logger) *Search {
+	s.embed, s.state, s.log = embed, state, log
+	return s
 }
 
 func (s *Search) index() (*index, error) {
@@ -98,6 +115,8 @@ func version(in workspace.Info) string {
 // coverage says what a refresh left out of the index.
 type coverage struct {
 	files, tooLarge, beyond, full int
+	// unembedded is the files with text whose passages have no vectors yet (search by meaning).
+	unembedded int
 }
 
 // refresh brings the index of team in step with its workspace: it lists the files, reads and
@@ -144,8 +163,11 @@ func (s *Search) refresh(ctx context.Context, ix *index, st workspace.Store, tea
 		if !old.full {
 			total -= old.chars // replaced below (0 when not seen)
 		}
+		if err := s.vecs.drop(team, in.Path); err != nil { // a changed file's vectors are of its old passages
+			return cov, err
+		}
 		if in.Size > MaxIndexedBytes {
-			if err := ix.put(ctx, team, in.Path, v, nil, false); err != nil {
+			if err := ix.put(ctx, team, in.Path, v, "", nil, false); err != nil {
 				return cov, err
 			}
 			continue
@@ -169,7 +191,7 @@ func (s *Search) refresh(ctx context.Context, ix *index, st workspace.Store, tea
 		} else {
 			total += textLen(ps)
 		}
-		if err := ix.put(ctx, team, in.Path, v, ps, full); err != nil {
+		if err := ix.put(ctx, team, in.Path, v, contentSum(data), ps, full); err != nil {
 			return cov, fmt.Errorf("file index: %w", err)
 		}
 	}
@@ -177,7 +199,18 @@ func (s *Search) refresh(ctx context.Context, ix *index, st workspace.Store, tea
 	for p := range known {
 		gone = append(gone, p)
 	}
-	return cov, ix.remove(ctx, team, gone...)
+	if err := s.vecs.drop(team, gone...); err != nil {
+		return cov, err
+	}
+	if err := ix.remove(ctx, team, gone...); err != nil {
+		return cov, err
+	}
+	if s.embed != nil {
+		if cov.unembedded, err = s.embedPending(ctx, ix, team); err != nil {
+			return cov, err
+		}
+	}
+	return cov, nil
 }
 
 var _ = tools.Register(tools.Def{
@@ -245,6 +278,11 @@ func (s *Search) searchFiles(ctx context.Context, inv tools.Invocation) (tools.O
 	if err != nil {
 		return tools.Output{}, err
 	}
+	if s.embed != nil {
+		if found, err = s.addSemantic(ctx, ix, inv.Team, folder, args.Query, found, limit*perFile*2); err != nil {
+			return tools.Output{}, err
+		}
+	}
 	var hits []hit
 	per := map[string]int{}
 	for _, h := range found {
@@ -275,8 +313,36 @@ func (s *Search) searchFiles(ctx context.Context, inv tools.Invocation) (tools.O
 		fmt.Fprintf(&b, "\n%d file(s) were not searched: this workspace's files hold more text than the %s a search covers.",
 			cov.full, files.HumanBytes(int64(maxTeamText)))
 	}
+	if cov.unembedded > 0 {
+		fmt.Fprintf(&b, "\n%d file(s) were searched by their words only: their search by meaning is still being prepared (the next searches add it).", cov.unembedded)
+	}
 	if cov.beyond > 0 {
 		fmt.Fprintf(&b, "\n%d file(s) beyond the first %d were not searched.", cov.beyond, MaxIndexedFiles)
 	}
 	return tools.Output{Content: strings.TrimSpace(b.String())}, nil
+}
+
+// addSemantic ranks the passages close in meaning to query together with those its words found. The
+// query's vector failing leaves the words' ranking as it is.
+func (s *Search) addSemantic(ctx context.Context, ix *index, team, folder, query string, lexical []hit, limit int) ([]hit, error) {
+	qv, err := s.embed.Embed(ctx, []string{query})
+	if err != nil || len(qv) != 1 || len(qv[0]) == 0 {
+		return lexical, nil
+	}
+	// More than limit are asked for: those outside the folder are skipped.
+	nearby, err := s.vecs.nearest(ctx, team, qv[0], limit*4)
+	if err != nil {
+		return nil, err
+	}
+	var semantic []hit
+	for _, n := range nearby {
+		h, ok, err := ix.passage(ctx, team, folder, n.path, n.seq)
+		if err != nil {
+			return nil, err
+		}
+		if ok && len(semantic) < limit {
+			semantic = append(semantic, h)
+		}
+	}
+	return fuse(lexical, semantic), nil
 }

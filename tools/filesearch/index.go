@@ -25,6 +25,7 @@ CREATE TABLE doc(
 	ver TEXT NOT NULL,
 	chars INTEGER NOT NULL, -- bytes of its passages' text
 	full INTEGER NOT NULL,  -- 1: left out, the team's index being full (chars: what it would take)
+	sum TEXT NOT NULL,      -- SHA-256 of the file's bytes, naming its passages' vectors
 	UNIQUE(team, path)
 );
 CREATE TABLE passage(
@@ -83,7 +84,7 @@ func textLen(ps []documents.Passage) int {
 // put replaces what the index holds of one file: its version and its passages (none for a file
 // without text, so that it is not read again until it changes). full records the file without its
 // passages, the team's index having no room for them.
-func (ix *index) put(ctx context.Context, team, path, ver string, ps []documents.Passage, full bool) error {
+func (ix *index) put(ctx context.Context, team, path, ver, sum string, ps []documents.Passage, full bool) error {
 	tx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -92,7 +93,7 @@ func (ix *index) put(ctx context.Context, team, path, ver string, ps []documents
 	if err := removeTx(ctx, tx, team, path); err != nil {
 		return err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO doc(team, path, ver, chars, full) VALUES(?,?,?,?,?)`, team, path, ver, textLen(ps), full)
+	res, err := tx.ExecContext(ctx, `INSERT INTO doc(team, path, ver, chars, full, sum) VALUES(?,?,?,?,?,?)`, team, path, ver, textLen(ps), full, sum)
 	if err != nil {
 		return err
 	}
@@ -132,6 +133,73 @@ func titleOf(path string, ps []documents.Passage) string {
 		first = string(r[:200])
 	}
 	return path + "\n" + first
+}
+
+// textDoc is an indexed file with passages, and its content's sum.
+type textDoc struct{ path, sum string }
+
+// textDocs lists the team's indexed files that have passages, by path.
+func (ix *index) textDocs(ctx context.Context, team string) ([]textDoc, error) {
+	rows, err := ix.db.QueryContext(ctx, `SELECT d.path, d.sum FROM doc d WHERE d.team = ? AND d.full = 0
+		AND EXISTS (SELECT 1 FROM passage p WHERE p.doc = d.rid) ORDER BY d.path`, team)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []textDoc
+	for rows.Next() {
+		var d textDoc
+		if err := rows.Scan(&d.path, &d.sum); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// texts returns the text of a file's passages, in their order.
+func (ix *index) texts(ctx context.Context, team, path string) ([]string, error) {
+	rows, err := ix.db.QueryContext(ctx, `SELECT f.text FROM doc d JOIN passage p ON p.doc = d.rid JOIN passage_fts f ON f.rowid = p.pid
+		WHERE d.team = ? AND d.path = ? ORDER BY p.seq`, team, path)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var t string
+		if err := rows.Scan(&t); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// semanticSnippetWords is how much of a passage found by its meaning the result quotes: its opening.
+const semanticSnippetWords = 24
+
+// passage returns the hit of a file's passage by its place, under folder ("." for all); ok is false
+// for one the index no longer has or outside folder.
+func (ix *index) passage(ctx context.Context, team, folder, path string, seq int) (h hit, ok bool, err error) {
+	if folder != "." && !strings.HasPrefix(path, folder+"/") {
+		return hit{}, false, nil
+	}
+	var text string
+	err = ix.db.QueryRowContext(ctx, `SELECT d.path, p.pos, f.text FROM doc d JOIN passage p ON p.doc = d.rid JOIN passage_fts f ON f.rowid = p.pid
+		WHERE d.team = ? AND d.path = ? AND p.seq = ?`, team, path, seq).Scan(&h.Path, &h.Where, &text)
+	if err == sql.ErrNoRows {
+		return hit{}, false, nil
+	}
+	if err != nil {
+		return hit{}, false, err
+	}
+	words := strings.Fields(text)
+	h.Snippet = strings.Join(words[:min(len(words), semanticSnippetWords)], " ")
+	if len(words) > semanticSnippetWords {
+		h.Snippet += "…"
+	}
+	return h, true, nil
 }
 
 // remove drops files from the index.

@@ -210,7 +210,10 @@ func New(d Deps, sources ...tools.Source) *Set {
 	// the OpenAPI resolve; lucy_list_integrations lists the ones not connected yet.
 	services := catalog.NewConnector(d.Services, mcpClient, custom, listers, d.Admins)
 	keys := integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers, d.Admins).WithConnectable(services)
-	domains := []any{skillSet, ws, documents.New(ws, nil), filesearch.New(ws), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
+	// The file search finds by meaning too with memory's embedder (LUCY_MODEL_EMBEDDING), its vectors
+	// kept in the state store for every worker.
+	fileSearch := filesearch.New(ws).WithEmbeddings(d.Memory.Embedder(), d.State, d.Log)
+	domains := []any{skillSet, ws, documents.New(ws, nil), fileSearch, script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
 		mcpClient, mail, keys, services, memory.NewTools(d.Memory, memory.NewViewer(access, slacktools.AccessAPI(d.Slack)))}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
