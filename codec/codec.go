@@ -9,8 +9,8 @@
 // pass through unchanged, so turning it on never strands a running workflow.
 //
 // Handler serves Temporal's remote codec protocol (POST …/encode, …/decode) so that the Web UI can
-// show decoded payloads to an operator who can reach it; it must stay behind the same access
-// control as the keys themselves.
+// show decoded payloads to an operator; with a Login it decodes only for callers signed in to the
+// Web UI's identity provider (oidc.go), as `lucy worker` requires beyond loopback.
 package codec
 
 import (
