@@ -9,8 +9,8 @@
 // pass through unchanged, so turning it on never strands a running workflow.
 //
 // Handler serves Temporal's remote codec protocol (POST …/encode, …/decode) so that the Web UI can
-// show decoded payloads to an operator who can reach it; it must stay behind the same access
-// control as the keys themselves.
+// show decoded payloads to an operator; with a Login it decodes only for callers signed in to the
+// Web UI's identity provider (oidc.go), as `lucy worker` requires beyond loopback.
 package codec
 
 import (
@@ -173,20 +173,30 @@ func DataConverter(keys []Key) (converter.DataConverter, error) {
 }
 
 // Handler serves the remote codec protocol for the Web UI (POST <prefix>/encode and
-// <prefix>/decode), answering CORS preflights from allowOrigins (the Web UI's origin).
-func Handler(keys []Key, allowOrigins ...string) (http.Handler, error) {
+// <prefix>/decode), answering CORS preflights from allowOrigins (the Web UI's origin). With login,
+// every request but a preflight must carry a valid token of that login (401 otherwise); a preflight
+// carries none (browsers never send credentials on one) and reveals nothing.
+func Handler(keys []Key, login *Login, allowOrigins ...string) (http.Handler, error) {
 	c, err := New(keys)
 	if err != nil {
 		return nil, err
 	}
 	inner := converter.NewPayloadCodecHTTPHandler(c)
+	if login != nil {
+		if login.Issuer == "" || login.Audience == "" {
+			return nil, errors.New("codec: a login needs both an issuer and an audience")
+		}
+		inner = &loginGuard{login: *login, next: inner}
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
 		for _, o := range allowOrigins {
 			if origin == o {
 				w.Header().Set("Access-Control-Allow-Origin", origin)
 				w.Header().Set("Access-Control-Allow-Credentials", "true")
-				w.Header().Set("Access-Control-Allow-Headers", "Content-Type, X-Namespace, Authorization")
+				// Authorization-Extras carries the ID token the Web UI sends beside the access
+				// token when its codec passes the access token (see callerToken).
+				w.Header().Set("Access-Control-Allow-Headers", "Content-Type, X-Namespace, Authorization, Authorization-Extras")
 				w.Header().Set("Access-Control-Allow-Methods", "POST, OPTIONS")
 				w.Header().Set("Vary", "Origin")
 			}

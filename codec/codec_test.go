@@ -90,7 +90,7 @@ func TestHandlerDecodesForTheWebUI(t *testing.T) {
 	keys, _ := ParseKeys("k1:" + key(1))
 	dc, _ := DataConverter(keys)
 	p, _ := dc.ToPayload("secret text")
-	h, err := Handler(keys, "http://127.0.0.1:8233")
+	h, err := Handler(keys, nil, "http://127.0.0.1:8233")
 	if err != nil {
 		t.Fatal(err)
 	}

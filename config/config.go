@@ -197,6 +197,12 @@ type Config struct {
 	// worker` serves the Web UI's codec endpoint; `lucy dev` serves it on a loopback port by itself.
 	PayloadKeys []codec.Key
 	CodecAddr   string
+	// CodecLogin (LUCY_CODEC_OIDC_ISSUER, LUCY_CODEC_OIDC_AUDIENCE) is the Web UI's OpenID Connect
+	// login, which `lucy worker`'s codec endpoint then requires of every caller (401 otherwise);
+	// nil: none, allowed only on a loopback LUCY_CODEC_ADDR. CodecOrigins (LUCY_CODEC_ORIGINS) are
+	// the Web UI origins the endpoint answers CORS for; empty: the loopback UI on LUCY_UI_PORT.
+	CodecLogin   *codec.Login
+	CodecOrigins []string
 	// Search is lucy_web_search's provider: LUCY_SEARCH_PROVIDER (openrouter, perplexity, brave,
 	// tavily), LUCY_SEARCH_API_KEY, LUCY_SEARCH_MODEL, LUCY_SEARCH_BASE_URL. With OPENROUTER_API_KEY
 	// and no provider set, OpenRouter's online model with that key.
@@ -560,6 +566,9 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 		if len(c.PayloadKeys) == 0 {
 			return nil, errors.New("LUCY_CODEC_ADDR is set but LUCY_PAYLOAD_KEYS is not: there is nothing to decode")
 		}
+	}
+	if err := c.loadCodecLogin(getenv); err != nil {
+		return nil, err
 	}
 	if err := c.loadWorkspaceStore(getenv); err != nil {
 		return nil, err

@@ -284,8 +284,18 @@ var Docs = []Doc{
 	},
 	{
 		Names:   []string{"LUCY_CODEC_ADDR"},
-		Meaning: "where `lucy worker` serves the Web UI's codec endpoint (`/codec/encode`, `/codec/decode`) so operators see decoded payloads; point the UI's codec endpoint at `http://<addr>/codec`. It decrypts for anyone who reaches it: keep it on the operators' network. `lucy dev` serves one on a loopback port by itself and configures its Web UI",
+		Meaning: "where `lucy worker` serves the Web UI's codec endpoint (`/codec/encode`, `/codec/decode`) so operators see decoded payloads; point the UI's codec endpoint (`TEMPORAL_CODEC_ENDPOINT`) at `https://<your proxy>/codec`. On any address but loopback it requires `LUCY_CODEC_OIDC_ISSUER` and `LUCY_CODEC_OIDC_AUDIENCE` (the worker refuses to start otherwise): it decrypts every payload it is sent. `lucy dev` serves one on a loopback port by itself, without login, and configures its Web UI",
 		Default: "unset",
+	},
+	{
+		Names:   []string{"LUCY_CODEC_OIDC_ISSUER", "LUCY_CODEC_OIDC_AUDIENCE"},
+		Meaning: "the Web UI's OpenID Connect login, which the codec endpoint then requires: every encode or decode request must carry an ID token (the UI sends it with `TEMPORAL_CODEC_PASS_ACCESS_TOKEN=true` and an https codec endpoint) that this issuer signed (keys from its discovery document's `jwks_uri`) for this audience, unexpired; otherwise 401 and nothing decoded. Set them to the UI's `TEMPORAL_AUTH_PROVIDER_URL` (https) and `TEMPORAL_AUTH_CLIENT_ID`. See \"The Web UI behind login\" in [operating.md](operating.md#the-web-ui-behind-login)",
+		Default: "unset: the codec endpoint is allowed on loopback only",
+	},
+	{
+		Names:   []string{"LUCY_CODEC_ORIGINS"},
+		Meaning: "the Web UI origins (comma-separated `scheme://host[:port]`) the codec endpoint answers CORS for, when the browser reaches the codec on another origin than the UI's own (not needed when your proxy serves `/codec` on the UI's origin)",
+		Default: "`http://127.0.0.1:<LUCY_UI_PORT>`, `http://localhost:<LUCY_UI_PORT>`",
 	},
 	{
 		Names:   []string{"LUCY_CONTEXT_WINDOW"},

@@ -43,7 +43,7 @@ var fixedVariables = []string{
 	// Mailboxes that sign in with OAuth: the operator's clients at Google and Microsoft
 	"LUCY_GOOGLE_CLIENT_ID", "LUCY_GOOGLE_CLIENT_SECRET", "LUCY_MICROSOFT_CLIENT_ID", "LUCY_MICROSOFT_CLIENT_SECRET", "LUCY_MICROSOFT_TENANT",
 	// Payload encryption and the Web UI's codec endpoint
-	"LUCY_PAYLOAD_KEYS", "LUCY_CODEC_ADDR",
+	"LUCY_PAYLOAD_KEYS", "LUCY_CODEC_ADDR", "LUCY_CODEC_OIDC_ISSUER", "LUCY_CODEC_OIDC_AUDIENCE", "LUCY_CODEC_ORIGINS",
 	// LLM
 	"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENROUTER_API_KEY", "LUCY_CONTEXT_WINDOW",
 	// Web search

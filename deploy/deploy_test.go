@@ -716,12 +716,13 @@ metadata: {}
 
 // The compose file as Docker Compose itself reads it: compose-go is the loader `docker compose`
 // uses, with its schema validation, YAML merge keys, interpolation and consistency checks (every
-// depends_on names a service, and so on). It runs the way deploy/README.md says: lucy.env made
-// from the example next to compose.yaml. Then the order of the one-shot jobs: worker and gateway
-// start only after `lucy setup` has succeeded, and setup is not restarted once it has.
+// depends_on names a service, and so on). It runs the way deploy/README.md says: lucy.env and
+// temporal-ui.env made from the examples next to compose.yaml. Then the order of the one-shot jobs:
+// worker and gateway start only after `lucy setup` has succeeded, and setup is not restarted once
+// it has.
 func TestComposeAsDockerComposeReadsIt(t *testing.T) {
 	dir := t.TempDir()
-	for from, to := range map[string]string{"compose/compose.yaml": "compose.yaml", "compose/lucy.env.example": "lucy.env"} {
+	for from, to := range map[string]string{"compose/compose.yaml": "compose.yaml", "compose/lucy.env.example": "lucy.env", "compose/temporal-ui.env.example": "temporal-ui.env"} {
 		data, err := os.ReadFile(from)
 		if err != nil {
 			t.Fatal(err)

@@ -59,3 +59,35 @@ func TestDevCodecRefusesForeignHost(t *testing.T) {
 		}
 	}
 }
+
+// `lucy worker` with the Web UI's login configured serves a codec endpoint that refuses a caller
+// without a token; `lucy dev` with the same configuration serves its loopback endpoint as before,
+// without login.
+func TestWorkerCodecRequiresLoginDevDoesNot(t *testing.T) {
+	keys, err := codec.ParseKeys("k1:" + strings.Repeat("A", 43) + "=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const body = `{"payloads":[{"metadata":{"encoding":"anNvbi9wbGFpbg=="},"data":"ImhlbGxvIg=="}]}`
+	login := &codec.Login{Issuer: "http://127.0.0.1:1/unreachable", Audience: "temporal-ui"}
+	for _, dev := range []bool{false, true} {
+		cfg := &config.Config{PayloadKeys: keys, UIPort: 8233, CodecAddr: "127.0.0.1:0", CodecLogin: login}
+		endpoint, stop, err := serveCodec(cfg, dev, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Post(endpoint+"/encode", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want := http.StatusUnauthorized
+		if dev {
+			want = http.StatusOK
+		}
+		if resp.StatusCode != want {
+			t.Errorf("dev=%v: %d, want %d", dev, resp.StatusCode, want)
+		}
+		stop()
+	}
+}

@@ -393,8 +393,16 @@ func serveCodec(cfg *config.Config, dev bool, log zerolog.Logger) (string, func(
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
-	origins := []string{fmt.Sprintf("http://127.0.0.1:%d", cfg.UIPort), fmt.Sprintf("http://localhost:%d", cfg.UIPort)}
-	h, err := codec.Handler(cfg.PayloadKeys, origins...)
+	origins := cfg.CodecOrigins
+	if len(origins) == 0 {
+		origins = []string{fmt.Sprintf("http://127.0.0.1:%d", cfg.UIPort), fmt.Sprintf("http://localhost:%d", cfg.UIPort)}
+	}
+	// `lucy dev` stays as it always was: loopback only and no login (its Web UI has none either).
+	login := cfg.CodecLogin
+	if dev {
+		login = nil
+	}
+	h, err := codec.Handler(cfg.PayloadKeys, login, origins...)
 	if err != nil {
 		return "", nil, err
 	}
@@ -413,6 +421,6 @@ func serveCodec(cfg *config.Config, dev bool, log zerolog.Logger) (string, func(
 	hs := newHTTPServer(handler, slackTimeouts)
 	go func() { _ = hs.Serve(ln) }()
 	url := "http://" + ln.Addr().String() + "/codec"
-	log.Info().Str("endpoint", url).Msg("codec endpoint for the Web UI")
+	log.Info().Str("endpoint", url).Bool("login_required", login != nil).Msg("codec endpoint for the Web UI")
 	return url, func() { shutdown(hs) }, nil
 }
