@@ -5,9 +5,16 @@
 // Every request the page makes (subresources, redirects, XHR and fetch, WebSockets) goes through an
 // in-process forward proxy whose dialer is the guarded dialer of lucy_web_fetch (proxy.go), so the
 // same address rule holds for all of them, checked when the connection is dialed. Each call starts
-// its own browser with a fresh temporary profile that is removed afterwards; downloads are denied;
-// only http and https are loaded; time, JavaScript heap, page text and screenshot size are bounded;
-// and the browser's processes end with the call.
+// its own browser with a fresh temporary profile that is removed afterwards; downloads are denied
+// except during a download step, whose file is saved in the workspace; only http and https are
+// loaded; time, JavaScript heap, page text and screenshot size are bounded; and the browser's
+// processes end with the call.
+//
+// A call may name a session (session.go): the person's cookies and localStorage for that name are
+// restored into the fresh browser before the page opens and sealed back into the state store after
+// the steps, so a login survives the next calls. A fill_secret step types the person's stored key
+// (keys.go), read inside the activity and only for the origin it is bound to; its value is taken
+// out of everything the call returns.
 //
 // Where no Chromium binary is found (LUCY_CHROMIUM, else chromium on PATH) the tool is withheld
 // (tools.Offerer): it is not in the tools a run is offered.
@@ -330,10 +337,7 @@ func (b *Browser) browse(ctx context.Context, inv tools.Invocation) (tools.Outpu
 		}
 		return tools.ToolError("could not open %s in the browser: %s", shown, secrets.Scrub(err.Error(), page.typed...)), nil
 	}
-	note, err := b.keepSession(ctx, inv, args, sess, page)
-	if err != nil {
-		return tools.Output{}, err
-	}
+	note := b.keepSession(ctx, inv, args, sess, page)
 	out, err := b.result(ctx, inv, shown, args, page)
 	if err != nil {
 		return tools.Output{}, err
@@ -352,9 +356,9 @@ func (b *Browser) sessionWait() time.Duration {
 
 // keepSession saves (or, with end_session, deletes) the call's session and says so in a line of the
 // result: never a cookie, only how many.
-func (b *Browser) keepSession(ctx context.Context, inv tools.Invocation, args browseArgs, sess loaded, page rendered) (string, error) {
+func (b *Browser) keepSession(ctx context.Context, inv tools.Invocation, args browseArgs, sess loaded, page rendered) string {
 	if args.Session == "" {
-		return "", nil
+		return ""
 	}
 	var sb strings.Builder
 	switch {
@@ -365,26 +369,30 @@ func (b *Browser) keepSession(ctx context.Context, inv tools.Invocation, args br
 	default:
 		fmt.Fprintf(&sb, "Session: %s, new.\n", args.Session)
 	}
+	// A store that fails now is reported in the result, not retried as the call's error: a retry
+	// would run the steps (a login, a form) again.
 	if args.EndSession {
 		if _, err := b.sessions.end(ctx, inv.Team, inv.User, args.Session); err != nil {
-			return "", err
+			fmt.Fprintf(&sb, "[Session %s could NOT be ended (%v): call again with end_session to delete it.]\n", args.Session, err)
+			return sb.String()
 		}
 		fmt.Fprintf(&sb, "Session %s ended: its cookies and storage were deleted.\n", args.Session)
-		return sb.String(), nil
+		return sb.String()
 	}
 	if page.session == nil {
-		return sb.String(), nil
+		return sb.String()
 	}
 	dropped, err := b.sessions.save(ctx, inv.Team, inv.User, args.Session, *page.session)
 	if err != nil {
-		return "", err
+		fmt.Fprintf(&sb, "[Session %s could NOT be kept (%v): the next call starts without this login.]\n", args.Session, err)
+		return sb.String()
 	}
 	fmt.Fprintf(&sb, "Session %s kept: %d cookie(s)", args.Session, len(page.session.Cookies))
 	if dropped {
 		sb.WriteString(" (its site storage was over 1 MB and was not kept)")
 	}
 	fmt.Fprintf(&sb, ", for your later calls with session %q until %s unused.\n", args.Session, humanTTL(b.sessions.ttl))
-	return sb.String(), nil
+	return sb.String()
 }
 
 // dataGuard holds the call for a person's approval when its URL carries data the run has not seen
