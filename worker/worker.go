@@ -43,6 +43,7 @@ import (
 	"github.com/lucy-agent/lucy/steps"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/browser"
 	"github.com/lucy-agent/lucy/tools/toolset"
 	"github.com/lucy-agent/lucy/tools/web"
 	"github.com/lucy-agent/lucy/workflows"
@@ -257,6 +258,11 @@ func NewActivities(d Deps) *Activities {
 	if err != nil {
 		panic(err) // unreachable: the stores are set and a key of the right size always makes a cipher
 	}
+	// lucy_browse's named sessions, sealed like the credentials in the state store.
+	browserSessions, err := browser.NewSessions(state, cfg.SecretsKey)
+	if err != nil {
+		panic(err) // unreachable: a key of the right size always makes a cipher
+	}
 	notes := d.Memory
 	if notes == nil {
 		if notes, err = Memory(cfg, state, d.Log); err != nil {
@@ -291,6 +297,7 @@ func NewActivities(d Deps) *Activities {
 		AllowPrivateNetworks: d.AllowPrivateNetworks,
 		PrivateHosts:         cfg.AllowedPrivateHosts,
 		Chromium:             cfg.Chromium,
+		BrowserSessions:      browserSessions,
 		OpenAPIMaxOperations: cfg.OpenAPIMaxOperations,
 		MCPServers:           d.MCPServers,
 		Services:             d.Services,

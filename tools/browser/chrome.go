@@ -32,6 +32,24 @@ type rendered struct {
 	pngProblem   string   // why there is none, when asked for
 	refused      int      // requests the proxy refused
 	refusedHosts []string
+	// session is the browser's cookies and storage after the steps, when the call keeps a session.
+	session *sessionState
+	// typed are the stored keys the steps typed: taken out of everything the call returns.
+	typed []string
+	// downloads are the files download steps fetched; downloadProblems why one was not kept.
+	downloads        []downloaded
+	downloadProblems []string
+}
+
+// renderOpts are what a call adds to opening a page: a session to restore and keep, stored keys to
+// type.
+type renderOpts struct {
+	// restore is the session's state to put back before the page opens (nil: none).
+	restore *sessionState
+	// keep reads the session's state back after the steps (rendered.session).
+	keep bool
+	// secret returns a stored key for fill_secret steps (stepEnv.secret).
+	secret func(ctx context.Context, key, origin string) (string, error)
 }
 
 func (r rendered) base() *url.URL {
@@ -61,7 +79,7 @@ func (e *refusedError) Error() string { return e.host + " is a refused address" 
 
 // render opens target in a browser of its own, runs the steps and reads the page. The browser, its
 // profile and its proxy are gone when it returns.
-func (b *Browser) render(ctx context.Context, target string, steps []step, screenshot bool) (rendered, error) {
+func (b *Browser) render(ctx context.Context, target string, steps []step, screenshot bool, opts renderOpts) (rendered, error) {
 	var out rendered
 	ctx, cancel := context.WithTimeout(ctx, b.limits.Total)
 	defer cancel()
@@ -78,7 +96,7 @@ func (b *Browser) render(ctx context.Context, target string, steps []step, scree
 	defer proxy.close()
 	proxyURL := "http://" + proxy.addr()
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+	flags := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(b.exec),
 		// Every request through the guard, loopback included (Chromium bypasses the proxy for
 		// loopback unless told not to with <-loopback>).
@@ -98,7 +116,7 @@ func (b *Browser) render(ctx context.Context, target string, steps []step, scree
 		// chromedp gives each browser a fresh temporary profile and removes it when the browser ends;
 		// as root it adds --no-sandbox, which Chromium requires there.
 	)
-	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	actx, acancel := chromedp.NewExecAllocator(ctx, flags...)
 	defer func() {
 		acancel() // waits for the browser to exit and kills what is left of its processes
 		killLeftovers(proxyURL)
@@ -130,6 +148,11 @@ func (b *Browser) render(ctx context.Context, target string, steps []step, scree
 	if _, err := chromedp.Call(cctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*"}}}); err != nil {
 		return out, fmt.Errorf("watch the page's requests: %w", err)
 	}
+	if opts.restore != nil {
+		if err := restoreSession(cctx, opts.restore); err != nil {
+			return out, fmt.Errorf("restore the session: %w", err)
+		}
+	}
 	nctx, ncancel := context.WithTimeout(cctx, b.limits.Load)
 	navErr := chromedp.Do(nctx, chromedp.Navigate(target))
 	ncancel()
@@ -152,14 +175,28 @@ func (b *Browser) render(ctx context.Context, target string, steps []step, scree
 		return out, errors.New("the page could not be loaded (the site did not answer, or its certificate is not valid)")
 	}
 	b.settle(cctx)
+	env := &stepEnv{secret: opts.secret}
+	defer func() {
+		if env.dir != "" {
+			os.RemoveAll(env.dir)
+		}
+	}()
 	for i, s := range steps {
-		did, err := b.runStep(cctx, s)
+		did, err := b.runStep(cctx, s, env)
 		if err != nil {
 			out.steps = append(out.steps, fmt.Sprintf("%d. %s %s: failed (%v); the steps after it were not run", i+1, s.Action, s.Selector, err))
 			break
 		}
 		out.steps = append(out.steps, fmt.Sprintf("%d. %s", i+1, did))
 		b.settle(cctx)
+	}
+	out.typed, out.downloads, out.downloadProblems = env.typed, env.files, env.problems
+	if opts.keep {
+		st, err := captureSession(cctx, opts.restore)
+		if err != nil {
+			return out, fmt.Errorf("read the session's cookies: %w", err)
+		}
+		out.session = st
 	}
 	location, err = chromedp.Run(cctx, chromedp.Location())
 	if err != nil {
@@ -221,31 +258,6 @@ func (b *Browser) settle(ctx context.Context) {
 		case <-time.After(poll):
 		}
 	}
-}
-
-// stepTimeout bounds one step's wait for its element.
-const stepTimeout = 10 * time.Second
-
-// runStep runs one step and says what it did.
-func (b *Browser) runStep(ctx context.Context, s step) (string, error) {
-	sctx, cancel := context.WithTimeout(ctx, stepTimeout)
-	defer cancel()
-	sel := chromedp.CSS(s.Selector)
-	switch s.Action {
-	case "click":
-		return "clicked " + s.Selector, chromedp.Do(sctx, chromedp.Click(sel, chromedp.NodeVisible))
-	case "fill":
-		return fmt.Sprintf("filled %s with %d characters", s.Selector, len(s.Text)),
-			chromedp.Do(sctx, chromedp.Clear(sel, chromedp.NodeVisible), chromedp.SendKeys(sel, s.Text, chromedp.NodeVisible))
-	case "scroll":
-		if s.Selector == "" {
-			return "scrolled down one screen", chromedp.Do(sctx, chromedp.Evaluate[chromedp.Void](`window.scrollBy(0, window.innerHeight)`))
-		}
-		return "scrolled to " + s.Selector, chromedp.Do(sctx, chromedp.ScrollIntoView(sel))
-	case "wait_for":
-		return "waited for " + s.Selector, chromedp.Do(sctx, chromedp.WaitVisible(sel))
-	}
-	return "", fmt.Errorf("unknown action %q", s.Action)
 }
 
 // killLeftovers kills any process still running with this call's proxy on its command line: a

@@ -113,7 +113,7 @@ func TestBrowseFillsWithComposedURLWaitUnlessSeen(t *testing.T) {
 			asked++
 			return seen, nil
 		}
-		hold, err := b.dataGuard(t.Context(), inv, u, web.SeenForms(target, u), steps)
+		hold, err := b.dataGuard(t.Context(), inv, u, web.SeenForms(target, u), steps, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -122,6 +122,10 @@ type Deps struct {
 	Chromium string
 	// BrowserLimits bound each lucy_browse call; zero means browser.DefaultLimits.
 	BrowserLimits browser.Limits
+	// BrowserSessions keeps lucy_browse's named sessions (cookies and storage sealed in the state
+	// store, browser.NewSessions); nil: a call naming a session is refused. Its fill_secret steps
+	// read Credentials (when the store can bind a key: *secrets.Store) and ask with Keys.
+	BrowserSessions *browser.Sessions
 	// EmailListeners keeps each connected mailbox's new-mail Schedule in step with its settings
 	// (email.ScheduleManager); nil means mailboxes connect without a listener.
 	EmailListeners email.ListenerSchedules
@@ -172,6 +176,12 @@ func New(d Deps, sources ...tools.Source) *Set {
 		d.Log.Info().Str("LUCY_CHROMIUM", d.Chromium).Msg("lucy_browse is not offered: no Chromium found (apt-get install chromium, or set LUCY_CHROMIUM)")
 	}
 	pages := browser.New(chromium, d.NetPolicy(), ws, d.BrowserLimits)
+	if d.BrowserSessions != nil {
+		pages.WithSessions(d.BrowserSessions)
+	}
+	if c, ok := d.Credentials.(browser.Credentials); ok {
+		pages.WithCredentials(c, d.Keys)
+	}
 	sched := schedules.New(schedules.Deps{Schedules: d.Schedules, DataConverter: d.DataConverter, Admins: d.Admins,
 		ScheduleLimits: d.ScheduleLimits, Slack: slack, Web: fetcher, Browser: pages})
 	// A team's OpenAPI services: a domain (the tools that connect and disconnect them) and a source
