@@ -76,11 +76,13 @@ func (a *Activities) auditTool(ctx context.Context, in ExecuteToolInput, args st
 		id += "/approved"
 	}
 	if activity.IsActivity(ctx) {
+		// One activity's retries share its ID; a reset run (a new execution of the same workflow ID)
+		// that calls the tool again does it again, and is recorded again.
 		info := activity.GetInfo(ctx)
 		if in.RunID == "" {
 			in.RunID = info.WorkflowExecution.ID
 		}
-		id = info.WorkflowExecution.ID + "/" + info.ActivityID
+		id = info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID + "/" + info.ActivityID + "/" + in.CallID
 	}
 	a.recordAudit(ctx, audit.Entry{
 		ID: id, Team: in.Team, Channel: in.Channel, ThreadTS: in.ThreadTS, RunID: in.RunID, User: in.User,
@@ -153,8 +155,10 @@ func (a *Activities) auditApproval(ctx context.Context, in ResolveApprovalInput)
 	id, run := in.RunID+"/approval/"+in.TS, in.RunID
 	if activity.IsActivity(ctx) {
 		info := activity.GetInfo(ctx)
-		run = info.WorkflowExecution.ID
-		id = run + "/" + info.ActivityID
+		if run == "" {
+			run = info.WorkflowExecution.ID // a call scheduled before RunID was sent: the caller is the run
+		}
+		id = info.WorkflowExecution.ID + "/" + info.WorkflowExecution.RunID + "/" + info.ActivityID + "/" + in.TS
 	}
 	thread := in.ThreadTS
 	if thread == "" {
