@@ -51,7 +51,9 @@ func TestMemberSeesOnlyTheirConversations(t *testing.T) {
 	if err := searchattr.Register(ctx, c, srv.GetDefaultNamespace()); err != nil {
 		t.Fatal(err)
 	}
-	runID := func(channel string) string { return "lane:TACT:" + channel + ":1764300000.000100:run:1:1764300000.000100" }
+	runID := func(channel string) string {
+		return "lane:TACT:" + channel + ":1764300000.000100:run:1:1764300000.000100"
+	}
 	for _, r := range []struct{ channel, user, objective string }{
 		{"CTEAM", "UOTH", "summarize the sprint"},
 		{"CBOARD", "UOTH", "draft the layoffs memo"},
