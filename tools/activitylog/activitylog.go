@@ -409,10 +409,18 @@ func (l *Log) write(q query, entries []audit.Entry, shownEntries []int, countedE
 		b.WriteString("\nRuns: this worker cannot list runs (no Temporal client).\n")
 	}
 	if countedEntries+countedRuns > 0 {
-		fmt.Fprintf(&b, "\nNot listed here: %d runs and %d side effects in other conversations, which others reading this may not see. "+
-			"The person can ask in their direct message with Lucy to see those they may.\n", countedRuns, countedEntries)
+		fmt.Fprintf(&b, "\nNot listed here: %s and %s in other conversations, which others reading this may not see. "+
+			"The person can ask in their direct message with Lucy to see those they may.\n", plural(countedRuns, "run"), plural(countedEntries, "side effect"))
 	}
 	return b.String()
+}
+
+// plural is "1 run", "2 runs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // where is a conversation as a mention, or "no conversation".

@@ -132,7 +132,7 @@ func TestMemberSeesOnlyTheirConversations(t *testing.T) {
 	t.Run("member in the public channel", func(t *testing.T) {
 		// Others read the answer here: the member's own DM run is only counted.
 		out := ask("UMEM", "CTEAM", `{}`)
-		has(t, out, []string{"<#CTEAM>", "summarize the sprint", "Runs (1", "Not listed here: 1 runs and 0 side effects"},
+		has(t, out, []string{"<#CTEAM>", "summarize the sprint", "Runs (1", "Not listed here: 1 run and 0 side effects"},
 			append(append([]string{"plan my week", "DMEM"}, secretOfBoard...), othersDM...))
 	})
 	t.Run("member asking for email", func(t *testing.T) {
@@ -147,7 +147,7 @@ func TestMemberSeesOnlyTheirConversations(t *testing.T) {
 	t.Run("admin in their own DM", func(t *testing.T) {
 		// Every channel, and another person's DM only counted (a DM is two people's).
 		out := ask("UBOSS", "DBOSS", `{"since": "`+time.Now().UTC().Add(-24*time.Hour).Format(time.RFC3339)+`"}`)
-		has(t, out, []string{"<#CBOARD>", "approved by <@UOTH>", "<#CTEAM>", "Not listed here: 2 runs and 1 side effects"}, othersDM)
+		has(t, out, []string{"<#CBOARD>", "approved by <@UOTH>", "<#CTEAM>", "Not listed here: 2 runs and 1 side effect"}, othersDM)
 	})
 	t.Run("who connected", func(t *testing.T) {
 		out := ask("UOTH", "DOTH", `{"kind": "connect", "person": "<@UOTH>"}`)
