@@ -30,6 +30,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/lucy-agent/lucy/activities/slackstream"
+	"github.com/lucy-agent/lucy/audit"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/signing"
 	"github.com/lucy-agent/lucy/steps"
@@ -113,6 +114,10 @@ type Activities struct {
 	Skills steps.SkillMatcher
 	// Suggesters give a new assistant thread's suggested prompts (skills, recurring jobs), in order.
 	Suggesters []steps.Suggester
+	// Audit is the record of side effects and approvals (package audit, in the state store):
+	// ExecuteTool adds every call of a tool that is not read-only, ResolveApprovalPrompt every
+	// approval's decision. nil records nothing.
+	Audit *audit.Log
 
 	// approverAccess is the access rule for who may approve in a run started by mail, built once.
 	approverAccess     *slackaccess.Access

@@ -36,6 +36,15 @@ type ResolveApprovalInput struct {
 	Team, Channel, TS string
 	Summary           string
 	Outcome           string // "Approved by <@U1>", "Denied by <@U1>", "Expired — …"
+	// What the audit record keeps of the decision (auditApproval): the run's thread and requester,
+	// the tool asked about, the decision ("approved", "denied", "expired", "cancelled") and who
+	// made it. Empty in a call scheduled before they were added: Outcome is read instead.
+	RunID     string `json:"runId,omitempty"`
+	ThreadTS  string `json:"threadTs,omitempty"`
+	Requester string `json:"requester,omitempty"`
+	Tool      string `json:"tool,omitempty"`
+	Decision  string `json:"decision,omitempty"`
+	By        string `json:"by,omitempty"`
 }
 
 // Approval prompt Block Kit identifiers the gateway relies on.
@@ -193,6 +202,9 @@ func thousands(n int) string {
 
 // ResolveApprovalPrompt replaces the prompt's buttons with its outcome.
 func (a *Activities) ResolveApprovalPrompt(ctx context.Context, in ResolveApprovalInput) error {
+	// Recorded first: the decision stands whether or not Slack takes the prompt's update (a retry
+	// finds the entry there already).
+	a.auditApproval(ctx, in)
 	blocks, text := resolvedApprovalBlocks(in)
 	_, _, _, err := a.Slack(in.Team).UpdateMessageContext(ctx, in.Channel, in.TS,
 		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...))

@@ -145,12 +145,16 @@ func (a *Activities) ExecuteTool(ctx context.Context, in ExecuteToolInput) (Tool
 				RetryAfter: &RetryAfter{Wait: th.Wait, Service: th.Service, Status: th.Status, Safe: th.Safe},
 			}, nil
 		}
+		// The call ran and failed: a tool that is not read-only may have done part of it, so the
+		// record keeps it (auditTool skips read-only tools).
+		a.auditTool(ctx, in, args, tools.Output{IsError: true})
 		var tr *tools.TransientError
 		if errors.As(err, &tr) {
 			return ToolResult{}, temporal.NewApplicationError("temporary failure: "+tr.Err.Error(), ErrToolTransient)
 		}
 		return ToolResult{}, temporal.NewNonRetryableApplicationError(err.Error(), ErrToolFailed, nil)
 	}
+	a.auditTool(ctx, in, args, out)
 	switch {
 	case out.NeedsApproval != nil:
 		a.Metrics.ToolCall(in.Name, metrics.ToolNeedsApproval)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lucy-agent/lucy/audit"
 	"github.com/lucy-agent/lucy/internal/fakellm"
+	"github.com/lucy-agent/lucy/worker"
+	"github.com/lucy-agent/lucy/workspace"
 )
 
 // Slack retries (same event_id, X-Slack-Retry-Num) and the double delivery of a mention as
@@ -252,6 +256,25 @@ func TestApprovalSurvivesWorkerRestart(t *testing.T) {
 	}
 	if !s.answered(ts, "Approved by") {
 		t.Error("the prompt does not show who approved")
+	}
+	// The record of what Lucy did (lucy_activity, lucy audit export) has the approval, who gave it,
+	// and the deletion it allowed; not the refused click, which decided nothing.
+	rec, err := audit.New(workspace.NewLocalAt(filepath.Join(s.cfg.DataDir, worker.StateDir)), nil).
+		List(context.Background(), team, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var approved, deleted bool
+	for _, e := range rec {
+		switch {
+		case e.Kind == audit.KindApproval && e.Outcome == "approved" && e.By == human && e.Tool == "lucy_delete_file" && e.ThreadTS == ts:
+			approved = true
+		case e.Kind == audit.KindFile && e.Tool == "lucy_delete_file" && e.Approved && e.User == human && strings.Contains(e.Summary, "old.csv"):
+			deleted = true
+		}
+	}
+	if !approved || !deleted || len(rec) != 2 {
+		t.Errorf("record = %+v, want the approval by %s and the deletion", rec, human)
 	}
 }
 

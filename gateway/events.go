@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/lucy-agent/lucy/audit"
 	"github.com/lucy-agent/lucy/intent"
 	"github.com/lucy-agent/lucy/metrics"
 	"github.com/lucy-agent/lucy/secrets"
@@ -66,6 +67,10 @@ type Options struct {
 	// search tool (package slackarchive over the state store; LUCY_SLACK_ARCHIVE_DAYS). Nil: no
 	// archive.
 	Archive Archive
+	// Audit is the record of what Lucy did (package audit, in the state store): a key added with the
+	// Add key form is a connection the team's lucy_activity and `lucy audit export` show. Nil: not
+	// recorded.
+	Audit *audit.Log
 }
 
 // Gateway turns Slack events into durable signals to lane workflows. It keeps no state between
@@ -89,6 +94,7 @@ type Gateway struct {
 	access  *slackaccess.Access
 	// archiveTo is Options.Archive (archive.go).
 	archiveTo Archive
+	audit     *audit.Log
 }
 
 // New returns a Gateway.
@@ -103,7 +109,7 @@ func New(o Options) *Gateway {
 		h: o.Handoff, botUser: o.BotUserID, botID: o.BotID, team: o.Team,
 		log: o.Log, now: o.Now, metrics: o.Metrics, ready: o.Ready, flood: newFloodGuard(o.UserEventsPerMinute), lanes: newLaneCache(),
 		creds: o.Credentials, admins: o.Admins, views: o.Views, oauth: o.OAuthCallback, signIns: o.SignInOpened, access: o.Access,
-		archiveTo: o.Archive,
+		archiveTo: o.Archive, audit: o.Audit,
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/lucy-agent/lucy/audit"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/slackwire"
 	"github.com/lucy-agent/lucy/workflows"
@@ -213,6 +214,7 @@ func (g *Gateway) HandleViewSubmission(ctx context.Context, cb slack.Interaction
 		return nil, fmt.Errorf("store the key for %s: %w", service, err)
 	}
 	log.Info().Str("service", service).Bool("replaced", existing != nil).Msg("key stored")
+	g.recordKey(ctx, cb.View.ID, v, service, cb.User.ID, existing != nil)
 	now := g.now()
 	m := workflows.Message{
 		// The view's ID names this submission: a redelivery hands the same event, which the lane
@@ -274,4 +276,23 @@ func (g *Gateway) removePasted(m *workflows.Message, eventID string) {
 	m.Text = text
 	g.log.Warn().Str("eventId", eventID).Str("workspace", m.Team).Str("channel", m.Channel).Str("user", m.User).
 		Msg("a key pasted into a message was removed before the hand-off")
+}
+
+// recordKey adds a key stored with the Add key form to the record of what Lucy did (its name and
+// who added it, never the key). The key is stored by then: a record that fails is logged, not the
+// form's error, which would make the person paste it again.
+func (g *Gateway) recordKey(ctx context.Context, viewID string, v slackwire.AddKey, service, user string, replaced bool) {
+	if g.audit == nil {
+		return
+	}
+	what := "added the key for " + service
+	if replaced {
+		what = "replaced the key for " + service
+	}
+	e := audit.Entry{ID: "view:" + viewID, Team: v.Team, Channel: v.Channel, ThreadTS: v.ThreadTS, User: user,
+		Kind: audit.KindConnect, Summary: what + " (Add key form)", Outcome: "ok", By: user}
+	if err := g.audit.Record(ctx, e); err != nil {
+		g.log.Error().Err(err).Str("team", v.Team).Str("service", service).Str("user", user).
+			Msg("a key added with the Add key form could not be added to the audit record")
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/lucy-agent/lucy/audit"
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/localslack"
 	"github.com/lucy-agent/lucy/secrets"
@@ -74,7 +75,7 @@ func newKeyFlowOn(t *testing.T, clock func() time.Time, wrap func(workspace.Stor
 	g := New(Options{
 		Handoff: f, BotUserID: testBotUser, BotID: testBotID, Team: testTeam, Log: zerolog.New(zerolog.NewTestWriter(t)),
 		Now:         func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC) },
-		Credentials: store, Admins: []string{"UADMIN"}, Views: api,
+		Credentials: store, Admins: []string{"UADMIN"}, Views: api, Audit: audit.New(folder, nil),
 	})
 	return &keyFlow{g: g, f: f, ws: ws, store: store, dir: dir, root: root, button: msgs[len(msgs)-1].TS, api: api}
 }
@@ -185,6 +186,16 @@ func TestAddKeyThroughTheLocalSlack(t *testing.T) {
 		if strings.Contains(m.Text, "ghp_") {
 			t.Fatal("the key was handed to Temporal")
 		}
+	}
+	// The record of what Lucy did says who added which key, once for the redelivered submission,
+	// and holds no key (onDisk above read the record's objects too).
+	rec, err := k.g.audit.List(ctx, testTeam, time.Time{}, time.Now().Add(time.Hour))
+	if err != nil || len(rec) != 1 {
+		t.Fatalf("record = %+v %v, want one entry", rec, err)
+	}
+	if e := rec[0]; e.Kind != audit.KindConnect || e.By != "ULOCAL" || e.Channel != "CLOCAL" || e.ThreadTS != k.root ||
+		!strings.Contains(e.Summary, "github") || strings.Contains(e.Summary, testKeyValue) {
+		t.Errorf("record = %+v", e)
 	}
 }
 

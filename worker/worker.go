@@ -22,6 +22,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/audit"
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/integrations"
@@ -315,6 +316,9 @@ func NewActivities(d Deps) *Activities {
 	if archive, _ := SlackArchive(cfg, state); archive != nil {
 		deps.SlackArchive = archive
 	}
+	if d.Client != nil {
+		deps.Visibility = d.Client // lucy_activity's runs
+	}
 	set := toolset.New(deps)
 	core := &activities.Activities{
 		Model:            model,
@@ -335,6 +339,8 @@ func NewActivities(d Deps) *Activities {
 		DataConverter:    d.DataConverter,
 		Metrics:          d.Metrics,
 		Skills:           set.Skills,
+		// Every side effect and approval, in the state store (lucy_activity, lucy audit export).
+		Audit: audit.New(state, nil),
 	}
 	mem := &runstep.Activities{Store: notes, Core: core, Tokens: cfg.MemoryTokens, Log: d.Log}
 	// The capabilities' parts of the system prompt, in the prompt's order.

@@ -75,6 +75,9 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, deta
 		}
 		if err := workflow.ExecuteActivity(slackOptions(dctx, "approval-done-"+fp), a.ResolveApprovalPrompt, activities.ResolveApprovalInput{
 			Team: m.Team, Channel: m.Channel, TS: res.TS, Summary: summary, Outcome: outcome,
+			// For the audit record only: an activity's input is not compared on replay, so
+			// recorded histories replay as before.
+			RunID: r.id, ThreadTS: m.Key().ThreadTS, Requester: r.in.Requester, Tool: c.Name, Decision: decision, By: by,
 		}).Get(dctx, nil); err != nil {
 			r.log.Warn("agent.approval.resolve_failed", "run", r.id, "error", err)
 		}

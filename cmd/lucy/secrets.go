@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"golang.org/x/term"
 
+	"github.com/lucy-agent/lucy/audit"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/worker"
@@ -138,6 +140,7 @@ func runSecrets(ctx context.Context, args []string, getenv func(string) string, 
 			what = "Replaced"
 		}
 		fmt.Fprintf(stdout, "%s the key for %s in team %s (owner %s).\n", what, service, *team, m.Owner)
+		recordKeyChange(ctx, cfg, *team, strings.ToLower(what)+" the key for "+service, stderr)
 	case "list":
 		metas, err := store.List(ctx, *team)
 		if err != nil {
@@ -161,6 +164,7 @@ func runSecrets(ctx context.Context, args []string, getenv func(string) string, 
 			return err
 		}
 		fmt.Fprintf(stdout, "Deleted the key for %s in team %s.\n", service, *team)
+		recordKeyChange(ctx, cfg, *team, "deleted the key for "+service, stderr)
 	}
 	return nil
 }
@@ -192,4 +196,18 @@ func checkSecret(v string) (string, error) {
 		return "", fmt.Errorf("the key is longer than %d bytes", secrets.MaxValueBytes)
 	}
 	return v, nil
+}
+
+// recordKeyChange adds an operator's change of a team's keys to the record of what Lucy did
+// (package audit), which `lucy audit export` shows: by "operator", with the key's name, never its
+// value. The change is made by then, so a record that fails is a warning, not the command's error.
+func recordKeyChange(ctx context.Context, cfg *config.Config, team, what string, stderr io.Writer) {
+	st, err := worker.StateStore(cfg)
+	if err == nil {
+		err = audit.New(st, nil).Record(ctx, audit.Entry{ID: fmt.Sprintf("cli:%d", time.Now().UnixNano()), Team: team,
+			Kind: audit.KindConnect, Summary: "the operator " + what + " (lucy secrets)", Outcome: "ok", By: "operator"})
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "warning: done, but not added to the audit record: %v\n", err)
+	}
 }

@@ -8,10 +8,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/lucy-agent/lucy/audit"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/worker"
+	"github.com/lucy-agent/lucy/workspace"
 	"github.com/lucy-agent/lucy/workspace/s3test"
 )
 
@@ -81,6 +84,22 @@ func TestSecretsCommandOnTheDataDirectory(t *testing.T) {
 	}
 	if code, _, errOut := secretsCmd(t, env, "", "delete", "--team", "T1", "github"); code != 1 || !strings.Contains(errOut, "has no key for github") {
 		t.Fatalf("delete again: %d %q", code, errOut)
+	}
+	// The audit record has each change, by the operator, and no value.
+	rec, err := audit.New(workspace.NewLocalAt(filepath.Join(dir, worker.StateDir)), nil).List(context.Background(), "T1", time.Time{}, time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	for _, e := range rec {
+		if e.Kind != audit.KindConnect || e.By != "operator" || strings.Contains(e.Summary, "second-value") {
+			t.Errorf("record entry %+v", e)
+		}
+		said = append(said, e.Summary)
+	}
+	if want := []string{"the operator stored the key for github (lucy secrets)", "the operator replaced the key for github (lucy secrets)",
+		"the operator deleted the key for github (lucy secrets)"}; strings.Join(said, "|") != strings.Join(want, "|") {
+		t.Errorf("record = %q, want %q", said, want)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/audit"
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/gateway"
@@ -184,6 +185,12 @@ func newGateway(ctx context.Context, cfg *config.Config, h gateway.Handoff, log 
 	if archive != nil {
 		o.Archive = archive
 	}
+	// Keys added with the Add key form go into the record of what Lucy did, beside the workers'.
+	state, err := worker.StateStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	o.Audit = audit.New(state, nil)
 	if cfg.SlackBotToken != "" {
 		api := slack.New(cfg.SlackBotToken, slack.OptionAPIURL(cfg.SlackAPIURL))
 		// views.open for the Add key form: the one Web API call the gateway makes (it never posts).

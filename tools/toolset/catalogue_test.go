@@ -26,6 +26,7 @@ import (
 	"github.com/lucy-agent/lucy/skills"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/activitylog"
 	"github.com/lucy-agent/lucy/tools/browser"
 	"github.com/lucy-agent/lucy/tools/documents"
 	"github.com/lucy-agent/lucy/tools/filesearch"
@@ -45,7 +46,7 @@ func TestMain(m *testing.M) {
 // renamed) shows here.
 var allTools = []string{
 	"append_run_journal_entry", "ask_human", "delegate_to_code_agent", "delegate_to_document_agent",
-	"delegate_to_integrations_agent", "delegate_to_research_agent", "get_run_journal", "lucy_browse",
+	"delegate_to_integrations_agent", "delegate_to_research_agent", "get_run_journal", "lucy_activity", "lucy_browse",
 	"lucy_check_heartbeat", "lucy_connect_email", "lucy_connect_mcp_server", "lucy_connect_service", "lucy_create_cron", "lucy_create_heartbeat",
 	"lucy_current_time", "lucy_delete_cron", "lucy_delete_custom_integration", "lucy_delete_file",
 	"lucy_delete_heartbeat", "lucy_disconnect_email", "lucy_disconnect_mcp_server", "lucy_disconnect_service", "lucy_edit_file", "lucy_forget",
@@ -432,6 +433,12 @@ func TestArgValidation(t *testing.T) {
 		{email.SendEmail, `{"to": [], "subject": "s", "body": "b"}`, []string{`"to" must have at least 1 item`}},
 		{email.SendEmail, `{"to": ["a@example.com"], "body": "b"}`, []string{`missing required field "subject"`}},
 		{email.ReplyToEmail, `{"message_id": "x@y", "to": ["a@example.com"]}`, []string{`missing required field "body"`}},
+		{activitylog.Name, `{"kind": "mail"}`, []string{`"kind" must be one of`, "email"}},
+		{activitylog.Name, `{"since": "last week"}`, []string{"since", "not a date", "2026-11-21"}},
+		{activitylog.Name, `{"since": "2026-01-01", "until": "2026-11-01"}`, []string{"longer than 92 days"}},
+		{activitylog.Name, `{"since": "2026-11-02", "until": "2026-11-01"}`, []string{"must be before until"}},
+		{activitylog.Name, `{"person": "alice"}`, []string{"not a Slack user ID", "me"}},
+		{activitylog.Name, `{"channel": "#general"}`, []string{"not a conversation ID", "here"}},
 	}
 	r := newTestSet(t) // no Slack: the arguments must be refused before any client is needed
 	seen := map[string]bool{}

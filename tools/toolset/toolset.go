@@ -14,6 +14,7 @@ import (
 
 	// The delegation tools are declared by the sub-agents' package; the workflow runs them, and the
 	// model is described them through this worker's catalogue.
+	"github.com/lucy-agent/lucy/audit"
 	"github.com/lucy-agent/lucy/integrations"
 	"github.com/lucy-agent/lucy/integrations/catalog"
 	"github.com/lucy-agent/lucy/integrations/email"
@@ -26,6 +27,7 @@ import (
 	"github.com/lucy-agent/lucy/skills"
 	_ "github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
+	"github.com/lucy-agent/lucy/tools/activitylog"
 	"github.com/lucy-agent/lucy/tools/browser"
 	_ "github.com/lucy-agent/lucy/tools/builtin" // the tools the workflow runs: declared, no domain
 	"github.com/lucy-agent/lucy/tools/clock"
@@ -138,6 +140,9 @@ type Deps struct {
 	// Memory is the teams' notes (lucy_remember, lucy_recall, lucy_forget), in the state store; nil
 	// means memory is not available here, and the tools say so.
 	Memory *memory.Store
+	// Visibility lists the agent runs for lucy_activity (the worker's Temporal client); nil: the
+	// tool lists side effects only.
+	Visibility audit.Visibility
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -223,7 +228,14 @@ func New(d Deps, sources ...tools.Source) *Set {
 	// The file search finds by meaning too with memory's embedder (LUCY_MODEL_EMBEDDING), its vectors
 	// kept in the state store for every worker.
 	fileSearch := filesearch.New(ws).WithEmbeddings(d.Memory.Embedder(), d.State, d.Log)
-	domains := []any{skillSet, ws, documents.New(ws, nil), fileSearch, script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
+	// What Lucy did: the side-effect record in the state store and the runs in visibility, filtered by
+	// the access rule.
+	var record *audit.Log
+	if d.State != nil {
+		record = audit.New(d.State, nil)
+	}
+	activity := activitylog.New(record, d.Visibility, d.DataConverter, access, nil)
+	domains := []any{activity, skillSet, ws, documents.New(ws, nil), fileSearch, script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
 		mcpClient, mail, keys, services, memory.NewTools(d.Memory, memory.NewViewer(access, slacktools.AccessAPI(d.Slack)))}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
