@@ -7,7 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,4 +185,55 @@ func WorkspaceStores(t *testing.T) []WorkspaceStore {
 		{"local", func() workspace.Store { return workspace.NewLocal(t.TempDir()) }},
 		{"s3", func() workspace.Store { return s3test.Store(t, s3test.Server(t), "lucy") }},
 	}
+}
+
+// HeapInUse is the heap in use once garbage is collected (twice: the first collection may leave
+// what finalizers free): what a process keeps.
+func HeapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// ReportRetained runs call in b's loop and reports, as the metric "retained-MiB", the heap in use
+// after the calls returned (and their results were dropped) minus the heap in use before the
+// first: what a worker keeps of a tool call, its caches included. A call that leaks grows the
+// figure with the number of calls; one that fills a cache once does not. It reports too the most
+// heap in use while the calls ran, sampled every 5 ms, above the heap before ("peak-MiB"): what the
+// call needs while it works, which the Go runtime holds from the OS for minutes after. The
+// benchmark's other metrics (time, allocations) are those of the calls.
+func ReportRetained(b *testing.B, call func(b *testing.B)) {
+	b.Helper()
+	before := HeapInUse()
+	var peak atomic.Uint64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	b.ResetTimer()
+	for b.Loop() {
+		call(b)
+	}
+	b.StopTimer()
+	close(stop)
+	<-done
+	after := HeapInUse()
+	b.ReportMetric((float64(after)-float64(before))/(1<<20), "retained-MiB")
+	b.ReportMetric((float64(peak.Load())-float64(before))/(1<<20), "peak-MiB")
 }
