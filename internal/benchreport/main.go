@@ -134,7 +134,7 @@ type target struct {
 	bound          float64
 }
 
-// targets are the speed targets, in the order the report lists them.
+// targets are the speed and memory targets, in the order the report lists them.
 var targets = []target{
 	{"Orchestration per turn, instant model", "TurnOverhead", "ClusterTurnOverhead", "ms/turn", true, 12},
 	{"Orchestration share of a turn, 500 ms model", "TurnOverheadSlowModel", "", "%overhead", true, 2},
@@ -145,6 +145,14 @@ var targets = []target{
 	{"Acknowledged events lost", "AckLatency", "", "lost", true, 0},
 	{"Acknowledged events duplicated", "AckLatency", "", "duplicated", true, 0},
 	{"Worker memory per idle lane (the worker's share of the process's heap in use)", "IdleLanesAndActiveRuns", "", "worker-KB/idle-lane", true, 100},
+	{"RedactCredentials on a Slack thread with keys", "RedactCredentials/slack-thread-with-keys", "", "MB/s", false, 100},
+	{"RedactCredentials on a JSON tool result with keys", "RedactCredentials/json-result-with-keys", "", "MB/s", false, 100},
+	{"Kept after an OpenAPI resolve: GitHub's 13 MB description's tags", "ResolveRetained/tags", "", "retained-MiB", true, 64},
+	{"Kept after an OpenAPI resolve: a tag of it connected, its services cached", "ResolveRetained/issues", "", "retained-MiB", true, 64},
+	{"Kept after an OpenAPI resolve: the same description as YAML", "ResolveRetained/yaml-tags", "", "retained-MiB", true, 64},
+	{"Kept after a PDF read", "ExtractPDFRetained", "", "retained-MiB", true, 64},
+	{"Kept after a browser page", "BrowseRetained", "", "retained-MiB", true, 64},
+	{"Kept after an MCP listing, its session and list cached", "ListingRetained", "", "retained-MiB", true, 64},
 }
 
 // writeTargets writes each target beside the figure the run measured for it, on `lucy dev` and on

@@ -30,7 +30,6 @@ func BenchmarkExtractPDFRetained(b *testing.B) {
 		b.Fatal(err)
 	}
 	data := buf.Bytes()
-	b.SetBytes(int64(len(data)))
 	tooltest.ReportRetained(b, func(b *testing.B) {
 		ps, err := Extract("annual.pdf", data)
 		if err != nil || len(ps) != 60 || !strings.Contains(ps[59].Text, "Page 60 of the annual review") {

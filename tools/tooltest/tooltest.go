@@ -234,6 +234,9 @@ func ReportRetained(b *testing.B, call func(b *testing.B)) {
 	close(stop)
 	<-done
 	after := HeapInUse()
+	b.Logf("heap in use after two collections: %.1f MiB before the first call, %.1f MiB after %d call(s) returned; "+
+		"at most %.1f MiB while they ran (sampled every 5 ms)", float64(before)/(1<<20), float64(after)/(1<<20), b.N,
+		float64(peak.Load())/(1<<20))
 	b.ReportMetric((float64(after)-float64(before))/(1<<20), "retained-MiB")
 	b.ReportMetric((float64(peak.Load())-float64(before))/(1<<20), "peak-MiB")
 }
