@@ -40,6 +40,10 @@ func BenchmarkResolveRetained(b *testing.B) {
 				b.Fatalf("%d tools, want 58", n)
 			}
 		})
+		e.svc.mu.Lock()
+		b.Logf("the team's services count %.2f MB in the worker's cache (cachedSize; bounded by maxCachedBytes, %d MB)",
+			float64(e.svc.cachedBytes)/1e6, maxCachedBytes>>20)
+		e.svc.mu.Unlock()
 	})
 	b.Run("yaml-tags", func(b *testing.B) {
 		var v any
