@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -212,11 +213,17 @@ func liveHeap() uint64 {
 // first (HeapAlloc after two collections): what a worker keeps of a tool call, its caches included. A call that leaks grows the
 // figure with the number of calls; one that fills a cache once does not. It reports too the most
 // heap in use while the calls ran, sampled every 5 ms, above the heap before ("peak-MiB"): what the
-// call needs while it works, which the Go runtime holds from the OS for minutes after. The
-// benchmark's other metrics (time, allocations) are those of the calls.
+// call needs while it works. And the heap the Go runtime holds from the operating system right after
+// the last call returned, above what it held before ("held-MiB", HeapSys less HeapReleased): what
+// the worker's resident memory shows, until the runtime's scavenger gives it back, a few MB a
+// second. The benchmark's other metrics (time, allocations) are those of the calls.
 func ReportRetained(b *testing.B, call func(b *testing.B)) {
 	b.Helper()
 	before, beforeInUse := liveHeap(), HeapInUse()
+	debug.FreeOSMemory() // what the benchmark's own setup used is not counted as held
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	beforeHeld := m.HeapSys - m.HeapReleased
 	var peak atomic.Uint64
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -243,6 +250,8 @@ func ReportRetained(b *testing.B, call func(b *testing.B)) {
 	b.StopTimer()
 	close(stop)
 	<-done
+	runtime.ReadMemStats(&m)
+	held := m.HeapSys - m.HeapReleased
 	// What a call started in the background (an MCP listing's refresh) finishes before the count.
 	time.Sleep(200 * time.Millisecond)
 	after := liveHeap()
@@ -251,4 +260,5 @@ func ReportRetained(b *testing.B, call func(b *testing.B)) {
 		float64(after)/(1<<20), b.N, float64(peak.Load())/(1<<20), float64(beforeInUse)/(1<<20))
 	b.ReportMetric((float64(after)-float64(before))/(1<<20), "retained-MiB")
 	b.ReportMetric((float64(peak.Load())-float64(beforeInUse))/(1<<20), "peak-MiB")
+	b.ReportMetric((float64(held)-float64(beforeHeld))/(1<<20), "held-MiB")
 }
