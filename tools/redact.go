@@ -258,7 +258,7 @@ func tokenSpan(s string, i, from int) (int, int) {
 	return start, end
 }
 
-// nextSlackToken finds the next "xox" or "xapp-" at a word boundary.
+// nextSlackToken finds the next "xox" + kind + "-" or "xapp-" at a word boundary.
 func nextSlackToken(s string, from int) (int, int, bool) {
 	for from < len(s) {
 		i := indexEither(s[from:], "xox", "xapp-")
@@ -266,7 +266,9 @@ func nextSlackToken(s string, from int) (int, int, bool) {
 			return 0, 0, false
 		}
 		i += from
-		if i == 0 || !isWord(s[i-1]) {
+		// "xox" must be followed by a token kind and "-" ("xapp-" is whole): "xoxo" is a word.
+		kind := strings.HasPrefix(s[i:], "xapp-") || i+4 < len(s) && strings.IndexByte("abeprs", s[i+3]) >= 0 && s[i+4] == '-'
+		if kind && (i == 0 || !isWord(s[i-1])) {
 			start, end := tokenSpan(s, i, from)
 			return start, end, true
 		}
@@ -275,7 +277,7 @@ func nextSlackToken(s string, from int) (int, int, bool) {
 	return 0, 0, false
 }
 
-// nextProviderKey finds the next "sk-" at a word boundary.
+// nextProviderKey finds the next "sk-" at a word boundary with 20 key characters or more after it.
 func nextProviderKey(s string, from int) (int, int, bool) {
 	for from < len(s) {
 		i := strings.Index(s[from:], "sk-")
@@ -284,8 +286,14 @@ func nextProviderKey(s string, from int) (int, int, bool) {
 		}
 		i += from
 		if i == 0 || !isWord(s[i-1]) {
+			// A key has 20 characters or more after "sk-": "sk-learn" is passed over without the
+			// regular expression.
 			start, end := tokenSpan(s, i, from)
-			return start, end, true
+			if end-(i+3) >= 20 {
+				return start, end, true
+			}
+			from = end
+			continue
 		}
 		from = i + 1
 	}
