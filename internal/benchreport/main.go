@@ -222,4 +222,15 @@ the delivery, the memory step) run inside the workflow tasks around its model ca
 conversation is five workflow tasks and one activity (the model call), and a new lane or run
 records one version marker for all the change IDs before it (` + "`workflows/versions.go`" + `).
 
+What a tool call costs the worker's memory: a *Retained benchmark (` + "`tooltest.ReportRetained`" + `) counts the
+live heap (HeapAlloc after two garbage collections) before its first call and 200 ms after its last call
+returned and its result was dropped. retained-MiB is the difference, what the worker keeps, its caches
+included (the OpenAPI services read again for the next run, an MCP session and its cached list); a call
+that leaked would grow it with the number of calls. peak-MiB is the most heap in use while the calls ran,
+sampled every 5 ms, above the heap in use before; held-MiB is the heap the Go runtime holds from the
+operating system right after the last call (HeapSys less HeapReleased) above what it held before: what
+the worker's resident memory shows until the runtime's scavenger gives it back. RedactCredentials runs on
+every model reply and tool result: RedactWithRegexps is its four regular expressions over the whole text,
+as it read before, on the same texts (a Slack thread and an API's JSON list, about 1 MB each, with keys).
+
 `
