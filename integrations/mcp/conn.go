@@ -327,7 +327,13 @@ func checkTool(t *sdk.Tool) (listedTool, error) {
 	if _, ok := params["properties"]; !ok {
 		params["properties"] = map[string]any{} // some models refuse an object schema without it
 	}
-	return listedTool{raw: t, schema: resolved, params: params}, nil
+	// The listing's own decoded schemas (InputSchema, OutputSchema: trees of maps as the SDK decoded
+	// them) are not kept: params and the resolved schema are what the tool offers and validates
+	// with, and a third copy of every schema was a third of what a cached listing held
+	// (BenchmarkListingRetained).
+	kept := *t
+	kept.InputSchema, kept.OutputSchema = nil, nil
+	return listedTool{raw: &kept, schema: resolved, params: params}, nil
 }
 
 // needCredential is a server whose credential the team has not stored.

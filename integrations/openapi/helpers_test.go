@@ -240,7 +240,7 @@ type envOpts struct {
 	noKeys bool
 }
 
-func newEnv(t *testing.T, o envOpts) *env {
+func newEnv(t testing.TB, o envOpts) *env {
 	t.Helper()
 	e := &env{state: o.state, keys: &keyRequests{}}
 	if e.state == nil {
@@ -288,7 +288,7 @@ func (e *env) storeBoundKey(t *testing.T, service, value, user, origin string) {
 
 // callAs calls a tool as user in the test conversation, approved with guard when approved is set (as
 // the workflow calls again a tool that asked for approval, once the person approved).
-func (e *env) callAs(t *testing.T, user, name, args string, approved bool, guard string) (tools.Output, error) {
+func (e *env) callAs(t testing.TB, user, name, args string, approved bool, guard string) (tools.Output, error) {
 	t.Helper()
 	inv := tooltest.Invocation(name, args, user)
 	inv.Approved, inv.Guard = approved, guard
@@ -297,7 +297,7 @@ func (e *env) callAs(t *testing.T, user, name, args string, approved bool, guard
 
 // resolveAs resolves as user: the first call must write nothing and ask for approval; the call
 // made again with that approval is returned, with what the person was asked.
-func (e *env) resolveAs(t *testing.T, user, args string) (tools.Output, *tools.ApprovalNeed) {
+func (e *env) resolveAs(t testing.TB, user, args string) (tools.Output, *tools.ApprovalNeed) {
 	t.Helper()
 	before := e.toolNames(t)
 	out, err := e.callAs(t, user, ResolveTool, args, false, "")
@@ -336,7 +336,7 @@ func (e *env) mustRun(t *testing.T, name, args string) tools.Output {
 	return tooltest.MustRun(t, e.runner, name, args)
 }
 
-func (e *env) toolNames(t *testing.T) []string {
+func (e *env) toolNames(t testing.TB) []string {
 	t.Helper()
 	list, err := e.svc.Tools(t.Context(), tooltest.Team)
 	if err != nil {
@@ -359,7 +359,7 @@ func (e *env) spec(t *testing.T, name string) tools.Spec {
 	return s
 }
 
-func args(t *testing.T, v any) string { t.Helper(); return tooltest.JSONArgs(t, v) }
+func args(t testing.TB, v any) string { t.Helper(); return tooltest.JSONArgs(t, v) }
 
 // wantNoSecret fails when text holds the key in any form Scrub looks for.
 func wantNoSecret(t *testing.T, text string, secret ...string) {

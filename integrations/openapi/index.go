@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
 
@@ -138,8 +139,22 @@ func readIndex(r io.Reader, limit int64, keep func(opSummary) bool) (*docIndex, 
 	if err != nil {
 		return nil, fmt.Errorf("not a JSON or YAML object: %s", firstLine(err.Error()))
 	}
-	return indexJSON(bytes.NewReader(js), keep)
+	idx, err := indexJSON(bytes.NewReader(js), keep)
+	if len(data) >= freeAfterYAML {
+		// A YAML document is parsed whole: its node tree and then its values take some sixteen
+		// times its size (213 MiB for GitHub's description as 13 MB of YAML: BenchmarkResolveRetained),
+		// all garbage once indexed. The Go runtime would hold that heap from the operating system
+		// and give it back a few MB a second, so the worker's resident memory stayed hundreds of MiB
+		// above what it uses; it is given back at once instead, at the cost of one collection (data
+		// and js are not used past this point, so the collection frees them too).
+		debug.FreeOSMemory()
+	}
+	return idx, err
 }
+
+// freeAfterYAML is the size of a YAML document above which reading it gives the heap it used back to
+// the operating system at once (readIndex).
+const freeAfterYAML = 1 << 20
 
 // firstByte peeks the first byte that is not white space or a byte order mark.
 func firstByte(br *bufio.Reader) (byte, error) {

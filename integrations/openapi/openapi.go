@@ -110,9 +110,13 @@ type Services struct {
 	fetch     *http.Client // documents: redirects followed, each checked
 	checkFn   func(ctx context.Context, u *url.URL) error
 	mu        sync.Mutex
-	teams     map[string]*teamCache   // team -> its services as last read
-	tokens    map[string]*tokenSource // OAuth2 tokens per team, service and credential
-	failures  map[string]failure      // team/service -> the last failed call on this worker
+	teams     map[string]*teamCache // team -> its services as last read
+	// cachedBytes is the teams' cachedSize in all, bounded by maxCached (maxCachedBytes; tests set
+	// less); tick orders the teams' use for the eviction.
+	cachedBytes, maxCached int
+	tick                   uint64
+	tokens                 map[string]*tokenSource // OAuth2 tokens per team, service and credential
+	failures               map[string]failure      // team/service -> the last failed call on this worker
 	// slots bound the calls of a service at once in this worker (record.MaxConcurrent).
 	slots integrations.Slots
 }
@@ -128,7 +132,7 @@ func New(d Deps) *Services {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	s := &Services{d: d, teams: map[string]*teamCache{}, tokens: map[string]*tokenSource{}, failures: map[string]failure{}}
+	s := &Services{d: d, teams: map[string]*teamCache{}, maxCached: maxCachedBytes, tokens: map[string]*tokenSource{}, failures: map[string]failure{}}
 	s.fetch = tools.NewGuardedClient(d.HTTP, d.Hosts)
 	api := *tools.NewGuardedClient(d.HTTP, d.Hosts)
 	// An API's redirect is reported, not followed: a POST must not be repeated elsewhere, and a key

@@ -89,12 +89,54 @@ type service struct {
 	doc     *openapi3.T
 	version string // what the store said of the object when it was read
 	err     error  // the stored document does not load: the service is listed as unhealthy
+	size    int    // cachedSize, counted once when read
 }
 
 // teamCache is a team's services as a worker last read them.
 type teamCache struct {
 	read     time.Time
 	services []*service // sorted by name
+	bytes    int        // cachedSize of services
+	used     uint64     // Services.tick when the services were last returned
+}
+
+// maxCachedBytes bounds this worker's cache of the teams' services, counted as cachedSize: past it,
+// the teams whose services were used longest ago are dropped, and read again from the registry
+// when next needed (as after cacheTTL). Without a bound every team a worker ever served kept its
+// services' parsed documents for as long as the worker ran. A service of GitHub's tag issues (58
+// operations) counts 0.39 MB and holds 2.8 MiB of live heap, parsed (BenchmarkResolveRetained), so
+// 8 MB of records keep some 60 MiB. The team being served stays, however large its services.
+const maxCachedBytes = 8 << 20
+
+// cachedSize is what a service counts in the cache: its record's document and its tools' schemas,
+// the parts that grow with the API (the parsed document is built from the first).
+func cachedSize(rec record) int {
+	return len(rec.Doc) + rec.schemaBytes() + 1024
+}
+
+// cache stores a team's services, then drops the least recently used other teams while the cache
+// is over its bound. Call with s.mu held.
+func (s *Services) cache(team string, c *teamCache) {
+	for _, sv := range c.services {
+		c.bytes += sv.size
+	}
+	if old := s.teams[team]; old != nil {
+		s.cachedBytes -= old.bytes
+	}
+	s.tick++
+	c.used = s.tick
+	s.teams[team] = c
+	s.cachedBytes += c.bytes
+	for s.cachedBytes > s.maxCached && len(s.teams) > 1 {
+		oldest := ""
+		for t, tc := range s.teams {
+			if t != team && (oldest == "" || tc.used < s.teams[oldest].used) {
+				oldest = t
+			}
+		}
+		s.cachedBytes -= s.teams[oldest].bytes
+		delete(s.teams, oldest)
+	}
 }
 
 func versionOf(info workspace.Info) string {
@@ -110,13 +152,16 @@ func (s *Services) services(ctx context.Context, team string) ([]*service, error
 	if s.d.State == nil || !workspace.ValidTeam(team) {
 		return nil, nil
 	}
+	now := s.d.Now()
 	s.mu.Lock()
 	c := s.teams[team]
-	s.mu.Unlock()
-	now := s.d.Now()
 	if c != nil && now.Sub(c.read) < cacheTTL {
+		s.tick++
+		c.used = s.tick
+		s.mu.Unlock()
 		return c.services, nil
 	}
+	s.mu.Unlock()
 	infos, err := s.d.State.List(ctx, team, registryDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		infos, err = nil, nil
@@ -151,7 +196,7 @@ func (s *Services) services(ctx context.Context, team string) ([]*service, error
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].rec.Service < out[j].rec.Service })
 	s.mu.Lock()
-	s.teams[team] = &teamCache{read: now, services: out}
+	s.cache(team, &teamCache{read: now, services: out})
 	s.mu.Unlock()
 	return out, nil
 }
@@ -163,7 +208,7 @@ func (s *Services) readService(ctx context.Context, team, name string) (*service
 	if err != nil {
 		return nil, err
 	}
-	sv := &service{rec: rec, version: versionOf(info)}
+	sv := &service{rec: rec, version: versionOf(info), size: cachedSize(rec)}
 	if rec.Service == "" {
 		sv.rec.Service = name
 		sv.err = errors.New("its registry entry is damaged; connect it again")
@@ -227,6 +272,9 @@ func normalizeSchema(v any) {
 // forget drops a team's cached services, after this worker changed them.
 func (s *Services) forget(team string) {
 	s.mu.Lock()
-	delete(s.teams, team)
+	if c := s.teams[team]; c != nil {
+		s.cachedBytes -= c.bytes
+		delete(s.teams, team)
+	}
 	s.mu.Unlock()
 }

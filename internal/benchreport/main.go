@@ -134,7 +134,7 @@ type target struct {
 	bound          float64
 }
 
-// targets are the speed targets, in the order the report lists them.
+// targets are the speed and memory targets, in the order the report lists them.
 var targets = []target{
 	{"Orchestration per turn, instant model", "TurnOverhead", "ClusterTurnOverhead", "ms/turn", true, 12},
 	{"Orchestration share of a turn, 500 ms model", "TurnOverheadSlowModel", "", "%overhead", true, 2},
@@ -145,6 +145,14 @@ var targets = []target{
 	{"Acknowledged events lost", "AckLatency", "", "lost", true, 0},
 	{"Acknowledged events duplicated", "AckLatency", "", "duplicated", true, 0},
 	{"Worker memory per idle lane (the worker's share of the process's heap in use)", "IdleLanesAndActiveRuns", "", "worker-KB/idle-lane", true, 100},
+	{"RedactCredentials on a Slack thread with keys", "RedactCredentials/slack-thread-with-keys", "", "MB/s", false, 100},
+	{"RedactCredentials on a JSON tool result with keys", "RedactCredentials/json-result-with-keys", "", "MB/s", false, 100},
+	{"Kept after an OpenAPI resolve: GitHub's 13 MB description's tags", "ResolveRetained/tags", "", "retained-MiB", true, 64},
+	{"Kept after an OpenAPI resolve: a tag of it connected, its services cached", "ResolveRetained/issues", "", "retained-MiB", true, 64},
+	{"Kept after an OpenAPI resolve: the same description as YAML", "ResolveRetained/yaml-tags", "", "retained-MiB", true, 64},
+	{"Kept after a PDF read", "ExtractPDFRetained", "", "retained-MiB", true, 64},
+	{"Kept after a browser page", "BrowseRetained", "", "retained-MiB", true, 64},
+	{"Kept after an MCP listing, its session and list cached", "ListingRetained", "", "retained-MiB", true, 64},
 }
 
 // writeTargets writes each target beside the figure the run measured for it, on `lucy dev` and on
@@ -213,5 +221,16 @@ inside the workflow task that needs them, the run's opening and finishing steps 
 the delivery, the memory step) run inside the workflow tasks around its model call, a
 conversation is five workflow tasks and one activity (the model call), and a new lane or run
 records one version marker for all the change IDs before it (` + "`workflows/versions.go`" + `).
+
+What a tool call costs the worker's memory: a *Retained benchmark (` + "`tooltest.ReportRetained`" + `) counts the
+live heap (HeapAlloc after two garbage collections) before its first call and 200 ms after its last call
+returned and its result was dropped. retained-MiB is the difference, what the worker keeps, its caches
+included (the OpenAPI services read again for the next run, an MCP session and its cached list); a call
+that leaked would grow it with the number of calls. peak-MiB is the most heap in use while the calls ran,
+sampled every 5 ms, above the heap in use before; held-MiB is the heap the Go runtime holds from the
+operating system right after the last call (HeapSys less HeapReleased) above what it held before: what
+the worker's resident memory shows until the runtime's scavenger gives it back. RedactCredentials runs on
+every model reply and tool result: RedactWithRegexps is its four regular expressions over the whole text,
+as it read before, on the same texts (a Slack thread and an API's JSON list, about 1 MB each, with keys).
 
 `

@@ -437,3 +437,30 @@ func BenchmarkBrowse(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBrowseRetained: what the worker keeps once a lucy_browse call of the script-built page
+// returned (the browser process is gone; what is measured is the worker's Go heap: its connection
+// to the browser, the page's text, the proxy). The figures to read are retained-MiB and peak-MiB
+// (tooltest.ReportRetained).
+func BenchmarkBrowseRetained(b *testing.B) {
+	exe := Find(os.Getenv("LUCY_CHROMIUM"))
+	if exe == "" {
+		b.Skip("no Chromium on this machine (apt-get install chromium)")
+	}
+	s := site(b, "127.0.0.1:9")
+	hosts, err := tools.ParseAllowedPrivateHosts(strings.TrimPrefix(s.URL, "http://"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := tools.NewRunner(zerolog.Nop(), []any{New(exe, hosts, nil, Limits{})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := fmt.Sprintf(`{"url": %q}`, s.URL+"/js")
+	tooltest.ReportRetained(b, func(b *testing.B) {
+		out, err := r.Run(b.Context(), tooltest.Invocation(Browse, args, "ULOCAL"))
+		if err != nil || !strings.Contains(out.Content, "Revenue grew") {
+			b.Fatalf("%v %+v", err, out)
+		}
+	})
+}

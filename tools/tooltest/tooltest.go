@@ -7,7 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
+	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,4 +186,79 @@ func WorkspaceStores(t *testing.T) []WorkspaceStore {
 		{"local", func() workspace.Store { return workspace.NewLocal(t.TempDir()) }},
 		{"s3", func() workspace.Store { return s3test.Store(t, s3test.Server(t), "lucy") }},
 	}
+}
+
+// HeapInUse is the heap in use once garbage is collected (twice: the first collection may leave
+// what finalizers free): what a process keeps.
+func HeapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// liveHeap is the bytes of live objects once garbage is collected (twice): HeapAlloc, which unlike
+// HeapInUse does not move with how the freed spans happen to be laid out.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// ReportRetained runs call in b's loop and reports, as the metric "retained-MiB", the live heap
+// after the calls returned (and their results were dropped) minus the live heap before the
+// first (HeapAlloc after two collections): what a worker keeps of a tool call, its caches included. A call that leaks grows the
+// figure with the number of calls; one that fills a cache once does not. It reports too the most
+// heap in use while the calls ran, sampled every 5 ms, above the heap before ("peak-MiB"): what the
+// call needs while it works. And the heap the Go runtime holds from the operating system right after
+// the last call returned, above what it held before ("held-MiB", HeapSys less HeapReleased): what
+// the worker's resident memory shows, until the runtime's scavenger gives it back, a few MB a
+// second. The benchmark's other metrics (time, allocations) are those of the calls.
+func ReportRetained(b *testing.B, call func(b *testing.B)) {
+	b.Helper()
+	before, beforeInUse := liveHeap(), HeapInUse()
+	debug.FreeOSMemory() // what the benchmark's own setup used is not counted as held
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	beforeHeld := m.HeapSys - m.HeapReleased
+	var peak atomic.Uint64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			if m.HeapInuse > peak.Load() {
+				peak.Store(m.HeapInuse)
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	b.ResetTimer()
+	for b.Loop() {
+		call(b)
+	}
+	b.StopTimer()
+	close(stop)
+	<-done
+	runtime.ReadMemStats(&m)
+	held := m.HeapSys - m.HeapReleased
+	// What a call started in the background (an MCP listing's refresh) finishes before the count.
+	time.Sleep(200 * time.Millisecond)
+	after := liveHeap()
+	b.Logf("live heap after two collections: %.1f MiB before the first call, %.1f MiB after %d call(s) returned; "+
+		"heap in use at most %.1f MiB while they ran (%.1f MiB before; sampled every 5 ms)", float64(before)/(1<<20),
+		float64(after)/(1<<20), b.N, float64(peak.Load())/(1<<20), float64(beforeInUse)/(1<<20))
+	b.ReportMetric((float64(after)-float64(before))/(1<<20), "retained-MiB")
+	b.ReportMetric((float64(peak.Load())-float64(beforeInUse))/(1<<20), "peak-MiB")
+	b.ReportMetric((float64(held)-float64(beforeHeld))/(1<<20), "held-MiB")
 }
