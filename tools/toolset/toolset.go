@@ -24,6 +24,7 @@ import (
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/skills"
+	"github.com/lucy-agent/lucy/spend"
 	_ "github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/browser"
@@ -134,6 +135,9 @@ type Deps struct {
 	// Memory is the teams' notes (lucy_remember, lucy_recall, lucy_forget), in the state store; nil
 	// means memory is not available here, and the tools say so.
 	Memory *memory.Store
+	// Spend is the spend ledger (package spend) lucy_set_spend_limit changes; nil means spend limits
+	// are not kept here, and the tool says so.
+	Spend *spend.Ledger
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -211,7 +215,8 @@ func New(d Deps, sources ...tools.Source) *Set {
 	services := catalog.NewConnector(d.Services, mcpClient, custom, listers, d.Admins)
 	keys := integrations.NewKeys(storedKeys(d.Credentials), d.Keys, listers, d.Admins).WithConnectable(services)
 	domains := []any{skillSet, ws, documents.New(ws, nil), filesearch.New(ws), script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
-		mcpClient, mail, keys, services, memory.NewTools(d.Memory, memory.NewViewer(access, slacktools.AccessAPI(d.Slack)))}
+		mcpClient, mail, keys, services, memory.NewTools(d.Memory, memory.NewViewer(access, slacktools.AccessAPI(d.Slack))),
+		spend.NewTools(d.Spend, d.Admins, nil)}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
