@@ -53,8 +53,9 @@ func (c Count) Amount() Amount { return Amount{USD: c.USD, Tokens: c.Prompt + c.
 type Day struct {
 	// People is person → model → count.
 	People map[string]map[string]Count `json:"people"`
-	// Runs are the runs recorded, so that a record repeated (a retry after a lost answer) counts once.
-	Runs map[string]bool `json:"runs"`
+	// Runs are the runs recorded (run → person), so that a record repeated (a retry after a lost
+	// answer) counts once, and a person's runs are counted exactly.
+	Runs map[string]string `json:"runs"`
 }
 
 // Usage is one model's tokens in a run, as the run summed them.
@@ -102,10 +103,10 @@ func (l *Ledger) Record(ctx context.Context, team, person, run string, day time.
 		person = "unknown"
 	}
 	return change(ctx, l.st, team, dayPath(day), func(d *Day) bool {
-		if d.Runs[run] {
+		if _, done := d.Runs[run]; done {
 			return false
 		}
-		d.Runs[run] = true
+		d.Runs[run] = person
 		if d.People[person] == nil {
 			d.People[person] = map[string]Count{}
 		}
@@ -163,7 +164,7 @@ func change(ctx context.Context, st workspace.Store, team, rel string, fn func(*
 
 // readDay reads a day's object; a missing one is an empty day (etag "").
 func readDay(ctx context.Context, st workspace.Store, team, rel string) (Day, string, error) {
-	d := Day{People: map[string]map[string]Count{}, Runs: map[string]bool{}}
+	d := Day{People: map[string]map[string]Count{}, Runs: map[string]string{}}
 	data, info, err := st.Read(ctx, team, rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return d, "", nil
@@ -178,7 +179,7 @@ func readDay(ctx context.Context, st workspace.Store, team, rel string) (Day, st
 		d.People = map[string]map[string]Count{}
 	}
 	if d.Runs == nil {
-		d.Runs = map[string]bool{}
+		d.Runs = map[string]string{}
 	}
 	return d, info.ETag, nil
 }

@@ -200,7 +200,7 @@ func Resets(b Budget, now time.Time) time.Time {
 }
 
 // Check is the budget arithmetic: nil when every budget still has room, else the used-up budget that
-// resets last (the one that decides when a new request can go through).
+// resets last (the one that decides when a new request can go through), a monthly one on a tie.
 func Check(l Limits, s Spent, now time.Time) *Refusal {
 	var worst *Refusal
 	for _, b := range Budgets {
@@ -209,7 +209,9 @@ func Check(l Limits, s Spent, now time.Time) *Refusal {
 			continue
 		}
 		r := &Refusal{Budget: b, Limit: lim, Spent: s.of(b), Resets: Resets(b, now)}
-		if worst == nil || r.Resets.After(worst.Resets) {
+		// On the last day of a month both reset at midnight: the monthly one is named, since it is
+		// what an admin would raise.
+		if worst == nil || r.Resets.After(worst.Resets) || r.Resets.Equal(worst.Resets) && !b.Daily() {
 			worst = r
 		}
 	}

@@ -36,6 +36,7 @@ Usage:
   lucy setup     prepare a Temporal cluster once: the namespace and Lucy's search attributes
   lucy secrets   set, list or delete a team's stored keys (lucy secrets help)
   lucy memory    export or delete a team's notes (lucy memory help)
+  lucy usage     a team's model spend against its budgets, and setting them (lucy usage help)
   lucy version   print the version
 
 Configuration is read from the environment; see docs/operating.md.
@@ -63,6 +64,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = runSecrets(ctx, args[1:], getenv, stdin, stdout, stderr)
 	case "memory":
 		err = runMemory(ctx, args[1:], getenv, stdout, stderr)
+	case "usage":
+		err = runUsage(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-v":
 		if devBuilt {
 			fmt.Fprintf(stdout, "lucy %s\n", version)
