@@ -101,7 +101,7 @@ func (t *Tools) setLimit(ctx context.Context, inv tools.Invocation) (tools.Outpu
 	guard := "sha256:" + hex.EncodeToString(sum[:16])
 	if !inv.Approved || inv.Guard != guard {
 		return tools.Output{
-			Content: fmt.Sprintf("Nothing was changed yet: setting %s needs the admin's approval.", b.Human()),
+			Content: fmt.Sprintf("Nothing was changed: setting %s needs the admin's approval.", b.Human()),
 			NeedsApproval: &tools.ApprovalNeed{
 				Summary: fmt.Sprintf("set %s for this workspace to %s", b.Human(), to),
 				Details: fmt.Sprintf("%s: %s → %s", b, now, to),

@@ -349,7 +349,7 @@ func NewActivities(d Deps) *Activities {
 	// A new assistant thread's suggestions: the team's skills, then its recurring jobs.
 	core.Suggesters = []steps.Suggester{set.Skills, schedules.JobPrompts{Temporal: d.Client}}
 	return &Activities{Activities: core, Memory: mem, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client},
-		Email: &listener.Activities{Email: set.Email}, MCP: set.MCP, Spend: &spend.Activities{Ledger: ledger}}
+		Email: &listener.Activities{Email: set.Email}, MCP: set.MCP, Spend: &spend.Activities{Ledger: ledger, Admins: cfg.AdminUsers}}
 }
 
 // slackUser is the user-token client of the installed workspace (SLACK_USER_TOKEN), for Slack's

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/lucy-agent/lucy/activities"
 	"github.com/lucy-agent/lucy/spend"
 	"github.com/lucy-agent/lucy/workspace"
@@ -53,13 +55,26 @@ func TestSpendLimitRefusesThenAdminRaise(t *testing.T) {
 		t.Errorf("a refused run recorded spend %d times", h.spendRecords)
 	}
 
-	// An admin raises the team's daily budget to $5; the next request is answered and recorded.
+	// An admin's request goes through although the team is over (an admin is who raises a limit,
+	// by asking Lucy: lucy_set_spend_limit, TestSetSpendLimit in package spend)…
+	h1 := newHarness(t)
+	h1.env.SetStartTime(start.Add(30 * time.Second))
+	h1.ledger = h.ledger
+	// Each run its own ID, as a lane gives them (RunID): the ledger counts a run ID once.
+	h1.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "lane:T1:C1:100.1:run:2:100.2"})
+	admin := runInput("raise the team's daily spend limit to $5")
+	admin.Requester, admin.Message.User = "UADMIN", "UADMIN"
+	if res, err := h1.runAgent(admin); err != nil || res.Status != RunCompleted || len(h1.modelCalls) == 0 {
+		t.Fatalf("the admin's request: %+v %v, %d model calls", res, err, len(h1.modelCalls))
+	}
+	// …which raises the team's daily budget to $5; the next request is answered and recorded.
 	if err := h.ledger.SetLimit(ctx, "T1", spend.TeamDaily, spend.Limit{USD: 5}, false, "UADMIN", start); err != nil {
 		t.Fatal(err)
 	}
 	h2 := newHarness(t)
 	h2.env.SetStartTime(start.Add(time.Minute))
 	h2.ledger = h.ledger
+	h2.env.SetStartWorkflowOptions(client.StartWorkflowOptions{ID: "lane:T1:C1:100.1:run:3:100.3"})
 	h2.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
 		return activities.ModelReply{Content: "Here is the summary.", Model: "gpt-4o-mini", Usage: activities.TokenUsage{Prompt: 1000, Completion: 200}}, nil
 	}
@@ -73,6 +88,9 @@ func TestSpendLimitRefusesThenAdminRaise(t *testing.T) {
 	m, err := h.ledger.Month(ctx, "T1", start)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if runs := m.Days[28].Runs; len(runs) != 3 || runs["lane:T1:C1:100.1:run:2:100.2"] != "UADMIN" || runs["lane:T1:C1:100.1:run:3:100.3"] != "U1" {
+		t.Errorf("runs recorded: %v, want the earlier one, the admin's and the member's", runs)
 	}
 	got, want := m.Days[28].People["U1"]["gpt-4o-mini"], res.Usage["gpt-4o-mini"]
 	if want.PromptTokens == 0 || got.Prompt != want.PromptTokens || got.Completion != want.CompletionTokens || got.Calls != want.Calls || got.Runs != 1 {
