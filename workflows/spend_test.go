@@ -119,3 +119,28 @@ func TestSpendLimitPersonAndUnpriced(t *testing.T) {
 		t.Errorf("refusal %q", res.Reason)
 	}
 }
+
+// A run cancelled half-way ("cancel that") records what its model calls used: the tokens were spent.
+func TestSpendRecordedWhenCancelled(t *testing.T) {
+	start := time.Date(2026, 11, 28, 15, 0, 0, 0, time.UTC)
+	h := newHarness(t)
+	h.env.SetStartTime(start)
+	h.model = func(n int, in activities.CallModelInput) (activities.ModelReply, error) {
+		// The run asks a question and waits for the answer: "cancel that" comes during the wait.
+		r := calls(toolCall("c1", "ask_human", map[string]any{"question": "Which page?"}))
+		r.Model, r.Usage = "gpt-4o", activities.TokenUsage{Prompt: 3000, Completion: 50}
+		return r, nil
+	}
+	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, time.Minute)
+	h.env.ExecuteWorkflow(AgentRunWorkflowName, runInput("read example.com"))
+	if err := h.env.GetWorkflowError(); !isCanceled(err) {
+		t.Fatalf("the run ended with %v, want cancelled", err)
+	}
+	m, err := h.ledger.Month(context.Background(), "T1", start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Days[28].People["U1"]["gpt-4o"]; got.Prompt != 3000 || got.Completion != 50 || got.Calls != 1 {
+		t.Errorf("recorded %+v, want the one model call's 3000 + 50 tokens", got)
+	}
+}
