@@ -78,6 +78,30 @@ type Overrides struct {
 type Ledger struct {
 	st       workspace.Store
 	defaults Limits
+
+	// days are the days read, by team and path, with the version they were read at: a run's check
+	// lists the month (one request) and reads only the days that changed since (today, mostly), not
+	// every day of the month again.
+	mu   sync.Mutex
+	days map[string]cachedDay
+}
+
+type cachedDay struct {
+	ver string
+	day Day
+}
+
+// maxCachedDays bounds the cache: a month of days for a few hundred teams. Beyond, it starts over.
+const maxCachedDays = 10_000
+
+// version is what tells one state of an object from the next: its ETag where the store lists one
+// (S3), else its modification time and size (the local store; a record always adds a run ID, so a
+// changed day never keeps its size).
+func version(in workspace.Info) string {
+	if in.ETag != "" {
+		return in.ETag
+	}
+	return fmt.Sprintf("%d/%d", in.ModTime.UnixNano(), in.Size)
 }
 
 // New returns the ledger over st with the operator's default limits.
@@ -85,7 +109,7 @@ func New(st workspace.Store, defaults Limits) *Ledger {
 	if defaults == nil {
 		defaults = Limits{}
 	}
-	return &Ledger{st: st, defaults: defaults}
+	return &Ledger{st: st, defaults: defaults, days: map[string]cachedDay{}}
 }
 
 // Defaults are the operator's limits (LUCY_SPEND_*).
@@ -213,6 +237,14 @@ func (l *Ledger) Month(ctx context.Context, team string, month time.Time) (Month
 		if _, err := fmt.Sscanf(path.Base(in.Path), "%02d.json", &n); err != nil || n < 1 || n > 31 {
 			continue // not a day's object
 		}
+		key, ver := team+"/"+in.Path, version(in)
+		l.mu.Lock()
+		c, ok := l.days[key]
+		l.mu.Unlock()
+		if ok && c.ver == ver {
+			out.Days[n] = c.day
+			continue
+		}
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
@@ -224,6 +256,14 @@ func (l *Ledger) Month(ctx context.Context, team string, month time.Time) (Month
 				return
 			}
 			out.Days[n] = d
+			// Kept with the version listed, read before it: should a writer change it in between,
+			// the next listing differs and it is read again.
+			l.mu.Lock()
+			if len(l.days) >= maxCachedDays {
+				clear(l.days)
+			}
+			l.days[key] = cachedDay{ver: ver, day: d}
+			l.mu.Unlock()
 		})
 	}
 	wg.Wait()

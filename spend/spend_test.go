@@ -143,6 +143,13 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 			if u0 := m.Total("U0", 0); u0.Tokens != 10*1100 {
 				t.Errorf("U0 %d tokens", u0.Tokens)
 			}
+			// The reader keeps the days it read; a day another worker changed since is read again.
+			if err := workers[0].Record(ctx, "T1", "U9", "run-late", day, map[string]Usage{"o3": {Prompt: 7}}); err != nil {
+				t.Fatal(err)
+			}
+			if m, err = workers[1].Month(ctx, "T1", day); err != nil || m.Total("U9", 28).Tokens != 7 {
+				t.Fatalf("after another worker's record: %d tokens, %v", m.Total("U9", 28).Tokens, err)
+			}
 		})
 	}
 }
@@ -207,5 +214,35 @@ func TestReport(t *testing.T) {
 	}
 	if out := b.String(); !strings.Contains(out, "October 2026") || strings.Contains(out, "today") || !strings.Contains(out, "month  $2.50") {
 		t.Errorf("October:\n%s", out)
+	}
+}
+
+// BenchmarkCheck is a run's check on a busy month: 30 days of 20 people on 3 models, 300 runs a day
+// (each run's record keeps its ID), on the local store and on S3 (in process).
+func BenchmarkCheck(b *testing.B) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	endpoint := s3test.Server(b)
+	for _, st := range []struct {
+		name string
+		st   workspace.Store
+	}{{"local", workspace.NewLocalAt(b.TempDir())}, {"s3", s3test.Store(b, endpoint, "lucy.state")}} {
+		l := New(st.st, Limits{TeamMonthly: {USD: 1e6}, PersonDaily: {USD: 1e6}})
+		ctx := context.Background()
+		for d := range 30 {
+			day := now.AddDate(0, 0, -d)
+			for r := range 300 {
+				if err := l.Record(ctx, "T1", fmt.Sprintf("U%02d", r%20), fmt.Sprintf("lane:T1:C1:1.1:run:%d:%d", d, r), day,
+					map[string]Usage{"gpt-4o": {Prompt: 5000, Completion: 500}, "gpt-4o-mini": {Prompt: 2000}, "o3": {Prompt: 100}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.Run(st.name, func(b *testing.B) {
+			for b.Loop() {
+				if r, err := l.Check(ctx, "T1", "U01", now); err != nil || r != nil {
+					b.Fatal(r, err)
+				}
+			}
+		})
 	}
 }
