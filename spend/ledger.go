@@ -123,9 +123,7 @@ func dayPath(day time.Time) string {
 // Record adds a run's usage (model → tokens) to person's spend on day, once per run: a run ID already
 // recorded that day changes nothing.
 func (l *Ledger) Record(ctx context.Context, team, person, run string, day time.Time, usage map[string]Usage) error {
-	if person == "" {
-		person = "unknown"
-	}
+	person = personKey(person)
 	return change(ctx, l.st, team, dayPath(day), func(d *Day) bool {
 		if _, done := d.Runs[run]; done {
 			return false
@@ -435,5 +433,14 @@ func (l *Ledger) Check(ctx context.Context, team, person string, now time.Time) 
 	if err != nil {
 		return nil, err
 	}
-	return Check(lim, m.Spent(person, now), now), nil
+	return Check(lim, m.Spent(personKey(person), now), now), nil
+}
+
+// personKey is the ledger's name of a run's requester: a run without one (none known) is "unknown",
+// never "" (which Month.Total reads as everyone).
+func personKey(person string) string {
+	if person == "" {
+		return "unknown"
+	}
+	return person
 }

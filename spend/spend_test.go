@@ -81,6 +81,17 @@ func TestCheck(t *testing.T) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
 	}
+	// A run without a requester is held to the person budgets as "unknown", not as the whole team.
+	l := New(workspace.NewLocalAt(t.TempDir()), Limits{PersonDaily: {Tokens: 100}})
+	if err := l.Record(context.Background(), "T1", "U1", "r1", now, map[string]Usage{"m": {Prompt: 500}}); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := l.Check(context.Background(), "T1", "", now); err != nil || r != nil {
+		t.Errorf("no requester: %+v %v", r, err)
+	}
+	if r, _ := l.Check(context.Background(), "T1", "U1", now); r == nil {
+		t.Error("U1 over their daily tokens: not refused")
+	}
 	// Overrides win, including an explicit "no limit".
 	got := Limits{TeamDaily: {USD: 10}, PersonDaily: {USD: 1}}.With(map[Budget]Limit{TeamDaily: {USD: 50}, PersonDaily: {}})
 	if got[TeamDaily] != (Limit{USD: 50}) || !got[PersonDaily].None() {
