@@ -25,7 +25,10 @@ func Report(w io.Writer, team string, m Month, lim Limits, o Overrides, sources 
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "BUDGET\tLIMIT\tSET BY")
 	for _, bd := range Budgets {
-		src := "default (" + sources[bd] + ")"
+		src := "default"
+		if v := sources[bd]; v != "" {
+			src = "default (" + v + ")"
+		}
 		if by, ok := o.SetBy[bd]; ok {
 			src = "override by " + by + " at " + o.SetAt[bd]
 		}
@@ -119,4 +122,28 @@ func usd(v float64) string {
 		return fmt.Sprintf("$%.4f", v)
 	}
 	return fmt.Sprintf("$%.2f", v)
+}
+
+// PersonReport is what a member sees of month m: their own spend and the team's totals against the
+// budgets, never another person's (an admin sees those, Report).
+func PersonReport(b *strings.Builder, person string, m Month, lim Limits, now time.Time) {
+	now = now.UTC()
+	current := m.Month.Year() == now.Year() && m.Month.Month() == now.Month()
+	fmt.Fprintf(b, "Model spend in %s (UTC; dollars are estimates at list prices).\n", m.Month.Format("January 2006"))
+	line := func(who string, a Amount, l Limit, bd Budget) {
+		fmt.Fprintf(b, "- %s: %s, %d tokens; budget: %s\n", who, usd(a.USD), a.Tokens, against(a, l, now, bd))
+	}
+	if current {
+		line("You today", m.Total(person, now.Day()), lim[PersonDaily], PersonDaily)
+	}
+	month := "this month"
+	if !current {
+		month = "in " + m.Month.Format("January 2006")
+	}
+	line("You "+month, m.Total(person, 0), lim[PersonMonthly], PersonMonthly)
+	if current {
+		line("The team today", m.Total("", now.Day()), lim[TeamDaily], TeamDaily)
+	}
+	line("The team "+month, m.Total("", 0), lim[TeamMonthly], TeamMonthly)
+	b.WriteString("An admin can raise a budget (lucy_set_spend_limit) and see each person's spend.\n")
 }

@@ -123,3 +123,61 @@ func describe(b Budget, l Limit, o Overrides) string {
 	}
 	return l.String() + ", the operator's default"
 }
+
+// ReportTool shows the spend against the budgets: the whole report to an admin, the requester's own
+// and the team's totals to anyone else.
+const ReportTool = "lucy_spend_report"
+
+var _ = tools.Register(tools.Def{
+	Spec: tools.Spec{
+		Name: ReportTool,
+		Description: "Show the model spend (estimated dollars and tokens) against the spend budgets, for this month or a given " +
+			"month (UTC): the requester's own and the team's totals, today and this month; for an admin, also each person's and " +
+			"each model's. Use it when someone asks how much they or the team have used, or why a request was refused for a budget.",
+		Idempotent: true,
+		Human:      "reading the spend",
+	},
+	Props: func() []tools.Prop {
+		return []tools.Prop{tools.StrProp("month", "yyyy-mm, such as 2026-11; absent: this month.", 0, 7)}
+	},
+}, (*Tools).report)
+
+func (t *Tools) report(ctx context.Context, inv tools.Invocation) (tools.Output, error) {
+	var args struct {
+		Month string `json:"month"`
+	}
+	if err := tools.DecodeArgs(inv, &args); err != nil {
+		return tools.Output{}, err
+	}
+	now := t.now().UTC()
+	at := now
+	if m := strings.TrimSpace(args.Month); m != "" {
+		p, err := time.Parse(monthLayout, m)
+		if err != nil {
+			return tools.Output{}, tools.ArgErrorf(ReportTool, "month %q is not yyyy-mm, such as %s", m, now.Format(monthLayout))
+		}
+		at = p
+	}
+	if t.ledger == nil {
+		return tools.Output{}, errors.New("spend is not kept here: this worker has no state store")
+	}
+	lim, o, err := t.ledger.Limits(ctx, inv.Team)
+	if err != nil {
+		return tools.Output{}, fmt.Errorf("read the team's spend limits: %w", err)
+	}
+	m, err := t.ledger.Month(ctx, inv.Team, at)
+	if err != nil {
+		return tools.Output{}, fmt.Errorf("read the team's spend: %w", err)
+	}
+	var b strings.Builder
+	if t.isAdmin(inv.User) {
+		b.WriteString("```\n")
+		if err := Report(&b, inv.Team, m, lim, o, nil, now); err != nil {
+			return tools.Output{}, err
+		}
+		b.WriteString("```")
+	} else {
+		PersonReport(&b, personKey(inv.User), m, lim, now)
+	}
+	return tools.Output{Content: b.String()}, nil
+}

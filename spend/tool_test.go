@@ -2,6 +2,7 @@ package spend
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,4 +72,30 @@ func TestSetSpendLimit(t *testing.T) {
 	if _, err := bare.Run(ctx, tooltest.Invocation(SetLimitTool, args, "UADMIN")); err == nil {
 		t.Error("no ledger: no error")
 	}
+}
+
+// lucy_spend_report: a member sees their own spend and the team's totals, never another person's; an
+// admin sees the whole report.
+func TestSpendReport(t *testing.T) {
+	ctx := context.Background()
+	now := tooltest.Now()
+	l := New(workspace.NewLocalAt(t.TempDir()), Limits{PersonDaily: {USD: 1}, TeamMonthly: {Tokens: 1_000_000}})
+	r := tooltest.Runner(t, NewTools(l, []string{"UADMIN"}, func() time.Time { return now }))
+	for person, u := range map[string]Usage{"ULOCAL": {Prompt: 400_000}, "USECRET": {Prompt: 100_000, Completion: 10_000}} {
+		if err := l.Record(ctx, tooltest.Team, person, "run-"+person, now, map[string]Usage{"gpt-4o": u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := tooltest.MustRunFor(t, r, "ULOCAL", ReportTool, `{}`)
+	tooltest.WantOK(t, out, "Model spend in May 2026",
+		"You today: $1.00, 400000 tokens; budget: OVER: $1.00 of $1.00, new requests refused until 2 May 00:00 UTC",
+		"You this month: $1.00, 400000 tokens; budget: no limit",
+		"The team this month: $1.35, 510000 tokens; budget: 510000 of 1000000 tokens")
+	if strings.Contains(out.Content, "USECRET") {
+		t.Errorf("a member sees another person's spend:\n%s", out.Content)
+	}
+	tooltest.WantOK(t, tooltest.MustRunFor(t, r, "UADMIN", ReportTool, `{"month": "2026-05"}`), "USECRET", "ULOCAL", "gpt-4o")
+	tooltest.WantOK(t, tooltest.MustRunFor(t, r, "ULOCAL", ReportTool, `{"month": "2026-04"}`), "You in April 2026: $0.00, 0 tokens")
+	_, err := tooltest.RunFor(t, r, "ULOCAL", ReportTool, `{"month": "May"}`)
+	tooltest.WantArgError(t, err, ReportTool, "not yyyy-mm")
 }
