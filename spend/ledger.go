@@ -367,7 +367,11 @@ func (l *Ledger) SetLimit(ctx context.Context, team string, b Budget, lim Limit,
 	}
 	for attempt := range changeAttempts {
 		if attempt > 0 {
-			time.Sleep(time.Duration(rand.IntN(5*attempt)+1) * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(rand.IntN(5*attempt)+1) * time.Millisecond):
+			}
 		}
 		o, etag, err := l.Overrides(ctx, team)
 		if err != nil {
