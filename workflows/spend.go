@@ -46,7 +46,8 @@ func (r *run) overBudget(ctx workflow.Context) (RunResult, bool) {
 	}); err != nil {
 		r.log.Error("agent.spend.refusal_undelivered", "run", r.id, "error", err)
 	}
-	return RunResult{Status: RunRefused, Reason: res.Message, Tier: r.tier, Usage: r.status.Usage}, true
+	// Messages folded into the run meanwhile go back to the lane, which runs (and so answers) them next.
+	return RunResult{Status: RunRefused, Reason: res.Message, Tier: r.tier, Usage: r.status.Usage, Unread: r.unreadFolds()}, true
 }
 
 // recordSpend records the run's usage once it has ended (on a disconnected context: a cancelled
