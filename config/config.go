@@ -23,6 +23,7 @@ import (
 	"github.com/lucy-agent/lucy/codec"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/signing"
+	"github.com/lucy-agent/lucy/spend"
 	"github.com/lucy-agent/lucy/tools"
 )
 
@@ -150,6 +151,10 @@ type Config struct {
 	// SlackArchiveDays is how long the Slack archive keeps the channels' messages for the search
 	// tool (LUCY_SLACK_ARCHIVE_DAYS; 0: no archive). Package slackarchive.
 	SlackArchiveDays int
+	// SpendLimits are the operator's default model budgets of every team and person, daily and
+	// monthly (LUCY_SPEND_TEAM_DAILY, …_TEAM_MONTHLY, …_PERSON_DAILY, …_PERSON_MONTHLY; unset or 0: no
+	// limit); an admin overrides them per team (lucy_set_spend_limit). Package spend.
+	SpendLimits spend.Limits
 	// ModelConcurrency bounds the model calls one worker makes at once to one model
 	// (LUCY_MODEL_CONCURRENCY); the rest wait, heartbeating, for a slot.
 	ModelConcurrency int
@@ -549,6 +554,9 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("LUCY_SLACK_ARCHIVE_DAYS %q is not a number from 0 (no archive) to 3650 (days the channels' messages are kept for search; default %d)", v, DefaultSlackArchiveDays)
 		}
 		c.SlackArchiveDays = n
+	}
+	if err := c.loadSpendLimits(getenv); err != nil {
+		return nil, err
 	}
 	if err := c.loadScheduleLimits(getenv); err != nil {
 		return nil, err
@@ -1014,6 +1022,28 @@ func (c *Config) loadMailOAuth(getenv func(string) string) error {
 		if !tenantRE.MatchString(c.MicrosoftTenant) {
 			return fmt.Errorf("LUCY_MICROSOFT_TENANT %q is not a tenant: give its directory ID (a GUID), a verified domain such as "+
 				"contoso.onmicrosoft.com, or \"organizations\"", c.MicrosoftTenant)
+		}
+	}
+	return nil
+}
+
+// SpendVariables are the spend budgets' variables, by budget.
+var SpendVariables = map[spend.Budget]string{
+	spend.TeamDaily: "LUCY_SPEND_TEAM_DAILY", spend.TeamMonthly: "LUCY_SPEND_TEAM_MONTHLY",
+	spend.PersonDaily: "LUCY_SPEND_PERSON_DAILY", spend.PersonMonthly: "LUCY_SPEND_PERSON_MONTHLY",
+}
+
+// loadSpendLimits reads the default model budgets.
+func (c *Config) loadSpendLimits(getenv func(string) string) error {
+	c.SpendLimits = spend.Limits{}
+	for _, b := range spend.Budgets {
+		name := SpendVariables[b]
+		l, err := spend.ParseLimit(getenv(name))
+		if err != nil {
+			return fmt.Errorf("%s: %v (0 or unset: no limit)", name, err)
+		}
+		if !l.None() {
+			c.SpendLimits[b] = l
 		}
 	}
 	return nil

@@ -182,6 +182,11 @@ var Docs = []Doc{
 		Default: "`90`",
 	},
 	{
+		Names:   []string{"LUCY_SPEND_TEAM_DAILY", "LUCY_SPEND_TEAM_MONTHLY", "LUCY_SPEND_PERSON_DAILY", "LUCY_SPEND_PERSON_MONTHLY"},
+		Meaning: "the default model budgets of every team (its whole spend) and of each person in it, per UTC day and month: dollars estimated at list prices (`25`, `$25`) or tokens of every model (`2M tokens`; a model without a list price counts in tokens only), or both (`$25 or 2M tokens`). A new request over a budget is refused with a message in its thread; a request already running finishes. An admin overrides them per team with `lucy_set_spend_limit`, an operator with `lucy usage --set`; `lucy usage --team T` shows the spend against them",
+		Default: "unset (`0`): no limit",
+	},
+	{
 		Names:   []string{"LUCY_USER_EVENTS_PER_MINUTE"},
 		Meaning: "how many messages one person may send Lucy per minute (bursts up to the same number), per gateway replica; the rest are acknowledged and ignored with one `event from a flooding user ignored` log line per person and minute. A cancel (\"cancel that\", \"stop\") is counted too, and still gets through over the limit to a thread Lucy has open; `0` turns the limit off",
 		Default: "`20`",

@@ -36,7 +36,7 @@ import (
 // The tally bridge appends "_total" to a counter's name, so these already end in it.
 const (
 	// WorkflowRuns counts finished agent runs and sub-agents by outcome: completed, partial,
-	// waiting (a question to the person), failed, cancelled. Tag: outcome.
+	// waiting (a question to the person), failed, cancelled, refused (a used-up spend budget). Tag: outcome.
 	WorkflowRuns = "lucy_runs_total"
 	// WorkflowTurns counts model turns of the agent loop (one per CallModel the loop makes).
 	WorkflowTurns = "lucy_turns_total"

@@ -41,7 +41,7 @@ var (
 	// Tier is the model tier of a run: the routed one, then the one it ended on (escalations).
 	Tier = temporal.NewSearchAttributeKeyKeyword("LucyTier")
 	// Outcome is how a run, a sub-agent or a job's firing ended: completed, needs_input, partial,
-	// cancelled, failed; a firing also skipped (no free job slot) or unfinished (it stopped
+	// cancelled, failed, refused (a used-up spend budget, package spend); a firing also skipped (no free job slot) or unfinished (it stopped
 	// waiting for its run before the next firing).
 	Outcome = temporal.NewSearchAttributeKeyKeyword("LucyOutcome")
 	// Feedback is what people thought of a thread's answers, set on its lane: down once any answer

@@ -24,7 +24,43 @@ const (
 	NoteFromRun = "NoteFromRun"
 	// KeepFeedback keeps a 👎's reason as a team note (runstep.Activities.KeepFeedback in memory/runstep).
 	KeepFeedback = "KeepFeedback"
+	// CheckSpend asks whether a new run may start under its team's and requester's model budgets
+	// (spend.Activities.CheckSpend in package spend).
+	CheckSpend = "CheckSpend"
+	// RecordSpend adds a finished run's model usage to the spend ledger (spend.Activities.RecordSpend).
+	RecordSpend = "RecordSpend"
 )
+
+// CheckSpendInput is a new run's team and requester, and the workflow's time (the day and month the
+// budgets count).
+type CheckSpendInput struct {
+	Team   string `json:"team"`
+	Person string `json:"person"`
+	Now    string `json:"now"` // RFC 3339
+}
+
+// CheckSpendResult refuses the run when Refused, with the words the thread reads.
+type CheckSpendResult struct {
+	Refused bool   `json:"refused,omitempty"`
+	Budget  string `json:"budget,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// RecordSpendInput is a run's usage per model, recorded once per RunID on Day (yyyy-mm-dd, UTC).
+type RecordSpendInput struct {
+	Team   string                `json:"team"`
+	Person string                `json:"person"`
+	RunID  string                `json:"runId"`
+	Day    string                `json:"day"`
+	Usage  map[string]SpendUsage `json:"usage"`
+}
+
+// SpendUsage is one model's tokens and calls in a run.
+type SpendUsage struct {
+	Prompt     int64 `json:"prompt"`
+	Completion int64 `json:"completion"`
+	Calls      int   `json:"calls"`
+}
 
 // Said is one message a person wrote in a run: the request, what they folded in, their answers.
 type Said struct {

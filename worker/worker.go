@@ -41,6 +41,7 @@ import (
 	"github.com/lucy-agent/lucy/searchattr"
 	"github.com/lucy-agent/lucy/secrets"
 	"github.com/lucy-agent/lucy/slackarchive"
+	"github.com/lucy-agent/lucy/spend"
 	"github.com/lucy-agent/lucy/steps"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
@@ -219,6 +220,8 @@ type Activities struct {
 	Schedules *schedules.Activities
 	// Email answers the new-mail listener's firings.
 	Email *listener.Activities
+	// Spend checks a new run's budgets and records a run's usage (CheckSpend, RecordSpend).
+	Spend *spend.Activities
 	// MCP is the MCP client the tools use (not registered: no activity of its own); Close it when
 	// the worker stops, which ends the MCP servers it started.
 	MCP *mcp.Source
@@ -270,6 +273,9 @@ func NewActivities(d Deps) *Activities {
 			panic(err) // an in-memory SQLite database that does not open: the binary is broken
 		}
 	}
+	// Spend: each team's ledger in the state store, held to the operator's default budgets and the
+	// team's overrides (package spend).
+	ledger := spend.New(state, cfg.SpendLimits)
 	slackTools := func(team string) tools.SlackAPI { return slackFor(team) }
 	var scheduleClient client.ScheduleClient
 	var mailListeners email.ListenerSchedules
@@ -304,6 +310,7 @@ func NewActivities(d Deps) *Activities {
 		Services:             d.Services,
 		MCPOAuth:             mcpOAuth,
 		Memory:               notes,
+		Spend:                ledger,
 		EmailListeners:       mailListeners,
 		MailRootCAs:          cfg.MailRootCAs,
 		MailProviders:        mailProviders(cfg),
@@ -355,7 +362,7 @@ func NewActivities(d Deps) *Activities {
 	// A new assistant thread's suggestions: the team's skills, then its recurring jobs.
 	core.Suggesters = []steps.Suggester{set.Skills, schedules.JobPrompts{Temporal: d.Client}}
 	return &Activities{Activities: core, Memory: mem, Schedules: &schedules.Activities{Manager: set.Schedules, Temporal: d.Client},
-		Email: &listener.Activities{Email: set.Email}, MCP: set.MCP}
+		Email: &listener.Activities{Email: set.Email}, MCP: set.MCP, Spend: &spend.Activities{Ledger: ledger, Admins: cfg.AdminUsers}}
 }
 
 // slackUser is the user-token client of the installed workspace (SLACK_USER_TOKEN), for Slack's
@@ -477,6 +484,8 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"SetThreadStatus":       acts.SetThreadStatus,
 		"StreamSteps":           acts.StreamSteps,
 		steps.KeepFeedback:      acts.Memory.KeepFeedback,
+		steps.CheckSpend:        acts.Spend.CheckSpend,
+		steps.RecordSpend:       acts.Spend.RecordSpend,
 		"StartAssistantThread":  acts.StartAssistantThread,
 		"SetThreadTitle":        acts.SetThreadTitle,
 	} {

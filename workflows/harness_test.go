@@ -18,8 +18,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/lucy-agent/lucy/activities"
+	"github.com/lucy-agent/lucy/spend"
 	"github.com/lucy-agent/lucy/steps"
 	"github.com/lucy-agent/lucy/subagents"
+	"github.com/lucy-agent/lucy/workspace"
 )
 
 // harness runs workflows in the SDK's test environment with every activity mocked: the model is a
@@ -96,6 +98,11 @@ type harness struct {
 	promptIns []activities.PromptInput
 	// kept are the 👎 reasons KeepFeedback was asked to keep.
 	kept []steps.KeepFeedbackInput
+	// ledger is the spend ledger CheckSpend and RecordSpend use (package spend's real activities over
+	// a local state store in a temporary folder; no limits unless a test sets them).
+	ledger *spend.Ledger
+	// spendChecks and spendRecords count the spend steps' calls.
+	spendChecks, spendRecords int
 }
 
 func newHarness(t *testing.T) *harness { t.Helper(); return newHarnessWith(t, nil) }
@@ -112,6 +119,7 @@ func newHarnessWith(t *testing.T, configure func(*testsuite.WorkflowTestSuite)) 
 		configure(&suite)
 	}
 	h := &harness{t: t, env: suite.NewTestWorkflowEnvironment(), admins: map[string]bool{}}
+	h.ledger = spend.New(workspace.NewLocalAt(t.TempDir()), nil)
 	h.route = activities.Route{Intent: "chat", Tier: "default", Tools: []string{
 		"lucy_web_fetch", "lucy_read_file", "lucy_write_file", "lucy_edit_file", "lucy_delete_file",
 		"lucy_post_message", "lucy_list_files", "get_run_journal", "update_run_journal", "append_run_journal_entry", "ask_human",
@@ -168,6 +176,21 @@ func (h *harness) register() {
 		defer h.mu.Unlock()
 		h.kept = append(h.kept, in)
 		return nil
+	})
+	// The spend steps (package spend, which workflow code does not import), the real ones.
+	reg(steps.CheckSpend, func(ctx context.Context, in steps.CheckSpendInput) (steps.CheckSpendResult, error) {
+		h.mu.Lock()
+		h.spendChecks++
+		l := h.ledger
+		h.mu.Unlock()
+		return (&spend.Activities{Ledger: l, Admins: []string{"UADMIN"}}).CheckSpend(ctx, in)
+	})
+	reg(steps.RecordSpend, func(ctx context.Context, in steps.RecordSpendInput) error {
+		h.mu.Lock()
+		h.spendRecords++
+		l := h.ledger
+		h.mu.Unlock()
+		return (&spend.Activities{Ledger: l}).RecordSpend(ctx, in)
 	})
 	reg(steps.NoteFromRun, func(ctx context.Context, in steps.NoteFromRunInput) (steps.NoteFromRunResult, error) {
 		h.mu.Lock()

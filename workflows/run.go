@@ -99,7 +99,14 @@ func AgentRun(ctx workflow.Context, in RunInput) (RunResult, error) {
 		countRun(ctx, "", err)
 		return RunResult{}, err
 	}
+	if res, refused := r.overBudget(ctx); refused {
+		r.clearStatus(ctx)
+		countRun(ctx, res.Status, nil)
+		r.endAttrs(ctx, res.Status, nil)
+		return res, nil
+	}
 	res, err := r.run(ctx)
+	r.recordSpend(ctx)
 	r.clearStatus(ctx)
 	countRun(ctx, res.Status, err)
 	r.endAttrs(ctx, res.Status, err)
@@ -161,6 +168,8 @@ type run struct {
 	localCalls map[string]bool
 	// lean: 0 not decided yet, 1 the run's turns are lean (changeLeanTurn), -1 they are not.
 	lean int
+	// spend: this run checks its budgets and records its usage (changeSpendLimits, spend.go).
+	spend bool
 	// localFinish: the timeline's stop, the delivery and the memory step are local activities
 	// (changeLocalFinish), read at each delivery (the first records the decision).
 	localFinish bool

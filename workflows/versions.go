@@ -238,6 +238,12 @@ const (
 	// not repeated. Read where a call is first answered so: only a run that gets such an answer
 	// records it, and a history recorded before replays without.
 	changeRateLimits = "rate-limits"
+	// changeSpendLimits (issue 43), in the agent run (not a sub-agent): a new run first asks whether
+	// its team and requester have room in their model budgets (the CheckSpend local activity,
+	// package spend) and, refused, posts why and ends before any model call; a run records its usage
+	// when it ends (the RecordSpend local activity). Read at the start of the run, after its setup: a
+	// history recorded before replays without either.
+	changeSpendLimits = "spend-limits"
 	// (Issue 39's status line kept up through a long step, keepStatus, has no change ID: the lane
 	// decides it in the run's input, RunInput.KeepStatus, which replays either way.)
 )

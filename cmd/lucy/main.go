@@ -37,6 +37,7 @@ Usage:
   lucy secrets   set, list or delete a team's stored keys (lucy secrets help)
   lucy memory    export or delete a team's notes (lucy memory help)
   lucy audit     export a team's runs and side effects as JSON lines (lucy audit help)
+  lucy usage     a team's model spend against its budgets, and setting them (lucy usage help)
   lucy version   print the version
 
 Configuration is read from the environment; see docs/operating.md.
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		err = runMemory(ctx, args[1:], getenv, stdout, stderr)
 	case "audit":
 		err = runAudit(ctx, args[1:], getenv, stdout, stderr)
+	case "usage":
+		err = runUsage(ctx, args[1:], getenv, stdout, stderr)
 	case "version", "--version", "-v":
 		if devBuilt {
 			fmt.Fprintf(stdout, "lucy %s\n", version)

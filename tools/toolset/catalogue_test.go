@@ -24,6 +24,7 @@ import (
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/skills"
+	"github.com/lucy-agent/lucy/spend"
 	"github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/activitylog"
@@ -55,7 +56,7 @@ var allTools = []string{
 	"lucy_list_integrations", "lucy_list_slack_channels", "lucy_load_skill", "lucy_modify_cron", "lucy_pause_cron",
 	"lucy_post_message", "lucy_read_emails", "lucy_read_file", "lucy_recall", "lucy_remember", "lucy_reply_to_email",
 	"lucy_resolve_custom_integration", "lucy_resume_cron", "lucy_run_script", "lucy_save_skill", "lucy_search_emails",
-	"lucy_search_files", "lucy_search_slack_history", "lucy_send_email", "lucy_share_api_key", "lucy_sign_in_service", "lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch",
+	"lucy_search_files", "lucy_search_slack_history", "lucy_send_email", "lucy_set_spend_limit", "lucy_share_api_key", "lucy_sign_in_service", "lucy_spend_report", "lucy_store_api_key", "lucy_trigger_cron", "lucy_web_fetch",
 	"lucy_web_search", "lucy_write_file", "update_run_journal",
 }
 
@@ -338,6 +339,10 @@ func TestArgValidation(t *testing.T) {
 		{schedules.CreateCron, `{"name":"x","schedule":"0 9 * * *","instruction":"x","in_this_thread":"yes"}`, []string{`"in_this_thread" must be true or false`}},
 		{schedules.ListCrons, `{"all": true}`, []string{`"all"`}},
 		{skills.LoadTool, `{}`, []string{`missing required field "name"`}},
+		{spend.SetLimitTool, `{"budget": "team_weekly", "limit": "50"}`, []string{`"budget" must be one of`, "team_daily"}},
+		{spend.SetLimitTool, `{"budget": "team_daily", "limit": "lots"}`, []string{"neither dollars", "2M tokens"}},
+		{spend.SetLimitTool, `{"budget": "team_daily"}`, []string{`missing required field "limit"`}},
+		{spend.ReportTool, `{"month": "Nov"}`, []string{"not yyyy-mm"}},
 		{skills.LoadTool, `{"name": "Weekly Report"}`, []string{"lowercase letters, digits and single hyphens"}},
 		{skills.SaveTool, `{"name": "weekly-report", "description": "d"}`, []string{`missing required field "instructions"`}},
 		{skills.SaveTool, `{"name": "weekly_report", "description": "d", "instructions": "x"}`, []string{"lowercase letters, digits and single hyphens"}},

@@ -25,6 +25,7 @@ import (
 	"github.com/lucy-agent/lucy/sandbox"
 	"github.com/lucy-agent/lucy/schedules"
 	"github.com/lucy-agent/lucy/skills"
+	"github.com/lucy-agent/lucy/spend"
 	_ "github.com/lucy-agent/lucy/subagents"
 	"github.com/lucy-agent/lucy/tools"
 	"github.com/lucy-agent/lucy/tools/activitylog"
@@ -143,6 +144,9 @@ type Deps struct {
 	// Visibility lists the agent runs for lucy_activity (the worker's Temporal client); nil: the
 	// tool lists side effects only.
 	Visibility audit.Visibility
+	// Spend is the spend ledger (package spend) lucy_set_spend_limit changes; nil means spend limits
+	// are not kept here, and the tool says so.
+	Spend *spend.Ledger
 }
 
 // Set is what the worker's activities use: the Runner for tool calls, and the domain values whose
@@ -236,7 +240,8 @@ func New(d Deps, sources ...tools.Source) *Set {
 	}
 	activity := activitylog.New(record, d.Visibility, d.DataConverter, access, nil)
 	domains := []any{activity, skillSet, ws, documents.New(ws, nil), fileSearch, script.New(ws, d.Sandbox, d.ScriptLimits), clock.New(nil), slack, fetcher, pages, sched, custom,
-		mcpClient, mail, keys, services, memory.NewTools(d.Memory, memory.NewViewer(access, slacktools.AccessAPI(d.Slack)))}
+		mcpClient, mail, keys, services, memory.NewTools(d.Memory, memory.NewViewer(access, slacktools.AccessAPI(d.Slack))),
+		spend.NewTools(d.Spend, d.Admins, nil)}
 	r, err := tools.NewRunner(d.Log, domains, append([]tools.Source{mcpClient, custom}, sources...)...)
 	if err == nil && len(r.Unbound()) > 0 {
 		err = fmt.Errorf("no domain given for %s", strings.Join(r.Unbound(), ", "))
