@@ -234,6 +234,9 @@ func TestComposeDynamicConfig(t *testing.T) {
 	if v := lr.Map[dynamicconfig.TransferProcessorMaxPollRPS.Key()]; len(v) != 1 || v[0].Value != 2000 {
 		t.Errorf("history.transferProcessorMaxPollRPS: %v, want 2000", v)
 	}
+	if v := lr.Map[dynamicconfig.MatchingEnableFairness.Key()]; len(v) != 1 || v[0].Value != true {
+		t.Errorf("matching.enableFairness: %v, want true (fairness across teams)", v)
+	}
 }
 
 func TestEnvExample(t *testing.T) {

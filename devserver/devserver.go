@@ -455,6 +455,11 @@ func DynamicConfig() dynamicconfig.StaticClient {
 		// payload of every event it writes to count the external ones: 2.5 % of lucy dev's CPU in
 		// BenchmarkConversationsPerSecond's profile.
 		dynamicconfig.ExternalPayloadsEnabled.Key(): false,
+		// Fairness across teams (docs/operating.md): the matching service dispatches a backed-up
+		// task queue by priority, then in proportion to the tasks' fairness keys (Lucy's: the
+		// workspace), so that one team's flood does not hold another's requests behind it. Off by
+		// default in server v1.32.1; it implies matching.useNewMatcher (on by default).
+		dynamicconfig.MatchingEnableFairness.Key(): true,
 	}
 }
 

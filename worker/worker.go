@@ -321,6 +321,7 @@ func NewActivities(d Deps) *Activities {
 		Admins:           cfg.AdminUsers,
 		ApprovalKey:      cfg.ApprovalKey,
 		MaxToolCalls:     cfg.MaxToolCalls,
+		MaxRunsPerTeam:   cfg.MaxRunsPerTeam,
 		ModelConcurrency: cfg.ModelConcurrency,
 		ContextWindow:    cfg.ContextWindow,
 		DataDir:          cfg.DataDir,
@@ -466,6 +467,8 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		steps.KeepFeedback:      acts.Memory.KeepFeedback,
 		"StartAssistantThread":  acts.StartAssistantThread,
 		"SetThreadTitle":        acts.SetThreadTitle,
+		"RunCap":                acts.RunCap,
+		"RunsClosed":            acts.RunsClosed,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
