@@ -125,6 +125,9 @@ func RunSlots(ctx workflow.Context, in RunSlotsInput) error {
 		return list, false
 	}
 	checks := 0
+	// nextCheck is when the holders are next checked: a deadline, not a fresh timer per signal, so
+	// that a busy workspace's requests cannot put the check off for ever.
+	var nextCheck time.Time
 	for {
 		for (st.Cap <= 0 || len(st.Holders) < st.Cap) && len(st.Waiting) > 0 {
 			next := st.Waiting[nextInLine(st.Holders, st.Waiting)[0]]
@@ -171,14 +174,20 @@ func RunSlots(ctx workflow.Context, in RunSlotsInput) error {
 			st.Holders, _ = drop(st.Holders, r.Lane, r.Request)
 			st.Waiting, _ = drop(st.Waiting, r.Lane, r.Request)
 		})
-		if len(st.Waiting) > 0 {
-			sel.AddFuture(workflow.NewTimer(timerCtx, RunSlotsCheck), func(workflow.Future) { check = true })
+		if len(st.Waiting) == 0 {
+			nextCheck = time.Time{}
+		} else {
+			if nextCheck.IsZero() {
+				nextCheck = workflow.Now(ctx).Add(RunSlotsCheck)
+			}
+			sel.AddFuture(workflow.NewTimer(timerCtx, max(nextCheck.Sub(workflow.Now(ctx)), time.Millisecond)), func(workflow.Future) { check = true })
 		}
 		sel.Select(ctx)
 		cancel()
 		if !check {
 			continue
 		}
+		nextCheck = time.Time{}
 		checks++
 		lanes := make([]string, 0, len(st.Holders)+len(st.Waiting))
 		for _, h := range slices.Concat(st.Holders, st.Waiting) {
