@@ -436,6 +436,7 @@ func SlackClients(cfg *config.Config, localURL, localToken string) func(team str
 func Register(r sdkworker.Registry, acts *Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AgentRun, workflow.RegisterOptions{Name: workflows.AgentRunWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.RunSlots, workflow.RegisterOptions{Name: workflows.RunSlotsWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.SubAgent, workflow.RegisterOptions{Name: subagents.WorkflowName})
 	r.RegisterWorkflowWithOptions(schedules.ScheduledJob, workflow.RegisterOptions{Name: schedules.ScheduledJobWorkflow})
 	r.RegisterWorkflowWithOptions(schedules.JobSlots, workflow.RegisterOptions{Name: schedules.JobSlotsWorkflow})
