@@ -117,7 +117,7 @@ func (l *lane) setup(ctx workflow.Context) error {
 		l.slot.ch = workflow.GetSignalChannel(ctx, SignalSlot)
 	}
 	return workflow.SetQueryHandler(ctx, QueryStatus, func() (LaneStatus, error) {
-		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: queuedForStatus(l.queued()), Busy: l.starting || l.slot.waiting != nil}
+		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: queuedForStatus(l.queued()), Busy: l.starting || l.slot.waiting != nil, WaitingForSlot: l.slot.waiting != nil}
 		if l.cur != nil {
 			s.Busy, s.CurrentRun, s.AwaitingApproval = true, l.cur.id, l.cur.awaiting
 		}
@@ -707,7 +707,7 @@ func (l *lane) answerStatus(ctx workflow.Context, m Message) {
 }
 
 func (l *lane) statusNow() LaneStatus {
-	s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: l.queued(), Busy: l.slot.waiting != nil}
+	s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: l.queued(), Busy: l.slot.waiting != nil, WaitingForSlot: l.slot.waiting != nil}
 	if l.cur != nil {
 		s.Busy, s.CurrentRun, s.AwaitingApproval = true, l.cur.id, l.cur.awaiting
 	}

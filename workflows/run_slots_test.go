@@ -199,6 +199,17 @@ func TestLaneWaitsForARunSlotAndIsToldItsPlace(t *testing.T) {
 			if len(h.delivered) != 0 {
 				t.Errorf("a run answered before its slot was granted: %v", h.delivered)
 			}
+			v, err := h.env.QueryWorkflow(QueryStatus)
+			var st LaneStatus
+			if err == nil {
+				err = v.Get(&st)
+			}
+			if err != nil || !st.WaitingForSlot || len(st.Queued) != 1 || st.Queued[0].TS != "100.1" {
+				t.Errorf("status while waiting: %+v, %v", st, err)
+			}
+			if got := FormatStatus(st, nil, time.Time{}); !strings.Contains(got, "waiting in line for this workspace") {
+				t.Errorf("status text while waiting: %q", got)
+			}
 		}},
 		signalAt(time.Minute, SignalSlot, SlotReply{Request: "100.1", Granted: true}))
 	if len(*asked) != 1 || (*asked)[0] != (SlotRequest{Lane: LaneID(laneKey), Request: "100.1", User: "U1", Priority: PriorityInteractive, Cap: 2}) {
