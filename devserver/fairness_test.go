@@ -154,3 +154,97 @@ func TestFairnessAcrossTeams(t *testing.T) {
 		t.Errorf("team B's last task at place %d with fairness, %d without: fairness brought it no sooner", places[true], places[false])
 	}
 }
+
+// BenchmarkFairnessFlood is the measurement on lucy dev's server, at the task queue: one
+// worker with 4 activity slots, each request one workflow whose activity takes 20 ms (a model
+// call, shortened). Team B's 5 requests alone give their usual latency (from the start call to
+// the activity's end); then team A sends 200 at once and B its 5 right after, with fairness on
+// (lucy dev's configuration) and off (the server's default). It reports B's p99 (the slowest of
+// five) in each case.
+func BenchmarkFairnessFlood(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		for _, fair := range []bool{true, false} {
+			o := Options{DataDir: b.TempDir(), Logger: testLogger(b)}
+			if !fair {
+				o.DynamicConfig = dynamicconfig.StaticClient{dynamicconfig.MatchingEnableFairness.Key(): false}
+			}
+			c := dial(b, startServer(b, o), defaultNamespace)
+			var mu sync.Mutex
+			doneAt := map[string]time.Time{}
+			w := worker.New(c, "requests", worker.Options{MaxConcurrentActivityExecutionSize: 4, DisableEagerActivities: true})
+			w.RegisterWorkflowWithOptions(func(ctx workflow.Context, id string) error {
+				ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute})
+				return workflow.ExecuteActivity(ctx, "answer", id).Get(ctx, nil)
+			}, workflow.RegisterOptions{Name: "request"})
+			w.RegisterActivityWithOptions(func(ctx context.Context, id string) error {
+				time.Sleep(20 * time.Millisecond)
+				mu.Lock()
+				doneAt[id] = time.Now()
+				mu.Unlock()
+				return nil
+			}, activity.RegisterOptions{Name: "answer"})
+			if err := w.Start(); err != nil {
+				b.Fatal(err)
+			}
+			send := func(team string, n int, prefix string) (started map[string]time.Time, runs []client.WorkflowRun) {
+				started = map[string]time.Time{}
+				var smu sync.Mutex
+				var wg sync.WaitGroup
+				for k := 0; k < n; k++ {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						id := fmt.Sprintf("%s-%s-%d", prefix, team, k)
+						at := time.Now()
+						run, err := c.ExecuteWorkflow(context.Background(), client.StartWorkflowOptions{ID: id, TaskQueue: "requests",
+							Priority: temporal.Priority{PriorityKey: 1, FairnessKey: team}}, "request", id)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						smu.Lock()
+						started[id], runs = at, append(runs, run)
+						smu.Unlock()
+					}()
+				}
+				wg.Wait()
+				return started, runs
+			}
+			wait := func(runs []client.WorkflowRun) {
+				for _, r := range runs {
+					if err := r.Get(context.Background(), nil); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			slowest := func(started map[string]time.Time) time.Duration {
+				mu.Lock()
+				defer mu.Unlock()
+				var worst time.Duration
+				for id, at := range started {
+					worst = max(worst, doneAt[id].Sub(at))
+				}
+				return worst
+			}
+			alone, runs := send("B", 5, "alone")
+			wait(runs)
+			usual := slowest(alone)
+			_, flood := send("A", 200, "flood")
+			during, runs := send("B", 5, "during")
+			wait(runs)
+			wait(flood)
+			p99 := slowest(during)
+			w.Stop()
+			b.Logf("fairness %v: team B's 5 requests, p99 %v alone, %v right after team A's 200 (4 worker slots, 20 ms of work each)",
+				fair, usual.Round(time.Millisecond), p99.Round(time.Millisecond))
+			name := "ms-p99-flood-fair"
+			if !fair {
+				name = "ms-p99-flood-unfair"
+			}
+			b.ReportMetric(float64(p99)/float64(time.Millisecond), name)
+			if fair {
+				b.ReportMetric(float64(usual)/float64(time.Millisecond), "ms-p99-alone")
+			}
+		}
+	}
+}
