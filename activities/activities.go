@@ -82,6 +82,8 @@ type Activities struct {
 	// MaxToolCalls is how many tool calls of one model reply the workflow runs (LUCY_MAX_TOOL_CALLS),
 	// recorded in Route so that a changed setting cannot change what a running workflow replays.
 	MaxToolCalls int
+	// MaxRunsPerTeam is LUCY_MAX_RUNS_PER_TEAM, read by the lanes through RunCap (0: no cap).
+	MaxRunsPerTeam int
 	// ModelConcurrency bounds concurrent calls to one model from this worker (0: no bound).
 	ModelConcurrency int
 	modelSlots       modelSlots

@@ -476,36 +476,6 @@ func (a *Activities) sendable(ctx context.Context, req modelRequest) (openai.Cha
 	return params, opts, release, nil
 }
 
-// modelSlots bounds the calls this worker makes at once to each model (LUCY_MODEL_CONCURRENCY).
-// A call waits for a slot while its activity heartbeats, so a cancelled run stops waiting at once
-// and a long wait never times the attempt out before its StartToClose timeout.
-type modelSlots struct {
-	mu    sync.Mutex
-	slots map[string]chan struct{}
-}
-
-func (s *modelSlots) acquire(ctx context.Context, model string, n int) (release func(), err error) {
-	if n <= 0 {
-		return func() {}, nil
-	}
-	s.mu.Lock()
-	if s.slots == nil {
-		s.slots = map[string]chan struct{}{}
-	}
-	ch := s.slots[model]
-	if ch == nil {
-		ch = make(chan struct{}, n)
-		s.slots[model] = ch
-	}
-	s.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
 // heartbeat records a heartbeat from a goroutine of its own until stopped, so that the server hears
 // from the attempt however long any one step of the caller takes: the first after HeartbeatEvery,
 // then every beatEvery. Outside an activity (unit tests of helpers) it does nothing.

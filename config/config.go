@@ -137,6 +137,9 @@ type Config struct {
 	// calls get an error result, so a model that asks for fifty calls at once cannot make one turn
 	// run unbounded work.
 	MaxToolCalls int
+	// MaxRunsPerTeam caps a workspace's agent runs at once (LUCY_MAX_RUNS_PER_TEAM); 0 means no cap.
+	// A request over the cap waits in the workspace's line (workflows.RunSlots) and is told its place.
+	MaxRunsPerTeam int
 	// OpenAPIMaxOperations is how many operations of one OpenAPI service (a custom integration)
 	// become tools (LUCY_OPENAPI_MAX_OPERATIONS): a larger API is connected in part, the operations
 	// the request needs.
@@ -301,6 +304,9 @@ const (
 	// MaxToolCallsLimit bounds LUCY_MAX_TOOL_CALLS: every call of one reply and its result land in one
 	// turn of workflow history.
 	MaxToolCallsLimit = 64
+	// MaxRunsPerTeamLimit bounds LUCY_MAX_RUNS_PER_TEAM: the holders of a workspace's slots live in
+	// one workflow's state (workflows.RunSlots), and are checked one Describe call each.
+	MaxRunsPerTeamLimit = 1000
 	// DefaultMemoryTokens is LUCY_MEMORY_TOKENS' default (memory.DefaultTokens: about 6,000
 	// characters of notes); MinMemoryTokens and MaxMemoryTokens bound it, from a few notes to a
 	// share of a small model's window.
@@ -498,6 +504,13 @@ func Load(mode Mode, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("LUCY_SCRIPT_MEMORY_MB %q is not a number of megabytes from 64 to 16384 (default %d)", v, DefaultScriptMemoryMB)
 		}
 		c.ScriptMemoryMB = n
+	}
+	if v := strings.TrimSpace(getenv("LUCY_MAX_RUNS_PER_TEAM")); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > MaxRunsPerTeamLimit {
+			return nil, fmt.Errorf("LUCY_MAX_RUNS_PER_TEAM %q is not a number from 0 to %d (a workspace's agent runs at once; 0, the default, means no cap)", v, MaxRunsPerTeamLimit)
+		}
+		c.MaxRunsPerTeam = n
 	}
 	if v := strings.TrimSpace(getenv("LUCY_MAX_TOOL_CALLS")); v != "" {
 		n, err := strconv.Atoi(v)

@@ -149,6 +149,8 @@ func TestErrors(t *testing.T) {
 		{"too many tool calls", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_TOOL_CALLS", "65"), "LUCY_MAX_TOOL_CALLS \"65\" is not a number from 1 to 64"},
 		{"setup create namespace", ModeSetup, env("LUCY_SETUP_CREATE_NAMESPACE", "never"), "LUCY_SETUP_CREATE_NAMESPACE \"never\" is not true or false"},
 		{"tool calls not a number", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_TOOL_CALLS", "ten"), "LUCY_MAX_TOOL_CALLS \"ten\""},
+		{"negative run cap", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_RUNS_PER_TEAM", "-1"), "LUCY_MAX_RUNS_PER_TEAM \"-1\" is not a number from 0 to 1000"},
+		{"run cap not a number", ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_RUNS_PER_TEAM", "four"), "LUCY_MAX_RUNS_PER_TEAM \"four\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -631,5 +633,15 @@ func TestChromium(t *testing.T) {
 	c, err = Load(ModeWorker, env("OPENAI_API_KEY", "k", "SLACK_BOT_TOKEN", "xoxb-1", "LUCY_CHROMIUM", " /opt/chrome/chrome "))
 	if err != nil || c.Chromium != "/opt/chrome/chrome" || c.Redacted()["chromium"] != "/opt/chrome/chrome" {
 		t.Fatalf("set: %q, %v, redacted %v", c.Chromium, err, c.Redacted()["chromium"])
+	}
+}
+
+// LUCY_MAX_RUNS_PER_TEAM: no cap unless set, and the number set otherwise.
+func TestMaxRunsPerTeam(t *testing.T) {
+	for v, want := range map[string]int{"": 0, "0": 0, "4": 4, " 1000 ": 1000} {
+		c, err := Load(ModeDev, env("OPENAI_API_KEY", "k", "LUCY_MAX_RUNS_PER_TEAM", v))
+		if err != nil || c.MaxRunsPerTeam != want {
+			t.Errorf("LUCY_MAX_RUNS_PER_TEAM=%q: %d, %v; want %d", v, c.MaxRunsPerTeam, err, want)
+		}
 	}
 }

@@ -252,6 +252,11 @@ var Docs = []Doc{
 		Default: "`10`",
 	},
 	{
+		Names:   []string{"LUCY_MAX_RUNS_PER_TEAM"},
+		Meaning: "how many agent runs one workspace may have at once (0–1000, 0 = no cap); a request over the cap waits in the workspace's line, is told its place in its thread and starts when a slot frees; see \"Fairness across teams\" in [operating.md](operating.md#fairness-across-teams)",
+		Default: "`0`",
+	},
+	{
 		Names:   []string{"LUCY_SCRIPT_TIMEOUT", "LUCY_SCRIPT_MEMORY_MB"},
 		Meaning: "limits of one `lucy_run_script` (wall and CPU time, 1s–5m; memory, 64–16384 MB); see \"What lucy_run_script can and cannot do\" in [using.md](using.md#what-lucy_run_script-can-and-cannot-do)",
 		Default: "`10s`, `512`",

@@ -234,6 +234,12 @@ func TestComposeDynamicConfig(t *testing.T) {
 	if v := lr.Map[dynamicconfig.TransferProcessorMaxPollRPS.Key()]; len(v) != 1 || v[0].Value != 2000 {
 		t.Errorf("history.transferProcessorMaxPollRPS: %v, want 2000", v)
 	}
+	if v := lr.Map[dynamicconfig.MatchingEnableFairness.Key()]; len(v) != 1 || v[0].Value != true {
+		t.Errorf("matching.enableFairness: %v, want true (fairness across teams)", v)
+	}
+	if v := lr.Map[dynamicconfig.MatchingNumTaskqueueWritePartitions.Key()]; len(v) != 1 || v[0].Value != 1 {
+		t.Errorf("matching.numTaskqueueWritePartitions: %v, want 1 (fairness is per partition)", v)
+	}
 }
 
 func TestEnvExample(t *testing.T) {

@@ -57,6 +57,9 @@ type Options struct {
 	// CodecEndpoint, when set, is the remote codec the Web UI decodes payloads with
 	// (http://127.0.0.1:port/codec): encrypted payloads then show as what they say.
 	CodecEndpoint string
+	// DynamicConfig overrides settings of the server's dynamic configuration (DynamicConfig), for
+	// tests and benchmarks that compare a setting with its default (TestFairnessAcrossTeams).
+	DynamicConfig dynamicconfig.StaticClient
 }
 
 // Server is a running embedded Temporal server and Web UI.
@@ -182,7 +185,7 @@ func Start(ctx context.Context, o Options) (_ *Server, err error) {
 	for svc, l := range internal {
 		ports[svc] = l.Addr().(*net.TCPAddr).Port
 	}
-	opts, err := serverOptions(o.Host, dialHost, ports, stores, s.srvLog)
+	opts, err := serverOptions(o.Host, dialHost, ports, stores, s.srvLog, o.DynamicConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -366,7 +369,7 @@ func (e *portInUseError) Unwrap() error { return syscall.EADDRINUSE }
 // frontend, history, matching and worker services with static membership (no
 // ringpop, so no membership ports), SQLite for persistence and visibility (two files),
 // no metrics listener, no pprof, no frontend HTTP API, no archival.
-func serverOptions(bindHost, dialHost string, ports map[primitives.ServiceName]int, stores databases, logger serverLogger) ([]temporal.ServerOption, error) {
+func serverOptions(bindHost, dialHost string, ports map[primitives.ServiceName]int, stores databases, logger serverLogger, overrides dynamicconfig.StaticClient) ([]temporal.ServerOption, error) {
 	frontendAddr := net.JoinHostPort(dialHost, strconv.Itoa(ports[primitives.FrontendService]))
 	conf := &config.Config{}
 	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
@@ -424,6 +427,9 @@ func serverOptions(bindHost, dialHost string, ports map[primitives.ServiceName]i
 	dynConf[dynamicconfig.HistoryCacheHostLevelMaxSize.Key()] = 512
 	dynConf[dynamicconfig.FrontendMaxNamespaceVisibilityRPSPerInstance.Key()] = 100 // Web UI list pages
 	dynConf[dynamicconfig.EnableServerVersionCheck.Key()] = false                   // local and offline: no phoning home
+	for k, v := range overrides {
+		dynConf[k] = v
+	}
 	return []temporal.ServerOption{
 		temporal.WithConfig(conf),
 		temporal.ForServices(temporal.DefaultServices),
@@ -455,6 +461,18 @@ func DynamicConfig() dynamicconfig.StaticClient {
 		// payload of every event it writes to count the external ones: 2.5 % of lucy dev's CPU in
 		// BenchmarkConversationsPerSecond's profile.
 		dynamicconfig.ExternalPayloadsEnabled.Key(): false,
+		// Fairness across teams (docs/operating.md): the matching service dispatches a backed-up
+		// task queue by priority, then in proportion to the tasks' fairness keys (Lucy's: the
+		// workspace), so that one team's flood does not hold another's requests behind it. Off by
+		// default in server v1.32.1; it implies matching.useNewMatcher (on by default).
+		dynamicconfig.MatchingEnableFairness.Key(): true,
+		// Fairness orders each task queue partition on its own, and a small team's task that lands
+		// in another partition than its peers waited behind the flood there (TestFairnessAcrossTeams:
+		// the last of five at place 41 of 55 with the default 4 partitions). One server has one
+		// matching host, which partitions do not relieve: new tasks go to one partition. The read
+		// partitions stay 4, so that tasks a database already holds in the others are still read
+		// (Temporal's rule: lower the write partitions first, the read ones once the rest drained).
+		dynamicconfig.MatchingNumTaskqueueWritePartitions.Key(): 1,
 	}
 }
 

@@ -54,7 +54,7 @@ func (b *logBuffer) String() string {
 	return b.buf.String()
 }
 
-func testLogger(t *testing.T) zerolog.Logger {
+func testLogger(t testing.TB) zerolog.Logger {
 	b := &logBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -64,7 +64,7 @@ func testLogger(t *testing.T) zerolog.Logger {
 	return zerolog.New(b).Level(zerolog.DebugLevel).With().Timestamp().Logger()
 }
 
-func startServer(t *testing.T, o Options) *Server {
+func startServer(t testing.TB, o Options) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
@@ -78,7 +78,7 @@ func startServer(t *testing.T, o Options) *Server {
 	return s
 }
 
-func dial(t *testing.T, s *Server, namespace string) client.Client {
+func dial(t testing.TB, s *Server, namespace string) client.Client {
 	t.Helper()
 	c, err := client.Dial(client.Options{HostPort: s.FrontendAddress(), Namespace: namespace, Logger: nopSDKLogger{}})
 	if err != nil {

@@ -189,6 +189,8 @@ type stackOptions struct {
 	onSlackMessage, onSlackEdit func(localslack.Message)
 	// noSlackLimits turns the local workspace's rate tiers off (localslack.Options.NoRateLimits).
 	noSlackLimits bool
+	// maxRunsPerTeam is the worker's LUCY_MAX_RUNS_PER_TEAM (0: no cap).
+	maxRunsPerTeam int
 }
 
 func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
@@ -251,6 +253,7 @@ func newStackOpts(tb testing.TB, llm fakellm.Handler, o stackOptions) *stack {
 		LLMBaseURL: s.llm.BaseURL(), LLMAPIKey: "sk-test", Provider: "custom", Models: models, AdminUsers: []string{"UADMIN"},
 		// As config.Load derives it for the worker and the gateway alike.
 		ApprovalKey: signing.FromBotToken("xoxb-test"), ApprovalKeySource: "SLACK_BOT_TOKEN", MaxToolCalls: config.DefaultMaxToolCalls,
+		MaxRunsPerTeam: o.maxRunsPerTeam,
 	}
 	if s.cfg.DataDir == "" {
 		s.cfg.DataDir = tb.TempDir()

@@ -67,13 +67,17 @@ type temporalHandoff struct {
 	key signing.Key
 }
 
-func laneStartOptions(id, summary string) client.StartWorkflowOptions {
+func laneStartOptions(id, team, summary string) client.StartWorkflowOptions {
 	// SignalWithStart defaults to WorkflowIDReusePolicy AllowDuplicate and conflict policy
 	// UseExisting: a running lane gets the signal, a closed one is started afresh. The summary is
 	// the Web UI's one line for the lane (it goes through the data converter, so it is encrypted
 	// with the payloads). No search attributes here: the lane upserts its own, so that a hand-off
 	// never depends on the namespace having them (the worker checks that before it polls).
-	return client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, StaticSummary: summary}
+	// The priority and fairness key are the task queue's (workflows/priority.go): a lane the gateway
+	// starts is a person's, ahead of scheduled work, and shares the queue by workspace. They apply
+	// to a lane it starts, not to one it signals; each run sets its own.
+	return client.StartWorkflowOptions{ID: id, TaskQueue: workflows.TaskQueue, StaticSummary: summary,
+		Priority: workflows.Priority(team, workflows.PriorityInteractive)}
 }
 
 // laneSummary is the first words of the message that starts a lane ("Thread: what is 2+2?").
@@ -108,7 +112,7 @@ func (h temporalHandoff) Message(ctx context.Context, m workflows.Message) (err 
 	m.Sig = h.key.SignMessage(signing.Message{Team: m.Team, Channel: m.Channel, ThreadTS: m.Key().ThreadTS, TS: m.TS, User: m.User, Text: m.Text})
 	key := m.Key()
 	id := workflows.LaneID(key)
-	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalMessage, m, laneStartOptions(id, laneSummary(m)),
+	if _, err := h.c.SignalWithStartWorkflow(ctx, id, workflows.SignalMessage, m, laneStartOptions(id, key.Team, laneSummary(m)),
 		workflows.LaneWorkflowName, workflows.LaneInput{Key: key}); err != nil {
 		return fmt.Errorf("signal %s to %s: %w", workflows.SignalMessage, id, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/mocks"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/stretchr/testify/mock"
 
@@ -41,8 +42,10 @@ func TestTemporalHandoffSignalsWithStart(t *testing.T) {
 	ctx := context.Background()
 	c := mocks.NewClient(t)
 	h := NewTemporalHandoff(c, testApprovalKey)
-	// The lane's one line in the Web UI: the first words of the message that starts it.
-	opts := client.StartWorkflowOptions{ID: testLaneID, TaskQueue: workflows.TaskQueue, StaticSummary: "Thread: hi"}
+	// The lane's one line in the Web UI: the first words of the message that starts it; a person's
+	// priority on the task queue, shared by workspace (the fairness key).
+	opts := client.StartWorkflowOptions{ID: testLaneID, TaskQueue: workflows.TaskQueue, StaticSummary: "Thread: hi",
+		Priority: temporal.Priority{PriorityKey: workflows.PriorityInteractive, FairnessKey: "T1"}}
 	input := workflows.LaneInput{Key: testKey}
 
 	m := workflows.Message{EventID: "Ev1", Team: "T1", Channel: "C1", TS: "1700000000.000300", ThreadTS: testKey.ThreadTS, User: "U1", Text: "hi", Kind: "message"}

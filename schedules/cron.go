@@ -313,7 +313,9 @@ func jobDetails(job JobSpec, schedule string, next []time.Time) string {
 func jobAction(id string, job JobSpec) *client.ScheduleWorkflowAction {
 	return &client.ScheduleWorkflowAction{ID: id, Workflow: ScheduledJobWorkflow, Args: []any{job}, TaskQueue: workflows.TaskQueue, Memo: jobMemo(job),
 		TypedSearchAttributes: scheduleAttrs(job.Team, job.Channel, job.Creator),
-		StaticSummary:         slackwire.HeadEllipsis("Job "+job.DisplayName()+": "+oneLine(job.Instruction), 80)}
+		StaticSummary:         slackwire.HeadEllipsis("Job "+job.DisplayName()+": "+oneLine(job.Instruction), 80),
+		// Behind people's messages on the task queue, and shared by workspace (workflows/priority.go).
+		Priority: workflows.Priority(job.Team, workflows.PriorityScheduled)}
 }
 
 // scheduleAttrs are the search attributes of a schedule's firings: the non-empty of workspace,

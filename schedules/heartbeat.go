@@ -301,7 +301,9 @@ func monitorAction(id string, spec MonitorSpec, st MonitorState) *client.Schedul
 	return &client.ScheduleWorkflowAction{ID: id, Workflow: MonitorWorkflow, Args: []any{spec, st}, TaskQueue: workflows.TaskQueue,
 		Memo:                  map[string]any{"creator": spec.Creator, "channel": spec.Channel, "check": describeCheck(spec.Check)},
 		TypedSearchAttributes: scheduleAttrs(spec.Team, spec.Channel, spec.Creator),
-		StaticSummary:         slackwire.HeadEllipsis("Monitor "+spec.Name+": "+oneLine(describeCheck(spec.Check)), 80)}
+		StaticSummary:         slackwire.HeadEllipsis("Monitor "+spec.Name+": "+oneLine(describeCheck(spec.Check)), 80),
+		// Behind people's messages on the task queue, and shared by workspace (workflows/priority.go).
+		Priority: workflows.Priority(spec.Team, workflows.PriorityScheduled)}
 }
 
 func (m *Manager) validateCheck(ctx context.Context, c MonitorCheck, hasThreshold bool) error {

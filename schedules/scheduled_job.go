@@ -218,6 +218,9 @@ func signalOrStartLane(ctx workflow.Context, key workflows.LaneKey, m workflows.
 		}
 		cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 			WorkflowID: id, TaskQueue: workflows.TaskQueue, ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON,
+			// The lane's own tasks: shared by workspace, at the priority of what started it (a job's
+			// firing, or new mail); each run sets its own (workflows/priority.go).
+			Priority: workflows.Priority(key.Team, workflows.PriorityOf(m)),
 		})
 		st := &workflows.LaneState{Queue: []workflows.Message{m}, Seen: m.DedupeKeys()}
 		f := workflow.ExecuteChildWorkflow(cctx, workflows.LaneWorkflowName, workflows.LaneInput{Key: key, State: st})

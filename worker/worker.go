@@ -339,6 +339,7 @@ func NewActivities(d Deps) *Activities {
 		Admins:           cfg.AdminUsers,
 		ApprovalKey:      cfg.ApprovalKey,
 		MaxToolCalls:     cfg.MaxToolCalls,
+		MaxRunsPerTeam:   cfg.MaxRunsPerTeam,
 		ModelConcurrency: cfg.ModelConcurrency,
 		ContextWindow:    cfg.ContextWindow,
 		DataDir:          cfg.DataDir,
@@ -455,6 +456,7 @@ func SlackClients(cfg *config.Config, localURL, localToken string) func(team str
 func Register(r sdkworker.Registry, acts *Activities) {
 	r.RegisterWorkflowWithOptions(workflows.Lane, workflow.RegisterOptions{Name: workflows.LaneWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.AgentRun, workflow.RegisterOptions{Name: workflows.AgentRunWorkflowName})
+	r.RegisterWorkflowWithOptions(workflows.RunSlots, workflow.RegisterOptions{Name: workflows.RunSlotsWorkflowName})
 	r.RegisterWorkflowWithOptions(workflows.SubAgent, workflow.RegisterOptions{Name: subagents.WorkflowName})
 	r.RegisterWorkflowWithOptions(schedules.ScheduledJob, workflow.RegisterOptions{Name: schedules.ScheduledJobWorkflow})
 	r.RegisterWorkflowWithOptions(schedules.JobSlots, workflow.RegisterOptions{Name: schedules.JobSlotsWorkflow})
@@ -488,6 +490,8 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		steps.RecordSpend:       acts.Spend.RecordSpend,
 		"StartAssistantThread":  acts.StartAssistantThread,
 		"SetThreadTitle":        acts.SetThreadTitle,
+		"RunCap":                acts.RunCap,
+		"RunsClosed":            acts.RunsClosed,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}

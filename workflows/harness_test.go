@@ -170,6 +170,7 @@ func (h *harness) register() {
 	reg("StreamSteps", acts.StreamSteps)
 	reg("StartAssistantThread", acts.StartAssistantThread)
 	reg("SetThreadTitle", acts.SetThreadTitle)
+	reg("RunCap", acts.RunCap) // 0: no cap, unless a test says otherwise (run_slots_test.go)
 	// Memory's activities (package memory, which workflow code does not import) by their names.
 	reg(steps.KeepFeedback, func(ctx context.Context, in steps.KeepFeedbackInput) error {
 		h.mu.Lock()

@@ -60,6 +60,10 @@ type lane struct {
 	titled bool
 	// promptsAt: when this lane (a DM's, MessagesTabThreadTS) last set the DM's suggested prompts.
 	promptsAt time.Time
+	// slots: this execution asks its workspace's run slots before a run (changeRunSlots), and slot
+	// is where it stands with them (run_slots.go).
+	slots bool
+	slot  laneSlot
 
 	msgCh, cancelCh, approvalCh, resumeCh, eventCh, feedbackCh workflow.ReceiveChannel
 }
@@ -108,8 +112,12 @@ func (l *lane) setup(ctx workflow.Context) error {
 	l.resumeCh = workflow.GetSignalChannel(ctx, SignalResume)
 	l.eventCh = workflow.GetSignalChannel(ctx, SignalRunEvent)
 	l.feedbackCh = workflow.GetSignalChannel(ctx, SignalFeedback)
+	l.slots = hardened(ctx, changeRunSlots)
+	if l.slots {
+		l.slot.ch = workflow.GetSignalChannel(ctx, SignalSlot)
+	}
 	return workflow.SetQueryHandler(ctx, QueryStatus, func() (LaneStatus, error) {
-		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: queuedForStatus(l.st.Queue), Busy: l.starting}
+		s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: queuedForStatus(l.queued()), Busy: l.starting || l.slot.waiting != nil, WaitingForSlot: l.slot.waiting != nil}
 		if l.cur != nil {
 			s.Busy, s.CurrentRun, s.AwaitingApproval = true, l.cur.id, l.cur.awaiting
 		}
@@ -119,12 +127,14 @@ func (l *lane) setup(ctx workflow.Context) error {
 
 func (l *lane) run(ctx workflow.Context) error {
 	for {
-		if l.cur == nil && len(l.st.Queue) > 0 {
+		if l.cur == nil && l.slot.waiting == nil && len(l.st.Queue) > 0 {
 			next := l.st.Queue[0]
 			l.st.Queue = l.st.Queue[1:]
-			l.startRun(ctx, next)
+			if l.admit(ctx, next) {
+				l.startRun(ctx, next)
+			}
 		}
-		if l.cur == nil && len(l.st.Queue) == 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
+		if l.cur == nil && l.slot.waiting == nil && len(l.st.Queue) == 0 && workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			return l.continueAsNew(ctx)
 		}
 		idle := false
@@ -143,7 +153,7 @@ func (l *lane) run(ctx workflow.Context) error {
 		if timerCancel != nil {
 			timerCancel()
 		}
-		if idle && l.cur == nil && len(l.st.Queue) == 0 && !l.pendingSignals() {
+		if idle && l.cur == nil && l.slot.waiting == nil && len(l.st.Queue) == 0 && !l.pendingSignals() {
 			l.log.Info("lane.idle_close", "lane", l.id)
 			return nil
 		}
@@ -188,6 +198,13 @@ func (l *lane) addSignals(ctx workflow.Context, sel workflow.Selector) {
 		c.Receive(ctx, &fb)
 		l.onFeedback(ctx, fb)
 	})
+	if l.slot.ch != nil {
+		sel.AddReceive(l.slot.ch, func(c workflow.ReceiveChannel, _ bool) {
+			var rep SlotReply
+			c.Receive(ctx, &rep)
+			l.onSlot(ctx, rep)
+		})
+	}
 	sel.AddReceive(l.eventCh, func(c workflow.ReceiveChannel, _ bool) {
 		var ev RunEvent
 		c.Receive(ctx, &ev)
@@ -203,7 +220,7 @@ func (l *lane) pendingSignals() bool {
 			return true
 		}
 	}
-	return false
+	return l.slot.ch != nil && l.slot.ch.Len() > 0
 }
 
 // continueAsNew hands the state to a fresh run once Temporal suggests it, after draining signals so
@@ -435,7 +452,7 @@ func (l *lane) onCancel(ctx workflow.Context, cr CancelRequest) {
 		l.st.Queue = nil
 	}
 	if l.cur == nil {
-		if dropped > 0 {
+		if l.withdrawWaiting(ctx) || dropped > 0 {
 			l.react(ctx, cr.Channel, cr.TS, "stop", "octagonal_sign")
 			return
 		}
@@ -454,6 +471,9 @@ func (l *lane) onCancel(ctx workflow.Context, cr CancelRequest) {
 // without a sender (a signal sent by hand) speaks for nobody.
 func (l *lane) reachesOthers(cr CancelRequest) bool {
 	if l.cur != nil && (cr.User == "" || cr.User != l.cur.requester) {
+		return true
+	}
+	if w := l.slot.waiting; w != nil && (cr.User == "" || cr.User != w.User) {
 		return true
 	}
 	if cr.DropQueued {
@@ -500,6 +520,10 @@ func (l *lane) cancelOwn(ctx workflow.Context, cr CancelRequest) {
 			keep = append(keep, m)
 		}
 		l.st.Queue = keep
+	}
+	if w := l.slot.waiting; w != nil && cr.User != "" && cr.User == w.User && l.withdrawWaiting(ctx) {
+		l.react(ctx, cr.Channel, cr.TS, "stop", "octagonal_sign")
+		return
 	}
 	if l.cur != nil && cr.User != "" && cr.User == l.cur.requester {
 		l.log.Info("lane.cancel", "lane", l.id, "run", l.cur.id, "by", cr.User, "droppedQueued", dropped)
@@ -598,6 +622,10 @@ func (l *lane) startRun(ctx workflow.Context, m Message) {
 		TypedSearchAttributes: runStartAttrs(in),
 		Memo:                  runMemo(in),
 		StaticSummary:         runSummary(in),
+		// The run's place on the task queue (priority.go): its workspace's fairness key, and a
+		// person's message ahead of a job's firing. The SDK does not match a child's start on it
+		// (internal_task_handlers.go, isCommandMatchEvent), so older histories replay.
+		Priority: Priority(l.key.Team, PriorityOf(m)),
 	})
 	f := workflow.ExecuteChildWorkflow(cctx, AgentRunWorkflowName, in)
 	l.cur = &current{id: id, number: n, requester: m.User, job: m.Job, future: f, cancel: cancel}
@@ -664,6 +692,7 @@ func (l *lane) onRunDone(ctx workflow.Context, cur *current, f workflow.Future) 
 		// with the next message; the failed run stays visible in the Web UI for a Reset.
 		l.log.Error("agent_run.failed", "lane", l.id, "run", cur.id, "error", err)
 	}
+	l.runEnded(ctx)
 	l.cur = nil
 }
 
@@ -678,7 +707,7 @@ func (l *lane) answerStatus(ctx workflow.Context, m Message) {
 }
 
 func (l *lane) statusNow() LaneStatus {
-	s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: l.st.Queue}
+	s := LaneStatus{Lane: l.id, Runs: l.st.Runs, Queued: l.queued(), Busy: l.slot.waiting != nil, WaitingForSlot: l.slot.waiting != nil}
 	if l.cur != nil {
 		s.Busy, s.CurrentRun, s.AwaitingApproval = true, l.cur.id, l.cur.awaiting
 	}
@@ -725,4 +754,12 @@ func (l *lane) jobDone(ctx workflow.Context, job, run, status, reason string) {
 	if err != nil {
 		l.log.Warn("lane.job_done_undelivered", "lane", l.id, "job", job, "error", err)
 	}
+}
+
+// queued is the queue as the status shows it: a message waiting for a run slot first.
+func (l *lane) queued() []Message {
+	if l.slot.waiting == nil {
+		return l.st.Queue
+	}
+	return append([]Message{*l.slot.waiting}, l.st.Queue...)
 }

@@ -191,6 +191,9 @@ type LaneStatus struct {
 	Queued     []Message `json:"queued,omitempty"`
 	// AwaitingApproval is the fingerprint the current run waits on, if any.
 	AwaitingApproval string `json:"awaitingApproval,omitempty"`
+	// WaitingForSlot: the next request waits for one of its workspace's run slots
+	// (LUCY_MAX_RUNS_PER_TEAM); it is Queued[0].
+	WaitingForSlot bool `json:"waitingForSlot,omitempty"`
 }
 
 // RunStatus is an agent run's answer to the `status` query.

@@ -41,6 +41,8 @@ func FormatStatus(lane LaneStatus, run *RunStatus, now time.Time) string {
 	var b strings.Builder
 	if !lane.Busy {
 		b.WriteString("I'm not working on anything in this thread right now.")
+	} else if run == nil && lane.WaitingForSlot {
+		b.WriteString("A request in this thread is waiting in line for this workspace: it starts as soon as a slot frees.")
 	} else if run == nil {
 		b.WriteString("I'm working on a request in this thread.")
 	} else {

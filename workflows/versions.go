@@ -212,6 +212,10 @@ const (
 	// holding the task open delays no signal that matters. Read where the run first delivers; taken
 	// in by baseline version 5.
 	changeLocalFinish = "local-finish"
+	// changeRunSlots (issue 43), in the lane: before a run it reads LUCY_MAX_RUNS_PER_TEAM (the
+	// RunCap local activity) and, under a cap, asks its workspace's run slots (RunSlots) and waits
+	// for a slot. Read in the lane's setup.
+	changeRunSlots = "run-slots"
 	// changeToolErrorText (issue 39), in the agent run: a tool activity's failure reaches the model
 	// as the activity's message (ApplicationError.Message), not Error()'s rendering with the error
 	// type and retryability appended, which the model passed on to people. Read where a tool call

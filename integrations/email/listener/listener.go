@@ -174,6 +174,9 @@ func startMessage(ctx workflow.Context, in MessageInput) (bool, error) {
 		WorkflowRunTimeout:    time.Hour,
 		StaticSummary:         slackwire.HeadEllipsis("New mail: "+in.Message.Subject, 80),
 		TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.Workspace.ValueSet(in.Team), searchattr.Channel.ValueSet(in.Channel)),
+		// A new mail's handling is background work (workflows/priority.go); the SDK does not match a
+		// child's start on it, so older histories replay.
+		Priority: workflows.Priority(in.Team, workflows.PriorityBackground),
 	})
 	var exec workflow.Execution
 	err := workflow.ExecuteChildWorkflow(cctx, MessageWorkflow, in).GetChildWorkflowExecution().Get(ctx, &exec)
@@ -322,7 +325,9 @@ func (s *Schedules) Sync(ctx context.Context, team string, m email.Mailbox) erro
 		Action: &client.ScheduleWorkflowAction{ID: id, Workflow: ListenerWorkflow, TaskQueue: workflows.TaskQueue,
 			Args:                  []any{ListenerInput{Team: team, Mailbox: m.Name}},
 			TypedSearchAttributes: temporal.NewSearchAttributes(searchattr.Workspace.ValueSet(team), searchattr.Channel.ValueSet(m.Channel)),
-			StaticSummary:         slackwire.HeadEllipsis("New mail of "+m.Address, 80)},
+			StaticSummary:         slackwire.HeadEllipsis("New mail of "+m.Address, 80),
+			// Behind people's messages and scheduled jobs on the task queue (workflows/priority.go).
+			Priority: workflows.Priority(team, workflows.PriorityBackground)},
 		Overlap:            enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
 		CatchupWindow:      every,
 		Memo:               map[string]any{"mailbox": m.Name, "address": m.Address, "creator": m.AddedBy},
