@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	"google.golang.org/protobuf/proto"
 
@@ -30,7 +32,27 @@ type turnBytes struct {
 	readBytes int64
 	// memoHits counts model calls that extended the previous call's resolved transcript.
 	memoHits  int64
-	maxCallIn int // largest CallModel input in bytes, after the first
+	maxCallIn int // largest CallModel input in bytes, after the first, less the offered tools' names
+}
+
+// toolNamesBytes is what the names of the tools offered take in a CallModel input: they grow with the
+// catalogue (every tool Lucy has), not with the run, so the bound on an input leaves them out.
+func toolNamesBytes(t testing.TB, in *commonpb.Payloads) int {
+	t.Helper()
+	if len(in.GetPayloads()) == 0 {
+		return 0
+	}
+	var call struct {
+		Tools []string `json:"tools"`
+	}
+	if err := json.Unmarshal(in.GetPayloads()[0].GetData(), &call); err != nil {
+		t.Fatalf("a CallModel input that is not JSON: %v", err)
+	}
+	n := 0
+	for _, name := range call.Tools {
+		n += len(name) + 3 // the quotes and the comma
+	}
+	return n
 }
 
 func longRun(t testing.TB, s *stack, page *httptest.Server) turnBytes {
@@ -61,7 +83,7 @@ func longRun(t testing.TB, s *stack, page *httptest.Server) turnBytes {
 			turn++
 			// The first call carries the system prompt, once (a lean start builds it in a local
 			// activity); the others carry what the last turn added, quick tools' results inline.
-			if in := proto.Size(a.GetInput()); turn > 1 && in > res.maxCallIn {
+			if in := proto.Size(a.GetInput()) - toolNamesBytes(t, a.GetInput()); turn > 1 && in > res.maxCallIn {
 				res.maxCallIn = in
 			}
 			res.naive[turn] = transcript
