@@ -234,6 +234,12 @@ var scenarios = []struct {
 	// call carries the prompt's Guard.
 	{"declared-tools", "<@ULUCY> tell #general that the offsite moves to Friday",
 		postInGeneral(`{"channel":"#general","text":"The offsite moves to Friday."}`), approvePost},
+	// baseline-6: the declared-tools post in a run since baseline version 6, which takes the changes of
+	// issues 39 to 43 in with its one marker: the lane reads its workspace's run cap (RunCap, run-slots)
+	// and the run checks and records its spend (CheckSpend, RecordSpend, spend-limits) as local
+	// activities, with no version marker of their own.
+	{"baseline-6", "<@ULUCY> tell #general that the retro moves to Thursday",
+		postInGeneral(`{"channel":"#general","text":"The retro moves to Thursday."}`), approvePost},
 	// run-memory: a person states a fact; after the answer, the run's memory step (change ID
 	// run-memory, the NoteFromRun activity) notes it and posts "Noted: …" in the thread.
 	{"run-memory", "<@ULUCY> remember that Acme's renewal is in March", func(n int, req fakellm.Request) fakellm.Reply {

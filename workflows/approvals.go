@@ -31,7 +31,7 @@ func (r *run) approve(ctx workflow.Context, c activities.ToolCall, summary, deta
 	r.pause(ctx)
 	defer func() { r.status.Phase = prev; r.unpause(ctx) }()
 	r.showStatus(ctx, agent.StatusApproval, false)
-	showsAll := workflow.GetVersion(ctx, changeApprovalShowsAll, workflow.DefaultVersion, 1) >= 1
+	showsAll := hardened(ctx, changeApprovalShowsAll)
 	for attempt := 1; attempt <= 2; attempt++ {
 		now := workflow.Now(ctx)
 		fp := fingerprint(c.Name, c.Arguments, r.in.Requester, now)

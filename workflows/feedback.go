@@ -68,7 +68,7 @@ func (l *lane) onFeedback(ctx workflow.Context, fb Feedback) {
 		return
 	}
 	// Read where the first feedback arrives: a history recorded before never got one.
-	if workflow.GetVersion(ctx, changeFeedback, workflow.DefaultVersion, 1) < 1 {
+	if !hardened(ctx, changeFeedback) {
 		return
 	}
 	i := -1

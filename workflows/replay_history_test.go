@@ -253,3 +253,22 @@ func recordedCommands(t *testing.T, file string) (versions, locals, acts map[str
 	}
 	return versions, locals, acts
 }
+
+// TestReplayBaseline6RecordingExercisesIt: the recording of baseline version 6 (an approved post)
+// records the baseline's one marker in the lane and in the run, and none of the changes it took in:
+// the lane reads its run cap (RunCap, run-slots) and the run checks and records its spend (CheckSpend,
+// RecordSpend, spend-limits) as local activities; its approval (approval-shows-all) and declared tool
+// (declared-tools) record nothing of their own.
+func TestReplayBaseline6RecordingExercisesIt(t *testing.T) {
+	versions, locals, _ := recordedCommands(t, "baseline-6-lane.json")
+	if versions["baseline-1"] != 6 || len(versions) != 1 || locals["RunCap"] != 1 {
+		t.Errorf("lane: version markers %v, local activities %v; want baseline-1 at 6 only and one RunCap", versions, locals)
+	}
+	versions, locals, acts := recordedCommands(t, "baseline-6-run.json")
+	if versions["baseline-1"] != 6 || len(versions) != 1 {
+		t.Errorf("run: version markers %v, want baseline-1 at 6 only", versions)
+	}
+	if locals["CheckSpend"] != 1 || locals["RecordSpend"] != 1 || acts["ExecuteTool"] == 0 {
+		t.Errorf("run: local activities %v, activities %v; want one CheckSpend, one RecordSpend and the post's ExecuteTool", locals, acts)
+	}
+}

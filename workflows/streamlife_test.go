@@ -146,6 +146,8 @@ func TestLongRunRenewsItsTimeline(t *testing.T) {
 // for; the test proves the workspace would catch a regression).
 func TestLongRunBeforeStreamLife(t *testing.T) {
 	h := timelineHarness(t)
+	// An execution of baseline version 5 (stream-life is in version 6) without its own marker.
+	h.env.OnGetVersion(changeBaseline, workflow.DefaultVersion, baselineVersion).Return(workflow.Version(5))
 	h.env.OnGetVersion(changeStreamLife, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
 	srv, _ := longRun(t, h, "")
 	if n := srv.Calls("chat.startStream"); n != 1 {

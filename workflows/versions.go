@@ -257,7 +257,10 @@ const (
 // only; version 2, the changes of the lean turn (changeLeanTurn, changeLeanStart, changeLeanReceipt), which an execution
 // started since records with the same one marker, never one of their own; version 3, the lane's
 // status line (changeLaneStatus); version 4, the local checkpoint (changeLocalCheckpoint); version 5, the
-// run's opening and finishing steps as local activities (changeLocalOpen, changeLocalFinish). A change ID added later
+// run's opening and finishing steps as local activities (changeLocalOpen, changeLocalFinish); version 6,
+// the changes since that each recorded a marker of their own (and with it a visibility write) in a new
+// run or lane: an approval's fingerprint, feedback, the outbound cap, the stream's life, a tool's error
+// text, the declared tools, rate limits, the run slots and spend limits. A change ID added later
 // gets its own marker (a history recorded with the baseline but before that change must still replay
 // without it), until a later baseline version takes it in. An execution whose baseline marker says 1
 // (started before version 2) records the lean changes' own markers where it first reads them.
@@ -270,10 +273,13 @@ var baselined = map[string]workflow.Version{
 	changeLaneStatus:      3,
 	changeLocalCheckpoint: 4,
 	changeLocalOpen:       5, changeLocalFinish: 5,
+	changeApprovalShowsAll: 6, changeFeedback: 6, changeOutboundCap: 6, changeStreamLife: 6,
+	changeToolErrorText: 6, changeDeclaredTools: 6, changeRateLimits: 6, changeRunSlots: 6,
+	changeSpendLimits: 6,
 }
 
 // baselineVersion is the newest version of changeBaseline: what a new execution records.
-const baselineVersion workflow.Version = 5
+const baselineVersion workflow.Version = 6
 
 // ChangeSearchAttributes is changeSearchAttributes for the workflows of package schedules: a job's
 // firing upserts its outcome behind the same change ID.
