@@ -12,11 +12,11 @@ import (
 // (a local activity, so its answer is in history and a changed setting cannot change a replay).
 func (a *Activities) RunCap(context.Context) (int, error) { return a.MaxRunsPerTeam, nil }
 
-// RunsClosed returns which of the given workflow IDs (lanes holding or waiting for a workspace's
-// run slot) are no longer running: closed, or unknown. A lane gives its slot back when its run
-// ends, whatever way it ends, in workflow code that a worker crash only delays; only a lane that an
-// operator terminated (or reset past its request) never does, and the slots reclaim what this finds.
-func (a *Activities) RunsClosed(ctx context.Context, ids []string) ([]string, error) {
+// ClosedWorkflows returns which of the given workflow IDs are no longer running: closed, or unknown.
+// Slots use it to take back what a holder never returned: a lane holding a workspace's run slot, or
+// a firing holding a job slot, gives its slot back when it ends in workflow code that a worker crash
+// only delays; only one an operator terminated (or reset past its request) never does.
+func (a *Activities) ClosedWorkflows(ctx context.Context, ids []string) ([]string, error) {
 	var closed []string
 	for _, id := range ids {
 		d, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")

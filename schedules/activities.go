@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -16,9 +15,10 @@ import (
 )
 
 // Activities answer the firings of recurring jobs and monitors. The worker registers the struct, so
-// each exported method is an activity named after it (JobTiming, ClosedWorkflows,
-// CheckScheduleAccess, CheckMonitor, SaveMonitorState): those names are in recorded histories and
-// never change, and this type has no other exported methods.
+// each exported method is an activity named after it (JobTiming, CheckScheduleAccess, CheckMonitor,
+// SaveMonitorState): those names are in recorded histories and never change, and this type has no
+// other exported methods. The job slots' ClosedWorkflows is the run's activities' (package activities,
+// which a workspace's run slots use too), registered under the same name.
 type Activities struct {
 	// Manager checks access, runs monitors' checks and keeps their state; nil: this worker cannot.
 	Manager *Manager
@@ -60,25 +60,6 @@ func (a *Activities) JobTiming(ctx context.Context, in JobTimingInput) (JobTimin
 		}
 	}
 	return JobTiming{Next: NextFiring(in.Cron, in.TZ, in.From)}, nil
-}
-
-// ClosedWorkflows returns which of the given workflow IDs are no longer running (closed, or
-// unknown): the per-team job slots give back slots whose holder ended without returning them (an
-// operator terminated it).
-func (a *Activities) ClosedWorkflows(ctx context.Context, ids []string) ([]string, error) {
-	var closed []string
-	for _, id := range ids {
-		d, err := a.Temporal.DescribeWorkflowExecution(ctx, id, "")
-		var nf *serviceerror.NotFound
-		switch {
-		case err == nil && d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
-		case err == nil, errors.As(err, &nf):
-			closed = append(closed, id)
-		default:
-			return nil, err
-		}
-	}
-	return closed, nil
 }
 
 // ScheduleAccessInput asks whether a job's or monitor's creator may still use its channel.

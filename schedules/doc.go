@@ -1,6 +1,6 @@
 // Package schedules holds recurring jobs and monitors whole: their tools (lucy_*_cron,
 // lucy_*_heartbeat) with their handlers, the workflows their Temporal Schedules start (scheduled_job,
-// job_slots, monitor), the activities those firings run (JobTiming, ClosedWorkflows,
+// job_slots, monitor), the activities those firings run (JobTiming,
 // CheckScheduleAccess, CheckMonitor, SaveMonitorState), and their wire names. It is its own package
 // so that the capability can be read, tested and changed in one place, as one domain.
 //

@@ -356,7 +356,7 @@ func JobSlots(ctx workflow.Context, in JobSlotsInput) error {
 		if check {
 			checks++
 			var closed []string
-			if err := workflow.ExecuteActivity(workflows.QuickOptions(ctx, fmt.Sprintf("closed-%d", checks)), acts.ClosedWorkflows, holders).Get(ctx, &closed); err != nil {
+			if err := workflow.ExecuteActivity(workflows.QuickOptions(ctx, fmt.Sprintf("closed-%d", checks)), core.ClosedWorkflows, holders).Get(ctx, &closed); err != nil {
 				log.Warn("job_slots.check_failed", "error", err)
 				continue
 			}

@@ -491,12 +491,12 @@ func Register(r sdkworker.Registry, acts *Activities) {
 		"StartAssistantThread":  acts.StartAssistantThread,
 		"SetThreadTitle":        acts.SetThreadTitle,
 		"RunCap":                acts.RunCap,
-		"RunsClosed":            acts.RunsClosed,
+		"ClosedWorkflows":       acts.ClosedWorkflows,
 	} {
 		r.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
 	}
 	// A struct registers each exported method under its own name, unprefixed: JobTiming,
-	// ClosedWorkflows, CheckScheduleAccess, CheckMonitor, SaveMonitorState.
+	// CheckScheduleAccess, CheckMonitor, SaveMonitorState.
 	r.RegisterActivity(acts.Schedules)
 	// FetchNewMail, AdvanceMailCursor, MarkMailHandled.
 	r.RegisterActivity(acts.Email)

@@ -194,7 +194,7 @@ func RunSlots(ctx workflow.Context, in RunSlotsInput) error {
 			lanes = append(lanes, h.Lane)
 		}
 		var closed []string
-		if err := workflow.ExecuteActivity(quick(ctx, "closed-"+strconv.Itoa(checks)), a.RunsClosed, lanes).Get(ctx, &closed); err != nil {
+		if err := workflow.ExecuteActivity(quick(ctx, "closed-"+strconv.Itoa(checks)), a.ClosedWorkflows, lanes).Get(ctx, &closed); err != nil {
 			log.Warn("run_slots.check_failed", "error", err)
 			continue
 		}

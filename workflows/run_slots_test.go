@@ -20,7 +20,7 @@ import (
 )
 
 // slotsEnv runs a workspace's RunSlots alone: the lanes are the signals the test sends and the
-// answers the mock records (lane -> answers, in order); closed says which lanes RunsClosed finds gone.
+// answers the mock records (lane -> answers, in order); closed says which lanes ClosedWorkflows finds gone.
 type slotsEnv struct {
 	env     *testsuite.TestWorkflowEnvironment
 	mu      sync.Mutex
@@ -34,8 +34,8 @@ func newSlotsEnv(t *testing.T) *slotsEnv {
 	s := &slotsEnv{env: suite.NewTestWorkflowEnvironment(), answers: map[string][]SlotReply{}, closed: map[string]bool{}}
 	s.env.RegisterWorkflowWithOptions(RunSlots, workflow.RegisterOptions{Name: RunSlotsWorkflowName})
 	acts := &activities.Activities{}
-	s.env.RegisterActivityWithOptions(acts.RunsClosed, activity.RegisterOptions{Name: "RunsClosed"})
-	s.env.OnActivity("RunsClosed", mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) ([]string, error) {
+	s.env.RegisterActivityWithOptions(acts.ClosedWorkflows, activity.RegisterOptions{Name: "ClosedWorkflows"})
+	s.env.OnActivity("ClosedWorkflows", mock.Anything, mock.Anything).Return(func(_ context.Context, ids []string) ([]string, error) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		s.checked++
