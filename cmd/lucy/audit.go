@@ -120,11 +120,8 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	st, err := worker.StateStore(cfg)
+	st, err := stateStore(ctx, cfg)
 	if err != nil {
-		return err
-	}
-	if err := worker.CheckWorkspaceStore(ctx, st); err != nil {
 		return err
 	}
 	record := audit.New(st, nil)

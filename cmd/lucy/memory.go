@@ -10,7 +10,6 @@ import (
 
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/memory"
-	"github.com/lucy-agent/lucy/worker"
 	"github.com/lucy-agent/lucy/workspace"
 )
 
@@ -57,11 +56,8 @@ func runMemory(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	st, err := worker.StateStore(cfg)
+	st, err := stateStore(ctx, cfg)
 	if err != nil {
-		return err
-	}
-	if err := worker.CheckWorkspaceStore(ctx, st); err != nil {
 		return err
 	}
 	// No embedder: an export or a deletion computes no vector.

@@ -46,6 +46,17 @@ func credentialStore(ctx context.Context, cfg *config.Config) (*secrets.Store, e
 	if err := ensureSecretsKey(cfg); err != nil {
 		return nil, err
 	}
+	st, err := stateStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return worker.Credentials(cfg, st)
+}
+
+// stateStore is Lucy's state store as the operator's commands (secrets, memory, audit, usage) use it:
+// checked to be reachable and writable before anything is read or changed, so that a wrong
+// LUCY_DATA_DIR or bucket is one clear error rather than an empty answer.
+func stateStore(ctx context.Context, cfg *config.Config) (workspace.Store, error) {
 	st, err := worker.StateStore(cfg)
 	if err != nil {
 		return nil, err
@@ -53,7 +64,7 @@ func credentialStore(ctx context.Context, cfg *config.Config) (*secrets.Store, e
 	if err := worker.CheckWorkspaceStore(ctx, st); err != nil {
 		return nil, err
 	}
-	return worker.Credentials(cfg, st)
+	return st, nil
 }
 
 const secretsUsage = `Usage:

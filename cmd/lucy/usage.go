@@ -11,7 +11,6 @@ import (
 
 	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/spend"
-	"github.com/lucy-agent/lucy/worker"
 	"github.com/lucy-agent/lucy/workspace"
 )
 
@@ -63,11 +62,8 @@ func runUsage(ctx context.Context, args []string, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	st, err := worker.StateStore(cfg)
+	st, err := stateStore(ctx, cfg)
 	if err != nil {
-		return err
-	}
-	if err := worker.CheckWorkspaceStore(ctx, st); err != nil {
 		return err
 	}
 	ledger := spend.New(st, cfg.SpendLimits)
