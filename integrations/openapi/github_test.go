@@ -10,8 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,44 +49,6 @@ func serveDocument(t testing.TB, data []byte) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL + "/api.github.com.json"
-}
-
-// heapInUse is the heap in use once garbage is collected: what the worker keeps.
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
-}
-
-// heapPeak samples the heap in use while f runs, every 5 ms: what the worker needs while it works.
-func heapPeak(f func()) uint64 {
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			var m runtime.MemStats
-			runtime.ReadMemStats(&m)
-			if m.HeapInuse > peak.Load() {
-				peak.Store(m.HeapInuse)
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-	f()
-	close(stop)
-	wg.Wait()
-	return peak.Load()
 }
 
 func mib(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
@@ -140,11 +100,11 @@ func TestGitHubDescriptionConnectsATag(t *testing.T) {
 		t.Errorf("the tag list is %d characters, over the 8,000 above which a cheap model summarizes it", n)
 	}
 
-	before := heapInUse()
+	before := tooltest.HeapInUse()
 	start := time.Now()
 	var res string
 	var prompt string
-	peak := heapPeak(func() {
+	peak := tooltest.HeapPeak(func() {
 		o, need := e.resolveAs(t, "ULOCAL", args(t, map[string]any{"url": url, "name": "github", "operations": []string{"issues"}}))
 		res, prompt = o.Content, need.Details
 	})
@@ -153,7 +113,7 @@ func TestGitHubDescriptionConnectsATag(t *testing.T) {
 	if got := len(e.toolNames(t)); got != 58 {
 		t.Errorf("%d tools, want the 58 operations of issues", got)
 	}
-	after := heapInUse()
+	after := tooltest.HeapInUse()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	t.Logf("GitHub's description (%s): the tag issues connected (asked, then approved: two reads) in %v; heap in use after GC "+
@@ -163,7 +123,7 @@ func TestGitHubDescriptionConnectsATag(t *testing.T) {
 	// Without this worker's cache of the team's services (read again from the registry on the next
 	// run), nothing of the resolve is left.
 	e.svc.forget(tooltest.Team)
-	dropped := heapInUse()
+	dropped := tooltest.HeapInUse()
 	t.Logf("with the cache of the team's services dropped: %s (%+.1f MiB from before)", mib(dropped), (float64(dropped)-float64(before))/(1<<20))
 	if dropped > before+8<<20 {
 		t.Errorf("the heap grew by %s and stayed with no service cached: the resolve keeps what it read", mib(dropped-before))

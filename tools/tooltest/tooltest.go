@@ -224,6 +224,37 @@ func ReportRetained(b *testing.B, call func(b *testing.B)) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	beforeHeld := m.HeapSys - m.HeapReleased
+	peak := samplePeak()
+	b.ResetTimer()
+	for b.Loop() {
+		call(b)
+	}
+	b.StopTimer()
+	highest := peak()
+	runtime.ReadMemStats(&m)
+	held := m.HeapSys - m.HeapReleased
+	// What a call started in the background (an MCP listing's refresh) finishes before the count.
+	time.Sleep(200 * time.Millisecond)
+	after := liveHeap()
+	b.Logf("live heap after two collections: %.1f MiB before the first call, %.1f MiB after %d call(s) returned; "+
+		"heap in use at most %.1f MiB while they ran (%.1f MiB before; sampled every 5 ms)", float64(before)/(1<<20),
+		float64(after)/(1<<20), b.N, float64(highest)/(1<<20), float64(beforeInUse)/(1<<20))
+	b.ReportMetric((float64(after)-float64(before))/(1<<20), "retained-MiB")
+	b.ReportMetric((float64(highest)-float64(beforeInUse))/(1<<20), "peak-MiB")
+	b.ReportMetric((float64(held)-float64(beforeHeld))/(1<<20), "held-MiB")
+}
+
+// HeapPeak runs f and returns the most heap in use while it ran, sampled every 5 ms: what a tool call
+// needs while it works.
+func HeapPeak(f func()) uint64 {
+	peak := samplePeak()
+	f()
+	return peak()
+}
+
+// samplePeak samples the heap in use every 5 ms until the function it returns is called, which
+// returns the most it saw.
+func samplePeak() func() uint64 {
 	var peak atomic.Uint64
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -243,22 +274,9 @@ func ReportRetained(b *testing.B, call func(b *testing.B)) {
 			}
 		}
 	}()
-	b.ResetTimer()
-	for b.Loop() {
-		call(b)
+	return func() uint64 {
+		close(stop)
+		<-done
+		return peak.Load()
 	}
-	b.StopTimer()
-	close(stop)
-	<-done
-	runtime.ReadMemStats(&m)
-	held := m.HeapSys - m.HeapReleased
-	// What a call started in the background (an MCP listing's refresh) finishes before the count.
-	time.Sleep(200 * time.Millisecond)
-	after := liveHeap()
-	b.Logf("live heap after two collections: %.1f MiB before the first call, %.1f MiB after %d call(s) returned; "+
-		"heap in use at most %.1f MiB while they ran (%.1f MiB before; sampled every 5 ms)", float64(before)/(1<<20),
-		float64(after)/(1<<20), b.N, float64(peak.Load())/(1<<20), float64(beforeInUse)/(1<<20))
-	b.ReportMetric((float64(after)-float64(before))/(1<<20), "retained-MiB")
-	b.ReportMetric((float64(peak.Load())-float64(beforeInUse))/(1<<20), "peak-MiB")
-	b.ReportMetric((float64(held)-float64(beforeHeld))/(1<<20), "held-MiB")
 }
