@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"path"
 	"regexp"
 	"sort"
@@ -134,48 +133,19 @@ func (l *Log) Record(ctx context.Context, e Entry) error {
 		e.Time = l.now()
 	}
 	e.Time = e.Time.UTC()
-	rel := objectOf(e.Time)
-	for attempt := range appendAttempts {
-		if attempt > 0 {
-			// Writers that collided retry at random moments, not in lockstep.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration(rand.IntN(5*attempt)+1) * time.Millisecond):
-			}
-		}
-		var h hour
-		cond := workspace.Cond{IfNoneMatch: true}
-		data, info, err := l.st.Read(ctx, e.Team, rel)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return fmt.Errorf("audit: read %s: %w", rel, err)
-		default:
-			if err := json.Unmarshal(data, &h); err != nil {
-				return fmt.Errorf("audit: %s: %w", rel, err)
-			}
-			cond = workspace.Cond{IfMatch: info.ETag}
-		}
+	err := workspace.UpdateJSON(ctx, l.st, e.Team, objectOf(e.Time), appendAttempts, func(h *hour) bool {
 		for _, old := range h.Entries {
 			if old.ID == e.ID {
-				return nil
+				return false
 			}
 		}
 		h.Entries = append(h.Entries, e)
-		out, err := json.Marshal(h)
-		if err != nil {
-			return err
-		}
-		_, err = l.st.Write(ctx, e.Team, rel, out, cond)
-		if !errors.Is(err, workspace.ErrPrecondition) {
-			if err != nil {
-				return fmt.Errorf("audit: write %s: %w", rel, err)
-			}
-			return nil
-		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
 	}
-	return fmt.Errorf("audit: %s kept changing under other writers", rel)
+	return nil
 }
 
 // List returns the team's entries from since (inclusive) to until (exclusive), oldest first.

@@ -40,7 +40,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"path"
 	"regexp"
 	"sort"
@@ -121,45 +120,16 @@ const changeAttempts = 30
 // writer changed it since it was read, it is read and changed again. fn reports whether it changed
 // anything (nothing is written when not).
 func (a *Archive) change(ctx context.Context, team, channel, ts string, fn func(map[string]Message) bool) error {
-	rel := bucketOf(channel, ts)
-	for attempt := range changeAttempts {
-		if attempt > 0 {
-			// Writers that collided retry at random moments, not in lockstep.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration(rand.IntN(5*attempt)+1) * time.Millisecond):
-			}
+	err := workspace.UpdateJSON(ctx, a.st, team, bucketOf(channel, ts), changeAttempts, func(b *bucket) bool {
+		if b.Messages == nil {
+			b.Messages = map[string]Message{}
 		}
-		b := bucket{Messages: map[string]Message{}}
-		cond := workspace.Cond{IfNoneMatch: true}
-		data, info, err := a.st.Read(ctx, team, rel)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return err
-		default:
-			if err := json.Unmarshal(data, &b); err != nil {
-				return fmt.Errorf("slack archive: %s: %w", rel, err)
-			}
-			if b.Messages == nil {
-				b.Messages = map[string]Message{}
-			}
-			cond = workspace.Cond{IfMatch: info.ETag}
-		}
-		if !fn(b.Messages) {
-			return nil
-		}
-		out, err := json.Marshal(b)
-		if err != nil {
-			return err
-		}
-		_, err = a.st.Write(ctx, team, rel, out, cond)
-		if !errors.Is(err, workspace.ErrPrecondition) {
-			return err
-		}
+		return fn(b.Messages)
+	})
+	if err != nil {
+		return fmt.Errorf("slack archive: %w", err)
 	}
-	return fmt.Errorf("slack archive: %s kept changing under other writers", rel)
+	return nil
 }
 
 // Archive is the archive over a state store. It is safe for concurrent use; several Archives over

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"path"
 	"sort"
 	"strings"
@@ -149,39 +148,27 @@ func (l *Ledger) Record(ctx context.Context, team, person, run string, day time.
 	})
 }
 
-// change applies fn to a day's object and writes it back conditionally, reading and changing it again
-// when another writer changed it meanwhile. fn reports whether it changed anything.
+// change applies fn to a day's object with conditional writes (workspace.UpdateJSON), reading and
+// changing it again when another writer changed it meanwhile. fn reports whether it changed anything.
 func change(ctx context.Context, st workspace.Store, team, rel string, fn func(*Day) bool) error {
-	for attempt := range changeAttempts {
-		if attempt > 0 {
-			// Writers that collided retry at random moments, not in lockstep.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration(rand.IntN(5*attempt)+1) * time.Millisecond):
-			}
-		}
-		d, etag, err := readDay(ctx, st, team, rel)
-		if err != nil {
-			return err
-		}
-		if !fn(&d) {
-			return nil
-		}
-		out, err := json.Marshal(d)
-		if err != nil {
-			return err
-		}
-		cond := workspace.Cond{IfNoneMatch: true}
-		if etag != "" {
-			cond = workspace.Cond{IfMatch: etag}
-		}
-		_, err = st.Write(ctx, team, rel, out, cond)
-		if !errors.Is(err, workspace.ErrPrecondition) {
-			return err
-		}
+	err := workspace.UpdateJSON(ctx, st, team, rel, changeAttempts, func(d *Day) bool {
+		d.init()
+		return fn(d)
+	})
+	if err != nil {
+		return fmt.Errorf("spend: %w", err)
 	}
-	return fmt.Errorf("spend: %s kept changing under other writers", rel)
+	return nil
+}
+
+// init makes a day read from an object (or none) ready to change.
+func (d *Day) init() {
+	if d.People == nil {
+		d.People = map[string]map[string]Count{}
+	}
+	if d.Runs == nil {
+		d.Runs = map[string]string{}
+	}
 }
 
 // readDay reads a day's object; a missing one is an empty day (etag "").
@@ -197,12 +184,7 @@ func readDay(ctx context.Context, st workspace.Store, team, rel string) (Day, st
 	if err := json.Unmarshal(data, &d); err != nil {
 		return d, "", fmt.Errorf("spend: %s: %w", rel, err)
 	}
-	if d.People == nil {
-		d.People = map[string]map[string]Count{}
-	}
-	if d.Runs == nil {
-		d.Runs = map[string]string{}
-	}
+	d.init()
 	return d, info.ETag, nil
 }
 
@@ -338,6 +320,12 @@ func (l *Ledger) Overrides(ctx context.Context, team string) (Overrides, string,
 	if err := json.Unmarshal(data, &o); err != nil {
 		return o, "", fmt.Errorf("spend: %s: %w", limitsFile, err)
 	}
+	o.init()
+	return o, info.ETag, nil
+}
+
+// init makes overrides read from an object (or none) ready to change.
+func (o *Overrides) init() {
 	if o.Limits == nil {
 		o.Limits = map[Budget]Limit{}
 	}
@@ -347,7 +335,6 @@ func (l *Ledger) Overrides(ctx context.Context, team string) (Overrides, string,
 	if o.SetAt == nil {
 		o.SetAt = map[Budget]string{}
 	}
-	return o, info.ETag, nil
 }
 
 // Limits are the team's limits in force: the defaults with its overrides on top.
@@ -365,18 +352,8 @@ func (l *Ledger) SetLimit(ctx context.Context, team string, b Budget, lim Limit,
 	if !validBudget(b) {
 		return fmt.Errorf("spend: unknown budget %q", b)
 	}
-	for attempt := range changeAttempts {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Duration(rand.IntN(5*attempt)+1) * time.Millisecond):
-			}
-		}
-		o, etag, err := l.Overrides(ctx, team)
-		if err != nil {
-			return err
-		}
+	err := workspace.UpdateJSON(ctx, l.st, team, limitsFile, changeAttempts, func(o *Overrides) bool {
+		o.init()
 		if reset {
 			delete(o.Limits, b)
 			delete(o.SetBy, b)
@@ -384,19 +361,12 @@ func (l *Ledger) SetLimit(ctx context.Context, team string, b Budget, lim Limit,
 		} else {
 			o.Limits[b], o.SetBy[b], o.SetAt[b] = lim, who, now.UTC().Format(time.RFC3339)
 		}
-		out, err := json.Marshal(o)
-		if err != nil {
-			return err
-		}
-		cond := workspace.Cond{IfNoneMatch: true}
-		if etag != "" {
-			cond = workspace.Cond{IfMatch: etag}
-		}
-		if _, err = l.st.Write(ctx, team, limitsFile, out, cond); !errors.Is(err, workspace.ErrPrecondition) {
-			return err
-		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("spend: %w", err)
 	}
-	return fmt.Errorf("spend: %s kept changing under other writers", limitsFile)
+	return nil
 }
 
 func validBudget(b Budget) bool {
