@@ -45,6 +45,8 @@ func TestTargets(t *testing.T) {
 	in := `BenchmarkConversationsPerSecond-2   	       1	6839634064 ns/op	       41.20 conversations/s
 BenchmarkClusterConversationsPerSecond-2   	       1	6839634064 ns/op	       39.9 conversations/s	0 lost
 BenchmarkAckLatency-2   	       1	1 ns/op	       20 ack-p50-ms	100 ack-p99-worst-10s-ms	0 lost	1 duplicated
+BenchmarkSteadyState-2   	       1	1 ns/op	       44.0 fresh-conversations/s	41.0 conversations/s	93.18 %of-fresh-rate	130.0 %of-fresh-sign-p99
+BenchmarkBurst-2   	       1	1 ns/op	       16.6 answered/s-at-20/s	7.2 answered/s-at-100/s	43.37 %burst-ratio
 `
 	benches, _, err := parse(strings.NewReader(in))
 	if err != nil {
@@ -57,6 +59,9 @@ BenchmarkAckLatency-2   	       1	1 ns/op	       20 ack-p50-ms	100 ack-p99-worst
 		"| Ack p99, worst 10 s window at 100 events/s | ≤ 100 ack-p99-worst-10s-ms | 100 (met) | — |",
 		"| Acknowledged events lost | ≤ 0 lost | 0 (met) | — |",
 		"| Acknowledged events duplicated | ≤ 0 duplicated | 1 (missed) | — |",
+		"| Steady state: conversations/s, share of the fresh stack's | ≥ 90 %of-fresh-rate | 93.18 (met) | — |",
+		"| Steady state: first sign of life p99, share of the fresh stack's | ≤ 110 %of-fresh-sign-p99 | 130.0 (missed) | — |",
+		"| Burst: new threads at 100/s answered at a share of the rate at 20/s | ≥ 80 %burst-ratio | 43.37 (missed) | — |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("targets lack %q:\n%s", want, out.String())
