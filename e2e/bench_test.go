@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slack-go/slack"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 
@@ -203,34 +201,7 @@ func (s *stack) load(b *testing.B, rate int, d time.Duration) (acks []time.Durat
 
 // loadTimed is load that also returns when each event was sent to the gateway.
 func (s *stack) loadTimed(b *testing.B, rate int, d time.Duration) (acks []time.Duration, threads []string, sent []time.Time) {
-	n := int(d.Seconds() * float64(rate))
-	acks, threads, sent = make([]time.Duration, n), make([]string, n), make([]time.Time, n)
-	tick := time.NewTicker(time.Second / time.Duration(rate))
-	defer tick.Stop()
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		<-tick.C
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			text := fmt.Sprintf("<@ULUCY> question number %d", i)
-			_, ts, err := s.user.PostMessage(channel, slack.MsgOptionText(text, false))
-			if err != nil {
-				b.Error(err)
-				return
-			}
-			threads[i] = ts
-			start := time.Now()
-			sent[i] = start
-			resp := s.eventOnce("app_mention", fmt.Sprintf("Ev-load-%d", i), text, ts, "", human)
-			acks[i] = time.Since(start)
-			if resp.StatusCode != http.StatusOK {
-				b.Errorf("event %d acknowledged with %d", i, resp.StatusCode)
-			}
-		}(i)
-	}
-	wg.Wait()
-	return acks, threads, sent
+	return s.loadN(b, "load", rate, int(d.Seconds()*float64(rate)))
 }
 
 // watchOutbox samples how many acknowledged messages wait in the outbox every 100 ms until the
