@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/lucy-agent/lucy/audit"
-	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/logging"
 	"github.com/lucy-agent/lucy/tracing"
 	"github.com/lucy-agent/lucy/worker"
@@ -116,11 +115,7 @@ func runAudit(ctx context.Context, args []string, getenv func(string) string, st
 	if !since.Before(until) {
 		return errors.New("--since must be before --until")
 	}
-	cfg, err := config.Load(config.ModeSecrets, getenv)
-	if err != nil {
-		return err
-	}
-	st, err := stateStore(ctx, cfg)
+	cfg, st, err := operatorStore(ctx, getenv)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/lucy-agent/lucy/config"
 	"github.com/lucy-agent/lucy/memory"
 	"github.com/lucy-agent/lucy/workspace"
 )
@@ -52,11 +51,7 @@ func runMemory(ctx context.Context, args []string, getenv func(string) string, s
 	if verb == "export" && *yes {
 		return errors.New("--yes is for delete only")
 	}
-	cfg, err := config.Load(config.ModeSecrets, getenv)
-	if err != nil {
-		return err
-	}
-	st, err := stateStore(ctx, cfg)
+	_, st, err := operatorStore(ctx, getenv)
 	if err != nil {
 		return err
 	}

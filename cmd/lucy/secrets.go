@@ -67,6 +67,17 @@ func stateStore(ctx context.Context, cfg *config.Config) (workspace.Store, error
 	return st, nil
 }
 
+// operatorStore is the configuration of an operator's command (memory, audit, usage: the state store's
+// settings, no Slack or model) and the state store, checked.
+func operatorStore(ctx context.Context, getenv func(string) string) (*config.Config, workspace.Store, error) {
+	cfg, err := config.Load(config.ModeSecrets, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := stateStore(ctx, cfg)
+	return cfg, st, err
+}
+
 const secretsUsage = `Usage:
   lucy secrets set    --team T0123 SERVICE   the key is read from standard input (typed hidden on a terminal)
   lucy secrets list   --team T0123           names, owners and dates; never values

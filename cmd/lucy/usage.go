@@ -58,11 +58,7 @@ func runUsage(ctx context.Context, args []string, getenv func(string) string, st
 		}
 		at = m
 	}
-	cfg, err := config.Load(config.ModeSecrets, getenv)
-	if err != nil {
-		return err
-	}
-	st, err := stateStore(ctx, cfg)
+	cfg, st, err := operatorStore(ctx, getenv)
 	if err != nil {
 		return err
 	}
